@@ -1,0 +1,45 @@
+/**
+ * Activities of the agent worker, built by a factory so the worker injects real clients and tests their own.
+ * Worker-side code: never import this from workflow code except as `import type`.
+ */
+import { Context } from '@temporalio/activity';
+import type OpenAI from 'openai';
+import type { ToolRequest, ToolResult } from '../common/chat';
+import { createCompactContext } from './compaction';
+import { createCritiqueAnswer } from './critic';
+import { createCallModel } from './model';
+import { fileTools } from './tools/files';
+import { ToolRegistry, type Tool } from './tools/registry';
+
+export interface ActivityDeps {
+  openai: OpenAI;
+  /** Model used when a run names none (`LLM_MODEL`). */
+  defaultModel: string;
+  /** Root of the file tools (`AGENT_WORKSPACE`). */
+  workspace: string;
+  /** Extra tools beside the built-in file tools. */
+  tools?: Tool[];
+  streamIdleTimeoutMs?: number;
+  deltaFlushMs?: number;
+}
+
+export function createActivities(deps: ActivityDeps) {
+  const registry = new ToolRegistry([...fileTools(deps.workspace), ...(deps.tools ?? [])]);
+
+  async function executeTool(request: ToolRequest): Promise<ToolResult> {
+    const ctx = Context.current();
+    const runKey = ctx.info.workflowExecution?.workflowId ?? ctx.info.activityId;
+    return registry.run(request.call, { idempotencyKey: `${runKey}/${request.call.id}`, signal: ctx.cancellationSignal }, request.allowed);
+  }
+
+  return {
+    callModel: createCallModel({ ...deps, tools: registry }),
+    executeTool,
+    compactContext: createCompactContext(deps),
+    critiqueAnswer: createCritiqueAnswer(deps),
+  };
+}
+
+export type AgentActivities = ReturnType<typeof createActivities>;
+export { ToolRegistry, defineTool, RetryableToolError, type Tool } from './tools/registry';
+export { classifyModelError, ModelErrorType } from './errors';

@@ -1,0 +1,184 @@
+/**
+ * The model call: Chat Completions with streaming and tool calling through the `openai` client.
+ * It heartbeats while the stream runs (cancellation reaches it and aborts the HTTP request), publishes text
+ * deltas to the run in batches, and classifies every provider error once (errors.ts).
+ */
+import { CancelledFailure, Context } from '@temporalio/activity';
+import type OpenAI from 'openai';
+import type { ChatCompletionChunk, ChatCompletionMessageParam } from 'openai/resources/chat/completions';
+import type { ChatMessage, ModelRequest, ModelResponse, ToolCall } from '../common/chat';
+import { streamDeltaSignal } from '../common/messages';
+import { classifyModelError, streamStalled } from './errors';
+import { startHeartbeat } from './heartbeat';
+import type { ToolRegistry } from './tools/registry';
+
+export interface ModelDeps {
+  openai: OpenAI;
+  /** Used when the run names no model. */
+  defaultModel: string;
+  tools: ToolRegistry;
+  /** A stream silent for this long is cut and retried. @default 60000 */
+  streamIdleTimeoutMs?: number;
+  /** How often streamed text is sent to the run. @default 250 */
+  deltaFlushMs?: number;
+}
+
+export function toOpenAIMessages(messages: ChatMessage[]): ChatCompletionMessageParam[] {
+  return messages.map((m): ChatCompletionMessageParam => {
+    switch (m.role) {
+      case 'tool':
+        return { role: 'tool', tool_call_id: m.toolCallId, content: m.content };
+      case 'assistant':
+        return {
+          role: 'assistant',
+          content: m.content,
+          ...(m.toolCalls?.length
+            ? { tool_calls: m.toolCalls.map((c) => ({ id: c.id, type: 'function' as const, function: { name: c.name, arguments: c.arguments } })) }
+            : {}),
+        };
+      default:
+        return { role: m.role, content: m.content };
+    }
+  });
+}
+
+/** Assembles the streamed chunks of one completion. */
+class CompletionAssembler {
+  text = '';
+  finishReason: string | null = null;
+  usage: ChatCompletionChunk['usage'] = undefined;
+  model = '';
+  private readonly calls: Array<{ id: string; name: string; arguments: string }> = [];
+
+  add(chunk: ChatCompletionChunk): string {
+    this.model ||= chunk.model;
+    if (chunk.usage) this.usage = chunk.usage;
+    let delta = '';
+    for (const choice of chunk.choices) {
+      if (choice.delta?.content) delta += choice.delta.content;
+      for (const tc of choice.delta?.tool_calls ?? []) {
+        const call = (this.calls[tc.index] ??= { id: '', name: '', arguments: '' });
+        if (tc.id) call.id = tc.id;
+        if (tc.function?.name) call.name += tc.function.name;
+        if (tc.function?.arguments) call.arguments += tc.function.arguments;
+      }
+      if (choice.finish_reason) this.finishReason = choice.finish_reason;
+    }
+    this.text += delta;
+    return delta;
+  }
+
+  toolCalls(callNumber: number): ToolCall[] {
+    // Some providers omit ids; give every call a stable one so results can be matched.
+    return this.calls.filter(Boolean).map((c, i) => ({ id: c.id || `call_${callNumber}_${i}`, name: c.name, arguments: c.arguments }));
+  }
+}
+
+export function createCallModel(deps: ModelDeps) {
+  const idleTimeoutMs = deps.streamIdleTimeoutMs ?? 60_000;
+  const flushMs = deps.deltaFlushMs ?? 250;
+
+  return async function callModel(request: ModelRequest): Promise<ModelResponse> {
+    const ctx = Context.current();
+    const model = request.model ?? deps.defaultModel;
+    const tools = request.tools?.length === 0 ? [] : deps.tools.definitions(request.tools);
+    const controller = new AbortController();
+    const onCancel = () => controller.abort(ctx.cancellationSignal.reason);
+    ctx.cancellationSignal.addEventListener('abort', onCancel);
+
+    const assembler = new CompletionAssembler();
+    const publisher = new DeltaPublisher(ctx, request.callNumber, flushMs);
+    const stopHeartbeat = startHeartbeat(() => ({ callNumber: request.callNumber, chars: assembler.text.length }));
+    let idle: NodeJS.Timeout | undefined;
+    let stalled = false;
+    const armIdle = () => {
+      clearTimeout(idle);
+      idle = setTimeout(() => {
+        stalled = true;
+        controller.abort(new Error('stream stalled'));
+      }, idleTimeoutMs);
+    };
+
+    try {
+      armIdle();
+      const stream = await deps.openai.chat.completions.create(
+        {
+          model,
+          messages: toOpenAIMessages(request.messages),
+          ...(tools.length ? { tools } : {}),
+          stream: true,
+          stream_options: { include_usage: true },
+        },
+        { signal: controller.signal },
+      );
+      for await (const chunk of stream) {
+        armIdle();
+        publisher.push(assembler.add(chunk));
+      }
+      await publisher.flush();
+      const usage = assembler.usage;
+      return {
+        text: assembler.text,
+        toolCalls: assembler.toolCalls(request.callNumber),
+        usage: {
+          promptTokens: usage?.prompt_tokens ?? 0,
+          completionTokens: usage?.completion_tokens ?? 0,
+          totalTokens: usage?.total_tokens ?? (usage ? usage.prompt_tokens + usage.completion_tokens : 0),
+        },
+        finishReason: assembler.finishReason,
+        model: assembler.model || model,
+      };
+    } catch (err) {
+      if (ctx.cancellationSignal.aborted) throw new CancelledFailure('model call cancelled');
+      if (stalled) throw streamStalled(idleTimeoutMs);
+      throw classifyModelError(err);
+    } finally {
+      clearTimeout(idle);
+      stopHeartbeat();
+      publisher.stop();
+      ctx.cancellationSignal.removeEventListener('abort', onCancel);
+    }
+  };
+}
+
+/**
+ * Sends streamed text to the run as `streamDelta` signals, batched, so the `state` query can show it.
+ * Best effort: the final answer comes back as the activity result, so a lost delta loses nothing.
+ */
+class DeltaPublisher {
+  private buffer = '';
+  private timer: NodeJS.Timeout | undefined;
+  private inFlight: Promise<void> = Promise.resolve();
+
+  constructor(
+    private readonly ctx: Context,
+    private readonly callNumber: number,
+    private readonly flushMs: number,
+  ) {}
+
+  push(text: string): void {
+    if (!text) return;
+    this.buffer += text;
+    this.timer ??= setTimeout(() => void this.flush(), this.flushMs);
+  }
+
+  flush(): Promise<void> {
+    clearTimeout(this.timer);
+    this.timer = undefined;
+    if (this.buffer) {
+      const delta = { callNumber: this.callNumber, attempt: this.ctx.info.attempt, text: this.buffer };
+      this.buffer = '';
+      const workflowId = this.ctx.info.workflowExecution?.workflowId;
+      if (!workflowId) return this.inFlight;
+      this.inFlight = this.inFlight
+        .then(() => this.ctx.client.workflow.getHandle(workflowId).signal(streamDeltaSignal, delta))
+        .catch((err: unknown) => this.ctx.log.warn('stream delta not delivered', { error: String(err) }));
+    }
+    return this.inFlight;
+  }
+
+  stop(): void {
+    clearTimeout(this.timer);
+    this.timer = undefined;
+  }
+}

@@ -1,0 +1,79 @@
+/** File tools confined to the agent's workspace: no path may resolve, or link, outside it. */
+import { promises as fs } from 'node:fs';
+import path from 'node:path';
+import { z } from 'zod';
+import { defineTool, type Tool } from './registry';
+
+const MAX_PATH_LENGTH = 1_024;
+const MAX_READ_BYTES = 200_000;
+const MAX_LIST_ENTRIES = 500;
+
+const RelativePath = z.string().min(1).max(MAX_PATH_LENGTH).describe('Path relative to the workspace root');
+
+/** Resolve `relative` inside `root`, following symlinks, or throw an error that says why not. */
+export async function resolveInWorkspace(root: string, relative: string): Promise<string> {
+  if (relative.length > MAX_PATH_LENGTH) throw new Error(`path is longer than ${MAX_PATH_LENGTH} characters`);
+  if (relative.includes('\0')) throw new Error('path contains a NUL character');
+  if (path.isAbsolute(relative)) throw new Error(`absolute paths are not allowed: ${relative}`);
+  const realRoot = await fs.realpath(root);
+  const target = path.resolve(realRoot, relative);
+  if (!isInside(realRoot, target)) throw new Error(`path leaves the workspace: ${relative}`);
+  // Follow symlinks on the deepest part that exists, so a link cannot point outside.
+  let existing = target;
+  while (!(await exists(existing))) existing = path.dirname(existing);
+  const real = path.join(await fs.realpath(existing), path.relative(existing, target));
+  if (!isInside(realRoot, real)) throw new Error(`path leaves the workspace through a symbolic link: ${relative}`);
+  return real;
+}
+
+const isInside = (root: string, p: string) => p === root || p.startsWith(root + path.sep);
+const exists = (p: string) => fs.lstat(p).then(() => true, () => false);
+
+export function fileTools(workspace: string): Tool[] {
+  const root = path.resolve(workspace);
+  const ensureRoot = () => fs.mkdir(root, { recursive: true });
+  return [
+    defineTool({
+      name: 'listFiles',
+      description: 'List the files and folders at a path in the workspace. Folders end with "/".',
+      parameters: z.object({ path: RelativePath.default('.') }),
+      sideEffects: false,
+      async execute({ path: rel }) {
+        await ensureRoot();
+        const dir = await resolveInWorkspace(root, rel);
+        const entries = await fs.readdir(dir, { withFileTypes: true });
+        const names = entries.map((e) => (e.isDirectory() ? `${e.name}/` : e.name)).sort();
+        if (names.length === 0) return '(empty)';
+        const more = names.length > MAX_LIST_ENTRIES ? `\n[${names.length - MAX_LIST_ENTRIES} more entries]` : '';
+        return names.slice(0, MAX_LIST_ENTRIES).join('\n') + more;
+      },
+    }),
+    defineTool({
+      name: 'readFile',
+      description: 'Read a UTF-8 text file from the workspace.',
+      parameters: z.object({ path: RelativePath }),
+      sideEffects: false,
+      async execute({ path: rel }) {
+        await ensureRoot();
+        const file = await resolveInWorkspace(root, rel);
+        const stat = await fs.stat(file);
+        if (!stat.isFile()) throw new Error(`${rel} is not a file`);
+        if (stat.size > MAX_READ_BYTES) throw new Error(`${rel} is ${stat.size} bytes; the limit is ${MAX_READ_BYTES}`);
+        return fs.readFile(file, 'utf8');
+      },
+    }),
+    defineTool({
+      name: 'writeFile',
+      description: 'Create or replace a UTF-8 text file in the workspace.',
+      parameters: z.object({ path: RelativePath, content: z.string().max(MAX_READ_BYTES) }),
+      sideEffects: true,
+      async execute({ path: rel, content }) {
+        await ensureRoot();
+        const file = await resolveInWorkspace(root, rel);
+        await fs.mkdir(path.dirname(file), { recursive: true });
+        await fs.writeFile(file, content, 'utf8');
+        return `wrote ${Buffer.byteLength(content)} bytes to ${rel}`;
+      },
+    }),
+  ];
+}

@@ -1,0 +1,98 @@
+/**
+ * A registry of zod-defined tools. Their JSON schemas go to the model; arguments are validated before a tool
+ * runs, and every problem the model can fix (unknown tool, bad JSON, invalid arguments, a tool's own error)
+ * comes back to it as the tool result instead of failing the run.
+ */
+import { z } from 'zod';
+import type { ToolCall, ToolResult } from '../../common/chat';
+import { describeZodError } from '../../common/input';
+
+export interface ToolContext {
+  /** Stable across retries of the same call: the key for idempotent side effects. */
+  idempotencyKey: string;
+  signal: AbortSignal;
+}
+
+export interface Tool<P extends z.ZodObject = z.ZodObject> {
+  name: string;
+  description: string;
+  parameters: P;
+  /** Whether calling it changes the world; approvals and idempotency care. */
+  sideEffects: boolean;
+  execute(args: z.output<P>, ctx: ToolContext): Promise<string>;
+}
+
+export const defineTool = <P extends z.ZodObject>(tool: Tool<P>): Tool => tool as unknown as Tool;
+
+/** Thrown by a tool for a transient failure that Temporal should retry rather than tell the model about. */
+export class RetryableToolError extends Error {
+  override name = 'RetryableToolError';
+}
+
+/** Tool outputs larger than this are cut, so one call cannot flood the context or the history. */
+export const MAX_TOOL_OUTPUT_CHARS = 20_000;
+
+export interface OpenAIFunctionTool {
+  type: 'function';
+  function: { name: string; description: string; parameters: Record<string, unknown> };
+}
+
+export class ToolRegistry {
+  private readonly tools = new Map<string, Tool>();
+
+  constructor(tools: Tool[]) {
+    for (const tool of tools) {
+      if (!/^[a-zA-Z0-9_-]{1,64}$/.test(tool.name)) throw new Error(`invalid tool name "${tool.name}"`);
+      if (this.tools.has(tool.name)) throw new Error(`tool "${tool.name}" is registered twice`);
+      this.tools.set(tool.name, tool);
+    }
+  }
+
+  names(): string[] {
+    return [...this.tools.keys()];
+  }
+
+  get(name: string): Tool | undefined {
+    return this.tools.get(name);
+  }
+
+  /** Definitions for the model; `allowed` absent means every tool, and unknown names are an error. */
+  definitions(allowed?: string[]): OpenAIFunctionTool[] {
+    const names = allowed ?? this.names();
+    const unknown = names.filter((n) => !this.tools.has(n));
+    if (unknown.length) throw new Error(`unknown tool(s) ${unknown.join(', ')}; registered: ${this.names().join(', ')}`);
+    return names.map((name) => {
+      const tool = this.tools.get(name)!;
+      const { $schema: _ignored, ...parameters } = z.toJSONSchema(tool.parameters) as Record<string, unknown>;
+      return { type: 'function', function: { name, description: tool.description, parameters } };
+    });
+  }
+
+  async run(call: ToolCall, ctx: ToolContext, allowed?: string[]): Promise<ToolResult> {
+    const result = (ok: boolean, content: string): ToolResult => ({ toolCallId: call.id, name: call.name, ok, content: bound(content) });
+    const tool = this.tools.get(call.name);
+    const available = allowed ?? this.names();
+    if (!tool || !available.includes(call.name)) {
+      return result(false, `Error: unknown tool "${call.name}". Available tools: ${available.join(', ')}.`);
+    }
+    let raw: unknown;
+    try {
+      raw = call.arguments.trim() === '' ? {} : JSON.parse(call.arguments);
+    } catch (err) {
+      return result(false, `Error: the arguments are not valid JSON (${(err as Error).message}). Send a JSON object.`);
+    }
+    const args = tool.parameters.safeParse(raw);
+    if (!args.success) return result(false, `Error: invalid arguments for ${call.name}: ${describeZodError(args.error)}`);
+    try {
+      return result(true, await tool.execute(args.data, ctx));
+    } catch (err) {
+      if (err instanceof RetryableToolError) throw err;
+      return result(false, `Error: ${(err as Error).message}`);
+    }
+  }
+}
+
+function bound(content: string): string {
+  if (content.length <= MAX_TOOL_OUTPUT_CHARS) return content;
+  return `${content.slice(0, MAX_TOOL_OUTPUT_CHARS)}\n[output truncated: ${content.length - MAX_TOOL_OUTPUT_CHARS} more characters]`;
+}

@@ -1,0 +1,88 @@
+/**
+ * JSON-safe conversation types shared by the workflow and the activities.
+ * They mirror the OpenAI Chat Completions wire shapes closely enough to pass straight through.
+ */
+
+export interface ToolCall {
+  id: string;
+  name: string;
+  /** Raw JSON text as the model produced it; it may be malformed. */
+  arguments: string;
+}
+
+export type ChatMessage =
+  | { role: 'system'; content: string }
+  | { role: 'user'; content: string }
+  | { role: 'assistant'; content: string | null; toolCalls?: ToolCall[] }
+  | { role: 'tool'; toolCallId: string; content: string };
+
+export interface Usage {
+  promptTokens: number;
+  completionTokens: number;
+  totalTokens: number;
+}
+
+export const emptyUsage = (): Usage => ({ promptTokens: 0, completionTokens: 0, totalTokens: 0 });
+
+export const addUsage = (a: Usage, b: Usage): Usage => ({
+  promptTokens: a.promptTokens + b.promptTokens,
+  completionTokens: a.completionTokens + b.completionTokens,
+  totalTokens: a.totalTokens + b.totalTokens,
+});
+
+/** Input of the `callModel` activity. No secrets: endpoint and key live in the worker's environment. */
+export interface ModelRequest {
+  purpose: 'plan' | 'respond' | 'critique';
+  /** 1-based number of this model call within the run; used in summaries and logs. */
+  callNumber: number;
+  model?: string;
+  messages: ChatMessage[];
+  /** Names of the tools offered to the model, their schemas from the worker's registry; absent: every registered tool. */
+  tools?: string[];
+}
+
+export interface ModelResponse {
+  text: string;
+  toolCalls: ToolCall[];
+  usage: Usage;
+  finishReason: string | null;
+  model: string;
+}
+
+/** Input of the `executeTool` activity. */
+export interface ToolRequest {
+  call: ToolCall;
+  /** Tools this run may use (absent: every registered tool); a call to any other is answered with an error for the model. */
+  allowed?: string[];
+  /** 1-based number of this tool call within the run; used in summaries. */
+  callNumber: number;
+}
+
+export interface ToolResult {
+  toolCallId: string;
+  name: string;
+  ok: boolean;
+  /** What the model sees: the tool's output, or an error it can act on. */
+  content: string;
+}
+
+export interface CompactionRequest {
+  model?: string;
+  messages: ChatMessage[];
+  /** How many of the most recent messages are kept verbatim. */
+  keepRecent: number;
+}
+
+export interface CompactionResult {
+  messages: ChatMessage[];
+  summarizedMessages: number;
+  usage: Usage;
+}
+
+/** Input of the `critiqueAnswer` activity: a model judges a final answer against the task. */
+export interface CritiqueRequest {
+  model?: string;
+  task: string;
+  answer: string;
+  callNumber: number;
+}

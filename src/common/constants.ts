@@ -1,0 +1,5 @@
+/** Names that backend services, the `temporal` CLI and the Temporal UI rely on. Changing one is a breaking change. */
+export const DEFAULT_TASK_QUEUE = 'agent-runs';
+export const WORKFLOW_TYPE = 'agentRun';
+/** Keyword search attribute upserted on every transition. */
+export const AGENT_STATE_SEARCH_ATTRIBUTE = 'AgentState';

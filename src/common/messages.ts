@@ -1,0 +1,50 @@
+/**
+ * Queries, signals and updates of the `agentRun` workflow, shared by the workflow, the client and the CLI.
+ * Wire names equal the constant names without their kind suffix.
+ */
+import { defineQuery, defineSignal, defineUpdate } from '@temporalio/workflow';
+import type { ChatMessage } from './chat';
+import type { AbortInput, ApproveInput, SendMessageInput } from './input';
+import type { RunSnapshot } from '../workflows/snapshot';
+
+/** The `state` query answer: the run snapshot, with the conversation only on request (it can be large). */
+export type RunStateView = Omit<RunSnapshot, 'messages'> & { messageCount: number; messages?: ChatMessage[] };
+export interface StateQueryOptions {
+  includeMessages?: boolean;
+}
+
+/** Text streamed so far by the model call in flight, sent by the model activity in batches. */
+export interface StreamDelta {
+  callNumber: number;
+  attempt: number;
+  text: string;
+}
+
+export interface ApproveResult {
+  toolCallId: string;
+  approved: boolean;
+  /** Approvals still outstanding after this one. */
+  remaining: number;
+}
+
+export interface SendMessageResult {
+  queued: number;
+}
+
+/** What the workflow returns when the run completes or is aborted; a failed run fails the workflow. */
+export interface AgentRunResult {
+  status: 'COMPLETED' | 'ABORTED';
+  answer: string | null;
+  reason: string | null;
+  usage: RunSnapshot['usage'];
+  loops: number;
+  toolCalls: number;
+}
+
+export const stateQuery = defineQuery<RunStateView, [StateQueryOptions?]>('state');
+export const abortSignal = defineSignal<[AbortInput?]>('abort');
+export const pauseSignal = defineSignal('pause');
+export const resumeSignal = defineSignal('resume');
+export const streamDeltaSignal = defineSignal<[StreamDelta]>('streamDelta');
+export const approveUpdate = defineUpdate<ApproveResult, [ApproveInput]>('approve');
+export const sendMessageUpdate = defineUpdate<SendMessageResult, [SendMessageInput]>('sendMessage');

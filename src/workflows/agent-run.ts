@@ -1,0 +1,271 @@
+/**
+ * The `agentRun` workflow: a thin interpreter of the pure machine in `machine.ts`.
+ * It runs each command as an activity (or a pure function), turns the outcome into an event, and publishes
+ * every state change to the `state` query, the `AgentState` search attribute and the current details.
+ */
+import {
+  ActivityFailure,
+  ApplicationFailure,
+  CancellationScope,
+  condition,
+  isCancellation,
+  log,
+  proxyActivities,
+  setCurrentDetails,
+  setHandler,
+  sleep,
+  upsertSearchAttributes,
+  type ActivityOptions,
+} from '@temporalio/workflow';
+import { defineSearchAttributeKey } from '@temporalio/common';
+import type { AgentActivities } from '../activities';
+import type { ToolCall, ToolResult } from '../common/chat';
+import { AGENT_STATE_SEARCH_ATTRIBUTE } from '../common/constants';
+import { AbortInputSchema, ApproveInputSchema, parseAgentRunInput, parseWith, SendMessageInputSchema } from '../common/input';
+import {
+  abortSignal,
+  approveUpdate,
+  pauseSignal,
+  resumeSignal,
+  sendMessageUpdate,
+  stateQuery,
+  streamDeltaSignal,
+  type AgentRunResult,
+  type RunStateView,
+} from '../common/messages';
+import { ruleCritique } from './critic';
+import { recordRejection, transition, type AgentCommand, type AgentEvent } from './machine';
+import { compactionRequest, critiqueRequest, currentDetails, modelCallSummary, modelRequest, toolCallSummary } from './requests';
+import { blankSnapshot, initialSnapshot, type RunSnapshot } from './snapshot';
+import { AgentState, isTerminal } from './states';
+
+/** Model calls stream for a while; the heartbeat timeout catches a stalled stream and lets cancellation in. */
+const modelCallOptions: ActivityOptions = {
+  startToCloseTimeout: '5 minutes',
+  heartbeatTimeout: '15 seconds',
+  retry: { initialInterval: '1 second', backoffCoefficient: 2, maximumInterval: '30 seconds', maximumAttempts: 6 },
+};
+const toolOptions: ActivityOptions = {
+  startToCloseTimeout: '2 minutes',
+  heartbeatTimeout: '30 seconds',
+  retry: { initialInterval: '1 second', backoffCoefficient: 2, maximumInterval: '10 seconds', maximumAttempts: 3 },
+};
+
+const activities = proxyActivities<AgentActivities>(modelCallOptions);
+const agentStateKey = defineSearchAttributeKey(AGENT_STATE_SEARCH_ATTRIBUTE, 'KEYWORD');
+const CANCELLED = Symbol('cancelled');
+type Work = Exclude<AgentCommand, { type: 'cancelWork' }>;
+const now = () => new Date().toISOString();
+
+export async function agentRun(rawInput: unknown): Promise<AgentRunResult> {
+  const input = parseAgentRunInput(rawInput);
+  let snapshot: RunSnapshot = input.ok ? initialSnapshot(input.value, now()) : blankSnapshot(now());
+  const queue: Work[] = [];
+  let work: CancellationScope | undefined;
+
+  /** Apply an event. External events (signals, updates, the timer) may be refused; internal ones never are. */
+  function dispatch(event: AgentEvent, external: boolean): void {
+    const before = snapshot.state;
+    const result = transition(snapshot, event, now());
+    if (!result.ok) {
+      if (!external) throw new Error(`agentRun bug: ${result.error}`); // fails the workflow task, so a fix can resume it
+      log.warn('event refused', { event: event.type, state: snapshot.state, error: result.error });
+      snapshot = recordRejection(snapshot, event, result.error, now());
+      return;
+    }
+    snapshot = result.snapshot;
+    for (const command of result.commands) {
+      if (command.type === 'cancelWork') work?.cancel();
+      else queue.push(command);
+    }
+    if (snapshot.state !== before) publish();
+  }
+
+  function publish(): void {
+    const last = snapshot.transitions[snapshot.transitions.length - 1];
+    log.info(`${last.from} -> ${last.to}`, { event: last.event, step: snapshot.step });
+    upsertSearchAttributes([{ key: agentStateKey, value: snapshot.state }]);
+    setCurrentDetails(currentDetails(snapshot));
+  }
+
+  /** Run activity work in a scope that ABORT and TIMEOUT can cancel. */
+  async function cancellable<T>(fn: () => Promise<T>): Promise<T | typeof CANCELLED> {
+    const scope = new CancellationScope();
+    work = scope;
+    try {
+      return await scope.run(fn);
+    } catch (err) {
+      if (isCancellation(err) && scope.consideredCancelled) return CANCELLED;
+      throw err;
+    } finally {
+      work = undefined;
+    }
+  }
+
+  setHandler(stateQuery, (options) => view(snapshot, options?.includeMessages ?? false));
+  setHandler(abortSignal, (raw) => {
+    const parsed = parseWith(AbortInputSchema, raw ?? {}, 'abort input');
+    dispatch({ type: 'ABORT', reason: parsed.ok ? parsed.value.reason : undefined }, true);
+  });
+  setHandler(pauseSignal, () => dispatch({ type: 'PAUSE' }, true));
+  setHandler(resumeSignal, () => dispatch({ type: 'RESUME' }, true));
+  setHandler(streamDeltaSignal, (delta) => dispatch({ type: 'STREAM_DELTA', ...delta }, true));
+  setHandler(
+    approveUpdate,
+    (raw) => {
+      const { toolCallId, approved, feedback } = ApproveInputSchema.parse(raw);
+      dispatch({ type: 'APPROVAL', toolCallId, approved, feedback }, true);
+      return { toolCallId, approved, remaining: snapshot.pendingApproval.filter((p) => !p.decision).length };
+    },
+    {
+      validator: (raw) => {
+        const parsed = parseWith(ApproveInputSchema, raw, 'approve input');
+        if (!parsed.ok) throw new Error(parsed.error);
+        if (snapshot.state !== AgentState.AWAITING_APPROVAL) throw new Error(`the run is ${snapshot.state}, not AWAITING_APPROVAL`);
+        const pending = snapshot.pendingApproval.find((p) => p.toolCallId === parsed.value.toolCallId);
+        if (!pending) {
+          const ids = snapshot.pendingApproval.map((p) => p.toolCallId).join(', ');
+          throw new Error(`toolCallId ${parsed.value.toolCallId} is not waiting for approval (waiting: ${ids || 'none'})`);
+        }
+        if (pending.decision) throw new Error(`toolCallId ${pending.toolCallId} was already decided`);
+      },
+    },
+  );
+  setHandler(
+    sendMessageUpdate,
+    (raw) => {
+      dispatch({ type: 'MESSAGE', text: SendMessageInputSchema.parse(raw).text }, true);
+      return { queued: snapshot.queuedMessages.length };
+    },
+    {
+      validator: (raw) => {
+        const parsed = parseWith(SendMessageInputSchema, raw, 'sendMessage input');
+        if (!parsed.ok) throw new Error(parsed.error);
+        if (isTerminal(snapshot.state)) throw new Error(`the run has ended (${snapshot.state})`);
+      },
+    },
+  );
+
+  if (!input.ok) {
+    dispatch({ type: 'INVALID_INPUT', error: input.error }, false);
+    throw ApplicationFailure.create({ type: 'InvalidInput', message: input.error, nonRetryable: true });
+  }
+
+  const timer = new CancellationScope();
+  void timer.run(() => sleep(snapshot.limits.timeoutMs)).then(
+    () => dispatch({ type: 'TIMEOUT' }, true),
+    () => undefined, // the run ended first
+  );
+
+  dispatch({ type: 'START' }, false);
+  const root = CancellationScope.current();
+  try {
+    while (!isTerminal(snapshot.state)) {
+      const command = queue.shift();
+      if (!command) {
+        await condition(() => queue.length > 0 || isTerminal(snapshot.state));
+        continue;
+      }
+      const step = snapshot.step;
+      const event = await execute(command);
+      // An outcome that arrives after an abort or timeout moved the run on describes nothing any more.
+      if (event !== CANCELLED && snapshot.step === step) dispatch(event, false);
+    }
+  } catch (err) {
+    if (!(isCancellation(err) && root.consideredCancelled)) throw err;
+    dispatch({ type: 'ABORT', reason: 'the workflow was cancelled' }, true);
+  } finally {
+    timer.cancel();
+  }
+
+  const result: AgentRunResult = {
+    status: snapshot.state === AgentState.COMPLETED ? 'COMPLETED' : 'ABORTED',
+    answer: snapshot.answer,
+    reason: snapshot.reason,
+    usage: snapshot.usage,
+    loops: snapshot.loops,
+    toolCalls: snapshot.toolCalls,
+  };
+  if (snapshot.state === AgentState.FAILED) {
+    throw ApplicationFailure.create({ type: 'AgentRunFailed', message: snapshot.reason ?? 'failed', nonRetryable: true, details: [result] });
+  }
+  return result;
+
+  async function execute(command: Work): Promise<AgentEvent | typeof CANCELLED> {
+    switch (command.type) {
+      case 'process':
+        return { type: 'PROCESS' };
+      case 'callModel':
+        return callModel(command.purpose, command.callNumber);
+      case 'runTools':
+        return runTools(command.calls);
+      case 'critique':
+        return critique(command.mode);
+      case 'compact': {
+        const outcome = await cancellable(() => activities.compactContext(compactionRequest(snapshot, command.keepRecent))).catch(
+          (err: unknown) => ({ failed: failureMessage(err) }),
+        );
+        if (outcome === CANCELLED) return CANCELLED;
+        return 'failed' in outcome ? { type: 'COMPACTION_FAILED', error: outcome.failed } : { type: 'COMPACTED', result: outcome };
+      }
+    }
+  }
+
+  async function callModel(purpose: 'plan' | 'respond', callNumber: number): Promise<AgentEvent | typeof CANCELLED> {
+    const request = modelRequest(snapshot, purpose, callNumber);
+    try {
+      const response = await cancellable(() =>
+        activities.callModel.executeWithOptions({ ...modelCallOptions, summary: modelCallSummary(purpose, callNumber) }, [request]),
+      );
+      if (response === CANCELLED) return CANCELLED;
+      return purpose === 'plan' ? { type: 'PLAN_READY', response } : { type: 'MODEL_RESPONDED', response };
+    } catch (err) {
+      if (failureType(err) === 'ModelInvocationError.ContextOverflow') return { type: 'CONTEXT_OVERFLOW', error: failureMessage(err) };
+      return { type: 'MODEL_FAILED', error: failureMessage(err) };
+    }
+  }
+
+  async function runTools(calls: ToolCall[]): Promise<AgentEvent | typeof CANCELLED> {
+    const first = snapshot.toolCalls + 1;
+    const results = await cancellable(() =>
+      Promise.all(
+        calls.map((call, i) =>
+          activities.executeTool
+            .executeWithOptions({ ...toolOptions, summary: toolCallSummary(call) }, [
+              { call, allowed: snapshot.options.tools, callNumber: first + i },
+            ])
+            .catch((err: unknown): ToolResult => {
+              if (isCancellation(err)) throw err;
+              return { toolCallId: call.id, name: call.name, ok: false, content: `Error: ${failureMessage(err)}` };
+            }),
+        ),
+      ),
+    );
+    return results === CANCELLED ? CANCELLED : { type: 'TOOLS_DONE', results };
+  }
+
+  async function critique(mode: 'rules' | 'model'): Promise<AgentEvent | typeof CANCELLED> {
+    if (mode === 'rules') return { type: 'CRITIQUE_DONE', decision: ruleCritique(snapshot) };
+    const decision = await cancellable(() => activities.critiqueAnswer(critiqueRequest(snapshot))).catch((err: unknown) => {
+      const fallback = ruleCritique(snapshot);
+      return { ...fallback, reason: `${fallback.reason} (model critic unavailable: ${failureMessage(err)})` };
+    });
+    return decision === CANCELLED ? CANCELLED : { type: 'CRITIQUE_DONE', decision };
+  }
+}
+
+function view(s: RunSnapshot, includeMessages: boolean): RunStateView {
+  const { messages, ...rest } = s;
+  return { ...rest, messageCount: messages.length, ...(includeMessages ? { messages } : {}) };
+}
+
+/** The innermost application failure's message: what the model or the tool actually said. */
+function failureMessage(err: unknown): string {
+  const cause = err instanceof ActivityFailure ? err.cause : err;
+  return cause instanceof Error ? cause.message : String(cause);
+}
+
+function failureType(err: unknown): string | undefined {
+  const cause = err instanceof ActivityFailure ? err.cause : err;
+  return cause instanceof ApplicationFailure ? (cause.type ?? undefined) : undefined;
+}

@@ -1,0 +1,21 @@
+import type { RunSnapshot } from './snapshot';
+import type { CritiqueDecision } from './states';
+
+/**
+ * The default critic: free, deterministic, and enough to steer most runs.
+ * A failed tool is retried (the model sees the error); failures on consecutive steps ask for a new plan;
+ * a non-empty answer without tool calls completes the run; an empty one is sent back.
+ */
+export function ruleCritique(s: RunSnapshot): CritiqueDecision {
+  const failed = s.lastToolResults.filter((r) => !r.ok);
+  if (s.lastToolResults.length > 0) {
+    if (failed.length === 0) return { action: 'continue', reason: `${s.lastToolResults.length} tool call(s) succeeded`, confidence: 0.9 };
+    const names = [...new Set(failed.map((r) => r.name))].join(', ');
+    if (s.failuresInARow >= 2) return { action: 'replan', reason: `tool calls failed on ${s.failuresInARow} steps in a row (${names})`, confidence: 0.7 };
+    return { action: 'retry', reason: `tool call failed (${names})`, confidence: 0.8 };
+  }
+  const last = s.messages[s.messages.length - 1];
+  const text = last?.role === 'assistant' ? (last.content ?? '').trim() : '';
+  if (!text) return { action: 'retry', reason: 'the model returned an empty answer', confidence: 0.9 };
+  return { action: 'complete', reason: 'the model answered without calling tools', confidence: 0.8 };
+}

@@ -1,0 +1,69 @@
+import type { ToolCall } from '../common/chat';
+import type { RunSnapshot } from './snapshot';
+
+/** The run has made as many model calls as its `maxLoops` allows. */
+export const isLoopLimitReached = (s: RunSnapshot): boolean => s.loops >= s.limits.maxLoops;
+
+/** Executing `pending` more calls would exceed `maxToolCalls`. */
+export const isToolCallLimitReached = (s: RunSnapshot, pending: number): boolean =>
+  s.toolCalls + pending > s.limits.maxToolCalls;
+
+/** The run's approval settings guard this tool. */
+export const needsApproval = (s: RunSnapshot, toolName: string): boolean =>
+  s.options.approvalTools.includes('*') || s.options.approvalTools.includes(toolName);
+
+/** A stable text for one call, so equal calls compare equal whatever the key order or spacing of their JSON. */
+export function toolSignature(call: Pick<ToolCall, 'name' | 'arguments'>): string {
+  let args = call.arguments.trim();
+  try {
+    args = JSON.stringify(sortKeys(JSON.parse(args)));
+  } catch {
+    // malformed JSON compares as written
+  }
+  return `${call.name}(${args})`;
+}
+
+function sortKeys(value: unknown): unknown {
+  if (Array.isArray(value)) return value.map(sortKeys);
+  if (value && typeof value === 'object') {
+    return Object.fromEntries(
+      Object.keys(value as object)
+        .sort()
+        .map((k) => [k, sortKeys((value as Record<string, unknown>)[k])]),
+    );
+  }
+  return value;
+}
+
+export interface Repetition {
+  /** The repeating unit, e.g. `['readFile({"path":"a"})']` or a cycle of two calls. */
+  unit: string[];
+  times: number;
+}
+
+/**
+ * The longest-standing repetition at the end of `signatures`: a unit of 1..maxPeriod calls repeated at least
+ * `minRepeats` times in a row. A run that repeats itself without new calls in between is making no progress.
+ */
+export function findRepetition(signatures: readonly string[], minRepeats: number, maxPeriod = 3): Repetition | null {
+  for (let period = 1; period <= maxPeriod; period++) {
+    const unit = signatures.slice(-period);
+    if (unit.length < period) break;
+    // a cycle of identical calls is reported as period 1
+    if (period > 1 && unit.every((sig) => sig === unit[0])) continue;
+    let times = 1;
+    while (signatures.length >= period * (times + 1)) {
+      const start = signatures.length - period * (times + 1);
+      const previous = signatures.slice(start, start + period);
+      if (!previous.every((sig, i) => sig === unit[i])) break;
+      times++;
+    }
+    if (times >= minRepeats) return { unit, times };
+  }
+  return null;
+}
+
+export const describeRepetition = (r: Repetition): string =>
+  r.unit.length === 1
+    ? `${r.unit[0]} called ${r.times} times in a row`
+    : `the cycle ${r.unit.join(' -> ')} repeated ${r.times} times`;

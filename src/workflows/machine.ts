@@ -1,0 +1,382 @@
+/**
+ * The agent run as a pure state machine: `transition(snapshot, event, now) -> { snapshot, commands }`.
+ * No Temporal import, no await, no clock, no randomness: the workflow interprets the commands and feeds
+ * their outcomes back as events. Every state change is appended to the snapshot's transition log.
+ */
+import type { CompactionResult, ModelResponse, ToolCall, ToolResult } from '../common/chat';
+import { addUsage } from '../common/chat';
+import { describeRepetition, findRepetition, isLoopLimitReached, isToolCallLimitReached, needsApproval, toolSignature } from './guards';
+import type { RunSnapshot } from './snapshot';
+import { AgentState, type CritiqueDecision, isTerminal, WORK_STATES } from './states';
+
+export type AgentEvent =
+  | { type: 'START' }
+  | { type: 'INVALID_INPUT'; error: string }
+  | { type: 'PLAN_READY'; response: ModelResponse }
+  | { type: 'MODEL_RESPONDED'; response: ModelResponse }
+  | { type: 'MODEL_FAILED'; error: string }
+  | { type: 'CONTEXT_OVERFLOW'; error: string }
+  | { type: 'PROCESS' }
+  | { type: 'TOOLS_DONE'; results: ToolResult[] }
+  | { type: 'CRITIQUE_DONE'; decision: CritiqueDecision }
+  | { type: 'COMPACTED'; result: CompactionResult }
+  | { type: 'COMPACTION_FAILED'; error: string }
+  | { type: 'APPROVAL'; toolCallId: string; approved: boolean; feedback?: string }
+  | { type: 'PAUSE' }
+  | { type: 'RESUME' }
+  | { type: 'ABORT'; reason?: string }
+  | { type: 'TIMEOUT' }
+  | { type: 'MESSAGE'; text: string }
+  | { type: 'STREAM_DELTA'; callNumber: number; attempt: number; text: string };
+export type AgentEventType = AgentEvent['type'];
+
+/** Work for the interpreter. Waiting states (AWAITING_APPROVAL, PAUSED) emit none: they wait for events. */
+export type AgentCommand =
+  | { type: 'callModel'; purpose: 'plan' | 'respond'; callNumber: number }
+  | { type: 'process' }
+  | { type: 'runTools'; calls: ToolCall[] }
+  | { type: 'critique'; mode: 'rules' | 'model' }
+  | { type: 'compact'; keepRecent: number }
+  | { type: 'cancelWork' };
+
+export type TransitionResult =
+  | { ok: true; snapshot: RunSnapshot; commands: AgentCommand[] }
+  | { ok: false; error: string };
+
+const S = AgentState;
+type Targets = Partial<Record<AgentEventType, readonly AgentState[]>>;
+
+/** Events every running state accepts; a `self` target keeps the state (a request is recorded, nothing moves). */
+const whileRunning = (self: AgentState): Targets => ({
+  ABORT: [S.ABORTED],
+  TIMEOUT: [S.FAILED],
+  PAUSE: [self],
+  RESUME: [self],
+  MESSAGE: [self],
+  STREAM_DELTA: [self],
+});
+
+/** The transition table: for each state, the events it accepts and the states each may lead to. */
+export const TRANSITIONS: Readonly<Record<AgentState, Targets>> = {
+  IDLE: { ...whileRunning(S.IDLE), START: [S.PLANNING, S.STREAMING, S.PAUSED], INVALID_INPUT: [S.FAILED] },
+  PLANNING: {
+    ...whileRunning(S.PLANNING),
+    PLAN_READY: [S.STREAMING, S.PAUSED, S.FAILED],
+    CONTEXT_OVERFLOW: [S.COMPACTING, S.PAUSED, S.FAILED],
+    MODEL_FAILED: [S.FAILED],
+  },
+  STREAMING: {
+    ...whileRunning(S.STREAMING),
+    MODEL_RESPONDED: [S.PROCESSING],
+    CONTEXT_OVERFLOW: [S.COMPACTING, S.PAUSED, S.FAILED],
+    MODEL_FAILED: [S.FAILED],
+  },
+  PROCESSING: {
+    ...whileRunning(S.PROCESSING),
+    PROCESS: [S.TOOL_EXECUTING, S.AWAITING_APPROVAL, S.CRITIQUE, S.STREAMING, S.PAUSED, S.FAILED],
+  },
+  TOOL_EXECUTING: { ...whileRunning(S.TOOL_EXECUTING), TOOLS_DONE: [S.CRITIQUE] },
+  AWAITING_APPROVAL: { ...whileRunning(S.AWAITING_APPROVAL), APPROVAL: [S.AWAITING_APPROVAL, S.TOOL_EXECUTING, S.PAUSED] },
+  CRITIQUE: {
+    ...whileRunning(S.CRITIQUE),
+    CRITIQUE_DONE: [S.STREAMING, S.PLANNING, S.COMPLETED, S.PAUSED, S.FAILED],
+  },
+  COMPACTING: {
+    ...whileRunning(S.COMPACTING),
+    COMPACTED: [S.STREAMING, S.PLANNING, S.PAUSED, S.FAILED],
+    COMPACTION_FAILED: [S.FAILED],
+  },
+  PAUSED: {
+    ABORT: [S.ABORTED],
+    TIMEOUT: [S.FAILED],
+    RESUME: [S.PLANNING, S.STREAMING, S.TOOL_EXECUTING, S.COMPACTING, S.FAILED],
+    MESSAGE: [S.PAUSED],
+    STREAM_DELTA: [S.PAUSED],
+  },
+  COMPLETED: {},
+  FAILED: {},
+  ABORTED: {},
+};
+
+export const allowedTargets = (state: AgentState, event: AgentEventType): readonly AgentState[] =>
+  TRANSITIONS[state][event] ?? [];
+
+/** Text the model is given in place of a call that the repetition guard stopped. */
+export const LOOP_WARNING =
+  'Not executed: this repeats your earlier calls without progress. Use the results you already have or try a different approach; repeating it again ends the run.';
+
+/** How many recent messages compaction keeps verbatim. */
+export const KEEP_RECENT_MESSAGES = 6;
+
+/** Apply one event. An event the current state has no transition for is rejected, never ignored. */
+export function transition(s: RunSnapshot, event: AgentEvent, now: string): TransitionResult {
+  const targets = allowedTargets(s.state, event.type);
+  if (targets.length === 0) {
+    return { ok: false, error: `event ${event.type} has no transition from state ${s.state}` };
+  }
+  const result = handle(s, event, now);
+  if (result.ok && result.snapshot.state !== s.state && !targets.includes(result.snapshot.state)) {
+    // The handlers and the table disagree: a bug in this file, caught by the table-driven tests.
+    throw new Error(`machine bug: ${s.state} --${event.type}--> ${result.snapshot.state} is not in the table`);
+  }
+  return result;
+}
+
+/** Keep the rejection on the snapshot so that the `state` query shows it. */
+export function recordRejection(s: RunSnapshot, event: AgentEvent, error: string, now: string): RunSnapshot {
+  const entry = { event: event.type, state: s.state, at: now, error };
+  return { ...s, rejectedEvents: [...s.rejectedEvents, entry].slice(-20) };
+}
+
+const ok = (snapshot: RunSnapshot, commands: AgentCommand[] = []): TransitionResult => ({ ok: true, snapshot, commands });
+const reject = (error: string): TransitionResult => ({ ok: false, error });
+
+function handle(s: RunSnapshot, e: AgentEvent, now: string): TransitionResult {
+  switch (e.type) {
+    case 'START':
+      return enter(s, s.options.plan ? S.PLANNING : S.STREAMING, e, now);
+
+    case 'INVALID_INPUT':
+      return fail(s, e, now, e.error);
+
+    case 'PLAN_READY': {
+      const plan = e.response.text.trim();
+      const next = withResponseUsage({ ...s, plan, overflowsInARow: 0 }, e.response);
+      next.messages = [
+        ...s.messages,
+        { role: 'assistant', content: `Plan:\n${plan}` },
+        { role: 'user', content: 'Carry out the plan step by step.' },
+      ];
+      return enter(next, S.STREAMING, e, now);
+    }
+
+    case 'MODEL_RESPONDED': {
+      const { text, toolCalls } = e.response;
+      const next = withResponseUsage({ ...s, pendingToolCalls: toolCalls, lastToolResults: [], overflowsInARow: 0 }, e.response);
+      next.messages = [
+        ...s.messages,
+        { role: 'assistant', content: text || null, ...(toolCalls.length ? { toolCalls } : {}) },
+      ];
+      return enter(next, S.PROCESSING, e, now);
+    }
+
+    case 'MODEL_FAILED':
+      return fail(s, e, now, `model call failed: ${e.error}`);
+
+    case 'CONTEXT_OVERFLOW':
+      if (s.overflowsInARow >= 2) {
+        return fail(s, e, now, `context still too long after ${s.overflowsInARow} compactions: ${e.error}`);
+      }
+      return enter({ ...s, lastError: e.error, resumeTo: s.state, overflowsInARow: s.overflowsInARow + 1 }, S.COMPACTING, e, now);
+
+    case 'PROCESS':
+      return processResponse(s, e, now);
+
+    case 'TOOLS_DONE': {
+      const byId = new Map([...s.presetResults, ...e.results].map((r) => [r.toolCallId, r]));
+      const results = s.pendingToolCalls.map(
+        (call): ToolResult =>
+          byId.get(call.id) ?? { toolCallId: call.id, name: call.name, ok: false, content: 'Error: the tool returned no result.' },
+      );
+      const anyFailed = results.some((r) => !r.ok);
+      const next: RunSnapshot = {
+        ...s,
+        toolCalls: s.toolCalls + e.results.length,
+        lastToolResults: results,
+        failuresInARow: anyFailed ? s.failuresInARow + 1 : 0,
+        pendingToolCalls: [],
+        presetResults: [],
+        messages: [...s.messages, ...results.map((r) => ({ role: 'tool' as const, toolCallId: r.toolCallId, content: r.content }))],
+      };
+      return enter(next, S.CRITIQUE, e, now);
+    }
+
+    case 'CRITIQUE_DONE':
+      return applyCritique({ ...s, lastCritique: e.decision }, e, now);
+
+    case 'COMPACTED': {
+      const next: RunSnapshot = { ...s, messages: e.result.messages, usage: { ...s.usage, ...addUsage(s.usage, e.result.usage) } };
+      return enter(next, s.resumeTo === S.PLANNING ? S.PLANNING : S.STREAMING, e, now);
+    }
+
+    case 'COMPACTION_FAILED':
+      return fail(s, e, now, `compaction failed: ${e.error}`);
+
+    case 'APPROVAL': {
+      const pending = s.pendingApproval.find((p) => p.toolCallId === e.toolCallId);
+      if (!pending) return reject(`no tool call ${e.toolCallId} is waiting for approval`);
+      if (pending.decision) return reject(`tool call ${e.toolCallId} was already ${pending.decision.approved ? 'approved' : 'rejected'}`);
+      const decision = { approved: e.approved, ...(e.feedback !== undefined ? { feedback: e.feedback } : {}) };
+      const pendingApproval = s.pendingApproval.map((p) => (p === pending ? { ...p, decision } : p));
+      const next = { ...s, pendingApproval };
+      if (pendingApproval.some((p) => !p.decision)) return ok(next);
+      const rejected = pendingApproval.filter((p) => !p.decision?.approved);
+      next.presetResults = [
+        ...s.presetResults,
+        ...rejected.map((p) => ({
+          toolCallId: p.toolCallId,
+          name: p.name,
+          ok: false,
+          content: `The user rejected this call${p.decision?.feedback ? `: ${p.decision.feedback}` : '.'}`,
+        })),
+      ];
+      next.pendingApproval = [];
+      return enter(next, S.TOOL_EXECUTING, e, now);
+    }
+
+    case 'PAUSE':
+      if (s.pauseRequested) return reject('a pause is already requested');
+      return ok({ ...s, pauseRequested: true });
+
+    case 'RESUME':
+      if (s.state !== S.PAUSED) {
+        if (!s.pauseRequested) return reject(`the run is ${s.state}, not paused`);
+        return ok({ ...s, pauseRequested: false });
+      }
+      return enter({ ...s, resumeTo: null }, s.resumeTo ?? S.STREAMING, e, now);
+
+    case 'ABORT':
+      return finish(s, S.ABORTED, e, now, `aborted: ${e.reason ?? 'by request'}`);
+
+    case 'TIMEOUT':
+      return fail(s, e, now, `timed out after ${s.limits.timeoutMs} ms (limits.timeoutMs)`);
+
+    case 'MESSAGE':
+      return ok({ ...s, queuedMessages: [...s.queuedMessages, e.text] });
+
+    case 'STREAM_DELTA': {
+      // Deltas of a finished or earlier call arrive late after a retry or a crash; they no longer describe anything.
+      if (s.state !== S.STREAMING && s.state !== S.PLANNING) return ok(s);
+      if (!s.stream || e.callNumber !== s.stream.callNumber || e.attempt < s.stream.attempt) return ok(s);
+      const restarted = e.attempt > s.stream.attempt;
+      return ok({
+        ...s,
+        stream: { callNumber: e.callNumber, attempt: e.attempt },
+        partialText: (restarted ? '' : s.partialText) + e.text,
+      });
+    }
+  }
+}
+
+function processResponse(s: RunSnapshot, e: AgentEvent, now: string): TransitionResult {
+  const calls = s.pendingToolCalls;
+  if (calls.length === 0) return enter(s, S.CRITIQUE, e, now);
+  if (isToolCallLimitReached(s, calls.length)) {
+    return fail(s, e, now, `tool call limit reached: ${s.toolCalls} done, ${calls.length} more requested, limits.maxToolCalls is ${s.limits.maxToolCalls}`);
+  }
+  const signatures = [...s.toolSignatures, ...calls.map(toolSignature)];
+  const repetition = findRepetition(signatures, s.limits.maxRepeats);
+  if (repetition && s.loopWarned) return fail(s, e, now, `loop detected: ${describeRepetition(repetition)}`);
+  if (repetition) {
+    const warned = calls.map((c) => ({ toolCallId: c.id, name: c.name, ok: false, content: LOOP_WARNING }));
+    const next: RunSnapshot = {
+      ...s,
+      loopWarned: true,
+      toolSignatures: signatures,
+      reason: `warned the model: ${describeRepetition(repetition)}`,
+      pendingToolCalls: [],
+      messages: [...s.messages, ...warned.map((r) => ({ role: 'tool' as const, toolCallId: r.toolCallId, content: r.content }))],
+    };
+    return enter(next, S.STREAMING, e, now);
+  }
+  const next = { ...s, toolSignatures: signatures };
+  const guarded = calls.filter((c) => needsApproval(s, c.name));
+  if (guarded.length > 0) {
+    next.pendingApproval = guarded.map((c) => ({ toolCallId: c.id, name: c.name, arguments: c.arguments }));
+    return enter(next, S.AWAITING_APPROVAL, e, now);
+  }
+  return enter(next, S.TOOL_EXECUTING, e, now);
+}
+
+function applyCritique(s: RunSnapshot, e: AgentEvent, now: string): TransitionResult {
+  const decision = s.lastCritique!;
+  const afterTools = s.lastToolResults.length > 0;
+  const next: RunSnapshot = { ...s };
+  switch (decision.action) {
+    case 'continue':
+      return enter(next, S.STREAMING, e, now);
+    case 'retry':
+      if (!afterTools) {
+        next.messages = [...s.messages, { role: 'user', content: `Your answer needs another attempt: ${decision.reason}` }];
+      }
+      return enter(next, S.STREAMING, e, now);
+    case 'replan':
+      next.messages = [...s.messages, { role: 'user', content: `The current approach is not working (${decision.reason}). Make a new plan.` }];
+      return enter(next, S.PLANNING, e, now);
+    case 'complete': {
+      // A message sent during the run deserves an answer before the run ends.
+      if (s.queuedMessages.length > 0) return enter(next, S.STREAMING, e, now);
+      const answer = lastAssistantText(s);
+      return finish(next, S.COMPLETED, e, now, decision.reason, answer);
+    }
+  }
+}
+
+/**
+ * Move into `target`, honouring the limits and a requested pause on the way into new work,
+ * and emit the commands that the target state starts with.
+ */
+function enter(s: RunSnapshot, target: AgentState, e: AgentEvent, now: string): TransitionResult {
+  const callsModel = target === S.STREAMING || target === S.PLANNING;
+  if (callsModel && isLoopLimitReached(s)) {
+    return fail(s, e, now, `loop limit reached: ${s.loops} model calls, limits.maxLoops is ${s.limits.maxLoops}`);
+  }
+  if (s.pauseRequested && WORK_STATES.includes(target)) {
+    return ok(moveTo({ ...s, pauseRequested: false, resumeTo: target }, S.PAUSED, e, now));
+  }
+  let next = moveTo(s, target, e, now);
+  switch (target) {
+    case S.PLANNING:
+    case S.STREAMING: {
+      const callNumber = s.loops + 1;
+      const queued = s.queuedMessages.map((text) => ({ role: 'user' as const, content: text }));
+      next = { ...next, loops: callNumber, partialText: '', stream: { callNumber, attempt: 1 }, queuedMessages: [], messages: [...next.messages, ...queued] };
+      return ok(next, [{ type: 'callModel', purpose: target === S.PLANNING ? 'plan' : 'respond', callNumber }]);
+    }
+    case S.PROCESSING:
+      return ok({ ...next, partialText: '', stream: null }, [{ type: 'process' }]);
+    case S.TOOL_EXECUTING: {
+      const preset = new Set(s.presetResults.map((r) => r.toolCallId));
+      return ok(next, [{ type: 'runTools', calls: s.pendingToolCalls.filter((c) => !preset.has(c.id)) }]);
+    }
+    case S.CRITIQUE:
+      // A model critic judges final answers; tool outcomes are judged by rules.
+      return ok(next, [{ type: 'critique', mode: s.lastToolResults.length === 0 ? s.options.critique : 'rules' }]);
+    case S.COMPACTING:
+      return ok(next, [{ type: 'compact', keepRecent: KEEP_RECENT_MESSAGES }]);
+    default:
+      return ok(next);
+  }
+}
+
+function fail(s: RunSnapshot, e: AgentEvent, now: string, reason: string): TransitionResult {
+  return finish({ ...s, lastError: reason }, S.FAILED, e, now, reason);
+}
+
+function finish(s: RunSnapshot, to: AgentState, e: AgentEvent, now: string, reason: string, answer: string | null = null): TransitionResult {
+  const next = moveTo({ ...s, reason, answer, partialText: '', stream: null, pendingApproval: [], pauseRequested: false }, to, e, now);
+  return ok(next, [{ type: 'cancelWork' }]);
+}
+
+function moveTo(s: RunSnapshot, to: AgentState, e: AgentEvent, now: string): RunSnapshot {
+  if (isTerminal(s.state)) throw new Error(`machine bug: leaving terminal state ${s.state}`);
+  return {
+    ...s,
+    state: to,
+    stateSince: now,
+    step: s.step + 1,
+    transitions: [...s.transitions, { from: s.state, to, event: e.type, at: now }],
+  };
+}
+
+function withResponseUsage(s: RunSnapshot, r: ModelResponse): RunSnapshot {
+  return { ...s, usage: { ...addUsage(s.usage, r.usage), modelCalls: s.usage.modelCalls + 1 } };
+}
+
+function lastAssistantText(s: RunSnapshot): string | null {
+  for (let i = s.messages.length - 1; i >= 0; i--) {
+    const m = s.messages[i];
+    if (m.role === 'assistant' && m.content) return m.content;
+  }
+  return null;
+}

@@ -1,0 +1,47 @@
+/** Activity inputs built from the snapshot: pure, so the workflow stays a thin interpreter. */
+import type { CompactionRequest, CritiqueRequest, ModelRequest, ToolCall } from '../common/chat';
+import type { RunSnapshot } from './snapshot';
+
+export const PLAN_INSTRUCTION =
+  'Before acting, write a short numbered plan (at most 6 steps) for the task above. Do not call tools now; reply with the plan only.';
+
+export function modelRequest(s: RunSnapshot, purpose: 'plan' | 'respond', callNumber: number): ModelRequest {
+  if (purpose === 'plan') {
+    return {
+      purpose,
+      callNumber,
+      model: s.options.model,
+      messages: [...s.messages, { role: 'user', content: PLAN_INSTRUCTION }],
+      tools: [],
+    };
+  }
+  return { purpose, callNumber, model: s.options.model, messages: s.messages, tools: s.options.tools };
+}
+
+export function compactionRequest(s: RunSnapshot, keepRecent: number): CompactionRequest {
+  return { model: s.options.model, messages: s.messages, keepRecent };
+}
+
+export function critiqueRequest(s: RunSnapshot): CritiqueRequest {
+  const task = s.messages.find((m) => m.role === 'user')?.content ?? '';
+  const last = [...s.messages].reverse().find((m) => m.role === 'assistant');
+  return { model: s.options.model, task, answer: (last?.content as string | null) ?? '', callNumber: s.loops + 1 };
+}
+
+const clip = (text: string, max: number) => (text.length > max ? `${text.slice(0, max - 1)}…` : text);
+
+/** One line for the UI's activity list. */
+export const modelCallSummary = (purpose: string, callNumber: number) => `model call #${callNumber} (${purpose})`;
+export const toolCallSummary = (call: ToolCall) => clip(`tool ${call.name} ${call.arguments}`, 120);
+
+/** A few readable lines for the UI's current details. */
+export function currentDetails(s: RunSnapshot): string {
+  const lines = [
+    `**${s.state}** since ${s.stateSince}`,
+    `step ${s.step}, model calls ${s.loops}/${s.limits.maxLoops}, tool calls ${s.toolCalls}/${s.limits.maxToolCalls}, tokens ${s.usage.totalTokens}`,
+  ];
+  if (s.pendingApproval.length) lines.push(`awaiting approval: ${s.pendingApproval.map((p) => `${p.name} (${p.toolCallId})`).join(', ')}`);
+  if (s.reason) lines.push(`reason: ${clip(s.reason, 300)}`);
+  if (s.answer) lines.push(`answer: ${clip(s.answer, 300)}`);
+  return lines.join('\n');
+}

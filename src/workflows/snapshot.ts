@@ -1,0 +1,131 @@
+import type { ChatMessage, ToolCall, ToolResult, Usage } from '../common/chat';
+import type { Limits, ResolvedInput } from '../common/input';
+import { AgentState, type CritiqueDecision } from './states';
+
+export const SNAPSHOT_VERSION = 1;
+
+export interface TransitionRecord {
+  from: AgentState;
+  to: AgentState;
+  event: string;
+  at: string;
+}
+
+export interface PendingApproval {
+  toolCallId: string;
+  name: string;
+  arguments: string;
+  decision?: { approved: boolean; feedback?: string };
+}
+
+/** Everything a run knows, as plain JSON: it survives replay and continue-as-new unchanged. */
+export interface RunSnapshot {
+  schemaVersion: typeof SNAPSHOT_VERSION;
+  state: AgentState;
+  stateSince: string;
+  /** Number of state changes so far. */
+  step: number;
+  /** Model calls made for planning and answering (the `maxLoops` counter). */
+  loops: number;
+  toolCalls: number;
+  usage: Usage & { modelCalls: number };
+  limits: Limits;
+  options: {
+    model?: string;
+    tools?: string[];
+    plan: boolean;
+    critique: 'rules' | 'model';
+    approvalTools: string[];
+  };
+  transitions: TransitionRecord[];
+  /** Text of the model call in flight, as far as it has streamed. */
+  partialText: string;
+  /** Model call number and attempt that `partialText` belongs to. */
+  stream: { callNumber: number; attempt: number } | null;
+  pendingApproval: PendingApproval[];
+  lastError: string | null;
+  /** Why the run ended, or why it is where it is. */
+  reason: string | null;
+  answer: string | null;
+  plan: string | null;
+  messages: ChatMessage[];
+  /** Calls of the last model response not yet executed. */
+  pendingToolCalls: ToolCall[];
+  /** Results decided without running the tool (rejected by the user, stopped by the loop guard). */
+  presetResults: ToolResult[];
+  lastToolResults: ToolResult[];
+  /** Signatures of every tool call in order, for the repetition guard. */
+  toolSignatures: string[];
+  loopWarned: boolean;
+  failuresInARow: number;
+  overflowsInARow: number;
+  pauseRequested: boolean;
+  /** Where PAUSED resumes to, or which model step COMPACTING returns to. */
+  resumeTo: AgentState | null;
+  lastCritique: CritiqueDecision | null;
+  /** Messages sent during the run, handed to the model before its next call. */
+  queuedMessages: string[];
+  /** Events that had no transition from the state they arrived in. */
+  rejectedEvents: Array<{ event: string; state: AgentState; at: string; error: string }>;
+}
+
+export const DEFAULT_SYSTEM_PROMPT =
+  'You are a careful assistant that completes tasks with the tools you are given. ' +
+  'Use tools when they help, do not repeat a call whose result you already have, and give a short final answer.';
+
+export function initialSnapshot(input: ResolvedInput, now: string): RunSnapshot {
+  return {
+    schemaVersion: SNAPSHOT_VERSION,
+    state: AgentState.IDLE,
+    stateSince: now,
+    step: 0,
+    loops: 0,
+    toolCalls: 0,
+    usage: { promptTokens: 0, completionTokens: 0, totalTokens: 0, modelCalls: 0 },
+    limits: input.limits,
+    options: {
+      model: input.model,
+      tools: input.tools,
+      plan: input.plan,
+      critique: input.critique,
+      approvalTools: input.approval?.tools ?? [],
+    },
+    transitions: [],
+    partialText: '',
+    stream: null,
+    pendingApproval: [],
+    lastError: null,
+    reason: null,
+    answer: null,
+    plan: null,
+    messages: [
+      { role: 'system', content: input.systemPrompt ?? DEFAULT_SYSTEM_PROMPT },
+      { role: 'user', content: input.prompt },
+    ],
+    pendingToolCalls: [],
+    presetResults: [],
+    lastToolResults: [],
+    toolSignatures: [],
+    loopWarned: false,
+    failuresInARow: 0,
+    overflowsInARow: 0,
+    pauseRequested: false,
+    resumeTo: null,
+    lastCritique: null,
+    queuedMessages: [],
+    rejectedEvents: [],
+  };
+}
+
+/** A snapshot for an input that failed validation: the run starts FAILED-bound with the reason. */
+export function blankSnapshot(now: string): RunSnapshot {
+  return initialSnapshot(
+    {
+      prompt: '(invalid input)',
+      limits: { maxLoops: 1, maxToolCalls: 1, timeoutMs: 1_000, maxRepeats: 2 },
+      plan: false,
+      critique: 'rules',
+    },
+    now,
+  );
+}

@@ -1,0 +1,335 @@
+import type { ModelResponse, ToolCall } from '../src/common/chat';
+import { parseAgentRunInput, type AgentRunInput } from '../src/common/input';
+import { ruleCritique } from '../src/workflows/critic';
+import { findRepetition, toolSignature } from '../src/workflows/guards';
+import { LOOP_WARNING, transition, TRANSITIONS, type AgentEvent, type AgentEventType } from '../src/workflows/machine';
+import { initialSnapshot, type RunSnapshot } from '../src/workflows/snapshot';
+import { AgentState, isTerminal, type CritiqueAction } from '../src/workflows/states';
+
+const T0 = '2026-01-01T00:00:00.000Z';
+const at = (n: number) => new Date(Date.parse(T0) + n * 1000).toISOString();
+
+function snapshot(input: Partial<AgentRunInput> = {}): RunSnapshot {
+  const parsed = parseAgentRunInput({ prompt: 'do the task', ...input });
+  if (!parsed.ok) throw new Error(parsed.error);
+  return initialSnapshot(parsed.value, T0);
+}
+
+const call = (id: string, name = 'readFile', args: unknown = { path: 'a.txt' }): ToolCall => ({ id, name, arguments: JSON.stringify(args) });
+const response = (text: string, toolCalls: ToolCall[] = []): ModelResponse => ({
+  text,
+  toolCalls,
+  usage: { promptTokens: 10, completionTokens: 5, totalTokens: 15 },
+  finishReason: toolCalls.length ? 'tool_calls' : 'stop',
+  model: 'm',
+});
+
+/** Apply events in order, failing the test on any rejection. */
+function run(s: RunSnapshot, ...events: AgentEvent[]): RunSnapshot {
+  events.forEach((e, i) => {
+    const r = transition(s, e, at(i + 1));
+    if (!r.ok) throw new Error(r.error);
+    s = r.snapshot;
+  });
+  return s;
+}
+
+function step(s: RunSnapshot, e: AgentEvent) {
+  const r = transition(s, e, at(99));
+  if (!r.ok) throw new Error(r.error);
+  return r;
+}
+
+const STATES = Object.values(AgentState);
+const EVENT_TYPES: AgentEventType[] = [
+  'START', 'INVALID_INPUT', 'PLAN_READY', 'MODEL_RESPONDED', 'MODEL_FAILED', 'CONTEXT_OVERFLOW', 'PROCESS', 'TOOLS_DONE',
+  'CRITIQUE_DONE', 'COMPACTED', 'COMPACTION_FAILED', 'APPROVAL', 'PAUSE', 'RESUME', 'ABORT', 'TIMEOUT', 'MESSAGE', 'STREAM_DELTA',
+];
+
+/** A snapshot sitting in `state` with the context that state implies. */
+function snapshotIn(state: AgentState): RunSnapshot {
+  const base = snapshot({ approval: { tools: ['writeFile'] } });
+  const extra: Partial<RunSnapshot> = {
+    AWAITING_APPROVAL: { pendingToolCalls: [call('c1', 'writeFile')], pendingApproval: [{ toolCallId: 'c1', name: 'writeFile', arguments: '{}' }] },
+    PAUSED: { resumeTo: AgentState.STREAMING },
+    STREAMING: { stream: { callNumber: 1, attempt: 1 }, loops: 1 },
+    PLANNING: { stream: { callNumber: 1, attempt: 1 }, loops: 1 },
+    COMPACTING: { resumeTo: AgentState.STREAMING },
+  }[state as string] ?? {};
+  // RESUME outside PAUSED needs a pending pause request to cancel.
+  return { ...base, ...extra, state, pauseRequested: state !== AgentState.PAUSED };
+}
+
+function sampleEvent(type: AgentEventType): AgentEvent {
+  switch (type) {
+    case 'PLAN_READY':
+    case 'MODEL_RESPONDED':
+      return { type, response: response('ok') };
+    case 'MODEL_FAILED':
+    case 'CONTEXT_OVERFLOW':
+    case 'COMPACTION_FAILED':
+    case 'INVALID_INPUT':
+      return { type, error: 'boom' };
+    case 'TOOLS_DONE':
+      return { type, results: [] };
+    case 'CRITIQUE_DONE':
+      return { type, decision: { action: 'continue', reason: 'r', confidence: 1 } };
+    case 'COMPACTED':
+      return { type, result: { messages: [], summarizedMessages: 0, usage: { promptTokens: 0, completionTokens: 0, totalTokens: 0 } } };
+    case 'APPROVAL':
+      return { type, toolCallId: 'c1', approved: true };
+    case 'ABORT':
+      return { type, reason: 'stop' };
+    case 'MESSAGE':
+      return { type, text: 'hi' };
+    case 'STREAM_DELTA':
+      return { type, callNumber: 1, attempt: 1, text: 'x' };
+    default:
+      return { type } as AgentEvent;
+  }
+}
+
+describe('transition table', () => {
+  const cases = STATES.flatMap((state) => EVENT_TYPES.map((type) => ({ state, type, targets: TRANSITIONS[state][type] ?? [] })));
+
+  test.each(cases.filter((c) => c.targets.length > 0))('$state accepts $type', ({ state, type, targets }) => {
+    const s = snapshotIn(state);
+    const r = transition({ ...s, pauseRequested: type === 'PAUSE' ? false : s.pauseRequested }, sampleEvent(type), at(1));
+    expect(r.ok).toBe(true);
+    if (!r.ok) return;
+    expect([state, ...targets]).toContain(r.snapshot.state);
+    if (r.snapshot.state !== state) {
+      expect(r.snapshot.transitions.at(-1)).toEqual({ from: state, to: r.snapshot.state, event: type, at: at(1) });
+      expect(r.snapshot.step).toBe(s.step + 1);
+    }
+  });
+
+  test.each(cases.filter((c) => c.targets.length === 0))('$state rejects $type', ({ state, type }) => {
+    const r = transition(snapshotIn(state), sampleEvent(type), at(1));
+    expect(r).toEqual({ ok: false, error: `event ${type} has no transition from state ${state}` });
+  });
+
+  test('terminal states accept nothing', () => {
+    for (const state of STATES.filter(isTerminal)) expect(Object.keys(TRANSITIONS[state])).toEqual([]);
+  });
+});
+
+describe('a run through the machine', () => {
+  test('start goes to STREAMING and asks for a model call; PLANNING first when planning is on', () => {
+    const r = step(snapshot(), { type: 'START' });
+    expect(r.snapshot.state).toBe('STREAMING');
+    expect(r.commands).toEqual([{ type: 'callModel', purpose: 'respond', callNumber: 1 }]);
+    const p = step(snapshot({ plan: true }), { type: 'START' });
+    expect(p.snapshot.state).toBe('PLANNING');
+    expect(p.commands).toEqual([{ type: 'callModel', purpose: 'plan', callNumber: 1 }]);
+    const planned = step(p.snapshot, { type: 'PLAN_READY', response: response('1. look\n2. answer') });
+    expect(planned.snapshot.plan).toBe('1. look\n2. answer');
+    expect(planned.snapshot.state).toBe('STREAMING');
+    expect(planned.commands).toEqual([{ type: 'callModel', purpose: 'respond', callNumber: 2 }]);
+  });
+
+  test('tool calls are processed, executed, critiqued and fed back to the model', () => {
+    let s = run(snapshot(), { type: 'START' }, { type: 'MODEL_RESPONDED', response: response('', [call('c1')]) });
+    expect(s.state).toBe('PROCESSING');
+    const processed = step(s, { type: 'PROCESS' });
+    expect(processed.snapshot.state).toBe('TOOL_EXECUTING');
+    expect(processed.commands).toEqual([{ type: 'runTools', calls: [call('c1')] }]);
+    s = run(processed.snapshot, { type: 'TOOLS_DONE', results: [{ toolCallId: 'c1', name: 'readFile', ok: true, content: 'hello' }] });
+    expect(s.state).toBe('CRITIQUE');
+    expect(s.toolCalls).toBe(1);
+    expect(s.messages.at(-1)).toEqual({ role: 'tool', toolCallId: 'c1', content: 'hello' });
+    expect(ruleCritique(s).action).toBe('continue');
+    s = run(s, { type: 'CRITIQUE_DONE', decision: ruleCritique(s) }, { type: 'MODEL_RESPONDED', response: response('done') }, { type: 'PROCESS' });
+    expect(s.state).toBe('CRITIQUE');
+    const end = step(s, { type: 'CRITIQUE_DONE', decision: ruleCritique(s) });
+    expect(end.snapshot.state).toBe('COMPLETED');
+    expect(end.snapshot.answer).toBe('done');
+    expect(end.snapshot.usage).toEqual({ promptTokens: 20, completionTokens: 10, totalTokens: 30, modelCalls: 2 });
+    expect(end.snapshot.transitions.map((t) => t.to)).toEqual([
+      'STREAMING', 'PROCESSING', 'TOOL_EXECUTING', 'CRITIQUE', 'STREAMING', 'PROCESSING', 'CRITIQUE', 'COMPLETED',
+    ]);
+  });
+
+  test.each<[CritiqueAction, AgentState]>([
+    ['continue', 'STREAMING'],
+    ['retry', 'STREAMING'],
+    ['replan', 'PLANNING'],
+    ['complete', 'COMPLETED'],
+  ])('critique %s leads to %s', (action, expected) => {
+    const s = run(snapshot(), { type: 'START' }, { type: 'MODEL_RESPONDED', response: response('an answer') }, { type: 'PROCESS' });
+    expect(step(s, { type: 'CRITIQUE_DONE', decision: { action, reason: 'because', confidence: 0.5 } }).snapshot.state).toBe(expected);
+  });
+
+  test('a message sent during the run is answered before the run completes', () => {
+    let s = run(snapshot(), { type: 'START' }, { type: 'MESSAGE', text: 'also this' }, { type: 'MODEL_RESPONDED', response: response('first') }, { type: 'PROCESS' });
+    s = step(s, { type: 'CRITIQUE_DONE', decision: { action: 'complete', reason: 'r', confidence: 1 } }).snapshot;
+    expect(s.state).toBe('STREAMING');
+    expect(s.messages.at(-1)).toEqual({ role: 'user', content: 'also this' });
+    expect(s.queuedMessages).toEqual([]);
+  });
+
+  test('the loop guard warns the model once, then ends the run naming the repeated call', () => {
+    let s = run(snapshot(), { type: 'START' });
+    for (let i = 1; i <= 2; i++) {
+      s = run(s, { type: 'MODEL_RESPONDED', response: response('', [call(`c${i}`)]) }, { type: 'PROCESS' });
+      expect(s.state).toBe('TOOL_EXECUTING');
+      s = run(s, { type: 'TOOLS_DONE', results: [{ toolCallId: `c${i}`, name: 'readFile', ok: true, content: 'x' }] });
+      s = run(s, { type: 'CRITIQUE_DONE', decision: ruleCritique(s) });
+    }
+    s = run(s, { type: 'MODEL_RESPONDED', response: response('', [call('c3')]) }, { type: 'PROCESS' });
+    expect(s.state).toBe('STREAMING');
+    expect(s.loopWarned).toBe(true);
+    expect(s.messages.at(-1)).toEqual({ role: 'tool', toolCallId: 'c3', content: LOOP_WARNING });
+    expect(s.toolCalls).toBe(2);
+    s = run(s, { type: 'MODEL_RESPONDED', response: response('', [call('c4')]) }, { type: 'PROCESS' });
+    expect(s.state).toBe('FAILED');
+    expect(s.reason).toBe('loop detected: readFile({"path":"a.txt"}) called 4 times in a row');
+  });
+
+  test('maxLoops ends the run before the model call that would exceed it', () => {
+    let s = run(snapshot({ limits: { maxLoops: 2 } }), { type: 'START' });
+    s = run(s, { type: 'MODEL_RESPONDED', response: response('') }, { type: 'PROCESS' }, { type: 'CRITIQUE_DONE', decision: ruleCritique({ ...s, messages: [] }) });
+    expect(s.loops).toBe(2);
+    const r = step(run(s, { type: 'MODEL_RESPONDED', response: response('') }, { type: 'PROCESS' }), {
+      type: 'CRITIQUE_DONE',
+      decision: { action: 'retry', reason: 'empty', confidence: 1 },
+    });
+    expect(r.snapshot.state).toBe('FAILED');
+    expect(r.snapshot.reason).toBe('loop limit reached: 2 model calls, limits.maxLoops is 2');
+    expect(r.commands).toEqual([{ type: 'cancelWork' }]);
+  });
+
+  test('maxToolCalls ends the run when a response asks for more calls than remain', () => {
+    const calls = [call('a', 'readFile', { path: '1' }), call('b', 'readFile', { path: '2' })];
+    const s = run(snapshot({ limits: { maxToolCalls: 1 } }), { type: 'START' }, { type: 'MODEL_RESPONDED', response: response('', calls) }, { type: 'PROCESS' });
+    expect(s.state).toBe('FAILED');
+    expect(s.reason).toBe('tool call limit reached: 0 done, 2 more requested, limits.maxToolCalls is 1');
+  });
+
+  test('guarded tools wait for every approval; a rejection goes back to the model', () => {
+    const calls = [call('w1', 'writeFile', { path: 'x', content: '1' }), call('w2', 'writeFile', { path: 'y', content: '2' }), call('r1')];
+    let s = run(snapshot({ approval: { tools: ['writeFile'] } }), { type: 'START' }, { type: 'MODEL_RESPONDED', response: response('', calls) }, { type: 'PROCESS' });
+    expect(s.state).toBe('AWAITING_APPROVAL');
+    expect(s.pendingApproval.map((p) => p.toolCallId)).toEqual(['w1', 'w2']);
+    expect(transition(s, { type: 'APPROVAL', toolCallId: 'nope', approved: true }, at(1))).toEqual({ ok: false, error: 'no tool call nope is waiting for approval' });
+    s = run(s, { type: 'APPROVAL', toolCallId: 'w1', approved: true });
+    expect(s.state).toBe('AWAITING_APPROVAL');
+    expect(transition(s, { type: 'APPROVAL', toolCallId: 'w1', approved: false }, at(1)).ok).toBe(false);
+    const r = step(s, { type: 'APPROVAL', toolCallId: 'w2', approved: false, feedback: 'not there' });
+    expect(r.snapshot.state).toBe('TOOL_EXECUTING');
+    expect(r.commands).toEqual([{ type: 'runTools', calls: [calls[0], calls[2]] }]);
+    s = run(r.snapshot, {
+      type: 'TOOLS_DONE',
+      results: [
+        { toolCallId: 'r1', name: 'readFile', ok: true, content: 'r' },
+        { toolCallId: 'w1', name: 'writeFile', ok: true, content: 'w' },
+      ],
+    });
+    expect(s.messages.slice(-3)).toEqual([
+      { role: 'tool', toolCallId: 'w1', content: 'w' },
+      { role: 'tool', toolCallId: 'w2', content: 'The user rejected this call: not there' },
+      { role: 'tool', toolCallId: 'r1', content: 'r' },
+    ]);
+    expect(s.toolCalls).toBe(2);
+  });
+
+  test('pause takes effect on the way into new work and resume continues there', () => {
+    let s = run(snapshot(), { type: 'START' }, { type: 'PAUSE' });
+    expect(s.state).toBe('STREAMING');
+    expect(transition(s, { type: 'PAUSE' }, at(1))).toEqual({ ok: false, error: 'a pause is already requested' });
+    s = run(s, { type: 'MODEL_RESPONDED', response: response('', [call('c1')]) }, { type: 'PROCESS' });
+    expect(s.state).toBe('PAUSED');
+    expect(s.resumeTo).toBe('TOOL_EXECUTING');
+    expect(transition(s, { type: 'PAUSE' }, at(1)).ok).toBe(false);
+    const r = step(s, { type: 'RESUME' });
+    expect(r.snapshot.state).toBe('TOOL_EXECUTING');
+    expect(r.commands).toEqual([{ type: 'runTools', calls: [call('c1')] }]);
+    expect(transition(r.snapshot, { type: 'RESUME' }, at(1))).toEqual({ ok: false, error: 'the run is TOOL_EXECUTING, not paused' });
+  });
+
+  test('a pause request can be withdrawn before it takes effect', () => {
+    const s = run(snapshot(), { type: 'START' }, { type: 'PAUSE' }, { type: 'RESUME' }, { type: 'MODEL_RESPONDED', response: response('x') });
+    expect(s.state).toBe('PROCESSING');
+  });
+
+  test('context overflow compacts and returns to the model step; repeated overflow fails', () => {
+    let s = run(snapshot(), { type: 'START' });
+    const r = step(s, { type: 'CONTEXT_OVERFLOW', error: 'too long' });
+    expect(r.snapshot.state).toBe('COMPACTING');
+    expect(r.commands).toEqual([{ type: 'compact', keepRecent: 6 }]);
+    const summary = [{ role: 'user' as const, content: 'summary' }];
+    const back = step(r.snapshot, { type: 'COMPACTED', result: { messages: summary, summarizedMessages: 4, usage: { promptTokens: 1, completionTokens: 1, totalTokens: 2 } } });
+    expect(back.snapshot.state).toBe('STREAMING');
+    expect(back.snapshot.messages).toEqual(summary);
+    expect(back.commands).toEqual([{ type: 'callModel', purpose: 'respond', callNumber: 2 }]);
+    s = back.snapshot;
+    s = run(s, { type: 'CONTEXT_OVERFLOW', error: 'still' }, { type: 'COMPACTED', result: { messages: summary, summarizedMessages: 0, usage: { promptTokens: 0, completionTokens: 0, totalTokens: 0 } } });
+    s = run(s, { type: 'CONTEXT_OVERFLOW', error: 'again' });
+    expect(s.state).toBe('FAILED');
+    expect(s.reason).toBe('context still too long after 2 compactions: again');
+  });
+
+  test('abort and timeout end any running state and cancel its work', () => {
+    for (const state of STATES.filter((st) => !isTerminal(st))) {
+      const aborted = step(snapshotIn(state), { type: 'ABORT', reason: 'user said so' });
+      expect(aborted.snapshot.state).toBe('ABORTED');
+      expect(aborted.snapshot.reason).toBe('aborted: user said so');
+      expect(aborted.commands).toEqual([{ type: 'cancelWork' }]);
+      const timedOut = step(snapshotIn(state), { type: 'TIMEOUT' });
+      expect(timedOut.snapshot.state).toBe('FAILED');
+      expect(timedOut.snapshot.reason).toBe('timed out after 300000 ms (limits.timeoutMs)');
+    }
+  });
+
+  test('streamed text accumulates for the call in flight and restarts with a new attempt', () => {
+    let s = run(snapshot(), { type: 'START' }, { type: 'STREAM_DELTA', callNumber: 1, attempt: 1, text: 'Hel' }, { type: 'STREAM_DELTA', callNumber: 1, attempt: 1, text: 'lo' });
+    expect(s.partialText).toBe('Hello');
+    s = run(s, { type: 'STREAM_DELTA', callNumber: 0, attempt: 1, text: 'stale' });
+    expect(s.partialText).toBe('Hello');
+    s = run(s, { type: 'STREAM_DELTA', callNumber: 1, attempt: 2, text: 'Hi' });
+    expect(s.partialText).toBe('Hi');
+    expect(s.stream).toEqual({ callNumber: 1, attempt: 2 });
+    s = run(s, { type: 'MODEL_RESPONDED', response: response('Hi there') });
+    expect(s.partialText).toBe('');
+  });
+});
+
+describe('rule critic', () => {
+  const base = run(snapshot(), { type: 'START' }, { type: 'MODEL_RESPONDED', response: response('', [call('c1')]) }, { type: 'PROCESS' });
+  const done = (ok: boolean, failuresInARow = 0) => ({
+    ...run(base, { type: 'TOOLS_DONE', results: [{ toolCallId: 'c1', name: 'readFile', ok, content: ok ? 'x' : 'Error: nope' }] }),
+    ...(failuresInARow ? { failuresInARow } : {}),
+  });
+  test.each([
+    { name: 'a tool succeeded', s: done(true), action: 'continue' },
+    { name: 'a tool failed once', s: done(false), action: 'retry' },
+    { name: 'tools failed on consecutive steps', s: done(false, 2), action: 'replan' },
+  ])('$name -> $action', ({ s, action }) => expect(ruleCritique(s).action).toBe(action));
+
+  test('an answer completes; an empty one is retried', () => {
+    const answered = run(snapshot(), { type: 'START' }, { type: 'MODEL_RESPONDED', response: response('42') }, { type: 'PROCESS' });
+    expect(ruleCritique(answered)).toMatchObject({ action: 'complete' });
+    const empty = run(snapshot(), { type: 'START' }, { type: 'MODEL_RESPONDED', response: response('  ') }, { type: 'PROCESS' });
+    expect(ruleCritique(empty)).toMatchObject({ action: 'retry', reason: 'the model returned an empty answer' });
+  });
+});
+
+describe('repetition guard', () => {
+  test.each<[string[], number, string[] | null]>([
+    [['a', 'a', 'a'], 3, ['a']],
+    [['a', 'a'], 3, null],
+    [['b', 'a', 'a', 'a'], 3, ['a']],
+    [['a', 'b', 'a', 'b', 'a', 'b'], 3, ['a', 'b']],
+    [['a', 'b', 'a', 'b'], 3, null],
+    [['a', 'b', 'c', 'a', 'b', 'c', 'a', 'b', 'c'], 3, ['a', 'b', 'c']],
+    [['a', 'b', 'c', 'd'], 2, null],
+  ])('%j with %i repeats -> %j', (sigs, min, unit) => {
+    expect(findRepetition(sigs, min)?.unit ?? null).toEqual(unit);
+  });
+
+  test('signatures ignore key order and spacing but not values', () => {
+    expect(toolSignature({ name: 't', arguments: '{"b":1, "a":2}' })).toBe(toolSignature({ name: 't', arguments: '{"a":2,"b":1}' }));
+    expect(toolSignature({ name: 't', arguments: '{"a":1}' })).not.toBe(toolSignature({ name: 't', arguments: '{"a":2}' }));
+    expect(toolSignature({ name: 't', arguments: '{oops' })).toBe('t({oops)');
+  });
+});
