@@ -30,12 +30,14 @@ const render = (m: ChatMessage): string => {
   return m.role === 'tool' ? `tool result: ${m.content}` : `${m.role}: ${m.content}`;
 };
 
+const CUT = ' [cut]';
+
 /** Split rendered lines into chunks of at most `max` characters; a longer line is cut to fit. */
 export function chunkTranscript(lines: string[], max: number): string[] {
   const chunks: string[] = [];
   let current = '';
   for (const raw of lines) {
-    const line = raw.length > max ? `${raw.slice(0, max - 20)} [cut]` : raw;
+    const line = raw.length > max ? `${raw.slice(0, max - CUT.length)}${CUT}` : raw;
     if (current && current.length + line.length + 1 > max) {
       chunks.push(current);
       current = '';
@@ -61,7 +63,9 @@ export function createCompactContext(deps: CompactionDeps) {
     // The system prompt and the task (the first user message) always stay.
     const taskIndex = messages.findIndex((m) => m.role === 'user');
     const head = messages.slice(0, taskIndex + 1);
-    const start = recentStart(messages, request.keepRecent, taskIndex + 1);
+    // Few but huge messages: summarise the recent turns too rather than give up.
+    let start = recentStart(messages, request.keepRecent, taskIndex + 1);
+    if (start === taskIndex + 1) start = messages.length;
     const older = messages.slice(taskIndex + 1, start);
     if (older.length === 0) {
       throw ApplicationFailure.create({ type: 'CompactionImpossible', message: 'nothing to compact: the task and the recent turns alone exceed the context', nonRetryable: true });

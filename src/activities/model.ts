@@ -115,6 +115,8 @@ export function createCallModel(deps: ModelDeps) {
         armIdle();
         publisher.push(assembler.add(chunk));
       }
+      // An aborted stream ends its iteration without an error: never return a cut-off answer as a result.
+      if (controller.signal.aborted) throw new Error('stream aborted');
       await publisher.flush();
       const usage = assembler.usage;
       return {

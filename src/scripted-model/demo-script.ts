@@ -1,0 +1,122 @@
+import { textOf } from './types';
+import type { ResponseStep, Script, ScriptedToolCall } from './types';
+
+/**
+ * Deterministic policy of the offline demo, written against the built-in tools
+ * `listFiles { path }`, `readFile { path }` and `writeFile { path, content }`.
+ *
+ * Without tools in the request: a plan, a summary or a short generic line, from the request's wording.
+ * With tools, from the latest tool result:
+ *   none yet         -> listFiles '.'
+ *   after listFiles  -> readFile of the first file, preferring .md or .txt; writeFile notes.txt when there is none
+ *   after writeFile  -> listFiles '.' again
+ *   after readFile   -> final answer naming the file, its first line and its size
+ */
+export const demoScript: Script = ({ request }) => {
+  const messages: any[] = Array.isArray(request?.messages) ? request.messages : [];
+  const hasTools = Array.isArray(request?.tools) && request.tools.length > 0;
+  return hasTools ? nextAction(messages) : answerWithoutTools(messages);
+};
+
+/** Text steps stream slowly so the demo visibly streams. */
+const say = (text: string): ResponseStep => ({ text, chunkSize: 6, chunkDelayMs: 25 });
+const call = (name: string, args: Record<string, unknown>): ResponseStep => ({ toolCalls: [{ name, arguments: args }] });
+
+export const DEMO_NOTES_FILE = 'notes.txt';
+
+function answerWithoutTools(messages: any[]): ResponseStep {
+  switch (intentOf(messages)) {
+    case 'plan':
+      return say(
+        '1. List the files in the workspace.\n2. Read the most relevant file.\n3. Answer with what the file says.',
+      );
+    case 'summary': {
+      const seen = messages.filter((m) => m?.role !== 'system').length;
+      const tools = [...new Set(toolCallsIn(messages).map((c) => c.name))];
+      const used = tools.length ? `the assistant used ${tools.join(', ')}` : 'no tools were used';
+      return say(`Summary of ${seen} messages: ${used}; the task is still in progress.`);
+    }
+    default:
+      return say('Scripted demo model: no tools were offered, so this is a short generic answer.');
+  }
+}
+
+/** The last message states the most specific request; system messages are the fallback. */
+function intentOf(messages: any[]): 'plan' | 'summary' | 'other' {
+  const last = textOf(messages.at(-1)?.content);
+  if (/summar/i.test(last)) return 'summary';
+  if (/\bplan\b/i.test(last)) return 'plan';
+  const system = messages.filter((m) => m?.role === 'system').map((m) => textOf(m.content)).join('\n');
+  if (/summar/i.test(system)) return 'summary';
+  if (/\bplan\b/i.test(system)) return 'plan';
+  return 'other';
+}
+
+function nextAction(messages: any[]): ResponseStep {
+  const last = latestToolResult(messages);
+  if (!last) return call('listFiles', { path: '.' });
+
+  switch (last.call.name) {
+    case 'listFiles': {
+      const file = pickFile(last.content);
+      if (file) return call('readFile', { path: joinPath(String(last.args.path ?? '.'), file) });
+      const alreadyWrote = toolCallsIn(messages).some((c) => c.name === 'writeFile');
+      if (alreadyWrote) return say('The workspace is still empty after writing a notes file, so there is nothing to read.');
+      return call('writeFile', { path: DEMO_NOTES_FILE, content: 'Notes created by the scripted demo model.\n' });
+    }
+    case 'writeFile':
+      return call('listFiles', { path: '.' });
+    case 'readFile': {
+      const path = String(last.args.path ?? 'the file');
+      const firstLine = last.content.split(/\r?\n/)[0];
+      return say(`I read ${path}. Its first line is "${firstLine}" and it is ${last.content.length} characters long.`);
+    }
+    default:
+      return say(`The last tool I saw was ${last.call.name}; I have nothing more to do.`);
+  }
+}
+
+interface ToolResult {
+  call: ScriptedToolCall;
+  args: Record<string, unknown>;
+  content: string;
+}
+
+/** The last `tool` message with the assistant tool call it answers. */
+function latestToolResult(messages: any[]): ToolResult | undefined {
+  const result = [...messages].reverse().find((m) => m?.role === 'tool');
+  if (!result) return undefined;
+  const call = toolCallsIn(messages).find((c) => c.id === result.tool_call_id) ?? { name: 'unknown', arguments: '{}' };
+  return { call, args: parseArgs(call.arguments), content: textOf(result.content) };
+}
+
+function toolCallsIn(messages: any[]): ScriptedToolCall[] {
+  return messages
+    .filter((m) => m?.role === 'assistant' && Array.isArray(m.tool_calls))
+    .flatMap((m) => m.tool_calls)
+    .map((c: any) => ({ id: c?.id, name: String(c?.function?.name ?? ''), arguments: String(c?.function?.arguments ?? '') }));
+}
+
+function parseArgs(args: ScriptedToolCall['arguments']): Record<string, unknown> {
+  if (typeof args !== 'string') return args;
+  try {
+    const parsed = JSON.parse(args);
+    return parsed && typeof parsed === 'object' ? parsed : {};
+  } catch {
+    return {};
+  }
+}
+
+/** First listed file (directories end with `/`, notes such as `(empty)` are skipped), preferring a .md or .txt one. */
+function pickFile(listing: string): string | undefined {
+  const files = listing
+    .split(/\r?\n/)
+    .map((line) => line.trim())
+    .filter((line) => line !== '' && !line.endsWith('/') && !line.startsWith('('));
+  return files.find((f) => /\.(md|txt)$/i.test(f)) ?? files[0];
+}
+
+function joinPath(dir: string, file: string): string {
+  if (dir === '' || dir === '.' || dir === './') return file;
+  return `${dir.replace(/\/+$/, '')}/${file}`;
+}

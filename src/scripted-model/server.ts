@@ -1,0 +1,347 @@
+import http from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { demoScript } from './demo-script';
+import { isErrorStep, textOf } from './types';
+import type {
+  ErrorStep,
+  RecordedRequest,
+  ResponseStep,
+  Script,
+  ScriptContext,
+  ScriptStep,
+  ScriptedModel,
+  ScriptedModelOptions,
+} from './types';
+
+/** Name under which the demo policy is always registered. */
+export const DEMO_SCRIPT_NAME = 'scripted-demo';
+
+const DEFAULT_CHUNK_SIZE = 12;
+
+interface RegisteredScript {
+  script: Script;
+  calls: number;
+}
+
+interface WireToolCall {
+  id: string;
+  type: 'function';
+  function: { name: string; arguments: string };
+}
+
+/** An OpenAI-shaped error answered before any step runs. */
+class ScriptedHttpError extends Error {
+  constructor(
+    readonly status: number,
+    message: string,
+    readonly code: string,
+  ) {
+    super(message);
+  }
+}
+
+/**
+ * Starts a local OpenAI Chat Completions server that answers from scripts, labelled as a scripted model
+ * (every response carries `x-scripted-model: true`). The request's `model` field names the script.
+ */
+export async function startScriptedModel(opts: ScriptedModelOptions = {}): Promise<ScriptedModel> {
+  const host = opts.host ?? '127.0.0.1';
+  const scripts = new Map<string, RegisteredScript>();
+  const recorded: RecordedRequest[] = [];
+  let sequence = 0;
+  let closing = false;
+
+  const register = (name: string, script: Script): void => {
+    scripts.set(name, { script, calls: 0 });
+  };
+  register(DEMO_SCRIPT_NAME, demoScript);
+  for (const [name, script] of Object.entries(opts.scripts ?? {})) register(name, script);
+
+  const handle = async (req: http.IncomingMessage, res: http.ServerResponse): Promise<void> => {
+    const id = ++sequence;
+    res.setHeader('x-scripted-model', 'true');
+    res.setHeader('x-request-id', `req_scripted_${id}`);
+    const path = (req.url ?? '/').split('?')[0];
+    if (req.method === 'GET' && path === '/v1/models') {
+      sendJson(res, 200, {
+        object: 'list',
+        data: [...scripts.keys()].map((name) => ({ id: name, object: 'model', created: 0, owned_by: 'scripted-model' })),
+      });
+      return;
+    }
+    if (req.method === 'POST' && path === '/v1/chat/completions') {
+      await chatCompletion(req, res, id);
+      return;
+    }
+    sendError(res, { status: 404, message: `scripted model has no route ${req.method} ${path}`, code: 'not_found' });
+  };
+
+  const chatCompletion = async (req: http.IncomingMessage, res: http.ServerResponse, id: number): Promise<void> => {
+    const record: RecordedRequest = {
+      script: '',
+      body: null,
+      receivedAt: Date.now(),
+      stream: false,
+      completed: false,
+      closedByClient: false,
+    };
+    recorded.push(record);
+    res.on('finish', () => {
+      record.completed = true;
+    });
+    res.on('close', () => {
+      if (!res.writableFinished && !closing) record.closedByClient = true;
+    });
+
+    try {
+      const raw = await readBody(req);
+      try {
+        record.body = JSON.parse(raw);
+      } catch {
+        throw new ScriptedHttpError(400, 'request body is not valid JSON', 'invalid_json');
+      }
+      const body = record.body;
+      record.stream = body?.stream === true;
+      if (typeof body?.model !== 'string' || body.model === '') {
+        throw new ScriptedHttpError(400, 'you must provide a model parameter', 'missing_model');
+      }
+      record.script = body.model;
+      const entry = scripts.get(body.model);
+      if (!entry) {
+        throw new ScriptedHttpError(
+          404,
+          `The model \`${body.model}\` does not exist: no script of that name is registered on this scripted model`,
+          'model_not_found',
+        );
+      }
+      if (!Array.isArray(body.messages)) {
+        throw new ScriptedHttpError(400, '`messages` must be an array', 'invalid_messages');
+      }
+      const { step, callIndex } = await nextStep(body.model, entry, body);
+      if (isErrorStep(step)) {
+        sendError(res, step.error);
+      } else if (record.stream) {
+        await streamCompletion(res, body, step, id, callIndex);
+      } else {
+        await sleep(step.firstChunkDelayMs ?? 0, res);
+        if (!res.destroyed) sendJson(res, 200, completion(body, step, id, callIndex));
+      }
+    } catch (err) {
+      if (err instanceof ScriptedHttpError) sendError(res, err);
+      else sendError(res, { status: 500, message: (err as Error)?.message ?? String(err), code: 'script_error' });
+    }
+  };
+
+  const server = http.createServer((req, res) => {
+    handle(req, res).catch((err: unknown) => {
+      // Only reached when a response is already under way; the client sees a truncated response.
+      if (!res.headersSent) sendError(res, { status: 500, message: String(err), code: 'script_error' });
+      else res.destroy();
+    });
+  });
+
+  await new Promise<void>((resolve, reject) => {
+    server.once('error', reject);
+    server.listen(opts.port ?? 0, host, () => {
+      server.off('error', reject);
+      resolve();
+    });
+  });
+  const { port } = server.address() as AddressInfo;
+
+  return {
+    url: `http://${host}:${port}/v1`,
+    port,
+    register,
+    requests: (script) => recorded.filter((r) => script === undefined || r.script === script).map((r) => ({ ...r })),
+    close: async () => {
+      closing = true;
+      await new Promise<void>((resolve) => {
+        server.close(() => resolve());
+        server.closeAllConnections();
+      });
+    },
+  };
+}
+
+/** Picks the step for this call; a step list that runs out is an error so tests fail loudly. */
+async function nextStep(
+  name: string,
+  entry: RegisteredScript,
+  request: unknown,
+): Promise<{ step: ScriptStep; callIndex: number }> {
+  const ctx: ScriptContext = { request, callIndex: entry.calls++ };
+  if (typeof entry.script === 'function') {
+    const step = await entry.script(ctx);
+    if (!step || typeof step !== 'object') {
+      throw new ScriptedHttpError(500, `scripted model "${name}" returned no step for call #${ctx.callIndex + 1}`, 'script_error');
+    }
+    return { step, callIndex: ctx.callIndex };
+  }
+  const step = entry.script[ctx.callIndex];
+  if (!step) {
+    throw new ScriptedHttpError(
+      500,
+      `scripted model "${name}" has no step for call #${ctx.callIndex + 1} (the script has ${entry.script.length} steps)`,
+      'script_exhausted',
+    );
+  }
+  return { step, callIndex: ctx.callIndex };
+}
+
+/** Writes the step as `chat.completion.chunk` server-sent events; stops as soon as the client goes away. */
+async function streamCompletion(
+  res: http.ServerResponse,
+  request: any,
+  step: ResponseStep,
+  id: number,
+  callIndex: number,
+): Promise<void> {
+  const includeUsage = request.stream_options?.include_usage === true;
+  const toolCalls = wireToolCalls(step, callIndex);
+  const delay = step.chunkDelayMs ?? 0;
+  const base = {
+    id: `chatcmpl-scripted-${id}`,
+    object: 'chat.completion.chunk',
+    created: nowSeconds(),
+    model: request.model,
+    system_fingerprint: 'scripted',
+  };
+  const chunk = (delta: object, finishReason: string | null = null) => ({
+    ...base,
+    choices: [{ index: 0, delta, logprobs: null, finish_reason: finishReason }],
+    ...(includeUsage ? { usage: null } : {}),
+  });
+
+  const events: object[] = [chunk({ role: 'assistant', content: step.text ? '' : null })];
+  for (const piece of splitChars(step.text ?? '', step.chunkSize ?? DEFAULT_CHUNK_SIZE)) {
+    events.push(chunk({ content: piece }));
+  }
+  toolCalls.forEach((call, index) => {
+    events.push(chunk({ tool_calls: [{ index, id: call.id, type: 'function', function: { name: call.function.name, arguments: '' } }] }));
+    const args = call.function.arguments;
+    const halves = args.length > 1 ? splitChars(args, Math.ceil(Array.from(args).length / 2)) : args ? [args] : [];
+    for (const part of halves) events.push(chunk({ tool_calls: [{ index, function: { arguments: part } }] }));
+  });
+  events.push(chunk({}, finishReason(step, toolCalls)));
+  if (includeUsage) events.push({ ...base, choices: [], usage: usageOf(request, step, toolCalls) });
+
+  res.writeHead(200, { 'content-type': 'text/event-stream; charset=utf-8', 'cache-control': 'no-cache', connection: 'keep-alive' });
+  res.flushHeaders();
+  await sleep(step.firstChunkDelayMs ?? 0, res);
+  for (const [i, event] of events.entries()) {
+    if (i > 0) await sleep(delay, res);
+    if (res.destroyed) return;
+    res.write(`data: ${JSON.stringify(event)}\n\n`);
+  }
+  if (!res.destroyed) res.end('data: [DONE]\n\n');
+}
+
+function completion(request: any, step: ResponseStep, id: number, callIndex: number): object {
+  const toolCalls = wireToolCalls(step, callIndex);
+  return {
+    id: `chatcmpl-scripted-${id}`,
+    object: 'chat.completion',
+    created: nowSeconds(),
+    model: request.model,
+    system_fingerprint: 'scripted',
+    choices: [
+      {
+        index: 0,
+        message: {
+          role: 'assistant',
+          content: step.text ?? null,
+          refusal: null,
+          ...(toolCalls.length ? { tool_calls: toolCalls } : {}),
+          annotations: [],
+        },
+        logprobs: null,
+        finish_reason: finishReason(step, toolCalls),
+      },
+    ],
+    usage: usageOf(request, step, toolCalls),
+  };
+}
+
+function wireToolCalls(step: ResponseStep, callIndex: number): WireToolCall[] {
+  return (step.toolCalls ?? []).map((call, i) => ({
+    id: call.id ?? `call_${callIndex}_${i}`,
+    type: 'function',
+    function: {
+      name: call.name,
+      arguments: typeof call.arguments === 'string' ? call.arguments : JSON.stringify(call.arguments),
+    },
+  }));
+}
+
+function finishReason(step: ResponseStep, toolCalls: WireToolCall[]): string {
+  return step.finishReason ?? (toolCalls.length ? 'tool_calls' : 'stop');
+}
+
+/** Step usage if given, else about one token per four characters. */
+function usageOf(request: any, step: ResponseStep, toolCalls: WireToolCall[]) {
+  const promptChars = (request.messages as any[]).reduce(
+    (sum: number, m) =>
+      sum +
+      textOf(m?.content).length +
+      (Array.isArray(m?.tool_calls) ? m.tool_calls.reduce((s: number, c: any) => s + String(c?.function?.arguments ?? '').length, 0) : 0),
+    0,
+  );
+  const completionChars = (step.text ?? '').length + toolCalls.reduce((s, c) => s + c.function.arguments.length, 0);
+  const usage = step.usage ?? {
+    prompt_tokens: Math.ceil(promptChars / 4),
+    completion_tokens: Math.ceil(completionChars / 4),
+  };
+  return { ...usage, total_tokens: usage.prompt_tokens + usage.completion_tokens };
+}
+
+function sendError(res: http.ServerResponse, error: ErrorStep['error']): void {
+  const type = error.type ?? (error.status >= 500 ? 'server_error' : 'invalid_request_error');
+  const body = { error: { message: error.message, type, param: null, code: error.code ?? null } };
+  if (res.headersSent) {
+    res.destroy();
+    return;
+  }
+  for (const [name, value] of Object.entries(error.headers ?? {})) res.setHeader(name, value);
+  sendJson(res, error.status, body);
+}
+
+function sendJson(res: http.ServerResponse, status: number, body: unknown): void {
+  const text = JSON.stringify(body);
+  res.writeHead(status, { 'content-type': 'application/json', 'content-length': Buffer.byteLength(text) });
+  res.end(text);
+}
+
+function readBody(req: http.IncomingMessage): Promise<string> {
+  return new Promise((resolve, reject) => {
+    const chunks: Buffer[] = [];
+    req.on('data', (c: Buffer) => chunks.push(c));
+    req.on('end', () => resolve(Buffer.concat(chunks).toString('utf8')));
+    req.on('error', reject);
+  });
+}
+
+/** Splits by code points so a delta never cuts a surrogate pair in half. */
+function splitChars(text: string, size: number): string[] {
+  const chars = Array.from(text);
+  const step = Math.max(1, Math.floor(size));
+  const pieces: string[] = [];
+  for (let i = 0; i < chars.length; i += step) pieces.push(chars.slice(i, i + step).join(''));
+  return pieces;
+}
+
+/** Waits `ms`, or less if the response closes first, so a closed server never waits on a pending timer. */
+function sleep(ms: number, res: http.ServerResponse): Promise<void> {
+  if (ms <= 0 || res.destroyed) return Promise.resolve();
+  return new Promise((resolve) => {
+    const done = () => {
+      clearTimeout(timer);
+      res.off('close', done);
+      resolve();
+    };
+    const timer = setTimeout(done, ms);
+    res.once('close', done);
+  });
+}
+
+const nowSeconds = () => Math.floor(Date.now() / 1000);

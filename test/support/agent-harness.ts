@@ -1,0 +1,89 @@
+/**
+ * A real agent worker for workflow tests: the dev server started by the jest global setup, the real `openai`
+ * client talking HTTP to the scripted model, and a workflow bundle built once per test file.
+ */
+import { randomUUID } from 'node:crypto';
+import { mkdtempSync, writeFileSync } from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import type { WorkflowHandle } from '@temporalio/client';
+import { TestWorkflowEnvironment } from '@temporalio/testing';
+import { bundleWorkflowCode, Worker, type WorkflowBundle } from '@temporalio/worker';
+import { WORKFLOW_TYPE } from '../../src/common/constants';
+import type { AgentRunInput } from '../../src/common/input';
+import { stateQuery, type RunStateView } from '../../src/common/messages';
+import { startScriptedModel, type ScriptedModel } from '../../src/scripted-model';
+import { agentWorkerOptions, openAIClient } from '../../src/worker';
+import { testServerAddress } from './temporal';
+
+export interface AgentHarness {
+  env: TestWorkflowEnvironment;
+  model: ScriptedModel;
+  workspace: string;
+  taskQueue: string;
+  bundle: WorkflowBundle;
+  start(input: AgentRunInput | Record<string, unknown>): Promise<WorkflowHandle>;
+  /** Poll the `state` query until `predicate` holds, or fail after `timeoutMs`. */
+  waitForState(handle: WorkflowHandle, predicate: (s: RunStateView) => boolean, timeoutMs?: number): Promise<RunStateView>;
+  close(): Promise<void>;
+}
+
+export const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
+
+export async function waitFor<T>(probe: () => Promise<T | undefined> | T | undefined, timeoutMs: number, what: string): Promise<T> {
+  const deadline = Date.now() + timeoutMs;
+  let lastError: unknown;
+  while (Date.now() < deadline) {
+    try {
+      const value = await probe();
+      if (value !== undefined) return value;
+    } catch (err) {
+      lastError = err;
+    }
+    await sleep(50);
+  }
+  throw new Error(`timed out after ${timeoutMs} ms waiting for ${what}${lastError ? `: ${String(lastError)}` : ''}`);
+}
+
+let bundlePromise: Promise<WorkflowBundle> | undefined;
+export const workflowBundle = () => (bundlePromise ??= bundleWorkflowCode({ workflowsPath: require.resolve('../../src/workflows'), logger: quietLogger }));
+
+const noop = () => undefined;
+const quietLogger = { trace: noop, debug: noop, info: noop, warn: noop, error: console.error, log: noop };
+
+export async function startAgentHarness(files: Record<string, string> = { 'hello.txt': 'Hello from the workspace\nsecond line\n' }): Promise<AgentHarness> {
+  const workspace = mkdtempSync(path.join(os.tmpdir(), 'agent-ws-'));
+  for (const [name, content] of Object.entries(files)) writeFileSync(path.join(workspace, name), content);
+  const model = await startScriptedModel();
+  const env = await TestWorkflowEnvironment.createFromExistingServer({ address: testServerAddress() });
+  const taskQueue = `test-${randomUUID()}`;
+  const bundle = await workflowBundle();
+  const worker = await Worker.create({
+    connection: env.nativeConnection,
+    taskQueue,
+    workflowBundle: bundle,
+    ...agentWorkerOptions({ openai: openAIClient({ baseURL: model.url, apiKey: 'scripted' }), defaultModel: 'unset', workspace, deltaFlushMs: 100 }),
+  });
+  const running = worker.run();
+
+  const harness: AgentHarness = {
+    env,
+    model,
+    workspace,
+    taskQueue,
+    bundle,
+    start: (input) => env.client.workflow.start(WORKFLOW_TYPE, { taskQueue, workflowId: `wf-${randomUUID()}`, args: [input] }),
+    waitForState: (handle, predicate, timeoutMs = 20_000) =>
+      waitFor(async () => {
+        const s = await handle.query(stateQuery);
+        return predicate(s) ? s : undefined;
+      }, timeoutMs, 'the run state'),
+    async close() {
+      worker.shutdown();
+      await running;
+      await env.teardown();
+      await model.close();
+    },
+  };
+  return harness;
+}

@@ -1,0 +1,212 @@
+/** agentRun end to end on the real dev server, through the real `openai` client and the scripted model over HTTP. */
+import { existsSync, readFileSync } from 'node:fs';
+import path from 'node:path';
+import { WorkflowFailedError, WorkflowUpdateFailedError } from '@temporalio/client';
+import { Worker } from '@temporalio/worker';
+import { abortSignal, approveUpdate, pauseSignal, resumeSignal, sendMessageUpdate, stateQuery, type AgentRunResult } from '../src/common/messages';
+import { sleep, startAgentHarness, waitFor, type AgentHarness } from './support/agent-harness';
+
+let h: AgentHarness;
+beforeAll(async () => {
+  h = await startAgentHarness();
+}, 120_000);
+afterAll(async () => h?.close());
+
+const lastMessage = (request: any) => request.messages[request.messages.length - 1];
+const toolMessages = (request: any) => request.messages.filter((m: any) => m.role === 'tool');
+
+async function failureOf(promise: Promise<unknown>): Promise<{ message: string; type?: string }> {
+  const err = await promise.then(
+    () => {
+      throw new Error('expected the run to fail');
+    },
+    (e: unknown) => e,
+  );
+  expect(err).toBeInstanceOf(WorkflowFailedError);
+  const cause = (err as WorkflowFailedError).cause as { message: string; type?: string };
+  return { message: cause.message, type: cause.type };
+}
+
+test('a run lists files and answers', async () => {
+  h.model.register('list-and-answer', ({ request, callIndex }) => {
+    if (callIndex === 0) return { toolCalls: [{ name: 'listFiles', arguments: { path: '.' } }] };
+    const [result] = toolMessages(request);
+    return { text: `The workspace holds: ${result.content}`, chunkSize: 4 };
+  });
+  const handle = await h.start({ prompt: 'What files are in the workspace?', model: 'list-and-answer' });
+  const result: AgentRunResult = await handle.result();
+
+  expect(result.status).toBe('COMPLETED');
+  expect(result.answer).toBe('The workspace holds: hello.txt');
+  expect(result.toolCalls).toBe(1);
+  expect(result.usage.modelCalls).toBe(2);
+  // The model was offered the registry's JSON schemas.
+  const [first] = h.model.requests('list-and-answer');
+  expect(first.body.tools.map((t: any) => t.function.name).sort()).toEqual(['listFiles', 'readFile', 'writeFile']);
+  expect(first.body.tools.find((t: any) => t.function.name === 'readFile').function.parameters).toMatchObject({
+    type: 'object',
+    required: ['path'],
+  });
+  expect(first.stream).toBe(true);
+
+  const state = await handle.query(stateQuery);
+  expect(state.state).toBe('COMPLETED');
+  expect(state.transitions.map((t) => t.to)).toEqual([
+    'STREAMING', 'PROCESSING', 'TOOL_EXECUTING', 'CRITIQUE', 'STREAMING', 'PROCESSING', 'CRITIQUE', 'COMPLETED',
+  ]);
+  const description = await handle.describe();
+  expect(description.searchAttributes.AgentState).toEqual(['COMPLETED']);
+
+  // The recorded history replays deterministically against the same workflow code.
+  const history = await handle.fetchHistory();
+  await expect(Worker.runReplayHistory({ workflowBundle: h.bundle }, history, handle.workflowId)).resolves.toBeUndefined();
+});
+
+test('a model that calls readFile forever is stopped by the loop guard, with a reason', async () => {
+  h.model.register('read-forever', () => ({ toolCalls: [{ name: 'readFile', arguments: { path: 'hello.txt' } }] }));
+  const handle = await h.start({ prompt: 'Read hello.txt', model: 'read-forever' });
+  const failure = await failureOf(handle.result());
+
+  expect(failure.type).toBe('AgentRunFailed');
+  expect(failure.message).toBe('loop detected: readFile({"path":"hello.txt"}) called 4 times in a row');
+  const calls = h.model.requests('read-forever').length;
+  expect(calls).toBe(4);
+  // The model was told once before the run ended.
+  expect(lastMessage(h.model.requests('read-forever')[3].body).content).toMatch(/^Not executed: this repeats/);
+  const state = await handle.query(stateQuery);
+  expect(state).toMatchObject({ state: 'FAILED', toolCalls: 2, loopWarned: true });
+});
+
+test('while the model streams slowly, state answers within a second with STREAMING and the partial text', async () => {
+  const text = 'Streaming slowly, one small piece at a time, so that the state can be watched.';
+  h.model.register('slow', [{ text, chunkSize: 4, chunkDelayMs: 150 }]);
+  const handle = await h.start({ prompt: 'Say something slowly', model: 'slow' });
+
+  const seen = await h.waitForState(handle, (s) => s.state === 'STREAMING' && s.partialText.length > 0);
+  expect(text.startsWith(seen.partialText)).toBe(true);
+  const before = Date.now();
+  const again = await handle.query(stateQuery);
+  expect(Date.now() - before).toBeLessThan(1_000);
+  expect(again.state).toBe('STREAMING');
+  expect(text.startsWith(again.partialText)).toBe(true);
+
+  const result = await handle.result();
+  expect(result.answer).toBe(text);
+  expect((await handle.query(stateQuery)).partialText).toBe('');
+});
+
+test('abort during a stream ends the run ABORTED within a few seconds and closes the HTTP stream', async () => {
+  h.model.register('endless', [{ text: 'x'.repeat(2_000), chunkSize: 2, chunkDelayMs: 100 }]);
+  const handle = await h.start({ prompt: 'Talk forever', model: 'endless' });
+  await h.waitForState(handle, (s) => s.partialText.length > 0);
+
+  const abortedAt = Date.now();
+  await handle.signal(abortSignal, { reason: 'user clicked stop' });
+  const result = await handle.result();
+  expect(Date.now() - abortedAt).toBeLessThan(5_000);
+  expect(result).toMatchObject({ status: 'ABORTED', reason: 'aborted: user clicked stop' });
+  const request = await waitFor(() => h.model.requests('endless').find((r) => r.closedByClient), 5_000, 'the stream to close');
+  expect(request.completed).toBe(false);
+  const description = await handle.describe();
+  expect(description.searchAttributes.AgentState).toEqual(['ABORTED']);
+});
+
+test('approval holds a guarded tool until approve', async () => {
+  h.model.register('writer', ({ callIndex, request }) =>
+    callIndex === 0
+      ? { toolCalls: [{ id: 'w1', name: 'writeFile', arguments: { path: 'approved.txt', content: 'yes' } }] }
+      : { text: `done: ${toolMessages(request)[0].content}` },
+  );
+  const handle = await h.start({ prompt: 'Write approved.txt', model: 'writer', approval: { tools: ['writeFile'] } });
+  const waiting = await h.waitForState(handle, (s) => s.state === 'AWAITING_APPROVAL');
+  expect(waiting.pendingApproval).toEqual([{ toolCallId: 'w1', name: 'writeFile', arguments: '{"path":"approved.txt","content":"yes"}' }]);
+
+  await sleep(500);
+  expect(existsSync(path.join(h.workspace, 'approved.txt'))).toBe(false);
+  expect((await handle.query(stateQuery)).state).toBe('AWAITING_APPROVAL');
+
+  // A bad approval is refused before it reaches history, naming what is wrong.
+  await expect(handle.executeUpdate(approveUpdate, { args: [{ toolCallId: 'nope', approved: true }] })).rejects.toThrow(WorkflowUpdateFailedError);
+  await expect(handle.executeUpdate(approveUpdate, { args: [{ toolCallId: 'w1' } as never] })).rejects.toThrow(WorkflowUpdateFailedError);
+
+  const approved = await handle.executeUpdate(approveUpdate, { args: [{ toolCallId: 'w1', approved: true }] });
+  expect(approved).toEqual({ toolCallId: 'w1', approved: true, remaining: 0 });
+  const result = await handle.result();
+  expect(result.answer).toBe('done: wrote 3 bytes to approved.txt');
+  expect(readFileSync(path.join(h.workspace, 'approved.txt'), 'utf8')).toBe('yes');
+});
+
+test('pause and resume hold the run between steps', async () => {
+  h.model.register('two-steps', ({ callIndex }) =>
+    callIndex === 0 ? { toolCalls: [{ name: 'listFiles', arguments: {} }], firstChunkDelayMs: 1_000 } : { text: 'finished' },
+  );
+  const handle = await h.start({ prompt: 'List then answer', model: 'two-steps' });
+  await h.waitForState(handle, (s) => s.state === 'STREAMING');
+  await handle.signal(pauseSignal);
+
+  const paused = await h.waitForState(handle, (s) => s.state === 'PAUSED');
+  expect(paused.resumeTo).toBe('TOOL_EXECUTING');
+  await sleep(1_500);
+  const still = await handle.query(stateQuery);
+  expect(still.state).toBe('PAUSED');
+  expect(still.toolCalls).toBe(0);
+  expect(h.model.requests('two-steps')).toHaveLength(1);
+
+  await handle.signal(resumeSignal);
+  const result = await handle.result();
+  expect(result).toMatchObject({ status: 'COMPLETED', answer: 'finished', toolCalls: 1 });
+  const states = (await handle.query(stateQuery)).transitions.map((t) => t.to);
+  expect(states).toEqual(['STREAMING', 'PROCESSING', 'PAUSED', 'TOOL_EXECUTING', 'CRITIQUE', 'STREAMING', 'PROCESSING', 'CRITIQUE', 'COMPLETED']);
+});
+
+test('a message sent during the run reaches the model before the run ends', async () => {
+  h.model.register('chat', ({ request }) => ({ text: `seen: ${lastMessage(request).content}`, firstChunkDelayMs: 800 }));
+  const handle = await h.start({ prompt: 'first', model: 'chat' });
+  await h.waitForState(handle, (s) => s.state === 'STREAMING');
+  await expect(handle.executeUpdate(sendMessageUpdate, { args: [{ text: 'second' }] })).resolves.toEqual({ queued: 1 });
+  const result = await handle.result();
+  expect(result.answer).toBe('seen: second');
+  await expect(handle.executeUpdate(sendMessageUpdate, { args: [{ text: 'late' }] })).rejects.toThrow(WorkflowUpdateFailedError);
+});
+
+test('bad input fails the run at once with a non-retryable error naming the field', async () => {
+  const handle = await h.start({ prompt: 'x', limits: { maxLoops: 0 } });
+  const failure = await failureOf(handle.result());
+  expect(failure.type).toBe('InvalidInput');
+  expect(failure.message).toContain('limits.maxLoops');
+  expect((await handle.query(stateQuery)).state).toBe('FAILED');
+});
+
+test('a final provider error fails fast; a rate limit is retried and the run completes', async () => {
+  h.model.register('unauthorized', [{ error: { status: 401, message: 'Incorrect API key provided', code: 'invalid_api_key' } }]);
+  const failure = await failureOf((await h.start({ prompt: 'hi', model: 'unauthorized' })).result());
+  expect(failure.message).toMatch(/^model call failed: authentication with the model provider failed; check LLM_API_KEY/);
+  expect(h.model.requests('unauthorized')).toHaveLength(1);
+
+  h.model.register('limited', [
+    { error: { status: 429, message: 'Slow down', headers: { 'retry-after': '1' } } },
+    { text: 'after the wait' },
+  ]);
+  const started = Date.now();
+  const result = await (await h.start({ prompt: 'hi', model: 'limited' })).result();
+  expect(result.answer).toBe('after the wait');
+  const [first, second] = h.model.requests('limited');
+  expect(second.receivedAt - first.receivedAt).toBeGreaterThanOrEqual(900);
+  expect(Date.now() - started).toBeLessThan(15_000);
+});
+
+test('context overflow leads to compaction, and the run completes', async () => {
+  h.model.register('overflow', ({ request, callIndex }) => {
+    if (!request.stream) return { text: 'summary of the early turns' }; // the compaction call
+    if (callIndex === 0) return { toolCalls: [{ name: 'listFiles', arguments: {} }] };
+    if (!request.messages.some((m: any) => String(m.content).startsWith('Summary of the earlier conversation:'))) {
+      return { error: { status: 400, message: 'This model maximum context length is 10 tokens', code: 'context_length_exceeded' } };
+    }
+    return { text: 'answer after compaction' };
+  });
+  const handle = await h.start({ prompt: 'Go', model: 'overflow' });
+  const result = await handle.result();
+  expect(result.answer).toBe('answer after compaction');
+  const states = (await handle.query(stateQuery)).transitions.map((t) => t.to);
+  expect(states).toContain('COMPACTING');
+});
