@@ -166,7 +166,7 @@ test('a message sent during the run reaches the model before the run ends', asyn
   await expect(handle.executeUpdate(sendMessageUpdate, { args: [{ text: 'second' }] })).resolves.toEqual({ queued: 1 });
   const result = await handle.result();
   expect(result.answer).toBe('seen: second');
-  await expect(handle.executeUpdate(sendMessageUpdate, { args: [{ text: 'late' }] })).rejects.toThrow(WorkflowUpdateFailedError);
+  await expect(handle.executeUpdate(sendMessageUpdate, { args: [{ text: 'late' }] })).rejects.toThrow('workflow execution already completed');
 });
 
 test('bad input fails the run at once with a non-retryable error naming the field', async () => {

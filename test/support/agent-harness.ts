@@ -8,7 +8,7 @@ import os from 'node:os';
 import path from 'node:path';
 import type { WorkflowHandle } from '@temporalio/client';
 import { TestWorkflowEnvironment } from '@temporalio/testing';
-import { bundleWorkflowCode, Worker, type WorkflowBundle } from '@temporalio/worker';
+import { bundleWorkflowCode, DefaultLogger, Runtime, Worker, type WorkflowBundle } from '@temporalio/worker';
 import { WORKFLOW_TYPE } from '../../src/common/constants';
 import type { AgentRunInput } from '../../src/common/input';
 import { stateQuery, type RunStateView } from '../../src/common/messages';
@@ -45,6 +45,15 @@ export async function waitFor<T>(probe: () => Promise<T | undefined> | T | undef
   throw new Error(`timed out after ${timeoutMs} ms waiting for ${what}${lastError ? `: ${String(lastError)}` : ''}`);
 }
 
+/** Keep test output to warnings; the runtime can be installed once per process, so a second file skips it. */
+export function quietRuntime(): void {
+  try {
+    Runtime.install({ logger: new DefaultLogger('WARN') });
+  } catch {
+    // already installed by an earlier test file in this process
+  }
+}
+
 let bundlePromise: Promise<WorkflowBundle> | undefined;
 export const workflowBundle = () => (bundlePromise ??= bundleWorkflowCode({ workflowsPath: require.resolve('../../src/workflows'), logger: quietLogger }));
 
@@ -52,6 +61,7 @@ const noop = () => undefined;
 const quietLogger = { trace: noop, debug: noop, info: noop, warn: noop, error: console.error, log: noop };
 
 export async function startAgentHarness(files: Record<string, string> = { 'hello.txt': 'Hello from the workspace\nsecond line\n' }): Promise<AgentHarness> {
+  quietRuntime();
   const workspace = mkdtempSync(path.join(os.tmpdir(), 'agent-ws-'));
   for (const [name, content] of Object.entries(files)) writeFileSync(path.join(workspace, name), content);
   const model = await startScriptedModel();

@@ -1,0 +1,76 @@
+/**
+ * kill -9 of the worker during the second model call: after a restart the run completes,
+ * and the first model call is not sent again.
+ */
+import { spawn, type ChildProcess } from 'node:child_process';
+import { randomUUID } from 'node:crypto';
+import { mkdtempSync, writeFileSync } from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { TestWorkflowEnvironment } from '@temporalio/testing';
+import { WORKFLOW_TYPE } from '../src/common/constants';
+import type { AgentRunResult } from '../src/common/messages';
+import { startScriptedModel, type ScriptedModel } from '../src/scripted-model';
+import { waitFor } from './support/agent-harness';
+import { testServerAddress } from './support/temporal';
+
+const ROOT = path.resolve(__dirname, '..');
+let model: ScriptedModel;
+let env: TestWorkflowEnvironment;
+const workers: ChildProcess[] = [];
+
+beforeAll(async () => {
+  model = await startScriptedModel();
+  env = await TestWorkflowEnvironment.createFromExistingServer({ address: testServerAddress() });
+});
+afterAll(async () => {
+  for (const w of workers) if (w.exitCode === null && w.signalCode === null) w.kill('SIGKILL');
+  await env?.teardown();
+  await model?.close();
+});
+
+/** The real worker entry point in its own process, so it can be killed for real. */
+function startWorkerProcess(taskQueue: string, workspace: string): ChildProcess {
+  const child = spawn(process.execPath, ['--import', 'tsx', 'src/worker.ts'], {
+    cwd: ROOT,
+    env: {
+      ...process.env,
+      TEMPORAL_ADDRESS: testServerAddress(),
+      TEMPORAL_TASK_QUEUE: taskQueue,
+      LLM_BASE_URL: model.url,
+      LLM_API_KEY: 'scripted',
+      LLM_MODEL: 'crash',
+      AGENT_WORKSPACE: workspace,
+    },
+    stdio: ['ignore', 'ignore', 'inherit'],
+  });
+  workers.push(child);
+  return child;
+}
+
+test('the run survives kill -9 of the worker during the second model call', async () => {
+  const hasToolResult = (body: any) => body.messages.some((m: any) => m.role === 'tool');
+  model.register('crash', ({ request }) =>
+    hasToolResult(request)
+      ? { text: 'The workspace has one file, data.txt, and the run survived.', chunkSize: 3, chunkDelayMs: 150 }
+      : { toolCalls: [{ name: 'listFiles', arguments: { path: '.' } }] },
+  );
+  const workspace = mkdtempSync(path.join(os.tmpdir(), 'agent-crash-'));
+  writeFileSync(path.join(workspace, 'data.txt'), 'data');
+  const taskQueue = `crash-${randomUUID()}`;
+
+  const first = startWorkerProcess(taskQueue, workspace);
+  const handle = await env.client.workflow.start(WORKFLOW_TYPE, { taskQueue, workflowId: `crash-${randomUUID()}`, args: [{ prompt: 'List the workspace' }] });
+  await waitFor(() => (model.requests('crash').some((r) => hasToolResult(r.body)) ? true : undefined), 90_000, 'the second model call');
+
+  first.kill('SIGKILL');
+  await waitFor(() => (first.signalCode === 'SIGKILL' ? true : undefined), 5_000, 'the worker to die');
+  startWorkerProcess(taskQueue, workspace);
+
+  const result: AgentRunResult = await handle.result();
+  expect(result).toMatchObject({ status: 'COMPLETED', answer: 'The workspace has one file, data.txt, and the run survived.', toolCalls: 1 });
+  const requests = model.requests('crash');
+  expect(requests.filter((r) => !hasToolResult(r.body))).toHaveLength(1); // the first call was not sent again
+  expect(requests.filter((r) => hasToolResult(r.body))).toHaveLength(2); // the interrupted call, then its retry
+  expect(requests[1].completed).toBe(false);
+}, 180_000);
