@@ -210,3 +210,19 @@ test('context overflow leads to compaction, and the run completes', async () => 
   const states = (await handle.query(stateQuery)).transitions.map((t) => t.to);
   expect(states).toContain('COMPACTING');
 });
+
+test('planning and the model critic: the demo policy plans, lists, reads, answers and is reviewed', async () => {
+  const handle = await h.start({ prompt: 'What does the workspace say?', model: 'scripted-demo', plan: true, critique: 'model' });
+  const result = await handle.result();
+  expect(result.status).toBe('COMPLETED');
+  expect(result.answer).toContain('hello.txt');
+  const state = await handle.query(stateQuery);
+  expect(state.plan).toMatch(/^1\. List the files/);
+  expect(state.lastCritique).toEqual({ action: 'complete', reason: 'the answer addresses the task', confidence: 0.8 });
+  expect(state.transitions.map((t) => t.to)).toEqual([
+    'PLANNING', 'STREAMING', 'PROCESSING', 'TOOL_EXECUTING', 'CRITIQUE', 'STREAMING', 'PROCESSING', 'TOOL_EXECUTING', 'CRITIQUE',
+    'STREAMING', 'PROCESSING', 'CRITIQUE', 'COMPLETED',
+  ]);
+  const planRequest = h.model.requests('scripted-demo')[0].body;
+  expect(planRequest.tools).toBeUndefined();
+});

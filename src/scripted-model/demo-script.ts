@@ -26,6 +26,13 @@ export const DEMO_NOTES_FILE = 'notes.txt';
 
 function answerWithoutTools(messages: any[]): ResponseStep {
   switch (intentOf(messages)) {
+    case 'review': {
+      const answer = textOf(messages.at(-1)?.content).split('Answer:\n')[1]?.trim() ?? '';
+      const verdict = answer
+        ? { action: 'complete', reason: 'the answer addresses the task', confidence: 0.8 }
+        : { action: 'retry', reason: 'the answer is empty', confidence: 0.9 };
+      return { text: JSON.stringify(verdict) };
+    }
     case 'plan':
       return say(
         '1. List the files in the workspace.\n2. Read the most relevant file.\n3. Answer with what the file says.',
@@ -42,7 +49,9 @@ function answerWithoutTools(messages: any[]): ResponseStep {
 }
 
 /** The last message states the most specific request; system messages are the fallback. */
-function intentOf(messages: any[]): 'plan' | 'summary' | 'other' {
+function intentOf(messages: any[]): 'plan' | 'summary' | 'review' | 'other' {
+  const system0 = textOf(messages[0]?.role === 'system' ? messages[0].content : '');
+  if (/review an assistant's final answer/i.test(system0)) return 'review';
   const last = textOf(messages.at(-1)?.content);
   if (/summar/i.test(last)) return 'summary';
   if (/\bplan\b/i.test(last)) return 'plan';
