@@ -1,0 +1,103 @@
+/**
+ * Records the histories that test/replay.test.ts replays: `npm run record-histories`.
+ * Re-record only for an intended change of workflow logic, and put that change behind `patched()`,
+ * so that runs started before it still replay.
+ */
+import { mkdirSync, mkdtempSync, writeFileSync } from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import type { WorkflowHandle } from '@temporalio/client';
+import { abortSignal, approveUpdate, pauseSignal, resumeSignal } from '../src/common/messages';
+import type { Script } from '../src/scripted-model';
+import { startAgentHarness, type AgentHarness } from '../test/support/agent-harness';
+import { execFileSync } from 'node:child_process';
+import { startDevServer } from './lib/dev-server';
+import { ensureTemporalCli } from './lib/temporal-cli';
+
+const OUT = path.resolve(__dirname, '..', 'test', 'histories');
+
+interface Scenario {
+  name: string;
+  script: Script;
+  input: Record<string, unknown>;
+  drive?: (h: AgentHarness, handle: WorkflowHandle) => Promise<void>;
+}
+
+const SCENARIOS: Scenario[] = [
+  {
+    name: 'tools-and-answer',
+    script: ({ callIndex }) => (callIndex === 0 ? { toolCalls: [{ name: 'listFiles', arguments: { path: '.' } }] } : { text: 'One file: hello.txt', chunkSize: 3, chunkDelayMs: 30 }),
+    input: { prompt: 'What is in the workspace?' },
+  },
+  {
+    name: 'plan-and-model-critic',
+    script: [],
+    input: { prompt: 'What does the workspace say?', plan: true, critique: 'model' },
+  },
+  {
+    name: 'loop-guard',
+    script: () => ({ toolCalls: [{ name: 'readFile', arguments: { path: 'hello.txt' } }] }),
+    input: { prompt: 'Read hello.txt' },
+  },
+  {
+    name: 'approval',
+    script: ({ callIndex }) =>
+      callIndex === 0 ? { toolCalls: [{ id: 'w1', name: 'writeFile', arguments: { path: 'out.txt', content: 'hi' } }] } : { text: 'written' },
+    input: { prompt: 'Write out.txt', approval: { tools: ['writeFile'] } },
+    drive: async (h, handle) => {
+      await h.waitForState(handle, (s) => s.state === 'AWAITING_APPROVAL');
+      await handle.executeUpdate(approveUpdate, { args: [{ toolCallId: 'w1', approved: true }] });
+    },
+  },
+  {
+    name: 'pause-resume',
+    script: ({ callIndex }) => (callIndex === 0 ? { toolCalls: [{ name: 'listFiles', arguments: {} }], firstChunkDelayMs: 500 } : { text: 'done' }),
+    input: { prompt: 'List, then answer' },
+    drive: async (h, handle) => {
+      await h.waitForState(handle, (s) => s.state === 'STREAMING');
+      await handle.signal(pauseSignal);
+      await h.waitForState(handle, (s) => s.state === 'PAUSED');
+      await handle.signal(resumeSignal);
+    },
+  },
+  {
+    name: 'abort-during-stream',
+    script: [{ text: 'x'.repeat(500), chunkSize: 2, chunkDelayMs: 50 }],
+    input: { prompt: 'Talk' },
+    drive: async (h, handle) => {
+      await h.waitForState(handle, (s) => s.partialText.length > 0);
+      await handle.signal(abortSignal, { reason: 'recorded abort' });
+    },
+  },
+];
+
+async function main() {
+  const server = process.env.TEMPORAL_TEST_ADDRESS
+    ? undefined
+    : await startDevServer({ port: 17299, headless: true, dbFile: path.join(mkdtempSync(path.join(os.tmpdir(), 'record-')), 'db.sqlite') });
+  if (server) process.env.TEMPORAL_TEST_ADDRESS = server.address;
+  const cli = await ensureTemporalCli({ quiet: true });
+  const h = await startAgentHarness();
+  mkdirSync(OUT, { recursive: true });
+  try {
+    for (const scenario of SCENARIOS) {
+      const model = Array.isArray(scenario.script) && scenario.script.length === 0 ? 'scripted-demo' : `record-${scenario.name}`;
+      if (model !== 'scripted-demo') h.model.register(model, scenario.script);
+      const handle = await h.start({ model, ...scenario.input });
+      await scenario.drive?.(h, handle);
+      await handle.result().catch(() => undefined); // failed runs are histories too
+      // The CLI's JSON is the format `historyFromJSON` reads back.
+      const json = execFileSync(cli, ['workflow', 'show', '--workflow-id', handle.workflowId, '--output', 'json', '--address', process.env.TEMPORAL_TEST_ADDRESS!]);
+      writeFileSync(path.join(OUT, `${scenario.name}.json`), json);
+      console.log(`recorded ${scenario.name}: ${JSON.parse(json.toString()).events.length} events`);
+    }
+  } finally {
+    await h.close();
+    await server?.stop();
+  }
+}
+
+main().catch((err) => {
+  console.error(err);
+  process.exit(1);
+});

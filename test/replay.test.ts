@@ -1,0 +1,20 @@
+/** Replays the committed histories (test/histories, made by `npm run record-histories`) against today's workflow code. */
+import { readdirSync, readFileSync } from 'node:fs';
+import path from 'node:path';
+import { historyFromJSON } from '@temporalio/common/lib/proto-utils';
+import { Worker } from '@temporalio/worker';
+import { quietRuntime, workflowBundle } from './support/agent-harness';
+
+const DIR = path.join(__dirname, 'histories');
+const files = readdirSync(DIR).filter((f) => f.endsWith('.json'));
+
+beforeAll(() => quietRuntime());
+
+test('there are recorded histories to replay', () => {
+  expect(files.length).toBeGreaterThanOrEqual(6);
+});
+
+test.each(files)('%s replays without nondeterminism', async (file) => {
+  const history = historyFromJSON(JSON.parse(readFileSync(path.join(DIR, file), 'utf8')));
+  await expect(Worker.runReplayHistory({ workflowBundle: await workflowBundle() }, history, file)).resolves.toBeUndefined();
+}, 60_000);
