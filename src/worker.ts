@@ -5,9 +5,10 @@
 import { NativeConnection, Worker, type WorkerOptions } from '@temporalio/worker';
 import OpenAI from 'openai';
 import { createActivities, type ActivityDeps } from './activities';
-import { llmSettings, temporalSettings, usesScriptedModel, workspaceDir, type LlmSettings } from './config';
+import { llmSettings, temporalSettings, usesScriptedModel, workspaceDir } from './config';
 import { DEMO_SCRIPT_NAME, startScriptedModel, type ScriptedModel } from './scripted-model';
 
+/** Used when neither the run nor `LLM_MODEL` names a model. */
 export const DEFAULT_MODEL = 'gpt-4o-mini';
 
 /** Options every agent worker needs; callers add connection, task queue and workflow code. */
@@ -19,20 +20,29 @@ export function agentWorkerOptions(deps: ActivityDeps): Pick<WorkerOptions, 'act
   };
 }
 
-export function openAIClient(llm: Required<Pick<LlmSettings, 'baseURL'>> & LlmSettings): OpenAI {
+export function openAIClient(llm: { baseURL: string; apiKey?: string }): OpenAI {
   // Temporal owns retries (classified by error kind); the client must not retry behind its back.
   return new OpenAI({ baseURL: llm.baseURL, apiKey: llm.apiKey ?? 'not-needed', maxRetries: 0, timeout: 10 * 60_000 });
 }
 
-export async function runWorker(env: NodeJS.ProcessEnv = process.env): Promise<void> {
+export interface AgentWorker {
+  worker: Worker;
+  /** Set when the worker serves the scripted model because no real endpoint is configured. */
+  scriptedModelUrl?: string;
+  model: string;
+  /** Runs until `shutdown()`, then closes the connection and the scripted model. */
+  run(): Promise<void>;
+  shutdown(): void;
+}
+
+/** A worker configured from the environment (see config.ts). */
+export async function createAgentWorker(env: NodeJS.ProcessEnv = process.env): Promise<AgentWorker> {
   const temporal = temporalSettings(env);
-  let llm = llmSettings(env);
+  const llm = llmSettings(env);
   let scripted: ScriptedModel | undefined;
-  if (usesScriptedModel(llm)) {
-    scripted = await startScriptedModel();
-    llm = { baseURL: scripted.url, model: llm.model ?? DEMO_SCRIPT_NAME };
-    console.log(`worker: no LLM_API_KEY or LLM_BASE_URL, using the scripted model at ${scripted.url} (offline demo, not a real LLM)`);
-  }
+  if (usesScriptedModel(llm)) scripted = await startScriptedModel();
+  const baseURL = scripted?.url ?? llm.baseURL ?? 'https://api.openai.com/v1';
+  const model = llm.model ?? (scripted ? DEMO_SCRIPT_NAME : DEFAULT_MODEL);
   const connection = await NativeConnection.connect({ address: temporal.address });
   try {
     const worker = await Worker.create({
@@ -40,22 +50,41 @@ export async function runWorker(env: NodeJS.ProcessEnv = process.env): Promise<v
       namespace: temporal.namespace,
       taskQueue: temporal.taskQueue,
       workflowsPath: require.resolve('./workflows'),
-      ...agentWorkerOptions({
-        openai: openAIClient({ ...llm, baseURL: llm.baseURL ?? 'https://api.openai.com/v1' }),
-        defaultModel: llm.model ?? DEFAULT_MODEL,
-        workspace: workspaceDir(env),
-      }),
+      ...agentWorkerOptions({ openai: openAIClient({ baseURL, apiKey: llm.apiKey }), defaultModel: model, workspace: workspaceDir(env) }),
     });
-    console.log(`worker: polling task queue ${temporal.taskQueue} on ${temporal.address} (namespace ${temporal.namespace})`);
-    await worker.run();
-  } finally {
+    return {
+      worker,
+      model,
+      scriptedModelUrl: scripted?.url,
+      async run() {
+        try {
+          await worker.run();
+        } finally {
+          await connection.close();
+          await scripted?.close();
+        }
+      },
+      shutdown: () => worker.shutdown(),
+    };
+  } catch (err) {
     await connection.close();
     await scripted?.close();
+    throw err;
   }
 }
 
+async function main(): Promise<void> {
+  const agent = await createAgentWorker();
+  const { address, namespace, taskQueue } = temporalSettings();
+  if (agent.scriptedModelUrl) {
+    console.log(`worker: no LLM_API_KEY or LLM_BASE_URL, so runs use the scripted model at ${agent.scriptedModelUrl} (offline demo, not a real LLM)`);
+  }
+  console.log(`worker: polling task queue ${taskQueue} on ${address} (namespace ${namespace}), default model ${agent.model}`);
+  await agent.run(); // the SDK shuts the worker down on SIGINT and SIGTERM
+}
+
 if (require.main === module) {
-  runWorker().catch((err) => {
+  main().catch((err) => {
     console.error(err);
     process.exit(1);
   });

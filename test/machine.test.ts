@@ -290,7 +290,11 @@ describe('a run through the machine', () => {
     expect(s.partialText).toBe('Hi');
     expect(s.stream).toEqual({ callNumber: 1, attempt: 2 });
     s = run(s, { type: 'MODEL_RESPONDED', response: response('Hi there') });
-    expect(s.partialText).toBe('');
+    expect(s.partialText).toBe('Hi there'); // the whole text stays until the next call, so watchers see its tail
+    s = run(s, { type: 'STREAM_DELTA', callNumber: 1, attempt: 2, text: ' late' });
+    expect(s.partialText).toBe('Hi there');
+    s = run(s, { type: 'PROCESS' }, { type: 'CRITIQUE_DONE', decision: { action: 'retry', reason: 'r', confidence: 1 } });
+    expect([s.state, s.partialText, s.stream]).toEqual(['STREAMING', '', { callNumber: 2, attempt: 1 }]);
   });
 });
 

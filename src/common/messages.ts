@@ -33,7 +33,8 @@ export interface SendMessageResult {
 
 /** What the workflow returns when the run completes or is aborted; a failed run fails the workflow. */
 export interface AgentRunResult {
-  status: 'COMPLETED' | 'ABORTED';
+  /** FAILED only inside the `AgentRunFailed` failure's details: a failed run fails the workflow. */
+  status: 'COMPLETED' | 'ABORTED' | 'FAILED';
   answer: string | null;
   reason: string | null;
   usage: RunSnapshot['usage'];

@@ -179,7 +179,7 @@ export async function agentRun(rawInput: unknown): Promise<AgentRunResult> {
   }
 
   const result: AgentRunResult = {
-    status: snapshot.state === AgentState.COMPLETED ? 'COMPLETED' : 'ABORTED',
+    status: snapshot.state as AgentRunResult['status'],
     answer: snapshot.answer,
     reason: snapshot.reason,
     usage: snapshot.usage,

@@ -141,7 +141,7 @@ function handle(s: RunSnapshot, e: AgentEvent, now: string): TransitionResult {
 
     case 'PLAN_READY': {
       const plan = e.response.text.trim();
-      const next = withResponseUsage({ ...s, plan, overflowsInARow: 0 }, e.response);
+      const next = withResponseUsage({ ...s, plan, overflowsInARow: 0, partialText: e.response.text }, e.response);
       next.messages = [
         ...s.messages,
         { role: 'assistant', content: `Plan:\n${plan}` },
@@ -152,7 +152,7 @@ function handle(s: RunSnapshot, e: AgentEvent, now: string): TransitionResult {
 
     case 'MODEL_RESPONDED': {
       const { text, toolCalls } = e.response;
-      const next = withResponseUsage({ ...s, pendingToolCalls: toolCalls, lastToolResults: [], overflowsInARow: 0 }, e.response);
+      const next = withResponseUsage({ ...s, pendingToolCalls: toolCalls, lastToolResults: [], overflowsInARow: 0, partialText: text }, e.response);
       next.messages = [
         ...s.messages,
         { role: 'assistant', content: text || null, ...(toolCalls.length ? { toolCalls } : {}) },
@@ -334,7 +334,7 @@ function enter(s: RunSnapshot, target: AgentState, e: AgentEvent, now: string): 
       return ok(next, [{ type: 'callModel', purpose: target === S.PLANNING ? 'plan' : 'respond', callNumber }]);
     }
     case S.PROCESSING:
-      return ok({ ...next, partialText: '', stream: null }, [{ type: 'process' }]);
+      return ok(next, [{ type: 'process' }]);
     case S.TOOL_EXECUTING: {
       const preset = new Set(s.presetResults.map((r) => r.toolCallId));
       return ok(next, [{ type: 'runTools', calls: s.pendingToolCalls.filter((c) => !preset.has(c.id)) }]);
@@ -354,7 +354,7 @@ function fail(s: RunSnapshot, e: AgentEvent, now: string, reason: string): Trans
 }
 
 function finish(s: RunSnapshot, to: AgentState, e: AgentEvent, now: string, reason: string, answer: string | null = null): TransitionResult {
-  const next = moveTo({ ...s, reason, answer, partialText: '', stream: null, pendingApproval: [], pauseRequested: false }, to, e, now);
+  const next = moveTo({ ...s, reason, answer, pendingApproval: [], pauseRequested: false }, to, e, now);
   return ok(next, [{ type: 'cancelWork' }]);
 }
 

@@ -38,9 +38,9 @@ export interface RunSnapshot {
     approvalTools: string[];
   };
   transitions: TransitionRecord[];
-  /** Text of the model call in flight, as far as it has streamed. */
+  /** Text of the latest model call: as far as it has streamed while the call runs, complete once it has answered. */
   partialText: string;
-  /** Model call number and attempt that `partialText` belongs to. */
+  /** Model call number and attempt that `partialText` belongs to; null before the first call. */
   stream: { callNumber: number; attempt: number } | null;
   pendingApproval: PendingApproval[];
   lastError: string | null;

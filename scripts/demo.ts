@@ -1,0 +1,81 @@
+/**
+ * The main job on embedded defaults: `npm start`.
+ * Starts the local Temporal dev server if none answers, a worker, and one demo agent run; prints every state
+ * transition live, the streamed text, the final answer and the run's link in the Temporal UI.
+ * With no LLM_API_KEY / LLM_BASE_URL the run uses the project's scripted model (offline; not a real LLM).
+ */
+import { mkdirSync, readdirSync, writeFileSync } from 'node:fs';
+import path from 'node:path';
+import { humanWatchPrinter } from '../src/cli';
+import { AgentClient, failureReason } from '../src/client';
+import { temporalSettings, workspaceDir } from '../src/config';
+import { DefaultLogger, Runtime } from '@temporalio/worker';
+import { createAgentWorker } from '../src/worker';
+import { ensureSearchAttributes, isServerUp, startDevServer } from './lib/dev-server';
+
+const PROMPT = process.env.DEMO_PROMPT ?? 'Look around the workspace, read the most useful file, and tell me what it says.';
+const UI_URL = process.env.TEMPORAL_UI_URL ?? 'http://localhost:8233';
+
+const WELCOME = `# Welcome to the durable agent worker
+Every agent run is a Temporal workflow driven by an explicit state machine.
+Kill the worker mid-run and start it again: the run resumes where it stopped.
+`;
+
+/** A workspace with something to read, so the demo has work to do. */
+function seedWorkspace(dir: string): boolean {
+  mkdirSync(dir, { recursive: true });
+  if (readdirSync(dir).length > 0) return false;
+  writeFileSync(path.join(dir, 'welcome.md'), WELCOME);
+  return true;
+}
+
+async function main(): Promise<void> {
+  // The demo prints the run itself; the SDK speaks up only for warnings.
+  Runtime.install({ logger: new DefaultLogger('WARN') });
+  const temporal = temporalSettings();
+  if (await isServerUp(temporal.address, temporal.namespace)) {
+    await ensureSearchAttributes(temporal.address, temporal.namespace);
+  } else {
+    console.log(`demo: no Temporal server answers on ${temporal.address}; starting the local dev server (first start installs the temporal CLI)`);
+    const server = await startDevServer({ detached: true, logFile: '.temporal/server.log' });
+    temporal.address = server.address;
+    process.env.TEMPORAL_ADDRESS = server.address;
+    console.log(`demo: dev server ready on ${server.address}, UI ${server.uiUrl}; it keeps running after the demo (stop it with: kill ${server.pid})`);
+  }
+
+  const workspace = workspaceDir();
+  const seeded = seedWorkspace(workspace);
+  const agent = await createAgentWorker();
+  const running = agent.run();
+  console.log(
+    agent.scriptedModelUrl
+      ? `demo: model = scripted model "${agent.model}" at ${agent.scriptedModelUrl} (no LLM_API_KEY set; offline, not a real LLM)`
+      : `demo: model = ${agent.model} at ${process.env.LLM_BASE_URL ?? 'https://api.openai.com/v1'}`,
+  );
+  console.log(`demo: workspace ${workspace}${seeded ? ' (seeded with welcome.md)' : ''}`);
+
+  const client = await AgentClient.connect(temporal);
+  let exitCode = 0;
+  try {
+    const run = await client.start({ prompt: PROMPT });
+    const link = `${UI_URL}/namespaces/${temporal.namespace}/workflows/${encodeURIComponent(run.workflowId)}`;
+    console.log(`demo: started run ${run.workflowId} on task queue ${temporal.taskQueue}\n`);
+    await run.watch(humanWatchPrinter((text) => process.stdout.write(text)));
+    // watch printed the answer or the reason; the result only decides the exit code.
+    await run.result().catch((err: unknown) => {
+      exitCode = 1;
+      console.log(`the run failed: ${failureReason(err)}`);
+    });
+    console.log(`\nTemporal UI: ${link}`);
+  } finally {
+    await client.close();
+    agent.shutdown();
+    await running;
+  }
+  process.exitCode = exitCode;
+}
+
+main().catch((err) => {
+  console.error(`demo failed: ${err instanceof Error ? err.message : String(err)}`);
+  process.exit(1);
+});

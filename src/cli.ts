@@ -1,0 +1,390 @@
+/**
+ * The agent CLI: `npm run agent -- <command>`. A thin shell over `AgentClient`; every command takes `--json`.
+ * Errors print one line to stderr and exit 1.
+ */
+import { Command, CommanderError, InvalidArgumentError } from 'commander';
+import {
+  AgentClient,
+  failureReason,
+  InvalidAgentInputError,
+  isAlreadyStarted,
+  runFailure,
+  type AgentRunHandle,
+  type AgentRunSummary,
+  type WatchEvent,
+} from './client';
+import { parseAgentRunInput, type AgentRunInput } from './common/input';
+import type { AgentRunResult, RunStateView } from './common/messages';
+import { temporalSettings } from './config';
+import type { PendingApproval } from './workflows/snapshot';
+
+/** What the CLI needs from the outside world; tests replace it. */
+export interface CliDeps {
+  /** Opens the client for commands that talk to Temporal. @default `AgentClient.connect(temporalSettings())` */
+  connect(): Promise<AgentClient>;
+  /** Writes to stdout as is (no newline added). */
+  out(text: string): void;
+  /** Writes to stderr as is (no newline added). */
+  err(text: string): void;
+}
+
+const defaultDeps: CliDeps = {
+  connect: () => AgentClient.connect(temporalSettings()),
+  out: (text) => process.stdout.write(text),
+  err: (text) => process.stderr.write(text),
+};
+
+/** Runs one CLI command; `argv` holds the user arguments only (no node, no script). Resolves with the exit code. */
+export async function main(argv: string[], overrides: Partial<CliDeps> = {}): Promise<number> {
+  const deps: CliDeps = { ...defaultDeps, ...overrides };
+  const state = { exitCode: 0 };
+  try {
+    await buildProgram(deps, state).parseAsync(argv, { from: 'user' });
+    return state.exitCode;
+  } catch (err) {
+    // Commander has already printed its own message (usage errors, --help).
+    if (err instanceof CommanderError) return err.exitCode;
+    deps.err(`error: ${describeError(err)}\n`);
+    return 1;
+  }
+}
+
+interface JsonOption {
+  json?: boolean;
+}
+
+function buildProgram(deps: CliDeps, state: { exitCode: number }): Command {
+  const { out } = deps;
+  const print = (text: string) => out(`${text}\n`);
+  const printJson = (doc: unknown) => out(`${JSON.stringify(doc)}\n`);
+
+  /** Runs `fn` with a connected client and always closes it. */
+  async function withClient<T>(fn: (client: AgentClient) => Promise<T>): Promise<T> {
+    const client = await deps.connect();
+    try {
+      return await fn(client);
+    } finally {
+      await client.close();
+    }
+  }
+
+  const program = new Command('agent')
+    .description('Start, inspect and steer durable agent runs (agentRun workflows).')
+    .exitOverride()
+    .configureOutput({ writeOut: deps.out, writeErr: deps.err })
+    .showSuggestionAfterError()
+    .helpCommand(false);
+
+  const command = (nameAndArgs: string, description: string) =>
+    program.command(nameAndArgs).description(description).option('--json', 'machine-readable output');
+
+  command('start <prompt>', 'start a run')
+    .option('--model <model>', 'model name (default: the worker\'s LLM_MODEL)')
+    .option('--system <prompt>', 'system prompt')
+    .option('--plan', 'ask the model for a plan first')
+    .option('--critique <mode>', 'rules | model')
+    .option('--approve-tools <names>', 'comma-separated tools whose calls wait for approval (* for all)')
+    .option('--max-loops <n>', 'model calls before the run fails', integer)
+    .option('--max-tool-calls <n>', 'tool calls before the run fails', integer)
+    .option('--timeout-ms <n>', 'wall-clock budget of the run', integer)
+    .option('--tools <names>', 'comma-separated tools the run may use (default: all)')
+    .option('--id <workflowId>', 'workflow id (default: agent-<random>)')
+    .option('--watch', 'follow the run until it ends')
+    .action(async (prompt: string, o: StartFlags) => {
+      const input = startInput(prompt, o);
+      // Validate before connecting: bad input should not depend on the server being up.
+      const parsed = parseAgentRunInput(input);
+      if (!parsed.ok) throw new InvalidAgentInputError(parsed.error);
+      await withClient(async (client) => {
+        const handle = await client.start(input, { workflowId: o.id });
+        if (o.json) printJson({ type: 'started', workflowId: handle.workflowId, runId: handle.runId });
+        else print(`started ${handle.workflowId} (run ${handle.runId})`);
+        if (o.watch) state.exitCode = await watch(handle, o.json);
+      });
+    });
+
+  command('state <workflowId>', 'show the current state of a run')
+    .option('--messages', 'include the conversation')
+    .action(async (workflowId: string, o: JsonOption & { messages?: boolean }) => {
+      const view = await withClient((client) => client.handle(workflowId).state({ includeMessages: o.messages }));
+      if (o.json) printJson(view);
+      else print(formatState(workflowId, view));
+    });
+
+  command('watch <workflowId>', 'follow a run: transitions, streamed text, then the answer or reason')
+    .action(async (workflowId: string, o: JsonOption) => {
+      state.exitCode = await withClient((client) => watch(client.handle(workflowId), o.json));
+    });
+
+  command('abort <workflowId>', 'abort a run')
+    .option('--reason <reason>', 'why (kept as the run\'s reason)')
+    .action(async (workflowId: string, o: JsonOption & { reason?: string }) => {
+      await withClient((client) => client.handle(workflowId).abort(o.reason));
+      if (o.json) printJson({ workflowId, signal: 'abort', sent: true });
+      else print(`abort sent to ${workflowId}`);
+    });
+
+  for (const [name, verb] of [
+    ['pause', 'pause a run before its next piece of work'],
+    ['resume', 'resume a paused run'],
+  ] as const) {
+    command(`${name} <workflowId>`, verb).action(async (workflowId: string, o: JsonOption) => {
+      await withClient((client) => client.handle(workflowId)[name]());
+      if (o.json) printJson({ workflowId, signal: name, sent: true });
+      else print(`${name} sent to ${workflowId}`);
+    });
+  }
+
+  command('approve <workflowId> <toolCallId>', 'approve (or reject) a tool call waiting for approval')
+    .option('--reject', 'reject the call instead')
+    .option('--feedback <text>', 'note for the model')
+    .action(async (workflowId: string, toolCallId: string, o: JsonOption & { reject?: boolean; feedback?: string }) => {
+      const result = await withClient((client) =>
+        client.handle(workflowId).approve({ toolCallId, approved: !o.reject, feedback: o.feedback }),
+      );
+      if (o.json) printJson(result);
+      else print(`${result.approved ? 'approved' : 'rejected'} ${result.toolCallId} (${result.remaining} still waiting)`);
+    });
+
+  command('send <workflowId> <text>', 'send a message to the model, handed over before its next call')
+    .action(async (workflowId: string, text: string, o: JsonOption) => {
+      const result = await withClient((client) => client.handle(workflowId).sendMessage(text));
+      if (o.json) printJson(result);
+      else print(`message queued (${result.queued} waiting for the next model call)`);
+    });
+
+  command('result <workflowId>', 'wait for a run to end and print its result (exit 1 if it failed)')
+    .action(async (workflowId: string, o: JsonOption) => {
+      const outcome = await withClient((client) => settle(client.handle(workflowId)));
+      if (o.json) printJson(outcome);
+      else print(formatOutcome(outcome));
+      if (outcome.status === 'FAILED') state.exitCode = 1;
+    });
+
+  command('list', 'list agent runs, newest first')
+    .option('--state <state>', 'only runs in this AgentState (e.g. AWAITING_APPROVAL)')
+    .option('--limit <n>', 'most runs to show (default 20)', integer)
+    .action(async (o: JsonOption & { state?: string; limit?: number }) => {
+      const runs = await withClient((client) => client.list({ state: o.state, limit: o.limit }));
+      if (o.json) printJson(runs);
+      else print(formatList(runs, o.state));
+    });
+
+  /** Follows a run to its end; the exit code is 1 when it failed. */
+  async function watch(handle: AgentRunHandle, json: boolean | undefined): Promise<number> {
+    const onEvent = json ? (event: WatchEvent) => printJson(event) : humanWatchPrinter(out);
+    const last = await handle.watch(onEvent);
+    return last.state === 'FAILED' ? 1 : 0;
+  }
+
+  return program;
+}
+
+interface StartFlags extends JsonOption {
+  model?: string;
+  system?: string;
+  plan?: boolean;
+  critique?: string;
+  approveTools?: string;
+  maxLoops?: number;
+  maxToolCalls?: number;
+  timeoutMs?: number;
+  tools?: string;
+  id?: string;
+  watch?: boolean;
+}
+
+/** The workflow input from the flags; absent flags stay absent so the schema's defaults apply. */
+export function startInput(prompt: string, o: Omit<StartFlags, 'json' | 'id' | 'watch'>): AgentRunInput {
+  const limits = definedOnly({ maxLoops: o.maxLoops, maxToolCalls: o.maxToolCalls, timeoutMs: o.timeoutMs });
+  return {
+    prompt,
+    ...definedOnly({ model: o.model, systemPrompt: o.system }),
+    ...(Object.keys(limits).length ? { limits } : {}),
+    ...(o.tools !== undefined ? { tools: names(o.tools) } : {}),
+    ...(o.plan ? { plan: true } : {}),
+    ...(o.critique !== undefined ? { critique: o.critique as AgentRunInput['critique'] } : {}),
+    ...(o.approveTools !== undefined ? { approval: { tools: names(o.approveTools) } } : {}),
+  };
+}
+
+/** A finished run as `result` prints it: the workflow's result, or why it failed. */
+export type RunOutcome =
+  | AgentRunResult
+  | ({ status: 'FAILED'; reason: string; failureType?: string } & Partial<Omit<AgentRunResult, 'status' | 'reason'>>);
+
+async function settle(handle: AgentRunHandle): Promise<RunOutcome> {
+  try {
+    return await handle.result();
+  } catch (err) {
+    const failure = runFailure(err);
+    if (!failure) throw err;
+    return { ...failure.result, status: 'FAILED', reason: failure.reason, failureType: failure.type, answer: null };
+  }
+}
+
+function describeError(err: unknown): string {
+  if (isAlreadyStarted(err)) return `an agent run with id ${err.workflowId} is already running`;
+  return failureReason(err);
+}
+
+function integer(value: string): number {
+  if (!/^-?\d+$/.test(value.trim())) throw new InvalidArgumentError('expected an integer');
+  return Number(value);
+}
+
+const names = (list: string): string[] =>
+  list
+    .split(',')
+    .map((n) => n.trim())
+    .filter(Boolean);
+
+function definedOnly<T extends Record<string, unknown>>(o: T): Partial<T> {
+  return Object.fromEntries(Object.entries(o).filter(([, v]) => v !== undefined)) as Partial<T>;
+}
+
+// ---- human output ----
+
+/** `HH:MM:SS.mmm` in local time: transitions happen within seconds of each other. */
+function clock(iso: string): string {
+  const d = new Date(iso);
+  if (Number.isNaN(d.getTime())) return iso;
+  const pad = (n: number, w = 2) => String(n).padStart(w, '0');
+  return `${pad(d.getHours())}:${pad(d.getMinutes())}:${pad(d.getSeconds())}.${pad(d.getMilliseconds(), 3)}`;
+}
+
+function dateTime(d: Date): string {
+  const pad = (n: number) => String(n).padStart(2, '0');
+  return `${d.getFullYear()}-${pad(d.getMonth() + 1)}-${pad(d.getDate())} ${pad(d.getHours())}:${pad(d.getMinutes())}:${pad(d.getSeconds())}`;
+}
+
+const oneLine = (text: string, max = 160): string => {
+  const line = text.replace(/\s+/g, ' ').trim();
+  return line.length > max ? `${line.slice(0, max - 3)}...` : line;
+};
+
+const indent = (text: string, by = '  '): string =>
+  text
+    .split('\n')
+    .map((l) => by + l)
+    .join('\n');
+
+const approvalLine = (p: PendingApproval): string =>
+  `${p.toolCallId}  ${p.name} ${oneLine(p.arguments, 100)}` +
+  (p.decision ? `  [${p.decision.approved ? 'approved' : 'rejected'}]` : '');
+
+const counters = (r: Pick<AgentRunResult, 'loops' | 'toolCalls' | 'usage'>): string =>
+  `model calls ${r.loops}, tool calls ${r.toolCalls}, tokens ${r.usage.totalTokens}`;
+
+/** Prints watch events as they come: transitions and notes on their own lines, streamed text inline as it grows. */
+export function humanWatchPrinter(write: (text: string) => void): (event: WatchEvent) => void {
+  let atLineStart = true;
+  const line = (text: string) => {
+    write(`${atLineStart ? '' : '\n'}${text}\n`);
+    atLineStart = true;
+  };
+  const streamed = (text: string) => {
+    text.split('\n').forEach((part, i) => {
+      if (i > 0) {
+        write('\n');
+        atLineStart = true;
+      }
+      if (!part) return;
+      write(`${atLineStart ? '  | ' : ''}${part}`);
+      atLineStart = false;
+    });
+  };
+  return (event) => {
+    switch (event.type) {
+      case 'transition': {
+        const t = event.transition;
+        line(`${clock(t.at)}  ${t.from} -> ${t.to} (${t.event})`);
+        break;
+      }
+      case 'approval':
+        for (const p of event.pending) line(`  waiting for approval: ${approvalLine(p)}`);
+        break;
+      case 'restart':
+        line(`  (model call ${event.callNumber} restarted, attempt ${event.attempt})`);
+        break;
+      case 'text':
+        streamed(event.text);
+        break;
+      case 'end':
+        line(formatEnd(event.state));
+        break;
+    }
+  };
+}
+
+function formatEnd(view: RunStateView): string {
+  const head = view.state === 'COMPLETED' ? `COMPLETED  ${counters(view)}` : `${view.state}: ${view.reason ?? 'no reason given'}`;
+  const lines = [head];
+  if (view.state !== 'COMPLETED') lines.push(`  ${counters(view)}`);
+  if (view.answer) lines.push('answer:', indent(view.answer));
+  return lines.join('\n');
+}
+
+function formatOutcome(outcome: RunOutcome): string {
+  const lines = [outcome.status === 'COMPLETED' ? 'COMPLETED' : `${outcome.status}: ${outcome.reason ?? 'no reason given'}`];
+  if (outcome.usage && outcome.loops !== undefined && outcome.toolCalls !== undefined) lines.push(`  ${counters(outcome as AgentRunResult)}`);
+  if (outcome.answer) lines.push('answer:', indent(outcome.answer));
+  return lines.join('\n');
+}
+
+const RECENT_TRANSITIONS = 5;
+
+function formatState(workflowId: string, v: RunStateView): string {
+  const lines = [
+    `${workflowId}  ${v.state} since ${clock(v.stateSince)} (step ${v.step})`,
+    `  model calls ${v.loops}/${v.limits.maxLoops}, tool calls ${v.toolCalls}/${v.limits.maxToolCalls}, ` +
+      `tokens ${v.usage.totalTokens}, messages ${v.messageCount}`,
+  ];
+  if (v.pauseRequested) lines.push('  pause requested');
+  for (const p of v.pendingApproval) lines.push(`  approval: ${approvalLine(p)}`);
+  if (v.stream && v.partialText) lines.push(`  streaming (call ${v.stream.callNumber}): ${oneLine(v.partialText)}`);
+  if (v.queuedMessages.length) lines.push(`  queued messages: ${v.queuedMessages.length}`);
+  if (v.plan) lines.push(`  plan: ${oneLine(v.plan)}`);
+  if (v.lastError) lines.push(`  last error: ${oneLine(v.lastError)}`);
+  if (v.reason) lines.push(`  reason: ${oneLine(v.reason, 300)}`);
+  if (v.answer) lines.push('  answer:', indent(v.answer, '    '));
+  const rejected = v.rejectedEvents.at(-1);
+  if (rejected) lines.push(`  refused events: ${v.rejectedEvents.length} (last: ${rejected.event} in ${rejected.state}: ${rejected.error})`);
+  if (v.transitions.length) {
+    const shown = v.transitions.slice(-RECENT_TRANSITIONS);
+    const earlier = v.transitions.length - shown.length;
+    lines.push(`transitions${earlier ? ` (last ${shown.length} of ${v.transitions.length})` : ''}:`);
+    for (const t of shown) lines.push(`  ${clock(t.at)}  ${t.from} -> ${t.to} (${t.event})`);
+  }
+  if (v.messages) {
+    lines.push(`messages (${v.messages.length}):`);
+    for (const m of v.messages) {
+      const calls = m.role === 'assistant' && m.toolCalls?.length ? ` [calls ${m.toolCalls.map((c) => `${c.name}#${c.id}`).join(', ')}]` : '';
+      const from = m.role === 'tool' ? `tool#${m.toolCallId}` : m.role;
+      lines.push(`  ${from}:${m.content ? ` ${oneLine(m.content, 200)}` : ''}${calls}`);
+    }
+  }
+  return lines.join('\n');
+}
+
+function formatList(runs: AgentRunSummary[], state: string | undefined): string {
+  if (!runs.length) return state ? `no agent runs in state ${state}` : 'no agent runs';
+  const rows = [
+    ['WORKFLOW ID', 'AGENT STATE', 'STATUS', 'STARTED'],
+    ...runs.map((r) => [r.workflowId, r.agentState ?? '-', r.status, dateTime(r.startTime)]),
+  ];
+  const widths = rows[0].map((_, i) => Math.max(...rows.map((row) => row[i].length)));
+  return rows.map((row) => row.map((cell, i) => (i === row.length - 1 ? cell : cell.padEnd(widths[i]))).join('  ')).join('\n');
+}
+
+if (require.main === module) {
+  main(process.argv.slice(2)).then(
+    (code) => {
+      process.exitCode = code;
+    },
+    (err: unknown) => {
+      console.error(err);
+      process.exitCode = 1;
+    },
+  );
+}

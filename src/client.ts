@@ -1,0 +1,453 @@
+/**
+ * Typed client of `agentRun` workflows for backend services: start runs, read their state, steer them, wait for them.
+ * The CLI (`src/cli.ts`) is a thin shell over this module.
+ */
+import { randomUUID } from 'node:crypto';
+import { setTimeout as sleep } from 'node:timers/promises';
+import {
+  ApplicationFailure,
+  CancelledFailure,
+  Client,
+  Connection,
+  isGrpcDeadlineError,
+  QueryNotRegisteredError,
+  TerminatedFailure,
+  TimeoutFailure,
+  WorkflowExecutionAlreadyStartedError,
+  WorkflowFailedError,
+  WorkflowNotFoundError,
+  WorkflowUpdateFailedError,
+  type WorkflowHandle,
+} from '@temporalio/client';
+import { defineSearchAttributeKey } from '@temporalio/common';
+import type { z } from 'zod';
+import { temporalSettings, type TemporalSettings } from './config';
+import { AGENT_STATE_SEARCH_ATTRIBUTE, WORKFLOW_TYPE } from './common/constants';
+import {
+  AbortInputSchema,
+  ApproveInputSchema,
+  parseAgentRunInput,
+  parseWith,
+  SendMessageInputSchema,
+  type AgentRunInput,
+  type ApproveInput,
+} from './common/input';
+import {
+  abortSignal,
+  approveUpdate,
+  pauseSignal,
+  resumeSignal,
+  sendMessageUpdate,
+  stateQuery,
+  type AgentRunResult,
+  type ApproveResult,
+  type RunStateView,
+  type SendMessageResult,
+} from './common/messages';
+import type { PendingApproval, TransitionRecord } from './workflows/snapshot';
+import { AgentState, isTerminal } from './workflows/states';
+
+const agentStateKey = defineSearchAttributeKey(AGENT_STATE_SEARCH_ATTRIBUTE, 'KEYWORD');
+
+/** Longest wait for a worker to answer one `state` query: with no worker polling, the server holds a query until the deadline. */
+const QUERY_TIMEOUT_MS = 10_000;
+/** Retries of a failed `state` query (the first workflow task not yet done, a worker restarting). */
+const QUERY_RETRIES = 3;
+const QUERY_RETRY_DELAY_MS = 250;
+const SUMMARY_CHARS = 80;
+const DEFAULT_LIST_LIMIT = 20;
+
+/** The input of `start`, `approve`, `sendMessage`, `abort` or `list` failed validation; nothing was sent. The message names the field. */
+export class InvalidAgentInputError extends Error {
+  override readonly name = 'InvalidAgentInputError';
+}
+
+/** No workflow with this id exists in the namespace. */
+export class AgentRunNotFoundError extends Error {
+  override readonly name = 'AgentRunNotFoundError';
+  constructor(readonly workflowId: string) {
+    super(`no agent run with id ${workflowId}`);
+  }
+}
+
+/** A signal or update was sent to a run that has already closed. */
+export class AgentRunEndedError extends Error {
+  override readonly name = 'AgentRunEndedError';
+  constructor(
+    readonly workflowId: string,
+    /** Temporal execution status, e.g. `COMPLETED`, `FAILED`, `TERMINATED`. */
+    readonly status: string,
+  ) {
+    super(`agent run ${workflowId} has already ended (${status})`);
+  }
+}
+
+/** The workflow refused an update (its validator or handler threw); `reason` is the workflow's own message. */
+export class AgentUpdateRejectedError extends Error {
+  override readonly name = 'AgentUpdateRejectedError';
+  constructor(
+    readonly update: string,
+    readonly reason: string,
+    options?: { cause?: unknown },
+  ) {
+    super(`${update} refused: ${reason}`, options);
+  }
+}
+
+/** No worker answered a `state` query in time: usually no worker polls the run's task queue. */
+export class AgentQueryTimeoutError extends Error {
+  override readonly name = 'AgentQueryTimeoutError';
+  constructor(
+    readonly workflowId: string,
+    readonly timeoutMs: number,
+    taskQueue: string | undefined,
+  ) {
+    super(
+      `no worker answered the state query of ${workflowId} within ${timeoutMs} ms` +
+        (taskQueue ? ` (is a worker polling task queue ${taskQueue}?)` : ' (is a worker running?)'),
+    );
+  }
+}
+
+/** Why a run failed, unwrapped from the `WorkflowFailedError` that `result()` rejects with. */
+export interface RunFailure {
+  /** The workflow's own message, e.g. `loop limit reached (limits.maxLoops = 5)`. */
+  reason: string;
+  /** `ApplicationFailure` type (`AgentRunFailed`, `InvalidInput`), or `Terminated`, `Cancelled`, `TimedOut`. */
+  type: string | undefined;
+  /** Counters of the run at the moment it failed, when the workflow attached them. */
+  result?: AgentRunResult;
+}
+
+/** Unwraps a workflow or update failure into the reason the workflow gave; `undefined` for any other error. */
+export function runFailure(err: unknown): RunFailure | undefined {
+  if (!(err instanceof WorkflowFailedError || err instanceof WorkflowUpdateFailedError)) return undefined;
+  const cause = err.cause;
+  if (cause instanceof ApplicationFailure) {
+    const first = cause.details?.[0];
+    const result = first && typeof first === 'object' && 'loops' in first ? (first as AgentRunResult) : undefined;
+    return { reason: cause.message, type: cause.type ?? undefined, ...(result ? { result } : {}) };
+  }
+  if (cause instanceof TerminatedFailure) return { reason: `terminated: ${cause.message}`, type: 'Terminated' };
+  if (cause instanceof CancelledFailure) return { reason: 'the workflow was cancelled', type: 'Cancelled' };
+  if (cause instanceof TimeoutFailure) return { reason: `the workflow timed out (${cause.timeoutType})`, type: 'TimedOut' };
+  return { reason: cause?.message || err.message, type: undefined };
+}
+
+/** One line that says what went wrong: the workflow's reason for a failed run or update, else the error message. */
+export function failureReason(err: unknown): string {
+  return runFailure(err)?.reason ?? (err instanceof Error ? err.message : String(err));
+}
+
+/** Options of `AgentRunHandle.state`. */
+export interface StateOptions {
+  /** Include the conversation (it can be large). @default false */
+  includeMessages?: boolean;
+  /** Longest wait for a worker to answer one query. @default 10000 */
+  timeoutMs?: number;
+  /** Retries after a failed query (not after a timeout or an unknown id). @default 3 */
+  retries?: number;
+  /** Cancels the query in flight. */
+  signal?: AbortSignal;
+}
+
+/** What `watch` reports, computed by `diffState` from two consecutive state views. */
+export type WatchEvent =
+  | { type: 'transition'; transition: TransitionRecord }
+  /** Tool calls that started waiting for an `approve` update since the last view. */
+  | { type: 'approval'; pending: PendingApproval[] }
+  /** Text the model streamed since the last event of the same call and attempt. */
+  | { type: 'text'; text: string; callNumber: number; attempt: number }
+  /** The text of the call in flight started over (a retried attempt); the text events after this one replace it. */
+  | { type: 'restart'; callNumber: number; attempt: number }
+  | { type: 'end'; state: RunStateView };
+
+/** Options of `AgentRunHandle.watch`. */
+export interface WatchOptions {
+  /** Time between two `state` queries. @default 250 */
+  intervalMs?: number;
+  /** Stops watching: `watch` then rejects with the signal's reason. */
+  signal?: AbortSignal;
+}
+
+/**
+ * Events between two state views of one run, in order: new transitions, new approvals to decide, new streamed text,
+ * then `end` when the run became terminal. Pure. `previous` is `undefined` for the first view, which reports
+ * everything it holds.
+ */
+export function diffState(previous: RunStateView | undefined, next: RunStateView): WatchEvent[] {
+  // `step` counts every transition, so this stays right even if the workflow ever trims its transition list.
+  const fresh = previous ? clamp(next.step - previous.step, 0, next.transitions.length) : next.transitions.length;
+  const transitions: WatchEvent[] = next.transitions
+    .slice(next.transitions.length - fresh)
+    .map((transition) => ({ type: 'transition', transition }));
+  // The tail of the call already being shown happened before the transitions it led to; a new call's text after them.
+  const text = textEvents(previous, next);
+  const sameCall = previous?.stream != null && previous.stream.callNumber === next.stream?.callNumber;
+  const events: WatchEvent[] = sameCall ? [...text, ...transitions] : [...transitions, ...text];
+  const known = new Set(previous?.pendingApproval.map((p) => p.toolCallId));
+  const pending = next.pendingApproval.filter((p) => !p.decision && !known.has(p.toolCallId));
+  if (pending.length) events.push({ type: 'approval', pending });
+  if (isTerminal(next.state) && !(previous && isTerminal(previous.state))) events.push({ type: 'end', state: next });
+  return events;
+}
+
+/** Text is a delta only within one call and attempt; a new call starts fresh, a retried attempt replaces what was shown. */
+function textEvents(previous: RunStateView | undefined, next: RunStateView): WatchEvent[] {
+  if (!next.stream) return [];
+  const { callNumber, attempt } = next.stream;
+  const text = (t: string): WatchEvent[] => (t ? [{ type: 'text', text: t, callNumber, attempt }] : []);
+  const shown = previous?.stream?.callNumber === callNumber ? previous.partialText : '';
+  if (!shown) return text(next.partialText);
+  if (previous?.stream?.attempt === attempt && next.partialText.startsWith(shown)) return text(next.partialText.slice(shown.length));
+  return [{ type: 'restart', callNumber, attempt }, ...text(next.partialText)];
+}
+
+const clamp = (n: number, min: number, max: number) => Math.min(Math.max(n, min), max);
+
+/** One run as `list` reports it. */
+export interface AgentRunSummary {
+  workflowId: string;
+  runId: string;
+  /** Temporal execution status: `RUNNING`, `COMPLETED`, `FAILED`, `TERMINATED`, ... */
+  status: string;
+  /** The `AgentState` search attribute: the run's state at its last transition. */
+  agentState: string | undefined;
+  startTime: Date;
+}
+
+/** Options of `AgentClient.list`. */
+export interface ListOptions {
+  /** Only runs whose `AgentState` is this state. */
+  state?: string;
+  /** Most runs returned. @default 20 */
+  limit?: number;
+}
+
+/** Options of `AgentClient.start`. */
+export interface StartOptions {
+  /** @default `agent-<12 hex chars>` */
+  workflowId?: string;
+}
+
+/** A handle to one agent run. Every method maps an unknown id to `AgentRunNotFoundError`. */
+export class AgentRunHandle {
+  /** @internal use `AgentClient.handle` or `AgentClient.start` */
+  constructor(
+    private readonly workflow: WorkflowHandle,
+    /** Run id of the execution this handle started; `undefined` for a handle by workflow id (the latest run). */
+    readonly runId: string | undefined,
+    private readonly taskQueue?: string,
+  ) {}
+
+  /** The run's workflow id. */
+  get workflowId(): string {
+    return this.workflow.workflowId;
+  }
+
+  /** The run's state view. Works on a finished run too, as long as a worker runs to answer the query. */
+  async state(opts: StateOptions = {}): Promise<RunStateView> {
+    const timeoutMs = opts.timeoutMs ?? QUERY_TIMEOUT_MS;
+    const retries = opts.retries ?? QUERY_RETRIES;
+    const connection = this.workflow.client.connection;
+    const query = () => this.workflow.query(stateQuery, { includeMessages: opts.includeMessages ?? false });
+    const signal = opts.signal;
+    for (let attempt = 0; ; attempt++) {
+      signal?.throwIfAborted();
+      try {
+        return await connection.withDeadline(Date.now() + timeoutMs, () =>
+          signal ? connection.withAbortSignal(signal, query) : query(),
+        );
+      } catch (err) {
+        signal?.throwIfAborted();
+        if (err instanceof WorkflowNotFoundError) throw new AgentRunNotFoundError(this.workflowId);
+        if (isGrpcDeadlineError(err)) throw new AgentQueryTimeoutError(this.workflowId, timeoutMs, this.taskQueue);
+        if (err instanceof QueryNotRegisteredError || attempt >= retries) throw err;
+        await pause(QUERY_RETRY_DELAY_MS * 2 ** attempt, signal);
+      }
+    }
+  }
+
+  /** Asks the run to stop: work in flight is cancelled and the run ends ABORTED. */
+  async abort(reason?: string): Promise<void> {
+    const input = validate(AbortInputSchema, reason === undefined ? {} : { reason }, 'abort input');
+    await this.guard(() => this.workflow.signal(abortSignal, input));
+  }
+
+  /** Asks the run to pause before its next piece of work; a signal, so a refusal shows only in `state().rejectedEvents`. */
+  async pause(): Promise<void> {
+    await this.guard(() => this.workflow.signal(pauseSignal));
+  }
+
+  /** Resumes a paused run (or cancels a pending pause). */
+  async resume(): Promise<void> {
+    await this.guard(() => this.workflow.signal(resumeSignal));
+  }
+
+  /** Decides one tool call that waits for approval. Rejects with `AgentUpdateRejectedError` if the run is not waiting for it. */
+  async approve(input: ApproveInput): Promise<ApproveResult> {
+    const args = validate(ApproveInputSchema, input, 'approve input');
+    return this.update('approve', () => this.workflow.executeUpdate(approveUpdate, { args: [args] }));
+  }
+
+  /** Queues a user message for the model's next call. */
+  async sendMessage(text: string): Promise<SendMessageResult> {
+    const args = validate(SendMessageInputSchema, { text }, 'sendMessage input');
+    return this.update('sendMessage', () => this.workflow.executeUpdate(sendMessageUpdate, { args: [args] }));
+  }
+
+  /**
+   * Waits for the run to end. A COMPLETED or ABORTED run resolves; a FAILED (or terminated, cancelled, timed out)
+   * run rejects with the `WorkflowFailedError`: use `failureReason(err)` or `runFailure(err)` to read why.
+   */
+  async result(): Promise<AgentRunResult> {
+    try {
+      return (await this.workflow.result()) as AgentRunResult;
+    } catch (err) {
+      if (err instanceof WorkflowNotFoundError) throw new AgentRunNotFoundError(this.workflowId);
+      throw err;
+    }
+  }
+
+  /**
+   * Polls `state` and reports what changed (see `diffState`) until the run is terminal, then resolves with its last
+   * view. An `onEvent` that returns a promise is awaited before the next poll.
+   */
+  async watch(onEvent: (event: WatchEvent) => void | Promise<void>, opts: WatchOptions = {}): Promise<RunStateView> {
+    const intervalMs = opts.intervalMs ?? 250;
+    let previous: RunStateView | undefined;
+    for (;;) {
+      const next = await this.state({ signal: opts.signal });
+      for (const event of diffState(previous, next)) await onEvent(event);
+      if (isTerminal(next.state)) return next;
+      previous = next;
+      await pause(intervalMs, opts.signal);
+    }
+  }
+
+  /** Signals and updates to a closed run fail with NOT_FOUND; tell "ended" apart from "never existed". */
+  private async guard<T>(fn: () => Promise<T>): Promise<T> {
+    try {
+      return await fn();
+    } catch (err) {
+      if (!(err instanceof WorkflowNotFoundError)) throw err;
+      const status = await this.workflow.describe().then(
+        (d) => d.status.name,
+        () => undefined,
+      );
+      throw status && status !== 'RUNNING' ? new AgentRunEndedError(this.workflowId, status) : new AgentRunNotFoundError(this.workflowId);
+    }
+  }
+
+  private async update<T>(name: string, fn: () => Promise<T>): Promise<T> {
+    try {
+      return await this.guard(fn);
+    } catch (err) {
+      if (err instanceof WorkflowUpdateFailedError) throw new AgentUpdateRejectedError(name, failureReason(err), { cause: err });
+      throw err;
+    }
+  }
+}
+
+/** Typed entry point to `agentRun` workflows. Create with `AgentClient.connect()`, or wrap an existing `Client`. */
+export class AgentClient {
+  /** Connects to Temporal; fields not given come from `temporalSettings()` (TEMPORAL_ADDRESS, TEMPORAL_NAMESPACE, TEMPORAL_TASK_QUEUE). */
+  static async connect(settings: Partial<TemporalSettings> = {}): Promise<AgentClient> {
+    const env = temporalSettings();
+    const address = settings.address ?? env.address;
+    const namespace = settings.namespace ?? env.namespace;
+    const taskQueue = settings.taskQueue ?? env.taskQueue;
+    let connection: Connection;
+    try {
+      connection = await Connection.connect({ address });
+    } catch (err) {
+      throw new Error(`cannot connect to Temporal at ${address}: ${err instanceof Error ? err.message : String(err)}`, { cause: err });
+    }
+    return new AgentClient(new Client({ connection, namespace }), taskQueue, connection);
+  }
+
+  /** Wraps an existing client; `close()` then closes `ownedConnection` only, if given. */
+  constructor(
+    readonly client: Client,
+    readonly taskQueue: string,
+    private readonly ownedConnection?: Connection,
+  ) {}
+
+  /**
+   * Validates the input and starts a run, with the `AgentState` search attribute set to IDLE so it is filterable at once.
+   * Throws `InvalidAgentInputError` (and starts nothing) on bad input; Temporal's `WorkflowExecutionAlreadyStartedError`
+   * if a run with this id is still open.
+   */
+  async start(input: AgentRunInput, opts: StartOptions = {}): Promise<AgentRunHandle> {
+    const parsed = parseAgentRunInput(input);
+    if (!parsed.ok) throw new InvalidAgentInputError(parsed.error);
+    const workflowId = opts.workflowId ?? `agent-${randomUUID().replace(/-/g, '').slice(0, 12)}`;
+    // The input goes as given, not resolved: defaults stay the worker's concern, and a strict schema that later drops
+    // a defaulted field still accepts old histories on replay. The resolved limits are in the `state` query.
+    const handle = await this.client.workflow.start(WORKFLOW_TYPE, {
+      taskQueue: this.taskQueue,
+      workflowId,
+      args: [input],
+      typedSearchAttributes: [{ key: agentStateKey, value: AgentState.IDLE }],
+      staticSummary: summarize(parsed.value.prompt),
+    });
+    return new AgentRunHandle(handle, handle.firstExecutionRunId, this.taskQueue);
+  }
+
+  /** A handle to the latest run with this workflow id. Nothing is checked until a method is called. */
+  handle(workflowId: string): AgentRunHandle {
+    return new AgentRunHandle(this.client.workflow.getHandle(workflowId), undefined, this.taskQueue);
+  }
+
+  /** Agent runs in visibility, newest first as the server orders them, optionally only those in one `AgentState`. */
+  async list(opts: ListOptions = {}): Promise<AgentRunSummary[]> {
+    const limit = opts.limit ?? DEFAULT_LIST_LIMIT;
+    if (!Number.isInteger(limit) || limit < 1) throw new InvalidAgentInputError(`Invalid list options: limit: must be a positive integer`);
+    if (opts.state !== undefined && !(Object.values(AgentState) as string[]).includes(opts.state)) {
+      throw new InvalidAgentInputError(`Invalid list options: state: must be one of ${Object.values(AgentState).join(', ')}`);
+    }
+    const query = `WorkflowType="${WORKFLOW_TYPE}"` + (opts.state ? ` AND ${AGENT_STATE_SEARCH_ATTRIBUTE}="${opts.state}"` : '');
+    const runs: AgentRunSummary[] = [];
+    for await (const info of this.client.workflow.list({ query, pageSize: Math.min(limit, 1_000) })) {
+      const legacy = info.searchAttributes?.[AGENT_STATE_SEARCH_ATTRIBUTE]?.[0];
+      runs.push({
+        workflowId: info.workflowId,
+        runId: info.runId,
+        status: info.status.name,
+        agentState: info.typedSearchAttributes?.get(agentStateKey) ?? (typeof legacy === 'string' ? legacy : undefined),
+        startTime: info.startTime,
+      });
+      if (runs.length >= limit) break;
+    }
+    return runs;
+  }
+
+  /** Closes the connection if `connect` opened it. */
+  async close(): Promise<void> {
+    await this.ownedConnection?.close();
+  }
+}
+
+/** Whether an error means a run with the requested id is already open (from `start` with an explicit id). */
+export const isAlreadyStarted = (err: unknown): err is WorkflowExecutionAlreadyStartedError =>
+  err instanceof WorkflowExecutionAlreadyStartedError;
+
+function validate<T extends z.ZodType>(schema: T, value: unknown, what: string): z.output<T> {
+  const parsed = parseWith(schema, value, what);
+  if (!parsed.ok) throw new InvalidAgentInputError(parsed.error);
+  return parsed.value;
+}
+
+/** Sleeps; an abort rejects with the signal's reason, like `throwIfAborted`. */
+async function pause(ms: number, signal: AbortSignal | undefined): Promise<void> {
+  await sleep(ms, undefined, { signal }).catch((err: unknown) => {
+    signal?.throwIfAborted();
+    throw err;
+  });
+}
+
+/** The UI's one-line summary: the prompt's first characters, whitespace collapsed. */
+function summarize(prompt: string): string {
+  const line = prompt.replace(/\s+/g, ' ').trim();
+  return line.length > SUMMARY_CHARS ? `${line.slice(0, SUMMARY_CHARS - 3)}...` : line;
+}

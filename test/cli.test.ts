@@ -1,0 +1,289 @@
+/** The CLI and the watch event computation, without a Temporal server: the client is a fake that records calls. */
+import type { Client } from '@temporalio/client';
+import { humanWatchPrinter, main, startInput } from '../src/cli';
+import { AgentClient, diffState, type WatchEvent } from '../src/client';
+import { parseAgentRunInput } from '../src/common/input';
+import type { RunStateView } from '../src/common/messages';
+import { initialSnapshot, type PendingApproval, type TransitionRecord } from '../src/workflows/snapshot';
+import type { AgentState } from '../src/workflows/states';
+
+const T0 = '2026-01-01T10:00:00.000Z';
+
+function baseView(): RunStateView {
+  const input = parseAgentRunInput({ prompt: 'p' });
+  if (!input.ok) throw new Error(input.error);
+  const { messages, ...rest } = initialSnapshot(input.value, T0);
+  return { ...rest, messageCount: messages.length };
+}
+
+const view = (over: Partial<RunStateView> = {}): RunStateView => ({ ...baseView(), ...over });
+const tr = (from: AgentState, to: AgentState, event: string, second = 1): TransitionRecord => ({
+  from,
+  to,
+  event,
+  at: `2026-01-01T10:00:0${second}.000Z`,
+});
+const stream = (callNumber: number, attempt = 1) => ({ callNumber, attempt });
+const approval = (toolCallId: string, decided = false): PendingApproval => ({
+  toolCallId,
+  name: 'writeFile',
+  arguments: '{"path":"a"}',
+  ...(decided ? { decision: { approved: true } } : {}),
+});
+
+const start = tr('IDLE', 'STREAMING', 'START', 1);
+const responded = tr('STREAMING', 'PROCESSING', 'MODEL_RESPONDED', 2);
+const processed = tr('PROCESSING', 'COMPLETED', 'PROCESS', 3);
+const toApproval = tr('PROCESSING', 'AWAITING_APPROVAL', 'PROCESS', 3);
+const streaming = (text: string, callNumber = 1, attempt = 1) =>
+  view({ state: 'STREAMING', step: 1, transitions: [start], stream: stream(callNumber, attempt), partialText: text });
+
+describe('diffState', () => {
+  const completed = view({ state: 'COMPLETED', step: 3, transitions: [start, responded, processed], answer: 'done' });
+
+  const cases: Array<[string, RunStateView | undefined, RunStateView, WatchEvent[]]> = [
+    ['first view of a new run: nothing yet', undefined, view(), []],
+    [
+      'first view reports every transition and the text so far',
+      undefined,
+      streaming('Hel'),
+      [{ type: 'transition', transition: start }, { type: 'text', text: 'Hel', callNumber: 1, attempt: 1 }],
+    ],
+    ['no change', streaming('Hel'), streaming('Hel'), []],
+    ['text grows: only the delta', streaming('Hel'), streaming('Hello'), [{ type: 'text', text: 'lo', callNumber: 1, attempt: 1 }]],
+    ['a new model call starts fresh, no restart', streaming('Hello', 1), streaming('Bye', 2), [{ type: 'text', text: 'Bye', callNumber: 2, attempt: 1 }]],
+    [
+      'a retried attempt replaces the shown text',
+      streaming('Hello', 1, 1),
+      streaming('Hi', 1, 2),
+      [
+        { type: 'restart', callNumber: 1, attempt: 2 },
+        { type: 'text', text: 'Hi', callNumber: 1, attempt: 2 },
+      ],
+    ],
+    ['a retried attempt with no text yet', streaming('Hello', 1, 1), streaming('', 1, 2), [{ type: 'restart', callNumber: 1, attempt: 2 }]],
+    ['a retried attempt when nothing was shown: just text', streaming('', 1, 1), streaming('Hi', 1, 2), [{ type: 'text', text: 'Hi', callNumber: 1, attempt: 2 }]],
+    [
+      'text that is no longer a prefix restarts',
+      streaming('Hello'),
+      streaming('Help'),
+      [
+        { type: 'restart', callNumber: 1, attempt: 1 },
+        { type: 'text', text: 'Help', callNumber: 1, attempt: 1 },
+      ],
+    ],
+    [
+      'the call ended: its transition, no text',
+      streaming('Hello'),
+      view({ state: 'PROCESSING', step: 2, transitions: [start, responded] }),
+      [{ type: 'transition', transition: responded }],
+    ],
+    [
+      'terminal: new transitions, then end',
+      streaming('Hello'),
+      completed,
+      [{ type: 'transition', transition: responded }, { type: 'transition', transition: processed }, { type: 'end', state: completed }],
+    ],
+    ['already terminal: no second end', completed, completed, []],
+    [
+      'first view of a finished run ends at once',
+      undefined,
+      completed,
+      [
+        { type: 'transition', transition: start },
+        { type: 'transition', transition: responded },
+        { type: 'transition', transition: processed },
+        { type: 'end', state: completed },
+      ],
+    ],
+    [
+      'new approvals are reported once, decided ones never',
+      view({ state: 'PROCESSING', step: 2, transitions: [start, responded] }),
+      view({
+        state: 'AWAITING_APPROVAL',
+        step: 3,
+        transitions: [start, responded, toApproval],
+        pendingApproval: [approval('c1'), approval('c2', true)],
+      }),
+      [{ type: 'transition', transition: toApproval }, { type: 'approval', pending: [approval('c1')] }],
+    ],
+    [
+      'approvals already seen are not repeated',
+      view({ state: 'AWAITING_APPROVAL', step: 3, transitions: [start, responded, toApproval], pendingApproval: [approval('c1')] }),
+      view({ state: 'AWAITING_APPROVAL', step: 3, transitions: [start, responded, toApproval], pendingApproval: [approval('c1')] }),
+      [],
+    ],
+    [
+      'a trimmed transition list: `step` decides what is new',
+      view({ step: 5, transitions: [start, start, start, start, start] }),
+      view({ step: 7, transitions: [start, responded, processed] }),
+      [{ type: 'transition', transition: responded }, { type: 'transition', transition: processed }],
+    ],
+  ];
+
+  it.each(cases)('%s', (_name, previous, next, expected) => {
+    expect(diffState(previous, next)).toEqual(expected);
+  });
+});
+
+describe('humanWatchPrinter', () => {
+  it('prints transitions on their own lines and streamed text inline', () => {
+    let out = '';
+    const print = humanWatchPrinter((text) => (out += text));
+    const events: WatchEvent[] = [
+      { type: 'transition', transition: start },
+      { type: 'text', text: 'Hel', callNumber: 1, attempt: 1 },
+      { type: 'text', text: 'lo\nwor', callNumber: 1, attempt: 1 },
+      { type: 'restart', callNumber: 1, attempt: 2 },
+      { type: 'text', text: 'Hi', callNumber: 1, attempt: 2 },
+      { type: 'transition', transition: responded },
+      { type: 'end', state: view({ state: 'FAILED', reason: 'loop limit reached', loops: 2, toolCalls: 1 }) },
+    ];
+    events.forEach(print);
+    const lines = out.split('\n').map((l) => l.replace(/^\d\d:\d\d:\d\d\.\d{3}/, 'HH:MM:SS.mmm'));
+    expect(lines).toEqual([
+      'HH:MM:SS.mmm  IDLE -> STREAMING (START)',
+      '  | Hello',
+      '  | wor',
+      '  (model call 1 restarted, attempt 2)',
+      '  | Hi',
+      'HH:MM:SS.mmm  STREAMING -> PROCESSING (MODEL_RESPONDED)',
+      'FAILED: loop limit reached',
+      '  model calls 2, tool calls 1, tokens 0',
+      '',
+    ]);
+  });
+});
+
+describe('startInput', () => {
+  it.each<[string, Parameters<typeof startInput>[1], object]>([
+    ['no flags: only the prompt, so defaults apply', {}, { prompt: 'p' }],
+    [
+      'every flag',
+      {
+        model: 'm',
+        system: 's',
+        plan: true,
+        critique: 'model',
+        approveTools: 'writeFile, readFile',
+        maxLoops: 3,
+        maxToolCalls: 4,
+        timeoutMs: 5000,
+        tools: 'readFile,',
+      },
+      {
+        prompt: 'p',
+        model: 'm',
+        systemPrompt: 's',
+        plan: true,
+        critique: 'model',
+        approval: { tools: ['writeFile', 'readFile'] },
+        limits: { maxLoops: 3, maxToolCalls: 4, timeoutMs: 5000 },
+        tools: ['readFile'],
+      },
+    ],
+    ['one limit only', { maxToolCalls: 9 }, { prompt: 'p', limits: { maxToolCalls: 9 } }],
+  ])('%s', (_name, flags, expected) => {
+    expect(startInput('p', flags)).toEqual(expected);
+  });
+});
+
+/** A `Client` stand-in: records starts and updates, never talks to a server. */
+function fakeTemporal() {
+  const executeUpdate = jest.fn(async () => ({ toolCallId: 'c1', approved: true, remaining: 0 }));
+  const signal = jest.fn(async () => undefined);
+  const workflowStart = jest.fn(async (_type: string, opts: { workflowId: string }) => ({
+    workflowId: opts.workflowId,
+    firstExecutionRunId: 'run-1',
+  }));
+  const client = {
+    workflow: { start: workflowStart, getHandle: jest.fn((workflowId: string) => ({ workflowId, executeUpdate, signal })) },
+  } as unknown as Client;
+  return { client, workflowStart, executeUpdate, signal };
+}
+
+async function run(argv: string[], temporal = fakeTemporal()) {
+  let stdout = '';
+  let stderr = '';
+  const connect = jest.fn(async () => new AgentClient(temporal.client, 'test-queue'));
+  const code = await main(argv, { connect, out: (t) => (stdout += t), err: (t) => (stderr += t) });
+  return { code, stdout, stderr, connect, ...temporal };
+}
+
+describe('cli input validation: exit 1, one line naming the field, nothing started', () => {
+  it.each<[string, string[], string]>([
+    ['empty prompt', ['start', ''], 'prompt'],
+    ['blank prompt', ['start', '   '], 'prompt'],
+    ['non-numeric --max-loops', ['start', 'p', '--max-loops', 'abc'], '--max-loops'],
+    ['zero --max-loops', ['start', 'p', '--max-loops', '0'], 'limits.maxLoops'],
+    ['fractional --max-tool-calls', ['start', 'p', '--max-tool-calls', '1.5'], '--max-tool-calls'],
+    ['too small --timeout-ms', ['start', 'p', '--timeout-ms', '10'], 'limits.timeoutMs'],
+    ['unknown --critique', ['start', 'p', '--critique', 'vibes'], 'critique'],
+    ['empty --approve-tools', ['start', 'p', '--approve-tools', ','], 'approval.tools'],
+    ['missing prompt', ['start'], 'prompt'],
+  ])('%s', async (_name, argv, field) => {
+    const { code, stdout, stderr, connect, workflowStart } = await run(argv);
+    expect(code).toBe(1);
+    expect(stderr).toContain(field);
+    expect(stderr.trimEnd().split('\n')).toHaveLength(1);
+    expect(stdout).toBe('');
+    expect(connect).not.toHaveBeenCalled();
+    expect(workflowStart).not.toHaveBeenCalled();
+  });
+
+  it.each<[string, string[], string]>([
+    ['empty toolCallId', ['approve', 'wf', ''], 'toolCallId'],
+    ['blank message', ['send', 'wf', '  '], 'text'],
+    ['unknown list state', ['list', '--state', 'SLEEPING'], 'state'],
+    ['non-numeric list limit', ['list', '--limit', 'many'], '--limit'],
+  ])('%s: nothing sent', async (_name, argv, field) => {
+    const { code, stderr, executeUpdate } = await run(argv);
+    expect(code).toBe(1);
+    expect(stderr).toMatch(new RegExp(`^error: .*${field}`));
+    expect(executeUpdate).not.toHaveBeenCalled();
+  });
+
+  it('an unknown command exits 1', async () => {
+    const { code, stderr } = await run(['frobnicate']);
+    expect(code).toBe(1);
+    expect(stderr).toContain("unknown command 'frobnicate'");
+  });
+});
+
+describe('cli start', () => {
+  it('starts the workflow with the input, the search attribute and a summary', async () => {
+    const prompt = `Summarize   the repository\n${'x'.repeat(100)}`;
+    const { code, stdout, workflowStart } = await run(['start', prompt, '--max-loops', '7', '--id', 'agent-test', '--json']);
+    expect(code).toBe(0);
+    expect(JSON.parse(stdout)).toEqual({ type: 'started', workflowId: 'agent-test', runId: 'run-1' });
+    const [type, opts] = workflowStart.mock.calls[0] as unknown as [string, Record<string, any>];
+    expect(type).toBe('agentRun');
+    expect(opts.taskQueue).toBe('test-queue');
+    expect(opts.workflowId).toBe('agent-test');
+    // As given: the worker fills in defaults.
+    expect(opts.args).toEqual([{ prompt, limits: { maxLoops: 7 } }]);
+    expect(opts.typedSearchAttributes).toEqual([{ key: { name: 'AgentState', type: 'KEYWORD' }, value: 'IDLE' }]);
+    expect(opts.staticSummary).toHaveLength(80);
+    expect(opts.staticSummary).toMatch(/^Summarize the repository x+\.\.\.$/);
+  });
+
+  it('makes up a short workflow id and prints it', async () => {
+    const { code, stdout, workflowStart } = await run(['start', 'hello']);
+    expect(code).toBe(0);
+    const id = (workflowStart.mock.calls[0] as unknown as [string, { workflowId: string }])[1].workflowId;
+    expect(id).toMatch(/^agent-[0-9a-f]{12}$/);
+    expect(stdout).toBe(`started ${id} (run run-1)\n`);
+  });
+});
+
+describe('AgentClient.start', () => {
+  it('throws InvalidAgentInputError naming the field and starts nothing', async () => {
+    const { client, workflowStart } = fakeTemporal();
+    const agent = new AgentClient(client, 'q');
+    await expect(agent.start({ prompt: 'p', limits: { maxLoops: -1 } })).rejects.toMatchObject({
+      name: 'InvalidAgentInputError',
+      message: expect.stringContaining('limits.maxLoops'),
+    });
+    expect(workflowStart).not.toHaveBeenCalled();
+  });
+});
