@@ -1,0 +1,225 @@
+import { spawn, type ChildProcess } from 'node:child_process';
+import { closeSync, mkdirSync, openSync, readFileSync } from 'node:fs';
+import net from 'node:net';
+import path from 'node:path';
+import { setTimeout as sleep } from 'node:timers/promises';
+import { Connection } from '@temporalio/client';
+import { AGENT_STATE_SEARCH_ATTRIBUTE } from '../../src/common/constants';
+import { ensureTemporalCli, PROJECT_ROOT } from './temporal-cli';
+
+// Wire value of temporal.api.enums.v1.IndexedValueType.INDEXED_VALUE_TYPE_KEYWORD (the enum is not re-exported by the SDK).
+const INDEXED_VALUE_TYPE_KEYWORD = 2;
+
+/** Search attributes the worker upserts; the server rejects upserts of unregistered ones. */
+const REQUIRED_SEARCH_ATTRIBUTES: Record<string, number> = { [AGENT_STATE_SEARCH_ATTRIBUTE]: INDEXED_VALUE_TYPE_KEYWORD };
+
+const READY_TIMEOUT_MS = 60_000;
+const POLL_INTERVAL_MS = 250;
+const STOP_GRACE_MS = 10_000;
+const LOG_TAIL_CHARS = 4_000;
+
+export interface DevServerOptions {
+  /** Frontend gRPC port. @default 7233 */
+  port?: number;
+  /** Web UI port, ignored when headless. @default 8233 */
+  uiPort?: number;
+  /** Disable the Web UI. @default false */
+  headless?: boolean;
+  /** SQLite file, relative to the project root. @default '.temporal/dev.sqlite' */
+  dbFile?: string;
+  /** Namespace to create and check. @default 'default' */
+  namespace?: string;
+  /** Server stdout and stderr go here (appended), relative to the project root. @default kept in memory */
+  logFile?: string;
+  /** Let the server outlive this process. @default false */
+  detached?: boolean;
+  /** Path of the temporal CLI. @default ensureTemporalCli() */
+  cliPath?: string;
+}
+
+export interface DevServerHandle {
+  /** `127.0.0.1:PORT`, ready for `Connection.connect`. */
+  address: string;
+  uiUrl?: string;
+  pid: number;
+  /** Resolves with the exit code (-1 when killed by a signal) once the server process ends, for whatever reason. */
+  exited: Promise<number | null>;
+  stop(): Promise<void>;
+}
+
+/** Starts `temporal server start-dev` and resolves once the frontend answers and the search attributes are visible. */
+export async function startDevServer(opts: DevServerOptions = {}): Promise<DevServerHandle> {
+  const port = opts.port ?? 7233;
+  const uiPort = opts.uiPort ?? 8233;
+  const namespace = opts.namespace ?? 'default';
+  const dbFile = path.resolve(PROJECT_ROOT, opts.dbFile ?? '.temporal/dev.sqlite');
+  const logFile = opts.logFile ? path.resolve(PROJECT_ROOT, opts.logFile) : undefined;
+  const address = `127.0.0.1:${port}`;
+  const cli = opts.cliPath ?? (await ensureTemporalCli());
+
+  // Otherwise our readiness probe could be answered by the other process and we would return a handle to it.
+  for (const p of opts.headless ? [port] : [port, uiPort]) {
+    if (await isPortOpen('127.0.0.1', p)) throw new Error(`Cannot start the Temporal dev server: port ${p} on 127.0.0.1 is already in use`);
+  }
+
+  mkdirSync(path.dirname(dbFile), { recursive: true });
+  const args = [
+    'server', 'start-dev',
+    '--ip', '127.0.0.1',
+    '--port', String(port),
+    ...(opts.headless ? ['--headless'] : ['--ui-port', String(uiPort)]),
+    '--db-filename', dbFile,
+    // WAL lets the CLI and the UI read while the server writes; normal sync is safe with WAL and much faster.
+    '--sqlite-pragma', 'journal_mode=wal',
+    '--sqlite-pragma', 'synchronous=normal',
+    // Only applied when the db file is new; ensureSearchAttributes covers an existing db.
+    '--search-attribute', `${AGENT_STATE_SEARCH_ATTRIBUTE}=Keyword`,
+    ...(namespace === 'default' ? [] : ['--namespace', namespace]),
+    '--log-level', 'warn',
+  ];
+
+  const { child, logTail } = spawnServer(cli, args, logFile, opts.detached ?? false);
+  let exitCode: number | null | undefined;
+  const exited = new Promise<number | null>((resolve) => {
+    child.once('exit', (code, signal) => {
+      exitCode = code ?? (signal ? -1 : null);
+      resolve(exitCode);
+    });
+  });
+  // A non-detached server must not outlive a crashed parent, or it keeps the port busy for the next run.
+  const killOnExit = () => child.kill('SIGKILL');
+  if (!opts.detached) process.on('exit', killOnExit);
+
+  const stop = async (): Promise<void> => {
+    process.off('exit', killOnExit);
+    if (exitCode !== undefined) return;
+    child.kill('SIGTERM');
+    const killTimer = setTimeout(() => child.kill('SIGKILL'), STOP_GRACE_MS);
+    await exited;
+    clearTimeout(killTimer);
+  };
+
+  const deadline = Date.now() + READY_TIMEOUT_MS;
+  try {
+    await waitUntil('the frontend to answer', deadline, async () => {
+      if (exitCode !== undefined) throw new Error(`server exited early (code ${exitCode})`);
+      return isServerUp(address, namespace);
+    });
+    await ensureSearchAttributes(address, namespace, { deadline });
+  } catch (err) {
+    await stop();
+    const reason = err instanceof Error ? err.message : String(err);
+    throw new Error(`Temporal dev server on ${address} did not become ready: ${reason}\n--- server log tail ---\n${logTail()}`);
+  }
+
+  return {
+    address,
+    uiUrl: opts.headless ? undefined : `http://127.0.0.1:${uiPort}`,
+    pid: child.pid!,
+    exited,
+    stop,
+  };
+}
+
+/** True when a Temporal frontend at `address` answers DescribeNamespace within about a second. */
+export async function isServerUp(address: string, namespace = 'default'): Promise<boolean> {
+  // The TCP probe fails at once on a closed port; a gRPC connect would wait out its whole timeout.
+  const match = /^\[?(.*?)\]?:(\d+)$/.exec(address);
+  if (match && !(await isPortOpen(match[1], Number(match[2])))) return false;
+  let connection: Connection | undefined;
+  try {
+    connection = await Connection.connect({ address, connectTimeout: 1_000 });
+    const conn = connection;
+    await conn.withDeadline(Date.now() + 1_000, () => conn.workflowService.describeNamespace({ namespace }));
+    return true;
+  } catch {
+    return false;
+  } finally {
+    await connection?.close().catch(() => undefined);
+  }
+}
+
+/**
+ * Registers the project's search attributes on `namespace` and waits until they are listed.
+ * Needed on every start because `start-dev --search-attribute` is skipped when the db file already exists.
+ * Uses the operator gRPC API rather than the CLI so TEMPORAL_* env vars and CLI profiles cannot redirect it.
+ */
+export async function ensureSearchAttributes(
+  address: string,
+  namespace = 'default',
+  opts: { deadline?: number } = {},
+): Promise<void> {
+  const deadline = opts.deadline ?? Date.now() + 30_000;
+  const connection = await Connection.connect({ address, connectTimeout: 5_000 });
+  try {
+    const listMissing = async (): Promise<string[]> => {
+      const { customAttributes } = await connection.operatorService.listSearchAttributes({ namespace });
+      return Object.entries(REQUIRED_SEARCH_ATTRIBUTES)
+        .filter(([name, type]) => customAttributes?.[name] !== type)
+        .map(([name]) => name);
+    };
+    const missing = await listMissing();
+    if (missing.length === 0) return;
+    const searchAttributes = Object.fromEntries(missing.map((name) => [name, REQUIRED_SEARCH_ATTRIBUTES[name]]));
+    try {
+      await connection.operatorService.addSearchAttributes({ namespace, searchAttributes });
+    } catch (err) {
+      // A concurrent caller may have added it first; a clash of types is a real error.
+      if (!/already exists/i.test(String(err)) || /different type/i.test(String(err))) throw err;
+    }
+    await waitUntil(`search attributes ${missing.join(', ')} to be visible`, deadline, async () => (await listMissing()).length === 0);
+  } finally {
+    await connection.close();
+  }
+}
+
+function spawnServer(
+  cli: string,
+  args: string[],
+  logFile: string | undefined,
+  detached: boolean,
+): { child: ChildProcess; logTail: () => string } {
+  if (logFile) {
+    mkdirSync(path.dirname(logFile), { recursive: true });
+    const fd = openSync(logFile, 'a');
+    const child = spawn(cli, args, { stdio: ['ignore', fd, fd], detached });
+    closeSync(fd); // The child holds its own copy.
+    if (detached) child.unref();
+    return { child, logTail: () => readFileSync(logFile, 'utf8').slice(-LOG_TAIL_CHARS) };
+  }
+  if (detached) {
+    // Pipes would tie the server to this process, so without a log file its output is dropped.
+    const child = spawn(cli, args, { stdio: 'ignore', detached });
+    child.unref();
+    return { child, logTail: () => '(no log file given)' };
+  }
+  let tail = '';
+  const child = spawn(cli, args, { stdio: ['ignore', 'pipe', 'pipe'] });
+  const keep = (chunk: Buffer) => {
+    tail = (tail + chunk.toString('utf8')).slice(-LOG_TAIL_CHARS);
+  };
+  child.stdout!.on('data', keep);
+  child.stderr!.on('data', keep);
+  return { child, logTail: () => tail };
+}
+
+async function waitUntil(what: string, deadline: number, check: () => Promise<boolean>): Promise<void> {
+  for (;;) {
+    if (await check()) return;
+    if (Date.now() >= deadline) throw new Error(`timed out waiting for ${what}`);
+    await sleep(POLL_INTERVAL_MS);
+  }
+}
+
+function isPortOpen(host: string, port: number): Promise<boolean> {
+  return new Promise((resolve) => {
+    const socket = net.connect({ host, port, timeout: 1_000 });
+    const done = (open: boolean) => {
+      socket.destroy();
+      resolve(open);
+    };
+    socket.once('connect', () => done(true));
+    socket.once('error', () => done(false));
+    socket.once('timeout', () => done(false));
+  });
+}

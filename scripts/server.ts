@@ -1,0 +1,57 @@
+import { ensureSearchAttributes, isServerUp, startDevServer, type DevServerHandle } from './lib/dev-server';
+import { ensureTemporalCli } from './lib/temporal-cli';
+
+// Foreground dev server for local work: `npm run server`, Ctrl-C to stop. Data persists in .temporal/.
+const port = Number(process.env.TEMPORAL_PORT ?? 7233);
+const uiPort = Number(process.env.TEMPORAL_UI_PORT ?? port + 1000);
+const address = `127.0.0.1:${port}`;
+const logFile = '.temporal/server.log';
+
+async function main(): Promise<void> {
+  const cliPath = await ensureTemporalCli();
+
+  if (await isServerUp(address)) {
+    // Someone else's server (another terminal, docker compose): make it usable and leave it running.
+    await ensureSearchAttributes(address);
+    console.log(`A Temporal server already answers on ${address}; search attributes ensured, nothing started.`);
+    return;
+  }
+
+  // Handlers go in before the start so a signal during startup still stops the child once it exists.
+  let server: DevServerHandle | undefined;
+  let stopping = false;
+  const shutdown = (signal: string) => {
+    if (stopping) return;
+    stopping = true;
+    console.log(`\n${signal} received, stopping the server...`);
+    if (server) stopAndExit(server);
+  };
+  process.on('SIGINT', () => shutdown('SIGINT'));
+  process.on('SIGTERM', () => shutdown('SIGTERM'));
+
+  server = await startDevServer({ port, uiPort, dbFile: '.temporal/dev.sqlite', logFile, cliPath });
+  if (stopping) return stopAndExit(server);
+  console.log(`Temporal dev server ready on ${server.address} (pid ${server.pid})`);
+  console.log(`Web UI: ${server.uiUrl}`);
+  console.log(`Log: ${logFile}. Press Ctrl-C to stop.`);
+  void server.exited.then((code) => {
+    if (stopping) return;
+    console.error(`Temporal dev server exited unexpectedly (code ${code}); see ${logFile}`);
+    process.exit(1);
+  });
+}
+
+function stopAndExit(server: DevServerHandle): void {
+  server.stop().then(
+    () => process.exit(0),
+    (err: unknown) => {
+      console.error(err);
+      process.exit(1);
+    },
+  );
+}
+
+main().catch((err: unknown) => {
+  console.error(err instanceof Error ? err.message : err);
+  process.exit(1);
+});

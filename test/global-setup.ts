@@ -1,0 +1,45 @@
+import { mkdtempSync } from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { startDevServer, type DevServerHandle } from '../scripts/lib/dev-server';
+import { ensureTemporalCli } from '../scripts/lib/temporal-cli';
+
+/** Port of the test server, apart from the 7233 that `npm run server` uses so both can run at once. */
+const TEST_SERVER_PORT = 17233;
+
+export interface TestServerState {
+  server: DevServerHandle;
+  /** Temp dir holding the db and the server log, removed at teardown. */
+  dir: string;
+}
+
+// Jest loads globalSetup and globalTeardown as separate modules in one process; globalThis is what they share.
+const KEY = Symbol.for('durable-agent-worker.test-server');
+type Holder = { [KEY]?: TestServerState };
+
+/** Starts one headless dev server on a fresh db for the whole run, unless TEMPORAL_TEST_ADDRESS names one to reuse. */
+export default async function globalSetup(): Promise<void> {
+  if (process.env.TEMPORAL_TEST_ADDRESS) return;
+  const cliPath = await ensureTemporalCli();
+  const dir = mkdtempSync(path.join(os.tmpdir(), 'agent-temporal-test-'));
+  const started = Date.now();
+  const server = await startDevServer({
+    port: TEST_SERVER_PORT,
+    headless: true,
+    dbFile: path.join(dir, 'dev.sqlite'),
+    logFile: path.join(dir, 'server.log'),
+    cliPath,
+  });
+  // Test files, in band or in workers forked later, read the environment of this process.
+  process.env.TEMPORAL_TEST_ADDRESS = server.address;
+  (globalThis as Holder)[KEY] = { server, dir };
+  console.log(`\nTemporal test server on ${server.address}, ready in ${Date.now() - started} ms`);
+}
+
+/** Hands the server started above to the teardown, once. */
+export function takeTestServer(): TestServerState | undefined {
+  const holder = globalThis as Holder;
+  const state = holder[KEY];
+  delete holder[KEY];
+  return state;
+}
