@@ -18,6 +18,7 @@ const ROOT = path.resolve(__dirname, '..');
 let model: ScriptedModel;
 let env: TestWorkflowEnvironment;
 const workers: ChildProcess[] = [];
+const output: string[] = [];
 
 beforeAll(async () => {
   model = await startScriptedModel();
@@ -42,8 +43,11 @@ function startWorkerProcess(taskQueue: string, workspace: string): ChildProcess 
       LLM_MODEL: 'crash',
       AGENT_WORKSPACE: workspace,
     },
-    stdio: ['ignore', 'ignore', 'inherit'],
+    stdio: ['ignore', 'pipe', 'pipe'],
   });
+  // Kept for the failure message rather than printed: a healthy worker is chatty.
+  child.stdout?.on('data', (d: Buffer) => output.push(d.toString()));
+  child.stderr?.on('data', (d: Buffer) => output.push(d.toString()));
   workers.push(child);
   return child;
 }
@@ -67,7 +71,9 @@ test('the run survives kill -9 of the worker during the second model call', asyn
   await waitFor(() => (first.signalCode === 'SIGKILL' ? true : undefined), 5_000, 'the worker to die');
   startWorkerProcess(taskQueue, workspace);
 
-  const result: AgentRunResult = await handle.result();
+  const result: AgentRunResult = await handle.result().catch((err: unknown) => {
+    throw new Error(`${String(err)}\n--- worker output ---\n${output.join('').slice(-4_000)}`);
+  });
   expect(result).toMatchObject({ status: 'COMPLETED', answer: 'The workspace has one file, data.txt, and the run survived.', toolCalls: 1 });
   const requests = model.requests('crash');
   expect(requests.filter((r) => !hasToolResult(r.body))).toHaveLength(1); // the first call was not sent again

@@ -4,6 +4,7 @@
  * deltas to the run in batches, and classifies every provider error once (errors.ts).
  */
 import { CancelledFailure, Context } from '@temporalio/activity';
+import { WorkflowNotFoundError } from '@temporalio/client';
 import type OpenAI from 'openai';
 import type { ChatCompletionChunk, ChatCompletionMessageParam } from 'openai/resources/chat/completions';
 import type { ChatMessage, ModelRequest, ModelResponse, ToolCall } from '../common/chat';
@@ -174,7 +175,11 @@ class DeltaPublisher {
       if (!workflowId) return this.inFlight;
       this.inFlight = this.inFlight
         .then(() => this.ctx.client.workflow.getHandle(workflowId).signal(streamDeltaSignal, delta))
-        .catch((err: unknown) => this.ctx.log.warn('stream delta not delivered', { error: String(err) }));
+        .catch((err: unknown) => {
+          // A run that ended (aborted, timed out) no longer takes deltas: expected, not worth a warning.
+          const ended = err instanceof WorkflowNotFoundError;
+          this.ctx.log[ended ? 'debug' : 'warn']('stream delta not delivered', { error: String(err) });
+        });
     }
     return this.inFlight;
   }
