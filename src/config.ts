@@ -31,3 +31,6 @@ export function llmSettings(env: NodeJS.ProcessEnv = process.env): LlmSettings {
 export const usesScriptedModel = (llm: LlmSettings): boolean => !llm.apiKey && !llm.baseURL;
 
 export const workspaceDir = (env: NodeJS.ProcessEnv = process.env): string => path.resolve(env.AGENT_WORKSPACE || './workspace');
+
+/** The durable ledger of side-effecting tool calls (`AGENT_LEDGER`). */
+export const ledgerFile = (env: NodeJS.ProcessEnv = process.env): string => path.resolve(env.AGENT_LEDGER || './.agent/tool-ledger.sqlite');

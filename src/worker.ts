@@ -4,8 +4,8 @@
  */
 import { NativeConnection, Worker, type WorkerOptions } from '@temporalio/worker';
 import OpenAI from 'openai';
-import { createActivities, type ActivityDeps } from './activities';
-import { llmSettings, temporalSettings, usesScriptedModel, workspaceDir } from './config';
+import { createActivities, SqliteToolLedger, type ActivityDeps, type Tool } from './activities';
+import { ledgerFile, llmSettings, temporalSettings, usesScriptedModel, workspaceDir } from './config';
 import { DEMO_SCRIPT_NAME, startScriptedModel, type ScriptedModel } from './scripted-model';
 
 /** Used when neither the run nor `LLM_MODEL` names a model. */
@@ -35,22 +35,34 @@ export interface AgentWorker {
   shutdown(): void;
 }
 
-/** A worker configured from the environment (see config.ts). */
-export async function createAgentWorker(env: NodeJS.ProcessEnv = process.env): Promise<AgentWorker> {
+/** A worker configured from the environment (see config.ts), with any extra tools beside the built-in ones. */
+export async function createAgentWorker(env: NodeJS.ProcessEnv = process.env, extra: { tools?: Tool[] } = {}): Promise<AgentWorker> {
   const temporal = temporalSettings(env);
   const llm = llmSettings(env);
   let scripted: ScriptedModel | undefined;
   if (usesScriptedModel(llm)) scripted = await startScriptedModel();
   const baseURL = scripted?.url ?? llm.baseURL ?? 'https://api.openai.com/v1';
   const model = llm.model ?? (scripted ? DEMO_SCRIPT_NAME : DEFAULT_MODEL);
+  const ledger = new SqliteToolLedger(ledgerFile(env));
   const connection = await NativeConnection.connect({ address: temporal.address });
+  const release = async () => {
+    await connection.close();
+    await scripted?.close();
+    ledger.close();
+  };
   try {
     const worker = await Worker.create({
       connection,
       namespace: temporal.namespace,
       taskQueue: temporal.taskQueue,
       workflowsPath: require.resolve('./workflows'),
-      ...agentWorkerOptions({ openai: openAIClient({ baseURL, apiKey: llm.apiKey }), defaultModel: model, workspace: workspaceDir(env) }),
+      ...agentWorkerOptions({
+        openai: openAIClient({ baseURL, apiKey: llm.apiKey }),
+        defaultModel: model,
+        workspace: workspaceDir(env),
+        tools: extra.tools,
+        ledger,
+      }),
     });
     return {
       worker,
@@ -60,15 +72,13 @@ export async function createAgentWorker(env: NodeJS.ProcessEnv = process.env): P
         try {
           await worker.run();
         } finally {
-          await connection.close();
-          await scripted?.close();
+          await release();
         }
       },
       shutdown: () => worker.shutdown(),
     };
   } catch (err) {
-    await connection.close();
-    await scripted?.close();
+    await release();
     throw err;
   }
 }

@@ -9,6 +9,7 @@ import { createCompactContext } from './compaction';
 import { createCritiqueAnswer } from './critic';
 import { createCallModel } from './model';
 import { fileTools } from './tools/files';
+import type { ToolLedger } from './tools/ledger';
 import { ToolRegistry, type Tool } from './tools/registry';
 
 export interface ActivityDeps {
@@ -19,17 +20,21 @@ export interface ActivityDeps {
   workspace: string;
   /** Extra tools beside the built-in file tools. */
   tools?: Tool[];
+  /** Durable record of side-effecting tool calls; without one such tools run on every attempt. */
+  ledger?: ToolLedger;
   streamIdleTimeoutMs?: number;
   deltaFlushMs?: number;
 }
 
 export function createActivities(deps: ActivityDeps) {
-  const registry = new ToolRegistry([...fileTools(deps.workspace), ...(deps.tools ?? [])]);
+  const registry = new ToolRegistry([...fileTools(deps.workspace), ...(deps.tools ?? [])], deps.ledger);
 
   async function executeTool(request: ToolRequest): Promise<ToolResult> {
     const ctx = Context.current();
-    const runKey = ctx.info.workflowExecution?.workflowId ?? ctx.info.activityId;
-    return registry.run(request.call, { idempotencyKey: `${runKey}/${request.call.id}`, signal: ctx.cancellationSignal }, request.allowed);
+    // Stable across attempts and worker restarts: the run, the call's position in it, and the model's call id.
+    const run = ctx.info.workflowExecution?.workflowId ?? ctx.info.activityId;
+    const idempotencyKey = `${run}/${request.callNumber}/${request.call.id}`;
+    return registry.run(request.call, { idempotencyKey, signal: ctx.cancellationSignal }, request.allowed);
   }
 
   return {
@@ -42,4 +47,5 @@ export function createActivities(deps: ActivityDeps) {
 
 export type AgentActivities = ReturnType<typeof createActivities>;
 export { ToolRegistry, defineTool, RetryableToolError, type Tool } from './tools/registry';
+export { SqliteToolLedger, UNKNOWN_OUTCOME, type ToolLedger } from './tools/ledger';
 export { classifyModelError, ModelErrorType } from './errors';

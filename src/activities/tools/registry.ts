@@ -6,6 +6,7 @@
 import { z } from 'zod';
 import type { ToolCall, ToolResult } from '../../common/chat';
 import { describeZodError } from '../../common/input';
+import { UNKNOWN_OUTCOME, type ToolLedger } from './ledger';
 
 export interface ToolContext {
   /** Stable across retries of the same call: the key for idempotent side effects. */
@@ -40,7 +41,11 @@ export interface OpenAIFunctionTool {
 export class ToolRegistry {
   private readonly tools = new Map<string, Tool>();
 
-  constructor(tools: Tool[]) {
+  /** With a ledger, tools with side effects run at most once per idempotency key. */
+  constructor(
+    tools: Tool[],
+    private readonly ledger?: ToolLedger,
+  ) {
     for (const tool of tools) {
       if (!/^[a-zA-Z0-9_-]{1,64}$/.test(tool.name)) throw new Error(`invalid tool name "${tool.name}"`);
       if (this.tools.has(tool.name)) throw new Error(`tool "${tool.name}" is registered twice`);
@@ -83,12 +88,27 @@ export class ToolRegistry {
     }
     const args = tool.parameters.safeParse(raw);
     if (!args.success) return result(false, `Error: invalid arguments for ${call.name}: ${describeZodError(args.error)}`);
-    try {
-      return result(true, await tool.execute(args.data, ctx));
-    } catch (err) {
-      if (err instanceof RetryableToolError) throw err;
-      return result(false, `Error: ${(err as Error).message}`);
+    const ledger = tool.sideEffects ? this.ledger : undefined;
+    const key = ctx.idempotencyKey;
+    const earlier = ledger?.begin(key, call.name, call.arguments);
+    if (earlier?.status === 'done') return result(earlier.ok, earlier.content);
+    if (earlier?.status === 'unknown') {
+      const unknown = result(false, UNKNOWN_OUTCOME);
+      ledger!.complete(key, unknown);
+      return unknown;
     }
+    let outcome: ToolResult;
+    try {
+      outcome = result(true, await tool.execute(args.data, ctx));
+    } catch (err) {
+      if (err instanceof RetryableToolError) {
+        ledger?.release(key);
+        throw err;
+      }
+      outcome = result(false, `Error: ${(err as Error).message}`);
+    }
+    ledger?.complete(key, outcome);
+    return outcome;
   }
 }
 
