@@ -1,11 +1,26 @@
 import { mkdtempSync } from 'node:fs';
+import net from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
 import { startDevServer, type DevServerHandle } from '../scripts/lib/dev-server';
 import { ensureTemporalCli } from '../scripts/lib/temporal-cli';
 
-/** Port of the test server, apart from the 7233 that `npm run server` uses so both can run at once. */
+/** Preferred port of the test server, apart from the 7233 that `npm run server` uses; a free one if it is taken. */
 const TEST_SERVER_PORT = 17233;
+
+/** Another test run (a second terminal, an engineer beside you) may hold the preferred port. */
+async function freePort(preferred: number): Promise<number> {
+  const tryListen = (port: number) =>
+    new Promise<number | undefined>((resolve) => {
+      const probe = net.createServer();
+      probe.once('error', () => resolve(undefined));
+      probe.listen(port, '127.0.0.1', () => {
+        const { port: bound } = probe.address() as net.AddressInfo;
+        probe.close(() => resolve(bound));
+      });
+    });
+  return (await tryListen(preferred)) ?? (await tryListen(0))!;
+}
 
 export interface TestServerState {
   server: DevServerHandle;
@@ -24,7 +39,7 @@ export default async function globalSetup(): Promise<void> {
   const dir = mkdtempSync(path.join(os.tmpdir(), 'agent-temporal-test-'));
   const started = Date.now();
   const server = await startDevServer({
-    port: TEST_SERVER_PORT,
+    port: await freePort(TEST_SERVER_PORT),
     headless: true,
     dbFile: path.join(dir, 'dev.sqlite'),
     logFile: path.join(dir, 'server.log'),

@@ -199,6 +199,29 @@ describe('a run through the machine', () => {
     expect(r.commands).toEqual([{ type: 'cancelWork' }]);
   });
 
+  test('the no-progress guard ends a run whose critic keeps asking for another attempt', () => {
+    const retry = { type: 'CRITIQUE_DONE', decision: { action: 'retry', reason: 'still wrong', confidence: 0.6 } } as const;
+    const attempt = (s: RunSnapshot) => run(s, { type: 'MODEL_RESPONDED', response: response('maybe') }, { type: 'PROCESS' }, retry);
+    let s = run(snapshot(), { type: 'START' });
+    for (let i = 1; i <= 3; i++) s = attempt(s);
+    expect([s.state, s.setbacksInARow]).toEqual(['STREAMING', 3]);
+    s = attempt(s);
+    expect(s.state).toBe('FAILED');
+    expect(s.reason).toBe('no progress: the critic asked for another attempt 4 times in a row (last: retry, still wrong)');
+    // Runs started before the guard existed (no patch marker) keep going until maxLoops.
+    let old = run({ ...snapshot(), features: { noProgressGuard: false } }, { type: 'START' });
+    for (let i = 1; i <= 5; i++) old = attempt(old);
+    expect(old.state).toBe('STREAMING');
+  });
+
+  test('a step forward resets the no-progress count', () => {
+    let s = run(snapshot(), { type: 'START' });
+    const retry = { type: 'CRITIQUE_DONE', decision: { action: 'replan', reason: 'r', confidence: 0.5 } } as const;
+    s = run(s, { type: 'MODEL_RESPONDED', response: response('a') }, { type: 'PROCESS' }, retry, { type: 'PLAN_READY', response: response('plan') });
+    s = run(s, { type: 'MODEL_RESPONDED', response: response('b') }, { type: 'PROCESS' }, { type: 'CRITIQUE_DONE', decision: { action: 'continue', reason: 'ok', confidence: 1 } });
+    expect(s.setbacksInARow).toBe(0);
+  });
+
   test('maxToolCalls ends the run when a response asks for more calls than remain', () => {
     const calls = [call('a', 'readFile', { path: '1' }), call('b', 'readFile', { path: '2' })];
     const s = run(snapshot({ limits: { maxToolCalls: 1 } }), { type: 'START' }, { type: 'MODEL_RESPONDED', response: response('', calls) }, { type: 'PROCESS' });

@@ -5,8 +5,9 @@ import { historyFromJSON } from '@temporalio/common/lib/proto-utils';
 import { Worker } from '@temporalio/worker';
 import { quietRuntime, workflowBundle } from './support/agent-harness';
 
+// Histories of older workflow versions stay in subfolders: runs started then must still replay.
 const DIR = path.join(__dirname, 'histories');
-const files = readdirSync(DIR).filter((f) => f.endsWith('.json'));
+const files = readdirSync(DIR, { recursive: true, encoding: 'utf8' }).filter((f) => f.endsWith('.json')).sort();
 
 beforeAll(() => quietRuntime());
 

@@ -10,6 +10,7 @@ import {
   condition,
   isCancellation,
   log,
+  patched,
   proxyActivities,
   setCurrentDetails,
   setHandler,
@@ -56,10 +57,14 @@ const agentStateKey = defineSearchAttributeKey(AGENT_STATE_SEARCH_ATTRIBUTE, 'KE
 const CANCELLED = Symbol('cancelled');
 type Work = Exclude<AgentCommand, { type: 'cancelWork' }>;
 const now = () => new Date().toISOString();
+/** Ends runs whose critic keeps asking for another attempt (see guards.isStuckInSetbacks). */
+const NO_PROGRESS_GUARD_PATCH = 'no-progress-guard';
 
 export async function agentRun(rawInput: unknown): Promise<AgentRunResult> {
   const input = parseAgentRunInput(rawInput);
   let snapshot: RunSnapshot = input.ok ? initialSnapshot(input.value, now()) : blankSnapshot(now());
+  // Fixed at the start: runs begun before a change keep the old behaviour on replay.
+  snapshot.features = { noProgressGuard: patched(NO_PROGRESS_GUARD_PATCH) };
   const queue: Work[] = [];
   let work: CancellationScope | undefined;
 

@@ -67,3 +67,6 @@ export const describeRepetition = (r: Repetition): string =>
   r.unit.length === 1
     ? `${r.unit[0]} called ${r.times} times in a row`
     : `the cycle ${r.unit.join(' -> ')} repeated ${r.times} times`;
+
+/** The critic has asked for another attempt more often in a row than `maxRepeats` allows: the run is not progressing. */
+export const isStuckInSetbacks = (s: RunSnapshot): boolean => s.features.noProgressGuard && s.setbacksInARow > s.limits.maxRepeats;

@@ -5,7 +5,15 @@
  */
 import type { CompactionResult, ModelResponse, ToolCall, ToolResult } from '../common/chat';
 import { addUsage } from '../common/chat';
-import { describeRepetition, findRepetition, isLoopLimitReached, isToolCallLimitReached, needsApproval, toolSignature } from './guards';
+import {
+  describeRepetition,
+  findRepetition,
+  isLoopLimitReached,
+  isStuckInSetbacks,
+  isToolCallLimitReached,
+  needsApproval,
+  toolSignature,
+} from './guards';
 import type { RunSnapshot } from './snapshot';
 import { AgentState, type CritiqueDecision, isTerminal, WORK_STATES } from './states';
 
@@ -291,7 +299,11 @@ function processResponse(s: RunSnapshot, e: AgentEvent, now: string): Transition
 function applyCritique(s: RunSnapshot, e: AgentEvent, now: string): TransitionResult {
   const decision = s.lastCritique!;
   const afterTools = s.lastToolResults.length > 0;
-  const next: RunSnapshot = { ...s };
+  const setback = decision.action === 'retry' || decision.action === 'replan';
+  const next: RunSnapshot = { ...s, setbacksInARow: setback ? s.setbacksInARow + 1 : 0 };
+  if (isStuckInSetbacks(next)) {
+    return fail(next, e, now, `no progress: the critic asked for another attempt ${next.setbacksInARow} times in a row (last: ${decision.action}, ${decision.reason})`);
+  }
   switch (decision.action) {
     case 'continue':
       return enter(next, S.STREAMING, e, now);

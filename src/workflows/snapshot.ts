@@ -59,6 +59,10 @@ export interface RunSnapshot {
   loopWarned: boolean;
   failuresInARow: number;
   overflowsInARow: number;
+  /** Critique decisions in a row that asked for another attempt (retry or replan). */
+  setbacksInARow: number;
+  /** Behaviour switched on by `patched()` markers, fixed when the run starts so that older runs replay unchanged. */
+  features: { noProgressGuard: boolean };
   pauseRequested: boolean;
   /** Where PAUSED resumes to, or which model step COMPACTING returns to. */
   resumeTo: AgentState | null;
@@ -109,6 +113,8 @@ export function initialSnapshot(input: ResolvedInput, now: string): RunSnapshot 
     loopWarned: false,
     failuresInARow: 0,
     overflowsInARow: 0,
+    setbacksInARow: 0,
+    features: { noProgressGuard: true },
     pauseRequested: false,
     resumeTo: null,
     lastCritique: null,
