@@ -207,7 +207,9 @@ export async function agentRun(rawInput: unknown): Promise<AgentRunResult> {
       case 'critique':
         return critique(command.mode);
       case 'compact': {
-        const outcome = await cancellable(() => activities.compactContext(compactionRequest(snapshot, command.keepRecent))).catch(
+        const request = compactionRequest(snapshot, command.keepRecent);
+        const summary = `compaction of ${request.messages.length} messages`;
+        const outcome = await cancellable(() => activities.compactContext.executeWithOptions({ ...modelCallOptions, summary }, [request])).catch(
           (err: unknown) => ({ failed: failureMessage(err) }),
         );
         if (outcome === CANCELLED) return CANCELLED;
@@ -251,7 +253,9 @@ export async function agentRun(rawInput: unknown): Promise<AgentRunResult> {
 
   async function critique(mode: 'rules' | 'model'): Promise<AgentEvent | typeof CANCELLED> {
     if (mode === 'rules') return { type: 'CRITIQUE_DONE', decision: ruleCritique(snapshot) };
-    const decision = await cancellable(() => activities.critiqueAnswer(critiqueRequest(snapshot))).catch((err: unknown) => {
+    const request = critiqueRequest(snapshot);
+    const summary = `model critique of the answer (call #${request.callNumber})`;
+    const decision = await cancellable(() => activities.critiqueAnswer.executeWithOptions({ ...modelCallOptions, summary }, [request])).catch((err: unknown) => {
       const fallback = ruleCritique(snapshot);
       return { ...fallback, reason: `${fallback.reason} (model critic unavailable: ${failureMessage(err)})` };
     });
