@@ -19,8 +19,9 @@ import {
   WorkflowUpdateFailedError,
   type WorkflowHandle,
 } from '@temporalio/client';
-import { defineSearchAttributeKey } from '@temporalio/common';
+import { defineSearchAttributeKey, type DataConverter } from '@temporalio/common';
 import type { z } from 'zod';
+import { dataConverterFromEnv } from './codec';
 import { temporalSettings, type TemporalSettings } from './config';
 import { AGENT_STATE_SEARCH_ATTRIBUTE, WORKFLOW_TYPE } from './common/constants';
 import {
@@ -349,10 +350,22 @@ export class AgentRunHandle {
   }
 }
 
+/**
+ * The data converter agent clients and workers share: the claim-check codec configured by AGENT_CLAIM_CHECK and
+ * AGENT_BLOB_DIR. Pass it to `new Client({ dataConverter })` when wrapping your own client with `new AgentClient`.
+ */
+export { dataConverterFromEnv as agentDataConverter } from './codec';
+
+/** Options of `AgentClient.connect`. */
+export interface ConnectOptions {
+  /** Must match the workers' (same blob store), or large inputs and results cannot be read. @default `dataConverterFromEnv()` */
+  dataConverter?: DataConverter;
+}
+
 /** Typed entry point to `agentRun` workflows. Create with `AgentClient.connect()`, or wrap an existing `Client`. */
 export class AgentClient {
   /** Connects to Temporal; fields not given come from `temporalSettings()` (TEMPORAL_ADDRESS, TEMPORAL_NAMESPACE, TEMPORAL_TASK_QUEUE). */
-  static async connect(settings: Partial<TemporalSettings> = {}): Promise<AgentClient> {
+  static async connect(settings: Partial<TemporalSettings> = {}, options: ConnectOptions = {}): Promise<AgentClient> {
     const env = temporalSettings();
     const address = settings.address ?? env.address;
     const namespace = settings.namespace ?? env.namespace;
@@ -363,7 +376,8 @@ export class AgentClient {
     } catch (err) {
       throw new Error(`cannot connect to Temporal at ${address}: ${err instanceof Error ? err.message : String(err)}`, { cause: err });
     }
-    return new AgentClient(new Client({ connection, namespace }), taskQueue, connection);
+    const dataConverter = options.dataConverter ?? dataConverterFromEnv();
+    return new AgentClient(new Client({ connection, namespace, dataConverter }), taskQueue, connection);
   }
 
   /** Wraps an existing client; `close()` then closes `ownedConnection` only, if given. */

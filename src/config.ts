@@ -34,3 +34,29 @@ export const workspaceDir = (env: NodeJS.ProcessEnv = process.env): string => pa
 
 /** The durable ledger of side-effecting tool calls (`AGENT_LEDGER`). */
 export const ledgerFile = (env: NodeJS.ProcessEnv = process.env): string => path.resolve(env.AGENT_LEDGER || './.agent/tool-ledger.sqlite');
+
+export interface ClaimCheckSettings {
+  /** `AGENT_CLAIM_CHECK`: `off` keeps every payload inline in history. @default true */
+  enabled: boolean;
+  /** `AGENT_BLOB_DIR`: where large payloads are stored. @default ./.agent/blobs */
+  blobDir: string;
+  /** `AGENT_CLAIM_CHECK_THRESHOLD`: payloads above this many serialized bytes go to the blob store; unset, the codec's default (32768). */
+  thresholdBytes?: number;
+}
+
+/** Claim-check codec settings; the worker and every client that reads results must point at the same blob store. */
+export function claimCheckSettings(env: NodeJS.ProcessEnv = process.env): ClaimCheckSettings {
+  const flag = (env.AGENT_CLAIM_CHECK || 'on').trim().toLowerCase();
+  if (!['on', 'off', 'true', 'false', '1', '0'].includes(flag)) {
+    throw new Error(`AGENT_CLAIM_CHECK must be on or off, got ${JSON.stringify(env.AGENT_CLAIM_CHECK)}`);
+  }
+  const threshold = env.AGENT_CLAIM_CHECK_THRESHOLD?.trim();
+  if (threshold && !/^\d+$/.test(threshold)) {
+    throw new Error(`AGENT_CLAIM_CHECK_THRESHOLD must be a number of bytes, got ${JSON.stringify(env.AGENT_CLAIM_CHECK_THRESHOLD)}`);
+  }
+  return {
+    enabled: !['off', 'false', '0'].includes(flag),
+    blobDir: path.resolve(env.AGENT_BLOB_DIR || './.agent/blobs'),
+    ...(threshold ? { thresholdBytes: Number(threshold) } : {}),
+  };
+}

@@ -5,7 +5,8 @@
 import { NativeConnection, Worker, type WorkerOptions } from '@temporalio/worker';
 import OpenAI from 'openai';
 import { createActivities, SqliteToolLedger, type ActivityDeps, type Tool } from './activities';
-import { ledgerFile, llmSettings, temporalSettings, usesScriptedModel, workspaceDir } from './config';
+import { dataConverterFromEnv } from './codec';
+import { claimCheckSettings, ledgerFile, llmSettings, temporalSettings, usesScriptedModel, workspaceDir } from './config';
 import { DEMO_SCRIPT_NAME, startScriptedModel, type ScriptedModel } from './scripted-model';
 
 /** Used when neither the run nor `LLM_MODEL` names a model. */
@@ -56,6 +57,8 @@ export async function createAgentWorker(env: NodeJS.ProcessEnv = process.env, ex
       namespace: temporal.namespace,
       taskQueue: temporal.taskQueue,
       workflowsPath: require.resolve('./workflows'),
+      // Large payloads (the conversation every model call carries) go to the blob store; history keeps references.
+      dataConverter: dataConverterFromEnv(env),
       ...agentWorkerOptions({
         openai: openAIClient({ baseURL, apiKey: llm.apiKey }),
         defaultModel: model,
@@ -90,6 +93,8 @@ async function main(): Promise<void> {
     console.log(`worker: no LLM_API_KEY or LLM_BASE_URL, so runs use the scripted model at ${agent.scriptedModelUrl} (offline demo, not a real LLM)`);
   }
   console.log(`worker: polling task queue ${taskQueue} on ${address} (namespace ${namespace}), default model ${agent.model}`);
+  const claimCheck = claimCheckSettings();
+  if (claimCheck.enabled) console.log(`worker: large payloads go to the blob store at ${claimCheck.blobDir} (AGENT_CLAIM_CHECK=off keeps them inline)`);
   await agent.run(); // the SDK shuts the worker down on SIGINT and SIGTERM
 }
 

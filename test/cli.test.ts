@@ -26,6 +26,7 @@ const tr = (from: AgentState, to: AgentState, event: string, second = 1): Transi
 const stream = (callNumber: number, attempt = 1) => ({ callNumber, attempt });
 const approval = (toolCallId: string, decided = false): PendingApproval => ({
   toolCallId,
+  kind: 'tool',
   name: 'writeFile',
   arguments: '{"path":"a"}',
   ...(decided ? { decision: { approved: true } } : {}),

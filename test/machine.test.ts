@@ -2,7 +2,7 @@ import type { ModelResponse, ToolCall } from '../src/common/chat';
 import { parseAgentRunInput, type AgentRunInput } from '../src/common/input';
 import { ruleCritique } from '../src/workflows/critic';
 import { findRepetition, toolSignature } from '../src/workflows/guards';
-import { LOOP_WARNING, transition, TRANSITIONS, type AgentEvent, type AgentEventType } from '../src/workflows/machine';
+import { commandsFor, LOOP_WARNING, resumeAt, transition, TRANSITIONS, type AgentEvent, type AgentEventType } from '../src/workflows/machine';
 import { initialSnapshot, type RunSnapshot } from '../src/workflows/snapshot';
 import { AgentState, isTerminal, type CritiqueAction } from '../src/workflows/states';
 
@@ -43,18 +43,19 @@ function step(s: RunSnapshot, e: AgentEvent) {
 const STATES = Object.values(AgentState);
 const EVENT_TYPES: AgentEventType[] = [
   'START', 'INVALID_INPUT', 'PLAN_READY', 'MODEL_RESPONDED', 'MODEL_FAILED', 'CONTEXT_OVERFLOW', 'PROCESS', 'TOOLS_DONE',
-  'CRITIQUE_DONE', 'COMPACTED', 'COMPACTION_FAILED', 'APPROVAL', 'PAUSE', 'RESUME', 'ABORT', 'TIMEOUT', 'MESSAGE', 'STREAM_DELTA',
+  'CRITIQUE_DONE', 'COMPACTED', 'COMPACTION_FAILED', 'APPROVAL', 'PAUSE', 'RESUME', 'ABORT', 'TIMEOUT', 'MESSAGE', 'STREAM_DELTA', 'CLOSE',
 ];
 
 /** A snapshot sitting in `state` with the context that state implies. */
 function snapshotIn(state: AgentState): RunSnapshot {
   const base = snapshot({ approval: { tools: ['writeFile'] } });
   const extra: Partial<RunSnapshot> = {
-    AWAITING_APPROVAL: { pendingToolCalls: [call('c1', 'writeFile')], pendingApproval: [{ toolCallId: 'c1', name: 'writeFile', arguments: '{}' }] },
+    AWAITING_APPROVAL: { pendingToolCalls: [call('c1', 'writeFile')], pendingApproval: [{ toolCallId: 'c1', kind: 'tool' as const, name: 'writeFile', arguments: '{}' }] },
     PAUSED: { resumeTo: AgentState.STREAMING },
     STREAMING: { stream: { callNumber: 1, attempt: 1 }, loops: 1 },
     PLANNING: { stream: { callNumber: 1, attempt: 1 }, loops: 1 },
     COMPACTING: { resumeTo: AgentState.STREAMING },
+    COMPLETED: { conversationOpen: true },
   }[state as string] ?? {};
   // RESUME outside PAUSED needs a pending pause request to cancel.
   return { ...base, ...extra, state, pauseRequested: state !== AgentState.PAUSED };
@@ -109,8 +110,11 @@ describe('transition table', () => {
     expect(r).toEqual({ ok: false, error: `event ${type} has no transition from state ${state}` });
   });
 
-  test('terminal states accept nothing', () => {
-    for (const state of STATES.filter(isTerminal)) expect(Object.keys(TRANSITIONS[state])).toEqual([]);
+  test('failed and aborted runs accept nothing; a completed one only a follow-up message or the close of its window', () => {
+    expect(Object.keys(TRANSITIONS.FAILED)).toEqual([]);
+    expect(Object.keys(TRANSITIONS.ABORTED)).toEqual([]);
+    expect(Object.keys(TRANSITIONS.COMPLETED).sort()).toEqual(['CLOSE', 'MESSAGE']);
+    expect(isTerminal(AgentState.COMPLETED)).toBe(true);
   });
 });
 
@@ -144,7 +148,7 @@ describe('a run through the machine', () => {
     const end = step(s, { type: 'CRITIQUE_DONE', decision: ruleCritique(s) });
     expect(end.snapshot.state).toBe('COMPLETED');
     expect(end.snapshot.answer).toBe('done');
-    expect(end.snapshot.usage).toEqual({ promptTokens: 20, completionTokens: 10, totalTokens: 30, modelCalls: 2 });
+    expect(end.snapshot.usage).toEqual({ promptTokens: 20, completionTokens: 10, totalTokens: 30, modelCalls: 2, costUsd: 0 }); // model m has no price
     expect(end.snapshot.transitions.map((t) => t.to)).toEqual([
       'STREAMING', 'PROCESSING', 'TOOL_EXECUTING', 'CRITIQUE', 'STREAMING', 'PROCESSING', 'CRITIQUE', 'COMPLETED',
     ]);
@@ -233,7 +237,7 @@ describe('a run through the machine', () => {
     const calls = [call('w1', 'writeFile', { path: 'x', content: '1' }), call('w2', 'writeFile', { path: 'y', content: '2' }), call('r1')];
     let s = run(snapshot({ approval: { tools: ['writeFile'] } }), { type: 'START' }, { type: 'MODEL_RESPONDED', response: response('', calls) }, { type: 'PROCESS' });
     expect(s.state).toBe('AWAITING_APPROVAL');
-    expect(s.pendingApproval.map((p) => p.toolCallId)).toEqual(['w1', 'w2']);
+    expect(s.pendingApproval.map((p) => [p.toolCallId, p.kind])).toEqual([['w1', 'tool'], ['w2', 'tool']]);
     expect(transition(s, { type: 'APPROVAL', toolCallId: 'nope', approved: true }, at(1))).toEqual({ ok: false, error: 'no tool call nope is waiting for approval' });
     s = run(s, { type: 'APPROVAL', toolCallId: 'w1', approved: true });
     expect(s.state).toBe('AWAITING_APPROVAL');
@@ -358,5 +362,75 @@ describe('repetition guard', () => {
     expect(toolSignature({ name: 't', arguments: '{"b":1, "a":2}' })).toBe(toolSignature({ name: 't', arguments: '{"a":2,"b":1}' }));
     expect(toolSignature({ name: 't', arguments: '{"a":1}' })).not.toBe(toolSignature({ name: 't', arguments: '{"a":2}' }));
     expect(toolSignature({ name: 't', arguments: '{oops' })).toBe('t({oops)');
+  });
+});
+
+describe('budgets', () => {
+  const big = (n: number) => response('x', []) && { ...response('answer'), usage: { promptTokens: n, completionTokens: n, totalTokens: 2 * n } };
+
+  test('a call that would exceed the token budget is not made; the run fails naming the budget', () => {
+    let s = run(snapshot({ budget: { maxTokens: 3_000, reserveOutputTokens: 500 } }), { type: 'START' });
+    expect(s.state).toBe('STREAMING');
+    s = run(s, { type: 'MODEL_RESPONDED', response: big(1_300) }, { type: 'PROCESS' });
+    const r = step(s, { type: 'CRITIQUE_DONE', decision: { action: 'retry', reason: 'again', confidence: 1 } });
+    expect(r.snapshot.state).toBe('FAILED');
+    expect(r.snapshot.reason).toMatch(/^token budget exceeded: 2600 used \+ \d+ reserved for the next call > 3000 \(budget\.maxTokens\)$/);
+    expect(r.snapshot.loops).toBe(1);
+  });
+
+  test('with onExceed approve the run waits; approving extends the budget, declining ends the run', () => {
+    let s = run(snapshot({ budget: { maxTokens: 3_000, reserveOutputTokens: 500, onExceed: 'approve' } }), { type: 'START' });
+    s = run(s, { type: 'MODEL_RESPONDED', response: big(1_300) }, { type: 'PROCESS' }, { type: 'CRITIQUE_DONE', decision: { action: 'retry', reason: 'r', confidence: 1 } });
+    expect(s.state).toBe('AWAITING_APPROVAL');
+    expect(s.pendingApproval).toEqual([{ toolCallId: 'budget', kind: 'budget', name: 'budget', arguments: JSON.stringify({ reason: s.reason }) }]);
+    const approved = step(s, { type: 'APPROVAL', toolCallId: 'budget', approved: true });
+    expect(approved.snapshot).toMatchObject({ state: 'STREAMING', budgetGrants: 1, loops: 2 });
+    expect(approved.commands).toEqual([{ type: 'callModel', purpose: 'respond', callNumber: 2 }]);
+    const declined = step(s, { type: 'APPROVAL', toolCallId: 'budget', approved: false, feedback: 'too dear' });
+    expect(declined.snapshot.state).toBe('FAILED');
+    expect(declined.snapshot.reason).toMatch(/extending the budget was declined: too dear$/);
+  });
+
+  test('cost is accounted by the price of the answering model; an unpriced model stops a cost budget', () => {
+    const priced = { ...response('a'), model: 'scripted-x', usage: { promptTokens: 1_000_000, completionTokens: 500_000, totalTokens: 1_500_000 } };
+    const s = run(snapshot({ budget: { maxCostUsd: 100 } }), { type: 'START' }, { type: 'MODEL_RESPONDED', response: priced });
+    expect(s.usage.costUsd).toBeCloseTo(2); // 1M prompt at $1 + 0.5M completion at $2
+    const unpriced = run(snapshot({ budget: { maxCostUsd: 100 } }), { type: 'START' }, { type: 'MODEL_RESPONDED', response: { ...response('a'), model: 'mystery-1' } }, { type: 'PROCESS' });
+    const r = step(unpriced, { type: 'CRITIQUE_DONE', decision: { action: 'retry', reason: 'r', confidence: 1 } });
+    expect(r.snapshot.reason).toBe('no price for model mystery-1: add it to budget.prices');
+  });
+});
+
+describe('multi-turn', () => {
+  test('a kept-open conversation takes a follow-up message after its answer, then closes', () => {
+    let s = run(snapshot({ keepOpenMs: 60_000 }), { type: 'START' }, { type: 'MODEL_RESPONDED', response: response('first answer') }, { type: 'PROCESS' });
+    s = run(s, { type: 'CRITIQUE_DONE', decision: ruleCritique(s) });
+    expect(s).toMatchObject({ state: 'COMPLETED', answer: 'first answer', turns: 1, conversationOpen: true });
+    const next = step(s, { type: 'MESSAGE', text: 'and then?' });
+    expect(next.snapshot).toMatchObject({ state: 'STREAMING', conversationOpen: false, loops: 2 });
+    expect(next.snapshot.messages.at(-1)).toEqual({ role: 'user', content: 'and then?' });
+    s = run(next.snapshot, { type: 'MODEL_RESPONDED', response: response('second answer') }, { type: 'PROCESS' });
+    s = run(s, { type: 'CRITIQUE_DONE', decision: ruleCritique(s) }, { type: 'CLOSE' });
+    expect(s).toMatchObject({ state: 'COMPLETED', answer: 'second answer', turns: 2, conversationOpen: false });
+    expect(transition(s, { type: 'MESSAGE', text: 'late' }, at(1))).toEqual({ ok: false, error: 'the conversation is closed' });
+  });
+
+  test('without keepOpenMs a completed run takes no message', () => {
+    let s = run(snapshot(), { type: 'START' }, { type: 'MODEL_RESPONDED', response: response('done') }, { type: 'PROCESS' });
+    s = run(s, { type: 'CRITIQUE_DONE', decision: ruleCritique(s) });
+    expect(s.conversationOpen).toBe(false);
+    expect(transition(s, { type: 'MESSAGE', text: 'more' }, at(1)).ok).toBe(false);
+  });
+});
+
+describe('carrying on from a snapshot', () => {
+  test('every state restarts the work it stands for, without counting it twice', () => {
+    const s = run(snapshot(), { type: 'START' }, { type: 'MODEL_RESPONDED', response: response('', [call('c1')]) }, { type: 'PROCESS' });
+    expect(resumeAt(s).commands).toEqual([{ type: 'runTools', calls: [call('c1')] }]);
+    const streaming = run(snapshot(), { type: 'START' }, { type: 'STREAM_DELTA', callNumber: 1, attempt: 1, text: 'par' });
+    const resumed = resumeAt(streaming);
+    expect(resumed.commands).toEqual([{ type: 'callModel', purpose: 'respond', callNumber: 1 }]);
+    expect(resumed.snapshot).toMatchObject({ loops: 1, partialText: '', stream: { callNumber: 1, attempt: 1 } });
+    expect(commandsFor({ ...s, state: 'AWAITING_APPROVAL' })).toEqual([]);
   });
 });

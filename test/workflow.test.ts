@@ -119,7 +119,7 @@ test('approval holds a guarded tool until approve', async () => {
   );
   const handle = await h.start({ prompt: 'Write approved.txt', model: 'writer', approval: { tools: ['writeFile'] } });
   const waiting = await h.waitForState(handle, (s) => s.state === 'AWAITING_APPROVAL');
-  expect(waiting.pendingApproval).toEqual([{ toolCallId: 'w1', name: 'writeFile', arguments: '{"path":"approved.txt","content":"yes"}' }]);
+  expect(waiting.pendingApproval).toEqual([{ toolCallId: 'w1', kind: 'tool', name: 'writeFile', arguments: '{"path":"approved.txt","content":"yes"}' }]);
 
   await sleep(500);
   expect(existsSync(path.join(h.workspace, 'approved.txt'))).toBe(false);

@@ -11,8 +11,31 @@ export const LimitsSchema = z
     timeoutMs: z.number().int().min(1_000).max(30 * 24 * 3600_000).default(300_000),
     /** How many times the same tool call (or cycle of calls) may repeat before the model is warned; once more ends the run. @default 3 */
     maxRepeats: z.number().int().min(2).max(100).default(3),
+    /** History events after which the run continues as new at the next model step (Temporal's own suggestion also counts). @default 10000 */
+    historyEvents: z.number().int().min(100).max(50_000).default(10_000),
   })
   .strict();
+
+export const PriceSchema = z
+  .object({ inputPerMTok: z.number().min(0), outputPerMTok: z.number().min(0) })
+  .strict();
+
+/** Per-run spending limits, reserved before each model call. */
+export const BudgetSchema = z
+  .object({
+    /** Total tokens (prompt and completion) the run may use. */
+    maxTokens: z.number().int().min(1).optional(),
+    /** Total cost in US dollars, from the price table. */
+    maxCostUsd: z.number().positive().optional(),
+    /** Completion tokens reserved for each call on top of its estimated prompt. @default 1024 */
+    reserveOutputTokens: z.number().int().min(0).max(1_000_000).default(1024),
+    /** `fail` ends the run; `approve` waits for an `approve` of toolCallId `budget`, which extends the budget by its original size. @default 'fail' */
+    onExceed: z.enum(['fail', 'approve']).default('fail'),
+    /** USD per million tokens by model name (longest prefix wins), over the defaults in prices.ts. */
+    prices: z.record(z.string().min(1), PriceSchema).optional(),
+  })
+  .strict()
+  .refine((b) => b.maxTokens !== undefined || b.maxCostUsd !== undefined, { message: 'set maxTokens, maxCostUsd or both' });
 
 export const ApprovalSchema = z
   .object({
@@ -36,12 +59,27 @@ export const AgentRunInputSchema = z
     /** `rules` is free and deterministic; `model` asks the model to judge a final answer. @default 'rules' */
     critique: z.enum(['rules', 'model']).default('rules'),
     approval: ApprovalSchema.optional(),
+    budget: BudgetSchema.optional(),
+    /** After an answer, how long the run stays open for a `sendMessage` that continues the conversation. @default 0 */
+    keepOpenMs: z.number().int().min(0).max(30 * 24 * 3600_000).default(0),
+    /** Set by the workflow itself when it continues as new, and by `fork`: the snapshot to carry on from. */
+    resume: z
+      .object({
+        kind: z.enum(['continue', 'fork']),
+        /** A RunSnapshot; checked for its version and state, the rest is the workflow's own output. */
+        snapshot: z.looseObject({ schemaVersion: z.literal(1), state: z.string(), step: z.number().int().min(0) }),
+        origin: z.object({ workflowId: z.string(), step: z.number().int().min(0) }).strict().optional(),
+      })
+      .strict()
+      .optional(),
   })
   .strict();
 
 export type AgentRunInput = z.input<typeof AgentRunInputSchema>;
 export type ResolvedInput = z.output<typeof AgentRunInputSchema>;
 export type Limits = z.output<typeof LimitsSchema>;
+export type Budget = z.output<typeof BudgetSchema>;
+export type Price = z.output<typeof PriceSchema>;
 
 export type ParseResult<T> = { ok: true; value: T } | { ok: false; error: string };
 

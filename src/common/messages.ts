@@ -43,6 +43,8 @@ export interface AgentRunResult {
 }
 
 export const stateQuery = defineQuery<RunStateView, [StateQueryOptions?]>('state');
+/** Time travel: the run's snapshot right after a step (a step is a state change; see `transitions`). */
+export const snapshotAtQuery = defineQuery<RunStateView, [{ step: number; includeMessages?: boolean }]>('snapshotAt');
 export const abortSignal = defineSignal<[AbortInput?]>('abort');
 export const pauseSignal = defineSignal('pause');
 export const resumeSignal = defineSignal('resume');

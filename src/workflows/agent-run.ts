@@ -9,6 +9,8 @@ import {
   CancellationScope,
   condition,
   isCancellation,
+  allHandlersFinished,
+  continueAsNew,
   log,
   patched,
   proxyActivities,
@@ -16,6 +18,7 @@ import {
   setHandler,
   sleep,
   upsertSearchAttributes,
+  workflowInfo,
   type ActivityOptions,
 } from '@temporalio/workflow';
 import { defineSearchAttributeKey } from '@temporalio/common';
@@ -29,13 +32,15 @@ import {
   pauseSignal,
   resumeSignal,
   sendMessageUpdate,
+  snapshotAtQuery,
   stateQuery,
   streamDeltaSignal,
   type AgentRunResult,
   type RunStateView,
 } from '../common/messages';
 import { ruleCritique } from './critic';
-import { recordRejection, transition, type AgentCommand, type AgentEvent } from './machine';
+import { recordRejection, resumeAt, transition, type AgentCommand, type AgentEvent } from './machine';
+import { carryOn, carryOver, snapshotAt, snapshotDeadline } from './resume';
 import { compactionRequest, critiqueRequest, currentDetails, modelCallSummary, modelRequest, toolCallSummary } from './requests';
 import { blankSnapshot, initialSnapshot, type RunSnapshot } from './snapshot';
 import { AgentState, isTerminal } from './states';
@@ -59,6 +64,9 @@ type Work = Exclude<AgentCommand, { type: 'cancelWork' }>;
 const now = () => new Date().toISOString();
 /** Ends runs whose critic keeps asking for another attempt (see guards.isStuckInSetbacks). */
 const NO_PROGRESS_GUARD_PATCH = 'no-progress-guard';
+/** Continues as new when the history grows long; runs started before replay without it. */
+const CONTINUE_AS_NEW_PATCH = 'continue-as-new';
+const msUntil = (iso: string) => Math.max(0, Date.parse(iso) - Date.now());
 
 export async function agentRun(rawInput: unknown): Promise<AgentRunResult> {
   const input = parseAgentRunInput(rawInput);
@@ -67,11 +75,15 @@ export async function agentRun(rawInput: unknown): Promise<AgentRunResult> {
   snapshot.features = { noProgressGuard: patched(NO_PROGRESS_GUARD_PATCH) };
   const queue: Work[] = [];
   let work: CancellationScope | undefined;
+  // Time travel: the snapshot this run began from and every event applied since; any step is a fold away.
+  let base = snapshot;
+  const eventLog: Array<{ event: AgentEvent; at: string }> = [];
 
   /** Apply an event. External events (signals, updates, the timer) may be refused; internal ones never are. */
   function dispatch(event: AgentEvent, external: boolean): void {
     const before = snapshot.state;
-    const result = transition(snapshot, event, now());
+    const at = now();
+    const result = transition(snapshot, event, at);
     if (!result.ok) {
       if (!external) throw new Error(`agentRun bug: ${result.error}`); // fails the workflow task, so a fix can resume it
       log.warn('event refused', { event: event.type, state: snapshot.state, error: result.error });
@@ -79,6 +91,7 @@ export async function agentRun(rawInput: unknown): Promise<AgentRunResult> {
       return;
     }
     snapshot = result.snapshot;
+    if (event.type !== 'STREAM_DELTA') eventLog.push({ event, at });
     for (const command of result.commands) {
       if (command.type === 'cancelWork') work?.cancel();
       else queue.push(command);
@@ -108,6 +121,7 @@ export async function agentRun(rawInput: unknown): Promise<AgentRunResult> {
   }
 
   setHandler(stateQuery, (options) => view(snapshot, options?.includeMessages ?? false));
+  setHandler(snapshotAtQuery, ({ step, includeMessages }) => view(snapshotAt(base, eventLog, snapshot, step), includeMessages ?? false));
   setHandler(abortSignal, (raw) => {
     const parsed = parseWith(AbortInputSchema, raw ?? {}, 'abort input');
     dispatch({ type: 'ABORT', reason: parsed.ok ? parsed.value.reason : undefined }, true);
@@ -146,7 +160,7 @@ export async function agentRun(rawInput: unknown): Promise<AgentRunResult> {
       validator: (raw) => {
         const parsed = parseWith(SendMessageInputSchema, raw, 'sendMessage input');
         if (!parsed.ok) throw new Error(parsed.error);
-        if (isTerminal(snapshot.state)) throw new Error(`the run has ended (${snapshot.state})`);
+        if (isTerminal(snapshot.state) && !snapshot.conversationOpen) throw new Error(`the run has ended (${snapshot.state})`);
       },
     },
   );
@@ -156,20 +170,43 @@ export async function agentRun(rawInput: unknown): Promise<AgentRunResult> {
     throw ApplicationFailure.create({ type: 'InvalidInput', message: input.error, nonRetryable: true });
   }
 
-  const timer = new CancellationScope();
-  void timer.run(() => sleep(snapshot.limits.timeoutMs)).then(
-    () => dispatch({ type: 'TIMEOUT' }, true),
-    () => undefined, // the run ended first
-  );
-
-  dispatch({ type: 'START' }, false);
+  const resume = input.value.resume;
+  if (resume && isTerminal(resume.snapshot.state as AgentState)) {
+    throw ApplicationFailure.create({ type: 'InvalidInput', message: `cannot carry on from a ${resume.snapshot.state} snapshot`, nonRetryable: true });
+  }
+  let timer = startTimer(resume?.kind === 'continue' && snapshotDeadline(resume) !== null ? msUntil(snapshotDeadline(resume)!) : snapshot.limits.timeoutMs);
+  if (resume) {
+    snapshot = carryOn(resume, snapshot.features, workflowInfo().workflowId, now());
+    const resumed = resumeAt(snapshot);
+    snapshot = resumed.snapshot;
+    base = snapshot;
+    queue.push(...(resumed.commands as Work[]));
+    upsertSearchAttributes([{ key: agentStateKey, value: snapshot.state }]);
+    setCurrentDetails(currentDetails(snapshot));
+  } else {
+    dispatch({ type: 'START' }, false);
+  }
   const root = CancellationScope.current();
   try {
-    while (!isTerminal(snapshot.state)) {
+    for (;;) {
+      if (isTerminal(snapshot.state)) {
+        if (!(snapshot.state === AgentState.COMPLETED && snapshot.conversationOpen)) break;
+        // Kept open: wait for a follow-up message, with no timeout running between turns.
+        timer.cancel();
+        const reopened = await condition(() => !snapshot.conversationOpen, snapshot.options.keepOpenMs);
+        if (!reopened) dispatch({ type: 'CLOSE' }, false);
+        else timer = startTimer(msUntil(snapshot.deadline!));
+        continue;
+      }
       const command = queue.shift();
       if (!command) {
         await condition(() => queue.length > 0 || isTerminal(snapshot.state));
         continue;
+      }
+      if (command.type === 'callModel' && historyIsLong() && patched(CONTINUE_AS_NEW_PATCH)) {
+        // A model step is a safe boundary: nothing is in flight, and the new run starts this very call.
+        await condition(allHandlersFinished);
+        await continueAsNew<typeof agentRun>({ ...input.value, resume: { kind: 'continue', snapshot: carryOver(snapshot) } });
       }
       const step = snapshot.step;
       const event = await execute(command);
@@ -181,6 +218,20 @@ export async function agentRun(rawInput: unknown): Promise<AgentRunResult> {
     dispatch({ type: 'ABORT', reason: 'the workflow was cancelled' }, true);
   } finally {
     timer.cancel();
+  }
+
+  function startTimer(ms: number): CancellationScope {
+    const scope = new CancellationScope();
+    void scope.run(() => sleep(ms)).then(
+      () => dispatch({ type: 'TIMEOUT' }, true),
+      () => undefined, // the run ended first
+    );
+    return scope;
+  }
+
+  function historyIsLong(): boolean {
+    const info = workflowInfo();
+    return info.continueAsNewSuggested || info.historyLength >= snapshot.limits.historyEvents;
   }
 
   const result: AgentRunResult = {

@@ -14,6 +14,7 @@ import {
   needsApproval,
   toolSignature,
 } from './guards';
+import { budgetExceeded, responseCost } from './budget';
 import type { RunSnapshot } from './snapshot';
 import { AgentState, type CritiqueDecision, isTerminal, WORK_STATES } from './states';
 
@@ -35,6 +36,7 @@ export type AgentEvent =
   | { type: 'ABORT'; reason?: string }
   | { type: 'TIMEOUT' }
   | { type: 'MESSAGE'; text: string }
+  | { type: 'CLOSE' }
   | { type: 'STREAM_DELTA'; callNumber: number; attempt: number; text: string };
 export type AgentEventType = AgentEvent['type'];
 
@@ -64,12 +66,15 @@ const whileRunning = (self: AgentState): Targets => ({
   STREAM_DELTA: [self],
 });
 
+/** Where the way into a model step can lead instead: a requested pause, the budget's approval, a limit. */
+const MODEL_STEP_DETOURS = [S.PAUSED, S.AWAITING_APPROVAL, S.FAILED] as const;
+
 /** The transition table: for each state, the events it accepts and the states each may lead to. */
 export const TRANSITIONS: Readonly<Record<AgentState, Targets>> = {
-  IDLE: { ...whileRunning(S.IDLE), START: [S.PLANNING, S.STREAMING, S.PAUSED], INVALID_INPUT: [S.FAILED] },
+  IDLE: { ...whileRunning(S.IDLE), START: [S.PLANNING, S.STREAMING, ...MODEL_STEP_DETOURS], INVALID_INPUT: [S.FAILED] },
   PLANNING: {
     ...whileRunning(S.PLANNING),
-    PLAN_READY: [S.STREAMING, S.PAUSED, S.FAILED],
+    PLAN_READY: [S.STREAMING, ...MODEL_STEP_DETOURS],
     CONTEXT_OVERFLOW: [S.COMPACTING, S.PAUSED, S.FAILED],
     MODEL_FAILED: [S.FAILED],
   },
@@ -84,24 +89,28 @@ export const TRANSITIONS: Readonly<Record<AgentState, Targets>> = {
     PROCESS: [S.TOOL_EXECUTING, S.AWAITING_APPROVAL, S.CRITIQUE, S.STREAMING, S.PAUSED, S.FAILED],
   },
   TOOL_EXECUTING: { ...whileRunning(S.TOOL_EXECUTING), TOOLS_DONE: [S.CRITIQUE] },
-  AWAITING_APPROVAL: { ...whileRunning(S.AWAITING_APPROVAL), APPROVAL: [S.AWAITING_APPROVAL, S.TOOL_EXECUTING, S.PAUSED] },
+  AWAITING_APPROVAL: {
+    ...whileRunning(S.AWAITING_APPROVAL),
+    APPROVAL: [S.AWAITING_APPROVAL, S.TOOL_EXECUTING, S.PLANNING, S.STREAMING, S.PAUSED, S.FAILED],
+  },
   CRITIQUE: {
     ...whileRunning(S.CRITIQUE),
-    CRITIQUE_DONE: [S.STREAMING, S.PLANNING, S.COMPLETED, S.PAUSED, S.FAILED],
+    CRITIQUE_DONE: [S.STREAMING, S.PLANNING, S.COMPLETED, ...MODEL_STEP_DETOURS],
   },
   COMPACTING: {
     ...whileRunning(S.COMPACTING),
-    COMPACTED: [S.STREAMING, S.PLANNING, S.PAUSED, S.FAILED],
+    COMPACTED: [S.STREAMING, S.PLANNING, ...MODEL_STEP_DETOURS],
     COMPACTION_FAILED: [S.FAILED],
   },
   PAUSED: {
     ABORT: [S.ABORTED],
     TIMEOUT: [S.FAILED],
-    RESUME: [S.PLANNING, S.STREAMING, S.TOOL_EXECUTING, S.COMPACTING, S.FAILED],
+    RESUME: [S.PLANNING, S.STREAMING, S.TOOL_EXECUTING, S.COMPACTING, S.AWAITING_APPROVAL, S.FAILED],
     MESSAGE: [S.PAUSED],
     STREAM_DELTA: [S.PAUSED],
   },
-  COMPLETED: {},
+  // Terminal, unless the run keeps the conversation open for a follow-up message (keepOpenMs).
+  COMPLETED: { MESSAGE: [S.STREAMING, ...MODEL_STEP_DETOURS], CLOSE: [S.COMPLETED] },
   FAILED: {},
   ABORTED: {},
 };
@@ -142,7 +151,7 @@ const reject = (error: string): TransitionResult => ({ ok: false, error });
 function handle(s: RunSnapshot, e: AgentEvent, now: string): TransitionResult {
   switch (e.type) {
     case 'START':
-      return enter(s, s.options.plan ? S.PLANNING : S.STREAMING, e, now);
+      return enter({ ...s, deadline: addMs(now, s.limits.timeoutMs) }, s.options.plan ? S.PLANNING : S.STREAMING, e, now);
 
     case 'INVALID_INPUT':
       return fail(s, e, now, e.error);
@@ -214,6 +223,10 @@ function handle(s: RunSnapshot, e: AgentEvent, now: string): TransitionResult {
       const pending = s.pendingApproval.find((p) => p.toolCallId === e.toolCallId);
       if (!pending) return reject(`no tool call ${e.toolCallId} is waiting for approval`);
       if (pending.decision) return reject(`tool call ${e.toolCallId} was already ${pending.decision.approved ? 'approved' : 'rejected'}`);
+      if (pending.kind === 'budget') {
+        if (!e.approved) return fail({ ...s, pendingApproval: [] }, e, now, `${s.reason}; extending the budget was declined${e.feedback ? `: ${e.feedback}` : ''}`);
+        return enter({ ...s, pendingApproval: [], budgetGrants: s.budgetGrants + 1, resumeTo: null }, s.resumeTo ?? S.STREAMING, e, now);
+      }
       const decision = { approved: e.approved, ...(e.feedback !== undefined ? { feedback: e.feedback } : {}) };
       const pendingApproval = s.pendingApproval.map((p) => (p === pending ? { ...p, decision } : p));
       const next = { ...s, pendingApproval };
@@ -249,8 +262,17 @@ function handle(s: RunSnapshot, e: AgentEvent, now: string): TransitionResult {
     case 'TIMEOUT':
       return fail(s, e, now, `timed out after ${s.limits.timeoutMs} ms (limits.timeoutMs)`);
 
-    case 'MESSAGE':
-      return ok({ ...s, queuedMessages: [...s.queuedMessages, e.text] });
+    case 'MESSAGE': {
+      const queued = { ...s, queuedMessages: [...s.queuedMessages, e.text] };
+      if (s.state !== S.COMPLETED) return ok(queued);
+      if (!s.conversationOpen) return reject('the conversation is closed');
+      // A follow-up turn: the answer so far stays until the next one replaces it.
+      return enter({ ...queued, conversationOpen: false, deadline: addMs(now, s.limits.timeoutMs) }, S.STREAMING, e, now);
+    }
+
+    case 'CLOSE':
+      if (!s.conversationOpen) return reject('the conversation is not open');
+      return ok({ ...s, conversationOpen: false });
 
     case 'STREAM_DELTA': {
       // Deltas of a finished or earlier call arrive late after a retry or a crash; they no longer describe anything.
@@ -290,7 +312,7 @@ function processResponse(s: RunSnapshot, e: AgentEvent, now: string): Transition
   const next = { ...s, toolSignatures: signatures };
   const guarded = calls.filter((c) => needsApproval(s, c.name));
   if (guarded.length > 0) {
-    next.pendingApproval = guarded.map((c) => ({ toolCallId: c.id, name: c.name, arguments: c.arguments }));
+    next.pendingApproval = guarded.map((c) => ({ toolCallId: c.id, kind: 'tool' as const, name: c.name, arguments: c.arguments }));
     return enter(next, S.AWAITING_APPROVAL, e, now);
   }
   return enter(next, S.TOOL_EXECUTING, e, now);
@@ -333,32 +355,54 @@ function enter(s: RunSnapshot, target: AgentState, e: AgentEvent, now: string): 
   if (callsModel && isLoopLimitReached(s)) {
     return fail(s, e, now, `loop limit reached: ${s.loops} model calls, limits.maxLoops is ${s.limits.maxLoops}`);
   }
+  const overBudget = callsModel ? budgetExceeded(s) : null;
+  if (overBudget && s.options.budget?.onExceed === 'approve') {
+    const request = { toolCallId: 'budget', kind: 'budget' as const, name: 'budget', arguments: JSON.stringify({ reason: overBudget }) };
+    return ok(moveTo({ ...s, reason: overBudget, resumeTo: target, pendingApproval: [request] }, S.AWAITING_APPROVAL, e, now));
+  }
+  if (overBudget) return fail(s, e, now, overBudget);
   if (s.pauseRequested && WORK_STATES.includes(target)) {
     return ok(moveTo({ ...s, pauseRequested: false, resumeTo: target }, S.PAUSED, e, now));
   }
   let next = moveTo(s, target, e, now);
-  switch (target) {
+  if (callsModel) {
+    const callNumber = s.loops + 1;
+    const queued = s.queuedMessages.map((text) => ({ role: 'user' as const, content: text }));
+    next = { ...next, loops: callNumber, partialText: '', stream: { callNumber, attempt: 1 }, queuedMessages: [], messages: [...next.messages, ...queued] };
+  }
+  return ok(next, commandsFor(next));
+}
+
+/**
+ * The work a state stands for, from the snapshot alone. Used on the way into a state, and to carry on from a
+ * snapshot: after continue-as-new, or in a run forked from a step.
+ */
+export function commandsFor(s: RunSnapshot): AgentCommand[] {
+  switch (s.state) {
     case S.PLANNING:
-    case S.STREAMING: {
-      const callNumber = s.loops + 1;
-      const queued = s.queuedMessages.map((text) => ({ role: 'user' as const, content: text }));
-      next = { ...next, loops: callNumber, partialText: '', stream: { callNumber, attempt: 1 }, queuedMessages: [], messages: [...next.messages, ...queued] };
-      return ok(next, [{ type: 'callModel', purpose: target === S.PLANNING ? 'plan' : 'respond', callNumber }]);
-    }
+    case S.STREAMING:
+      return [{ type: 'callModel', purpose: s.state === S.PLANNING ? 'plan' : 'respond', callNumber: s.loops }];
     case S.PROCESSING:
-      return ok(next, [{ type: 'process' }]);
+      return [{ type: 'process' }];
     case S.TOOL_EXECUTING: {
       const preset = new Set(s.presetResults.map((r) => r.toolCallId));
-      return ok(next, [{ type: 'runTools', calls: s.pendingToolCalls.filter((c) => !preset.has(c.id)) }]);
+      return [{ type: 'runTools', calls: s.pendingToolCalls.filter((c) => !preset.has(c.id)) }];
     }
     case S.CRITIQUE:
       // A model critic judges final answers; tool outcomes are judged by rules.
-      return ok(next, [{ type: 'critique', mode: s.lastToolResults.length === 0 ? s.options.critique : 'rules' }]);
+      return [{ type: 'critique', mode: s.lastToolResults.length === 0 ? s.options.critique : 'rules' }];
     case S.COMPACTING:
-      return ok(next, [{ type: 'compact', keepRecent: KEEP_RECENT_MESSAGES }]);
+      return [{ type: 'compact', keepRecent: KEEP_RECENT_MESSAGES }];
     default:
-      return ok(next);
+      return [];
   }
+}
+
+/** Carry on from a snapshot taken elsewhere: the same state, its work started again from the beginning. */
+export function resumeAt(s: RunSnapshot): { snapshot: RunSnapshot; commands: AgentCommand[] } {
+  const modelStep = s.state === S.STREAMING || s.state === S.PLANNING;
+  const snapshot: RunSnapshot = { ...s, partialText: modelStep ? '' : s.partialText, stream: modelStep ? { callNumber: s.loops, attempt: 1 } : s.stream };
+  return { snapshot, commands: commandsFor(snapshot) };
 }
 
 function fail(s: RunSnapshot, e: AgentEvent, now: string, reason: string): TransitionResult {
@@ -366,12 +410,14 @@ function fail(s: RunSnapshot, e: AgentEvent, now: string, reason: string): Trans
 }
 
 function finish(s: RunSnapshot, to: AgentState, e: AgentEvent, now: string, reason: string, answer: string | null = null): TransitionResult {
-  const next = moveTo({ ...s, reason, answer, pendingApproval: [], pauseRequested: false }, to, e, now);
+  const answered = to === S.COMPLETED ? { turns: s.turns + 1, conversationOpen: s.options.keepOpenMs > 0 } : { conversationOpen: false };
+  const next = moveTo({ ...s, ...answered, reason, answer, pendingApproval: [], pauseRequested: false }, to, e, now);
   return ok(next, [{ type: 'cancelWork' }]);
 }
 
 function moveTo(s: RunSnapshot, to: AgentState, e: AgentEvent, now: string): RunSnapshot {
-  if (isTerminal(s.state)) throw new Error(`machine bug: leaving terminal state ${s.state}`);
+  const reopening = s.state === S.COMPLETED && e.type === 'MESSAGE';
+  if (isTerminal(s.state) && !reopening) throw new Error(`machine bug: leaving terminal state ${s.state}`);
   return {
     ...s,
     state: to,
@@ -382,8 +428,11 @@ function moveTo(s: RunSnapshot, to: AgentState, e: AgentEvent, now: string): Run
 }
 
 function withResponseUsage(s: RunSnapshot, r: ModelResponse): RunSnapshot {
-  return { ...s, usage: { ...addUsage(s.usage, r.usage), modelCalls: s.usage.modelCalls + 1 } };
+  const usage = { ...addUsage(s.usage, r.usage), modelCalls: s.usage.modelCalls + 1, costUsd: s.usage.costUsd + responseCost(s, r) };
+  return { ...s, usage, lastModel: r.model || s.lastModel };
 }
+
+const addMs = (iso: string, ms: number) => new Date(Date.parse(iso) + ms).toISOString();
 
 function lastAssistantText(s: RunSnapshot): string | null {
   for (let i = s.messages.length - 1; i >= 0; i--) {

@@ -1,5 +1,5 @@
 import type { ChatMessage, ToolCall, ToolResult, Usage } from '../common/chat';
-import type { Limits, ResolvedInput } from '../common/input';
+import type { Budget, Limits, ResolvedInput } from '../common/input';
 import { AgentState, type CritiqueDecision } from './states';
 
 export const SNAPSHOT_VERSION = 1;
@@ -12,7 +12,9 @@ export interface TransitionRecord {
 }
 
 export interface PendingApproval {
+  /** A tool call's id, or `budget` when the run asks to exceed its budget. */
   toolCallId: string;
+  kind: 'tool' | 'budget';
   name: string;
   arguments: string;
   decision?: { approved: boolean; feedback?: string };
@@ -28,7 +30,7 @@ export interface RunSnapshot {
   /** Model calls made for planning and answering (the `maxLoops` counter). */
   loops: number;
   toolCalls: number;
-  usage: Usage & { modelCalls: number };
+  usage: Usage & { modelCalls: number; costUsd: number };
   limits: Limits;
   options: {
     model?: string;
@@ -36,7 +38,21 @@ export interface RunSnapshot {
     plan: boolean;
     critique: 'rules' | 'model';
     approvalTools: string[];
+    budget?: Budget;
+    keepOpenMs: number;
   };
+  /** How many times an `approve` of `budget` extended the budget by its original size. */
+  budgetGrants: number;
+  /** When the run's `timeoutMs` runs out (reset by each new turn of a kept-open conversation). */
+  deadline: string | null;
+  /** Answers given so far; a kept-open conversation answers once per turn. */
+  turns: number;
+  /** COMPLETED but still taking `sendMessage` (within `keepOpenMs`). */
+  conversationOpen: boolean;
+  /** The model that answered the last call, as the provider named it. */
+  lastModel: string | null;
+  /** Set when this run carries on from another: continued as new, or forked from a step. */
+  origin: { kind: 'continue' | 'fork'; workflowId: string; step: number } | null;
   transitions: TransitionRecord[];
   /** Text of the latest model call: as far as it has streamed while the call runs, complete once it has answered. */
   partialText: string;
@@ -85,7 +101,7 @@ export function initialSnapshot(input: ResolvedInput, now: string): RunSnapshot 
     step: 0,
     loops: 0,
     toolCalls: 0,
-    usage: { promptTokens: 0, completionTokens: 0, totalTokens: 0, modelCalls: 0 },
+    usage: { promptTokens: 0, completionTokens: 0, totalTokens: 0, modelCalls: 0, costUsd: 0 },
     limits: input.limits,
     options: {
       model: input.model,
@@ -93,7 +109,15 @@ export function initialSnapshot(input: ResolvedInput, now: string): RunSnapshot 
       plan: input.plan,
       critique: input.critique,
       approvalTools: input.approval?.tools ?? [],
+      ...(input.budget ? { budget: input.budget } : {}),
+      keepOpenMs: input.keepOpenMs,
     },
+    budgetGrants: 0,
+    deadline: null,
+    turns: 0,
+    conversationOpen: false,
+    lastModel: null,
+    origin: null,
     transitions: [],
     partialText: '',
     stream: null,
@@ -128,9 +152,10 @@ export function blankSnapshot(now: string): RunSnapshot {
   return initialSnapshot(
     {
       prompt: '(invalid input)',
-      limits: { maxLoops: 1, maxToolCalls: 1, timeoutMs: 1_000, maxRepeats: 2 },
+      limits: { maxLoops: 1, maxToolCalls: 1, timeoutMs: 1_000, maxRepeats: 2, historyEvents: 10_000 },
       plan: false,
       critique: 'rules',
+      keepOpenMs: 0,
     },
     now,
   );

@@ -1,0 +1,111 @@
+/**
+ * Content-addressed blob stores for claim-checked payloads.
+ *
+ * `BlobStore` is all the claim-check codec needs, so a cluster store plugs in by implementing its two methods:
+ * - S3-compatible (AWS S3, MinIO, R2): `put` = `PutObject` with key `<prefix>/<ab>/<cd>/<hash>` (a `HeadObject` first
+ *   skips blobs already there), `get` = `GetObject`, mapping `NoSuchKey` to `BlobNotFoundError`.
+ * - PostgreSQL: a table `blobs (key text primary key, bytes bytea)`; `put` = `INSERT ... ON CONFLICT (key) DO NOTHING`,
+ *   `get` = `SELECT bytes`, no row = `BlobNotFoundError`.
+ * Every worker and every client that reads results must reach the same store; pass it to
+ * `claimCheckDataConverter({ store })` (src/codec/index.ts). Blobs are immutable and never deleted here: a sweep that
+ * drops blobs older than the namespace's retention period is the store's concern.
+ */
+import { randomBytes } from 'node:crypto';
+import { mkdir, open, readFile, rename, rm, stat } from 'node:fs/promises';
+import path from 'node:path';
+
+/** Where claim-checked payloads live, keyed by the sha256 hex of their bytes. Implementations must be idempotent. */
+export interface BlobStore {
+  /** Stores `bytes` under `key`; storing a key that is already present is a no-op. */
+  put(key: string, bytes: Uint8Array): Promise<void>;
+  /** The bytes stored under `key`; rejects with `BlobNotFoundError` when there are none. */
+  get(key: string): Promise<Uint8Array>;
+}
+
+/** No blob is stored under this key: the store was wiped, or this process points at another store than the writer. */
+export class BlobNotFoundError extends Error {
+  override readonly name = 'BlobNotFoundError';
+  constructor(
+    readonly key: string,
+    where: string,
+  ) {
+    super(`claim-check blob ${key} not found in ${where}`);
+  }
+}
+
+const SHA256_HEX = /^[0-9a-f]{64}$/;
+
+/** Options of `FsBlobStore`. */
+export interface FsBlobStoreOptions {
+  /** Flush each new blob (and its folder) to disk before it is referenced from history. @default true */
+  fsync?: boolean;
+}
+
+/**
+ * Blobs as files under `dir`, sharded as `ab/cd/<hash>`. A blob appears under its final name only whole: it is written
+ * to a temporary file in the same folder, flushed, then renamed. Fits one machine or a shared volume (NFS, EFS).
+ */
+export class FsBlobStore implements BlobStore {
+  readonly dir: string;
+  private readonly fsync: boolean;
+
+  constructor(dir: string, options: FsBlobStoreOptions = {}) {
+    this.dir = path.resolve(dir);
+    this.fsync = options.fsync ?? true;
+  }
+
+  /** The file that holds `key`. Throws on a key that is not a sha256 hex digest, so no key can leave `dir`. */
+  pathOf(key: string): string {
+    if (!SHA256_HEX.test(key)) throw new Error(`invalid blob key ${JSON.stringify(key)}: expected a sha256 hex digest`);
+    return path.join(this.dir, key.slice(0, 2), key.slice(2, 4), key);
+  }
+
+  async put(key: string, bytes: Uint8Array): Promise<void> {
+    const file = this.pathOf(key);
+    if (await exists(file)) return;
+    const folder = path.dirname(file);
+    await mkdir(folder, { recursive: true });
+    // Same folder, so the rename stays on one file system and is atomic; a dot name never matches a key.
+    const temp = path.join(folder, `.${key}.${process.pid}.${randomBytes(6).toString('hex')}.tmp`);
+    try {
+      const handle = await open(temp, 'wx');
+      try {
+        await handle.writeFile(bytes);
+        if (this.fsync) await handle.sync();
+      } finally {
+        await handle.close();
+      }
+      // A concurrent writer of the same key may win the race: its bytes are the same, so replacing them is harmless.
+      await rename(temp, file);
+    } catch (err) {
+      await rm(temp, { force: true });
+      throw err;
+    }
+    if (this.fsync) await syncDir(folder);
+  }
+
+  async get(key: string): Promise<Uint8Array> {
+    const file = this.pathOf(key);
+    try {
+      return await readFile(file);
+    } catch (err) {
+      if ((err as NodeJS.ErrnoException).code === 'ENOENT') throw new BlobNotFoundError(key, this.dir);
+      throw err;
+    }
+  }
+}
+
+const exists = (file: string) => stat(file).then((s) => s.isFile(), () => false);
+
+/** Makes the rename itself durable; some platforms cannot open a folder for syncing, which is not an error. */
+async function syncDir(folder: string): Promise<void> {
+  const handle = await open(folder, 'r').catch(() => undefined);
+  if (!handle) return;
+  try {
+    await handle.sync();
+  } catch {
+    // EINVAL/EPERM on file systems without directory fsync
+  } finally {
+    await handle.close();
+  }
+}

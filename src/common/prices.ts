@@ -1,0 +1,27 @@
+import type { Price } from './input';
+
+/**
+ * Example prices in USD per million tokens, for cost budgets. Providers change prices: pass `budget.prices` for the
+ * models you use. Model names match by the longest prefix, so `gpt-4o-mini-2024-07-18` uses `gpt-4o-mini`.
+ */
+export const DEFAULT_PRICES: Readonly<Record<string, Price>> = {
+  'gpt-4o-mini': { inputPerMTok: 0.15, outputPerMTok: 0.6 },
+  'gpt-4o': { inputPerMTok: 2.5, outputPerMTok: 10 },
+  'gpt-4.1-mini': { inputPerMTok: 0.4, outputPerMTok: 1.6 },
+  'gpt-4.1': { inputPerMTok: 2, outputPerMTok: 8 },
+  'qwen-plus': { inputPerMTok: 0.4, outputPerMTok: 1.2 },
+  'qwen-max': { inputPerMTok: 1.6, outputPerMTok: 6.4 },
+  'scripted-': { inputPerMTok: 1, outputPerMTok: 2 },
+};
+
+export function priceFor(model: string | undefined, overrides: Record<string, Price> = {}): Price | undefined {
+  if (!model) return undefined;
+  const table = { ...DEFAULT_PRICES, ...overrides };
+  const key = Object.keys(table)
+    .filter((name) => model.startsWith(name))
+    .sort((a, b) => b.length - a.length)[0];
+  return key ? table[key] : undefined;
+}
+
+export const costOf = (price: Price, promptTokens: number, completionTokens: number): number =>
+  (promptTokens * price.inputPerMTok + completionTokens * price.outputPerMTok) / 1_000_000;

@@ -1,0 +1,119 @@
+/**
+ * Child `agentRun` workflows of a pattern, started one at a time under `<pattern id>/<name>` so the UI shows the
+ * tree. Registers the `patternState` query and the `abort` signal, and publishes progress on every change.
+ */
+import {
+  ApplicationFailure,
+  CancellationScope,
+  ChildWorkflowCancellationType,
+  executeChild,
+  isCancellation,
+  log,
+  setCurrentDetails,
+  setHandler,
+  upsertSearchAttributes,
+  workflowInfo,
+} from '@temporalio/workflow';
+import { defineSearchAttributeKey } from '@temporalio/common';
+import { AGENT_STATE_SEARCH_ATTRIBUTE } from '../../common/constants';
+import { AbortInputSchema, type AgentRunInput, parseWith } from '../../common/input';
+import { abortSignal, type AgentRunResult } from '../../common/messages';
+import { type ChildStatus, type PatternStateView, patternStateQuery, RUNNING_CHILDREN } from '../../common/patterns';
+import { agentRun } from '../agent-run';
+
+const agentStateKey = defineSearchAttributeKey(AGENT_STATE_SEARCH_ATTRIBUTE, 'KEYWORD');
+
+export interface ChildOutcome {
+  workflowId: string;
+  status: ChildStatus;
+  answer: string | null;
+}
+
+export type SubAgents = ReturnType<typeof subAgents>;
+
+/** Call before the pattern's first `await`, so the query and the signal are there from the start. */
+export function subAgents(pattern: PatternStateView['pattern']) {
+  const parentId = workflowInfo().workflowId;
+  const root = CancellationScope.current();
+  const view: PatternStateView = { pattern, status: RUNNING_CHILDREN, stage: null, children: [], reason: null };
+  let running: CancellationScope | undefined;
+  let abortReason: string | undefined;
+
+  function publish(): void {
+    upsertSearchAttributes([{ key: agentStateKey, value: view.status }]);
+    const lines = [`**${pattern}** ${view.status}${view.stage ? `, running ${view.stage}` : ''}`];
+    for (const child of view.children) lines.push(`- ${child.name}: ${child.status} (${child.workflowId})`);
+    if (view.reason) lines.push(`reason: ${view.reason}`);
+    setCurrentDetails(lines.join('\n'));
+  }
+
+  setHandler(patternStateQuery, () => view);
+  setHandler(abortSignal, (raw) => {
+    if (abortReason !== undefined || view.status !== RUNNING_CHILDREN) return;
+    const parsed = parseWith(AbortInputSchema, raw ?? {}, 'abort input');
+    abortReason = `aborted: ${(parsed.ok && parsed.value.reason) || 'no reason given'}`;
+    log.info('pattern aborted', { reason: abortReason, stage: view.stage });
+    running?.cancel();
+  });
+  publish();
+
+  const isAborted = () => {
+    if (abortReason === undefined && root.consideredCancelled) abortReason = 'aborted: the workflow was cancelled';
+    return abortReason !== undefined;
+  };
+
+  /** Runs one child to its end. A failed child fails the pattern with `SubAgentFailed` naming the stage. */
+  async function run(name: string, input: AgentRunInput): Promise<ChildOutcome> {
+    const workflowId = `${parentId}/${name}`;
+    if (isAborted()) return { workflowId, status: 'ABORTED', answer: null };
+    const child = { name, workflowId, status: 'RUNNING' as ChildStatus };
+    view.children.push(child);
+    view.stage = name;
+    publish();
+    const scope = new CancellationScope();
+    running = scope;
+    try {
+      const result: AgentRunResult = await scope.run(() =>
+        executeChild(agentRun, {
+          workflowId,
+          args: [input],
+          // Wait for the child to wind down, so it ends ABORTED (and closes its model stream) before the pattern ends.
+          cancellationType: ChildWorkflowCancellationType.WAIT_CANCELLATION_COMPLETED,
+          staticSummary: `${pattern} ${name}`,
+        }),
+      );
+      child.status = result.status === 'ABORTED' ? 'ABORTED' : 'COMPLETED';
+      if (child.status === 'ABORTED' && !isAborted()) abortReason = `${name} was ${result.reason ?? 'aborted'}`;
+      return { workflowId, status: child.status, answer: result.answer };
+    } catch (err) {
+      if (isAborted()) {
+        child.status = isCancellation(err) ? 'ABORTED' : 'FAILED';
+        return { workflowId, status: child.status, answer: null };
+      }
+      child.status = 'FAILED';
+      const message = `${pattern} ${name} (${workflowId}) failed: ${innermostMessage(err)}`;
+      end('FAILED', message);
+      throw ApplicationFailure.create({ type: 'SubAgentFailed', message, nonRetryable: true, details: [{ stage: name, workflowId }], cause: err as Error });
+    } finally {
+      running = undefined;
+      view.stage = null;
+      publish();
+    }
+  }
+
+  /** Publishes the final status; the pattern then returns (or throws, when FAILED). */
+  function end(status: PatternStateView['status'], reason: string | null): void {
+    view.status = status;
+    view.reason = reason;
+    publish();
+  }
+
+  return { run, end, isAborted, abortReason: () => abortReason ?? null };
+}
+
+/** The child's own reason, e.g. `loop detected: ...`, under the ChildWorkflowFailure wrapper. */
+function innermostMessage(err: unknown): string {
+  let current: unknown = err;
+  while (current instanceof Error && current.cause instanceof Error) current = current.cause;
+  return current instanceof Error ? current.message : String(current);
+}

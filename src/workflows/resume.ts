@@ -1,0 +1,48 @@
+/** Carrying a run across runs (continue-as-new, fork) and back in time (a step's snapshot): pure functions. */
+import type { ResolvedInput } from '../common/input';
+import { transition, type AgentEvent } from './machine';
+import type { RunSnapshot } from './snapshot';
+
+type Resume = NonNullable<ResolvedInput['resume']>;
+
+/** Transitions a continued run keeps; the step counter still counts them all. */
+const CARRIED_TRANSITIONS = 100;
+
+/** What goes into the next run: everything, with the transition log cut to its recent end. */
+export function carryOver(s: RunSnapshot): RunSnapshot & Record<string, unknown> {
+  return { ...s, transitions: s.transitions.slice(-CARRIED_TRANSITIONS) };
+}
+
+export const snapshotDeadline = (resume: Resume): string | null => (resume.snapshot as unknown as RunSnapshot).deadline ?? null;
+
+/**
+ * The snapshot a run starts from when it carries on from another. A continued run keeps its deadline and the
+ * behaviour it started with; a fork is a new run, with a fresh deadline and today's behaviour.
+ */
+export function carryOn(resume: Resume, features: RunSnapshot['features'], workflowId: string, now: string): RunSnapshot {
+  const carried = resume.snapshot as unknown as RunSnapshot;
+  if (resume.kind === 'continue') return { ...carried, origin: carried.origin ?? { kind: 'continue', workflowId, step: carried.step } };
+  const origin = resume.origin ?? { workflowId: 'unknown', step: carried.step };
+  return {
+    ...carried,
+    features,
+    origin: { kind: 'fork', ...origin },
+    deadline: new Date(Date.parse(now) + carried.limits.timeoutMs).toISOString(),
+    pauseRequested: false,
+    rejectedEvents: [],
+  };
+}
+
+/** The snapshot right after step `step`, replayed through the pure machine from this run's base. */
+export function snapshotAt(base: RunSnapshot, log: ReadonlyArray<{ event: AgentEvent; at: string }>, current: RunSnapshot, step: number): RunSnapshot {
+  if (!Number.isInteger(step) || step < base.step || step > current.step) {
+    throw new Error(`step ${step} is not in this run: it holds steps ${base.step} to ${current.step}${base.step > 0 ? ' (earlier steps are in the run it continued from)' : ''}`);
+  }
+  let s = base;
+  for (const { event, at } of log) {
+    if (s.step >= step) break;
+    const r = transition(s, event, at);
+    if (r.ok) s = r.snapshot;
+  }
+  return s;
+}

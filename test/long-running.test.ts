@@ -1,0 +1,105 @@
+/** Long-running features on the real server: budgets, multi-turn, time travel and continue-as-new. */
+import { randomUUID } from 'node:crypto';
+import { WORKFLOW_TYPE } from '../src/common/constants';
+import { approveUpdate, sendMessageUpdate, snapshotAtQuery, stateQuery } from '../src/common/messages';
+import { startAgentHarness, type AgentHarness } from './support/agent-harness';
+
+let h: AgentHarness;
+beforeAll(async () => {
+  h = await startAgentHarness();
+}, 120_000);
+afterAll(async () => h?.close());
+
+const lastUser = (request: any) => [...request.messages].reverse().find((m: any) => m.role === 'user')?.content;
+
+test('a budget that would be exceeded asks for approval; approving extends it and the run completes', async () => {
+  h.model.register('spender', ({ callIndex }) =>
+    callIndex === 0
+      ? { toolCalls: [{ name: 'listFiles', arguments: {} }], usage: { prompt_tokens: 900, completion_tokens: 100 } }
+      : { text: 'done within the extended budget', usage: { prompt_tokens: 900, completion_tokens: 100 } },
+  );
+  const handle = await h.start({ prompt: 'spend', model: 'spender', budget: { maxTokens: 1_200, reserveOutputTokens: 200, onExceed: 'approve', prices: { spender: { inputPerMTok: 1, outputPerMTok: 2 } } } });
+  const waiting = await h.waitForState(handle, (s) => s.state === 'AWAITING_APPROVAL');
+  expect(waiting.pendingApproval[0]).toMatchObject({ toolCallId: 'budget', kind: 'budget' });
+  expect(waiting.reason).toMatch(/^token budget exceeded: 1000 used \+ \d+ reserved for the next call > 1200 \(budget\.maxTokens\)$/);
+  expect(h.model.requests('spender')).toHaveLength(1);
+
+  await handle.executeUpdate(approveUpdate, { args: [{ toolCallId: 'budget', approved: true }] });
+  const result = await handle.result();
+  expect(result).toMatchObject({ status: 'COMPLETED', answer: 'done within the extended budget' });
+  expect(result.usage.totalTokens).toBe(2_000);
+  expect(result.usage.costUsd).toBeCloseTo((1_800 * 1 + 200 * 2) / 1e6, 9); // from the run's own price table
+});
+
+test('sendMessage continues a completed conversation without a new workflow', async () => {
+  h.model.register('chatty', ({ request }) => ({ text: `you said: ${lastUser(request)}` }));
+  const handle = await h.start({ prompt: 'hello', model: 'chatty', keepOpenMs: 30_000 });
+  const first = await h.waitForState(handle, (s) => s.state === 'COMPLETED');
+  expect(first).toMatchObject({ answer: 'you said: hello', turns: 1, conversationOpen: true });
+
+  await handle.executeUpdate(sendMessageUpdate, { args: [{ text: 'and again' }] });
+  const second = await h.waitForState(handle, (s) => s.turns === 2);
+  expect(second).toMatchObject({ state: 'COMPLETED', answer: 'you said: and again' });
+  expect((await handle.describe()).status.name).toBe('RUNNING');
+  expect(second.transitions.map((t) => t.to).filter((to) => to === 'COMPLETED')).toHaveLength(2);
+});
+
+test('the conversation closes after keepOpenMs and the workflow returns the last answer', async () => {
+  h.model.register('brief', [{ text: 'only answer' }]);
+  const handle = await h.start({ prompt: 'hi', model: 'brief', keepOpenMs: 1_000 });
+  const result = await handle.result();
+  expect(result).toMatchObject({ status: 'COMPLETED', answer: 'only answer' });
+  await expect(handle.executeUpdate(sendMessageUpdate, { args: [{ text: 'late' }] })).rejects.toThrow();
+});
+
+test('time travel: every step is queryable, and a run forked from a step carries on from there', async () => {
+  h.model.register('traveller', ({ request }) => {
+    const tools = request.messages.filter((m: any) => m.role === 'tool');
+    if (tools.length === 0) return { toolCalls: [{ name: 'readFile', arguments: { path: 'hello.txt' } }] };
+    return { text: `answer after ${tools.length} tool result(s), fork=${String(lastUser(request)).includes('fork')}` };
+  });
+  const original = await h.start({ prompt: 'read and answer', model: 'traveller' });
+  await original.result();
+  const final = await original.query(stateQuery);
+
+  // Step 3 is the way into TOOL_EXECUTING: the tool call is pending, nothing executed yet.
+  const atStep3 = await original.query(snapshotAtQuery, { step: 3, includeMessages: true });
+  expect(atStep3).toMatchObject({ state: 'TOOL_EXECUTING', step: 3, toolCalls: 0 });
+  expect(atStep3.pendingToolCalls).toHaveLength(1);
+  expect(final.transitions[2]).toMatchObject({ to: 'TOOL_EXECUTING' });
+  const atStep1 = await original.query(snapshotAtQuery, { step: 1 });
+  expect(atStep1).toMatchObject({ state: 'STREAMING', loops: 1 });
+  await expect(original.query(snapshotAtQuery, { step: final.step + 1 })).rejects.toThrow(/is not in this run/);
+
+  const requestsBefore = h.model.requests('traveller').length;
+  const fork = await h.env.client.workflow.start(WORKFLOW_TYPE, {
+    taskQueue: h.taskQueue,
+    workflowId: `fork-${randomUUID()}`,
+    args: [{ prompt: 'read and answer', resume: { kind: 'fork', snapshot: atStep3, origin: { workflowId: original.workflowId, step: 3 } } }],
+  });
+  const forked = await fork.result();
+  expect(forked).toMatchObject({ status: 'COMPLETED', answer: 'answer after 1 tool result(s), fork=false', toolCalls: 1 });
+  // The fork ran the pending tool and one model call; the first model call was not made again.
+  expect(h.model.requests('traveller').length - requestsBefore).toBe(1);
+  const forkState = await fork.query(stateQuery);
+  expect(forkState.origin).toEqual({ kind: 'fork', workflowId: original.workflowId, step: 3 });
+  expect(forkState.transitions.slice(0, 3)).toEqual(final.transitions.slice(0, 3));
+});
+
+test('a long run continues as new transparently: same workflow id, state keeps answering, counters carry', async () => {
+  h.model.register('long', ({ request }) => {
+    const done = request.messages.filter((m: any) => m.role === 'tool').length;
+    return done < 12 ? { toolCalls: [{ name: done % 2 ? 'listFiles' : 'readFile', arguments: done % 2 ? { path: '.' } : { path: 'hello.txt' } }] } : { text: `finished after ${done} tools` };
+  });
+  const handle = await h.start({ prompt: 'keep going', model: 'long', limits: { historyEvents: 100, maxRepeats: 20 } });
+  const firstRunId = (await handle.describe()).runId;
+  const result = await handle.result();
+  expect(result).toMatchObject({ status: 'COMPLETED', answer: 'finished after 12 tools', toolCalls: 12, loops: 13 });
+  const description = await handle.describe();
+  expect(description.runId).not.toBe(firstRunId);
+  const state = await h.env.client.workflow.getHandle(handle.workflowId).query(stateQuery);
+  expect(state).toMatchObject({ state: 'COMPLETED', toolCalls: 12, loops: 13 });
+  expect(state.origin).toMatchObject({ kind: 'continue', workflowId: handle.workflowId });
+  // One model request per step: continuing as new repeated no model call.
+  expect(h.model.requests('long')).toHaveLength(13);
+}, 120_000);
