@@ -16,6 +16,7 @@ import {
 import { parseAgentRunInput, type AgentRunInput } from './common/input';
 import type { AgentRunResult, RunStateView } from './common/messages';
 import { temporalSettings } from './config';
+import { diffSnapshots, formatDiff, stepsOf } from './time-travel';
 import type { PendingApproval } from './workflows/snapshot';
 
 /** What the CLI needs from the outside world; tests replace it. */
@@ -159,6 +160,37 @@ function buildProgram(deps: CliDeps, state: { exitCode: number }): Command {
       if (o.json) printJson(outcome);
       else print(formatOutcome(outcome));
       if (outcome.status === 'FAILED') state.exitCode = 1;
+    });
+
+  command('history <workflowId>', 'list the steps of a run (each a state change), for diff and fork')
+    .action(async (workflowId: string, o: JsonOption) => {
+      const steps = stepsOf(await withClient((client) => client.handle(workflowId).state()));
+      if (o.json) printJson(steps);
+      else for (const s of steps) print(`${String(s.step).padStart(4)}  ${clock(s.at)}  ${s.from} -> ${s.to} (${s.event})`);
+    });
+
+  command('diff <workflowId> <stepA> <stepB>', 'show what changed in a run between two steps')
+    .action(async (workflowId: string, a: string, b: string, o: JsonOption) => {
+      const [from, to] = [integer(a), integer(b)];
+      const diff = await withClient(async (client) => {
+        const run = client.handle(workflowId);
+        return diffSnapshots(await run.snapshotAt(from, { includeMessages: true }), await run.snapshotAt(to, { includeMessages: true }));
+      });
+      if (o.json) printJson(diff);
+      else print(formatDiff(diff));
+    });
+
+  command('fork <workflowId>', 'start a new run from the snapshot a run had right after a step')
+    .requiredOption('--from-step <n>', 'the step to carry on from', integer)
+    .option('--id <workflowId>', 'workflow id of the new run')
+    .option('--watch', 'follow the new run until it ends')
+    .action(async (workflowId: string, o: JsonOption & { fromStep: number; id?: string; watch?: boolean }) => {
+      await withClient(async (client) => {
+        const handle = await client.fork(workflowId, o.fromStep, { workflowId: o.id });
+        if (o.json) printJson({ type: 'started', workflowId: handle.workflowId, runId: handle.runId, forkedFrom: { workflowId, step: o.fromStep } });
+        else print(`started ${handle.workflowId} from step ${o.fromStep} of ${workflowId}`);
+        if (o.watch) state.exitCode = await watch(handle, o.json);
+      });
     });
 
   command('list', 'list agent runs, newest first')

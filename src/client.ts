@@ -39,6 +39,7 @@ import {
   pauseSignal,
   resumeSignal,
   sendMessageUpdate,
+  snapshotAtQuery,
   stateQuery,
   type AgentRunResult,
   type ApproveResult,
@@ -269,6 +270,11 @@ export class AgentRunHandle {
     }
   }
 
+  /** Time travel: the run's snapshot right after `step` (see `state().transitions`); messages on request. */
+  async snapshotAt(step: number, opts: { includeMessages?: boolean } = {}): Promise<RunStateView> {
+    return this.guard(() => this.workflow.query(snapshotAtQuery, { step, includeMessages: opts.includeMessages ?? false }));
+  }
+
   /** Asks the run to stop: work in flight is cancelled and the run ends ABORTED. */
   async abort(reason?: string): Promise<void> {
     const input = validate(AbortInputSchema, reason === undefined ? {} : { reason }, 'abort input');
@@ -406,6 +412,18 @@ export class AgentClient {
       staticSummary: summarize(parsed.value.prompt),
     });
     return new AgentRunHandle(handle, handle.firstExecutionRunId, this.taskQueue);
+  }
+
+  /**
+   * Time travel: a new run that carries on from step `fromStep` of another, with the snapshot it had right after that
+   * step (conversation included). The original is untouched; the fork's `state().origin` names it.
+   */
+  async fork(workflowId: string, fromStep: number, opts: StartOptions = {}): Promise<AgentRunHandle> {
+    const snapshot = await this.handle(workflowId).snapshotAt(fromStep, { includeMessages: true });
+    if (isTerminal(snapshot.state)) throw new InvalidAgentInputError(`step ${fromStep} of ${workflowId} is ${snapshot.state}: fork from an earlier step`);
+    const task = snapshot.messages?.find((m) => m.role === 'user')?.content ?? `fork of ${workflowId}`;
+    const resume = { kind: 'fork' as const, snapshot: snapshot as unknown as { schemaVersion: 1; state: string; step: number }, origin: { workflowId, step: fromStep } };
+    return this.start({ prompt: task, resume }, { workflowId: opts.workflowId ?? `${workflowId}-fork-${fromStep}-${randomUUID().slice(0, 6)}` });
   }
 
   /** A handle to the latest run with this workflow id. Nothing is checked until a method is called. */

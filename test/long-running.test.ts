@@ -1,5 +1,7 @@
 /** Long-running features on the real server: budgets, multi-turn, time travel and continue-as-new. */
 import { randomUUID } from 'node:crypto';
+import { main } from '../src/cli';
+import { AgentClient } from '../src/client';
 import { WORKFLOW_TYPE } from '../src/common/constants';
 import { approveUpdate, sendMessageUpdate, snapshotAtQuery, stateQuery } from '../src/common/messages';
 import { startAgentHarness, type AgentHarness } from './support/agent-harness';
@@ -103,3 +105,60 @@ test('a long run continues as new transparently: same workflow id, state keeps a
   // One model request per step: continuing as new repeated no model call.
   expect(h.model.requests('long')).toHaveLength(13);
 }, 120_000);
+
+describe('from the client and the CLI', () => {
+  const cli = async (...argv: string[]) => {
+    let out = '';
+    let err = '';
+    const code = await main(argv, { connect: async () => new AgentClient(h.env.client, h.taskQueue), out: (t) => (out += t), err: (t) => (err += t) });
+    return { code, out, err };
+  };
+
+  test('watch shows streamed text from a slow model before the call ends', async () => {
+    const text = 'slowly arriving words for the watcher';
+    h.model.register('slow-watch', [{ text, chunkSize: 3, chunkDelayMs: 120 }]);
+    const handle = await new AgentClient(h.env.client, h.taskQueue).start({ prompt: 'talk', model: 'slow-watch' });
+    const seen: string[] = [];
+    await handle.watch((event) => {
+      if (event.type === 'text') seen.push(`text:${event.text}`);
+      if (event.type === 'transition') seen.push(`to:${event.transition.to}`);
+    });
+    const firstText = seen.findIndex((e) => e.startsWith('text:'));
+    const responded = seen.indexOf('to:PROCESSING');
+    expect(firstText).toBeGreaterThanOrEqual(0);
+    expect(firstText).toBeLessThan(responded);
+    expect(seen.filter((e) => e.startsWith('text:')).length).toBeGreaterThan(1); // it arrived in pieces
+    expect(seen.filter((e) => e.startsWith('text:')).map((e) => e.slice(5)).join('')).toBe(text);
+  });
+
+  test('agent history, diff and fork', async () => {
+    h.model.register('cli-travel', ({ request }) =>
+      request.messages.some((m: any) => m.role === 'tool') ? { text: 'read it' } : { toolCalls: [{ name: 'readFile', arguments: { path: 'hello.txt' } }] },
+    );
+    const run = await new AgentClient(h.env.client, h.taskQueue).start({ prompt: 'read', model: 'cli-travel' });
+    await run.result();
+
+    const history = await cli('history', run.workflowId, '--json');
+    const steps = JSON.parse(history.out);
+    expect(steps.map((s: any) => [s.step, s.to])).toEqual([
+      [1, 'STREAMING'], [2, 'PROCESSING'], [3, 'TOOL_EXECUTING'], [4, 'CRITIQUE'], [5, 'STREAMING'], [6, 'PROCESSING'], [7, 'CRITIQUE'], [8, 'COMPLETED'],
+    ]);
+
+    const diff = await cli('diff', run.workflowId, '3', '4');
+    expect(diff.code).toBe(0);
+    expect(diff.out).toContain('step 3 -> step 4');
+    expect(diff.out).toContain('state: "TOOL_EXECUTING" -> "CRITIQUE"');
+    expect(diff.out).toContain('toolCalls: 0 -> 1');
+    expect(diff.out).toMatch(/\+ message \{"role":"tool","toolCallId":"[^"]+","content":"Hello from the workspace/);
+
+    const fork = await cli('fork', run.workflowId, '--from-step', '4', '--json');
+    const forked = JSON.parse(fork.out);
+    expect(forked.forkedFrom).toEqual({ workflowId: run.workflowId, step: 4 });
+    const result = await new AgentClient(h.env.client, h.taskQueue).handle(forked.workflowId).result();
+    expect(result).toMatchObject({ status: 'COMPLETED', answer: 'read it', toolCalls: 1 });
+
+    const refused = await cli('fork', run.workflowId, '--from-step', '8');
+    expect(refused.code).toBe(1);
+    expect(refused.err).toContain('step 8 of');
+  });
+});

@@ -242,6 +242,82 @@ describe('scripted model', () => {
     expect(received.length).toBeLessThan(200);
   });
 
+  it('resets the connection after resetAfterChunks content chunks, with no finish and no [DONE]', async () => {
+    model.register('reset', [{ text: 'abcdefghij', chunkSize: 2, resetAfterChunks: 3 }]);
+    const stream = await client.chat.completions.create({ model: 'reset', messages: [user('x')], stream: true });
+    const received: string[] = [];
+    const finishes: unknown[] = [];
+    const err = await rejectionOf(
+      (async () => {
+        for await (const chunk of stream) {
+          received.push(chunk.choices[0]?.delta.content ?? '');
+          finishes.push(chunk.choices[0]?.finish_reason);
+        }
+      })(),
+    );
+
+    expect(received.filter(Boolean)).toEqual(['ab', 'cd', 'ef']);
+    expect(finishes.every((f) => f === null)).toBe(true);
+    // undici's error for a body cut short by the peer.
+    expect(String(err?.message ?? err)).toMatch(/terminated/);
+    expect(model.requests('reset')).toEqual([
+      expect.objectContaining({ stream: true, completed: false, closedByClient: false, fault: 'reset' }),
+    ]);
+  });
+
+  it('resets a non-streaming request before any body, which the client sees as a connection error', async () => {
+    model.register('reset-plain', [{ text: 'never sent', resetAfterChunks: 0 }]);
+    const err = await rejectionOf(client.chat.completions.create({ model: 'reset-plain', messages: [user('x')] }));
+    expect(err).toBeInstanceOf(OpenAI.APIConnectionError);
+    expect(model.requests('reset-plain')[0]).toMatchObject({ completed: false, closedByClient: false, fault: 'reset' });
+  });
+
+  it('stalls after stallAfterChunks content chunks, holding the connection until the client goes away', async () => {
+    model.register('stall', [{ text: 'abcdefghij', chunkSize: 2, stallAfterChunks: 2 }]);
+    const controller = new AbortController();
+    const stream = await client.chat.completions.create(
+      { model: 'stall', messages: [user('x')], stream: true },
+      { signal: controller.signal },
+    );
+    let received = '';
+    let ended = false;
+    const reading = (async () => {
+      for await (const chunk of stream) received += chunk.choices[0]?.delta.content ?? '';
+      ended = true;
+    })().catch(() => undefined);
+
+    expect(await waitFor(() => received === 'abcd', 1_000)).toBe(true);
+    // Nothing more arrives, and the connection stays open.
+    await new Promise((r) => setTimeout(r, 300));
+    expect(received).toBe('abcd');
+    expect(ended).toBe(false);
+    expect(model.requests('stall')[0]).toMatchObject({ fault: 'stall', completed: false, closedByClient: false });
+
+    controller.abort();
+    await reading;
+    expect(await waitFor(() => model.requests('stall')[0].closedByClient, 1_000)).toBe(true);
+    expect(model.requests('stall')[0].completed).toBe(false);
+  });
+
+  it('closes a stalled stream when the server closes', async () => {
+    const fresh = await startScriptedModel({ scripts: { stall: [{ text: 'abc', chunkSize: 1, stallAfterChunks: 1 }] } });
+    const c = new OpenAI({ baseURL: fresh.url, apiKey: 'scripted', maxRetries: 0 });
+    const stream = await c.chat.completions.create({ model: 'stall', messages: [user('x')], stream: true });
+    let received = '';
+    const reading = (async () => {
+      for await (const chunk of stream) received += chunk.choices[0]?.delta.content ?? '';
+    })().then(
+      () => 'ended',
+      () => 'failed',
+    );
+    expect(await waitFor(() => received === 'a', 1_000)).toBe(true);
+    const closing = Date.now();
+    await fresh.close();
+    expect(Date.now() - closing).toBeLessThan(1_000);
+    expect(await reading).toBe('failed');
+    expect(received).toBe('a');
+  });
+
   it('lists registered scripts on GET /v1/models', async () => {
     model.register('listed', [{ text: 'x' }]);
     const ids: string[] = [];

@@ -42,6 +42,10 @@ function failure(type: ModelErrorType, message: string, retryable: boolean, next
 /** A stream that went silent: retried like any timeout. */
 export const streamStalled = (ms: number) => failure(ModelErrorType.Timeout, `no data from the model for ${ms} ms`, true);
 
+/** A stream that ended without a finish reason: cut short somewhere on the way, so retried. */
+export const streamTruncated = (chars: number) =>
+  failure(ModelErrorType.Connection, `the model's stream ended without finishing (after ${chars} characters)`, true);
+
 export function classifyModelError(err: unknown): ApplicationFailure {
   if (err instanceof ApplicationFailure) return err;
   if (err instanceof OpenAI.APIConnectionTimeoutError) return failure(ModelErrorType.Timeout, `model request timed out: ${err.message}`, true);
@@ -62,6 +66,7 @@ export function classifyModelError(err: unknown): ApplicationFailure {
     return failure(ModelErrorType.BadRequest, `the model provider rejected the request (${detail})`, false);
   }
   // A stream cut short, an unparsable chunk: transient until proven otherwise, and bounded by the retry policy.
-  const message = err instanceof Error ? err.message : String(err);
+  // Errors from another realm (undici under some runners) fail instanceof Error; read their message all the same.
+  const message = typeof (err as { message?: unknown })?.message === 'string' ? (err as Error).message : String(err);
   return failure(ModelErrorType.Unknown, `model call failed: ${message}`, true);
 }

@@ -9,7 +9,7 @@ import type OpenAI from 'openai';
 import type { ChatCompletionChunk, ChatCompletionMessageParam } from 'openai/resources/chat/completions';
 import type { ChatMessage, ModelRequest, ModelResponse, ToolCall } from '../common/chat';
 import { streamDeltaSignal } from '../common/messages';
-import { classifyModelError, streamStalled } from './errors';
+import { classifyModelError, streamStalled, streamTruncated } from './errors';
 import { startHeartbeat } from './heartbeat';
 import type { ToolRegistry } from './tools/registry';
 
@@ -118,6 +118,8 @@ export function createCallModel(deps: ModelDeps) {
       }
       // An aborted stream ends its iteration without an error: never return a cut-off answer as a result.
       if (controller.signal.aborted) throw new Error('stream aborted');
+      // Nor one a proxy ended early: a complete answer always says why it finished.
+      if (assembler.finishReason === null) throw streamTruncated(assembler.text.length);
       await publisher.flush();
       const usage = assembler.usage;
       return {

@@ -87,11 +87,15 @@ export async function startScriptedModel(opts: ScriptedModelOptions = {}): Promi
     };
     recorded.push(record);
     res.on('finish', () => {
-      record.completed = true;
+      // A truncated stream ends like a whole one on the wire, but its response was not all sent.
+      record.completed = record.fault !== 'truncate';
     });
     res.on('close', () => {
-      if (!res.writableFinished && !closing) record.closedByClient = true;
+      if (!res.writableFinished && !closing && record.fault !== 'reset') record.closedByClient = true;
     });
+    const onFault = (kind: Fault) => {
+      record.fault = kind;
+    };
 
     try {
       const raw = await readBody(req);
@@ -121,10 +125,12 @@ export async function startScriptedModel(opts: ScriptedModelOptions = {}): Promi
       if (isErrorStep(step)) {
         sendError(res, step.error);
       } else if (record.stream) {
-        await streamCompletion(res, body, step, id, callIndex);
+        await streamCompletion(res, body, step, id, callIndex, onFault);
       } else {
         await sleep(step.firstChunkDelayMs ?? 0, res);
-        if (!res.destroyed) sendJson(res, 200, completion(body, step, id, callIndex));
+        const fault = faultOf(step);
+        if (fault) await strike(res, fault.kind, onFault, Promise.resolve());
+        else if (!res.destroyed) sendJson(res, 200, completion(body, step, id, callIndex));
       }
     } catch (err) {
       if (err instanceof ScriptedHttpError) sendError(res, err);
@@ -189,6 +195,42 @@ async function nextStep(
   return { step, callIndex: ctx.callIndex };
 }
 
+type Fault = NonNullable<RecordedRequest['fault']>;
+
+/** The step's fault and after how many content chunks it strikes; the earliest wins, in the order reset, stall, truncate on a tie. */
+function faultOf(step: ResponseStep): { kind: Fault; after: number } | undefined {
+  const faults: Array<{ kind: Fault; after: number | undefined }> = [
+    { kind: 'reset', after: step.resetAfterChunks },
+    { kind: 'stall', after: step.stallAfterChunks },
+    { kind: 'truncate', after: step.endAfterChunks },
+  ];
+  const set = faults.filter((f): f is { kind: Fault; after: number } => f.after !== undefined);
+  if (set.length === 0) return undefined;
+  const first = set.reduce((a, b) => (b.after < a.after ? b : a));
+  return { kind: first.kind, after: Math.max(0, first.after) };
+}
+
+/**
+ * Drops the connection once what was written has reached the socket, so the client reads every chunk sent
+ * before the fault (a TCP RST could discard chunks still unread); or stalls, holding the connection open until
+ * the client goes away or the server closes.
+ */
+async function strike(res: http.ServerResponse, kind: Fault, onFault: (kind: Fault) => void, written: Promise<void>): Promise<void> {
+  if (res.destroyed) return;
+  onFault(kind);
+  if (kind === 'stall') {
+    await new Promise<void>((resolve) => res.once('close', () => resolve()));
+    return;
+  }
+  await written;
+  if (kind === 'truncate') {
+    res.end();
+    return;
+  }
+  res.socket?.destroy();
+  res.destroy();
+}
+
 /** Writes the step as `chat.completion.chunk` server-sent events; stops as soon as the client goes away. */
 async function streamCompletion(
   res: http.ServerResponse,
@@ -196,6 +238,7 @@ async function streamCompletion(
   step: ResponseStep,
   id: number,
   callIndex: number,
+  onFault: (kind: Fault) => void,
 ): Promise<void> {
   const includeUsage = request.stream_options?.include_usage === true;
   const toolCalls = wireToolCalls(step, callIndex);
@@ -223,16 +266,21 @@ async function streamCompletion(
     const halves = args.length > 1 ? splitChars(args, Math.ceil(Array.from(args).length / 2)) : args ? [args] : [];
     for (const part of halves) events.push(chunk({ tool_calls: [{ index, function: { arguments: part } }] }));
   });
+  // The fault strikes before the event at this index: the role chunk and `after` content chunks go out first.
+  const fault = faultOf(step);
+  const faultAt = fault ? 1 + Math.min(fault.after, events.length - 1) : -1;
   events.push(chunk({}, finishReason(step, toolCalls)));
   if (includeUsage) events.push({ ...base, choices: [], usage: usageOf(request, step, toolCalls) });
 
   res.writeHead(200, { 'content-type': 'text/event-stream; charset=utf-8', 'cache-control': 'no-cache', connection: 'keep-alive' });
   res.flushHeaders();
   await sleep(step.firstChunkDelayMs ?? 0, res);
+  let written = Promise.resolve();
   for (const [i, event] of events.entries()) {
     if (i > 0) await sleep(delay, res);
     if (res.destroyed) return;
-    res.write(`data: ${JSON.stringify(event)}\n\n`);
+    if (i === faultAt) return strike(res, fault!.kind, onFault, written);
+    written = new Promise((resolve) => res.write(`data: ${JSON.stringify(event)}\n\n`, () => resolve()));
   }
   if (!res.destroyed) res.end('data: [DONE]\n\n');
 }

@@ -26,6 +26,23 @@ export interface ResponseStep {
   usage?: { prompt_tokens: number; completion_tokens: number };
   /** @default 'tool_calls' when there are tool calls, else 'stop' */
   finishReason?: string;
+  /**
+   * Fault: after this many content chunks (text or tool-call deltas, after the opening role chunk) the server
+   * destroys the socket, so the client sees the connection drop mid-stream with no finish chunk and no `[DONE]`.
+   * A larger number than there are content chunks resets just before the finish chunk. A non-streaming request
+   * is reset before any body is sent.
+   */
+  resetAfterChunks?: number;
+  /**
+   * Fault: after this many content chunks the server stops writing but keeps the connection open, until the
+   * client goes away or the server closes. Counted like `resetAfterChunks`; a non-streaming request never answers.
+   */
+  stallAfterChunks?: number;
+  /**
+   * Fault: after this many content chunks the server ends the response cleanly, with no finish chunk and no
+   * `[DONE]`: a stream cut short by a proxy, which the client sees as an ordinary end. Counted like `resetAfterChunks`.
+   */
+  endAfterChunks?: number;
 }
 
 /** An HTTP error answered with the OpenAI error body `{ error: { message, type, code } }`. */
@@ -62,8 +79,10 @@ export interface RecordedRequest {
   stream: boolean;
   /** The whole response (success or error) was sent. */
   completed: boolean;
-  /** The client went away before the response was complete. */
+  /** The client went away before the response was complete (not set when the server reset the connection). */
   closedByClient: boolean;
+  /** The step's fault, once it happened: the connection was reset, or the response stalled. */
+  fault?: 'reset' | 'stall' | 'truncate';
 }
 
 export interface ScriptedModel {

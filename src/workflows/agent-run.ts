@@ -45,7 +45,10 @@ import { compactionRequest, critiqueRequest, currentDetails, modelCallSummary, m
 import { blankSnapshot, initialSnapshot, type RunSnapshot } from './snapshot';
 import { AgentState, isTerminal } from './states';
 
-/** Model calls stream for a while; the heartbeat timeout catches a stalled stream and lets cancellation in. */
+/**
+ * Model calls stream for a while. The activity heartbeats every second, so the heartbeat timeout catches a dead
+ * worker (and lets cancellation in); a stalled stream is cut by the activity's own idle timeout.
+ */
 const modelCallOptions: ActivityOptions = {
   startToCloseTimeout: '5 minutes',
   heartbeatTimeout: '15 seconds',

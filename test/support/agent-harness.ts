@@ -60,7 +60,15 @@ export const workflowBundle = () => (bundlePromise ??= bundleWorkflowCode({ work
 const noop = () => undefined;
 const quietLogger = { trace: noop, debug: noop, info: noop, warn: noop, error: console.error, log: noop };
 
-export async function startAgentHarness(files: Record<string, string> = { 'hello.txt': 'Hello from the workspace\nsecond line\n' }): Promise<AgentHarness> {
+export interface AgentHarnessOptions {
+  /** A model stream silent for this long is cut and retried. @default the activity's own (60 s) */
+  streamIdleTimeoutMs?: number;
+}
+
+export async function startAgentHarness(
+  files: Record<string, string> = { 'hello.txt': 'Hello from the workspace\nsecond line\n' },
+  options: AgentHarnessOptions = {},
+): Promise<AgentHarness> {
   quietRuntime();
   const workspace = mkdtempSync(path.join(os.tmpdir(), 'agent-ws-'));
   for (const [name, content] of Object.entries(files)) writeFileSync(path.join(workspace, name), content);
@@ -72,7 +80,13 @@ export async function startAgentHarness(files: Record<string, string> = { 'hello
     connection: env.nativeConnection,
     taskQueue,
     workflowBundle: bundle,
-    ...agentWorkerOptions({ openai: openAIClient({ baseURL: model.url, apiKey: 'scripted' }), defaultModel: 'unset', workspace, deltaFlushMs: 100 }),
+    ...agentWorkerOptions({
+      openai: openAIClient({ baseURL: model.url, apiKey: 'scripted' }),
+      defaultModel: 'unset',
+      workspace,
+      deltaFlushMs: 100,
+      streamIdleTimeoutMs: options.streamIdleTimeoutMs,
+    }),
   });
   const running = worker.run();
 
