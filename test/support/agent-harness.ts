@@ -9,6 +9,8 @@ import path from 'node:path';
 import type { WorkflowHandle } from '@temporalio/client';
 import { TestWorkflowEnvironment } from '@temporalio/testing';
 import { bundleWorkflowCode, DefaultLogger, Runtime, Worker, type WorkflowBundle } from '@temporalio/worker';
+import type { DataConverter } from '@temporalio/common';
+import { claimCheckDataConverter, FsBlobStore } from '../../src/codec';
 import { WORKFLOW_TYPE } from '../../src/common/constants';
 import type { AgentRunInput } from '../../src/common/input';
 import { stateQuery, type RunStateView } from '../../src/common/messages';
@@ -22,6 +24,9 @@ export interface AgentHarness {
   workspace: string;
   taskQueue: string;
   bundle: WorkflowBundle;
+  /** The claim-check data converter the worker and `env.client` use; replays of its histories need it too. */
+  dataConverter: DataConverter;
+  blobDir: string;
   start(input: AgentRunInput | Record<string, unknown>): Promise<WorkflowHandle>;
   /** Poll the `state` query until `predicate` holds, or fail after `timeoutMs`. */
   waitForState(handle: WorkflowHandle, predicate: (s: RunStateView) => boolean, timeoutMs?: number): Promise<RunStateView>;
@@ -63,6 +68,8 @@ const quietLogger = { trace: noop, debug: noop, info: noop, warn: noop, error: c
 export interface AgentHarnessOptions {
   /** A model stream silent for this long is cut and retried. @default the activity's own (60 s) */
   streamIdleTimeoutMs?: number;
+  /** Payloads above this size go to the blob store (claim check), as in production. @default 32 KiB */
+  claimCheckThresholdBytes?: number;
 }
 
 export async function startAgentHarness(
@@ -73,13 +80,17 @@ export async function startAgentHarness(
   const workspace = mkdtempSync(path.join(os.tmpdir(), 'agent-ws-'));
   for (const [name, content] of Object.entries(files)) writeFileSync(path.join(workspace, name), content);
   const model = await startScriptedModel();
-  const env = await TestWorkflowEnvironment.createFromExistingServer({ address: testServerAddress() });
+  // The same data converter as production: worker and client share one blob store.
+  const blobDir = mkdtempSync(path.join(os.tmpdir(), 'agent-blobs-'));
+  const dataConverter = claimCheckDataConverter({ store: new FsBlobStore(blobDir), thresholdBytes: options.claimCheckThresholdBytes });
+  const env = await TestWorkflowEnvironment.createFromExistingServer({ address: testServerAddress(), client: { dataConverter } });
   const taskQueue = `test-${randomUUID()}`;
   const bundle = await workflowBundle();
   const worker = await Worker.create({
     connection: env.nativeConnection,
     taskQueue,
     workflowBundle: bundle,
+    dataConverter,
     ...agentWorkerOptions({
       openai: openAIClient({ baseURL: model.url, apiKey: 'scripted' }),
       defaultModel: 'unset',
@@ -96,6 +107,8 @@ export async function startAgentHarness(
     workspace,
     taskQueue,
     bundle,
+    dataConverter,
+    blobDir,
     start: (input) => env.client.workflow.start(WORKFLOW_TYPE, { taskQueue, workflowId: `wf-${randomUUID()}`, args: [input] }),
     waitForState: (handle, predicate, timeoutMs = 20_000) =>
       waitFor(async () => {
