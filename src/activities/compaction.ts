@@ -87,7 +87,7 @@ export function createCompactContext(deps: CompactionDeps) {
           const u = response.usage;
           if (u) usage = addUsage(usage, { promptTokens: u.prompt_tokens, completionTokens: u.completion_tokens, totalTokens: u.total_tokens });
         } catch (err) {
-          const failure = classifyModelError(err);
+          const failure = classifyModelError(err, [deps.openai.apiKey]);
           // A chunk too large for the model: halve the chunk size and start this round again.
           if (failure.type === ModelErrorType.ContextOverflow && chunkChars > 2_000) {
             chunkChars = Math.floor(chunkChars / 2);

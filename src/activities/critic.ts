@@ -35,7 +35,7 @@ export function createCritiqueAnswer(deps: { openai: OpenAI; defaultModel: strin
       );
       content = response.choices[0]?.message?.content ?? '';
     } catch (err) {
-      throw classifyModelError(err);
+      throw classifyModelError(err, [deps.openai.apiKey]);
     }
     const json = content.slice(content.indexOf('{'), content.lastIndexOf('}') + 1);
     const parsed = DecisionSchema.safeParse(safeJson(json));

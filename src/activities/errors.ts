@@ -46,7 +46,24 @@ export const streamStalled = (ms: number) => failure(ModelErrorType.Timeout, `no
 export const streamTruncated = (chars: number) =>
   failure(ModelErrorType.Connection, `the model's stream ended without finishing (after ${chars} characters)`, true);
 
-export function classifyModelError(err: unknown): ApplicationFailure {
+/**
+ * Classify, and keep the worker's own secrets (its API key) out of the message: a provider that echoes the key it
+ * was given would otherwise put it into history.
+ */
+export function classifyModelError(err: unknown, secrets: ReadonlyArray<string | null | undefined> = []): ApplicationFailure {
+  const failure = classify(err);
+  const hidden = secrets.filter((x): x is string => !!x && x.length >= 8 && failure.message.includes(x));
+  if (hidden.length === 0) return failure;
+  const message = hidden.reduce((m, secret) => m.split(secret).join('[redacted]'), failure.message);
+  return ApplicationFailure.create({
+    type: failure.type ?? undefined,
+    message,
+    nonRetryable: failure.nonRetryable ?? false,
+    ...(failure.nextRetryDelay !== undefined && failure.nextRetryDelay !== null ? { nextRetryDelay: failure.nextRetryDelay } : {}),
+  });
+}
+
+function classify(err: unknown): ApplicationFailure {
   if (err instanceof ApplicationFailure) return err;
   if (err instanceof OpenAI.APIConnectionTimeoutError) return failure(ModelErrorType.Timeout, `model request timed out: ${err.message}`, true);
   if (err instanceof OpenAI.APIConnectionError) return failure(ModelErrorType.Connection, `connection to the model failed: ${err.message}`, true);

@@ -136,7 +136,7 @@ export function createCallModel(deps: ModelDeps) {
     } catch (err) {
       if (ctx.cancellationSignal.aborted) throw new CancelledFailure('model call cancelled');
       if (stalled) throw streamStalled(idleTimeoutMs);
-      throw classifyModelError(err);
+      throw classifyModelError(err, [deps.openai.apiKey]);
     } finally {
       clearTimeout(idle);
       stopHeartbeat();

@@ -109,3 +109,8 @@ export const SendMessageInputSchema = z.object({ text: z.string().trim().min(1).
 export type AbortInput = z.input<typeof AbortInputSchema>;
 export type ApproveInput = z.input<typeof ApproveInputSchema>;
 export type SendMessageInput = z.input<typeof SendMessageInputSchema>;
+
+/** The model activity's batches of streamed text (an internal signal, validated all the same). */
+export const StreamDeltaSchema = z
+  .object({ callNumber: z.number().int().min(1), attempt: z.number().int().min(1), text: z.string().max(1_000_000) })
+  .strict();

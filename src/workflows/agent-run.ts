@@ -25,7 +25,7 @@ import { defineSearchAttributeKey } from '@temporalio/common';
 import type { AgentActivities } from '../activities';
 import type { ToolCall, ToolResult } from '../common/chat';
 import { AGENT_STATE_SEARCH_ATTRIBUTE } from '../common/constants';
-import { AbortInputSchema, ApproveInputSchema, parseAgentRunInput, parseWith, SendMessageInputSchema } from '../common/input';
+import { AbortInputSchema, ApproveInputSchema, parseAgentRunInput, parseWith, SendMessageInputSchema, StreamDeltaSchema } from '../common/input';
 import {
   abortSignal,
   approveUpdate,
@@ -40,6 +40,7 @@ import {
 } from '../common/messages';
 import { ruleCritique } from './critic';
 import { recordRejection, resumeAt, transition, type AgentCommand, type AgentEvent } from './machine';
+import { recordStateDuration } from './metrics';
 import { carryOn, carryOver, snapshotAt, snapshotDeadline } from './resume';
 import { compactionRequest, critiqueRequest, currentDetails, modelCallSummary, modelRequest, toolCallSummary } from './requests';
 import { blankSnapshot, initialSnapshot, type RunSnapshot } from './snapshot';
@@ -85,6 +86,7 @@ export async function agentRun(rawInput: unknown): Promise<AgentRunResult> {
   /** Apply an event. External events (signals, updates, the timer) may be refused; internal ones never are. */
   function dispatch(event: AgentEvent, external: boolean): void {
     const before = snapshot.state;
+    const since = snapshot.stateSince;
     const at = now();
     const result = transition(snapshot, event, at);
     if (!result.ok) {
@@ -99,7 +101,10 @@ export async function agentRun(rawInput: unknown): Promise<AgentRunResult> {
       if (command.type === 'cancelWork') work?.cancel();
       else queue.push(command);
     }
-    if (snapshot.state !== before) publish();
+    if (snapshot.state !== before) {
+      recordStateDuration(before, since, at);
+      publish();
+    }
   }
 
   function publish(): void {
@@ -131,7 +136,12 @@ export async function agentRun(rawInput: unknown): Promise<AgentRunResult> {
   });
   setHandler(pauseSignal, () => dispatch({ type: 'PAUSE' }, true));
   setHandler(resumeSignal, () => dispatch({ type: 'RESUME' }, true));
-  setHandler(streamDeltaSignal, (delta) => dispatch({ type: 'STREAM_DELTA', ...delta }, true));
+  setHandler(streamDeltaSignal, (raw) => {
+    // Built field by field: a payload must never choose the event it becomes.
+    const parsed = parseWith(StreamDeltaSchema, raw, 'streamDelta');
+    if (parsed.ok) dispatch({ type: 'STREAM_DELTA', ...parsed.value }, true);
+    else snapshot = recordRejection(snapshot, { type: 'STREAM_DELTA', callNumber: 0, attempt: 0, text: '' }, parsed.error, now());
+  });
   setHandler(
     approveUpdate,
     (raw) => {

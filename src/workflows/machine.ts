@@ -115,8 +115,11 @@ export const TRANSITIONS: Readonly<Record<AgentState, Targets>> = {
   ABORTED: {},
 };
 
-export const allowedTargets = (state: AgentState, event: AgentEventType): readonly AgentState[] =>
-  TRANSITIONS[state][event] ?? [];
+/** Own properties only: an event named like an Object.prototype member (`constructor`) has no transition either. */
+export const allowedTargets = (state: AgentState, event: AgentEventType): readonly AgentState[] => {
+  const targets = Object.hasOwn(TRANSITIONS, state) ? TRANSITIONS[state] : {};
+  return (Object.hasOwn(targets, event) && targets[event]) || [];
+};
 
 /** Text the model is given in place of a call that the repetition guard stopped. */
 export const LOOP_WARNING =
@@ -285,6 +288,9 @@ function handle(s: RunSnapshot, e: AgentEvent, now: string): TransitionResult {
         partialText: (restarted ? '' : s.partialText) + e.text,
       });
     }
+
+    default:
+      return reject(`unknown event ${(e as { type: unknown }).type}`);
   }
 }
 

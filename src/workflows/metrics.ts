@@ -1,0 +1,13 @@
+/**
+ * Workflow-side metrics on the SDK's workflow metric meter: emitted through a sink, never during replay, so a
+ * replayed or resumed run does not count its past again. Workflow code: deterministic, no Node built-ins.
+ */
+import { metricMeter } from '@temporalio/workflow';
+
+export const STATE_DURATION_METRIC = 'agent_state_duration_ms';
+
+/** How long the run stayed in `state`, recorded when it leaves it (workflow time, so whole workflow tasks). */
+export function recordStateDuration(state: string, since: string, until: string): void {
+  const ms = Math.max(0, Date.parse(until) - Date.parse(since));
+  metricMeter.createHistogram(STATE_DURATION_METRIC, 'int', 'ms', 'Time spent in each agent state').record(ms, { state });
+}
