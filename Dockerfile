@@ -1,17 +1,42 @@
-# Worker image: runs the TypeScript sources with tsx, as the local `npm run worker` does.
-FROM node:20-slim AS deps
+# syntax=docker/dockerfile:1
+# Worker image, also used for the codec server (`node dist/codec-server.js`); see docs/deployment.md.
+# Node 22 LTS: Node 20 left support in April 2026, and fastify's light-my-request already needs Node 22.
+ARG NODE_IMAGE=node:22.22.2-bookworm-slim
+
+FROM ${NODE_IMAGE} AS build
+# better-sqlite3 is a native module: when no prebuilt binary fits, its install compiles SQLite with these.
+# hadolint ignore=DL3008
+RUN apt-get update \
+  && apt-get install -y --no-install-recommends python3 make g++ \
+  && rm -rf /var/lib/apt/lists/*
 WORKDIR /app
 COPY package.json package-lock.json ./
-# Dev dependencies included: tsx runs the worker.
-RUN npm ci --no-audit --no-fund
-
-FROM node:20-slim
-WORKDIR /app
-COPY --from=deps /app/node_modules ./node_modules
-COPY package.json package-lock.json tsconfig.json ./
+# The lock lacks other platforms' optional @swc/core and unrs-resolver binaries, which `npm ci` refuses; `npm install`
+# accepts that lock and still installs its pinned versions (as .ci/run does).
+RUN npm ci --no-audit --no-fund || npm install --no-audit --no-fund
+COPY tsconfig.json tsconfig.build.json ./
 COPY src ./src
-# The named volume mounted here takes this ownership, so the non-root user can write to it.
-RUN mkdir -p /workspace && chown node:node /workspace
-ENV AGENT_WORKSPACE=/workspace
-USER node
-CMD ["npx", "tsx", "src/worker.ts"]
+# Compiled to dist/ so the runtime needs neither tsx nor TypeScript; then the dev dependencies go.
+RUN npx tsc -p tsconfig.build.json \
+  && npm prune --omit=dev --no-audit --no-fund
+# The Temporal core bridge ships a native library for five platforms; keep this one's (saves about 120 MB).
+RUN releases=node_modules/@temporalio/core-bridge/releases; \
+  if [ -d "$releases/$(uname -m)-unknown-linux-gnu" ]; then \
+    find "$releases" -mindepth 1 -maxdepth 1 ! -name "$(uname -m)-unknown-linux-gnu" -exec rm -rf {} +; \
+  fi
+
+FROM ${NODE_IMAGE}
+ENV NODE_ENV=production
+WORKDIR /app
+COPY --from=build /app/package.json ./
+COPY --from=build /app/node_modules ./node_modules
+COPY --from=build /app/dist ./dist
+# Named volumes mounted on these take their ownership, so the non-root user can write to them.
+RUN mkdir -p /data/agent /workspace && chown node:node /data/agent /workspace
+ENV AGENT_WORKSPACE=/workspace \
+  AGENT_LEDGER=/data/agent/tool-ledger.sqlite \
+  AGENT_BLOB_DIR=/data/agent/blobs
+# The base image's `node` user, by number so that runAsNonRoot checks can verify it.
+USER 1000:1000
+# The SDK shuts the worker down on SIGTERM; no npm in between to swallow the signal.
+CMD ["node", "--enable-source-maps", "dist/worker.js"]

@@ -1,5 +1,6 @@
 import { ensureSearchAttributes, isServerUp, startDevServer, type DevServerHandle } from './lib/dev-server';
 import { ensureTemporalCli } from './lib/temporal-cli';
+import { uiCodecEndpoint } from './lib/ui-codec';
 
 // Foreground dev server for local work: `npm run server`, Ctrl-C to stop. Data persists in .temporal/.
 const port = Number(process.env.TEMPORAL_PORT ?? 7233);
@@ -29,10 +30,12 @@ async function main(): Promise<void> {
   process.on('SIGINT', () => shutdown('SIGINT'));
   process.on('SIGTERM', () => shutdown('SIGTERM'));
 
-  server = await startDevServer({ port, uiPort, dbFile: '.temporal/dev.sqlite', logFile, cliPath });
+  const codec = await uiCodecEndpoint();
+  server = await startDevServer({ port, uiPort, dbFile: '.temporal/dev.sqlite', logFile, cliPath, uiCodecEndpoint: codec?.url });
   if (stopping) return stopAndExit(server);
   console.log(`Temporal dev server ready on ${server.address} (pid ${server.pid})`);
   console.log(`Web UI: ${server.uiUrl}`);
+  if (codec) console.log(`Web UI decodes payloads with the codec server at ${codec.url}${codec.up ? '' : ' (not answering yet: npm run codec-server)'}`);
   console.log(`Log: ${logFile}. Press Ctrl-C to stop.`);
   void server.exited.then((code) => {
     if (stopping) return;

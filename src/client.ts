@@ -23,6 +23,8 @@ import { defineSearchAttributeKey, type DataConverter } from '@temporalio/common
 import type { z } from 'zod';
 import { dataConverterFromEnv } from './codec';
 import { temporalSettings, type TemporalSettings } from './config';
+import { clientConnectionOptions } from './connection';
+import { tracingClientInterceptors } from './observability/client-tracing';
 import { AGENT_STATE_SEARCH_ATTRIBUTE, WORKFLOW_TYPE } from './common/constants';
 import {
   AbortInputSchema,
@@ -170,6 +172,8 @@ export interface WatchOptions {
   intervalMs?: number;
   /** Stops watching: `watch` then rejects with the signal's reason. */
   signal?: AbortSignal;
+  /** Called with each polled view before the events computed from it (the HTTP gateway derives its resume cursor from it). */
+  onView?: (view: RunStateView) => void | Promise<void>;
 }
 
 /**
@@ -258,7 +262,7 @@ export class AgentRunHandle {
       signal?.throwIfAborted();
       try {
         return await connection.withDeadline(Date.now() + timeoutMs, () =>
-          signal ? connection.withAbortSignal(signal, query) : query(),
+          signal ? perCall(signal, (callSignal) => connection.withAbortSignal(callSignal, query)) : query(),
         );
       } catch (err) {
         signal?.throwIfAborted();
@@ -325,6 +329,7 @@ export class AgentRunHandle {
     let previous: RunStateView | undefined;
     for (;;) {
       const next = await this.state({ signal: opts.signal });
+      await opts.onView?.(next);
       for (const event of diffState(previous, next)) await onEvent(event);
       if (isTerminal(next.state)) return next;
       previous = next;
@@ -370,7 +375,10 @@ export interface ConnectOptions {
 
 /** Typed entry point to `agentRun` workflows. Create with `AgentClient.connect()`, or wrap an existing `Client`. */
 export class AgentClient {
-  /** Connects to Temporal; fields not given come from `temporalSettings()` (TEMPORAL_ADDRESS, TEMPORAL_NAMESPACE, TEMPORAL_TASK_QUEUE). */
+  /**
+   * Connects to Temporal; fields not given come from `temporalSettings()` (TEMPORAL_ADDRESS, TEMPORAL_NAMESPACE,
+   * TEMPORAL_TASK_QUEUE), and TLS, mTLS and API key from the environment (see connection.ts).
+   */
   static async connect(settings: Partial<TemporalSettings> = {}, options: ConnectOptions = {}): Promise<AgentClient> {
     const env = temporalSettings();
     const address = settings.address ?? env.address;
@@ -378,12 +386,15 @@ export class AgentClient {
     const taskQueue = settings.taskQueue ?? env.taskQueue;
     let connection: Connection;
     try {
-      connection = await Connection.connect({ address });
+      // TLS, mTLS and API keys by envconfig's conventions (TEMPORAL_API_KEY, TEMPORAL_TLS_*, temporal.toml profiles).
+      connection = await Connection.connect(clientConnectionOptions(process.env, address));
     } catch (err) {
       throw new Error(`cannot connect to Temporal at ${address}: ${err instanceof Error ? err.message : String(err)}`, { cause: err });
     }
     const dataConverter = options.dataConverter ?? dataConverterFromEnv();
-    return new AgentClient(new Client({ connection, namespace, dataConverter }), taskQueue, connection);
+    // With tracing configured (AGENT_TRACING, OTEL_EXPORTER_OTLP_ENDPOINT), a run's trace starts here and reaches the worker in headers.
+    const interceptors = { workflow: tracingClientInterceptors() };
+    return new AgentClient(new Client({ connection, namespace, dataConverter, interceptors }), taskQueue, connection);
   }
 
   /** Wraps an existing client; `close()` then closes `ownedConnection` only, if given. */
@@ -468,6 +479,21 @@ function validate<T extends z.ZodType>(schema: T, value: unknown, what: string):
   const parsed = parseWith(schema, value, what);
   if (!parsed.ok) throw new InvalidAgentInputError(parsed.error);
   return parsed.value;
+}
+
+/**
+ * Runs one call with its own signal that follows `signal`. The SDK adds an abort listener per call and never removes
+ * it, so a long `watch` would otherwise pile one listener (and its finished call) per poll onto the caller's signal.
+ */
+async function perCall<T>(signal: AbortSignal, fn: (callSignal: AbortSignal) => Promise<T>): Promise<T> {
+  const call = new AbortController();
+  const forward = () => call.abort(signal.reason);
+  signal.addEventListener('abort', forward, { once: true });
+  try {
+    return await fn(call.signal);
+  } finally {
+    signal.removeEventListener('abort', forward);
+  }
 }
 
 /** Sleeps; an abort rejects with the signal's reason, like `throwIfAborted`. */

@@ -5,8 +5,12 @@
 import { NativeConnection, Worker, type WorkerOptions } from '@temporalio/worker';
 import OpenAI from 'openai';
 import { createActivities, SqliteToolLedger, type ActivityDeps, type Tool } from './activities';
-import { dataConverterFromEnv } from './codec';
-import { claimCheckSettings, ledgerFile, llmSettings, temporalSettings, usesScriptedModel, workspaceDir } from './config';
+import { connectMcpServers, parseMcpServers, type McpServerInfo, type McpTools } from './activities/tools/mcp';
+import { dataConverterFromEnv, encryptionKeysFromEnv } from './codec';
+import { claimCheckSettings, ledgerFile, llmSettings, mcpServersSource, observabilitySettings, temporalSettings, usesScriptedModel, workspaceDir } from './config';
+import { nativeConnectionOptions } from './connection';
+import { installWorkerRuntime } from './observability/runtime';
+import { tracingFromEnv, tracingWorkerOptions, type Tracing } from './observability/tracing';
 import { DEMO_SCRIPT_NAME, startScriptedModel, type ScriptedModel } from './scripted-model';
 
 /** Used when neither the run nor `LLM_MODEL` names a model. */
@@ -31,13 +35,21 @@ export interface AgentWorker {
   /** Set when the worker serves the scripted model because no real endpoint is configured. */
   scriptedModelUrl?: string;
   model: string;
-  /** Runs until `shutdown()`, then closes the connection and the scripted model. */
+  /** MCP servers connected at start (AGENT_MCP_SERVERS or AGENT_MCP_CONFIG), with the registry names of their tools. */
+  mcpServers: McpServerInfo[];
+  /** Runs until `shutdown()`, then closes the connection, the scripted model and the MCP clients. */
   run(): Promise<void>;
   shutdown(): void;
 }
 
-/** A worker configured from the environment (see config.ts), with any extra tools beside the built-in ones. */
-export async function createAgentWorker(env: NodeJS.ProcessEnv = process.env, extra: { tools?: Tool[] } = {}): Promise<AgentWorker> {
+/**
+ * A worker configured from the environment (see config.ts), with any extra tools beside the built-in and MCP ones.
+ * `extra.tracing` replaces the tracing the environment configures, and stays the caller's to shut down.
+ */
+export async function createAgentWorker(
+  env: NodeJS.ProcessEnv = process.env,
+  extra: { tools?: Tool[]; tracing?: Tracing } = {},
+): Promise<AgentWorker> {
   const temporal = temporalSettings(env);
   const llm = llmSettings(env);
   let scripted: ScriptedModel | undefined;
@@ -45,13 +57,22 @@ export async function createAgentWorker(env: NodeJS.ProcessEnv = process.env, ex
   const baseURL = scripted?.url ?? llm.baseURL ?? 'https://api.openai.com/v1';
   const model = llm.model ?? (scripted ? DEMO_SCRIPT_NAME : DEFAULT_MODEL);
   const ledger = new SqliteToolLedger(ledgerFile(env));
-  const connection = await NativeConnection.connect({ address: temporal.address });
+  // TLS, mTLS and API keys by envconfig's conventions (TEMPORAL_API_KEY, TEMPORAL_TLS_*, temporal.toml profiles).
+  const connection = await NativeConnection.connect(nativeConnectionOptions(env, temporal.address));
+  let mcp: McpTools | undefined;
+  let ownTracing: Tracing | undefined;
   const release = async () => {
     await connection.close();
     await scripted?.close();
+    await mcp?.close();
+    await ownTracing?.shutdown();
     ledger.close();
   };
   try {
+    const servers = mcpServersSource(env);
+    mcp = await connectMcpServers(servers ? parseMcpServers(servers.value, servers.source) : []);
+    ownTracing = extra.tracing ? undefined : tracingFromEnv(env);
+    const tracing = extra.tracing ?? ownTracing;
     const worker = await Worker.create({
       connection,
       namespace: temporal.namespace,
@@ -59,11 +80,12 @@ export async function createAgentWorker(env: NodeJS.ProcessEnv = process.env, ex
       workflowsPath: require.resolve('./workflows'),
       // Large payloads (the conversation every model call carries) go to the blob store; history keeps references.
       dataConverter: dataConverterFromEnv(env),
+      ...(tracing ? tracingWorkerOptions(tracing) : {}),
       ...agentWorkerOptions({
         openai: openAIClient({ baseURL, apiKey: llm.apiKey }),
         defaultModel: model,
         workspace: workspaceDir(env),
-        tools: extra.tools,
+        tools: [...(extra.tools ?? []), ...mcp.tools],
         ledger,
       }),
     });
@@ -71,6 +93,7 @@ export async function createAgentWorker(env: NodeJS.ProcessEnv = process.env, ex
       worker,
       model,
       scriptedModelUrl: scripted?.url,
+      mcpServers: mcp.servers,
       async run() {
         try {
           await worker.run();
@@ -87,14 +110,22 @@ export async function createAgentWorker(env: NodeJS.ProcessEnv = process.env, ex
 }
 
 async function main(): Promise<void> {
+  // Logs (AGENT_LOG_FORMAT, AGENT_LOG_LEVEL) and Prometheus metrics (AGENT_METRICS_PORT), before any connection.
+  const { say } = installWorkerRuntime();
   const agent = await createAgentWorker();
   const { address, namespace, taskQueue } = temporalSettings();
   if (agent.scriptedModelUrl) {
-    console.log(`worker: no LLM_API_KEY or LLM_BASE_URL, so runs use the scripted model at ${agent.scriptedModelUrl} (offline demo, not a real LLM)`);
+    say(`worker: no LLM_API_KEY or LLM_BASE_URL, so runs use the scripted model at ${agent.scriptedModelUrl} (offline demo, not a real LLM)`);
   }
-  console.log(`worker: polling task queue ${taskQueue} on ${address} (namespace ${namespace}), default model ${agent.model}`);
+  for (const server of agent.mcpServers) say(`worker: MCP server ${server.name} gives the tools ${server.tools.join(', ') || '(none)'}`);
+  const observability = observabilitySettings();
+  if (observability.tracing !== 'off') say(`worker: tracing on (${observability.tracing})`);
+  if (observability.metricsBindAddress) say(`worker: Prometheus metrics on http://${observability.metricsBindAddress}/metrics`);
+  say(`worker: polling task queue ${taskQueue} on ${address} (namespace ${namespace}), default model ${agent.model}`);
   const claimCheck = claimCheckSettings();
-  if (claimCheck.enabled) console.log(`worker: large payloads go to the blob store at ${claimCheck.blobDir} (AGENT_CLAIM_CHECK=off keeps them inline)`);
+  if (claimCheck.enabled) say(`worker: large payloads go to the blob store at ${claimCheck.blobDir} (AGENT_CLAIM_CHECK=off keeps them inline)`);
+  const keys = encryptionKeysFromEnv();
+  if (keys) say(`worker: payloads encrypted with key ${keys.currentKeyId} (${Object.keys(keys.keys).length} keys configured; see docs/security.md)`);
   await agent.run(); // the SDK shuts the worker down on SIGINT and SIGTERM
 }
 

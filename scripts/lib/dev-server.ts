@@ -35,6 +35,10 @@ export interface DevServerOptions {
   detached?: boolean;
   /** Path of the temporal CLI. @default ensureTemporalCli() */
   cliPath?: string;
+  /** Codec server the Web UI sends payloads to for decoding (`--ui-codec-endpoint`); ignored when headless. */
+  uiCodecEndpoint?: string;
+  /** More `start-dev` arguments after the defaults (e.g. `--sqlite-pragma`, `--dynamic-config-value`); a later pragma overrides. */
+  extraArgs?: string[];
 }
 
 export interface DevServerHandle {
@@ -68,6 +72,7 @@ export async function startDevServer(opts: DevServerOptions = {}): Promise<DevSe
     '--ip', '127.0.0.1',
     '--port', String(port),
     ...(opts.headless ? ['--headless'] : ['--ui-port', String(uiPort)]),
+    ...(opts.uiCodecEndpoint && !opts.headless ? ['--ui-codec-endpoint', opts.uiCodecEndpoint] : []),
     '--db-filename', dbFile,
     // WAL lets the CLI and the UI read while the server writes; normal sync is safe with WAL and much faster.
     '--sqlite-pragma', 'journal_mode=wal',
@@ -76,6 +81,7 @@ export async function startDevServer(opts: DevServerOptions = {}): Promise<DevSe
     '--search-attribute', `${AGENT_STATE_SEARCH_ATTRIBUTE}=Keyword`,
     ...(namespace === 'default' ? [] : ['--namespace', namespace]),
     '--log-level', 'warn',
+    ...(opts.extraArgs ?? []),
   ];
 
   const { child, logTail } = spawnServer(cli, args, logFile, opts.detached ?? false);

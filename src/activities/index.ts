@@ -7,6 +7,7 @@ import type OpenAI from 'openai';
 import type { ToolRequest, ToolResult } from '../common/chat';
 import { createCompactContext } from './compaction';
 import { createCritiqueAnswer } from './critic';
+import { recordToolCall, withModelMetrics } from './metrics';
 import { createCallModel } from './model';
 import { fileTools } from './tools/files';
 import type { ToolLedger } from './tools/ledger';
@@ -34,11 +35,11 @@ export function createActivities(deps: ActivityDeps) {
     // Stable across attempts and worker restarts: the run, the call's position in it, and the model's call id.
     const run = ctx.info.workflowExecution?.workflowId ?? ctx.info.activityId;
     const idempotencyKey = `${run}/${request.callNumber}/${request.call.id}`;
-    return registry.run(request.call, { idempotencyKey, signal: ctx.cancellationSignal }, request.allowed);
+    return recordToolCall(await registry.run(request.call, { idempotencyKey, signal: ctx.cancellationSignal }, request.allowed));
   }
 
   return {
-    callModel: createCallModel({ ...deps, tools: registry }),
+    callModel: withModelMetrics(createCallModel({ ...deps, tools: registry }), deps.defaultModel),
     executeTool,
     compactContext: createCompactContext(deps),
     critiqueAnswer: createCritiqueAnswer(deps),

@@ -1,11 +1,13 @@
 /**
- * Claim-check payload codec: large payloads go to a content-addressed blob store and history keeps a small reference,
- * so a long agent run's history grows linearly with its steps instead of quadratically. Node-only (worker, client).
+ * Payload codecs: encryption (AES-256-GCM, rotating keys) and the claim check, where large payloads go to a
+ * content-addressed blob store and history keeps a small reference, so a long agent run's history grows linearly with
+ * its steps instead of quadratically. Node-only (worker, client, codec server).
  */
-import type { DataConverter } from '@temporalio/common';
+import type { DataConverter, PayloadCodec } from '@temporalio/common';
 import { claimCheckSettings } from '../config';
 import { FsBlobStore, type BlobStore } from './blob-store';
 import { ClaimCheckCodec } from './claim-check';
+import { EncryptionCodec, encryptionKeysFromEnv } from './encryption';
 
 export { BlobNotFoundError, FsBlobStore, type BlobStore, type FsBlobStoreOptions } from './blob-store';
 export {
@@ -17,6 +19,19 @@ export {
   isClaimCheckReference,
   type ClaimCheckCodecOptions,
 } from './claim-check';
+export {
+  ENCRYPTED_ENCODING,
+  ENCRYPTION_KEY_ID_KEY,
+  EncryptionCodec,
+  EncryptionKeyNotFoundError,
+  encryptionKeysFromEnv,
+  isEncrypted,
+  PayloadDecryptionError,
+  type EncryptionCodecOptions,
+} from './encryption';
+
+/** Module of the failure converter that moves error messages and stack traces into encrypted payloads. */
+export const ENCRYPTED_FAILURE_CONVERTER_PATH = require.resolve('./failure-converter');
 
 /** A data converter with the claim-check codec over `store`, for `Worker.create` and `new Client` alike. */
 export function claimCheckDataConverter(options: { store: BlobStore; thresholdBytes?: number }): DataConverter {
@@ -24,11 +39,18 @@ export function claimCheckDataConverter(options: { store: BlobStore; thresholdBy
 }
 
 /**
- * The data converter configured by AGENT_CLAIM_CHECK, AGENT_BLOB_DIR and AGENT_CLAIM_CHECK_THRESHOLD (see config.ts):
- * the claim-check codec over an `FsBlobStore`, or the SDK's defaults (`{}`) when AGENT_CLAIM_CHECK=off.
+ * The data converter configured by the environment: encryption when AGENT_ENCRYPTION_KEYS is set (see encryption.ts),
+ * then the claim check configured by AGENT_CLAIM_CHECK, AGENT_BLOB_DIR and AGENT_CLAIM_CHECK_THRESHOLD (see config.ts)
+ * over an `FsBlobStore`. With neither, the SDK's defaults (`{}`).
  */
 export function dataConverterFromEnv(env: NodeJS.ProcessEnv = process.env): DataConverter {
-  const settings = claimCheckSettings(env);
-  if (!settings.enabled) return {};
-  return claimCheckDataConverter({ store: new FsBlobStore(settings.blobDir), thresholdBytes: settings.thresholdBytes });
+  const claimCheck = claimCheckSettings(env);
+  const keys = encryptionKeysFromEnv(env);
+  // Order matters: codecs encode first to last and decode last to first. Encrypt first, then claim-check, so blobs at
+  // rest are ciphertext like history, and a blob's key hashes ciphertext, not the plaintext (which it would confirm).
+  const codecs: PayloadCodec[] = [];
+  if (keys) codecs.push(new EncryptionCodec(keys));
+  if (claimCheck.enabled) codecs.push(new ClaimCheckCodec({ store: new FsBlobStore(claimCheck.blobDir), thresholdBytes: claimCheck.thresholdBytes }));
+  if (codecs.length === 0) return {};
+  return { payloadCodecs: codecs, ...(keys ? { failureConverterPath: ENCRYPTED_FAILURE_CONVERTER_PATH } : {}) };
 }

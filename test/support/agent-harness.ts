@@ -10,6 +10,7 @@ import type { WorkflowHandle } from '@temporalio/client';
 import { TestWorkflowEnvironment } from '@temporalio/testing';
 import { bundleWorkflowCode, DefaultLogger, Runtime, Worker, type WorkflowBundle } from '@temporalio/worker';
 import type { DataConverter } from '@temporalio/common';
+import type { Tool } from '../../src/activities';
 import { claimCheckDataConverter, FsBlobStore } from '../../src/codec';
 import { WORKFLOW_TYPE } from '../../src/common/constants';
 import type { AgentRunInput } from '../../src/common/input';
@@ -70,6 +71,8 @@ export interface AgentHarnessOptions {
   streamIdleTimeoutMs?: number;
   /** Payloads above this size go to the blob store (claim check), as in production. @default 32 KiB */
   claimCheckThresholdBytes?: number;
+  /** Tools beside the built-in file tools (e.g. MCP tools). */
+  tools?: Tool[];
 }
 
 export async function startAgentHarness(
@@ -97,6 +100,7 @@ export async function startAgentHarness(
       workspace,
       deltaFlushMs: 100,
       streamIdleTimeoutMs: options.streamIdleTimeoutMs,
+      tools: options.tools,
     }),
   });
   const running = worker.run();

@@ -18,6 +18,8 @@ export interface Tool<P extends z.ZodObject = z.ZodObject> {
   name: string;
   description: string;
   parameters: P;
+  /** Sent to the model as-is instead of the schema derived from `parameters` (tools defined elsewhere, e.g. MCP). */
+  jsonSchema?: Record<string, unknown>;
   /** Whether calling it changes the world; approvals and idempotency care. */
   sideEffects: boolean;
   execute(args: z.output<P>, ctx: ToolContext): Promise<string>;
@@ -68,7 +70,7 @@ export class ToolRegistry {
     if (unknown.length) throw new Error(`unknown tool(s) ${unknown.join(', ')}; registered: ${this.names().join(', ')}`);
     return names.map((name) => {
       const tool = this.tools.get(name)!;
-      const { $schema: _ignored, ...parameters } = z.toJSONSchema(tool.parameters) as Record<string, unknown>;
+      const { $schema: _ignored, ...parameters } = tool.jsonSchema ?? (z.toJSONSchema(tool.parameters) as Record<string, unknown>);
       return { type: 'function', function: { name, description: tool.description, parameters } };
     });
   }

@@ -1,0 +1,37 @@
+#!/bin/sh
+# One-shot (temporalio/admin-tools), once the server answers: creates the namespace the worker uses and registers the
+# AgentState Keyword search attribute that every agent run upserts (the server rejects upserts of unknown attributes).
+# Safe on every `docker compose up`: what exists is left alone.
+set -eu
+address="${TEMPORAL_ADDRESS:-temporal:7233}"
+namespace="${TEMPORAL_NAMESPACE:-default}"
+retention="${TEMPORAL_NAMESPACE_RETENTION:-72h}"
+
+# Retries a command for up to a minute: the server, then a new namespace, take a moment to be ready everywhere.
+retry() {
+  tries=0
+  until "$@"; do
+    tries=$((tries + 1))
+    if [ "${tries}" -ge 30 ]; then
+      echo "gave up after ${tries} tries: $*" >&2
+      return 1
+    fi
+    sleep 2
+  done
+}
+
+has_agent_state() {
+  temporal operator search-attribute list --address "${address}" --namespace "${namespace}" | grep -qw AgentState
+}
+
+retry temporal operator cluster health --address "${address}"
+if ! temporal operator namespace describe --address "${address}" --namespace "${namespace}" >/dev/null 2>&1; then
+  temporal operator namespace create --address "${address}" --namespace "${namespace}" --retention "${retention}"
+fi
+# Listing works once the namespace is known to the whole server, not just where it was created.
+retry temporal operator search-attribute list --address "${address}" --namespace "${namespace}" >/dev/null
+if ! has_agent_state; then
+  retry temporal operator search-attribute create --address "${address}" --namespace "${namespace}" --name AgentState --type Keyword
+fi
+retry has_agent_state
+echo "namespace ${namespace} is ready, with the AgentState search attribute"

@@ -1,0 +1,159 @@
+/**
+ * The codec server: `npm run codec-server`. Serves Temporal's remote codec protocol so the Web UI
+ * (`--ui-codec-endpoint`) and the CLI (`--codec-endpoint`, `--codec-auth`) show payloads decrypted and claim checks
+ * resolved, with the worker's own codecs (`dataConverterFromEnv`: the same keys and the same blob store).
+ *
+ * Protocol: `POST .../encode` and `POST .../decode` (only the last path segment counts, so `/{namespace}/decode`
+ * works too) with a proto3 JSON `{ payloads: [{ metadata: { key: base64 }, data: base64 }] }`, answered in the same
+ * form. Every request needs `Authorization: Bearer $CODEC_SERVER_TOKEN`; browsers from the allowed origins get CORS
+ * (preflight included) for the headers the UI sends: Content-Type, X-Namespace, Authorization.
+ */
+import { createHash, timingSafeEqual } from 'node:crypto';
+import type { Payload, PayloadCodec } from '@temporalio/common';
+import Fastify, { type FastifyInstance, type FastifyReply, type FastifyRequest } from 'fastify';
+import { z } from 'zod';
+import { dataConverterFromEnv, encryptionKeysFromEnv } from './codec';
+
+export const DEFAULT_CODEC_SERVER_PORT = 8081;
+/** The Web UI of `npm run server`. */
+export const DEFAULT_CODEC_SERVER_ORIGINS = ['http://localhost:8233', 'http://127.0.0.1:8233'];
+const MIN_TOKEN_CHARS = 16;
+/** Above the server's 2 MB payload limit, base64 included, with room for several payloads per request. */
+const BODY_LIMIT_BYTES = 16 * 1024 * 1024;
+const ALLOWED_HEADERS = 'Content-Type, X-Namespace, Authorization';
+
+/** Settings of the codec server from the environment. */
+export interface CodecServerSettings {
+  /** `CODEC_SERVER_PORT`. @default 8081 */
+  port: number;
+  /** `CODEC_SERVER_HOST`: the interface to listen on; `0.0.0.0` in a container. @default 127.0.0.1 */
+  host: string;
+  /** `CODEC_SERVER_TOKEN`: the bearer token every request must carry. Required. */
+  token: string;
+  /** `CODEC_SERVER_CORS_ORIGINS`: comma-separated origins of the Web UI, or `*` for any. @default the dev server's UI */
+  allowedOrigins: string[];
+}
+
+export function codecServerSettings(env: NodeJS.ProcessEnv = process.env): CodecServerSettings {
+  const token = env.CODEC_SERVER_TOKEN?.trim() ?? '';
+  if (token.length < MIN_TOKEN_CHARS) {
+    throw new Error(`CODEC_SERVER_TOKEN must be set to a secret of at least ${MIN_TOKEN_CHARS} characters (openssl rand -hex 32): the codec server decrypts for whoever holds it`);
+  }
+  const port = env.CODEC_SERVER_PORT?.trim() || String(DEFAULT_CODEC_SERVER_PORT);
+  if (!/^\d+$/.test(port) || Number(port) > 65_535) throw new Error(`CODEC_SERVER_PORT must be a port number, got ${JSON.stringify(env.CODEC_SERVER_PORT)}`);
+  const origins = (env.CODEC_SERVER_CORS_ORIGINS ?? '').split(',').map((o) => o.trim().replace(/\/+$/, '')).filter(Boolean);
+  return {
+    port: Number(port),
+    host: env.CODEC_SERVER_HOST?.trim() || '127.0.0.1',
+    token,
+    allowedOrigins: origins.length ? origins : DEFAULT_CODEC_SERVER_ORIGINS,
+  };
+}
+
+/** Options of `createCodecServer`. */
+export interface CodecServerOptions {
+  /** Applied like a data converter's: encode first to last, decode last to first. */
+  codecs: PayloadCodec[];
+  token: string;
+  /** Origins allowed to call from a browser; `*` allows any. */
+  allowedOrigins: string[];
+}
+
+const Base64 = z.string().regex(/^[A-Za-z0-9+/_-]*={0,2}$/, 'must be base64');
+const PayloadsBody = z.object({
+  payloads: z.array(z.object({ metadata: z.record(z.string(), Base64).nullish(), data: Base64.nullish() })),
+});
+type JsonPayload = z.infer<typeof PayloadsBody>['payloads'][number];
+
+const fromJson = (p: JsonPayload): Payload => ({
+  metadata: Object.fromEntries(Object.entries(p.metadata ?? {}).map(([k, v]) => [k, Buffer.from(v, 'base64')])),
+  data: Buffer.from(p.data ?? '', 'base64'),
+});
+
+const toJson = (p: Payload) => ({
+  metadata: Object.fromEntries(Object.entries(p.metadata ?? {}).map(([k, v]) => [k, Buffer.from(v ?? new Uint8Array()).toString('base64')])),
+  data: Buffer.from(p.data ?? new Uint8Array()).toString('base64'),
+});
+
+/** A Fastify app serving the codec protocol; `listen` it, or `inject` requests in tests. */
+export function createCodecServer(options: CodecServerOptions): FastifyInstance {
+  const digest = (s: string) => createHash('sha256').update(s).digest();
+  const expected = digest(options.token);
+  // Equal-length digests make the comparison constant-time whatever the length of what was sent.
+  const authorised = (header: string | undefined) => {
+    const match = /^Bearer\s+(\S+)\s*$/i.exec(header ?? '');
+    return match != null && timingSafeEqual(digest(match[1]), expected);
+  };
+  const anyOrigin = options.allowedOrigins.includes('*');
+  const allowedOrigin = (origin: string | undefined) => origin != null && (anyOrigin || options.allowedOrigins.includes(origin));
+
+  const app = Fastify({ logger: false, bodyLimit: BODY_LIMIT_BYTES });
+
+  app.addHook('onRequest', async (req: FastifyRequest, reply: FastifyReply) => {
+    const origin = req.headers.origin;
+    if (origin == null) return; // not a browser: the CLI, curl, a proxy
+    // A browser on another site must not reach the codec at all, even one holding a cookie for an auth proxy.
+    if (!allowedOrigin(origin)) return reply.code(403).send({ error: `origin ${origin} is not allowed (CODEC_SERVER_CORS_ORIGINS)` });
+    reply.header('Access-Control-Allow-Origin', origin);
+    reply.header('Access-Control-Allow-Credentials', 'true');
+    reply.header('Vary', 'Origin');
+  });
+
+  // Before the body is parsed, so an unauthenticated caller cannot make the server read megabytes.
+  app.addHook('onRequest', async (req: FastifyRequest, reply: FastifyReply) => {
+    if (req.method !== 'POST' || authorised(req.headers.authorization)) return;
+    return reply.code(401).header('WWW-Authenticate', 'Bearer').send({ error: 'a valid Authorization: Bearer token is required' });
+  });
+
+  // Preflight carries no Authorization header, so it is answered before any auth check.
+  app.options('/*', async (_req, reply) =>
+    reply
+      .code(204)
+      .header('Access-Control-Allow-Methods', 'POST, OPTIONS')
+      .header('Access-Control-Allow-Headers', ALLOWED_HEADERS)
+      .header('Access-Control-Max-Age', '600')
+      .send(),
+  );
+
+  app.get('/healthz', async () => ({ ok: true }));
+
+  app.post('/*', async (req, reply) => {
+    const op = req.url.split('?')[0].replace(/\/+$/, '').split('/').pop();
+    if (op !== 'encode' && op !== 'decode') return reply.code(404).send({ error: 'expected POST .../encode or .../decode' });
+    const body = PayloadsBody.safeParse(req.body);
+    if (!body.success) return reply.code(400).send({ error: `expected { payloads: [{ metadata, data }] } in proto3 JSON: ${body.error.issues[0]?.message}` });
+    let payloads = body.data.payloads.map(fromJson);
+    try {
+      if (op === 'encode') for (const codec of options.codecs) payloads = await codec.encode(payloads);
+      else for (const codec of [...options.codecs].reverse()) payloads = await codec.decode(payloads);
+    } catch (err) {
+      // Codec errors name a key id or a blob key, never payload contents.
+      return reply.code(422).send({ error: err instanceof Error ? err.message : String(err) });
+    }
+    return { payloads: payloads.map(toJson) };
+  });
+
+  return app;
+}
+
+async function main(): Promise<void> {
+  const settings = codecServerSettings();
+  const codecs = dataConverterFromEnv().payloadCodecs ?? [];
+  const keys = encryptionKeysFromEnv();
+  const app = createCodecServer({ codecs, token: settings.token, allowedOrigins: settings.allowedOrigins });
+  await app.listen({ port: settings.port, host: settings.host });
+  const url = `http://${settings.host}:${settings.port}`;
+  console.log(`codec server on ${url}: ${keys ? `decrypts with keys ${Object.keys(keys.keys).join(', ')} (current ${keys.currentKeyId})` : 'no AGENT_ENCRYPTION_KEYS, so it only resolves claim checks'}`);
+  console.log(`CORS origins: ${settings.allowedOrigins.join(', ')}`);
+  console.log(`CLI: temporal workflow show --workflow-id <id> --codec-endpoint ${url} --codec-auth "Bearer $CODEC_SERVER_TOKEN"`);
+  const stop = () => void app.close().then(() => process.exit(0));
+  process.once('SIGINT', stop);
+  process.once('SIGTERM', stop);
+}
+
+if (require.main === module) {
+  main().catch((err: unknown) => {
+    console.error(err instanceof Error ? err.message : err);
+    process.exit(1);
+  });
+}

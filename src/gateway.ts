@@ -1,0 +1,37 @@
+/**
+ * The HTTP gateway process: `npm run gateway`. GATEWAY_PORT (8080), GATEWAY_HOST (127.0.0.1), GATEWAY_TOKEN
+ * (required unless GATEWAY_INSECURE=1), and the TEMPORAL_* settings of `AgentClient.connect`.
+ */
+import { AgentClient } from './client';
+import { gatewaySettings } from './config';
+import { buildGateway } from './gateway/index';
+
+async function main(): Promise<void> {
+  const settings = gatewaySettings();
+  if (settings.token === null) console.warn('GATEWAY_INSECURE=1: the gateway accepts requests without a token');
+  const agents = await AgentClient.connect();
+  const app = buildGateway({ agents, token: settings.token, logger: true });
+  const stop = async () => {
+    await app.close();
+    await agents.close();
+  };
+  for (const signal of ['SIGINT', 'SIGTERM'] as const) {
+    process.once(signal, () => {
+      stop().catch((err: unknown) => {
+        console.error(err);
+        process.exitCode = 1;
+      });
+    });
+  }
+  try {
+    await app.listen({ port: settings.port, host: settings.host });
+  } catch (err) {
+    await agents.close();
+    throw err;
+  }
+}
+
+main().catch((err: unknown) => {
+  console.error(`gateway: ${err instanceof Error ? err.message : String(err)}`);
+  process.exit(1);
+});

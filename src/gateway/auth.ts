@@ -1,0 +1,31 @@
+/** Bearer-token authentication for every route except the public ones. */
+import { createHash, timingSafeEqual } from 'node:crypto';
+import type { FastifyInstance } from 'fastify';
+import { HttpError } from './errors';
+
+/** Routes served without a token: liveness and the API description. */
+export const PUBLIC_ROUTES: ReadonlySet<string> = new Set(['/healthz', '/openapi.json']);
+
+/**
+ * Whether an `Authorization` header carries the token. Both sides are hashed first so that the comparison is
+ * constant-time whatever their lengths.
+ */
+export function bearerMatches(header: string | undefined, token: string): boolean {
+  const presented = /^Bearer\s+(\S+)\s*$/i.exec(header ?? '')?.[1];
+  if (presented === undefined) return false;
+  return timingSafeEqual(sha256(presented), sha256(token));
+}
+
+const sha256 = (text: string): Buffer => createHash('sha256').update(text, 'utf8').digest();
+
+/** Refuses requests without the token with 401; `token: null` turns authentication off (GATEWAY_INSECURE=1). */
+export function registerAuth(app: FastifyInstance, token: string | null): void {
+  if (token === null) return;
+  app.addHook('onRequest', async (request, reply) => {
+    // Unknown routes require the token too, so that probing reveals nothing.
+    if (request.routeOptions.url !== undefined && PUBLIC_ROUTES.has(request.routeOptions.url)) return;
+    if (bearerMatches(request.headers.authorization, token)) return;
+    reply.header('www-authenticate', 'Bearer');
+    throw new HttpError(401, 'unauthorized', 'missing or wrong bearer token (Authorization: Bearer <token>)');
+  });
+}

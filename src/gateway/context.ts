@@ -1,0 +1,31 @@
+/** What every route needs: the agent client, the stream settings, and the requests to cut short on shutdown. */
+import type { FastifyReply } from 'fastify';
+import type { AgentClient } from '../client';
+
+export interface GatewayContext {
+  agents: AgentClient;
+  /** Time between two heartbeat comments on an SSE stream. */
+  heartbeatMs: number;
+  /** Time between two `state` queries of an SSE stream's watch. */
+  pollIntervalMs: number;
+  /** Long requests (SSE streams, result waits) in flight; closing the gateway aborts them. */
+  inflight: Set<AbortController>;
+}
+
+/**
+ * A signal that aborts when the client goes away or the gateway closes, so that no watch loop or long poll outlives
+ * its request. Call `dispose` when the request is done.
+ */
+export function abortOnClose(ctx: GatewayContext, reply: FastifyReply): { signal: AbortSignal; dispose(): void } {
+  const controller = new AbortController();
+  const onClose = () => controller.abort(new Error('the client closed the connection'));
+  reply.raw.once('close', onClose);
+  ctx.inflight.add(controller);
+  return {
+    signal: controller.signal,
+    dispose() {
+      reply.raw.off('close', onClose);
+      ctx.inflight.delete(controller);
+    },
+  };
+}

@@ -1,0 +1,294 @@
+/**
+ * The OpenAPI 3.1 document of the gateway, written by hand; request bodies come from the zod schemas the routes
+ * validate with (`z.toJSONSchema`), so the document cannot drift from what the gateway accepts.
+ */
+import { z } from 'zod';
+import { AgentState } from '../workflows/states';
+import { AbortBodySchema, ApproveBodySchema, SendMessageBodySchema, StartRunBodySchema } from './schemas';
+
+type Json = Record<string, unknown>;
+
+/** A request body's JSON schema: the schema's input side (defaults are optional), without the `$schema` marker. */
+export function bodySchema(schema: z.ZodType): Json {
+  const { $schema: _dialect, ...rest } = z.toJSONSchema(schema, { io: 'input' }) as Json;
+  return rest;
+}
+
+const ref = (name: string) => ({ $ref: `#/components/schemas/${name}` });
+const jsonContent = (schema: Json) => ({ 'application/json': { schema } });
+const ok = (description: string, schema: Json) => ({ description, content: jsonContent(schema) });
+const errors = (...statuses: number[]) => Object.fromEntries(statuses.map((s) => [String(s), { $ref: `#/components/responses/E${s}` }]));
+const body = (schema: z.ZodType, required = true) => ({ required, content: jsonContent(bodySchema(schema)) });
+
+const idParam = {
+  name: 'id',
+  in: 'path',
+  required: true,
+  description: 'The run\'s workflow id; URL-encode it (sub-agent ids contain `/`).',
+  schema: { type: 'string', minLength: 1 },
+};
+const messagesParam = {
+  name: 'messages',
+  in: 'query',
+  description: '`1` or `true` includes the conversation (it can be large).',
+  schema: { type: 'string', enum: ['1', '0', 'true', 'false'] },
+};
+const agentStates = Object.values(AgentState);
+
+const ERROR_RESPONSES: Record<number, string> = {
+  400: 'Invalid input: the message names each bad field.',
+  401: 'Missing or wrong bearer token.',
+  404: 'No run with this id (`run_not_found`), or no such step (`step_not_found`).',
+  409: 'The run has ended (`run_ended`), refused the update (`update_rejected`, the message is the workflow\'s reason), or is already running (`already_started`).',
+  422: 'The run failed (`run_failed`): `message` is the workflow\'s reason, `failureType` its failure type, `result` its counters when known.',
+  503: 'The Temporal server is unavailable.',
+  504: 'No worker answered the state query in time.',
+};
+
+const schemas: Record<string, Json> = {
+  Error: {
+    type: 'object',
+    required: ['error'],
+    properties: {
+      error: {
+        type: 'object',
+        required: ['code', 'message'],
+        properties: { code: { type: 'string' }, message: { type: 'string' } },
+        additionalProperties: true,
+      },
+    },
+  },
+  RunStarted: {
+    type: 'object',
+    required: ['workflowId', 'runId'],
+    properties: { workflowId: { type: 'string' }, runId: { type: 'string' } },
+  },
+  Usage: {
+    type: 'object',
+    properties: {
+      promptTokens: { type: 'integer' },
+      completionTokens: { type: 'integer' },
+      totalTokens: { type: 'integer' },
+      modelCalls: { type: 'integer' },
+      costUsd: { type: 'number' },
+    },
+    additionalProperties: true,
+  },
+  PendingApproval: {
+    type: 'object',
+    required: ['toolCallId', 'kind', 'name', 'arguments'],
+    properties: {
+      toolCallId: { type: 'string' },
+      kind: { enum: ['tool', 'budget'] },
+      name: { type: 'string' },
+      arguments: { type: 'string', description: 'The call\'s arguments as JSON text.' },
+      decision: { type: 'object', properties: { approved: { type: 'boolean' }, feedback: { type: 'string' } } },
+    },
+  },
+  Transition: {
+    type: 'object',
+    required: ['from', 'to', 'event', 'at'],
+    properties: { from: { enum: agentStates }, to: { enum: agentStates }, event: { type: 'string' }, at: { type: 'string', format: 'date-time' } },
+  },
+  RunState: {
+    type: 'object',
+    description: 'The `state` query of the run (see the README\'s public contract); more fields than listed here.',
+    required: ['state', 'stateSince', 'step', 'loops', 'toolCalls', 'usage', 'transitions', 'pendingApproval'],
+    properties: {
+      state: { enum: agentStates },
+      stateSince: { type: 'string', format: 'date-time' },
+      step: { type: 'integer', description: 'State changes so far.' },
+      loops: { type: 'integer' },
+      toolCalls: { type: 'integer' },
+      usage: ref('Usage'),
+      limits: { type: 'object' },
+      transitions: { type: 'array', items: ref('Transition') },
+      partialText: { type: 'string' },
+      stream: { type: ['object', 'null'], properties: { callNumber: { type: 'integer' }, attempt: { type: 'integer' } } },
+      pendingApproval: { type: 'array', items: ref('PendingApproval') },
+      lastError: { type: ['string', 'null'] },
+      reason: { type: ['string', 'null'] },
+      answer: { type: ['string', 'null'] },
+      messageCount: { type: 'integer' },
+      messages: { type: 'array', items: { type: 'object' }, description: 'Only with `?messages=1`.' },
+    },
+    additionalProperties: true,
+  },
+  RunResult: {
+    type: 'object',
+    required: ['status', 'answer', 'reason', 'usage', 'loops', 'toolCalls'],
+    properties: {
+      status: { enum: ['COMPLETED', 'ABORTED'] },
+      answer: { type: ['string', 'null'] },
+      reason: { type: ['string', 'null'] },
+      usage: ref('Usage'),
+      loops: { type: 'integer' },
+      toolCalls: { type: 'integer' },
+    },
+  },
+  RunList: {
+    type: 'object',
+    required: ['runs'],
+    properties: {
+      runs: {
+        type: 'array',
+        items: {
+          type: 'object',
+          required: ['workflowId', 'runId', 'status', 'startTime'],
+          properties: {
+            workflowId: { type: 'string' },
+            runId: { type: 'string' },
+            status: { type: 'string', description: 'Temporal execution status: RUNNING, COMPLETED, FAILED, TERMINATED, ...' },
+            agentState: { enum: agentStates, description: 'The `AgentState` search attribute.' },
+            startTime: { type: 'string', format: 'date-time' },
+          },
+        },
+      },
+    },
+  },
+  SignalSent: {
+    type: 'object',
+    required: ['workflowId', 'signal', 'sent'],
+    properties: { workflowId: { type: 'string' }, signal: { enum: ['abort', 'pause', 'resume'] }, sent: { const: true } },
+  },
+  ApproveResult: {
+    type: 'object',
+    required: ['toolCallId', 'approved', 'remaining'],
+    properties: { toolCallId: { type: 'string' }, approved: { type: 'boolean' }, remaining: { type: 'integer', description: 'Approvals still outstanding.' } },
+  },
+  SendMessageResult: {
+    type: 'object',
+    required: ['queued'],
+    properties: { queued: { type: 'integer', description: 'Messages waiting for the next model call.' } },
+  },
+};
+
+const SSE_DESCRIPTION = [
+  'Server-Sent Events: `transition`, `text`, `restart`, `approval`, then `end` (or `error`), each with `data:` one JSON',
+  'object and `id:` a resume cursor `<step>.<callNumber>.<attempt>.<chars>`. Reconnecting with `Last-Event-ID` sends',
+  'only transitions after that step and text after that many characters. A `: heartbeat` comment comes every 15 s.',
+  'See docs/gateway.md.',
+].join(' ');
+
+function buildDocument(): Json {
+  const signal = (name: string, summary: string, requestBody?: Json) => ({
+    post: {
+      operationId: `${name}Run`,
+      summary,
+      parameters: [idParam],
+      ...(requestBody ? { requestBody } : {}),
+      responses: { '202': ok('The signal was sent; the run acts on it at its next step.', ref('SignalSent')), ...errors(400, 401, 404, 409, 503) },
+    },
+  });
+  return {
+    openapi: '3.1.0',
+    info: {
+      title: 'Durable agent gateway',
+      version: '1.0.0',
+      description: 'HTTP access to `agentRun` workflows for services and front ends without a Temporal client.',
+    },
+    security: [{ bearer: [] }],
+    paths: {
+      '/healthz': {
+        get: { operationId: 'health', summary: 'Liveness', security: [], responses: { '200': ok('The gateway is up.', { type: 'object', properties: { status: { const: 'ok' } } }) } },
+      },
+      '/openapi.json': {
+        get: { operationId: 'openapi', summary: 'This document', security: [], responses: { '200': ok('OpenAPI 3.1 document.', { type: 'object' }) } },
+      },
+      '/v1/runs': {
+        post: {
+          operationId: 'startRun',
+          summary: 'Start a run',
+          parameters: [
+            {
+              name: 'workflowId',
+              in: 'query',
+              description: 'Workflow id for an idempotent start (409 `already_started` while a run with it is open). Default `agent-<random>`.',
+              schema: { type: 'string', pattern: '^[A-Za-z0-9._:@/-]{1,200}$' },
+            },
+          ],
+          requestBody: body(StartRunBodySchema),
+          responses: { '201': ok('Started; `Location` is the run\'s URL.', ref('RunStarted')), ...errors(400, 401, 409, 503) },
+        },
+        get: {
+          operationId: 'listRuns',
+          summary: 'List runs, newest first',
+          parameters: [
+            { name: 'state', in: 'query', description: 'Only runs whose `AgentState` is this.', schema: { enum: agentStates } },
+            { name: 'limit', in: 'query', description: 'Most runs returned (default 20).', schema: { type: 'integer', minimum: 1, maximum: 1000 } },
+          ],
+          responses: { '200': ok('Runs.', ref('RunList')), ...errors(400, 401, 503) },
+        },
+      },
+      '/v1/runs/{id}': {
+        get: {
+          operationId: 'getRunState',
+          summary: 'The run\'s state view',
+          parameters: [idParam, messagesParam],
+          responses: { '200': ok('State view.', ref('RunState')), ...errors(400, 401, 404, 503, 504) },
+        },
+      },
+      '/v1/runs/{id}/result': {
+        get: {
+          operationId: 'getRunResult',
+          summary: 'Wait for the run to end',
+          description: 'Holds the request until the run ends. 200 for COMPLETED and ABORTED, 422 `run_failed` for a failed run.',
+          parameters: [idParam],
+          responses: { '200': ok('The run\'s result.', ref('RunResult')), ...errors(401, 404, 422, 503) },
+        },
+      },
+      '/v1/runs/{id}/events': {
+        get: {
+          operationId: 'streamRunEvents',
+          summary: 'Follow the run (Server-Sent Events)',
+          description: SSE_DESCRIPTION,
+          parameters: [
+            idParam,
+            { name: 'Last-Event-ID', in: 'header', description: 'Resume after this event id.', schema: { type: 'string' } },
+          ],
+          responses: { '200': { description: 'An event stream.', content: { 'text/event-stream': { schema: { type: 'string' } } } }, ...errors(401, 404, 503, 504) },
+        },
+      },
+      '/v1/runs/{id}/steps/{step}': {
+        get: {
+          operationId: 'getRunStep',
+          summary: 'Time travel: the run\'s state right after a step',
+          parameters: [idParam, { name: 'step', in: 'path', required: true, schema: { type: 'integer', minimum: 0 } }, messagesParam],
+          responses: { '200': ok('State view at the step.', ref('RunState')), ...errors(400, 401, 404, 503) },
+        },
+      },
+      '/v1/runs/{id}/abort': signal('abort', 'Abort the run (work in flight is cancelled; the run ends ABORTED)', body(AbortBodySchema, false)),
+      '/v1/runs/{id}/pause': signal('pause', 'Pause the run before its next piece of work'),
+      '/v1/runs/{id}/resume': signal('resume', 'Resume a paused run (or cancel a pending pause)'),
+      '/v1/runs/{id}/approvals': {
+        post: {
+          operationId: 'approveToolCall',
+          summary: 'Approve or reject a tool call waiting for approval',
+          parameters: [idParam],
+          requestBody: body(ApproveBodySchema),
+          responses: { '200': ok('Decided.', ref('ApproveResult')), ...errors(400, 401, 404, 409, 503) },
+        },
+      },
+      '/v1/runs/{id}/messages': {
+        post: {
+          operationId: 'sendMessage',
+          summary: 'Queue a user message for the model\'s next call',
+          parameters: [idParam],
+          requestBody: body(SendMessageBodySchema),
+          responses: { '200': ok('Queued.', ref('SendMessageResult')), ...errors(400, 401, 404, 409, 503) },
+        },
+      },
+    },
+    components: {
+      securitySchemes: { bearer: { type: 'http', scheme: 'bearer', description: 'The gateway\'s GATEWAY_TOKEN.' } },
+      schemas,
+      responses: Object.fromEntries(
+        Object.entries(ERROR_RESPONSES).map(([status, description]) => [`E${status}`, ok(description, ref('Error'))]),
+      ),
+    },
+  };
+}
+
+let cached: Json | undefined;
+/** The document, built once. */
+export const openApiDocument = (): Json => (cached ??= buildDocument());

@@ -1,0 +1,65 @@
+/** Starting runs, reading them and waiting for them: `/v1/runs`, `/v1/runs/:id`, `/result`, `/steps/:step`. */
+import { setMaxListeners } from 'node:events';
+import type { FastifyInstance } from 'fastify';
+import { runFailure } from '../../client';
+import type { AgentRunInput } from '../../common/input';
+import { abortOnClose, type GatewayContext } from '../context';
+import { HttpError } from '../errors';
+import { ListQuerySchema, MessagesQuerySchema, parseOr400, RunParamsSchema, StartRunBodySchema, StartRunQuerySchema, StepParamsSchema } from '../schemas';
+
+/** The workflow's message when `snapshotAt` is asked for a step the run does not hold. */
+const STEP_NOT_IN_RUN = /step \d+ is not in this run[^\n]*/;
+
+export function registerRunRoutes(app: FastifyInstance, ctx: GatewayContext): void {
+  const { agents } = ctx;
+
+  app.post('/v1/runs', async (request, reply) => {
+    const { workflowId } = parseOr400(StartRunQuerySchema, request.query, 'query');
+    parseOr400(StartRunBodySchema, request.body, 'agentRun input');
+    // The body goes as given, as `AgentClient.start` sends it: defaults stay the worker's concern.
+    const run = await agents.start(request.body as AgentRunInput, { workflowId });
+    reply.code(201).header('location', `/v1/runs/${encodeURIComponent(run.workflowId)}`);
+    return { workflowId: run.workflowId, runId: run.runId };
+  });
+
+  app.get('/v1/runs', async (request) => {
+    const { state, limit } = parseOr400(ListQuerySchema, request.query, 'query');
+    return { runs: await agents.list({ state, limit }) };
+  });
+
+  app.get('/v1/runs/:id', async (request) => {
+    const { id } = parseOr400(RunParamsSchema, request.params, 'path');
+    const { messages } = parseOr400(MessagesQuerySchema, request.query, 'query');
+    return agents.handle(id).state({ includeMessages: messages ?? false });
+  });
+
+  app.get('/v1/runs/:id/result', async (request, reply) => {
+    const { id } = parseOr400(RunParamsSchema, request.params, 'path');
+    const { signal, dispose } = abortOnClose(ctx, reply);
+    // The SDK adds one abort listener per long poll and keeps it until the request (and its signal) is done.
+    setMaxListeners(Infinity, signal);
+    try {
+      // The long poll is cancelled with the request, not left running until the run ends.
+      return await agents.client.connection.withAbortSignal(signal, () => agents.handle(id).result());
+    } catch (err) {
+      if (signal.aborted) return reply.hijack().raw.end();
+      const failure = runFailure(err);
+      if (failure) throw new HttpError(422, 'run_failed', failure.reason, { failureType: failure.type ?? null, result: failure.result ?? null });
+      throw err;
+    } finally {
+      dispose();
+    }
+  });
+
+  app.get('/v1/runs/:id/steps/:step', async (request) => {
+    const { id, step } = parseOr400(StepParamsSchema, request.params, 'path');
+    const { messages } = parseOr400(MessagesQuerySchema, request.query, 'query');
+    try {
+      return await agents.handle(id).snapshotAt(step, { includeMessages: messages ?? false });
+    } catch (err) {
+      const notInRun = err instanceof Error ? STEP_NOT_IN_RUN.exec(`${err.message}\n${(err.cause as Error | undefined)?.message ?? ''}`) : null;
+      if (notInRun) throw new HttpError(404, 'step_not_found', notInRun[0]);
+      throw err;
+    }
+  });
+}

@@ -1,0 +1,16 @@
+/**
+ * The client half of tracing, kept apart from tracing.ts so clients (the CLI, backend services) do not load the
+ * OpenTelemetry SDK and exporters just to start runs.
+ */
+import type { WorkflowClientInterceptor } from '@temporalio/client';
+import { OpenTelemetryWorkflowClientInterceptor } from '@temporalio/interceptors-opentelemetry/lib/client';
+import { observabilitySettings } from '../config';
+
+/**
+ * Interceptors that start a run's trace and pass it to the workflow in headers, when tracing is configured
+ * (AGENT_TRACING, OTEL_EXPORTER_OTLP_ENDPOINT). Spans use the process's global tracer provider: the worker's, or
+ * the one a backend service registers; without one they are no-ops.
+ */
+export function tracingClientInterceptors(env: NodeJS.ProcessEnv = process.env): WorkflowClientInterceptor[] {
+  return observabilitySettings(env).tracing === 'off' ? [] : [new OpenTelemetryWorkflowClientInterceptor()];
+}

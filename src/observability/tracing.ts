@@ -1,0 +1,78 @@
+/**
+ * OpenTelemetry tracing through Temporal's interceptors: client calls, the workflow (its spans leave the sandbox
+ * through a sink) and every activity land in one trace per run. Off unless configured (config.ts). Worker and
+ * client side only: never import from workflow code.
+ */
+import { context, propagation, trace, type Tracer } from '@opentelemetry/api';
+import { OTLPTraceExporter } from '@opentelemetry/exporter-trace-otlp-http';
+import { Resource } from '@opentelemetry/resources';
+import { BatchSpanProcessor, ConsoleSpanExporter, type SpanProcessor } from '@opentelemetry/sdk-trace-base';
+import { NodeTracerProvider } from '@opentelemetry/sdk-trace-node';
+import {
+  makeWorkflowExporter,
+  OpenTelemetryActivityInboundInterceptor,
+  OpenTelemetryActivityOutboundInterceptor,
+  OpenTelemetryWorkflowClientInterceptor,
+} from '@temporalio/interceptors-opentelemetry';
+import type { WorkerOptions } from '@temporalio/worker';
+import { observabilitySettings } from '../config';
+
+/** The package's workflow interceptors; bundled into the workflow code, so they run inside the sandbox. */
+export const WORKFLOW_TRACING_MODULE = require.resolve('@temporalio/interceptors-opentelemetry/lib/workflow-interceptors');
+
+export interface Tracing {
+  spanProcessor: SpanProcessor;
+  resource: Resource;
+  tracer: Tracer;
+  /** Flushes the spans still buffered and stops exporting. */
+  shutdown(): Promise<void>;
+}
+
+/**
+ * Registers a global tracer provider (with the W3C propagator and async context the interceptors rely on to link
+ * activity spans to their workflow) that sends every span, workflow spans included, to `spanProcessor`.
+ */
+export function startTracing(spanProcessor: SpanProcessor, serviceName = process.env.OTEL_SERVICE_NAME || 'durable-agent-worker'): Tracing {
+  const resource = new Resource({ 'service.name': serviceName });
+  const provider = new NodeTracerProvider({ resource, spanProcessors: [spanProcessor] });
+  provider.register();
+  return {
+    spanProcessor,
+    resource,
+    tracer: provider.getTracer('durable-agent-worker'),
+    async shutdown() {
+      await provider.shutdown();
+      // Undo register(), so a later startTracing in the same process (a test) takes effect.
+      trace.disable();
+      propagation.disable();
+      context.disable();
+    },
+  };
+}
+
+/** `AGENT_TRACING=console` prints spans; `otlp` (the default when OTEL_EXPORTER_OTLP_ENDPOINT is set) sends them over OTLP/HTTP. */
+export function tracingFromEnv(env: NodeJS.ProcessEnv = process.env): Tracing | undefined {
+  const { tracing } = observabilitySettings(env);
+  if (tracing === 'off') return undefined;
+  // The OTLP exporter reads OTEL_EXPORTER_OTLP_(TRACES_)ENDPOINT and _HEADERS itself.
+  return startTracing(new BatchSpanProcessor(tracing === 'console' ? new ConsoleSpanExporter() : new OTLPTraceExporter()));
+}
+
+/** Worker options that trace workflows and activities; the worker must bundle its workflows (`workflowsPath`). */
+export function tracingWorkerOptions(tracing: Tracing): Required<Pick<WorkerOptions, 'interceptors' | 'sinks'>> {
+  const options = { tracer: tracing.tracer };
+  return {
+    interceptors: {
+      workflowModules: [WORKFLOW_TRACING_MODULE],
+      activity: [
+        (ctx) => ({
+          inbound: new OpenTelemetryActivityInboundInterceptor(ctx, options),
+          outbound: new OpenTelemetryActivityOutboundInterceptor(ctx),
+        }),
+      ],
+      // The client activities use (stream deltas are signals): their spans join the run's trace too.
+      client: { workflow: [new OpenTelemetryWorkflowClientInterceptor(options)] },
+    },
+    sinks: { exporter: makeWorkflowExporter(tracing.spanProcessor, tracing.resource) },
+  };
+}

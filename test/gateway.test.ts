@@ -1,0 +1,293 @@
+/** The HTTP gateway on a real worker and dev server: JSON routes through `inject`, SSE over a real port with `fetch`. */
+import type { AddressInfo } from 'node:net';
+import Fastify, { type FastifyInstance, type InjectOptions } from 'fastify';
+import { AgentClient, AgentRunHandle, type WatchEvent } from '../src/client';
+import { AgentRunInputSchema } from '../src/common/input';
+import type { RunStateView } from '../src/common/messages';
+import { buildGateway, openApiDocument } from '../src/gateway/index';
+import { bodySchema } from '../src/gateway/openapi';
+import { registerRoutes } from '../src/gateway/routes';
+import { EventCursor, parseCursor } from '../src/gateway/sse-cursor';
+import { sleep, startAgentHarness, waitFor, type AgentHarness } from './support/agent-harness';
+
+// `inject` (light-my-request) requires cookie@2, an ES module that jest's CommonJS runtime cannot load (Node itself
+// can). It is used only to encode an inject request's `cookies` option, which these tests do not use.
+jest.mock(`${__dirname}/../node_modules/light-my-request/node_modules/cookie/dist/index.js`, () => ({
+  stringifySetCookie: ({ name, value }: { name: string; value: string }) => `${name}=${encodeURIComponent(value)}`,
+}));
+
+const TOKEN = 'gateway-test-token';
+let h: AgentHarness;
+let app: FastifyInstance;
+let baseUrl: string;
+
+beforeAll(async () => {
+  h = await startAgentHarness();
+  app = buildGateway({ agents: new AgentClient(h.env.client, h.taskQueue), token: TOKEN, heartbeatMs: 200, pollIntervalMs: 100 });
+  await app.listen({ port: 0, host: '127.0.0.1' });
+  baseUrl = `http://127.0.0.1:${(app.server.address() as AddressInfo).port}`;
+});
+
+afterAll(async () => {
+  await app?.close();
+  await h?.close();
+});
+
+afterEach(() => jest.restoreAllMocks());
+
+const auth = { authorization: `Bearer ${TOKEN}` };
+const api = async (method: InjectOptions['method'], url: string, payload?: object) => {
+  const res = await app.inject({ method, url, headers: auth, ...(payload ? { payload } : {}) });
+  return { status: res.statusCode, body: res.json(), headers: res.headers };
+};
+const startRun = async (input: object): Promise<string> => {
+  const res = await api('POST', '/v1/runs', input);
+  expect(res.status).toBe(201);
+  return res.body.workflowId;
+};
+const waitForState = (id: string, predicate: (s: RunStateView) => boolean) =>
+  waitFor(async () => {
+    const { body } = await api('GET', `/v1/runs/${id}`);
+    return predicate(body) ? (body as RunStateView) : undefined;
+  }, 20_000, `run ${id} state`);
+
+interface SseMessage {
+  event?: string;
+  id?: string;
+  data?: any;
+  comment?: string;
+}
+
+/** Reads an SSE response until it closes or `stop` says so (then cancels it). */
+async function readSse(res: Response, stop: (m: SseMessage) => boolean = () => false): Promise<SseMessage[]> {
+  const reader = res.body!.getReader();
+  const decoder = new TextDecoder();
+  const messages: SseMessage[] = [];
+  let buffer = '';
+  for (;;) {
+    const { value, done } = await reader.read();
+    if (done) return messages;
+    buffer += decoder.decode(value, { stream: true });
+    for (let end = buffer.indexOf('\n\n'); end >= 0; end = buffer.indexOf('\n\n')) {
+      const message: SseMessage = {};
+      for (const line of buffer.slice(0, end).split('\n')) {
+        const [, field, value] = /^([^:]*):? ?(.*)$/.exec(line)!;
+        if (field === '') message.comment = value;
+        else if (field === 'data') message.data = JSON.parse(value);
+        else if (field === 'event' || field === 'id') message[field] = value;
+      }
+      buffer = buffer.slice(end + 2);
+      messages.push(message);
+      if (stop(message)) {
+        await reader.cancel();
+        return messages;
+      }
+    }
+  }
+}
+const events = (id: string, headers: Record<string, string> = {}, signal?: AbortSignal) =>
+  fetch(`${baseUrl}/v1/runs/${encodeURIComponent(id)}/events`, { headers: { ...auth, ...headers }, signal });
+
+test('401 without the right token in one error shape; /healthz and /openapi.json are public', async () => {
+  for (const headers of [{}, { authorization: 'Bearer wrong' }, { authorization: TOKEN }]) {
+    const res = await app.inject({ method: 'GET', url: '/v1/runs', headers });
+    expect(res.statusCode).toBe(401);
+    expect(res.json()).toEqual({ error: { code: 'unauthorized', message: expect.stringContaining('bearer token') } });
+    expect(res.headers['www-authenticate']).toBe('Bearer');
+  }
+  expect((await app.inject({ method: 'GET', url: '/v1/nothing' })).statusCode).toBe(401);
+  expect((await api('GET', '/v1/nothing')).body.error.code).toBe('route_not_found');
+  expect((await app.inject({ method: 'GET', url: '/healthz' })).json()).toEqual({ status: 'ok' });
+  expect((await app.inject({ method: 'GET', url: '/openapi.json' })).json()).toMatchObject({ openapi: '3.1.0' });
+});
+
+test('OpenAPI: every documented route exists, every route is documented, the start body is the agentRun input schema', async () => {
+  const doc = openApiDocument() as { paths: Record<string, Record<string, any>> };
+  const documented = Object.entries(doc.paths).flatMap(([path, ops]) =>
+    Object.keys(ops).map((method) => `${method.toUpperCase()} ${path.replace(/\{(\w+)\}/g, ':$1')}`),
+  );
+  for (const route of documented) {
+    const [method, url] = route.split(' ');
+    expect([route, app.hasRoute({ method: method as 'GET', url })]).toEqual([route, true]);
+  }
+  const bare = Fastify();
+  const registered: string[] = [];
+  bare.addHook('onRoute', (r) => {
+    for (const m of [r.method].flat()) if (m !== 'HEAD') registered.push(`${m} ${r.url}`);
+  });
+  registerRoutes(bare, { agents: {} as AgentClient, heartbeatMs: 1, pollIntervalMs: 1, inflight: new Set() });
+  await bare.ready();
+  expect(registered.sort()).toEqual([...documented].sort());
+  await bare.close();
+
+  // The body is the workflow's own input schema, `resume` (set by the workflow and fork only) left out.
+  const { resume: _resume, ...properties } = (bodySchema(AgentRunInputSchema) as any).properties;
+  const start = doc.paths['/v1/runs'].post.requestBody.content['application/json'].schema;
+  expect(start).toEqual({ ...bodySchema(AgentRunInputSchema), properties });
+  expect(start.required).toEqual(['prompt']);
+  expect(doc.paths['/v1/runs/{id}/approvals'].post.requestBody.content['application/json'].schema.required).toEqual(['toolCallId', 'approved']);
+});
+
+test('start -> state -> result, time travel; 400 names the field; unknown run 404', async () => {
+  h.model.register('gw-answer', [{ text: 'the answer' }]);
+  const started = await app.inject({ method: 'POST', url: '/v1/runs', headers: auth, payload: { prompt: 'hi', model: 'gw-answer' } });
+  expect(started.statusCode).toBe(201);
+  const { workflowId, runId } = started.json();
+  expect(runId).toEqual(expect.any(String));
+  expect(started.headers.location).toBe(`/v1/runs/${workflowId}`);
+
+  expect((await api('GET', `/v1/runs/${workflowId}/result`)).body).toMatchObject({ status: 'COMPLETED', answer: 'the answer' });
+  const state = await api('GET', `/v1/runs/${workflowId}`);
+  expect(state.body).toMatchObject({ state: 'COMPLETED', answer: 'the answer', messageCount: expect.any(Number) });
+  expect(state.body.messages).toBeUndefined();
+  expect((await api('GET', `/v1/runs/${workflowId}?messages=1`)).body.messages.map((m: any) => m.role)).toEqual(['system', 'user', 'assistant']);
+  expect((await api('GET', `/v1/runs/${workflowId}/steps/1`)).body).toMatchObject({ state: 'STREAMING', step: 1 });
+  const missingStep = await api('GET', `/v1/runs/${workflowId}/steps/99`);
+  expect([missingStep.status, missingStep.body.error.code]).toEqual([404, 'step_not_found']);
+
+  const bad = await api('POST', '/v1/runs', { prompt: 'hi', limits: { maxLoops: 0 } });
+  expect(bad.status).toBe(400);
+  expect(bad.body.error).toEqual({ code: 'invalid_input', message: expect.stringContaining('limits.maxLoops') });
+  expect((await api('POST', '/v1/runs', { prompt: 'hi', resume: {} })).body.error.message).toContain('resume');
+  expect((await api('GET', '/v1/runs?limit=0')).body.error.message).toContain('limit');
+
+  const unknown = await api('GET', '/v1/runs/no-such-run');
+  expect(unknown.status).toBe(404);
+  expect(unknown.body.error.code).toBe('run_not_found');
+  expect((await api('GET', '/v1/runs/no-such-run/result')).status).toBe(404);
+});
+
+test('a failed run: result 422 with the reason; list by state', async () => {
+  h.model.register('gw-ok', [{ text: 'fine' }]);
+  h.model.register('gw-broken', [{ error: { status: 401, message: 'bad key' } }]);
+  const [done, failed] = [await startRun({ prompt: 'a', model: 'gw-ok' }), await startRun({ prompt: 'b', model: 'gw-broken' })];
+
+  const failure = await api('GET', `/v1/runs/${failed}/result`);
+  expect(failure.status).toBe(422);
+  expect(failure.body.error).toMatchObject({ code: 'run_failed', message: expect.stringContaining('401'), failureType: 'AgentRunFailed' });
+  expect((await api('GET', `/v1/runs/${done}/result`)).status).toBe(200);
+
+  const listed = (state: string) =>
+    waitFor(async () => {
+      const ids = (await api('GET', `/v1/runs?state=${state}&limit=100`)).body.runs.map((r: any) => r.workflowId);
+      return ids.includes(state === 'COMPLETED' ? done : failed) ? ids : undefined;
+    }, 15_000, `a ${state} run in the list`);
+  const completed = await listed('COMPLETED');
+  expect(completed).not.toContain(failed);
+  expect(await listed('FAILED')).not.toContain(done);
+  expect((await api('GET', '/v1/runs?state=NOPE')).body.error.message).toContain('state');
+});
+
+test('approval over HTTP: a wrong toolCallId is 409 with the reason, the right one runs the tool', async () => {
+  h.model.register('gw-writer', ({ request }) =>
+    request.messages.some((m: any) => m.role === 'tool')
+      ? { text: 'written' }
+      : { toolCalls: [{ id: 'w1', name: 'writeFile', arguments: { path: 'gw.txt', content: 'ok' } }] },
+  );
+  const id = await startRun({ prompt: 'write', model: 'gw-writer', approval: { tools: ['writeFile'] } });
+  const waiting = await waitForState(id, (s) => s.state === 'AWAITING_APPROVAL');
+  expect(waiting.pendingApproval.map((p) => p.toolCallId)).toEqual(['w1']);
+
+  const wrong = await api('POST', `/v1/runs/${id}/approvals`, { toolCallId: 'nope', approved: true });
+  expect(wrong.status).toBe(409);
+  expect(wrong.body.error).toMatchObject({ code: 'update_rejected', message: expect.stringContaining('nope') });
+  expect((await api('POST', `/v1/runs/${id}/approvals`, { toolCallId: 'w1' })).body.error.message).toContain('approved');
+
+  const approved = await api('POST', `/v1/runs/${id}/approvals`, { toolCallId: 'w1', approved: true });
+  expect(approved).toMatchObject({ status: 200, body: { toolCallId: 'w1', approved: true, remaining: 0 } });
+  expect((await api('GET', `/v1/runs/${id}/result`)).body).toMatchObject({ status: 'COMPLETED', answer: 'written', toolCalls: 1 });
+});
+
+test('steering over HTTP: pause, message, abort; an ended run refuses signals with 409', async () => {
+  h.model.register('gw-stall', [{ text: 'thinking about it', chunkSize: 4, stallAfterChunks: 1 }]);
+  const id = await startRun({ prompt: 'wait', model: 'gw-stall' });
+  await waitForState(id, (s) => s.state === 'STREAMING' && s.partialText.length > 0);
+
+  expect(await api('POST', `/v1/runs/${id}/pause`)).toMatchObject({ status: 202, body: { workflowId: id, signal: 'pause', sent: true } });
+  await waitForState(id, (s) => s.pauseRequested);
+  expect((await api('POST', `/v1/runs/${id}/resume`)).status).toBe(202);
+  await waitForState(id, (s) => !s.pauseRequested);
+  expect(await api('POST', `/v1/runs/${id}/messages`, { text: 'also this' })).toMatchObject({ status: 200, body: { queued: 1 } });
+  expect((await api('POST', `/v1/runs/${id}/messages`, { text: ' ' })).status).toBe(400);
+
+  expect((await api('POST', `/v1/runs/${id}/abort`, { reason: 'enough' })).status).toBe(202);
+  expect((await api('GET', `/v1/runs/${id}/result`)).body).toMatchObject({ status: 'ABORTED', reason: expect.stringContaining('enough') });
+  const late = await api('POST', `/v1/runs/${id}/abort`);
+  expect([late.status, late.body.error.code]).toEqual([409, 'run_ended']);
+});
+
+test('SSE: transitions and streamed text before the call ends, then end; Last-Event-ID resumes', async () => {
+  const text = 'words that arrive slowly over server-sent events';
+  h.model.register('gw-slow', [{ text, chunkSize: 4, chunkDelayMs: 100 }]);
+  const id = await startRun({ prompt: 'talk', model: 'gw-slow' });
+  const res = await events(id);
+  expect(res.status).toBe(200);
+  expect(res.headers.get('content-type')).toMatch(/^text\/event-stream/);
+  const all = await readSse(res);
+  const messages = all.filter((m) => m.event);
+
+  expect(messages.at(-1)).toMatchObject({ event: 'end', data: { type: 'end', state: { state: 'COMPLETED', answer: text } } });
+  expect(messages.every((m) => parseCursor(m.id) !== undefined)).toBe(true);
+  const kinds = messages.map((m) => (m.event === 'transition' ? `to:${m.data.transition.to}` : m.event));
+  const firstText = kinds.indexOf('text');
+  expect(firstText).toBeGreaterThan(kinds.indexOf('to:STREAMING'));
+  expect(firstText).toBeLessThan(kinds.indexOf('to:PROCESSING'));
+  const texts = messages.filter((m) => m.event === 'text');
+  expect(texts.length).toBeGreaterThan(1);
+  expect(texts.map((m) => m.data.text).join('')).toBe(text);
+  const steps = messages.filter((m) => m.event === 'transition').map((m) => m.data.step);
+  expect(steps).toEqual(messages.at(-1)!.data.state.transitions.map((_: unknown, i: number) => i + 1));
+  expect(all.some((m) => m.comment === 'heartbeat')).toBe(true);
+
+  // Reconnecting after the first text event: the rest of the text, the later transitions, then end.
+  const resumeAt = texts[0];
+  const again = (await readSse(await events(id, { 'last-event-id': resumeAt.id! }))).filter((m) => m.event);
+  expect(again.filter((m) => m.event === 'transition').map((m) => m.data.step)).toEqual(steps.filter((s) => s > parseCursor(resumeAt.id)!.step));
+  expect(resumeAt.data.text + again.filter((m) => m.event === 'text').map((m) => m.data.text).join('')).toBe(text);
+  expect(again.at(-1)?.event).toBe('end');
+  // From the last id: nothing new but the end.
+  expect((await readSse(await events(id, { 'last-event-id': messages.at(-1)!.id! }))).filter((m) => m.event).map((m) => m.event)).toEqual(['end']);
+});
+
+test('SSE: an unknown run is a JSON 404; a client that goes away stops the watch loop', async () => {
+  const missing = await events('no-such-run');
+  expect(missing.status).toBe(404);
+  expect(await missing.json()).toMatchObject({ error: { code: 'run_not_found' } });
+
+  h.model.register('gw-hang', [{ text: 'never finishing', chunkSize: 4, stallAfterChunks: 1 }]);
+  const id = await startRun({ prompt: 'hang', model: 'gw-hang' });
+  await waitForState(id, (s) => s.partialText.length > 0);
+  const polls = jest.spyOn(AgentRunHandle.prototype, 'state');
+  const client = new AbortController();
+  let sawText = false;
+  await readSse(await events(id, {}, client.signal), (m) => (sawText ||= m.event === 'text') && m.comment === 'heartbeat');
+  client.abort();
+  await sleep(300);
+  const afterClose = polls.mock.calls.length;
+  expect(afterClose).toBeGreaterThan(0);
+  await sleep(500); // five poll intervals
+  expect(polls.mock.calls.length).toBe(afterClose);
+  await api('POST', `/v1/runs/${id}/abort`);
+});
+
+test('the SSE cursor drops what a reconnecting client saw and tells it about a retried attempt', () => {
+  const view = { step: 1, transitions: [{ from: 'IDLE', to: 'STREAMING', event: 'START', at: 't' }] } as unknown as RunStateView;
+  const text = (t: string, attempt = 1): WatchEvent => ({ type: 'text', text: t, callNumber: 1, attempt });
+  const run = (cursor: EventCursor, watched: WatchEvent[]) => {
+    cursor.observe(view);
+    return watched.flatMap((e) => cursor.next(e)).map((e) => [e.type, e.id, (e.data as any).text]);
+  };
+  const transition: WatchEvent = { type: 'transition', transition: view.transitions[0] };
+
+  expect(run(new EventCursor(), [transition, text('Hello'), text(' you')])).toEqual([
+    ['transition', '1.0.0.0', undefined],
+    ['text', '1.1.1.5', 'Hello'],
+    ['text', '1.1.1.9', ' you'],
+  ]);
+  expect(run(new EventCursor(parseCursor('1.1.1.3')), [transition, text('Hello you')])).toEqual([['text', '1.1.1.9', 'lo you']]);
+  expect(run(new EventCursor(parseCursor('1.1.1.3')), [transition, text('Hi', 2)])).toEqual([
+    ['restart', '1.1.2.0', undefined],
+    ['text', '1.1.2.2', 'Hi'],
+  ]);
+  expect(parseCursor('garbage')).toBeUndefined();
+});

@@ -1,0 +1,155 @@
+/**
+ * Two real worker processes on one task queue share the runs, as `docker compose up --scale worker=2` does: both run
+ * activities, and when one is killed with SIGKILL mid-way the other finishes every run. The workers share what the
+ * compose replicas share: the workspace, the tool ledger and the claim-check blob store.
+ */
+import { spawn, type ChildProcess } from 'node:child_process';
+import { randomUUID } from 'node:crypto';
+import { mkdtempSync, readdirSync, readFileSync } from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { Client, Connection, type WorkflowHandle } from '@temporalio/client';
+import { temporal } from '@temporalio/proto';
+import { dataConverterFromEnv } from '../src/codec';
+import { WORKFLOW_TYPE } from '../src/common/constants';
+import type { AgentRunResult } from '../src/common/messages';
+import { startScriptedModel, textOf, type ScriptedModel } from '../src/scripted-model';
+import { waitFor } from './support/agent-harness';
+import { testServerAddress } from './support/temporal';
+
+const ROOT = path.resolve(__dirname, '..');
+const SCRIPT = 'two-workers';
+const RUNS = 8;
+/** Each run makes three model calls: write its file, read it back, answer. */
+const MODEL_CALLS = RUNS * 3;
+
+let model: ScriptedModel;
+let connection: Connection;
+const workers: ChildProcess[] = [];
+const output: string[] = [];
+
+beforeAll(async () => {
+  model = await startScriptedModel();
+  connection = await Connection.connect({ address: testServerAddress() });
+});
+afterAll(async () => {
+  for (const w of workers) if (w.exitCode === null && w.signalCode === null) w.kill('SIGKILL');
+  await connection?.close();
+  await model?.close();
+});
+
+/** Tool results seen so far decide the step: write `run-N.txt`, read it back, then answer with what was read. */
+function registerScript(): void {
+  model.register(SCRIPT, ({ request }) => {
+    const messages: any[] = request.messages;
+    const run = /run (\d+)/.exec(messages.filter((m) => m.role === 'user').map((m) => textOf(m.content)).join('\n'))?.[1];
+    const results = messages.filter((m) => m.role === 'tool');
+    const file = `run-${run}.txt`;
+    const slow = { firstChunkDelayMs: 300, chunkSize: 8, chunkDelayMs: 40 };
+    if (results.length === 0) return { ...slow, toolCalls: [{ name: 'writeFile', arguments: { path: file, content: `payload of run ${run}` } }] };
+    if (results.length === 1) return { ...slow, toolCalls: [{ name: 'readFile', arguments: { path: file } }] };
+    return { ...slow, text: `run ${run} read back: ${textOf(results[results.length - 1].content)}` };
+  });
+}
+
+/** The real worker entry point in its own process; resolves once it polls, so neither worker has a head start. */
+async function startWorkerProcess(name: string, env: NodeJS.ProcessEnv): Promise<ChildProcess> {
+  const child = spawn(process.execPath, ['--import', 'tsx', 'src/worker.ts'], { cwd: ROOT, env, stdio: ['ignore', 'pipe', 'pipe'] });
+  workers.push(child);
+  let log = '';
+  // Kept for the failure message rather than printed: a healthy worker is chatty.
+  const keep = (d: Buffer) => {
+    log += d.toString();
+    output.push(`[${name}] ${d.toString()}`);
+  };
+  child.stdout?.on('data', keep);
+  child.stderr?.on('data', keep);
+  // Generous: each worker bundles the workflow code with webpack as it starts, and the two start at once.
+  await waitFor(() => (log.includes('worker: polling task queue') ? true : undefined), 120_000, `worker ${name} to poll`).catch((err: unknown) => {
+    throw new Error(`${String(err)}\n--- worker ${name} output ---\n${log.slice(-4_000)}`);
+  });
+  return child;
+}
+
+/** Whether the run has an activity that `identity` has started and not yet finished. */
+async function runningOn(handle: WorkflowHandle, identity: string): Promise<boolean> {
+  const { raw } = await handle.describe();
+  return (raw.pendingActivities ?? []).some((a) => a.state === temporal.api.enums.v1.PendingActivityState.PENDING_ACTIVITY_STATE_STARTED && a.lastWorkerIdentity === identity);
+}
+
+/** Identity, attempt and time of every ActivityTaskStarted event in the run's history (written once the attempt ends). */
+async function activityStarts(handle: WorkflowHandle): Promise<Array<{ identity: string; attempt: number; at: number }>> {
+  const history = await handle.fetchHistory();
+  return (history.events ?? [])
+    .filter((e) => e.activityTaskStartedEventAttributes)
+    .map((e) => ({
+      identity: e.activityTaskStartedEventAttributes!.identity ?? '',
+      attempt: e.activityTaskStartedEventAttributes!.attempt ?? 1,
+      at: Number(e.eventTime?.seconds ?? 0) * 1000 + Math.floor((e.eventTime?.nanos ?? 0) / 1e6),
+    }));
+}
+
+test('two worker processes share the runs, and one finishes them all after the other is killed', async () => {
+  registerScript();
+  const shared = mkdtempSync(path.join(os.tmpdir(), 'agent-two-workers-'));
+  const env: NodeJS.ProcessEnv = {
+    ...process.env,
+    TEMPORAL_ADDRESS: testServerAddress(),
+    TEMPORAL_NAMESPACE: 'default',
+    TEMPORAL_TASK_QUEUE: `two-workers-${randomUUID()}`,
+    LLM_BASE_URL: model.url,
+    LLM_API_KEY: 'x',
+    LLM_MODEL: SCRIPT,
+    AGENT_WORKSPACE: path.join(shared, 'workspace'),
+    // One ledger for both, as compose replicas share the `agent-state` volume: a call retried on the other worker
+    // finds what the first attempt recorded.
+    AGENT_LEDGER: path.join(shared, 'tool-ledger.sqlite'),
+    AGENT_BLOB_DIR: path.join(shared, 'blobs'),
+    AGENT_CLAIM_CHECK: 'on',
+    // Low enough that the conversation goes through the blob store, so a blob dir that is not shared would fail.
+    AGENT_CLAIM_CHECK_THRESHOLD: '512',
+  };
+  const [first, second] = await Promise.all([startWorkerProcess('a', env), startWorkerProcess('b', env)]);
+  const identityOf = (child: ChildProcess) => `${child.pid}@${os.hostname()}`;
+
+  const client = new Client({ connection, dataConverter: dataConverterFromEnv(env) });
+  const handles = await Promise.all(
+    Array.from({ length: RUNS }, (_, i) =>
+      client.workflow.start(WORKFLOW_TYPE, {
+        taskQueue: env.TEMPORAL_TASK_QUEUE!,
+        workflowId: `two-workers-${i}-${randomUUID()}`,
+        args: [{ prompt: `This is run ${i}. Write your file and read it back.` }],
+      }),
+    ),
+  );
+
+  // Mid-way, and while worker b is in the middle of an activity, so the kill interrupts work in flight.
+  await waitFor(() => (model.requests(SCRIPT).filter((r) => r.completed).length >= MODEL_CALLS / 2 ? true : undefined), 60_000, 'half the model calls');
+  await waitFor(async () => ((await Promise.all(handles.map((h) => runningOn(h, identityOf(second))))).some(Boolean) ? true : undefined), 30_000, 'an activity running on worker b');
+  second.kill('SIGKILL');
+  await waitFor(() => (second.signalCode === 'SIGKILL' ? true : undefined), 5_000, 'worker b to die');
+  const killedAt = Date.now();
+
+  const results: AgentRunResult[] = await Promise.all(handles.map((h) => h.result())).catch((err: unknown) => {
+    throw new Error(`${String(err)}\n--- worker output ---\n${output.join('').slice(-6_000)}`);
+  });
+  results.forEach((result, i) => {
+    expect(result).toMatchObject({ status: 'COMPLETED', toolCalls: 2 });
+    expect(result.answer).toContain(`run ${i} read back: payload of run ${i}`);
+    expect(readFileSync(path.join(env.AGENT_WORKSPACE!, `run-${i}.txt`), 'utf8')).toBe(`payload of run ${i}`);
+  });
+
+  const starts = (await Promise.all(handles.map(activityStarts))).flat();
+  const byWorker = (child: ChildProcess) => starts.filter((s) => s.identity === identityOf(child));
+  // Both workers ran activities, and every activity is accounted for by one of them.
+  expect(byWorker(first).length).toBeGreaterThan(0);
+  expect(byWorker(second).length).toBeGreaterThan(0);
+  expect(byWorker(first).length + byWorker(second).length).toBe(starts.length);
+  // After the kill only the survivor worked (the server clock may lead ours by a little).
+  expect(byWorker(second).every((s) => s.at <= killedAt + 1_000)).toBe(true);
+  expect(byWorker(first).some((s) => s.at > killedAt)).toBe(true);
+  // The activity the kill interrupted was retried, and the survivor finished it.
+  expect(byWorker(first).some((s) => s.attempt > 1)).toBe(true);
+  // The conversation went through the shared blob store.
+  expect(readdirSync(env.AGENT_BLOB_DIR!).length).toBeGreaterThan(0);
+}, 240_000);
