@@ -27,6 +27,11 @@ beforeAll(async () => {
       ? { text: 'The workspace holds notes.txt.' }
       : { toolCalls: [{ name: 'listFiles', arguments: { path: '.' } }] },
   );
+  // The same through the MCP tool of test/fixtures/mcp-server.ts.
+  model.register('traced', ({ request }) => {
+    const result = request.messages.find((m: any) => m.role === 'tool');
+    return result ? { text: `2 + 3 = ${result.content}` } : { toolCalls: [{ name: 'fixtures_add', arguments: { a: 2, b: 3 } }] };
+  });
 });
 afterAll(async () => model?.close());
 
@@ -50,11 +55,15 @@ function workerEnv(taskQueue: string): NodeJS.ProcessEnv {
   };
 }
 
-test('a run produces client, workflow and activity spans in one trace, carrying its workflow id', async () => {
+test('a run on a worker from createAgentWorker produces client, workflow and activity spans in one trace, with its workflow id', async () => {
   const memory = new InMemorySpanExporter();
   const tracing = startTracing(new SimpleSpanProcessor(memory), 'agent-test');
-  const env = workerEnv(`obs-trace-${process.pid}-${Date.now()}`);
+  // The worker also takes an MCP server from the environment, as in production (see docs/mcp.md).
+  const mcpServer = { name: 'fixtures', command: process.execPath, args: ['--import', 'tsx', 'test/fixtures/mcp-server.ts'], cwd: ROOT };
+  const env: NodeJS.ProcessEnv = { ...workerEnv(`obs-trace-${process.pid}-${Date.now()}`), LLM_MODEL: 'traced', AGENT_MCP_SERVERS: JSON.stringify([mcpServer]) };
   const agent = await createAgentWorker(env, { tracing });
+  expect(agent.mcpServers.map((s) => s.tools)).toEqual([['fixtures_add', 'fixtures_echo', 'fixtures_fail']]);
+  const mcpPid = agent.mcpServers[0].pid!;
   const running = agent.run();
   // AgentClient adds the client interceptor when tracing is configured.
   const previous = process.env.AGENT_TRACING;
@@ -64,7 +73,7 @@ test('a run produces client, workflow and activity spans in one trace, carrying 
   else process.env.AGENT_TRACING = previous;
   try {
     const run = await agents.start({ prompt: 'What is in the workspace?' });
-    await expect(run.result()).resolves.toMatchObject({ status: 'COMPLETED', toolCalls: 1 });
+    await expect(run.result()).resolves.toMatchObject({ status: 'COMPLETED', answer: '2 + 3 = 5', toolCalls: 1 });
     const id = run.workflowId;
     // Workflow spans leave the sandbox through a sink after the activation that ends them.
     const spans = await waitFor(() => {
@@ -91,7 +100,18 @@ test('a run produces client, workflow and activity spans in one trace, carrying 
     await running;
     await tracing.shutdown();
   }
+  // Shutting the worker down closed its MCP clients, and with them the server process.
+  await waitFor(() => (isRunning(mcpPid) ? undefined : true), 5_000, `MCP server process ${mcpPid} to exit`);
 }, 120_000);
+
+function isRunning(pid: number): boolean {
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch {
+    return false;
+  }
+}
 
 async function freePort(): Promise<number> {
   return new Promise((resolve, reject) => {
