@@ -1,6 +1,6 @@
 # syntax=docker/dockerfile:1
 # Worker image, also used for the codec server (`node dist/codec-server.js`); see docs/deployment.md.
-# Node 22 LTS: Node 20 left support in April 2026, and fastify's light-my-request already needs Node 22.
+# Node 22 LTS: Node 20 left support in April 2026, and cookie 2 (fastify, through light-my-request) declares Node >= 22.
 ARG NODE_IMAGE=node:22.22.2-bookworm-slim
 
 FROM ${NODE_IMAGE} AS build

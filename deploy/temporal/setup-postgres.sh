@@ -25,8 +25,8 @@ done
 for store in temporal:temporal visibility:temporal_visibility; do
   schema="${store%%:*}"
   db="${store#*:}"
-  # CREATE DATABASE has no IF NOT EXISTS in PostgreSQL; a real failure resurfaces in setup-schema below.
-  tool --db "${db}" create 2>/dev/null || echo "database ${db} exists"
+  # Each step leaves alone what exists: create skips an existing database, setup-schema an existing version table.
+  tool --db "${db}" create
   tool --db "${db}" setup-schema -v 0.0
   tool --db "${db}" update-schema -d "/etc/temporal/schema/postgresql/v12/${schema}/versioned"
 done
