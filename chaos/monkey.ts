@@ -10,6 +10,10 @@ import type { Rng } from './rng';
 import type { ServerProcess } from './server-process';
 import type { WorkerProcess } from './worker-process';
 
+/** Longest wait, after the random gap, for a model stream to be open before killing anyway. */
+const OPEN_CALL_WAIT_MS = 15_000;
+const OPEN_CALL_POLL_MS = 100;
+
 export interface Crash {
   kind: 'worker' | 'server';
   /** When SIGKILL was sent. */
@@ -37,6 +41,10 @@ export class ChaosMonkey {
   private readonly stopped = new AbortController();
   private readonly whenStopped = new Promise<void>((resolve) => this.stopped.signal.addEventListener('abort', () => resolve(), { once: true }));
   private loop: Promise<void> = Promise.resolve();
+  /** When the first worker polled: the chaos clock starts there. */
+  private chaosStartedAt: number | undefined;
+  /** Guess of the time between events before any was seen: a mean kill gap plus one worker start. */
+  private firstCycleMs = 0;
 
   constructor(
     private readonly deps: { worker: WorkerProcess; server: ServerProcess; tracker: RequestTracker; rng: Rng; options: ChaosOptions; elapsed: () => string },
@@ -51,9 +59,16 @@ export class ChaosMonkey {
     };
   }
 
-  /** Worker kills and server restarts so far. */
-  get eventCount(): number {
-    return this.events.crashes.length;
+  /**
+   * Chaos events so far plus the elapsed fraction of the next one (by the mean time between events), so the
+   * harness can release runs at a steady pace across the chaos instead of in a burst after each event.
+   */
+  progress(now = Date.now()): number {
+    if (this.chaosStartedAt === undefined) return 0;
+    const times = this.events.crashes.map((c) => c.at);
+    const last = times.at(-1) ?? this.chaosStartedAt;
+    const meanCycle = times.length ? (last - this.chaosStartedAt) / times.length : this.firstCycleMs;
+    return times.length + Math.min(1, (now - last) / Math.max(1, meanCycle));
   }
 
   start(): void {
@@ -90,10 +105,19 @@ export class ChaosMonkey {
       }
       if (!worker.alive && !(await this.startWorker())) continue;
       await this.pause(rng.between(...options.killGapMs), worker);
+      await this.untilModelCallOpen(worker);
       if (this.stopping || !worker.alive) continue;
       if (options.serverRestartAt.includes(event)) await this.restartServer();
       else await this.killWorker();
       event++;
+    }
+  }
+
+  /** A kill should cut work in flight: wait (a bounded while) until some model stream is open. */
+  private async untilModelCallOpen(worker: WorkerProcess): Promise<void> {
+    const deadline = Date.now() + OPEN_CALL_WAIT_MS;
+    while (this.deps.tracker.openNow().length === 0 && Date.now() < deadline && !this.stopping && worker.alive) {
+      await this.pause(OPEN_CALL_POLL_MS, worker);
     }
   }
 
@@ -105,7 +129,12 @@ export class ChaosMonkey {
 
   private async startWorker(): Promise<boolean> {
     try {
+      const started = Date.now();
       await this.deps.worker.start();
+      if (this.chaosStartedAt === undefined) {
+        this.chaosStartedAt = Date.now();
+        this.firstCycleMs = (this.deps.options.killGapMs[0] + this.deps.options.killGapMs[1]) / 2 + (Date.now() - started);
+      }
       this.events.workerStarts++;
       this.say(`worker ${this.deps.worker.pid} polling`);
       return true;

@@ -44,9 +44,10 @@ const SHORT = {
   runs: 12,
   concurrency: 12,
   durationLimitS: 240,
-  // Five events in all, fewer than a model call's 6 attempts, so the dense schedule cannot exhaust them.
+  // At most five worker kills (six events, one a server restart that the worker survives), fewer than a model
+  // call's 6 attempts, so the dense schedule cannot exhaust them.
   killGapMs: [1_000, 5_000] as [number, number],
-  maxChaosEvents: 5,
+  maxChaosEvents: 6,
   serverRestartAt: [2],
   minimum: { workerKills: 3, serverRestarts: 1 },
   resultsFile: 'chaos/results/short.json',

@@ -92,8 +92,9 @@ export async function runChaos(partial: Partial<ChaosOptions> = {}): Promise<Cha
         concurrency: options.concurrency,
         deadline: startedAt + options.durationLimitS * 1000,
         runTimeoutMs: options.durationLimitS * 1000,
-        // Runs are released in step with the chaos, so the minimum chaos happens while runs are in flight.
-        released: (index) => monkey.eventCount >= Math.floor(((index + 1) * minimumEvents) / options.runs),
+        // Runs are released at a steady pace across the minimum chaos (and one event more), so kills find runs in
+        // flight and the last run starts only once the minimum chaos has happened, however fast the machine is.
+        released: (index) => monkey.progress() >= ((index + 1) * (minimumEvents + 1)) / options.runs,
         shouldGiveUp: () => monkey.fatal !== undefined,
         onOutcome: (o) => {
           outcomes.push(o);
