@@ -1,0 +1,196 @@
+/** The results file's shape, and the markdown tables made from it. */
+import type { Restart } from '../systems';
+import type { LoadSummary, MachineInfo } from './machine';
+
+export interface FigureA {
+  steps: number;
+  p50: number;
+  p99: number;
+  mean: number;
+  /** CPU ms per step by process role (worker or runner, Temporal server); independent of other load on the machine. */
+  cpuPerStepMs: Record<string, number>;
+}
+
+export interface FigureB {
+  steps: number;
+  /** Steps the run made; fewer than `steps` when it failed part way. */
+  completedSteps: number;
+  failure?: string;
+  wallMs: number;
+  /** Per-step time (median of the steps within 4 of it) and bytes persisted by that step. */
+  at: Array<{ step: number; stepMs: number; bytes: number }>;
+  totalBytes: number;
+  /** Runs in the chain (continue-as-new), or 1. */
+  runs: number;
+  largestRecordBytes: number;
+}
+
+export interface FigureC {
+  runs: number;
+  steps: number;
+  latencyMs: number;
+  completed: number;
+  failures: string[];
+  wallMs: number;
+  idealMs: number;
+  throughput: number;
+  idealThroughput: number;
+  efficiency: number;
+  peakRssBytes: number;
+  modelCalls: number;
+  /** CPU ms per step by process role over the whole batch (start, steps, completion). */
+  cpuPerStepMs: Record<string, number>;
+}
+
+export type FigureD = { crash?: Restart; graceful?: Restart; note?: string };
+
+export interface BenchResults {
+  startedAt: string;
+  endedAt?: string;
+  command: string;
+  machine: MachineInfo;
+  options: Record<string, unknown>;
+  load?: LoadSummary;
+  skipped: Record<string, string>;
+  errors: Record<string, string>;
+  a: Record<string, FigureA>;
+  b: Record<string, FigureB>;
+  c: Record<string, FigureC>;
+  d: Record<string, FigureD>;
+}
+
+const ms = (x: number | undefined, digits = 1) => (x === undefined || Number.isNaN(x) ? 'n/a' : `${x.toFixed(digits)}`);
+const kb = (bytes: number) => (bytes >= 1e6 ? `${(bytes / 1e6).toFixed(1)} MB` : bytes >= 1e3 ? `${(bytes / 1e3).toFixed(1)} kB` : `${bytes} B`);
+const row = (cells: Array<string | number>) => `| ${cells.join(' | ')} |`;
+
+export function markdownReport(r: BenchResults): string {
+  const o = r.options as Record<string, any>;
+  const out: string[] = [];
+  const m = r.machine;
+  out.push(`## Results of \`${r.command}\``, '');
+  out.push(`${r.startedAt} to ${r.endedAt ?? '?'}; ${m.nproc} cores (${m.cpuModel}), ${m.memoryGiB} GiB, node ${m.node}, ${m.platform}, ${m.temporalCli ?? 'temporal CLI unknown'}.`);
+  if (r.load) out.push(`Load average (1 min) during the run: ${r.load.min} to ${r.load.max}, mean ${r.load.mean} (${r.load.atStart} at the start) on ${m.nproc} cores.`);
+  out.push(`Workload: every step is one model call (streamed, tool call only) and one \`readFile\` of ${o.toolBytes} characters; the last call answers.`, '');
+
+  const floorA = r.a.floor;
+  if (Object.keys(r.a).length) {
+    out.push(`### (a) Durable overhead per step at zero model latency (${o.overheadRuns} runs of ${o.overheadSteps} steps each, after a warm-up run)`, '');
+    out.push(
+      row(['system', 'step p50 ms', 'step p99 ms', 'overhead p50 ms', 'overhead p99 ms', 'CPU ms/step: agent process', 'CPU ms/step: Temporal server']),
+      row(['---', '---:', '---:', '---:', '---:', '---:', '---:']),
+    );
+    for (const [label, a] of Object.entries(r.a)) {
+      const over = (x: number, f: number | undefined) => (f === undefined || label === 'floor' ? '-' : ms(x - f, 2));
+      const cpu = a.cpuPerStepMs ?? {};
+      out.push(row([label, ms(a.p50, 2), ms(a.p99, 2), over(a.p50, floorA?.p50), over(a.p99, floorA?.p99), ms(cpu.worker ?? cpu.runner, 2), cpu.server === undefined ? '-' : ms(cpu.server, 2)]));
+    }
+    out.push('', 'The model server\'s CPU is the same for every system and is not counted. CPU time depends much less on the rest of the machine\'s load than step times do.');
+    out.push('');
+  }
+
+  if (Object.keys(r.b).length) {
+    const at = Object.values(r.b)[0]?.at.map((x) => x.step) ?? [];
+    out.push(`### (b) One long run of ${o.longSteps} steps at zero model latency`, '');
+    out.push(
+      `Step time is the median of the steps within 4 of step k. Bytes: history events of step k for Temporal systems (as the server stores them), checkpoint and write blobs of step k for LangGraph.`,
+      '',
+    );
+    out.push(
+      row(['system', ...at.map((k) => `ms @${k}`), `@${at.at(-1)} / @${at[0]}`, ...at.map((k) => `bytes @${k}`), 'total persisted', 'runs (CAN)', 'wall s']),
+      row(['---', ...at.map(() => '---:'), '---:', ...at.map(() => '---:'), '---:', '---:', '---:']),
+    );
+    for (const [label, b] of Object.entries(r.b)) {
+      const first = b.at[0]?.stepMs;
+      const last = b.at.at(-1)?.stepMs;
+      out.push(
+        row([
+          label,
+          ...b.at.map((x) => ms(x.stepMs)),
+          first && last ? `${(last / first).toFixed(2)}x` : 'n/a',
+          ...b.at.map((x) => (label === 'floor' ? '-' : kb(x.bytes))),
+          label === 'floor' ? '-' : kb(b.totalBytes),
+          b.runs,
+          ms(b.wallMs / 1000),
+        ]),
+      );
+    }
+    for (const [label, b] of Object.entries(r.b)) if (b.failure) out.push('', `${label} stopped after ${b.completedSteps} of ${b.steps} steps: ${b.failure}`);
+    out.push('');
+  }
+
+  if (Object.keys(r.c).length) {
+    const c0 = Object.values(r.c)[0];
+    out.push(
+      `### (c) ${c0.runs} concurrent runs of ${c0.steps} steps at ${c0.latencyMs} ms model latency`,
+      '',
+      `Ideal: every run makes ${c0.steps + 1} model calls one after another and each takes at least ${c0.latencyMs} ms, and all runs go in parallel, so the batch cannot end before (steps + 1) x latency = ${c0.idealMs} ms: ideal throughput = runs / ((steps + 1) x latency) = ${c0.idealThroughput.toFixed(1)} runs/s. Measured: from the first start request to the last run's close.`,
+      '',
+    );
+    out.push(
+      row(['system', 'completed', 'wall s', 'runs/s', '% of ideal', 'peak RSS MiB', 'CPU ms/step: agent process', 'CPU ms/step: Temporal server']),
+      row(['---', '---:', '---:', '---:', '---:', '---:', '---:', '---:']),
+    );
+    for (const [label, c] of Object.entries(r.c)) {
+      const cpu = c.cpuPerStepMs ?? {};
+      out.push(
+        row([
+          label,
+          `${c.completed}/${c.runs}`,
+          ms(c.wallMs / 1000, 2),
+          ms(c.throughput, 1),
+          `${(c.efficiency * 100).toFixed(c.efficiency < 0.1 ? 1 : 0)}%`,
+          ms(c.peakRssBytes / 2 ** 20, 0),
+          ms(cpu.worker ?? cpu.runner, 1),
+          cpu.server === undefined ? '-' : ms(cpu.server, 1),
+        ]),
+      );
+    }
+    out.push('');
+  }
+
+  if (Object.keys(r.d).length) {
+    out.push(
+      `### (d) Worker restart during model call #${o.restartAtCall} (${o.restartLatency} ms model latency)`,
+      '',
+      'From spawning the new worker (or runner) to the run\'s next model call arriving. Crash: `kill -9` while the call is at the model, so that call is made again. Graceful: SIGTERM, the worker lets the call finish, and the next call is the resumed run\'s next step.',
+      '',
+    );
+    out.push(row(['system', 'crash: to next step ms', 'crash: process ready ms', 'graceful: to next step ms', 'graceful: process ready ms']), row(['---', '---:', '---:', '---:', '---:']));
+    for (const [label, d] of Object.entries(r.d)) {
+      if (d.note) out.push(row([label, d.note, '', '', '']));
+      else {
+        const next = (x: Restart | undefined) => (x?.spawnToNextStepMs == null && x?.notResumedWithinMs ? `> ${x.notResumedWithinMs}` : ms(x?.spawnToNextStepMs ?? undefined, 0));
+        out.push(row([label, next(d.crash), ms(d.crash?.spawnToReadyMs, 0), next(d.graceful), ms(d.graceful?.spawnToReadyMs, 0)]));
+      }
+    }
+    out.push('');
+  }
+
+  const ours = Object.keys({ ...r.a, ...r.c }).filter((l) => l.startsWith('ours:'));
+  const peers = Object.keys({ ...r.a, ...r.c }).filter((l) => !l.startsWith('ours:') && l !== 'floor');
+  if (ours.length && peers.length) {
+    out.push('### Ratios, this product to each peer', '');
+    out.push(row(['ours', 'peer', 'overhead p50', 'overhead p99', 'throughput', 'peak RSS']), row(['---', '---', '---:', '---:', '---:', '---:']));
+    for (const o1 of ours) {
+      for (const p of peers) {
+        const ratio = (x: number | undefined, y: number | undefined) => (x === undefined || y === undefined || !y ? 'n/a' : `${(x / y).toFixed(2)}x`);
+        const overA = (l: string, q: 'p50' | 'p99') => (r.a[l] && floorA ? r.a[l][q] - floorA[q] : undefined);
+        out.push(
+          row([
+            o1,
+            p,
+            ratio(overA(o1, 'p50'), overA(p, 'p50')),
+            ratio(overA(o1, 'p99'), overA(p, 'p99')),
+            ratio(r.c[o1]?.throughput, r.c[p]?.throughput),
+            ratio(r.c[o1]?.peakRssBytes, r.c[p]?.peakRssBytes),
+          ]),
+        );
+      }
+    }
+    out.push('', 'Below 1x is better for overhead and RSS, above 1x is better for throughput.', '');
+  }
+
+  for (const [label, why] of Object.entries(r.skipped)) out.push(`- skipped ${label}: ${why}`);
+  for (const [what, err] of Object.entries(r.errors)) out.push(`- error in ${what}: ${err.split('\n')[0]}`);
+  return out.join('\n') + '\n';
+}

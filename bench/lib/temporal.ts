@@ -1,0 +1,190 @@
+/** The Temporal side of the bench: a dev server per system, workflow bundles, and history bytes per step. */
+import { execFileSync } from 'node:child_process';
+import { cpSync, mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import net from 'node:net';
+import os from 'node:os';
+import path from 'node:path';
+import { setTimeout as sleep } from 'node:timers/promises';
+import { Client, Connection } from '@temporalio/client';
+import type { DataConverter } from '@temporalio/common';
+import { temporal } from '@temporalio/proto';
+import { bundleWorkflowCode } from '@temporalio/worker';
+import { startDevServer, type DevServerHandle } from '../../scripts/lib/dev-server';
+
+export async function freePort(): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const server = net.createServer();
+    server.once('error', reject);
+    server.listen(0, '127.0.0.1', () => {
+      const { port } = server.address() as net.AddressInfo;
+      server.close(() => resolve(port));
+    });
+  });
+}
+
+export interface ServerTuning {
+  /** Extra `--sqlite-pragma NAME=VALUE` settings, applied after the project's (WAL, synchronous=normal). */
+  pragmas?: string[];
+  /** `--dynamic-config-value KEY=VALUE` settings. */
+  dynamicConfig?: string[];
+}
+
+export interface BenchServer {
+  handle: DevServerHandle;
+  address: string;
+  dbFile: string;
+  client: Client;
+  connection: Connection;
+  stop(): Promise<void>;
+}
+
+/** A headless dev server on a free port with a fresh SQLite file, as the project starts it, plus `tuning`. */
+export async function startBenchServer(tuning: ServerTuning = {}, dataConverter?: DataConverter): Promise<BenchServer> {
+  const dir = mkdtempSync(path.join(os.tmpdir(), 'bench-temporal-'));
+  const dbFile = path.join(dir, 'temporal.sqlite');
+  const extraArgs = [
+    ...(tuning.pragmas ?? []).flatMap((p) => ['--sqlite-pragma', p]),
+    ...(tuning.dynamicConfig ?? []).flatMap((d) => ['--dynamic-config-value', d]),
+  ];
+  const handle = await startDevServer({ port: await freePort(), headless: true, dbFile, extraArgs, logFile: path.join(dir, 'server.log') });
+  const connection = await Connection.connect({ address: handle.address });
+  const client = new Client({ connection, dataConverter });
+  return {
+    handle,
+    address: handle.address,
+    dbFile,
+    client,
+    connection,
+    async stop() {
+      await connection.close().catch(() => undefined);
+      await handle.stop();
+    },
+  };
+}
+
+/**
+ * A copy of src/ with proposed changes (bench/proposals/<name>.patch) applied, inside the project so that its imports
+ * resolve to the project's node_modules; returns its path. Measures a src change without making it.
+ */
+export function srcWithProposals(names: string[]): string {
+  const done = prepared.get(names.join('+'));
+  if (done) return done;
+  const root = path.resolve(__dirname, '../..');
+  const dir = path.join(root, 'bench/.scratch', `src-${names.join('+')}`);
+  rmSync(dir, { recursive: true, force: true });
+  mkdirSync(path.dirname(dir), { recursive: true });
+  cpSync(path.join(root, 'src'), dir, { recursive: true });
+  for (const name of names) {
+    execFileSync('patch', ['-p1', '-s', '-d', dir, '-i', path.join(root, 'bench/proposals', `${name}.patch`)], { stdio: 'inherit' });
+  }
+  prepared.set(names.join('+'), dir);
+  return dir;
+}
+
+const prepared = new Map<string, string>();
+
+/** Builds the product's workflow bundle once (as a deploy would) and writes it to a file a worker can load. */
+export async function buildOursBundle(interceptorModules: string[] = [], workflowsPath = require.resolve('../../src/workflows')): Promise<string> {
+  const noop = () => undefined;
+  const logger = { trace: noop, debug: noop, info: noop, warn: noop, error: console.error, log: noop };
+  const { code } = await bundleWorkflowCode({
+    workflowsPath,
+    workflowInterceptorModules: interceptorModules,
+    logger,
+  });
+  const file = path.join(mkdtempSync(path.join(os.tmpdir(), 'bench-bundle-')), 'workflows.js');
+  writeFileSync(file, code);
+  return file;
+}
+
+/** Every run of a workflow id, oldest first, following continue-as-new back from the latest. */
+export async function historyChain(client: Client, workflowId: string): Promise<temporal.api.history.v1.IHistory[]> {
+  const histories = [];
+  let runId: string | undefined = (await client.workflow.getHandle(workflowId).describe()).runId;
+  while (runId) {
+    const history = await fetchHistory(client, workflowId, runId);
+    histories.unshift(history);
+    runId = history.events?.[0]?.workflowExecutionStartedEventAttributes?.continuedExecutionRunId || undefined;
+  }
+  return histories;
+}
+
+/** The whole history of one run, in small pages: a history of large events (inline conversations) can exceed gRPC's message limit in one. */
+async function fetchHistory(client: Client, workflowId: string, runId: string): Promise<temporal.api.history.v1.IHistory> {
+  const events: temporal.api.history.v1.IHistoryEvent[] = [];
+  let nextPageToken: Uint8Array | undefined;
+  do {
+    const page = await client.workflowService.getWorkflowExecutionHistory({
+      namespace: client.options.namespace,
+      execution: { workflowId, runId },
+      maximumPageSize: 20,
+      nextPageToken,
+    });
+    events.push(...(page.history?.events ?? []));
+    nextPageToken = page.nextPageToken?.length ? page.nextPageToken : undefined;
+  } while (nextPageToken);
+  return { events };
+}
+
+export interface HistoryBytes {
+  /** Bytes of the history events each step added, by step number (1-based). */
+  perStep: Map<number, number>;
+  totalBytes: number;
+  totalEvents: number;
+  runs: number;
+  largestEventBytes: number;
+}
+
+/**
+ * History bytes per step, as test/long-run-500.test.ts counts them: every event from the k-th scheduling of the model
+ * activity up to the next one belongs to step k. Encoded as the server stores them (claim-check references, not blobs).
+ */
+export function historyBytesPerStep(histories: temporal.api.history.v1.IHistory[], modelActivity: string): HistoryBytes {
+  const perStep = new Map<number, number>();
+  let call = 0;
+  let totalBytes = 0;
+  let totalEvents = 0;
+  let largestEventBytes = 0;
+  for (const history of histories) {
+    for (const event of history.events ?? []) {
+      if (event.activityTaskScheduledEventAttributes?.activityType?.name === modelActivity) call++;
+      const bytes = temporal.api.history.v1.HistoryEvent.encode(event).finish().length;
+      totalBytes += bytes;
+      totalEvents++;
+      largestEventBytes = Math.max(largestEventBytes, bytes);
+      if (call > 0) perStep.set(call, (perStep.get(call) ?? 0) + bytes);
+    }
+  }
+  return { perStep, totalBytes, totalEvents, runs: histories.length, largestEventBytes };
+}
+
+/** Waits until no workflow on `taskQueue` is running; returns the latest close time (server clock) and the statuses of the runs in `ids`. */
+export async function waitForTaskQueue(
+  client: Client,
+  taskQueue: string,
+  ids: Set<string>,
+  timeoutMs: number,
+): Promise<{ lastCloseMs: number; statuses: Record<string, number>; closeTimes: Map<string, number> }> {
+  const deadline = Date.now() + timeoutMs;
+  const query = `TaskQueue="${taskQueue}"`;
+  for (;;) {
+    // Runs of earlier batches on this queue are closed, so "none running" means this batch is done once it is all there.
+    const { count: running } = await client.workflow.count(`${query} AND ExecutionStatus="Running"`);
+    const { count: all } = await client.workflow.count(query);
+    if (all >= ids.size && running === 0) break;
+    if (Date.now() > deadline) throw new Error(`${running} of ${all} runs on ${taskQueue} still running after ${timeoutMs} ms`);
+    await sleep(200);
+  }
+  const statuses: Record<string, number> = {};
+  const closeTimes = new Map<string, number>();
+  let lastCloseMs = 0;
+  for await (const info of client.workflow.list({ query, pageSize: 1_000 })) {
+    // Continue-as-new closes earlier runs of the same id; the latest run's close is the end of the agent run.
+    if (info.status.name === 'CONTINUED_AS_NEW' || !ids.has(info.workflowId)) continue;
+    statuses[info.status.name] = (statuses[info.status.name] ?? 0) + 1;
+    const close = info.closeTime?.getTime() ?? 0;
+    closeTimes.set(info.workflowId, close);
+    lastCloseMs = Math.max(lastCloseMs, close);
+  }
+  return { lastCloseMs, statuses, closeTimes };
+}

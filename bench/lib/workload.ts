@@ -1,0 +1,107 @@
+/**
+ * The one agent workload every system runs: a run of S steps is S model calls that each ask for one `readFile`
+ * tool call, then one last model call that answers. The scripted model serves it and records when each call
+ * arrives, so every system's per-step time is measured at the same place by the same clock.
+ */
+import { mkdirSync, writeFileSync } from 'node:fs';
+import path from 'node:path';
+import type { Script, ScriptStep } from '../../src/scripted-model';
+
+/** Name of the scripted model's policy; every system sends it as the model name. */
+export const BENCH_MODEL = 'bench';
+/** A cycle of five files: longer than the product's loop guard looks for (cycles of up to three calls). */
+export const FILES = ['f0.txt', 'f1.txt', 'f2.txt', 'f3.txt', 'f4.txt'];
+export const TOOL_NAME = 'readFile';
+/** Every system sends the same system prompt. */
+export const SYSTEM_PROMPT = 'You are a benchmark agent: call the tool you are asked to, then answer.';
+
+/** The tool as the floor and LangGraph send it; the same shape the product derives from its zod schema. */
+export const READ_FILE_TOOL = {
+  type: 'function' as const,
+  function: {
+    name: TOOL_NAME,
+    description: 'Read a UTF-8 text file from the workspace.',
+    parameters: {
+      type: 'object',
+      properties: { path: { type: 'string', minLength: 1, maxLength: 1024, description: 'Path relative to the workspace root' } },
+      required: ['path'],
+      additionalProperties: false,
+    },
+  },
+};
+
+export interface ModelSettings {
+  /** Delay before the first streamed chunk (or the whole body), per model call. */
+  latencyMs: number;
+}
+
+/** The prompt names the run so the scripted model can tell runs apart, and the step count so it knows when to answer. */
+export const promptOf = (runId: string, steps: number) => `bench run ${runId} steps ${steps}: read the files, one per step, then say done.`;
+
+const PROMPT_RE = /^bench run (\S+) steps (\d+):/;
+
+/** The run id and step count in a request's first user message. */
+export function parsePrompt(messages: Array<{ role: string; content?: unknown }>): { runId: string; steps: number } | undefined {
+  const first = messages.find((m) => m.role === 'user');
+  const text = typeof first?.content === 'string' ? first.content : Array.isArray(first?.content) ? first.content.map((p: any) => p?.text ?? '').join('') : '';
+  const match = PROMPT_RE.exec(text);
+  return match ? { runId: match[1], steps: Number(match[2]) } : undefined;
+}
+
+/** One model call as the scripted model saw it: the run, the 1-based call number, and when it arrived (ms, one clock). */
+export interface Arrival {
+  runId: string;
+  call: number;
+  t: number;
+}
+
+/**
+ * The policy: call k (k = tool results so far + 1) asks for `readFile` of a cycling file while k <= steps, then answers.
+ * `onArrival` sees every call as it arrives.
+ */
+export function benchScript(settings: () => ModelSettings, onArrival: (a: Arrival) => void, now: () => number): Script {
+  return ({ request }): ScriptStep => {
+    const messages = (request?.messages ?? []) as Array<{ role: string; content?: unknown }>;
+    const run = parsePrompt(messages);
+    const done = messages.filter((m) => m.role === 'tool').length;
+    const call = done + 1;
+    if (run) onArrival({ runId: run.runId, call, t: now() });
+    const firstChunkDelayMs = settings().latencyMs;
+    // The scripted model keeps every request body it served; drop the conversation so a 500-step run does not hold
+    // hundreds of megabytes there (usage is given, a rough constant per message, so nothing reads them after this).
+    const usage = { prompt_tokens: 50 * messages.length, completion_tokens: 12 };
+    if (request) request.messages = [];
+    if (!run || call > run.steps) return { text: `done: read ${done} files`, firstChunkDelayMs, chunkSize: 64, usage };
+    return { toolCalls: [{ id: `call_${call}`, name: TOOL_NAME, arguments: { path: FILES[(call - 1) % FILES.length] } }], firstChunkDelayMs, usage };
+  };
+}
+
+/** Writes the workspace every system's tool reads: five files of `bytes` characters each. */
+export function writeWorkspace(dir: string, bytes: number): void {
+  mkdirSync(dir, { recursive: true });
+  for (const name of FILES) {
+    const body = `${name}: ${'lorem ipsum dolor sit amet '.repeat(Math.ceil(bytes / 27) + 1)}`;
+    writeFileSync(path.join(dir, name), body.slice(0, bytes));
+  }
+}
+
+/**
+ * Per-step times of each run from its arrivals: step k is from the arrival of call k to that of call k + 1, so it holds
+ * the model's answer to call k, the system's own work, the tool call, and the dispatch of the next call.
+ * A call that arrives twice (a retry after a crash) counts from its first arrival to the next call's first arrival.
+ */
+export function stepTimes(arrivals: Arrival[]): Map<string, number[]> {
+  const firstByRun = new Map<string, Map<number, number>>();
+  for (const a of arrivals) {
+    const calls = firstByRun.get(a.runId) ?? new Map<number, number>();
+    if (!calls.has(a.call)) calls.set(a.call, a.t);
+    firstByRun.set(a.runId, calls);
+  }
+  const out = new Map<string, number[]>();
+  for (const [runId, calls] of firstByRun) {
+    const times: number[] = [];
+    for (let k = 1; calls.has(k) && calls.has(k + 1); k++) times.push(calls.get(k + 1)! - calls.get(k)!);
+    out.set(runId, times);
+  }
+  return out;
+}

@@ -1,0 +1,342 @@
+/**
+ * `npm run bench`: the same agent workload on the floor (a plain loop), this product, LangGraph.js and Temporal's
+ * `@temporalio/ai-sdk`, and four figures: (a) durable overhead per step, (b) a long run, (c) 1,000 concurrent runs,
+ * (d) a worker restart. Writes bench/results/<timestamp>.json, bench/results/latest.json and bench/results/latest.md.
+ *
+ *   npm run bench                      # everything, full size (long; needs a quiet machine)
+ *   npm run bench -- --quick           # small sizes, a few minutes
+ *   npm run bench -- --figures c --systems ours --profiles baseline,slots,quiet
+ *   npm run bench -- --help
+ */
+import { spawnSync } from 'node:child_process';
+import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { performance } from 'node:perf_hooks';
+import { Command } from 'commander';
+import { BENCH_DIR, cpuTimeMs, spawnChild, stopChild, type Child } from './lib/ipc';
+import { LoadMonitor, machineInfo } from './lib/machine';
+import { markdownReport } from './lib/report';
+import { percentile, windowMedian } from './lib/stats';
+import { stepTimes, writeWorkspace, type Arrival } from './lib/workload';
+import { PEER_WORKER_OPTIONS, PROFILES, TUNED } from './profiles';
+import { AiSdkSystem, FloorSystem, LangGraphSystem, OursSystem, type BenchSystem, type RunSpec } from './systems';
+import type { BenchResults, FigureA, FigureB, FigureC, FigureD } from './lib/report';
+
+const SYSTEMS = ['floor', 'ours', 'langgraph', 'temporal-ai-sdk'] as const;
+type SystemName = (typeof SYSTEMS)[number];
+
+interface Options {
+  quick: boolean;
+  figures: string[];
+  systems: SystemName[];
+  profiles: string[];
+  toolBytes: number;
+  overheadRuns: number;
+  overheadSteps: number;
+  longSteps: number;
+  longAt: number[];
+  concRuns: number;
+  concSteps: number;
+  concLatency: number;
+  restartLatency: number;
+  restartAtCall: number;
+  restartWaitS: number;
+  langgraphDurability: 'sync' | 'async' | 'exit';
+  out: string;
+}
+
+function parseOptions(argv: string[]): Options {
+  const list = (s: string) => s.split(',').map((x) => x.trim()).filter(Boolean);
+  const program = new Command('bench')
+    .option('--quick', 'small sizes: a few minutes instead of the full run', false)
+    .option('--figures <list>', 'which figures: a (overhead), b (long run), c (concurrency), d (restart)', 'a,b,c,d')
+    .option('--systems <list>', `which systems: ${SYSTEMS.join(', ')}`, SYSTEMS.join(','))
+    .option('--profiles <list>', `tuning profiles of this product: ${Object.keys(PROFILES).join(', ')}`, `baseline,${TUNED},proposed`)
+    .option('--tool-bytes <n>', 'characters each tool call returns', '1024')
+    .option('--overhead-runs <n>', '(a) sequential runs at zero model latency')
+    .option('--overhead-steps <n>', '(a) steps per run')
+    .option('--long-steps <n>', '(b) steps of the long run')
+    .option('--conc-runs <n>', '(c) concurrent runs')
+    .option('--conc-steps <n>', '(c) steps per run')
+    .option('--conc-latency <ms>', '(c) model latency', '500')
+    .option('--restart-latency <ms>', '(d) model latency', '1000')
+    .option('--restart-at-call <n>', '(d) the model call during which the worker goes down', '5')
+    .option('--restart-wait-s <s>', '(d) longest wait for the resumed run\'s next step', '120')
+    .option('--langgraph-durability <mode>', 'LangGraph durability: sync, async or exit', 'sync')
+    .option('--out <dir>', 'results directory', path.join(BENCH_DIR, 'results'))
+    .option('--report <json>', 'only rewrite the markdown tables of a results file (next to it) and exit')
+    .parse(argv);
+  const o = program.opts();
+  const quick = Boolean(o.quick);
+  const num = (v: string | undefined, full: number, small: number) => (v === undefined ? (quick ? small : full) : Number(v));
+  const longSteps = num(o.longSteps, 500, 100);
+  const systems = list(o.systems) as SystemName[];
+  for (const s of systems) if (!SYSTEMS.includes(s)) throw new Error(`unknown system ${s}`);
+  const profiles = list(o.profiles);
+  for (const p of profiles) if (!PROFILES[p]) throw new Error(`unknown profile ${p}; known: ${Object.keys(PROFILES).join(', ')}`);
+  return {
+    quick,
+    figures: list(o.figures),
+    systems,
+    profiles,
+    toolBytes: Number(o.toolBytes),
+    overheadRuns: num(o.overheadRuns, 5, 2),
+    overheadSteps: num(o.overheadSteps, 50, 20),
+    longSteps,
+    longAt: [10, Math.round(longSteps / 5), longSteps],
+    concRuns: num(o.concRuns, 1_000, 100),
+    concSteps: num(o.concSteps, 5, 3),
+    concLatency: Number(o.concLatency),
+    restartLatency: Number(o.restartLatency),
+    restartAtCall: Number(o.restartAtCall),
+    restartWaitS: Number(o.restartWaitS),
+    langgraphDurability: o.langgraphDurability,
+    out: o.out,
+  };
+}
+
+const log = (msg: string) => console.log(`[bench ${new Date().toISOString().slice(11, 19)}] ${msg}`);
+let seq = 0;
+const runId = (tag: string) => `${tag}-${process.pid}-${++seq}-${Math.random().toString(36).slice(2, 8)}`;
+
+/** The systems to measure: each entry builds a fresh instance (fresh server, worker, database) per figure. */
+function systemFactories(opts: Options): Array<{ label: string; make: () => BenchSystem }> {
+  const out: Array<{ label: string; make: () => BenchSystem }> = [];
+  for (const s of opts.systems) {
+    if (s === 'floor') out.push({ label: 'floor', make: () => new FloorSystem() });
+    if (s === 'ours') for (const p of opts.profiles) out.push({ label: `ours:${p}`, make: () => new OursSystem(PROFILES[p]) });
+    if (s === 'langgraph') out.push({ label: `langgraph:${opts.langgraphDurability}`, make: () => new LangGraphSystem({ durability: opts.langgraphDurability }) });
+    if (s === 'temporal-ai-sdk') out.push({ label: 'temporal-ai-sdk', make: () => new AiSdkSystem({ workerOptions: PEER_WORKER_OPTIONS }) });
+  }
+  return out;
+}
+
+const PEERS: Record<string, { dir: string; probe: string }> = {
+  langgraph: { dir: 'peers', probe: '@langchain/langgraph' },
+  'temporal-ai-sdk': { dir: 'peers/temporal-ai-sdk', probe: '@temporalio/ai-sdk' },
+};
+
+/**
+ * Installs a peer's own node_modules from its lockfile on first use (`npm ci --prefix bench/...`), apart from the
+ * project's tree. Returns why the peer cannot run, if it cannot; the bench then skips it and goes on with the others.
+ */
+function ensurePeer(system: string): string | undefined {
+  const peer = PEERS[system];
+  if (!peer) return undefined;
+  const dir = path.join(BENCH_DIR, peer.dir);
+  if (existsSync(path.join(dir, 'node_modules', peer.probe))) return undefined;
+  log(`installing ${system} into ${path.relative(process.cwd(), dir)}/node_modules (npm ci)`);
+  const r = spawnSync('npm', ['ci', '--prefix', dir, '--no-audit', '--no-fund'], { stdio: 'inherit', timeout: 15 * 60_000 });
+  if (r.status === 0 && existsSync(path.join(dir, 'node_modules', peer.probe))) return undefined;
+  return `npm ci --prefix ${path.relative(process.cwd(), dir)} failed (exit ${r.status ?? r.signal}): the peer needs its packages from the npm registry`;
+}
+
+async function main(): Promise<void> {
+  const reportOf = new Command().allowUnknownOption().allowExcessArguments().option('--report <json>').parse(process.argv).opts().report as string | undefined;
+  if (reportOf) {
+    const md = markdownReport(JSON.parse(readFileSync(reportOf, 'utf8')) as BenchResults);
+    writeFileSync(reportOf.replace(/\.json$/, '.md'), md);
+    console.log(md);
+    return;
+  }
+  const opts = parseOptions(process.argv);
+  const scratch = mkdtempSync(path.join(os.tmpdir(), 'bench-'));
+  const workspace = path.join(scratch, 'workspace');
+  writeWorkspace(workspace, opts.toolBytes);
+  const load = new LoadMonitor();
+  load.start();
+  const results: BenchResults = {
+    startedAt: new Date().toISOString(),
+    command: `npm run bench -- ${process.argv.slice(2).join(' ')}`.trim(),
+    machine: machineInfo(),
+    options: { ...opts },
+    skipped: {},
+    errors: {},
+    a: {},
+    b: {},
+    c: {},
+    d: {},
+  };
+  for (const signal of ['SIGINT', 'SIGTERM'] as const) {
+    process.once(signal, () => {
+      log(`${signal}: saving the figures so far`);
+      save();
+      process.exit(130);
+    });
+  }
+  const model: Child = await spawnChild(path.join(BENCH_DIR, 'lib/model-process.ts'), { runtime: 'tsx' });
+  const modelUrl = await model.call<string>('url');
+  const ctx = { model, modelUrl, workspace, scratch, restartWaitMs: opts.restartWaitS * 1000 };
+  const drain = () => model.call<Arrival[]>('drain');
+
+  /** Runs `fn` on a fresh started instance of each system, then stops it; a failure is recorded and the bench goes on. */
+  const each = async (figure: string, fn: (sys: BenchSystem, label: string) => Promise<void>) => {
+    for (const { label, make } of systemFactories(opts)) {
+      const missing = ensurePeer(label.split(':')[0]);
+      if (missing) {
+        results.skipped[label] = missing;
+        continue;
+      }
+      const sys = make();
+      log(`${figure}: ${label}`);
+      const t0 = performance.now();
+      try {
+        await sys.start(ctx);
+        await drain();
+        await fn(sys, label);
+      } catch (err) {
+        const msg = err instanceof Error ? err.message : String(err);
+        log(`${figure}: ${label} failed: ${msg.split('\n')[0]}`);
+        results.errors[`${figure}:${label}`] = msg.slice(0, 2_000);
+      } finally {
+        await sys.stop().catch((err: unknown) => log(`stopping ${label}: ${String(err)}`));
+        log(`${figure}: ${label} took ${((performance.now() - t0) / 1000).toFixed(1)} s`);
+      }
+    }
+  };
+
+  try {
+    if (opts.figures.includes('a')) {
+      await model.call('configure', { latencyMs: 0 });
+      await each('a', async (sys, label) => {
+        const steps: number[] = [];
+        const warm = { runId: runId('warm'), steps: 3 };
+        await sys.runBatch([warm]); // first run pays for caches, connections and JIT
+        await drain();
+        const pids = sys.pids();
+        const cpuBefore = Object.fromEntries(Object.entries(pids).map(([role, pid]) => [role, cpuTimeMs(pid)]));
+        for (let i = 0; i < opts.overheadRuns; i++) {
+          const r = await sys.runBatch([{ runId: runId('a'), steps: opts.overheadSteps }]);
+          if (r.failures.length) throw new Error(`run failed: ${r.failures.join('; ')}`);
+        }
+        // CPU per step does not depend on how busy the rest of the machine is, unlike the wall-clock step time.
+        const totalSteps = opts.overheadRuns * opts.overheadSteps;
+        const cpuPerStepMs = Object.fromEntries(Object.entries(pids).map(([role, pid]) => [role, (cpuTimeMs(pid) - cpuBefore[role]) / totalSteps]));
+        for (const times of stepTimes(await drain()).values()) steps.push(...times);
+        const fig: FigureA = {
+          steps: steps.length,
+          p50: percentile(steps, 50),
+          p99: percentile(steps, 99),
+          mean: steps.reduce((a, b) => a + b, 0) / steps.length,
+          cpuPerStepMs,
+        };
+        results.a[label] = fig;
+        log(`a: ${label} p50 ${fig.p50.toFixed(2)} ms, p99 ${fig.p99.toFixed(2)} ms over ${fig.steps} steps; CPU per step ${JSON.stringify(cpuPerStepMs)}`);
+      });
+    }
+
+    if (opts.figures.includes('b')) {
+      await model.call('configure', { latencyMs: 0 });
+      await each('b', async (sys, label) => {
+        const run: RunSpec = { runId: runId('b'), steps: opts.longSteps };
+        const batch = await sys.runBatch([run], { timeoutMs: 60 * 60_000 });
+        // A run that fails part way (a peer hitting a server limit) still reports the steps it made, and why it stopped.
+        const times = stepTimes(await drain()).get(run.runId) ?? [];
+        const bytes = sys.persistedBytes
+          ? await sys.persistedBytes(run.runId).catch((err: unknown) => {
+              results.errors[`b:${label}:bytes`] = String(err).slice(0, 500);
+              return undefined;
+            })
+          : undefined;
+        const fig: FigureB = {
+          steps: run.steps,
+          completedSteps: times.length,
+          ...(batch.failures.length ? { failure: batch.failures.join('; ').slice(0, 500) } : {}),
+          wallMs: batch.endedAt - batch.startedAt,
+          at: opts.longAt.map((k) => ({ step: k, stepMs: windowMedian(times, k, 4), bytes: bytes?.perStep.get(k) ?? 0 })),
+          totalBytes: bytes?.totalBytes ?? 0,
+          runs: bytes?.runs ?? 1,
+          largestRecordBytes: bytes?.largestEventBytes ?? 0,
+        };
+        results.b[label] = fig;
+        log(`b: ${label} ${fig.at.map((x) => `step ${x.step}: ${x.stepMs.toFixed(1)} ms ${x.bytes} B`).join(', ')}`);
+      });
+    }
+
+    if (opts.figures.includes('c')) {
+      await model.call('configure', { latencyMs: opts.concLatency });
+      await each('c', async (sys, label) => {
+        await sys.runBatch([{ runId: runId('warm'), steps: 1 }]);
+        await drain();
+        const runs = Array.from({ length: opts.concRuns }, () => ({ runId: runId('c'), steps: opts.concSteps }));
+        const pids = sys.pids();
+        const cpuBefore = Object.fromEntries(Object.entries(pids).map(([role, pid]) => [role, cpuTimeMs(pid)]));
+        const batch = await sys.runBatch(runs, { startConcurrency: 200, timeoutMs: 60 * 60_000 });
+        const rss = sys.peakRss();
+        const cpuPerStepMs = Object.fromEntries(
+          Object.entries(pids).map(([role, pid]) => [role, (cpuTimeMs(pid) - cpuBefore[role]) / (opts.concRuns * opts.concSteps)]),
+        );
+        const arrivals = await drain();
+        const wallMs = batch.endedAt - batch.startedAt;
+        // Every run makes steps + 1 model calls one after another, each at least the model latency; all runs in parallel.
+        const idealMs = (opts.concSteps + 1) * opts.concLatency;
+        const fig: FigureC = {
+          runs: opts.concRuns,
+          steps: opts.concSteps,
+          latencyMs: opts.concLatency,
+          completed: batch.completed,
+          failures: batch.failures.slice(0, 5),
+          wallMs,
+          idealMs,
+          throughput: (batch.completed / wallMs) * 1000,
+          idealThroughput: (opts.concRuns / idealMs) * 1000,
+          efficiency: idealMs / wallMs,
+          peakRssBytes: rss ?? 0,
+          modelCalls: arrivals.length,
+          cpuPerStepMs,
+        };
+        results.c[label] = fig;
+        log(`c: ${label} ${fig.completed}/${fig.runs} in ${(wallMs / 1000).toFixed(1)} s (${(fig.efficiency * 100).toFixed(0)}% of ideal), RSS ${(fig.peakRssBytes / 2 ** 20).toFixed(0)} MiB`);
+      });
+    }
+
+    if (opts.figures.includes('d')) {
+      await model.call('configure', { latencyMs: opts.restartLatency });
+      await each('d', async (sys, label) => {
+        if (!sys.restartDuring) {
+          results.d[label] = { note: 'not durable: a restart loses the run' };
+          return;
+        }
+        const fig: FigureD = {};
+        const modes: Array<'crash' | 'graceful'> = sys instanceof LangGraphSystem ? ['crash'] : ['crash', 'graceful'];
+        for (const mode of modes) {
+          const r = await sys.restartDuring({ runId: runId(`d-${mode}`), steps: opts.restartAtCall + 2 }, opts.restartAtCall, mode);
+          fig[mode] = r;
+          log(`d: ${label} ${mode}: next step ${r.spawnToNextStepMs?.toFixed(0) ?? `not within ${r.notResumedWithinMs} ms`} after spawn (ready after ${r.spawnToReadyMs.toFixed(0)} ms)`);
+          await drain();
+        }
+        results.d[label] = fig;
+      });
+    }
+  } finally {
+    await stopChild(model);
+    save();
+    rmSync(scratch, { recursive: true, force: true });
+  }
+
+  /** Writes what there is so far; also on Ctrl-C, so a long run that is stopped keeps its finished figures. */
+  function save(): void {
+    results.load = load.stop();
+    results.endedAt = new Date().toISOString();
+    mkdirSync(opts.out, { recursive: true });
+    const stamp = results.startedAt.replace(/[:.]/g, '-');
+    const json = JSON.stringify(results, null, 2);
+    writeFileSync(path.join(opts.out, `${stamp}.json`), json);
+    writeFileSync(path.join(opts.out, 'latest.json'), json);
+    const md = markdownReport(results);
+    writeFileSync(path.join(opts.out, 'latest.md'), md);
+    writeFileSync(path.join(opts.out, `${stamp}.md`), md);
+    console.log(`\n${md}`);
+    log(`results in ${path.relative(process.cwd(), opts.out)}/latest.{json,md}`);
+  }
+}
+
+
+main().then(
+  () => process.exit(0),
+  (err: unknown) => {
+    console.error(err);
+    process.exit(1);
+  },
+);

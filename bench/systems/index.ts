@@ -1,0 +1,389 @@
+/**
+ * The four systems as the driver sees them. Each one runs its agents in a child process of its own (a runner for the
+ * in-process systems, a worker for the Temporal ones), so its peak RSS is measurable and its event loop is its own.
+ */
+import { mkdtempSync } from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { WorkflowFailedError, type Client } from '@temporalio/client';
+import { claimCheckDataConverter, FsBlobStore } from '../../src/codec';
+import { WORKFLOW_TYPE } from '../../src/common/constants';
+import type { AgentRunInput } from '../../src/common/input';
+import { BENCH_DIR, peakRss, spawnChild, stopChild, type Child } from '../lib/ipc';
+import { buildOursBundle, historyBytesPerStep, srcWithProposals, historyChain, startBenchServer, waitForTaskQueue, type BenchServer, type HistoryBytes, type ServerTuning } from '../lib/temporal';
+import { BENCH_MODEL, promptOf, SYSTEM_PROMPT, TOOL_NAME } from '../lib/workload';
+import type { OursWorkerConfig } from './ours-worker';
+
+export interface RunSpec {
+  runId: string;
+  /** Tool steps; the run makes steps + 1 model calls. */
+  steps: number;
+}
+
+export interface BatchResult {
+  /** When the driver began starting the runs (ms, wall clock). */
+  startedAt: number;
+  /** When the last run ended (ms, wall clock). */
+  endedAt: number;
+  completed: number;
+  failures: string[];
+}
+
+export interface Restart {
+  /** From spawning the new process to the run's next model call arriving at the model; null if it did not within `notResumedWithinMs`. */
+  spawnToNextStepMs: number | null;
+  notResumedWithinMs?: number;
+  /** From spawning the new process to it being ready (worker polling, runner loaded). */
+  spawnToReadyMs: number;
+  mode: 'crash' | 'graceful';
+}
+
+export interface SystemContext {
+  model: Child;
+  modelUrl: string;
+  workspace: string;
+  /** Where each system keeps its logs and databases. */
+  scratch: string;
+  /** (d): how long to wait for a restarted run's next step before reporting that it did not resume. */
+  restartWaitMs: number;
+}
+
+export interface BenchSystem {
+  readonly name: string;
+  start(ctx: SystemContext): Promise<void>;
+  runBatch(runs: RunSpec[], opts?: { startConcurrency?: number; timeoutMs?: number }): Promise<BatchResult>;
+  /** Bytes the system persisted per step of one finished run. */
+  persistedBytes?(runId: string): Promise<HistoryBytes>;
+  /** Kills (or gracefully stops) the worker while `call` of a run is at the model, starts a new one, and times the resume. */
+  restartDuring?(run: RunSpec, call: number, mode: 'crash' | 'graceful'): Promise<Restart>;
+  /** Peak RSS (VmHWM) of the process that runs the agents, read while it lives. */
+  peakRss(): number | undefined;
+  /** The system's own processes, by role, for CPU accounting (the worker or runner, and the Temporal server). */
+  pids(): Record<string, number>;
+  stop(): Promise<void>;
+}
+
+const scratchDir = (ctx: SystemContext, name: string) => mkdtempSync(path.join(ctx.scratch, `${name}-`));
+
+/** Awaits `fn` over `items` with at most `limit` in flight. */
+export async function pool<T>(items: T[], limit: number, fn: (item: T) => Promise<void>): Promise<void> {
+  let next = 0;
+  const lanes = Array.from({ length: Math.min(limit, items.length) }, async () => {
+    while (next < items.length) await fn(items[next++]);
+  });
+  await Promise.all(lanes);
+}
+
+// ---------------------------------------------------------------------------------------------------------------------
+// In-process systems: the floor and LangGraph run their agents inside one runner process.
+
+interface RunnerAnswer {
+  started: number;
+  results: Array<{ runId: string; ok: boolean; error?: string; endedAt: number }>;
+}
+
+abstract class RunnerSystem implements BenchSystem {
+  abstract readonly name: string;
+  protected ctx!: SystemContext;
+  protected runner!: Child;
+  protected dir!: string;
+
+  protected abstract spawnRunner(): Promise<Child>;
+
+  async start(ctx: SystemContext): Promise<void> {
+    this.ctx = ctx;
+    this.dir = scratchDir(ctx, this.name);
+    this.runner = await this.spawnRunner();
+  }
+
+  async runBatch(runs: RunSpec[]): Promise<BatchResult> {
+    const startedAt = Date.now();
+    const answer = await this.runner.call<RunnerAnswer>('runs', { runs, modelUrl: this.ctx.modelUrl, workspace: this.ctx.workspace });
+    const failures = answer.results.filter((r) => !r.ok).map((r) => `${r.runId}: ${r.error}`);
+    return { startedAt, endedAt: Math.max(...answer.results.map((r) => r.endedAt)), completed: answer.results.length - failures.length, failures };
+  }
+
+  peakRss(): number | undefined {
+    return peakRss(this.runner.pid);
+  }
+
+  pids(): Record<string, number> {
+    return { runner: this.runner.pid };
+  }
+
+  async stop(): Promise<void> {
+    await stopChild(this.runner);
+  }
+}
+
+export class FloorSystem extends RunnerSystem {
+  readonly name = 'floor';
+  protected spawnRunner(): Promise<Child> {
+    return spawnChild(path.join(BENCH_DIR, 'systems/floor.ts'), { runtime: 'tsx' });
+  }
+}
+
+export interface LangGraphOptions {
+  /** LangGraph's `durability`: `sync` persists each checkpoint before the next step starts (as durable as a Temporal step). */
+  durability: 'sync' | 'async' | 'exit';
+}
+
+export class LangGraphSystem extends RunnerSystem {
+  readonly name = 'langgraph';
+  private dbFile = '';
+  constructor(private readonly options: LangGraphOptions = { durability: 'sync' }) {
+    super();
+  }
+
+  protected spawnRunner(): Promise<Child> {
+    this.dbFile ||= path.join(this.dir, 'checkpoints.sqlite');
+    return spawnChild(path.join(BENCH_DIR, 'peers/langgraph-agent.mjs'), {
+      runtime: 'node',
+      cwd: path.join(BENCH_DIR, 'peers'),
+      env: { BENCH_LANGGRAPH: JSON.stringify({ dbFile: this.dbFile, durability: this.options.durability, model: BENCH_MODEL, system: SYSTEM_PROMPT, tool: TOOL_NAME }) },
+    });
+  }
+
+  async persistedBytes(runId: string): Promise<HistoryBytes> {
+    const answer = await this.runner.call<{ bySuperstep: Array<[number, number]>; totalBytes: number; rows: number; largest: number }>('bytes', { threadId: runId });
+    // Superstep -1 takes the input and 0 runs START; then agent k runs in superstep 2k - 1 and its tools in 2k.
+    const perStep = new Map<number, number>();
+    for (const [superstep, bytes] of answer.bySuperstep) {
+      if (superstep < 1) continue;
+      const step = Math.ceil(superstep / 2);
+      perStep.set(step, (perStep.get(step) ?? 0) + bytes);
+    }
+    return { perStep, totalBytes: answer.totalBytes, totalEvents: answer.rows, runs: 1, largestEventBytes: answer.largest };
+  }
+
+  async restartDuring(run: RunSpec, call: number): Promise<Restart> {
+    const done = this.runBatch([run]).catch(() => undefined); // ends with the killed runner
+    await this.ctx.model.call('waitFor', { runId: run.runId, call, after: 0 });
+    this.runner.proc.kill('SIGKILL');
+    await this.runner.exited;
+    await done;
+    const spawnedAt = Date.now();
+    this.runner = await this.spawnRunner();
+    const readyAt = Date.now();
+    const resumed = this.runner.call<RunnerAnswer>('resume', { runs: [run], modelUrl: this.ctx.modelUrl, workspace: this.ctx.workspace });
+    const next = await this.ctx.model.call<number>('waitFor', { runId: run.runId, call, after: spawnedAt });
+    const answer = await resumed;
+    if (!answer.results[0]?.ok) throw new Error(`langgraph resume failed: ${answer.results[0]?.error}`);
+    return { mode: 'crash', spawnToNextStepMs: next - spawnedAt, spawnToReadyMs: readyAt - spawnedAt };
+  }
+}
+
+// ---------------------------------------------------------------------------------------------------------------------
+// Temporal systems: a dev server of their own, a worker child, and the driver as the client.
+
+abstract class TemporalSystem implements BenchSystem {
+  abstract readonly name: string;
+  protected ctx!: SystemContext;
+  protected server!: BenchServer;
+  protected worker!: Child;
+  protected dir!: string;
+  protected taskQueue = '';
+  protected abstract readonly modelActivity: string;
+
+  constructor(protected readonly serverTuning: ServerTuning = {}) {}
+
+  protected abstract spawnWorker(): Promise<Child>;
+  protected abstract startRun(run: RunSpec): Promise<void>;
+  protected dataConverter(): ReturnType<typeof claimCheckDataConverter> | undefined {
+    return undefined;
+  }
+
+  async start(ctx: SystemContext): Promise<void> {
+    this.ctx = ctx;
+    this.dir = scratchDir(ctx, this.name);
+    this.taskQueue = `bench-${this.name}-${path.basename(this.dir)}`;
+    this.server = await startBenchServer(this.serverTuning, this.dataConverter());
+    this.worker = await this.spawnWorker();
+  }
+
+  get client(): Client {
+    return this.server.client;
+  }
+
+  async runBatch(runs: RunSpec[], opts: { startConcurrency?: number; timeoutMs?: number } = {}): Promise<BatchResult> {
+    const startedAt = Date.now();
+    const failures: string[] = [];
+    if (runs.length === 1) {
+      await this.startRun(runs[0]);
+      try {
+        await this.client.workflow.getHandle(runs[0].runId).result();
+      } catch (err) {
+        failures.push(`${runs[0].runId}: ${err instanceof WorkflowFailedError ? String(err.cause?.message) : String(err)}`);
+      }
+      const desc = await this.client.workflow.getHandle(runs[0].runId).describe();
+      return { startedAt, endedAt: desc.closeTime?.getTime() ?? Date.now(), completed: 1 - failures.length, failures };
+    }
+    await pool(runs, opts.startConcurrency ?? 100, (run) => this.startRun(run));
+    const done = await waitForTaskQueue(this.client, this.taskQueue, new Set(runs.map((r) => r.runId)), opts.timeoutMs ?? 30 * 60_000);
+    for (const [status, n] of Object.entries(done.statuses)) if (status !== 'COMPLETED') failures.push(`${n} runs ${status}`);
+    return { startedAt, endedAt: done.lastCloseMs, completed: done.statuses.COMPLETED ?? 0, failures };
+  }
+
+  async persistedBytes(runId: string): Promise<HistoryBytes> {
+    return historyBytesPerStep(await historyChain(this.client, runId), this.modelActivity);
+  }
+
+  async restartDuring(run: RunSpec, call: number, mode: 'crash' | 'graceful'): Promise<Restart> {
+    await this.startRun(run);
+    await this.ctx.model.call('waitFor', { runId: run.runId, call, after: 0 });
+    if (mode === 'crash') {
+      this.worker.proc.kill('SIGKILL');
+      await this.worker.exited;
+    } else {
+      await stopChild(this.worker, 60_000); // the worker drains: the model call in flight completes first
+    }
+    const spawnedAt = Date.now();
+    this.worker = await this.spawnWorker();
+    const readyAt = Date.now();
+    // After a crash the lost call is made again; after a graceful stop the run goes on with the next one.
+    const waitMs = this.ctx.restartWaitMs;
+    const next = await this.ctx.model
+      .call<number>('waitFor', { runId: run.runId, call: mode === 'crash' ? call : call + 1, after: spawnedAt }, waitMs)
+      .catch(() => undefined);
+    if (next === undefined) {
+      // Not resumed in time (an activity with no heartbeat waits out its start-to-close timeout): say so, and move on.
+      await this.client.workflow.getHandle(run.runId).terminate('bench: not resumed in time');
+      return { mode, spawnToNextStepMs: null, spawnToReadyMs: readyAt - spawnedAt, notResumedWithinMs: waitMs };
+    }
+    await this.client.workflow.getHandle(run.runId).result();
+    return { mode, spawnToNextStepMs: next - spawnedAt, spawnToReadyMs: readyAt - spawnedAt };
+  }
+
+  peakRss(): number | undefined {
+    return peakRss(this.worker.pid);
+  }
+
+  pids(): Record<string, number> {
+    return { worker: this.worker.pid, server: this.server.handle.pid };
+  }
+
+  async stop(): Promise<void> {
+    await stopChild(this.worker);
+    await this.server.stop();
+  }
+}
+
+/** A tuning profile of this product: worker options, server settings, and harness-only switches. */
+export interface OursProfile {
+  name: string;
+  server?: ServerTuning;
+  workerOptions?: OursWorkerConfig['workerOptions'];
+  logLevel?: OursWorkerConfig['logLevel'];
+  /** Build the workflow bundle once ahead of time instead of at every worker boot. */
+  prebundle?: boolean;
+  /** Run `executeTool` as a local activity (workflow interceptor; see local-tools-interceptor.ts). */
+  localTools?: boolean;
+  /** Proposed src changes (bench/proposals/<name>.patch) applied to a copy of src/ whose workflows are bundled instead. */
+  proposals?: string[];
+  /** Claim-check threshold (AGENT_CLAIM_CHECK_THRESHOLD in production). @default 32768 */
+  claimCheckThresholdBytes?: number;
+}
+
+const bundles = new Map<string, Promise<string>>();
+
+export class OursSystem extends TemporalSystem {
+  readonly name = 'ours';
+  protected readonly modelActivity = 'callModel';
+  private bundlePath?: string;
+  private srcDir?: string;
+  private readonly blobDir = mkdtempSync(path.join(os.tmpdir(), 'bench-blobs-'));
+
+  constructor(readonly profile: OursProfile) {
+    super(profile.server);
+  }
+
+  protected override dataConverter() {
+    return claimCheckDataConverter({ store: new FsBlobStore(this.blobDir), thresholdBytes: this.profile.claimCheckThresholdBytes });
+  }
+
+  override async start(ctx: SystemContext): Promise<void> {
+    const interceptors = this.profile.localTools ? [path.join(BENCH_DIR, 'systems/local-tools-interceptor.ts')] : [];
+    const proposals = this.profile.proposals ?? [];
+    if (this.profile.prebundle || interceptors.length || proposals.length) {
+      const key = `${interceptors.join(',')}|${proposals.join('+')}`;
+      if (proposals.length) this.srcDir = srcWithProposals(proposals);
+      if (!bundles.has(key)) bundles.set(key, buildOursBundle(interceptors, this.srcDir && path.join(this.srcDir, 'workflows')));
+      this.bundlePath = await bundles.get(key)!;
+    }
+    await super.start(ctx);
+  }
+
+  protected spawnWorker(): Promise<Child> {
+    const config: OursWorkerConfig = {
+      address: this.server.address,
+      taskQueue: this.taskQueue,
+      modelUrl: this.ctx.modelUrl,
+      workspace: this.ctx.workspace,
+      blobDir: this.blobDir,
+      bundlePath: this.bundlePath,
+      srcDir: this.srcDir,
+      logLevel: this.profile.logLevel,
+      claimCheckThresholdBytes: this.profile.claimCheckThresholdBytes,
+      workerOptions: this.profile.workerOptions,
+    };
+    return spawnChild(path.join(BENCH_DIR, 'systems/ours-worker.ts'), {
+      runtime: 'tsx',
+      env: { BENCH_WORKER: JSON.stringify(config) },
+      stdoutFile: path.join(this.dir, 'worker.log'),
+    });
+  }
+
+  protected async startRun(run: RunSpec): Promise<void> {
+    const input: AgentRunInput = {
+      prompt: promptOf(run.runId, run.steps),
+      model: BENCH_MODEL,
+      systemPrompt: SYSTEM_PROMPT,
+      tools: [TOOL_NAME],
+      limits: { maxLoops: run.steps + 10, maxToolCalls: run.steps + 10, timeoutMs: 60 * 60_000 },
+    };
+    await this.client.workflow.start(WORKFLOW_TYPE, { taskQueue: this.taskQueue, workflowId: run.runId, args: [input] });
+  }
+}
+
+export interface AiSdkOptions {
+  /** Worker options passed through to the peer's worker. */
+  workerOptions?: Record<string, unknown>;
+}
+
+/** Temporal's own `@temporalio/ai-sdk` agent: `generateText` with a tool inside a workflow, its worker on SDK 1.23.0. */
+export class AiSdkSystem extends TemporalSystem {
+  readonly name = 'temporal-ai-sdk';
+  protected readonly modelActivity = 'invokeModel';
+
+  constructor(
+    private readonly options: AiSdkOptions = {},
+    serverTuning: ServerTuning = {},
+  ) {
+    super(serverTuning);
+  }
+
+  protected spawnWorker(): Promise<Child> {
+    const config = {
+      address: this.server.address,
+      taskQueue: this.taskQueue,
+      modelUrl: this.ctx.modelUrl,
+      workspace: this.ctx.workspace,
+      workerOptions: this.options.workerOptions ?? {},
+    };
+    return spawnChild(path.join(BENCH_DIR, 'peers/temporal-ai-sdk/worker.mjs'), {
+      runtime: 'node',
+      cwd: path.join(BENCH_DIR, 'peers/temporal-ai-sdk'),
+      env: { BENCH_WORKER: JSON.stringify(config) },
+      stdoutFile: path.join(this.dir, 'worker.log'),
+    });
+  }
+
+  protected async startRun(run: RunSpec): Promise<void> {
+    await this.client.workflow.start('aiSdkAgent', {
+      taskQueue: this.taskQueue,
+      workflowId: run.runId,
+      args: [{ prompt: promptOf(run.runId, run.steps), steps: run.steps, system: SYSTEM_PROMPT, model: BENCH_MODEL, tool: TOOL_NAME }],
+    });
+  }
+}
+

@@ -1,0 +1,81 @@
+/**
+ * Child process: this product's agent worker, built as `createAgentWorker` builds it (the production activities from
+ * `agentWorkerOptions`, the claim-check data converter) plus the tuning the bench passes in BENCH_WORKER (JSON).
+ * It starts polling at boot, so the driver can time a restart from the moment it spawns the process.
+ */
+import path from 'node:path';
+import { NativeConnection, Runtime, DefaultLogger, Worker, type WorkerOptions } from '@temporalio/worker';
+import { serve } from '../lib/serve';
+
+import type * as CodecModule from '../../src/codec';
+import type * as WorkerModule from '../../src/worker';
+
+/** What the driver passes; everything under `tuning` is a plain worker option or a harness-only switch. */
+export interface OursWorkerConfig {
+  address: string;
+  taskQueue: string;
+  modelUrl: string;
+  workspace: string;
+  blobDir: string;
+  /** A patched copy of src/ (bench/proposals) whose activities and codec to load instead of src/'s. */
+  srcDir?: string;
+  /** A workflow bundle built ahead of time (`bundleWorkflowCode`); absent, the worker bundles at boot as production does. */
+  bundlePath?: string;
+  /** Payloads above this many bytes go to the blob store. @default the codec's 32 KiB */
+  claimCheckThresholdBytes?: number;
+  /** Runtime log level; production's default is INFO, which logs every transition. */
+  logLevel?: 'TRACE' | 'DEBUG' | 'INFO' | 'WARN' | 'ERROR';
+  workerOptions?: Partial<
+    Pick<
+      WorkerOptions,
+      | 'maxConcurrentActivityTaskExecutions'
+      | 'maxConcurrentLocalActivityExecutions'
+      | 'maxConcurrentWorkflowTaskExecutions'
+      | 'maxConcurrentWorkflowTaskPolls'
+      | 'maxConcurrentActivityTaskPolls'
+      | 'maxCachedWorkflows'
+      | 'nonStickyToStickyPollRatio'
+      | 'maxEagerActivityReservationsPerWorkflowTask'
+      | 'workflowTaskPollerBehavior'
+      | 'activityTaskPollerBehavior'
+      | 'reuseV8Context'
+      | 'workflowThreadPoolSize'
+      | 'shutdownGraceTime'
+    >
+  >;
+}
+
+async function main(): Promise<void> {
+  const config = JSON.parse(process.env.BENCH_WORKER ?? '{}') as OursWorkerConfig;
+  const src = config.srcDir ?? path.resolve(__dirname, '../../src');
+  const { claimCheckDataConverter, FsBlobStore } = require(path.join(src, 'codec')) as typeof CodecModule;
+  const { agentWorkerOptions, openAIClient } = require(path.join(src, 'worker')) as typeof WorkerModule;
+  if (config.logLevel) Runtime.install({ logger: new DefaultLogger(config.logLevel) });
+  const connection = await NativeConnection.connect({ address: config.address });
+  const worker = await Worker.create({
+    connection,
+    taskQueue: config.taskQueue,
+    ...(config.bundlePath ? { workflowBundle: { codePath: config.bundlePath } } : { workflowsPath: require.resolve('../../src/workflows') }),
+    dataConverter: claimCheckDataConverter({ store: new FsBlobStore(config.blobDir), thresholdBytes: config.claimCheckThresholdBytes }),
+    ...agentWorkerOptions({
+      openai: openAIClient({ baseURL: config.modelUrl, apiKey: 'bench' }),
+      defaultModel: 'bench',
+      workspace: config.workspace,
+    }),
+    ...config.workerOptions,
+  });
+  const running = worker.run().finally(() => connection.close());
+  serve({
+    shutdown: async () => {
+      worker.shutdown();
+      await running;
+    },
+  });
+  await running;
+  process.exit(0);
+}
+
+main().catch((err) => {
+  console.error(err);
+  process.exit(1);
+});
