@@ -2,10 +2,11 @@
  * Fault tolerance end to end: each provider or stream fault the scripted model can inject, on the real dev server,
  * and the run's outcome. Model calls retry from 1 s, doubling, 6 attempts (agent-run.ts); errors.ts classifies.
  */
-import { WorkflowFailedError, type WorkflowHandle } from '@temporalio/client';
+import type { WorkflowHandle } from '@temporalio/client';
 import { stateQuery } from '../src/common/messages';
 import type { ScriptStep } from '../src/scripted-model';
 import { startAgentHarness, type AgentHarness } from './support/agent-harness';
+import { failureOf } from './support/failures';
 
 const IDLE_TIMEOUT_MS = 1_500;
 /** The retry policy's first interval. */
@@ -27,17 +28,6 @@ const gaps = (name: string) => {
   return times.slice(1).map((t, i) => t - times[i]);
 };
 
-async function failureOf(promise: Promise<unknown>): Promise<{ message: string; type?: string }> {
-  const err = await promise.then(
-    () => {
-      throw new Error('expected the run to fail');
-    },
-    (e: unknown) => e,
-  );
-  expect(err).toBeInstanceOf(WorkflowFailedError);
-  const cause = (err as WorkflowFailedError).cause as { message: string; type?: string };
-  return { message: cause.message, type: cause.type };
-}
 
 /** Each finished activity of this type: its last attempt and the failure of the attempt before, from the history. */
 async function activityAttempts(

@@ -1,6 +1,6 @@
 /** Sub-agent patterns on the real dev server: child agentRun workflows, progress, abort and failure. */
 import { randomUUID } from 'node:crypto';
-import { WorkflowFailedError, type WorkflowHandle } from '@temporalio/client';
+import type { WorkflowHandle } from '@temporalio/client';
 import { Worker } from '@temporalio/worker';
 import { abortSignal, stateQuery, type AgentRunResult } from '../src/common/messages';
 import {
@@ -12,6 +12,7 @@ import {
 } from '../src/common/patterns';
 import { parseSteps } from '../src/workflows/patterns/prompts';
 import { startAgentHarness, waitFor, type AgentHarness } from './support/agent-harness';
+import { failureOf } from './support/failures';
 
 let h: AgentHarness;
 beforeAll(async () => {
@@ -25,17 +26,6 @@ function start<T>(type: 'planExecute' | 'agentPipeline', input: PlanExecuteInput
   return h.env.client.workflow.start<(input: unknown) => Promise<T>>(type, { taskQueue: h.taskQueue, workflowId: `${type}-${randomUUID()}`, args: [input] });
 }
 
-async function failureOf(promise: Promise<unknown>): Promise<{ message: string; type?: string }> {
-  const err = await promise.then(
-    () => {
-      throw new Error('expected the pattern to fail');
-    },
-    (e: unknown) => e,
-  );
-  expect(err).toBeInstanceOf(WorkflowFailedError);
-  const cause = (err as WorkflowFailedError).cause as { message: string; type?: string };
-  return { message: cause.message, type: cause.type };
-}
 
 /** Each child id is described as a child of `parentId`. */
 async function expectChildrenOf(parentId: string, names: string[]): Promise<void> {

@@ -1,10 +1,11 @@
 /** agentRun end to end on the real dev server, through the real `openai` client and the scripted model over HTTP. */
 import { existsSync, readFileSync } from 'node:fs';
 import path from 'node:path';
-import { WorkflowFailedError, WorkflowUpdateFailedError } from '@temporalio/client';
+import { WorkflowUpdateFailedError } from '@temporalio/client';
 import { Worker } from '@temporalio/worker';
 import { abortSignal, approveUpdate, pauseSignal, resumeSignal, sendMessageUpdate, stateQuery, type AgentRunResult } from '../src/common/messages';
 import { sleep, startAgentHarness, waitFor, type AgentHarness } from './support/agent-harness';
+import { failureOf } from './support/failures';
 
 let h: AgentHarness;
 beforeAll(async () => {
@@ -15,17 +16,6 @@ afterAll(async () => h?.close());
 const lastMessage = (request: any) => request.messages[request.messages.length - 1];
 const toolMessages = (request: any) => request.messages.filter((m: any) => m.role === 'tool');
 
-async function failureOf(promise: Promise<unknown>): Promise<{ message: string; type?: string }> {
-  const err = await promise.then(
-    () => {
-      throw new Error('expected the run to fail');
-    },
-    (e: unknown) => e,
-  );
-  expect(err).toBeInstanceOf(WorkflowFailedError);
-  const cause = (err as WorkflowFailedError).cause as { message: string; type?: string };
-  return { message: cause.message, type: cause.type };
-}
 
 test('a run lists files and answers', async () => {
   h.model.register('list-and-answer', ({ request, callIndex }) => {
