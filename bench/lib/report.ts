@@ -59,7 +59,7 @@ export interface BenchResults {
   d: Record<string, FigureD>;
 }
 
-const ms = (x: number | undefined, digits = 1) => (x === undefined || Number.isNaN(x) ? 'n/a' : `${x.toFixed(digits)}`);
+const ms = (x: number | null | undefined, digits = 1) => (x == null || Number.isNaN(x) ? 'n/a' : `${x.toFixed(digits)}`);
 const kb = (bytes: number) => (bytes >= 1e6 ? `${(bytes / 1e6).toFixed(1)} MB` : bytes >= 1e3 ? `${(bytes / 1e3).toFixed(1)} kB` : `${bytes} B`);
 const row = (cells: Array<string | number>) => `| ${cells.join(' | ')} |`;
 
@@ -107,8 +107,9 @@ export function markdownReport(r: BenchResults): string {
           label,
           ...b.at.map((x) => ms(x.stepMs)),
           first && last ? `${(last / first).toFixed(2)}x` : 'n/a',
-          ...b.at.map((x) => (label === 'floor' ? '-' : kb(x.bytes))),
-          label === 'floor' ? '-' : kb(b.totalBytes),
+          // No bytes at all means they could not be read (the run's history was over the server's limits).
+          ...b.at.map((x) => (label === 'floor' ? '-' : b.totalBytes ? kb(x.bytes) : 'n/a')),
+          label === 'floor' ? '-' : b.totalBytes ? kb(b.totalBytes) : 'n/a',
           b.runs,
           ms(b.wallMs / 1000),
         ]),
