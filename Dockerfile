@@ -16,8 +16,10 @@ COPY package.json package-lock.json ./
 RUN npm ci --no-audit --no-fund || npm install --no-audit --no-fund
 COPY tsconfig.json tsconfig.build.json ./
 COPY src ./src
-# Compiled to dist/ so the runtime needs neither tsx nor TypeScript; then the dev dependencies go.
+# Compiled to dist/ so the runtime needs neither tsx nor TypeScript; the workflow code bundled once here rather than
+# by webpack at every worker boot (AGENT_WORKFLOW_BUNDLE_DIR below); then the dev dependencies go.
 RUN npx tsc -p tsconfig.build.json \
+  && node dist/workflow-bundle.js dist/workflow-bundles \
   && npm prune --omit=dev --no-audit --no-fund
 # The Temporal core bridge ships a native library for five platforms; keep this one's (saves about 120 MB).
 RUN releases=node_modules/@temporalio/core-bridge/releases; \
@@ -33,7 +35,8 @@ COPY --from=build /app/node_modules ./node_modules
 COPY --from=build /app/dist ./dist
 # Named volumes mounted on these take their ownership, so the non-root user can write to them.
 RUN mkdir -p /data/agent /workspace && chown node:node /data/agent /workspace
-ENV AGENT_WORKSPACE=/workspace \
+ENV AGENT_WORKFLOW_BUNDLE_DIR=/app/dist/workflow-bundles \
+  AGENT_WORKSPACE=/workspace \
   AGENT_LEDGER=/data/agent/tool-ledger.sqlite \
   AGENT_BLOB_DIR=/data/agent/blobs
 # The base image's `node` user, by number so that runAsNonRoot checks can verify it.

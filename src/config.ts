@@ -36,6 +36,9 @@ export const usesScriptedModel = (llm: LlmSettings): boolean => !llm.apiKey && !
 
 export const workspaceDir = (env: NodeJS.ProcessEnv = process.env): string => path.resolve(env.AGENT_WORKSPACE || './workspace');
 
+/** `AGENT_WORKFLOW_BUNDLE_DIR`: prebuilt workflow bundles (`npm run build:workflows`); unset, the worker bundles at boot. */
+export const workflowBundleDir = (env: NodeJS.ProcessEnv = process.env): string | undefined => env.AGENT_WORKFLOW_BUNDLE_DIR?.trim() || undefined;
+
 /** The durable ledger of side-effecting tool calls (`AGENT_LEDGER`). */
 export const ledgerFile = (env: NodeJS.ProcessEnv = process.env): string => path.resolve(env.AGENT_LEDGER || './.agent/tool-ledger.sqlite');
 

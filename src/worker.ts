@@ -7,23 +7,43 @@ import OpenAI from 'openai';
 import { createActivities, SqliteToolLedger, type ActivityDeps, type Tool } from './activities';
 import { connectMcpServers, parseMcpServers, type McpServerInfo, type McpTools } from './activities/tools/mcp';
 import { dataConverterFromEnv, encryptionKeysFromEnv } from './codec';
-import { claimCheckSettings, ledgerFile, llmSettings, mcpServersSource, observabilitySettings, temporalSettings, usesScriptedModel, workspaceDir } from './config';
+import { claimCheckSettings, workflowBundleDir, ledgerFile, llmSettings, mcpServersSource, observabilitySettings, temporalSettings, usesScriptedModel, workspaceDir } from './config';
 import { nativeConnectionOptions } from './connection';
 import { installWorkerRuntime } from './observability/runtime';
 import { tracingFromEnv, tracingWorkerOptions, type Tracing } from './observability/tracing';
 import { DEMO_SCRIPT_NAME, startScriptedModel, type ScriptedModel } from './scripted-model';
+import { workflowCode } from './workflow-bundle';
 
 /** Used when neither the run nor `LLM_MODEL` names a model. */
 export const DEFAULT_MODEL = 'gpt-4o-mini';
 
 /** Options every agent worker needs; callers add connection, task queue and workflow code. */
-export function agentWorkerOptions(deps: ActivityDeps): Pick<WorkerOptions, 'activities' | 'maxHeartbeatThrottleInterval'> {
+export function agentWorkerOptions(
+  deps: ActivityDeps,
+): Pick<
+  WorkerOptions,
+  | 'activities'
+  | 'maxHeartbeatThrottleInterval'
+  | 'maxConcurrentActivityTaskExecutions'
+  | 'maxConcurrentLocalActivityExecutions'
+  | 'workflowTaskPollerBehavior'
+  | 'activityTaskPollerBehavior'
+> {
   return {
     activities: createActivities(deps),
     // Cancellation reaches an activity on its next heartbeat; keep that within a second so abort is prompt.
     maxHeartbeatThrottleInterval: '1 second',
+    // A model call waits on the network, not the CPU: the SDK's 100 slots would cap a worker at 100 calls in flight
+    // whatever its CPU. Workflow task slots stay at the SDK's 40: more only queue work in a CPU-bound worker.
+    maxConcurrentActivityTaskExecutions: 1_000,
+    maxConcurrentLocalActivityExecutions: 1_000,
+    workflowTaskPollerBehavior: { type: 'autoscaling', minimum: 2, maximum: 100, initial: 10 },
+    activityTaskPollerBehavior: { type: 'autoscaling', minimum: 2, maximum: 100, initial: 10 },
   };
 }
+
+/** A graceful stop (SIGTERM, a deploy) lets the model calls in flight finish this long before cancelling them. */
+export const SHUTDOWN_GRACE_TIME = '30 seconds';
 
 export function openAIClient(llm: { baseURL: string; apiKey?: string }): OpenAI {
   // Temporal owns retries (classified by error kind); the client must not retry behind its back.
@@ -77,10 +97,11 @@ export async function createAgentWorker(
       connection,
       namespace: temporal.namespace,
       taskQueue: temporal.taskQueue,
-      workflowsPath: require.resolve('./workflows'),
+      ...workflowCode(workflowBundleDir(env), tracing !== undefined),
+      shutdownGraceTime: SHUTDOWN_GRACE_TIME,
       // Large payloads (the conversation every model call carries) go to the blob store; history keeps references.
       dataConverter: dataConverterFromEnv(env),
-      ...(tracing ? tracingWorkerOptions(tracing) : {}),
+      ...(tracing ? tracingWorkerOptions(tracing, workflowBundleDir(env) === undefined) : {}),
       ...agentWorkerOptions({
         openai: openAIClient({ baseURL, apiKey: llm.apiKey }),
         defaultModel: model,

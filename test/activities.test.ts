@@ -89,8 +89,23 @@ describe('model error classification', () => {
 });
 
 describe('callModel', () => {
+  test('a call that ends within a second sends no heartbeat; a pure fast tool call is marked local', async () => {
+    model.register('quick', [{ toolCalls: [{ id: 'q1', name: 'listFiles', arguments: {} }, { id: 'q2', name: 'writeFile', arguments: { path: 'b', content: 'c' } }] }]);
+    const env = new MockActivityEnvironment();
+    const heartbeats: unknown[] = [];
+    env.on('heartbeat', (d: unknown) => heartbeats.push(d));
+    const response = await runIn(env, activities.callModel, request('quick'));
+    expect(heartbeats).toEqual([]);
+    // listFiles is registered `local` and has no side effects; writeFile has side effects.
+    expect(response.toolCalls).toEqual([
+      { id: 'q1', name: 'listFiles', arguments: '{}', local: true },
+      { id: 'q2', name: 'writeFile', arguments: '{"path":"b","content":"c"}' },
+    ]);
+  });
+
   test('streams text and tool calls, collects usage and heartbeats while streaming', async () => {
-    model.register('stream', [{ text: 'Looking.', toolCalls: [{ id: 't1', name: 'readFile', arguments: { path: 'a.txt' } }], chunkSize: 2, chunkDelayMs: 20 }]);
+    // About 2 s of stream: the first heartbeat comes after a second.
+    model.register('stream', [{ text: 'Looking.', toolCalls: [{ id: 't1', name: 'readFile', arguments: { path: 'a.txt' } }], chunkSize: 2, chunkDelayMs: 300 }]);
     const env = new MockActivityEnvironment();
     const heartbeats: unknown[] = [];
     env.on('heartbeat', (d: unknown) => heartbeats.push(d));

@@ -124,7 +124,7 @@ export function createCallModel(deps: ModelDeps) {
       const usage = assembler.usage;
       return {
         text: assembler.text,
-        toolCalls: assembler.toolCalls(request.callNumber),
+        toolCalls: assembler.toolCalls(request.callNumber).map((c) => (deps.tools.runsLocally(c.name) ? { ...c, local: true as const } : c)),
         usage: {
           promptTokens: usage?.prompt_tokens ?? 0,
           completionTokens: usage?.completion_tokens ?? 0,

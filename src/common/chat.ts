@@ -8,6 +8,8 @@ export interface ToolCall {
   name: string;
   /** Raw JSON text as the model produced it; it may be malformed. */
   arguments: string;
+  /** Set by the model activity for a registered tool marked `local`: the run may execute it as a local activity. */
+  local?: true;
 }
 
 export type ChatMessage =

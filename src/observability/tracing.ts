@@ -58,12 +58,15 @@ export function tracingFromEnv(env: NodeJS.ProcessEnv = process.env): Tracing | 
   return startTracing(new BatchSpanProcessor(tracing === 'console' ? new ConsoleSpanExporter() : new OTLPTraceExporter()));
 }
 
-/** Worker options that trace workflows and activities; the worker must bundle its workflows (`workflowsPath`). */
-export function tracingWorkerOptions(tracing: Tracing): Required<Pick<WorkerOptions, 'interceptors' | 'sinks'>> {
+/**
+ * Worker options that trace workflows and activities. The workflow interceptors go into the bundle: with `bundling`
+ * false the worker loads a prebuilt one, which has them compiled in (workflow-bundle.ts).
+ */
+export function tracingWorkerOptions(tracing: Tracing, bundling = true): Required<Pick<WorkerOptions, 'interceptors' | 'sinks'>> {
   const options = { tracer: tracing.tracer };
   return {
     interceptors: {
-      workflowModules: [WORKFLOW_TRACING_MODULE],
+      workflowModules: bundling ? [WORKFLOW_TRACING_MODULE] : [],
       activity: [
         (ctx) => ({
           inbound: new OpenTelemetryActivityInboundInterceptor(ctx, options),

@@ -14,6 +14,7 @@ import {
   log,
   patched,
   proxyActivities,
+  proxyLocalActivities,
   setCurrentDetails,
   setHandler,
   sleep,
@@ -48,11 +49,11 @@ import { AgentState, isTerminal } from './states';
 
 /**
  * Model calls stream for a while. The activity heartbeats every second, so the heartbeat timeout catches a dead
- * worker (and lets cancellation in); a stalled stream is cut by the activity's own idle timeout.
+ * worker (and lets cancellation in) within 5 s; a stalled stream is cut by the activity's own idle timeout.
  */
 const modelCallOptions: ActivityOptions = {
   startToCloseTimeout: '5 minutes',
-  heartbeatTimeout: '15 seconds',
+  heartbeatTimeout: '5 seconds',
   retry: { initialInterval: '1 second', backoffCoefficient: 2, maximumInterval: '30 seconds', maximumAttempts: 6 },
 };
 const toolOptions: ActivityOptions = {
@@ -62,6 +63,8 @@ const toolOptions: ActivityOptions = {
 };
 
 const activities = proxyActivities<AgentActivities>(modelCallOptions);
+/** Tools the model activity marked `local` (pure, answering in milliseconds): no task-queue round trip, no extra task. */
+const localActivities = proxyLocalActivities<AgentActivities>({ startToCloseTimeout: toolOptions.startToCloseTimeout, retry: toolOptions.retry });
 const agentStateKey = defineSearchAttributeKey(AGENT_STATE_SEARCH_ATTRIBUTE, 'KEYWORD');
 const CANCELLED = Symbol('cancelled');
 type Work = Exclude<AgentCommand, { type: 'cancelWork' }>;
@@ -70,13 +73,21 @@ const now = () => new Date().toISOString();
 const NO_PROGRESS_GUARD_PATCH = 'no-progress-guard';
 /** Continues as new when the history grows long; runs started before replay without it. */
 const CONTINUE_AS_NEW_PATCH = 'continue-as-new';
+/**
+ * Cheaper steps: the AgentState search attribute and current details are written once before the run waits, not on
+ * every transition, and tool calls marked `local` run as local activities. Runs started before replay without it.
+ */
+const LEAN_STEPS_PATCH = 'lean-steps';
 const msUntil = (iso: string) => Math.max(0, Date.parse(iso) - Date.now());
+/** Whether a command's work outlasts the workflow task that starts it; pure steps and local tools do not. */
+const waits = (c: Work) => !(c.type === 'process' || (c.type === 'critique' && c.mode === 'rules') || (c.type === 'runTools' && c.calls.every((call) => call.local)));
 
 export async function agentRun(rawInput: unknown): Promise<AgentRunResult> {
   const input = parseAgentRunInput(rawInput);
   let snapshot: RunSnapshot = input.ok ? initialSnapshot(input.value, now()) : blankSnapshot(now());
   // Fixed at the start: runs begun before a change keep the old behaviour on replay.
   snapshot.features = { noProgressGuard: patched(NO_PROGRESS_GUARD_PATCH) };
+  const lean = patched(LEAN_STEPS_PATCH);
   const queue: Work[] = [];
   let work: CancellationScope | undefined;
   // Time travel: the snapshot this run began from and every event applied since; any step is a fold away.
@@ -104,14 +115,28 @@ export async function agentRun(rawInput: unknown): Promise<AgentRunResult> {
     if (snapshot.state !== before) {
       recordStateDuration(before, since, at);
       publish();
+      // A signal or update may move a run that waits on an activity (pause, abort): show it now, not after the call.
+      if (lean && external) flush();
     }
   }
 
   function publish(): void {
     const last = snapshot.transitions[snapshot.transitions.length - 1];
     log.info(`${last.from} -> ${last.to}`, { event: last.event, step: snapshot.step });
+    if (!lean) flush();
+  }
+
+  /**
+   * The search attribute and current details, for the UI and list filters. With `lean`, written only before the run
+   * waits: a step's four transitions cost the server one visibility write instead of four, and the `state` query
+   * still shows every transition at once.
+   */
+  let published: string | undefined;
+  function flush(): void {
+    setCurrentDetails(currentDetails(snapshot)); // workflow metadata, not a history event
+    if (lean && published === snapshot.state) return;
+    published = snapshot.state;
     upsertSearchAttributes([{ key: agentStateKey, value: snapshot.state }]);
-    setCurrentDetails(currentDetails(snapshot));
   }
 
   /** Run activity work in a scope that ABORT and TIMEOUT can cancel. */
@@ -180,6 +205,7 @@ export async function agentRun(rawInput: unknown): Promise<AgentRunResult> {
 
   if (!input.ok) {
     dispatch({ type: 'INVALID_INPUT', error: input.error }, false);
+    if (lean) flush();
     throw ApplicationFailure.create({ type: 'InvalidInput', message: input.error, nonRetryable: true });
   }
 
@@ -194,8 +220,8 @@ export async function agentRun(rawInput: unknown): Promise<AgentRunResult> {
     snapshot = resumed.snapshot;
     base = snapshot;
     queue.push(...(resumed.commands as Work[]));
-    upsertSearchAttributes([{ key: agentStateKey, value: snapshot.state }]);
-    setCurrentDetails(currentDetails(snapshot));
+    if (lean) published = undefined;
+    else flush();
   } else {
     dispatch({ type: 'START' }, false);
   }
@@ -206,6 +232,7 @@ export async function agentRun(rawInput: unknown): Promise<AgentRunResult> {
         if (!(snapshot.state === AgentState.COMPLETED && snapshot.conversationOpen)) break;
         // Kept open: wait for a follow-up message, with no timeout running between turns.
         timer.cancel();
+        if (lean) flush();
         const reopened = await condition(() => !snapshot.conversationOpen, snapshot.options.keepOpenMs);
         if (!reopened) dispatch({ type: 'CLOSE' }, false);
         else timer = startTimer(msUntil(snapshot.deadline!));
@@ -213,6 +240,7 @@ export async function agentRun(rawInput: unknown): Promise<AgentRunResult> {
       }
       const command = queue.shift();
       if (!command) {
+        if (lean) flush();
         await condition(() => queue.length > 0 || isTerminal(snapshot.state));
         continue;
       }
@@ -222,6 +250,7 @@ export async function agentRun(rawInput: unknown): Promise<AgentRunResult> {
         await continueAsNew<typeof agentRun>({ ...input.value, resume: { kind: 'continue', snapshot: carryOver(snapshot) } });
       }
       const step = snapshot.step;
+      if (lean && waits(command)) flush();
       const event = await execute(command);
       // An outcome that arrives after an abort or timeout moved the run on describes nothing any more.
       if (event !== CANCELLED && snapshot.step === step) dispatch(event, false);
@@ -231,6 +260,7 @@ export async function agentRun(rawInput: unknown): Promise<AgentRunResult> {
     dispatch({ type: 'ABORT', reason: 'the workflow was cancelled' }, true);
   } finally {
     timer.cancel();
+    if (lean) flush();
   }
 
   function startTimer(ms: number): CancellationScope {
@@ -300,16 +330,17 @@ export async function agentRun(rawInput: unknown): Promise<AgentRunResult> {
     const first = snapshot.toolCalls + 1;
     const results = await cancellable(() =>
       Promise.all(
-        calls.map((call, i) =>
-          activities.executeTool
-            .executeWithOptions({ ...toolOptions, summary: toolCallSummary(call) }, [
-              { call, allowed: snapshot.options.tools, callNumber: first + i },
-            ])
-            .catch((err: unknown): ToolResult => {
-              if (isCancellation(err)) throw err;
-              return { toolCallId: call.id, name: call.name, ok: false, content: `Error: ${failureMessage(err)}` };
-            }),
-        ),
+        calls.map((call, i) => {
+          const request = { call, allowed: snapshot.options.tools, callNumber: first + i };
+          const run =
+            lean && call.local
+              ? localActivities.executeTool(request)
+              : activities.executeTool.executeWithOptions({ ...toolOptions, summary: toolCallSummary(call) }, [request]);
+          return run.catch((err: unknown): ToolResult => {
+            if (isCancellation(err)) throw err;
+            return { toolCallId: call.id, name: call.name, ok: false, content: `Error: ${failureMessage(err)}` };
+          });
+        }),
       ),
     );
     return results === CANCELLED ? CANCELLED : { type: 'TOOLS_DONE', results };

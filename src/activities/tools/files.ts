@@ -38,6 +38,7 @@ export function fileTools(workspace: string): Tool[] {
       description: 'List the files and folders at a path in the workspace. Folders end with "/".',
       parameters: z.object({ path: RelativePath.default('.') }),
       sideEffects: false,
+      local: true,
       async execute({ path: rel }) {
         await ensureRoot();
         const dir = await resolveInWorkspace(root, rel);
@@ -53,6 +54,7 @@ export function fileTools(workspace: string): Tool[] {
       description: 'Read a UTF-8 text file from the workspace.',
       parameters: z.object({ path: RelativePath }),
       sideEffects: false,
+      local: true,
       async execute({ path: rel }) {
         await ensureRoot();
         const file = await resolveInWorkspace(root, rel);

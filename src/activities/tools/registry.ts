@@ -22,6 +22,11 @@ export interface Tool<P extends z.ZodObject = z.ZodObject> {
   jsonSchema?: Record<string, unknown>;
   /** Whether calling it changes the world; approvals and idempotency care. */
   sideEffects: boolean;
+  /**
+   * A tool without side effects that answers in milliseconds (reading a small file): runs as a local activity inside
+   * the workflow task that asked for it, with no task-queue round trip. Never for slow or remote calls.
+   */
+  local?: boolean;
   execute(args: z.output<P>, ctx: ToolContext): Promise<string>;
 }
 
@@ -61,6 +66,12 @@ export class ToolRegistry {
 
   get(name: string): Tool | undefined {
     return this.tools.get(name);
+  }
+
+  /** Whether a call may run as a local activity: a registered tool marked `local` and free of side effects. */
+  runsLocally(name: string): boolean {
+    const tool = this.tools.get(name);
+    return tool?.local === true && !tool.sideEffects;
   }
 
   /** Definitions for the model; `allowed` absent means every tool, and unknown names are an error. */
