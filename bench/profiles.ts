@@ -1,43 +1,22 @@
 /**
- * Tuning profiles of this product, cumulative from the production defaults. Each is only options the bench passes:
- * worker options, the runtime log level, dev server flags, a prebuilt bundle, and a workflow interceptor. None
- * changes src/. `tuned` is what the bench reports as the product; the others show what each change bought.
+ * Profiles of this product for the bench. Each is the product's own src/ (today's, or an earlier commit's) plus what
+ * a deployment chooses: a prebuilt workflow bundle, dev server settings. `TUNED` is what the bench reports as the
+ * product; `before` keeps the figures of the code before the tuning in BENCHMARKS.md measurable in the same run.
  */
 import type { OursProfile } from './systems';
 
-/** Exactly what `npm run worker` does today: SDK default worker options, INFO logs, bundling at boot. */
+/** The product before the tuning (commit 03fc755): SDK default worker options, an upsert on every transition, every tool a task-queue activity, a 15 s model heartbeat timeout, bundling at boot. */
+const before: OursProfile = { name: 'before', srcRef: '03fc755' };
+
+/** Exactly what `npm run worker` does today: the product's worker options, INFO logs, bundling at boot. */
 const baseline: OursProfile = { name: 'baseline' };
 
-/**
- * Model calls wait on the network, not the CPU: the SDK's 100 activity slots cap 1,000 concurrent runs at 100 calls in
- * flight. Workflow task slots stay at the SDK's 40: more only queue tasks inside a CPU-bound worker until they time out.
- */
-const slots: OursProfile = {
-  ...baseline,
-  name: 'slots',
-  workerOptions: {
-    maxConcurrentActivityTaskExecutions: 2_000,
-    maxConcurrentLocalActivityExecutions: 2_000,
-    maxCachedWorkflows: 2_000,
-    workflowTaskPollerBehavior: { type: 'autoscaling', minimum: 2, maximum: 100, initial: 10 },
-    activityTaskPollerBehavior: { type: 'autoscaling', minimum: 2, maximum: 100, initial: 10 },
-    // A graceful stop (a deploy) lets the model calls in flight finish instead of cancelling and redoing them.
-    shutdownGraceTime: '1 minute',
-  },
-};
-
-/** INFO logs every transition of every run through the runtime's logger: WARN keeps the errors. */
-const quiet: OursProfile = { ...slots, name: 'quiet', logLevel: 'WARN' };
-
-/** The workflow bundle built once at deploy time: a restarted worker does not spend seconds in webpack. */
-const prebundled: OursProfile = { ...quiet, name: 'prebundled', prebundle: true };
-
-/** `readFile` is pure and fast: as a local activity it costs no task-queue round trip and no extra workflow task. */
-const localTools: OursProfile = { ...prebundled, name: 'local-tools', localTools: true };
+/** As the Docker image runs it: the workflow bundle built once ahead of time (AGENT_WORKFLOW_BUNDLE_DIR). */
+const prebundled: OursProfile = { ...baseline, name: 'prebundled', prebundle: true };
 
 /** The dev server's SQLite with a larger page cache and memory-mapped I/O, and eager activity dispatch on. */
 const server: OursProfile = {
-  ...localTools,
+  ...prebundled,
   name: 'server',
   server: {
     pragmas: ['cache_size=-65536', 'mmap_size=268435456', 'temp_store=memory'],
@@ -45,36 +24,22 @@ const server: OursProfile = {
   },
 };
 
-/**
- * Proposed src change, measured on a patched copy (bench/proposals/coalesce-upserts.patch): upsert the AgentState
- * search attribute once before the run waits, not on every transition (four per step), so each step costs the server
- * fewer history events and visibility writes.
- */
-const coalesced: OursProfile = { ...server, name: 'coalesced', proposals: ['coalesce-upserts'] };
+/** `before` with the same deployment choices as `server`: what the src changes alone bought. */
+const beforeServer: OursProfile = { ...server, name: 'before-server', srcRef: before.srcRef };
 
-/** Proposed src change (bench/proposals/lazy-heartbeat.patch): the model call's first heartbeat after a second, not at once. */
-const lazyHeartbeat: OursProfile = { ...server, name: 'lazy-heartbeat', proposals: ['lazy-heartbeat'] };
+export const PROFILES: Record<string, OursProfile> = { before, baseline, prebundled, server, 'before-server': beforeServer };
+
+/** The profile the bench reports as "ours": the product as its Docker image runs it, on a dev server as it comes. */
+export const TUNED = 'prebundled';
 
 /**
- * All proposed src changes together: the two above, and the model call's heartbeat timeout at 5 s instead of 15 s
- * (bench/proposals/heartbeat-timeout-5s.patch), so a crashed worker's call is retried three times sooner.
+ * The product's activity slots and pollers (agentWorkerOptions) and its graceful shutdown, for Temporal's ai-sdk
+ * peer, so the two Temporal systems are compared tuned alike.
  */
-const proposed: OursProfile = { ...server, name: 'proposed', proposals: ['coalesce-upserts', 'lazy-heartbeat', 'heartbeat-timeout-5s'] };
-
-export const PROFILES: Record<string, OursProfile> = {
-  baseline,
-  slots,
-  quiet,
-  prebundled,
-  'local-tools': localTools,
-  server,
-  coalesced,
-  'lazy-heartbeat': lazyHeartbeat,
-  proposed,
-};
-
-/** The profile the bench reports as "ours" unless told otherwise. */
-export const TUNED = 'server';
-
-/** The same worker options for Temporal's ai-sdk peer, so the two Temporal systems are compared tuned alike. */
-export const PEER_WORKER_OPTIONS = slots.workerOptions;
+export const PEER_WORKER_OPTIONS = {
+  maxConcurrentActivityTaskExecutions: 1_000,
+  maxConcurrentLocalActivityExecutions: 1_000,
+  workflowTaskPollerBehavior: { type: 'autoscaling', minimum: 2, maximum: 100, initial: 10 },
+  activityTaskPollerBehavior: { type: 'autoscaling', minimum: 2, maximum: 100, initial: 10 },
+  shutdownGraceTime: '30 seconds',
+} as const;

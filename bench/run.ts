@@ -52,7 +52,7 @@ function parseOptions(argv: string[]): Options {
     .option('--quick', 'small sizes: a few minutes instead of the full run', false)
     .option('--figures <list>', 'which figures: a (overhead), b (long run), c (concurrency), d (restart)', 'a,b,c,d')
     .option('--systems <list>', `which systems: ${SYSTEMS.join(', ')}`, SYSTEMS.join(','))
-    .option('--profiles <list>', `tuning profiles of this product: ${Object.keys(PROFILES).join(', ')}`, `baseline,${TUNED},proposed`)
+    .option('--profiles <list>', `tuning profiles of this product: ${Object.keys(PROFILES).join(', ')}`, `before,${TUNED}`)
     .option('--tool-bytes <n>', 'characters each tool call returns', '1024')
     .option('--overhead-runs <n>', '(a) sequential runs at zero model latency')
     .option('--overhead-steps <n>', '(a) steps per run')

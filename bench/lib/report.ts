@@ -61,6 +61,16 @@ export interface BenchResults {
 
 const ms = (x: number | null | undefined, digits = 1) => (x == null || Number.isNaN(x) ? 'n/a' : `${x.toFixed(digits)}`);
 const kb = (bytes: number) => (bytes >= 1e6 ? `${(bytes / 1e6).toFixed(1)} MB` : bytes >= 1e3 ? `${(bytes / 1e3).toFixed(1)} kB` : `${bytes} B`);
+const percent = (x: number | undefined) => (x === undefined || !Number.isFinite(x) ? 'n/a' : `${(x * 100).toFixed(x < 0.1 ? 1 : 0)}%`);
+
+/** The share of the ideal that `cores` allow at the batch's CPU per step (agent process plus server), at most 100%. */
+export function cpuCeiling(c: FigureC, cores: number): number | undefined {
+  const cpu = (c.cpuPerStepMs?.worker ?? c.cpuPerStepMs?.runner ?? 0) + (c.cpuPerStepMs?.server ?? 0);
+  if (!cpu) return undefined;
+  const demand = (c.runs * 1000) / c.latencyMs;
+  return Math.min(1, (cores * 1000) / cpu / demand);
+}
+
 const row = (cells: Array<string | number>) => `| ${cells.join(' | ')} |`;
 
 export function markdownReport(r: BenchResults): string {
@@ -126,10 +136,12 @@ export function markdownReport(r: BenchResults): string {
       '',
       `Ideal: every run makes ${c0.steps + 1} model calls one after another and each takes at least ${c0.latencyMs} ms, and all runs go in parallel, so the batch cannot end before (steps + 1) x latency = ${c0.idealMs} ms: ideal throughput = runs / ((steps + 1) x latency) = ${c0.idealThroughput.toFixed(1)} runs/s. Measured: from the first start request to the last run's close.`,
       '',
+      `CPU ceiling: the most this machine's ${m.nproc} cores allow at the CPU a step cost in this batch, as a share of the ideal: ${m.nproc} x 1000 / (CPU ms per step, agent process + Temporal server) steps/s against the ${(c0.runs * 1000 / c0.latencyMs).toFixed(0)} steps/s that ${c0.runs} runs at ${c0.latencyMs} ms ask for. It leaves out the model server's CPU, so it is an upper bound.`,
+      '',
     );
     out.push(
-      row(['system', 'completed', 'wall s', 'runs/s', '% of ideal', 'peak RSS MiB', 'CPU ms/step: agent process', 'CPU ms/step: Temporal server']),
-      row(['---', '---:', '---:', '---:', '---:', '---:', '---:', '---:']),
+      row(['system', 'completed', 'wall s', 'runs/s', '% of ideal', 'CPU ceiling', 'peak RSS MiB', 'CPU ms/step: agent process', 'CPU ms/step: Temporal server']),
+      row(['---', '---:', '---:', '---:', '---:', '---:', '---:', '---:', '---:']),
     );
     for (const [label, c] of Object.entries(r.c)) {
       const cpu = c.cpuPerStepMs ?? {};
@@ -139,7 +151,8 @@ export function markdownReport(r: BenchResults): string {
           `${c.completed}/${c.runs}`,
           ms(c.wallMs / 1000, 2),
           ms(c.throughput, 1),
-          `${(c.efficiency * 100).toFixed(c.efficiency < 0.1 ? 1 : 0)}%`,
+          percent(c.efficiency),
+          percent(cpuCeiling(c, m.nproc)),
           ms(c.peakRssBytes / 2 ** 20, 0),
           ms(cpu.worker ?? cpu.runner, 1),
           cpu.server === undefined ? '-' : ms(cpu.server, 1),

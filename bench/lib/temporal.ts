@@ -1,6 +1,6 @@
 /** The Temporal side of the bench: a dev server per system, workflow bundles, and history bytes per step. */
 import { execFileSync } from 'node:child_process';
-import { cpSync, mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import net from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
@@ -63,33 +63,29 @@ export async function startBenchServer(tuning: ServerTuning = {}, dataConverter?
 }
 
 /**
- * A copy of src/ with proposed changes (bench/proposals/<name>.patch) applied, inside the project so that its imports
- * resolve to the project's node_modules; returns its path. Measures a src change without making it.
+ * The product's src/ at a git commit, exported into bench/.scratch (inside the project, so that its imports resolve
+ * to the project's node_modules); returns its path. Measures earlier code beside today's in the same run.
  */
-export function srcWithProposals(names: string[]): string {
-  const done = prepared.get(names.join('+'));
-  if (done) return done;
+export function srcAt(ref: string): string {
   const root = path.resolve(__dirname, '../..');
-  const dir = path.join(root, 'bench/.scratch', `src-${names.join('+')}`);
+  const dir = path.join(root, 'bench/.scratch', `src-${ref}`);
+  if (prepared.has(dir)) return dir;
   rmSync(dir, { recursive: true, force: true });
-  mkdirSync(path.dirname(dir), { recursive: true });
-  cpSync(path.join(root, 'src'), dir, { recursive: true });
-  for (const name of names) {
-    execFileSync('patch', ['-p1', '-s', '-d', dir, '-i', path.join(root, 'bench/proposals', `${name}.patch`)], { stdio: 'inherit' });
-  }
-  prepared.set(names.join('+'), dir);
+  mkdirSync(dir, { recursive: true });
+  const archive = execFileSync('git', ['-C', root, 'archive', ref, 'src'], { maxBuffer: 256 * 1024 * 1024 });
+  execFileSync('tar', ['-x', '--strip-components=1', '-C', dir], { input: archive });
+  prepared.add(dir);
   return dir;
 }
 
-const prepared = new Map<string, string>();
+const prepared = new Set<string>();
 
 /** Builds the product's workflow bundle once (as a deploy would) and writes it to a file a worker can load. */
-export async function buildOursBundle(interceptorModules: string[] = [], workflowsPath = require.resolve('../../src/workflows')): Promise<string> {
+export async function buildOursBundle(workflowsPath = require.resolve('../../src/workflows')): Promise<string> {
   const noop = () => undefined;
   const logger = { trace: noop, debug: noop, info: noop, warn: noop, error: console.error, log: noop };
   const { code } = await bundleWorkflowCode({
     workflowsPath,
-    workflowInterceptorModules: interceptorModules,
     logger,
   });
   const file = path.join(mkdtempSync(path.join(os.tmpdir(), 'bench-bundle-')), 'workflows.js');

@@ -10,7 +10,7 @@ import { claimCheckDataConverter, FsBlobStore } from '../../src/codec';
 import { WORKFLOW_TYPE } from '../../src/common/constants';
 import type { AgentRunInput } from '../../src/common/input';
 import { BENCH_DIR, peakRss, spawnChild, stopChild, type Child } from '../lib/ipc';
-import { buildOursBundle, historyBytesPerStep, srcWithProposals, historyChain, startBenchServer, waitForTaskQueue, type BenchServer, type HistoryBytes, type ServerTuning } from '../lib/temporal';
+import { buildOursBundle, historyBytesPerStep, srcAt, historyChain, startBenchServer, waitForTaskQueue, type BenchServer, type HistoryBytes, type ServerTuning } from '../lib/temporal';
 import { BENCH_MODEL, promptOf, SYSTEM_PROMPT, TOOL_NAME } from '../lib/workload';
 import type { OursWorkerConfig } from './ours-worker';
 
@@ -276,10 +276,8 @@ export interface OursProfile {
   logLevel?: OursWorkerConfig['logLevel'];
   /** Build the workflow bundle once ahead of time instead of at every worker boot. */
   prebundle?: boolean;
-  /** Run `executeTool` as a local activity (workflow interceptor; see local-tools-interceptor.ts). */
-  localTools?: boolean;
-  /** Proposed src changes (bench/proposals/<name>.patch) applied to a copy of src/ whose workflows are bundled instead. */
-  proposals?: string[];
+  /** The product's src/ at this git commit instead of today's (exported into bench/.scratch): its workflows are bundled. */
+  srcRef?: string;
   /** Claim-check threshold (AGENT_CLAIM_CHECK_THRESHOLD in production). @default 32768 */
   claimCheckThresholdBytes?: number;
 }
@@ -302,12 +300,12 @@ export class OursSystem extends TemporalSystem {
   }
 
   override async start(ctx: SystemContext): Promise<void> {
-    const interceptors = this.profile.localTools ? [path.join(BENCH_DIR, 'systems/local-tools-interceptor.ts')] : [];
-    const proposals = this.profile.proposals ?? [];
-    if (this.profile.prebundle || interceptors.length || proposals.length) {
-      const key = `${interceptors.join(',')}|${proposals.join('+')}`;
-      if (proposals.length) this.srcDir = srcWithProposals(proposals);
-      if (!bundles.has(key)) bundles.set(key, buildOursBundle(interceptors, this.srcDir && path.join(this.srcDir, 'workflows')));
+    const ref = this.profile.srcRef;
+    if (ref) this.srcDir = srcAt(ref);
+    // An earlier commit's workflows are always bundled ahead: its worker would otherwise bundle today's src/.
+    if (this.profile.prebundle || ref) {
+      const key = ref ?? 'HEAD';
+      if (!bundles.has(key)) bundles.set(key, buildOursBundle(this.srcDir && path.join(this.srcDir, 'workflows')));
       this.bundlePath = await bundles.get(key)!;
     }
     await super.start(ctx);

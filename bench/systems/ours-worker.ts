@@ -17,7 +17,7 @@ export interface OursWorkerConfig {
   modelUrl: string;
   workspace: string;
   blobDir: string;
-  /** A patched copy of src/ (bench/proposals) whose activities and codec to load instead of src/'s. */
+  /** An earlier commit's src/ (profile `srcRef`) whose activities and codec to load instead of today's. */
   srcDir?: string;
   /** A workflow bundle built ahead of time (`bundleWorkflowCode`); absent, the worker bundles at boot as production does. */
   bundlePath?: string;
@@ -49,7 +49,7 @@ async function main(): Promise<void> {
   const config = JSON.parse(process.env.BENCH_WORKER ?? '{}') as OursWorkerConfig;
   const src = config.srcDir ?? path.resolve(__dirname, '../../src');
   const { claimCheckDataConverter, FsBlobStore } = require(path.join(src, 'codec')) as typeof CodecModule;
-  const { agentWorkerOptions, openAIClient } = require(path.join(src, 'worker')) as typeof WorkerModule;
+  const { agentWorkerOptions, openAIClient, SHUTDOWN_GRACE_TIME } = require(path.join(src, 'worker')) as Partial<typeof WorkerModule> & Pick<typeof WorkerModule, 'agentWorkerOptions' | 'openAIClient'>;
   if (config.logLevel) Runtime.install({ logger: new DefaultLogger(config.logLevel) });
   const connection = await NativeConnection.connect({ address: config.address });
   const worker = await Worker.create({
@@ -62,6 +62,8 @@ async function main(): Promise<void> {
       defaultModel: 'bench',
       workspace: config.workspace,
     }),
+    // As createAgentWorker sets it (absent before the tuning: the SDK's 0).
+    ...(SHUTDOWN_GRACE_TIME ? { shutdownGraceTime: SHUTDOWN_GRACE_TIME } : {}),
     ...config.workerOptions,
   });
   const running = worker.run().finally(() => connection.close());
