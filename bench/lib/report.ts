@@ -127,6 +127,22 @@ export function markdownReport(r: BenchResults): string {
     }
     for (const [label, b] of Object.entries(r.b)) if (b.failure) out.push('', `${label} stopped after ${b.completedSteps} of ${b.steps} steps: ${b.failure}`);
     out.push('');
+    const floor = r.b.floor;
+    if (floor) {
+      out.push(
+        `Every system's step includes the model call, whose request carries the whole conversation (about 1.2 kB more each step), and the floor's own step grows with it. Durable overhead at step k is the system's step time minus the floor's at the same step:`,
+        '',
+        row(['system', ...at.map((k) => `overhead ms @${k}`), `@${at.at(-1)} / @${at[0]}`]),
+        row(['---', ...at.map(() => '---:'), '---:']),
+      );
+      for (const [label, b] of Object.entries(r.b)) {
+        if (label === 'floor') continue;
+        const over = b.at.map((x, i) => (Number.isFinite(x.stepMs) && Number.isFinite(floor.at[i]?.stepMs) ? x.stepMs - floor.at[i].stepMs : NaN));
+        const ratio = over[0] > 0 && Number.isFinite(over.at(-1)!) ? `${(over.at(-1)! / over[0]).toFixed(2)}x` : 'n/a';
+        out.push(row([label, ...over.map((x) => ms(x)), ratio]));
+      }
+      out.push('');
+    }
   }
 
   if (Object.keys(r.c).length) {
