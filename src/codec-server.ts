@@ -5,14 +5,26 @@
  *
  * Protocol: `POST .../encode` and `POST .../decode` (only the last path segment counts, so `/{namespace}/decode`
  * works too) with a proto3 JSON `{ payloads: [{ metadata: { key: base64 }, data: base64 }] }`, answered in the same
- * form. Every request needs `Authorization: Bearer $CODEC_SERVER_TOKEN`; browsers from the allowed origins get CORS
- * (preflight included) for the headers the UI sends: Content-Type, X-Namespace, Authorization.
+ * form. Every request needs `Authorization: Bearer $CODEC_SERVER_TOKEN`, or, from a browser on an allowed origin, the
+ * session cookie that `/login` sets (`codec-session.ts`): the Web UI cannot send a fixed token, only cookies. Browsers
+ * from the allowed origins get CORS with credentials (preflight included) for the headers the UI sends: Content-Type,
+ * X-Namespace, Authorization. With the origins `*`, CORS carries no credentials and sign-in is off.
  */
 import { createHash, timingSafeEqual } from 'node:crypto';
 import type { Payload, PayloadCodec } from '@temporalio/common';
 import Fastify, { type FastifyInstance, type FastifyReply, type FastifyRequest } from 'fastify';
 import { z } from 'zod';
 import { dataConverterFromEnv, encryptionKeysFromEnv } from './codec';
+import {
+  isLoopbackHost,
+  readCookie,
+  SESSION_COOKIE,
+  SESSION_PAGE_HEADERS,
+  SESSION_TTL_SECONDS,
+  sessionCookie,
+  sessionPage,
+  SessionSigner,
+} from './codec-session';
 
 export const DEFAULT_CODEC_SERVER_PORT = 8081;
 /** The Web UI of `npm run server`. */
@@ -21,6 +33,10 @@ const MIN_TOKEN_CHARS = 16;
 /** Above the server's 2 MB payload limit, base64 included, with room for several payloads per request. */
 const BODY_LIMIT_BYTES = 16 * 1024 * 1024;
 const ALLOWED_HEADERS = 'Content-Type, X-Namespace, Authorization';
+const LOGIN_BODY_LIMIT_BYTES = 4096;
+/** Why a wildcard origin turns sign-in off, for the 403 and the start-up warning. */
+export const WILDCARD_NO_SESSIONS =
+  'browser sign-in is off because CODEC_SERVER_CORS_ORIGINS is *: a session cookie would let any web site read decrypted payloads, so browsers may not send one to a server that allows every origin. List the Web UI origins instead.';
 
 /** Settings of the codec server from the environment. */
 export interface CodecServerSettings {
@@ -55,7 +71,7 @@ export interface CodecServerOptions {
   /** Applied like a data converter's: encode first to last, decode last to first. */
   codecs: PayloadCodec[];
   token: string;
-  /** Origins allowed to call from a browser; `*` allows any. */
+  /** Origins allowed to call from a browser; `*` allows any, without credentials (no cookies, no sign-in). */
   allowedOrigins: string[];
 }
 
@@ -86,14 +102,27 @@ export function createCodecServer(options: CodecServerOptions): FastifyInstance 
   };
   const anyOrigin = options.allowedOrigins.includes('*');
   const allowedOrigin = (origin: string | undefined) => origin != null && (anyOrigin || options.allowedOrigins.includes(origin));
+  // Only origins listed by name may send the cookie: `*` with credentials would hand decrypted payloads to any site.
+  const sessions = anyOrigin ? undefined : new SessionSigner(options.token);
+  const hasSession = (req: FastifyRequest) =>
+    sessions != null && options.allowedOrigins.includes(req.headers.origin ?? '') && sessions.verify(readCookie(req.headers.cookie, SESSION_COOKIE));
+  // The sign-in pages are used on the codec server's own origin, which is not a UI origin; the token guards them.
+  const isSessionRoute = (req: FastifyRequest) => req.routeOptions.url === '/login' || req.routeOptions.url === '/logout';
 
   const app = Fastify({ logger: false, bodyLimit: BODY_LIMIT_BYTES });
+  app.addContentTypeParser('application/x-www-form-urlencoded', { parseAs: 'string' }, (_req, body, done) =>
+    done(null, Object.fromEntries(new URLSearchParams(body as string))),
+  );
 
   app.addHook('onRequest', async (req: FastifyRequest, reply: FastifyReply) => {
     const origin = req.headers.origin;
-    if (origin == null) return; // not a browser: the CLI, curl, a proxy
+    if (origin == null || isSessionRoute(req)) return; // not a browser (the CLI, curl, a proxy), or the sign-in page
     // A browser on another site must not reach the codec at all, even one holding a cookie for an auth proxy.
     if (!allowedOrigin(origin)) return reply.code(403).send({ error: `origin ${origin} is not allowed (CODEC_SERVER_CORS_ORIGINS)` });
+    if (anyOrigin) {
+      reply.header('Access-Control-Allow-Origin', '*');
+      return;
+    }
     reply.header('Access-Control-Allow-Origin', origin);
     reply.header('Access-Control-Allow-Credentials', 'true');
     reply.header('Vary', 'Origin');
@@ -101,8 +130,11 @@ export function createCodecServer(options: CodecServerOptions): FastifyInstance 
 
   // Before the body is parsed, so an unauthenticated caller cannot make the server read megabytes.
   app.addHook('onRequest', async (req: FastifyRequest, reply: FastifyReply) => {
-    if (req.method !== 'POST' || authorised(req.headers.authorization)) return;
-    return reply.code(401).header('WWW-Authenticate', 'Bearer').send({ error: 'a valid Authorization: Bearer token is required' });
+    if (req.method !== 'POST' || isSessionRoute(req) || authorised(req.headers.authorization) || hasSession(req)) return;
+    const error = sessions
+      ? 'a valid Authorization: Bearer token is required, or, from the Web UI, a session: sign in at /login'
+      : 'a valid Authorization: Bearer token is required';
+    return reply.code(401).header('WWW-Authenticate', 'Bearer').send({ error });
   });
 
   // Preflight carries no Authorization header, so it is answered before any auth check.
@@ -116,6 +148,33 @@ export function createCodecServer(options: CodecServerOptions): FastifyInstance 
   );
 
   app.get('/healthz', async () => ({ ok: true }));
+
+  const page = (reply: FastifyReply, code: number, html: Parameters<typeof sessionPage>[0]) =>
+    reply.code(code).headers(SESSION_PAGE_HEADERS).send(sessionPage(html));
+  const secureCookie = (req: FastifyRequest) => req.protocol === 'https' || !isLoopbackHost(req.headers.host);
+
+  app.get('/login', async (_req, reply) => {
+    if (!sessions) return page(reply, 403, { title: 'Sign-in is off', error: WILDCARD_NO_SESSIONS });
+    return page(reply, 200, { title: 'Sign in to the codec server', message: 'The Temporal Web UI in this browser then shows payloads decrypted.', form: true });
+  });
+
+  // A form post from the page above, or JSON `{ "token": ... }` from a script.
+  app.post('/login', { bodyLimit: LOGIN_BODY_LIMIT_BYTES }, async (req, reply) => {
+    const json = req.headers['content-type']?.startsWith('application/json') ?? false;
+    const fail = (code: number, error: string) =>
+      json ? reply.code(code).send({ error }) : page(reply, code, { title: 'Sign in to the codec server', error, form: code === 401 });
+    if (!sessions) return fail(403, WILDCARD_NO_SESSIONS);
+    const token = z.object({ token: z.string() }).safeParse(req.body).data?.token ?? '';
+    if (!authorised(`Bearer ${token.trim()}`)) return fail(401, 'Wrong token: enter the CODEC_SERVER_TOKEN of this codec server.');
+    reply.header('Set-Cookie', sessionCookie(sessions.mint(), secureCookie(req)));
+    const expiresAt = new Date(Date.now() + SESSION_TTL_SECONDS * 1000).toISOString();
+    if (json) return { ok: true, expiresAt };
+    return page(reply, 200, { title: 'Signed in', message: `Until ${expiresAt}. Reload the Temporal Web UI: with "include cross-origin credentials" on, it now shows payloads decrypted.` });
+  });
+
+  app.get('/logout', async (req, reply) =>
+    page(reply.header('Set-Cookie', sessionCookie('', secureCookie(req))), 200, { title: 'Signed out', message: 'This browser no longer sends a codec session.' }),
+  );
 
   app.post('/*', async (req, reply) => {
     const op = req.url.split('?')[0].replace(/\/+$/, '').split('/').pop();
@@ -145,6 +204,8 @@ async function main(): Promise<void> {
   const url = `http://${settings.host}:${settings.port}`;
   console.log(`codec server on ${url}: ${keys ? `decrypts with keys ${Object.keys(keys.keys).join(', ')} (current ${keys.currentKeyId})` : 'no AGENT_ENCRYPTION_KEYS, so it only resolves claim checks'}`);
   console.log(`CORS origins: ${settings.allowedOrigins.join(', ')}`);
+  if (settings.allowedOrigins.includes('*')) console.warn(`warning: ${WILDCARD_NO_SESSIONS}`);
+  else console.log(`Web UI: sign in at ${url}/login, with "include cross-origin credentials" on in the UI (docs/ui.md)`);
   console.log(`CLI: temporal workflow show --workflow-id <id> --codec-endpoint ${url} --codec-auth "Bearer $CODEC_SERVER_TOKEN"`);
   const stop = () => void app.close().then(() => process.exit(0));
   process.once('SIGINT', stop);
