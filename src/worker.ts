@@ -6,7 +6,7 @@ import { NativeConnection, Worker, type WorkerOptions } from '@temporalio/worker
 import OpenAI from 'openai';
 import { createActivities, SqliteToolLedger, type ActivityDeps, type Tool } from './activities';
 import { connectMcpServers, parseMcpServers, type McpServerInfo, type McpTools } from './activities/tools/mcp';
-import { dataConverterFromEnv, encryptionKeysFromEnv } from './codec';
+import { conversationStoreFromEnv, dataConverterFromEnv, encryptionKeysFromEnv } from './codec';
 import { claimCheckSettings, workflowBundleDir, ledgerFile, llmSettings, mcpServersSource, observabilitySettings, temporalSettings, usesScriptedModel, workspaceDir } from './config';
 import { nativeConnectionOptions } from './connection';
 import { installWorkerRuntime } from './observability/runtime';
@@ -93,6 +93,7 @@ export async function createAgentWorker(
     mcp = await connectMcpServers(servers ? parseMcpServers(servers.value, servers.source) : []);
     ownTracing = extra.tracing ? undefined : tracingFromEnv(env);
     const tracing = extra.tracing ?? ownTracing;
+    const dataConverter = dataConverterFromEnv(env);
     const worker = await Worker.create({
       connection,
       namespace: temporal.namespace,
@@ -100,7 +101,7 @@ export async function createAgentWorker(
       ...workflowCode(workflowBundleDir(env), tracing !== undefined),
       shutdownGraceTime: SHUTDOWN_GRACE_TIME,
       // Large payloads (the conversation every model call carries) go to the blob store; history keeps references.
-      dataConverter: dataConverterFromEnv(env),
+      dataConverter,
       ...(tracing ? tracingWorkerOptions(tracing, workflowBundleDir(env) === undefined) : {}),
       ...agentWorkerOptions({
         openai: openAIClient({ baseURL, apiKey: llm.apiKey }),
@@ -108,6 +109,7 @@ export async function createAgentWorker(
         workspace: workspaceDir(env),
         tools: [...(extra.tools ?? []), ...mcp.tools],
         ledger,
+        conversations: conversationStoreFromEnv(dataConverter, env),
       }),
     });
     return {

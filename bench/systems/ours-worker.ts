@@ -48,19 +48,24 @@ export interface OursWorkerConfig {
 async function main(): Promise<void> {
   const config = JSON.parse(process.env.BENCH_WORKER ?? '{}') as OursWorkerConfig;
   const src = config.srcDir ?? path.resolve(__dirname, '../../src');
-  const { claimCheckDataConverter, FsBlobStore } = require(path.join(src, 'codec')) as typeof CodecModule;
+  const { claimCheckDataConverter, FsBlobStore, ConversationStore } = require(path.join(src, 'codec')) as Partial<typeof CodecModule> &
+    Pick<typeof CodecModule, 'claimCheckDataConverter' | 'FsBlobStore'>;
   const { agentWorkerOptions, openAIClient, SHUTDOWN_GRACE_TIME } = require(path.join(src, 'worker')) as Partial<typeof WorkerModule> & Pick<typeof WorkerModule, 'agentWorkerOptions' | 'openAIClient'>;
   if (config.logLevel) Runtime.install({ logger: new DefaultLogger(config.logLevel) });
   const connection = await NativeConnection.connect({ address: config.address });
+  const store = new FsBlobStore(config.blobDir);
+  const dataConverter = claimCheckDataConverter({ store, thresholdBytes: config.claimCheckThresholdBytes });
   const worker = await Worker.create({
     connection,
     taskQueue: config.taskQueue,
     ...(config.bundlePath ? { workflowBundle: { codePath: config.bundlePath } } : { workflowsPath: require.resolve('../../src/workflows') }),
-    dataConverter: claimCheckDataConverter({ store: new FsBlobStore(config.blobDir), thresholdBytes: config.claimCheckThresholdBytes }),
+    dataConverter,
     ...agentWorkerOptions({
       openai: openAIClient({ baseURL: config.modelUrl, apiKey: 'bench' }),
       defaultModel: 'bench',
       workspace: config.workspace,
+      // As createAgentWorker wires it (absent before the tuning).
+      ...(ConversationStore ? { conversations: new ConversationStore(store, { dataConverter }) } : {}),
     }),
     // As createAgentWorker sets it (absent before the tuning: the SDK's 0).
     ...(SHUTDOWN_GRACE_TIME ? { shutdownGraceTime: SHUTDOWN_GRACE_TIME } : {}),

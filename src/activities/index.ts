@@ -4,6 +4,7 @@
  */
 import { Context } from '@temporalio/activity';
 import type OpenAI from 'openai';
+import type { ConversationStore } from '../codec/conversation-store';
 import type { ToolRequest, ToolResult } from '../common/chat';
 import { createCompactContext } from './compaction';
 import { createCritiqueAnswer } from './critic';
@@ -25,6 +26,8 @@ export interface ActivityDeps {
   ledger?: ToolLedger;
   streamIdleTimeoutMs?: number;
   deltaFlushMs?: number;
+  /** Chained conversations (codec/conversation-store.ts), in the claim check's blob store. */
+  conversations?: ConversationStore;
 }
 
 export function createActivities(deps: ActivityDeps) {

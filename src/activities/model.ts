@@ -7,7 +7,9 @@ import { CancelledFailure, Context } from '@temporalio/activity';
 import { WorkflowNotFoundError } from '@temporalio/client';
 import type OpenAI from 'openai';
 import type { ChatCompletionChunk, ChatCompletionMessageParam } from 'openai/resources/chat/completions';
-import type { ChatMessage, ModelRequest, ModelResponse, ToolCall } from '../common/chat';
+import { ApplicationFailure } from '@temporalio/common';
+import { ConversationUnavailableError, type ConversationStore } from '../codec/conversation-store';
+import type { ChatMessage, ConversationRef, ModelRequest, ModelResponse, ToolCall } from '../common/chat';
 import { streamDeltaSignal } from '../common/messages';
 import { classifyModelError, streamStalled, streamTruncated } from './errors';
 import { startHeartbeat } from './heartbeat';
@@ -22,7 +24,12 @@ export interface ModelDeps {
   streamIdleTimeoutMs?: number;
   /** How often streamed text is sent to the run. @default 250 */
   deltaFlushMs?: number;
+  /** Where chained conversations live (a request with `chain`); without one, runs send the whole conversation. */
+  conversations?: ConversationStore;
 }
+
+/** The failure type that tells the run to send the whole conversation instead of a chain reference. */
+export const CONVERSATION_UNAVAILABLE = 'ConversationUnavailable';
 
 export function toOpenAIMessages(messages: ChatMessage[]): ChatCompletionMessageParam[] {
   return messages.map((m): ChatCompletionMessageParam => {
@@ -81,6 +88,7 @@ export function createCallModel(deps: ModelDeps) {
 
   return async function callModel(request: ModelRequest): Promise<ModelResponse> {
     const ctx = Context.current();
+    const messages = await conversationOf(request, deps.conversations);
     const model = request.model ?? deps.defaultModel;
     const tools = request.tools?.length === 0 ? [] : deps.tools.definitions(request.tools);
     const controller = new AbortController();
@@ -105,7 +113,7 @@ export function createCallModel(deps: ModelDeps) {
       const stream = await deps.openai.chat.completions.create(
         {
           model,
-          messages: toOpenAIMessages(request.messages),
+          messages: toOpenAIMessages(messages),
           ...(tools.length ? { tools } : {}),
           stream: true,
           stream_options: { include_usage: true },
@@ -122,6 +130,7 @@ export function createCallModel(deps: ModelDeps) {
       if (assembler.finishReason === null) throw streamTruncated(assembler.text.length);
       await publisher.flush();
       const usage = assembler.usage;
+      const conversation = request.chain && (await storeConversation(request, messages, deps.conversations, ctx));
       return {
         text: assembler.text,
         toolCalls: assembler.toolCalls(request.callNumber).map((c) => (deps.tools.runsLocally(c.name) ? { ...c, local: true as const } : c)),
@@ -132,6 +141,7 @@ export function createCallModel(deps: ModelDeps) {
         },
         finishReason: assembler.finishReason,
         model: assembler.model || model,
+        ...(conversation ? { conversation } : {}),
       };
     } catch (err) {
       if (ctx.cancellationSignal.aborted) throw new CancelledFailure('model call cancelled');
@@ -144,6 +154,35 @@ export function createCallModel(deps: ModelDeps) {
       ctx.cancellationSignal.removeEventListener('abort', onCancel);
     }
   };
+}
+
+/** The whole conversation of a request: its messages, after those of its chain's base when it has one. */
+async function conversationOf(request: ModelRequest, store: ConversationStore | undefined): Promise<ChatMessage[]> {
+  const base = request.chain?.base;
+  if (!base) return request.messages;
+  try {
+    if (!store) throw new ConversationUnavailableError('this worker keeps no conversations (AGENT_CLAIM_CHECK=off)');
+    return await store.resolve(base, request.messages);
+  } catch (err) {
+    if (!(err instanceof ConversationUnavailableError)) throw err;
+    throw ApplicationFailure.create({ type: CONVERSATION_UNAVAILABLE, message: err.message, nonRetryable: true });
+  }
+}
+
+/** Best effort: a conversation that cannot be stored only means the run sends it whole next time. */
+async function storeConversation(
+  request: ModelRequest,
+  messages: ChatMessage[],
+  store: ConversationStore | undefined,
+  ctx: Context,
+): Promise<ConversationRef | undefined> {
+  if (!store) return undefined;
+  try {
+    return await store.save(request.chain?.base, request.messages, messages);
+  } catch (err) {
+    ctx.log.warn('conversation not stored; the next call sends it whole', { error: String(err) });
+    return undefined;
+  }
 }
 
 /**

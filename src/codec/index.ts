@@ -7,6 +7,7 @@ import type { DataConverter, PayloadCodec } from '@temporalio/common';
 import { claimCheckSettings } from '../config';
 import { FsBlobStore, type BlobStore } from './blob-store';
 import { ClaimCheckCodec } from './claim-check';
+import { ConversationStore } from './conversation-store';
 import { EncryptionCodec, encryptionKeysFromEnv } from './encryption';
 
 export { BlobNotFoundError, FsBlobStore, type BlobStore, type FsBlobStoreOptions } from './blob-store';
@@ -31,6 +32,18 @@ export {
 } from './encryption';
 
 /** Module of the failure converter that moves error messages and stack traces into encrypted payloads. */
+export { ConversationStore, ConversationUnavailableError, type ConversationStoreOptions } from './conversation-store';
+
+/**
+ * The conversation store the environment configures (see conversation-store.ts): in the claim check's blob store and
+ * encoded with the same data converter; none when AGENT_CLAIM_CHECK=off, and then every model call carries the whole
+ * conversation.
+ */
+export function conversationStoreFromEnv(dataConverter: DataConverter, env: NodeJS.ProcessEnv = process.env): ConversationStore | undefined {
+  const claimCheck = claimCheckSettings(env);
+  return claimCheck.enabled ? new ConversationStore(new FsBlobStore(claimCheck.blobDir), { dataConverter }) : undefined;
+}
+
 export const ENCRYPTED_FAILURE_CONVERTER_PATH = require.resolve('./failure-converter');
 
 /** A data converter with the claim-check codec over `store`, for `Worker.create` and `new Client` alike. */

@@ -38,9 +38,22 @@ export interface ModelRequest {
   /** 1-based number of this model call within the run; used in summaries and logs. */
   callNumber: number;
   model?: string;
+  /** The conversation; with `chain.base`, only the messages after the base's. */
   messages: ChatMessage[];
   /** Names of the tools offered to the model, their schemas from the worker's registry; absent: every registered tool. */
   tools?: string[];
+  /**
+   * Present when the run chains its conversation (src/codec/conversation-store.ts): the worker stores what this call
+   * was sent and answers with a reference to it, and `base` names the conversation an earlier call stored, so only
+   * the new messages travel through history.
+   */
+  chain?: { base?: ConversationRef };
+}
+
+/** A conversation a model call stored: the content hash of its chain node, and how many messages it holds. */
+export interface ConversationRef {
+  ref: string;
+  count: number;
 }
 
 export interface ModelResponse {
@@ -49,6 +62,8 @@ export interface ModelResponse {
   usage: Usage;
   finishReason: string | null;
   model: string;
+  /** When the request asked for a chain and the worker could store it: the conversation this call was sent. */
+  conversation?: ConversationRef;
 }
 
 /** Input of the `executeTool` activity. */

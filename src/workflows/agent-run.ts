@@ -24,7 +24,7 @@ import {
 } from '@temporalio/workflow';
 import { defineSearchAttributeKey } from '@temporalio/common';
 import type { AgentActivities } from '../activities';
-import type { ToolCall, ToolResult } from '../common/chat';
+import type { ChatMessage, ConversationRef, ModelRequest, ToolCall, ToolResult } from '../common/chat';
 import { AGENT_STATE_SEARCH_ATTRIBUTE } from '../common/constants';
 import { AbortInputSchema, ApproveInputSchema, parseAgentRunInput, parseWith, SendMessageInputSchema, StreamDeltaSchema } from '../common/input';
 import {
@@ -78,6 +78,13 @@ const CONTINUE_AS_NEW_PATCH = 'continue-as-new';
  * every transition, and tool calls marked `local` run as local activities. Runs started before replay without it.
  */
 const LEAN_STEPS_PATCH = 'lean-steps';
+/**
+ * Model calls send a reference to the conversation the previous call stored and only the messages since, not the
+ * whole conversation (codec/conversation-store.ts): a step's work stays flat as the run grows.
+ */
+const CONVERSATION_CHAIN_PATCH = 'conversation-chain';
+/** The model activity's failure type when a worker cannot read a chain back; the call is then made with everything. */
+const CONVERSATION_UNAVAILABLE = 'ConversationUnavailable';
 const msUntil = (iso: string) => Math.max(0, Date.parse(iso) - Date.now());
 /** Whether a command's work outlasts the workflow task that starts it; pure steps and local tools do not. */
 const waits = (c: Work) => !(c.type === 'process' || (c.type === 'critique' && c.mode === 'rules') || (c.type === 'runTools' && c.calls.every((call) => call.local)));
@@ -88,6 +95,9 @@ export async function agentRun(rawInput: unknown): Promise<AgentRunResult> {
   // Fixed at the start: runs begun before a change keep the old behaviour on replay.
   snapshot.features = { noProgressGuard: patched(NO_PROGRESS_GUARD_PATCH) };
   const lean = patched(LEAN_STEPS_PATCH);
+  const chained = patched(CONVERSATION_CHAIN_PATCH);
+  /** The conversation the last model call stored, with its first and last messages to tell whether it still applies. */
+  let chain: { ref: ConversationRef; first: ChatMessage; last: ChatMessage } | undefined;
   const queue: Work[] = [];
   let work: CancellationScope | undefined;
   // Time travel: the snapshot this run began from and every event applied since; any step is a fold away.
@@ -314,16 +324,39 @@ export async function agentRun(rawInput: unknown): Promise<AgentRunResult> {
 
   async function callModel(purpose: 'plan' | 'respond', callNumber: number): Promise<AgentEvent | typeof CANCELLED> {
     const request = modelRequest(snapshot, purpose, callNumber);
+    const sent = request.messages;
     try {
-      const response = await cancellable(() =>
-        activities.callModel.executeWithOptions({ ...modelCallOptions, summary: modelCallSummary(purpose, callNumber) }, [request]),
-      );
+      const call = (r: ModelRequest) =>
+        cancellable(() => activities.callModel.executeWithOptions({ ...modelCallOptions, summary: modelCallSummary(purpose, callNumber) }, [r]));
+      const chainedRequest = purpose === 'respond' && chained ? withChain(request) : undefined;
+      const response = chainedRequest
+        ? await call(chainedRequest).catch((err: unknown) => {
+            if (failureType(err) !== CONVERSATION_UNAVAILABLE) throw err;
+            chain = undefined; // this worker cannot read the chain back: send everything, and start a new chain
+            return call({ ...request, chain: {} });
+          })
+        : await call(request);
       if (response === CANCELLED) return CANCELLED;
+      if (chainedRequest && response.conversation && response.conversation.count === sent.length && sent.length > 0) {
+        chain = { ref: response.conversation, first: sent[0], last: sent[sent.length - 1] };
+      }
       return purpose === 'plan' ? { type: 'PLAN_READY', response } : { type: 'MODEL_RESPONDED', response };
     } catch (err) {
       if (failureType(err) === 'ModelInvocationError.ContextOverflow') return { type: 'CONTEXT_OVERFLOW', error: failureMessage(err) };
       return { type: 'MODEL_FAILED', error: failureMessage(err) };
     }
+  }
+
+  /**
+   * The request with a chain: the stored conversation and the messages since, while the conversation still begins
+   * with it (compaction and continue-as-new start a new one); otherwise every message, and the worker starts a chain.
+   */
+  function withChain(request: ModelRequest): ModelRequest {
+    const m = request.messages;
+    if (chain && m.length >= chain.ref.count && m[0] === chain.first && m[chain.ref.count - 1] === chain.last) {
+      return { ...request, messages: m.slice(chain.ref.count), chain: { base: chain.ref } };
+    }
+    return { ...request, chain: {} };
   }
 
   async function runTools(calls: ToolCall[]): Promise<AgentEvent | typeof CANCELLED> {

@@ -11,7 +11,7 @@ import { TestWorkflowEnvironment } from '@temporalio/testing';
 import { bundleWorkflowCode, DefaultLogger, Runtime, Worker, type WorkflowBundle } from '@temporalio/worker';
 import type { DataConverter } from '@temporalio/common';
 import type { Tool } from '../../src/activities';
-import { claimCheckDataConverter, FsBlobStore } from '../../src/codec';
+import { claimCheckDataConverter, ConversationStore, FsBlobStore } from '../../src/codec';
 import { WORKFLOW_TYPE } from '../../src/common/constants';
 import type { AgentRunInput } from '../../src/common/input';
 import { stateQuery, type RunStateView } from '../../src/common/messages';
@@ -73,6 +73,10 @@ export interface AgentHarnessOptions {
   claimCheckThresholdBytes?: number;
   /** Tools beside the built-in file tools (e.g. MCP tools). */
   tools?: Tool[];
+  /** false: the worker keeps no conversation chains (as with AGENT_CLAIM_CHECK=off). @default kept in the blob store */
+  conversations?: false;
+  /** Conversations the worker keeps in memory; 0 makes every chained call read its chain back from the blob store. */
+  conversationCache?: number;
 }
 
 export async function startAgentHarness(
@@ -85,7 +89,8 @@ export async function startAgentHarness(
   const model = await startScriptedModel();
   // The same data converter as production: worker and client share one blob store.
   const blobDir = mkdtempSync(path.join(os.tmpdir(), 'agent-blobs-'));
-  const dataConverter = claimCheckDataConverter({ store: new FsBlobStore(blobDir), thresholdBytes: options.claimCheckThresholdBytes });
+  const blobStore = new FsBlobStore(blobDir);
+  const dataConverter = claimCheckDataConverter({ store: blobStore, thresholdBytes: options.claimCheckThresholdBytes });
   const env = await TestWorkflowEnvironment.createFromExistingServer({ address: testServerAddress(), client: { dataConverter } });
   const taskQueue = `test-${randomUUID()}`;
   const bundle = await workflowBundle();
@@ -101,6 +106,7 @@ export async function startAgentHarness(
       deltaFlushMs: 100,
       streamIdleTimeoutMs: options.streamIdleTimeoutMs,
       tools: options.tools,
+      conversations: options.conversations === false ? undefined : new ConversationStore(blobStore, { dataConverter, maxCached: options.conversationCache }),
     }),
   });
   const running = worker.run();

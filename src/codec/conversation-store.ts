@@ -1,0 +1,117 @@
+/**
+ * Conversation chains. Every model call needs the whole conversation, and at step 500 of a run that is ~600 kB: sent
+ * whole, every step serialises it in the workflow, claim-checks it into a new blob and parses it again in the
+ * activity, so a step costs more the longer the run, and the blob store grows quadratically.
+ *
+ * Instead, a model call stores what it was sent as a chain node, `{ base, messages }`, where `base` refers to the node
+ * of an earlier call and `messages` are the ones added since, and answers with a reference to it. The next call of the
+ * run sends that reference and only the new messages. A node is small, content-addressed, written once, and encoded
+ * with the worker's payload codecs, so it is encrypted at rest exactly as claim-checked payloads are. Workers keep
+ * recent conversations in memory; a worker that has not seen a chain (a restart, another replica) reads it back from
+ * the shared blob store, node by node, to the nearest conversation it has.
+ */
+import { createHash } from 'node:crypto';
+import type { DataConverter, LoadedDataConverter } from '@temporalio/common';
+import { decodeFromPayloadsAtIndex, encodeToPayload, loadDataConverter } from '@temporalio/common/lib/internal-non-workflow';
+import { temporal } from '@temporalio/proto';
+import type { ChatMessage, ConversationRef } from '../common/chat';
+import { BlobNotFoundError, type BlobStore } from './blob-store';
+
+const ProtoPayload = temporal.api.common.v1.Payload;
+
+interface ChainNode {
+  v: 1;
+  base: ConversationRef | null;
+  messages: ChatMessage[];
+}
+
+/** The chain cannot be read back (its blobs are gone or do not add up): the run must send the whole conversation. */
+export class ConversationUnavailableError extends Error {
+  override name = 'ConversationUnavailableError';
+}
+
+export interface ConversationStoreOptions {
+  /** The payload codecs of this data converter (encryption, claim check) encode every node. @default none */
+  dataConverter?: DataConverter;
+  /** Conversations kept in memory, least recently used out first. @default 256 */
+  maxCached?: number;
+}
+
+export class ConversationStore {
+  private readonly converter: LoadedDataConverter;
+  private readonly maxCached: number;
+  /** Insertion-ordered: re-inserting on use makes it an LRU. Arrays share their message objects with each other. */
+  private readonly cache = new Map<string, ChatMessage[]>();
+
+  constructor(
+    private readonly store: BlobStore,
+    options: ConversationStoreOptions = {},
+  ) {
+    this.converter = loadDataConverter(options.dataConverter ?? {});
+    this.maxCached = options.maxCached ?? 256;
+  }
+
+  /** The whole conversation: `base`'s messages, then `tail`. */
+  async resolve(base: ConversationRef, tail: ChatMessage[]): Promise<ChatMessage[]> {
+    return (await this.load(base)).concat(tail);
+  }
+
+  /** Stores `messages` (everything after `base`, or the whole conversation without one) as a node; `full` is the result. */
+  async save(base: ConversationRef | undefined, messages: ChatMessage[], full: ChatMessage[]): Promise<ConversationRef> {
+    const node: ChainNode = { v: 1, base: base ?? null, messages };
+    const bytes = ProtoPayload.encode(await encodeToPayload(this.converter, node)).finish();
+    const ref = sha256Hex(bytes);
+    await this.store.put(ref, bytes);
+    this.remember(ref, full);
+    return { ref, count: full.length };
+  }
+
+  private async load(target: ConversationRef): Promise<ChatMessage[]> {
+    // Back to the nearest conversation in memory (or the chain's root), then forward; iterative, as chains grow long.
+    const nodes: Array<{ at: ConversationRef; node: ChainNode }> = [];
+    let at: ConversationRef | null = target;
+    let messages: ChatMessage[] = [];
+    while (at) {
+      const cached = this.cache.get(at.ref);
+      if (cached) {
+        messages = cached;
+        break;
+      }
+      const node = await this.read(at.ref);
+      nodes.push({ at, node });
+      at = node.base;
+    }
+    for (let i = nodes.length - 1; i >= 0; i--) {
+      const { at: ref, node } = nodes[i];
+      messages = messages.concat(node.messages);
+      if (messages.length !== ref.count) {
+        throw new ConversationUnavailableError(`conversation ${ref.ref} holds ${messages.length} messages, not the ${ref.count} its reference says`);
+      }
+    }
+    this.remember(target.ref, messages);
+    return messages;
+  }
+
+  private async read(ref: string): Promise<ChainNode> {
+    let bytes: Uint8Array;
+    try {
+      bytes = await this.store.get(ref);
+    } catch (err) {
+      if (err instanceof BlobNotFoundError) throw new ConversationUnavailableError(`conversation ${ref} is not in the blob store (${err.message})`);
+      throw err; // the store is unreachable for now: worth a retry
+    }
+    const actual = sha256Hex(bytes);
+    if (actual !== ref) throw new ConversationUnavailableError(`conversation ${ref} is corrupt: its content hashes to ${actual}`);
+    const node = await decodeFromPayloadsAtIndex<ChainNode>(this.converter, 0, [ProtoPayload.decode(bytes)]);
+    if (node?.v !== 1 || !Array.isArray(node.messages)) throw new ConversationUnavailableError(`conversation ${ref} is not a chain node`);
+    return node;
+  }
+
+  private remember(ref: string, messages: ChatMessage[]): void {
+    this.cache.delete(ref);
+    this.cache.set(ref, messages);
+    while (this.cache.size > this.maxCached) this.cache.delete(this.cache.keys().next().value!);
+  }
+}
+
+const sha256Hex = (bytes: Uint8Array) => createHash('sha256').update(bytes).digest('hex');

@@ -1,0 +1,136 @@
+/**
+ * Conversation chains: the store (real files, real codecs) and the `conversation-chain` patch on the real dev server.
+ * A model call sends the conversation the previous call stored and only the messages since; the model still gets
+ * every message, and a worker that cannot read a chain back makes the call with everything.
+ */
+import { randomBytes } from 'node:crypto';
+import { mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { temporal } from '@temporalio/proto';
+import { ConversationStore, ConversationUnavailableError, EncryptionCodec, FsBlobStore } from '../src/codec';
+import type { ChatMessage } from '../src/common/chat';
+import { startAgentHarness, type AgentHarness } from './support/agent-harness';
+
+const EventType = temporal.api.enums.v1.EventType;
+const tempDir = () => mkdtempSync(path.join(os.tmpdir(), 'chain-'));
+const filesUnder = (dir: string): string[] => readdirSync(dir, { recursive: true, withFileTypes: true }).filter((e) => e.isFile()).map((e) => path.join(e.parentPath, e.name));
+const user = (content: string): ChatMessage => ({ role: 'user', content });
+
+describe('ConversationStore', () => {
+  test('a chain read back by a worker that never saw it gives the whole conversation', async () => {
+    const dir = tempDir();
+    const writer = new ConversationStore(new FsBlobStore(dir));
+    const first = [user('one'), user('two')];
+    const root = await writer.save(undefined, first, first);
+    const second = [...first, user('three')];
+    const child = await writer.save(root, [user('three')], second);
+    expect(child.count).toBe(3);
+
+    const reader = new ConversationStore(new FsBlobStore(dir)); // a restarted worker or another replica: nothing in memory
+    await expect(reader.resolve(child, [user('four')])).resolves.toEqual([...second, user('four')]);
+    await expect(reader.resolve(root, [])).resolves.toEqual(first);
+    // Each node holds only its own messages: two nodes, not a growing copy of the conversation.
+    expect(filesUnder(dir)).toHaveLength(2);
+  });
+
+  test('nodes are encoded with the data converter: encrypted at rest when encryption is on', async () => {
+    const dir = tempDir();
+    const codec = new EncryptionCodec({ keys: { k1: randomBytes(32) }, currentKeyId: 'k1' });
+    const store = new ConversationStore(new FsBlobStore(dir), { dataConverter: { payloadCodecs: [codec] } });
+    const secret = [user('the launch code is 0000-SECRET')];
+    const ref = await store.save(undefined, secret, secret);
+
+    const [file] = filesUnder(dir);
+    expect(readFileSync(file).toString('latin1')).not.toContain('SECRET');
+    const cold = new ConversationStore(new FsBlobStore(dir), { dataConverter: { payloadCodecs: [codec] } });
+    await expect(cold.resolve(ref, [])).resolves.toEqual(secret);
+    const withoutKey = new ConversationStore(new FsBlobStore(dir));
+    await expect(withoutKey.resolve(ref, [])).rejects.toThrow();
+  });
+
+  test('a missing, corrupt or miscounted chain is ConversationUnavailableError, naming the node', async () => {
+    const dir = tempDir();
+    const store = new ConversationStore(new FsBlobStore(dir), { maxCached: 0 });
+    const ref = await store.save(undefined, [user('a')], [user('a')]);
+
+    await expect(store.resolve({ ...ref, count: 2 }, [])).rejects.toThrow(`conversation ${ref.ref} holds 1 messages, not the 2 its reference says`);
+    const [file] = filesUnder(dir);
+    const bytes = readFileSync(file);
+    writeFileSync(file, Buffer.concat([bytes, Buffer.from('tampered')]));
+    await expect(store.resolve(ref, [])).rejects.toThrow(`conversation ${ref.ref} is corrupt`);
+    rmSync(file);
+    await expect(store.resolve(ref, [])).rejects.toThrow(ConversationUnavailableError);
+    await expect(store.resolve(ref, [])).rejects.toThrow(`conversation ${ref.ref} is not in the blob store`);
+  });
+});
+
+/** The callModel inputs a run scheduled, as the server stores them (inline: these runs stay under the claim check). */
+async function modelInputs(h: AgentHarness, handle: { fetchHistory(): Promise<temporal.api.history.v1.IHistory> }): Promise<any[]> {
+  const events = (await handle.fetchHistory()).events ?? [];
+  return events
+    .filter((e) => e.eventType === EventType.EVENT_TYPE_ACTIVITY_TASK_SCHEDULED && e.activityTaskScheduledEventAttributes?.activityType?.name === 'callModel')
+    .map((e) => JSON.parse(Buffer.from(e.activityTaskScheduledEventAttributes!.input!.payloads![0].data!).toString()));
+}
+
+const readSteps = (steps: number) => ({ callIndex }: { callIndex: number }) =>
+  callIndex < steps ? { toolCalls: [{ name: 'writeFile', arguments: { path: `f${callIndex}.txt`, content: `step ${callIndex}` } }] } : { text: 'done' };
+
+describe('a run with conversation chains', () => {
+  let h: AgentHarness;
+  beforeAll(async () => {
+    h = await startAgentHarness();
+  }, 120_000);
+  afterAll(async () => h?.close());
+
+  test('after the first call, each call sends the chain and only the new messages; the model gets them all', async () => {
+    h.model.register('chain-steps', readSteps(4));
+    const handle = await h.start({ prompt: 'Write four files', model: 'chain-steps' });
+    await expect(handle.result()).resolves.toMatchObject({ status: 'COMPLETED', answer: 'done', toolCalls: 4 });
+
+    // The model saw the whole conversation every time: system and user, then an assistant and a tool message a step.
+    const seen = h.model.requests('chain-steps').map((r) => r.body.messages.length);
+    expect(seen).toEqual([2, 4, 6, 8, 10]);
+    const inputs = await modelInputs(h, handle);
+    expect(inputs.map((i) => i.messages.length)).toEqual([2, 2, 2, 2, 2]);
+    expect(inputs[0].chain).toEqual({});
+    expect(inputs.slice(1).map((i) => i.chain.base.count)).toEqual([2, 4, 6, 8]);
+    // The worker's messages in order: what the model got at call 5 is the history's inputs, joined.
+    expect(h.model.requests('chain-steps')[4].body.messages.at(-1)).toMatchObject({ role: 'tool', content: 'wrote 6 bytes to f3.txt' });
+  });
+});
+
+describe('a worker that cannot read a chain back', () => {
+  let h: AgentHarness;
+  beforeAll(async () => {
+    h = await startAgentHarness(undefined, { conversationCache: 0 });
+  }, 120_000);
+  afterAll(async () => h?.close());
+
+  test('the call fails with ConversationUnavailable once, is made again with every message, and the run completes', async () => {
+    let wiped = false;
+    h.model.register('wiped', ({ callIndex, request }) => {
+      if (callIndex === 1 && !wiped) {
+        // The blob store loses everything after the first call stored its conversation (a wiped volume).
+        for (const file of filesUnder(h.blobDir)) rmSync(file);
+        wiped = true;
+      }
+      return readSteps(2)({ callIndex }) as any;
+    });
+    const handle = await h.start({ prompt: 'Write two files', model: 'wiped' });
+    await expect(handle.result()).resolves.toMatchObject({ status: 'COMPLETED', answer: 'done' });
+
+    const events = (await handle.fetchHistory()).events ?? [];
+    const failed = events.filter((e) => e.eventType === EventType.EVENT_TYPE_ACTIVITY_TASK_FAILED).map((e) => e.activityTaskFailedEventAttributes?.failure);
+    expect(failed.map((f) => [f?.cause?.applicationFailureInfo?.type ?? f?.applicationFailureInfo?.type])).toEqual([['ConversationUnavailable']]);
+    const inputs = await modelInputs(h, handle);
+    // The chained third call could not be read back, so it went again with all six messages and began a new chain.
+    expect(inputs.map((i) => [i.messages.length, i.chain.base?.count ?? null])).toEqual([
+      [2, null],
+      [2, 2],
+      [2, 4],
+      [6, null],
+    ]);
+    expect(h.model.requests('wiped').map((r) => r.body.messages.length)).toEqual([2, 4, 6]);
+  });
+});
