@@ -4,40 +4,17 @@
  * The jest global server is headless, so this file starts its own dev server with the UI on free ports.
  * Screenshots go to test-results/ui/.
  */
-import { existsSync, mkdirSync, mkdtempSync, rmSync } from 'node:fs';
-import net from 'node:net';
+import { mkdtempSync, rmSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import type { WorkflowHandle } from '@temporalio/client';
-import { chromium, type Browser, type Page } from 'playwright-core';
+import type { Browser, Page } from 'playwright-core';
 import { startDevServer, type DevServerHandle } from '../scripts/lib/dev-server';
 import { startAgentHarness, type AgentHarness } from './support/agent-harness';
+import { chromiumSkipReason as skipReason, freePort, launchChromium, UI_TIMEOUT_MS, withScreenshot as saveShot } from './support/browser';
 
-const CHROMIUM = '/usr/bin/chromium';
-const CHROMIUM_ARGS = [
-  '--headless', '--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run',
-  '--disable-background-networking', '--disable-component-update', '--disable-sync',
-];
-const SHOTS = path.resolve(__dirname, '..', 'test-results', 'ui');
-// The UI is a SvelteKit app on a busy 2-core machine: its first render can take several seconds.
-const UI_TIMEOUT_MS = 30_000;
-
-// CI installs Chromium in .ci/run, so there a missing browser is a failure, not a skip.
-const skipReason = !existsSync(CHROMIUM) && !process.env.CI ? `${CHROMIUM} is missing (apt-get install -y chromium)` : undefined;
 if (skipReason) console.warn(`test/ui.test.ts skipped: ${skipReason}`);
 const uiTest = skipReason ? test.skip : test;
-
-/** A port nothing listens on right now; startDevServer refuses a port taken in between. */
-function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const probe = net.createServer();
-    probe.once('error', reject);
-    probe.listen(0, '127.0.0.1', () => {
-      const { port } = probe.address() as net.AddressInfo;
-      probe.close(() => resolve(port));
-    });
-  });
-}
 
 let dir: string;
 let server: DevServerHandle;
@@ -79,9 +56,7 @@ beforeAll(async () => {
   expect((await completed.result()).status).toBe('COMPLETED');
   await h.waitForState(waiting, (s) => s.state === 'AWAITING_APPROVAL');
 
-  mkdirSync(SHOTS, { recursive: true });
-  // launch() gives Chromium a fresh temporary profile and removes it on close.
-  browser = await chromium.launch({ executablePath: CHROMIUM, args: CHROMIUM_ARGS });
+  browser = await launchChromium();
   const context = await browser.newContext({ viewport: { width: 1400, height: 1000 } });
   context.setDefaultTimeout(UI_TIMEOUT_MS);
   // Only the local UI: the UI's news feed and anything else off this machine are refused, not waited for.
@@ -112,14 +87,7 @@ async function listRuns(query: string, workflowId: string): Promise<void> {
   });
 }
 
-/** Runs `check`, then saves a screenshot whatever the outcome, so a failure can be seen as well as read. */
-async function withScreenshot(name: string, check: () => Promise<void>): Promise<void> {
-  try {
-    await check();
-  } finally {
-    await page.screenshot({ path: path.join(SHOTS, name) }).catch(() => undefined);
-  }
-}
+const withScreenshot = (name: string, check: () => Promise<void>) => saveShot(page, name, check);
 
 // Each page's first render is slow on a loaded machine; the UI timeout bounds every single wait.
 const TEST_TIMEOUT_MS = 120_000;

@@ -1,0 +1,47 @@
+/**
+ * Debian's Chromium through playwright-core for the Web UI tests: where it is, how it runs, where screenshots go,
+ * and free ports for a dev server with its UI.
+ */
+import { existsSync, mkdirSync } from 'node:fs';
+import net from 'node:net';
+import path from 'node:path';
+import { chromium, type Browser, type Page } from 'playwright-core';
+
+export const CHROMIUM = '/usr/bin/chromium';
+const CHROMIUM_ARGS = [
+  '--headless', '--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run',
+  '--disable-background-networking', '--disable-component-update', '--disable-sync',
+];
+export const SHOTS = path.resolve(__dirname, '..', '..', 'test-results', 'ui');
+/** The UI is a SvelteKit app on a busy 2-core machine: its first render can take several seconds. */
+export const UI_TIMEOUT_MS = 30_000;
+
+/** Why the browser tests cannot run here; CI installs Chromium in .ci/run, so there a missing browser is a failure. */
+export const chromiumSkipReason = !existsSync(CHROMIUM) && !process.env.CI ? `${CHROMIUM} is missing (apt-get install -y chromium)` : undefined;
+
+/** Chromium with a fresh temporary profile that `close()` removes; also creates the screenshot folder. */
+export function launchChromium(): Promise<Browser> {
+  mkdirSync(SHOTS, { recursive: true });
+  return chromium.launch({ executablePath: CHROMIUM, args: CHROMIUM_ARGS });
+}
+
+/** A port nothing listens on right now; startDevServer refuses a port taken in between. */
+export function freePort(): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const probe = net.createServer();
+    probe.once('error', reject);
+    probe.listen(0, '127.0.0.1', () => {
+      const { port } = probe.address() as net.AddressInfo;
+      probe.close(() => resolve(port));
+    });
+  });
+}
+
+/** Runs `check`, then saves a screenshot whatever the outcome, so a failure can be seen as well as read. */
+export async function withScreenshot(page: Page, name: string, check: () => Promise<void>): Promise<void> {
+  try {
+    await check();
+  } finally {
+    await page.screenshot({ path: path.join(SHOTS, name) }).catch(() => undefined);
+  }
+}
