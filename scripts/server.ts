@@ -35,7 +35,10 @@ async function main(): Promise<void> {
   if (stopping) return stopAndExit(server);
   console.log(`Temporal dev server ready on ${server.address} (pid ${server.pid})`);
   console.log(`Web UI: ${server.uiUrl}`);
-  if (codec) console.log(`Web UI decodes payloads with the codec server at ${codec.url}${codec.up ? '' : ' (not answering yet: npm run codec-server)'}`);
+  if (codec) {
+    console.log(`Web UI decodes payloads with the codec server at ${codec.url}${codec.up ? '' : ' (not answering yet: npm run codec-server)'}`);
+    console.log(`  once per browser: turn on "Include cross-origin credentials" in the UI's Codec Server settings, then sign in at ${codec.url}/login (docs/ui.md)`);
+  }
   console.log(`Log: ${logFile}. Press Ctrl-C to stop.`);
   void server.exited.then((code) => {
     if (stopping) return;
