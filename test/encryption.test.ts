@@ -310,14 +310,18 @@ describe('the production worker and client on the real server, encrypted', () =>
       expect(payloads[0].metadata.encoding).toBe(Buffer.from('json/plain').toString('base64'));
       expect(defaultPayloadConverter.fromPayload(fromJson(payloads[0]))).toEqual({ prompt: PROMPT_SECRET });
 
-      // A model call's input in history: a reference to an encrypted blob, resolved and decrypted in one request.
+      // Model call inputs in history: references to encrypted blobs, resolved and decrypted in one request. With
+      // conversation chains, the second call carries only the messages since the first: the tool's output.
       const events = await rawHistory(completedId);
-      const reference = events
+      const references = events
         .map((e) => e.activityTaskScheduledEventAttributes?.input?.payloads?.[0] as Payload | undefined)
-        .find((p) => p && isClaimCheckReference(p))!;
-      const resolved = await post('/default/decode', { payloads: [toJson(reference)] });
-      const [decoded] = ((await resolved.json()) as { payloads: { metadata: Record<string, string>; data: string }[] }).payloads;
-      expect(JSON.stringify(defaultPayloadConverter.fromPayload(fromJson(decoded)))).toContain(PROMPT_SECRET);
+        .filter((p): p is Payload => p != null && isClaimCheckReference(p));
+      expect(references.length).toBeGreaterThan(0);
+      const resolved = await post('/default/decode', { payloads: references.map(toJson) });
+      expect(resolved.status).toBe(200);
+      const decoded = ((await resolved.json()) as { payloads: { metadata: Record<string, string>; data: string }[] }).payloads;
+      expect(decoded).toHaveLength(references.length);
+      expect(decoded.map((d) => JSON.stringify(defaultPayloadConverter.fromPayload(fromJson(d)))).join('\n')).toContain(FILE_SECRET);
     });
 
     test('POST /encode encrypts what /decode reads back', async () => {
