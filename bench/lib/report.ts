@@ -1,6 +1,7 @@
 /** The results file's shape, and the markdown tables made from it. */
 import type { Restart } from '../systems';
 import type { LoadSummary, MachineInfo } from './machine';
+import { STEP_WINDOW_HALF } from './stats';
 
 export interface FigureA {
   steps: number;
@@ -17,7 +18,7 @@ export interface FigureB {
   completedSteps: number;
   failure?: string;
   wallMs: number;
-  /** Per-step time (median of the steps within 4 of it) and bytes persisted by that step. */
+  /** Per-step time (median of the steps within STEP_WINDOW_HALF of it) and bytes persisted by that step. */
   at: Array<{ step: number; stepMs: number; bytes: number }>;
   totalBytes: number;
   /** Runs in the chain (continue-as-new), or 1. */
@@ -100,9 +101,9 @@ export function markdownReport(r: BenchResults): string {
 
   if (Object.keys(r.b).length) {
     const at = Object.values(r.b)[0]?.at.map((x) => x.step) ?? [];
-    out.push(`### (b) One long run of ${o.longSteps} steps at zero model latency`, '');
+    out.push(`### (b) One long run of ${o.longSteps} steps at zero model latency, after a warm-up run`, '');
     out.push(
-      `Step time is the median of the steps within 4 of step k. Bytes: history events of step k for Temporal systems (as the server stores them), checkpoint and write blobs of step k for LangGraph.`,
+      `Step time is the median of the steps within ${STEP_WINDOW_HALF} of step k (fewer at the end of the run). Bytes: history events of step k for Temporal systems (as the server stores them), checkpoint and write blobs of step k for LangGraph.`,
       '',
     );
     out.push(
