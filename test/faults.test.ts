@@ -146,10 +146,11 @@ test('a stalled stream is cut by the idle timeout and retried, and the run compl
 
 test('malformed tool-call JSON goes back to the model as a tool result, and the run completes', async () => {
   h.model.register('malformed', ({ request, callIndex }): ScriptStep => {
-    if (callIndex === 0) return { toolCalls: [{ id: 'bad1', name: 'readFile', arguments: '{"path": ' }] };
+    // writeFile: a task-queue activity, whose attempts history shows (readFile would run as a local activity).
+    if (callIndex === 0) return { toolCalls: [{ id: 'bad1', name: 'writeFile', arguments: '{"path": ' }] };
     return { text: `told: ${toolMessages(request)[0].content}` };
   });
-  const handle = await h.start({ prompt: 'Read a file', model: 'malformed' });
+  const handle = await h.start({ prompt: 'Write a file', model: 'malformed' });
   const result = await handle.result();
 
   expect(result).toMatchObject({ status: 'COMPLETED', toolCalls: 1 });
