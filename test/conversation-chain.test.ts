@@ -34,6 +34,20 @@ describe('ConversationStore', () => {
     expect(filesUnder(dir)).toHaveLength(2);
   });
 
+  test('a worker keeps one conversation per run in memory: a call that stores its own drops its base', async () => {
+    const dir = tempDir();
+    const store = new ConversationStore(new FsBlobStore(dir), { maxCached: 3 });
+    const a0 = await store.save(undefined, [user('a')], [user('a')]);
+    const b0 = await store.save(undefined, [user('b')], [user('b')]);
+    const a1 = await store.save(a0, [user('a1')], [user('a'), user('a1')]);
+    const b1 = await store.save(b0, [user('b1')], [user('b'), user('b1')]);
+    for (const file of filesUnder(dir)) rmSync(file); // from here on only memory answers
+    await expect(store.resolve(a1, [])).resolves.toEqual([user('a'), user('a1')]);
+    await expect(store.resolve(b1, [])).resolves.toEqual([user('b'), user('b1')]);
+    // Room for three, but the bases went when their runs moved on.
+    await expect(store.resolve(b0, [])).rejects.toThrow(ConversationUnavailableError);
+  });
+
   test('nodes are encoded with the data converter: encrypted at rest when encryption is on', async () => {
     const dir = tempDir();
     const codec = new EncryptionCodec({ keys: { k1: randomBytes(32) }, currentKeyId: 'k1' });

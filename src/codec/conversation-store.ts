@@ -33,7 +33,11 @@ export class ConversationUnavailableError extends Error {
 export interface ConversationStoreOptions {
   /** The payload codecs of this data converter (encryption, claim check) encode every node. @default none */
   dataConverter?: DataConverter;
-  /** Conversations kept in memory, least recently used out first. @default 256 */
+  /**
+   * Conversations kept in memory, least recently used out first: one per run (a call's base goes when the call stores
+   * its own). Keep it above the runs a worker serves at once, or their calls read their chains back from the store.
+   * @default 1024
+   */
   maxCached?: number;
 }
 
@@ -48,7 +52,7 @@ export class ConversationStore {
     options: ConversationStoreOptions = {},
   ) {
     this.converter = loadDataConverter(options.dataConverter ?? {});
-    this.maxCached = options.maxCached ?? 256;
+    this.maxCached = options.maxCached ?? 1024;
   }
 
   /** The whole conversation: `base`'s messages, then `tail`. */
@@ -62,6 +66,8 @@ export class ConversationStore {
     const bytes = ProtoPayload.encode(await encodeToPayload(this.converter, node)).finish();
     const ref = sha256Hex(bytes);
     await this.store.put(ref, bytes);
+    // The run has moved on from its base; a retry of this call that needs it again reads it back.
+    if (base) this.cache.delete(base.ref);
     this.remember(ref, full);
     return { ref, count: full.length };
   }
