@@ -18,7 +18,7 @@ import { effectFigures } from './effects';
 import { historyFigures } from './histories';
 import { ChaosMonkey } from './monkey';
 import { chaosOptions, parseChaosArgs, type ChaosOptions } from './options';
-import { freePort } from './ports';
+import { freePort } from '../scripts/lib/free-port';
 import { buildReport, formatReport, type ChaosReport } from './report';
 import { RequestTracker, type TrackedRequest } from './requests';
 import { resendFigures } from './resends';

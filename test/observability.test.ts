@@ -4,7 +4,6 @@
  */
 import { spawn, type ChildProcess } from 'node:child_process';
 import { mkdirSync, mkdtempSync, writeFileSync } from 'node:fs';
-import net from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
 import { InMemorySpanExporter, SimpleSpanProcessor } from '@opentelemetry/sdk-trace-base';
@@ -15,6 +14,7 @@ import { startScriptedModel, type ScriptedModel } from '../src/scripted-model';
 import { createAgentWorker } from '../src/worker';
 import { quietRuntime, waitFor } from './support/agent-harness';
 import { testServerAddress } from './support/temporal';
+import { freePort } from '../scripts/lib/free-port';
 
 const ROOT = path.resolve(__dirname, '..');
 let model: ScriptedModel;
@@ -113,16 +113,6 @@ function isRunning(pid: number): boolean {
   }
 }
 
-async function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const probe = net.createServer();
-    probe.once('error', reject);
-    probe.listen(0, '127.0.0.1', () => {
-      const { port } = probe.address() as net.AddressInfo;
-      probe.close(() => resolve(port));
-    });
-  });
-}
 
 describe('the worker process', () => {
   let child: ChildProcess | undefined;

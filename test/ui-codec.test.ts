@@ -20,7 +20,8 @@ import { SESSION_COOKIE } from '../src/codec-session';
 import { startScriptedModel, type ScriptedModel } from '../src/scripted-model';
 import { createAgentWorker, type AgentWorker } from '../src/worker';
 import { quietRuntime } from './support/agent-harness';
-import { chromiumSkipReason as skipReason, freePort, launchChromium, SHOTS, UI_TIMEOUT_MS, withScreenshot } from './support/browser';
+import { freePort } from '../scripts/lib/free-port';
+import { chromiumSkipReason as skipReason, launchChromium, SHOTS, UI_TIMEOUT_MS, withScreenshot } from './support/browser';
 
 if (skipReason) console.warn(`test/ui-codec.test.ts skipped: ${skipReason}`);
 const uiTest = skipReason ? test.skip : test;

@@ -11,7 +11,8 @@ import type { WorkflowHandle } from '@temporalio/client';
 import type { Browser, Page } from 'playwright-core';
 import { startDevServer, type DevServerHandle } from '../scripts/lib/dev-server';
 import { startAgentHarness, type AgentHarness } from './support/agent-harness';
-import { chromiumSkipReason as skipReason, freePort, launchChromium, UI_TIMEOUT_MS, withScreenshot as saveShot } from './support/browser';
+import { freePort } from '../scripts/lib/free-port';
+import { chromiumSkipReason as skipReason, launchChromium, UI_TIMEOUT_MS, withScreenshot as saveShot } from './support/browser';
 
 if (skipReason) console.warn(`test/ui.test.ts skipped: ${skipReason}`);
 const uiTest = skipReason ? test.skip : test;

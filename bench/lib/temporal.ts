@@ -1,7 +1,6 @@
 /** The Temporal side of the bench: a dev server per system, workflow bundles, and history bytes per step. */
 import { execFileSync } from 'node:child_process';
 import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
-import net from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
@@ -10,17 +9,8 @@ import type { DataConverter } from '@temporalio/common';
 import { temporal } from '@temporalio/proto';
 import { bundleWorkflowCode } from '@temporalio/worker';
 import { startDevServer, type DevServerHandle } from '../../scripts/lib/dev-server';
+import { freePort } from '../../scripts/lib/free-port';
 
-export async function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const server = net.createServer();
-    server.once('error', reject);
-    server.listen(0, '127.0.0.1', () => {
-      const { port } = server.address() as net.AddressInfo;
-      server.close(() => resolve(port));
-    });
-  });
-}
 
 export interface ServerTuning {
   /** Extra `--sqlite-pragma NAME=VALUE` settings, applied after the project's (WAL, synchronous=normal). */

@@ -3,7 +3,6 @@
  * and free ports for a dev server with its UI.
  */
 import { existsSync, mkdirSync } from 'node:fs';
-import net from 'node:net';
 import path from 'node:path';
 import { chromium, type Browser, type Page } from 'playwright-core';
 
@@ -25,17 +24,6 @@ export function launchChromium(): Promise<Browser> {
   return chromium.launch({ executablePath: CHROMIUM, args: CHROMIUM_ARGS });
 }
 
-/** A port nothing listens on right now; startDevServer refuses a port taken in between. */
-export function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const probe = net.createServer();
-    probe.once('error', reject);
-    probe.listen(0, '127.0.0.1', () => {
-      const { port } = probe.address() as net.AddressInfo;
-      probe.close(() => resolve(port));
-    });
-  });
-}
 
 /** Runs `check`, then saves a screenshot whatever the outcome, so a failure can be seen as well as read. */
 export async function withScreenshot(page: Page, name: string, check: () => Promise<void>): Promise<void> {
