@@ -94,15 +94,16 @@ export async function createAgentWorker(
     ownTracing = extra.tracing ? undefined : tracingFromEnv(env);
     const tracing = extra.tracing ?? ownTracing;
     const dataConverter = dataConverterFromEnv(env);
+    const bundleDir = workflowBundleDir(env);
     const worker = await Worker.create({
       connection,
       namespace: temporal.namespace,
       taskQueue: temporal.taskQueue,
-      ...workflowCode(workflowBundleDir(env), tracing !== undefined),
+      ...workflowCode(bundleDir, tracing !== undefined),
       shutdownGraceTime: SHUTDOWN_GRACE_TIME,
       // Large payloads (the conversation every model call carries) go to the blob store; history keeps references.
       dataConverter,
-      ...(tracing ? tracingWorkerOptions(tracing, workflowBundleDir(env) === undefined) : {}),
+      ...(tracing ? tracingWorkerOptions(tracing, bundleDir === undefined) : {}),
       ...agentWorkerOptions({
         openai: openAIClient({ baseURL, apiKey: llm.apiKey }),
         defaultModel: model,

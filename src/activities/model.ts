@@ -9,7 +9,7 @@ import type OpenAI from 'openai';
 import type { ChatCompletionChunk, ChatCompletionMessageParam } from 'openai/resources/chat/completions';
 import { ApplicationFailure } from '@temporalio/common';
 import { ConversationUnavailableError, type ConversationStore } from '../codec/conversation-store';
-import type { ChatMessage, ConversationRef, ModelRequest, ModelResponse, ToolCall } from '../common/chat';
+import { CONVERSATION_UNAVAILABLE, type ChatMessage, type ConversationRef, type ModelRequest, type ModelResponse, type ToolCall } from '../common/chat';
 import { streamDeltaSignal } from '../common/messages';
 import { classifyModelError, streamStalled, streamTruncated } from './errors';
 import { startHeartbeat } from './heartbeat';
@@ -27,9 +27,6 @@ export interface ModelDeps {
   /** Where chained conversations live (a request with `chain`); without one, runs send the whole conversation. */
   conversations?: ConversationStore;
 }
-
-/** The failure type that tells the run to send the whole conversation instead of a chain reference. */
-export const CONVERSATION_UNAVAILABLE = 'ConversationUnavailable';
 
 export function toOpenAIMessages(messages: ChatMessage[]): ChatCompletionMessageParam[] {
   return messages.map((m): ChatCompletionMessageParam => {

@@ -56,6 +56,9 @@ export interface ConversationRef {
   count: number;
 }
 
+/** The model activity's failure type when a worker cannot read a chain back; the run then sends the whole conversation. */
+export const CONVERSATION_UNAVAILABLE = 'ConversationUnavailable';
+
 export interface ModelResponse {
   text: string;
   toolCalls: ToolCall[];

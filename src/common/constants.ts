@@ -1,5 +1,5 @@
 /** Names that backend services, the `temporal` CLI and the Temporal UI rely on. Changing one is a breaking change. */
 export const DEFAULT_TASK_QUEUE = 'agent-runs';
 export const WORKFLOW_TYPE = 'agentRun';
-/** Keyword search attribute upserted on every transition. */
+/** Keyword search attribute holding the run's state, upserted whenever the run waits in a new state. */
 export const AGENT_STATE_SEARCH_ATTRIBUTE = 'AgentState';

@@ -24,7 +24,7 @@ import {
 } from '@temporalio/workflow';
 import { defineSearchAttributeKey } from '@temporalio/common';
 import type { AgentActivities } from '../activities';
-import type { ChatMessage, ConversationRef, ModelRequest, ToolCall, ToolResult } from '../common/chat';
+import { CONVERSATION_UNAVAILABLE, type ChatMessage, type ConversationRef, type ModelRequest, type ToolCall, type ToolResult } from '../common/chat';
 import { AGENT_STATE_SEARCH_ATTRIBUTE } from '../common/constants';
 import { AbortInputSchema, ApproveInputSchema, parseAgentRunInput, parseWith, SendMessageInputSchema, StreamDeltaSchema } from '../common/input';
 import {
@@ -83,8 +83,6 @@ const LEAN_STEPS_PATCH = 'lean-steps';
  * whole conversation (codec/conversation-store.ts): a step's work stays flat as the run grows.
  */
 const CONVERSATION_CHAIN_PATCH = 'conversation-chain';
-/** The model activity's failure type when a worker cannot read a chain back; the call is then made with everything. */
-const CONVERSATION_UNAVAILABLE = 'ConversationUnavailable';
 const msUntil = (iso: string) => Math.max(0, Date.parse(iso) - Date.now());
 /** Whether a command's work outlasts the workflow task that starts it; pure steps and local tools do not. */
 const waits = (c: Work) => !(c.type === 'process' || (c.type === 'critique' && c.mode === 'rules') || (c.type === 'runTools' && c.calls.every((call) => call.local)));
