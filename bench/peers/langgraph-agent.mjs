@@ -11,19 +11,8 @@ import { serve } from './serve.mjs';
 const config = JSON.parse(process.env.BENCH_LANGGRAPH ?? '{}');
 const checkpointer = SqliteSaver.fromConnString(config.dbFile);
 
-const READ_FILE_TOOL = {
-  type: 'function',
-  function: {
-    name: config.tool,
-    description: 'Read a UTF-8 text file from the workspace.',
-    parameters: {
-      type: 'object',
-      properties: { path: { type: 'string', minLength: 1, maxLength: 1024, description: 'Path relative to the workspace root' } },
-      required: ['path'],
-      additionalProperties: false,
-    },
-  },
-};
+// The tool definition every system sends (READ_FILE_TOOL in bench/lib/workload.ts), passed in by the driver.
+const READ_FILE_TOOL = config.tool;
 
 const State = Annotation.Root({
   messages: Annotation({ reducer: (a, b) => a.concat(b), default: () => [] }),

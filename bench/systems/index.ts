@@ -11,7 +11,7 @@ import { WORKFLOW_TYPE } from '../../src/common/constants';
 import type { AgentRunInput } from '../../src/common/input';
 import { BENCH_DIR, peakRss, spawnChild, stopChild, type Child } from '../lib/ipc';
 import { buildOursBundle, historyBytesPerStep, srcAt, historyChain, startBenchServer, waitForTaskQueue, type BenchServer, type HistoryBytes, type ServerTuning } from '../lib/temporal';
-import { BENCH_MODEL, promptOf, SYSTEM_PROMPT, TOOL_NAME } from '../lib/workload';
+import { BENCH_MODEL, promptOf, READ_FILE_TOOL, SYSTEM_PROMPT, TOOL_NAME } from '../lib/workload';
 import type { OursWorkerConfig } from './ours-worker';
 
 export interface RunSpec {
@@ -140,7 +140,7 @@ export class LangGraphSystem extends RunnerSystem {
     return spawnChild(path.join(BENCH_DIR, 'peers/langgraph-agent.mjs'), {
       runtime: 'node',
       cwd: path.join(BENCH_DIR, 'peers'),
-      env: { BENCH_LANGGRAPH: JSON.stringify({ dbFile: this.dbFile, durability: this.options.durability, model: BENCH_MODEL, system: SYSTEM_PROMPT, tool: TOOL_NAME }) },
+      env: { BENCH_LANGGRAPH: JSON.stringify({ dbFile: this.dbFile, durability: this.options.durability, model: BENCH_MODEL, system: SYSTEM_PROMPT, tool: READ_FILE_TOOL }) },
     });
   }
 
