@@ -15,6 +15,8 @@ export interface LlmSettings {
   baseURL?: string;
   apiKey?: string;
   model?: string;
+  /** `LLM_CONTEXT_WINDOW_TOKENS`: the context window of the models the worker calls; unset, the table in common/models.ts. */
+  contextWindowTokens?: number;
 }
 
 /** Address and namespace follow envconfig (see connection.ts): TEMPORAL_ADDRESS, TEMPORAL_NAMESPACE, else temporal.toml. */
@@ -28,7 +30,16 @@ export function temporalSettings(env: NodeJS.ProcessEnv = process.env): Temporal
 }
 
 export function llmSettings(env: NodeJS.ProcessEnv = process.env): LlmSettings {
-  return { baseURL: env.LLM_BASE_URL || undefined, apiKey: env.LLM_API_KEY || undefined, model: env.LLM_MODEL || undefined };
+  const window = env.LLM_CONTEXT_WINDOW_TOKENS?.trim();
+  if (window && !(/^\d+$/.test(window) && Number(window) > 0 && Number.isSafeInteger(Number(window)))) {
+    throw new Error(`LLM_CONTEXT_WINDOW_TOKENS must be a positive whole number of tokens, got ${JSON.stringify(env.LLM_CONTEXT_WINDOW_TOKENS)}`);
+  }
+  return {
+    baseURL: env.LLM_BASE_URL || undefined,
+    apiKey: env.LLM_API_KEY || undefined,
+    model: env.LLM_MODEL || undefined,
+    ...(window ? { contextWindowTokens: Number(window) } : {}),
+  };
 }
 
 /** A real endpoint is configured when a key or a base URL is given (local servers such as Ollama need no key). */

@@ -107,6 +107,7 @@ export async function createAgentWorker(
       ...agentWorkerOptions({
         openai: openAIClient({ baseURL, apiKey: llm.apiKey }),
         defaultModel: model,
+        contextWindowTokens: llm.contextWindowTokens,
         workspace: workspaceDir(env),
         tools: [...(extra.tools ?? []), ...mcp.tools],
         ledger,

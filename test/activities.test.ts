@@ -12,7 +12,8 @@ import { chunkTranscript, recentStart } from '../src/activities/compaction';
 import { classifyModelError, ModelErrorType, retryAfterMs } from '../src/activities/errors';
 import { fileTools, resolveInWorkspace } from '../src/activities/tools/files';
 import { defineTool, MAX_TOOL_OUTPUT_CHARS, RetryableToolError, ToolRegistry } from '../src/activities/tools/registry';
-import type { ChatMessage, ModelRequest } from '../src/common/chat';
+import { UNKNOWN_TOOL, type ChatMessage, type CritiqueRequest, type ModelRequest } from '../src/common/chat';
+import { llmSettings } from '../src/config';
 import { startScriptedModel, type ScriptedModel } from '../src/scripted-model';
 import { openAIClient } from '../src/worker';
 
@@ -29,6 +30,27 @@ beforeAll(async () => {
   activities = createActivities({ openai, defaultModel: 'unset', workspace, streamIdleTimeoutMs: 1_000 });
 });
 afterAll(async () => model?.close());
+
+/** A mock context with the heartbeat timeout the workflow gives model calls, compaction and the critic. */
+const modelCallEnv = () => new MockActivityEnvironment({ heartbeatTimeoutMs: 5_000 });
+
+/** Heartbeat details an environment records. */
+const heartbeatsOf = (env: MockActivityEnvironment): unknown[] => {
+  const beats: unknown[] = [];
+  env.on('heartbeat', (d: unknown) => beats.push(d));
+  return beats;
+};
+
+const pause = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
+
+/** Cancels `env` once it has heartbeaten, and how long the activity then took to end as cancelled. */
+async function cancelAfterFirstHeartbeat(env: MockActivityEnvironment, beats: unknown[], running: Promise<unknown>): Promise<number> {
+  while (beats.length === 0) await pause(50);
+  const cancelledAt = Date.now();
+  env.cancel('CANCELLED');
+  await expect(running).rejects.toBeInstanceOf(CancelledFailure);
+  return Date.now() - cancelledAt;
+}
 
 /** Run an activity in a fresh mock context, keeping its result type. */
 const runIn = <P extends unknown[], R>(env: MockActivityEnvironment, fn: (...args: P) => Promise<R>, ...args: P): Promise<R> =>
@@ -103,6 +125,20 @@ describe('callModel', () => {
     ]);
   });
 
+  test('a call to a tool that declares timeoutMs carries it, for the run to use as start-to-close', async () => {
+    const slow = defineTool({ name: 'slowLookup', description: 'slow', parameters: z.object({}), sideEffects: false, timeoutMs: 120_000, execute: async () => 'x' });
+    const withSlow = createActivities({ openai, defaultModel: 'unset', workspace, tools: [slow] });
+    model.register('hinted', [{ toolCalls: [{ id: 'h1', name: 'slowLookup', arguments: {} }, { id: 'h2', name: 'readFile', arguments: { path: 'a.txt' } }] }]);
+    const response = await act(withSlow.callModel, request('hinted'));
+    expect(response.toolCalls).toEqual([
+      { id: 'h1', name: 'slowLookup', arguments: '{}', timeoutMs: 120_000 },
+      { id: 'h2', name: 'readFile', arguments: '{"path":"a.txt"}', local: true },
+    ]);
+    const registry = new ToolRegistry([slow]);
+    expect([registry.timeoutOf('slowLookup'), registry.timeoutOf('nope')]).toEqual([120_000, undefined]);
+    expect(() => new ToolRegistry([{ ...slow, timeoutMs: 0 }])).toThrow('tool "slowLookup" has an invalid timeoutMs 0');
+  });
+
   test('streams text and tool calls, collects usage and heartbeats while streaming', async () => {
     // About 2 s of stream: the first heartbeat comes after a second.
     model.register('stream', [{ text: 'Looking.', toolCalls: [{ id: 't1', name: 'readFile', arguments: { path: 'a.txt' } }], chunkSize: 2, chunkDelayMs: 300 }]);
@@ -136,6 +172,58 @@ describe('callModel', () => {
     expect(err).toBeInstanceOf(ApplicationFailure);
     expect((err as ApplicationFailure).type).toBe(ModelErrorType.Timeout);
     expect((err as ApplicationFailure).nonRetryable).toBe(false);
+  });
+});
+
+describe('callModel: tools checked, output limit, context window', () => {
+  test('a run naming tools the worker lacks fails UnknownTool, for good, before any request', async () => {
+    model.register('checked', [{ text: 'never sent' }]);
+    const err = await act(activities.callModel, request('checked', { checkTools: ['readFile', 'bogusTool', 'otherTool'] })).catch((e: unknown) => e);
+    expect(err).toBeInstanceOf(ApplicationFailure);
+    expect(err).toMatchObject({
+      type: UNKNOWN_TOOL,
+      nonRetryable: true,
+      message: 'unknown tools: bogusTool, otherTool; this worker has: listFiles, readFile, writeFile',
+    });
+    expect(model.requests('checked')).toEqual([]);
+    // Known tools pass the check and the call goes ahead.
+    const response = await act(activities.callModel, request('checked', { checkTools: ['readFile', 'writeFile'] }));
+    expect(response.text).toBe('never sent');
+    expect(model.requests('checked')).toHaveLength(1);
+  });
+
+  test('maxOutputTokens goes out as max_tokens; absent, no limit is sent', async () => {
+    model.register('limited', [{ text: 'a' }, { text: 'b' }]);
+    await act(activities.callModel, request('limited', { maxOutputTokens: 256 }));
+    await act(activities.callModel, request('limited'));
+    const [limited, unlimited] = model.requests('limited').map((r) => r.body);
+    expect(limited.max_tokens).toBe(256);
+    expect(limited).not.toHaveProperty('max_completion_tokens');
+    expect(unlimited).not.toHaveProperty('max_tokens');
+    expect(unlimited).not.toHaveProperty('max_completion_tokens');
+  });
+
+  test('an answer cut at the output limit is returned with its finish reason, not thrown', async () => {
+    model.register('cut', [{ text: 'half an answ', finishReason: 'length' }]);
+    const response = await act(activities.callModel, request('cut', { maxOutputTokens: 3 }));
+    expect(response).toMatchObject({ text: 'half an answ', finishReason: 'length', toolCalls: [] });
+  });
+
+  test('the context window comes from the worker setting, else the table of known models, else is left out', async () => {
+    model.register('gpt-4o-mini', [{ text: 'known' }, { text: 'set' }]);
+    model.register('local-gguf', [{ text: 'unknown' }]);
+    expect((await act(activities.callModel, request('gpt-4o-mini'))).contextWindowTokens).toBe(128_000);
+    expect(await act(activities.callModel, request('local-gguf'))).not.toHaveProperty('contextWindowTokens');
+    const configured = createActivities({ openai, defaultModel: 'unset', workspace, contextWindowTokens: 8_192 });
+    expect((await act(configured.callModel, request('gpt-4o-mini'))).contextWindowTokens).toBe(8_192);
+  });
+
+  test('LLM_CONTEXT_WINDOW_TOKENS is read as a positive whole number', () => {
+    expect(llmSettings({ LLM_CONTEXT_WINDOW_TOKENS: ' 32768 ' }).contextWindowTokens).toBe(32_768);
+    expect(llmSettings({})).not.toHaveProperty('contextWindowTokens');
+    for (const bad of ['8k', '8192.5', '0', '-1', '1e6']) {
+      expect(() => llmSettings({ LLM_CONTEXT_WINDOW_TOKENS: bad })).toThrow(`LLM_CONTEXT_WINDOW_TOKENS must be a positive whole number of tokens, got "${bad}"`);
+    }
   });
 });
 
@@ -180,6 +268,60 @@ describe('tools', () => {
     await expect(resolveInWorkspace(workspace, 'escape/new.txt')).rejects.toThrow('symbolic link');
     expect((await run('readFile', { path: 'inner/link.txt' })).content).toBe('alpha');
     expect((await run('writeFile', { path: 'escape/x.txt', content: 'no' })).ok).toBe(false);
+  });
+
+  describe('a slow tool', () => {
+    let aborted: boolean[];
+    const slowTools = () => {
+      aborted = [];
+      return createActivities({
+        openai,
+        defaultModel: 'unset',
+        workspace,
+        tools: [
+          defineTool({
+            name: 'slowCheck',
+            description: 'takes 10 s unless cancelled',
+            parameters: z.object({}),
+            sideEffects: false,
+            timeoutMs: 60_000,
+            execute: (_args, { signal }) =>
+              new Promise<string>((resolve, reject) => {
+                const timer = setTimeout(() => resolve('checked'), 10_000);
+                signal.addEventListener('abort', () => {
+                  clearTimeout(timer);
+                  aborted.push(true);
+                  reject(new Error('stopped'));
+                });
+              }),
+          }),
+          // Ignores its signal: the activity must still end when cancelled.
+          defineTool({ name: 'deafCheck', description: 'takes 10 s', parameters: z.object({}), sideEffects: false, execute: () => pause(10_000).then(() => 'late') }),
+        ],
+      });
+    };
+    const call = (name: string) => ({ call: { id: 's1', name, arguments: '{}' }, callNumber: 3 });
+
+    test('heartbeats while it works, and its signal aborts within a second of cancellation', async () => {
+      const tools = slowTools();
+      const env = new MockActivityEnvironment({ heartbeatTimeoutMs: 30_000 });
+      const beats = heartbeatsOf(env);
+      const running = runIn(env, tools.executeTool, call('slowCheck'));
+      await pause(2_300);
+      expect(beats.length).toBeGreaterThanOrEqual(2);
+      expect(beats[0]).toMatchObject({ tool: 'slowCheck', callNumber: 3 });
+      const tookMs = await cancelAfterFirstHeartbeat(env, beats, running);
+      expect(aborted).toEqual([true]);
+      expect(tookMs).toBeLessThan(1_000);
+    });
+
+    test('a tool that ignores its signal still ends as cancelled at once', async () => {
+      const tools = slowTools();
+      const env = new MockActivityEnvironment({ heartbeatTimeoutMs: 30_000 });
+      const beats = heartbeatsOf(env);
+      const running = runIn(env, tools.executeTool, call('deafCheck'));
+      expect(await cancelAfterFirstHeartbeat(env, beats, running)).toBeLessThan(1_000);
+    });
   });
 
   test('tool output is bounded and retryable errors are left to Temporal', async () => {
@@ -229,6 +371,29 @@ describe('compaction', () => {
     expect(sent.at(-1)).toMatch(/^short summary\nshort summary/); // and the summaries summarised
   });
 
+  test('heartbeats while a slow summary is written, and returns its usage', async () => {
+    model.register('slow-summariser', [{ text: 'slow summary', firstChunkDelayMs: 2_500, usage: { prompt_tokens: 40, completion_tokens: 3 } }]);
+    const deps = createActivities({ openai, defaultModel: 'slow-summariser', workspace });
+    const env = modelCallEnv();
+    const beats = heartbeatsOf(env);
+    const result = await runIn(env, deps.compactContext, { messages: history(10), keepRecent: 4 });
+    expect(result.messages[2].content).toBe('Summary of the earlier conversation:\nslow summary');
+    expect(result.usage).toEqual({ promptTokens: 40, completionTokens: 3, totalTokens: 43 });
+    expect(beats.length).toBeGreaterThanOrEqual(2);
+    expect(beats[0]).toEqual({ round: 0, done: 0 });
+  });
+
+  test('a cancellation while the summary is awaited aborts the HTTP request within a second', async () => {
+    model.register('stuck-summariser', [{ text: 'never read', firstChunkDelayMs: 20_000 }]);
+    const deps = createActivities({ openai, defaultModel: 'stuck-summariser', workspace });
+    const env = modelCallEnv();
+    const beats = heartbeatsOf(env);
+    const running = runIn(env, deps.compactContext, { messages: history(10), keepRecent: 4 });
+    expect(await cancelAfterFirstHeartbeat(env, beats, running)).toBeLessThan(1_000);
+    await pause(200);
+    expect(model.requests('stuck-summariser')).toEqual([expect.objectContaining({ closedByClient: true, completed: false })]);
+  });
+
   test('chunking and the recent window never split a tool call from its results', () => {
     expect(chunkTranscript(['aaaa', 'bbbb', 'cccc'], 9)).toEqual(['aaaa\nbbbb', 'cccc']);
     expect(chunkTranscript(['x'.repeat(50)], 30)[0]).toHaveLength(30);
@@ -241,5 +406,74 @@ describe('compaction', () => {
       { role: 'assistant', content: 'done' },
     ];
     expect(recentStart(msgs, 2, 2)).toBe(2);
+  });
+});
+
+describe('model critic', () => {
+  const critique = (model: string): CritiqueRequest => ({ model, task: 'Add 2 and 2', answer: '4', callNumber: 2 });
+  const verdict = (extra: object = {}) => ({ text: JSON.stringify({ action: 'complete', reason: 'the sum is right', confidence: 0.9 }), ...extra });
+  const formatOf = (r: { body: any }) => r.body.response_format?.type ?? 'plain';
+
+  test('asks for a strict JSON schema, heartbeats while the verdict is awaited, and returns the verdict with its usage', async () => {
+    model.register('slow-critic', [verdict({ firstChunkDelayMs: 2_500, usage: { prompt_tokens: 50, completion_tokens: 12 } })]);
+    const env = modelCallEnv();
+    const beats = heartbeatsOf(env);
+    const outcome = await runIn(env, activities.critiqueAnswer, critique('slow-critic'));
+    expect(outcome).toEqual({ action: 'complete', reason: 'the sum is right', confidence: 0.9, usage: { promptTokens: 50, completionTokens: 12, totalTokens: 62 } });
+    expect(beats.length).toBeGreaterThanOrEqual(2);
+    expect(beats[0]).toEqual({ callNumber: 2, format: 'json_schema' });
+    const [sent] = model.requests('slow-critic');
+    expect(sent.stream).toBe(false);
+    expect(sent.body.response_format).toMatchObject({
+      type: 'json_schema',
+      json_schema: { name: 'critique', strict: true, schema: { required: ['action', 'reason', 'confidence'], additionalProperties: false } },
+    });
+  });
+
+  test('a cancellation while the verdict is awaited aborts the HTTP request within a second', async () => {
+    model.register('stuck-critic', [verdict({ firstChunkDelayMs: 20_000 })]);
+    const env = modelCallEnv();
+    const beats = heartbeatsOf(env);
+    const running = runIn(env, activities.critiqueAnswer, critique('stuck-critic'));
+    expect(await cancelAfterFirstHeartbeat(env, beats, running)).toBeLessThan(1_000);
+    await pause(200);
+    expect(model.requests('stuck-critic')).toEqual([expect.objectContaining({ closedByClient: true, completed: false })]);
+  });
+
+  test('falls back json_schema -> json_object -> plain on 400s about response_format, and remembers it per model', async () => {
+    // Refusals as providers word them: vLLM/OpenAI-style for json_schema, a proxy's for JSON mode.
+    const picky = ({ request }: { request: any }) => {
+      if (request.response_format?.type === 'json_schema') return { error: { status: 400, message: "Invalid parameter: 'response_format' of type 'json_schema' is not supported with this model." } };
+      if (request.response_format?.type === 'json_object') return { error: { status: 400, message: 'json_object response format is not supported', code: 'invalid_request' } };
+      return verdict({ usage: { prompt_tokens: 30, completion_tokens: 10 } });
+    };
+    model.register('plain-only', picky);
+    const critic = createActivities({ openai, defaultModel: 'unset', workspace });
+    const first = await act(critic.critiqueAnswer, critique('plain-only'));
+    expect(first).toMatchObject({ action: 'complete', usage: { promptTokens: 30, completionTokens: 10, totalTokens: 40 } });
+    expect(model.requests('plain-only').map(formatOf)).toEqual(['json_schema', 'json_object', 'plain']);
+    // The worker remembers: the next critique of this model asks plainly at once.
+    await act(critic.critiqueAnswer, critique('plain-only'));
+    expect(model.requests('plain-only').map(formatOf)).toEqual(['json_schema', 'json_object', 'plain', 'plain']);
+
+    // A provider with JSON mode but no schemas stops at json_object; another model starts from the top again.
+    model.register('json-mode', ({ request }) => (request.response_format?.type === 'json_schema' ? picky({ request }) : verdict()));
+    await act(critic.critiqueAnswer, critique('json-mode'));
+    await act(critic.critiqueAnswer, critique('json-mode'));
+    expect(model.requests('json-mode').map(formatOf)).toEqual(['json_schema', 'json_object', 'json_object']);
+  });
+
+  test('a 400 about something else is not a format refusal: it fails at once, classified', async () => {
+    model.register('bad-critic', [{ error: { status: 400, message: 'messages: too many' } }]);
+    const err = await act(activities.critiqueAnswer, critique('bad-critic')).catch((e: unknown) => e);
+    expect(err).toBeInstanceOf(ApplicationFailure);
+    expect((err as ApplicationFailure).nonRetryable).toBe(true);
+    expect(model.requests('bad-critic').map(formatOf)).toEqual(['json_schema']);
+  });
+
+  test('an answer that is not a decision fails without retries', async () => {
+    model.register('rambling-critic', [{ text: 'Looks fine to me!' }]);
+    const err = await act(activities.critiqueAnswer, critique('rambling-critic')).catch((e: unknown) => e);
+    expect(err).toMatchObject({ type: 'CritiqueUnparsable', nonRetryable: true });
   });
 });

@@ -3,6 +3,7 @@ import net from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
 import { startDevServer, type DevServerHandle } from '../scripts/lib/dev-server';
+import { ensureRealModel } from '../scripts/lib/real-model';
 import { ensureTemporalCli } from '../scripts/lib/temporal-cli';
 
 /** Preferred port of the test server, apart from the 7233 that `npm run server` uses; a free one if it is taken. */
@@ -32,8 +33,19 @@ export interface TestServerState {
 const KEY = Symbol.for('durable-agent-worker.test-server');
 type Holder = { [KEY]?: TestServerState };
 
-/** Starts one headless dev server on a fresh db for the whole run, unless TEMPORAL_TEST_ADDRESS names one to reuse. */
-export default async function globalSetup(): Promise<void> {
+const REAL_MODEL_TEST = path.join(__dirname, 'real-model.test.ts');
+
+/**
+ * Provisions the real model server when the run includes its tier (a fresh machine builds llama-server, about
+ * 8 minutes, once), then starts one headless dev server on a fresh db, unless TEMPORAL_TEST_ADDRESS names one to reuse.
+ */
+export default async function globalSetup(globalConfig: { testPathPattern?: string } = {}): Promise<void> {
+  const pattern = globalConfig.testPathPattern;
+  if (!pattern || new RegExp(pattern, 'i').test(REAL_MODEL_TEST)) {
+    const started = Date.now();
+    await ensureRealModel({ log: (line) => console.log(`\n${line}`) });
+    console.log(`\nReal model server (llama-server) provisioned in ${Date.now() - started} ms`);
+  }
   if (process.env.TEMPORAL_TEST_ADDRESS) return;
   const cliPath = await ensureTemporalCli();
   const dir = mkdtempSync(path.join(os.tmpdir(), 'agent-temporal-test-'));

@@ -1,8 +1,9 @@
 import type { ModelResponse, ToolCall } from '../src/common/chat';
 import { parseAgentRunInput, type AgentRunInput } from '../src/common/input';
 import { ruleCritique } from '../src/workflows/critic';
+import { modelRequest } from '../src/workflows/requests';
 import { findRepetition, toolSignature } from '../src/workflows/guards';
-import { commandsFor, LOOP_WARNING, resumeAt, transition, TRANSITIONS, type AgentEvent, type AgentEventType } from '../src/workflows/machine';
+import { commandsFor, CONTINUE_PROMPT, CUT_TOOL_CALL, LOOP_WARNING, MAX_CONTINUATIONS, resumeAt, transition, TRANSITIONS, type AgentEvent, type AgentEventType } from '../src/workflows/machine';
 import { initialSnapshot, type RunSnapshot } from '../src/workflows/snapshot';
 import { AgentState, isTerminal, type CritiqueAction } from '../src/workflows/states';
 
@@ -57,8 +58,15 @@ function snapshotIn(state: AgentState): RunSnapshot {
     COMPACTING: { resumeTo: AgentState.STREAMING },
     COMPLETED: { conversationOpen: true },
   }[state as string] ?? {};
+  // The working-time clock runs in working states; while a person decides it waits, and an approval wait has its own.
+  const clocks: Partial<RunSnapshot> =
+    state === AgentState.AWAITING_APPROVAL
+      ? { deadline: null, workRemainingMs: 300_000, approvalDeadline: at(0), limits: { ...base.limits, approvalTimeoutMs: 60_000 } }
+      : state === AgentState.PAUSED
+        ? { deadline: null, workRemainingMs: 300_000 }
+        : { deadline: at(300) };
   // RESUME outside PAUSED needs a pending pause request to cancel.
-  return { ...base, ...extra, state, pauseRequested: state !== AgentState.PAUSED };
+  return { ...base, ...extra, ...clocks, state, pauseRequested: state !== AgentState.PAUSED };
 }
 
 function sampleEvent(type: AgentEventType): AgentEvent {
@@ -94,7 +102,8 @@ describe('transition table', () => {
   const cases = STATES.flatMap((state) => EVENT_TYPES.map((type) => ({ state, type, targets: TRANSITIONS[state][type] ?? [] })));
 
   test.each(cases.filter((c) => c.targets.length > 0))('$state accepts $type', ({ state, type, targets }) => {
-    const s = snapshotIn(state);
+    // PAUSED keeps TIMEOUT for runs begun before `real-providers`, whose clock runs on while paused.
+    const s = state === AgentState.PAUSED && type === 'TIMEOUT' ? { ...snapshotIn(state), features: { noProgressGuard: true, realProviders: false } } : snapshotIn(state);
     const r = transition({ ...s, pauseRequested: type === 'PAUSE' ? false : s.pauseRequested }, sampleEvent(type), at(1));
     expect(r.ok).toBe(true);
     if (!r.ok) return;
@@ -213,7 +222,7 @@ describe('a run through the machine', () => {
     expect(s.state).toBe('FAILED');
     expect(s.reason).toBe('no progress: the critic asked for another attempt 4 times in a row (last: retry, still wrong)');
     // Runs started before the guard existed (no patch marker) keep going until maxLoops.
-    let old = run({ ...snapshot(), features: { noProgressGuard: false } }, { type: 'START' });
+    let old = run({ ...snapshot(), features: { noProgressGuard: false, realProviders: true } }, { type: 'START' });
     for (let i = 1; i <= 5; i++) old = attempt(old);
     expect(old.state).toBe('STREAMING');
   });
@@ -302,9 +311,18 @@ describe('a run through the machine', () => {
       expect(aborted.snapshot.state).toBe('ABORTED');
       expect(aborted.snapshot.reason).toBe('aborted: user said so');
       expect(aborted.commands).toEqual([{ type: 'cancelWork' }]);
+      if (state === AgentState.PAUSED) {
+        // No clock runs while paused: a late timer is refused.
+        expect(transition(snapshotIn(state), { type: 'TIMEOUT' }, at(99))).toEqual({ ok: false, error: 'no timer is running: the run waits for a person' });
+        continue;
+      }
       const timedOut = step(snapshotIn(state), { type: 'TIMEOUT' });
       expect(timedOut.snapshot.state).toBe('FAILED');
-      expect(timedOut.snapshot.reason).toBe('timed out after 300000 ms (limits.timeoutMs)');
+      expect(timedOut.snapshot.reason).toBe(
+        state === AgentState.AWAITING_APPROVAL
+          ? 'no decision on writeFile within 60000 ms (limits.approvalTimeoutMs)'
+          : 'timed out after 300000 ms of working time (limits.timeoutMs)',
+      );
     }
   });
 
@@ -432,5 +450,122 @@ describe('carrying on from a snapshot', () => {
     expect(resumed.commands).toEqual([{ type: 'callModel', purpose: 'respond', callNumber: 1 }]);
     expect(resumed.snapshot).toMatchObject({ loops: 1, partialText: '', stream: { callNumber: 1, attempt: 1 } });
     expect(commandsFor({ ...s, state: 'AWAITING_APPROVAL' })).toEqual([]);
+  });
+});
+
+describe('real providers and people', () => {
+  const cut = (text: string, toolCalls: ToolCall[] = []): ModelResponse => ({ ...response(text, toolCalls), finishReason: 'length' });
+  const old = (s: RunSnapshot): RunSnapshot => ({ ...s, features: { ...s.features, realProviders: false } });
+  const HOUR = 3600;
+
+  test('the working-time clock stops while a person decides and starts again with what was left', () => {
+    let s = run(snapshot({ approval: { tools: ['writeFile'] } }), { type: 'START' }); // at(1): deadline at(301)
+    expect(s.deadline).toBe(at(301));
+    s = step(s, { type: 'MODEL_RESPONDED', response: response('', [call('w', 'writeFile')]) }).snapshot;
+    s = transition(s, { type: 'PROCESS' }, at(11)).ok ? (transition(s, { type: 'PROCESS' }, at(11)) as { snapshot: RunSnapshot }).snapshot : s;
+    expect([s.state, s.deadline, s.workRemainingMs, s.approvalDeadline]).toEqual(['AWAITING_APPROVAL', null, 290_000, null]);
+    // Approved an hour later: 290 s of working time remain from then.
+    const approved = transition(s, { type: 'APPROVAL', toolCallId: 'w', approved: true }, at(HOUR));
+    expect(approved.ok && [approved.snapshot.state, approved.snapshot.deadline, approved.snapshot.workRemainingMs]).toEqual(['TOOL_EXECUTING', at(HOUR + 290), null]);
+  });
+
+  test('pausing stops the clock too; a run begun before keeps it running', () => {
+    const paused = (base: RunSnapshot) => {
+      let s = run(base, { type: 'START' }, { type: 'PAUSE' });
+      s = step(s, { type: 'MODEL_RESPONDED', response: response('', [call('r')]) }).snapshot;
+      return (transition(s, { type: 'PROCESS' }, at(101)) as { snapshot: RunSnapshot }).snapshot;
+    };
+    const s = paused(snapshot());
+    expect([s.state, s.deadline, s.workRemainingMs]).toEqual(['PAUSED', null, 200_000]);
+    const resumed = transition(s, { type: 'RESUME' }, at(HOUR));
+    expect(resumed.ok && [resumed.snapshot.state, resumed.snapshot.deadline]).toEqual(['TOOL_EXECUTING', at(HOUR + 200)]);
+    const before = paused(old(snapshot()));
+    expect([before.state, before.deadline, before.workRemainingMs]).toEqual(['PAUSED', at(301), null]);
+  });
+
+  test('limits.approvalTimeoutMs ends a run whose approval waits too long, naming the tools', () => {
+    let s = run(snapshot({ approval: { tools: ['writeFile'] }, limits: { approvalTimeoutMs: 60_000 } }), { type: 'START' });
+    s = step(s, { type: 'MODEL_RESPONDED', response: response('', [call('w', 'writeFile')]) }).snapshot;
+    s = (transition(s, { type: 'PROCESS' }, at(10)) as { snapshot: RunSnapshot }).snapshot;
+    expect(s.approvalDeadline).toBe(at(70));
+    const r = transition(s, { type: 'TIMEOUT' }, at(70));
+    expect(r.ok && [r.snapshot.state, r.snapshot.reason, r.snapshot.approvalDeadline]).toEqual([
+      'FAILED',
+      'no decision on writeFile within 60000 ms (limits.approvalTimeoutMs)',
+      null,
+    ]);
+  });
+
+  test('an answer cut off by the output limit is continued and the parts joined into one answer', () => {
+    let s = run(snapshot({ maxOutputTokens: 5 }), { type: 'START' }, { type: 'MODEL_RESPONDED', response: cut('The capital ') });
+    const next = step(s, { type: 'PROCESS' });
+    expect(next.snapshot.state).toBe('STREAMING');
+    expect(next.snapshot.messages.at(-1)).toEqual({ role: 'user', content: CONTINUE_PROMPT });
+    expect(next.commands).toEqual([{ type: 'callModel', purpose: 'respond', callNumber: 2 }]);
+    s = run(next.snapshot, { type: 'MODEL_RESPONDED', response: response('is Paris.') }, { type: 'PROCESS' });
+    expect(s.messages.slice(-1)).toEqual([{ role: 'assistant', content: 'The capital is Paris.' }]);
+    s = run(s, { type: 'CRITIQUE_DONE', decision: ruleCritique(s) });
+    expect([s.state, s.answer, s.continuations]).toEqual(['COMPLETED', 'The capital is Paris.', 0]);
+  });
+
+  test(`an answer still cut off after ${MAX_CONTINUATIONS} continuations ends the run with the text, saying so`, () => {
+    let s = run(snapshot({ maxOutputTokens: 5 }), { type: 'START' });
+    for (let i = 0; i <= MAX_CONTINUATIONS; i++) s = run(s, { type: 'MODEL_RESPONDED', response: cut(`part${i} `) }, { type: 'PROCESS' });
+    expect(s.state).toBe('COMPLETED');
+    expect(s.answer).toBe('part0 part1 part2 part3 ');
+    expect(s.reason).toBe(`the answer was cut off by maxOutputTokens 5 and still was after ${MAX_CONTINUATIONS} continuations: it ends truncated`);
+    // Before `real-providers`, a cut-off answer was taken as complete.
+    const before = run(old(snapshot()), { type: 'START' }, { type: 'MODEL_RESPONDED', response: cut('The cap') }, { type: 'PROCESS' });
+    expect(before.state).toBe('CRITIQUE');
+  });
+
+  test('tool calls cut off by the output limit go back to the model as errors, not to the tools', () => {
+    const s = run(snapshot(), { type: 'START' }, { type: 'MODEL_RESPONDED', response: cut('', [call('c', 'writeFile', '{"path":"a.t')]) });
+    const r = step(s, { type: 'PROCESS' });
+    expect(r.snapshot.state).toBe('STREAMING');
+    expect(r.snapshot.messages.at(-1)).toEqual({ role: 'tool', toolCallId: 'c', content: CUT_TOOL_CALL });
+    expect(r.snapshot.toolCalls).toBe(0);
+  });
+
+  test('with a known context window the run compacts before the request would pass the threshold, once per step', () => {
+    const big = 'x'.repeat(6_000); // 1,000 tokens even at the 6 characters a token the estimate allows at most
+    const input = { contextWindowTokens: 1_000, compaction: { threshold: 0.8, keepRecentMessages: 2 } };
+    let s = run(snapshot(input), { type: 'START' }, { type: 'MODEL_RESPONDED', response: response('', [call('r')]) }, { type: 'PROCESS' });
+    s = run(s, { type: 'TOOLS_DONE', results: [{ toolCallId: 'r', name: 'readFile', ok: true, content: big }] });
+    const r = step(s, { type: 'CRITIQUE_DONE', decision: ruleCritique(s) });
+    expect(r.snapshot.state).toBe('COMPACTING');
+    expect(r.commands).toEqual([{ type: 'compact', keepRecent: 2 }]);
+    expect(r.snapshot.reason).toMatch(/^compacting first: the next request is about \d+ tokens, over 800 \(compaction.threshold 0.8 of a 1000-token context window\)$/);
+    // Still over after compacting: the request goes out and the provider decides (the reactive path stays).
+    const back = step(r.snapshot, { type: 'COMPACTED', result: { messages: r.snapshot.messages, summarizedMessages: 1, usage: { promptTokens: 7, completionTokens: 3, totalTokens: 10 } } });
+    expect(back.snapshot.state).toBe('STREAMING');
+    expect(back.snapshot.usage.totalTokens).toBe(s.usage.totalTokens + 10);
+    // No window known: no estimate, no early compaction.
+    const unknown = run(snapshot(), { type: 'START' }, { type: 'MODEL_RESPONDED', response: response('', [call('r')]) }, { type: 'PROCESS' });
+    const done = run(unknown, { type: 'TOOLS_DONE', results: [{ toolCallId: 'r', name: 'readFile', ok: true, content: big }] });
+    expect(step(done, { type: 'CRITIQUE_DONE', decision: ruleCritique(done) }).snapshot.state).toBe('STREAMING');
+  });
+
+  test("the estimate uses the provider's count of the last request, and the window the worker reported", () => {
+    const s = run(snapshot(), { type: 'START' }, { type: 'MODEL_RESPONDED', response: { ...response('', [call('r')]), usage: { promptTokens: 100, completionTokens: 1, totalTokens: 101 }, contextWindowTokens: 2_000 } });
+    expect(s.contextWindow).toBe(2_000);
+    expect(s.promptCalibration).toEqual({ chars: s.messages.slice(0, -1).reduce((n, m) => n + (m.content ?? '').length, 0), tokens: 100 });
+  });
+
+  test('a complete the critic is not confident of is another attempt; its tokens count', () => {
+    let s = run(snapshot({ critiqueMinConfidence: 0.7 }), { type: 'START' }, { type: 'MODEL_RESPONDED', response: response('maybe 5') }, { type: 'PROCESS' });
+    const usage = { promptTokens: 40, completionTokens: 10, totalTokens: 50 };
+    s = run(s, { type: 'CRITIQUE_DONE', decision: { action: 'complete', reason: 'looks right', confidence: 0.4 }, usage });
+    expect(s.state).toBe('STREAMING');
+    expect(s.lastCritique).toEqual({ action: 'retry', reason: 'the critic is not confident enough (0.4 < critiqueMinConfidence 0.7): looks right', confidence: 0.4 });
+    expect(s.usage.totalTokens).toBe(15 + 50);
+    s = run(s, { type: 'MODEL_RESPONDED', response: response('4') }, { type: 'PROCESS' }, { type: 'CRITIQUE_DONE', decision: { action: 'complete', reason: 'right', confidence: 0.9 } });
+    expect([s.state, s.answer]).toEqual(['COMPLETED', '4']);
+  });
+
+  test('a model request carries the output limit and the tool names the worker must have', () => {
+    const s = run(snapshot({ maxOutputTokens: 256, tools: ['readFile'], approval: { tools: ['writeFile', '*'] } }), { type: 'START' });
+    expect(modelRequest(s, 'respond', 1)).toMatchObject({ maxOutputTokens: 256, checkTools: ['readFile', 'writeFile'] });
+    expect(modelRequest(old(s), 'respond', 1)).not.toHaveProperty('checkTools');
   });
 });

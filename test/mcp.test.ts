@@ -2,8 +2,10 @@
 import { randomUUID } from 'node:crypto';
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
+import { McpServer } from '@modelcontextprotocol/sdk/server/mcp.js';
 import { StreamableHTTPServerTransport } from '@modelcontextprotocol/sdk/server/streamableHttp.js';
-import { connectMcpServers, parseMcpServers, type McpTools } from '../src/activities/tools/mcp';
+import { z } from 'zod';
+import { connectMcpServers, MCP_TOOL_TIMEOUT_MARGIN_MS, parseMcpServers, type McpTools } from '../src/activities/tools/mcp';
 import { ToolRegistry } from '../src/activities/tools/registry';
 import { createFixtureServer } from './fixtures/mcp-server';
 import { startAgentHarness, waitFor, type AgentHarness } from './support/agent-harness';
@@ -64,14 +66,25 @@ test('an MCP isError result reaches the model as a tool error', async () => {
   expect(toolMessages(h.model.requests('mcp-fail')[1].body)).toEqual([expect.objectContaining({ content: 'Error: refused: not today' })]);
 });
 
-test('a Streamable HTTP server works the same way', async () => {
-  const server = createFixtureServer();
+/** Serves `server` over Streamable HTTP on a free port, for one client session. */
+async function serveOverHttp(server: McpServer): Promise<{ url: string; close(): Promise<void> }> {
   const transport = new StreamableHTTPServerTransport({ sessionIdGenerator: () => randomUUID() });
   await server.connect(transport);
   const httpServer = http.createServer((req, res) => void transport.handleRequest(req, res));
   await new Promise<void>((resolve) => httpServer.listen(0, '127.0.0.1', resolve));
-  const url = `http://127.0.0.1:${(httpServer.address() as AddressInfo).port}/mcp`;
-  const web = await connectMcpServers(parseMcpServers([{ name: 'web', url }], 'test'));
+  return {
+    url: `http://127.0.0.1:${(httpServer.address() as AddressInfo).port}/mcp`,
+    async close() {
+      await server.close();
+      httpServer.closeAllConnections();
+      await new Promise((resolve) => httpServer.close(resolve));
+    },
+  };
+}
+
+test('a Streamable HTTP server works the same way', async () => {
+  const served = await serveOverHttp(createFixtureServer());
+  const web = await connectMcpServers(parseMcpServers([{ name: 'web', url: served.url }], 'test'));
   try {
     const registry = new ToolRegistry(web.tools);
     expect(registry.names()).toEqual(['web_add', 'web_echo', 'web_fail']);
@@ -79,9 +92,59 @@ test('a Streamable HTTP server works the same way', async () => {
     await expect(registry.run({ id: 'c2', name: 'web_fail', arguments: '{"message":"no"}' }, ctx())).resolves.toMatchObject({ ok: false, content: 'Error: refused: no' });
   } finally {
     await web.close();
-    await server.close();
-    httpServer.closeAllConnections();
-    await new Promise((resolve) => httpServer.close(resolve));
+    await served.close();
+  }
+});
+
+test("an MCP tool's timeout is its server's request timeout plus a margin; the SDK's 60 s when the config has none", () => {
+  expect(mcp.tools.map((t) => t.timeoutMs)).toEqual([60_000 + MCP_TOOL_TIMEOUT_MARGIN_MS, 60_000 + MCP_TOOL_TIMEOUT_MARGIN_MS, 60_000 + MCP_TOOL_TIMEOUT_MARGIN_MS]);
+  // The model activity marks calls with it, so the run gives the tool's activity that start-to-close.
+  expect(new ToolRegistry(mcp.tools).withHints({ id: 'c', name: 'fixtures_echo', arguments: '{}' })).toEqual({
+    id: 'c',
+    name: 'fixtures_echo',
+    arguments: '{}',
+    timeoutMs: 60_000 + MCP_TOOL_TIMEOUT_MARGIN_MS,
+  });
+});
+
+test("a slow MCP call ends at the server's timeout, and at once when its signal aborts, which the server hears", async () => {
+  const cancelledOnServer: string[] = [];
+  const server = new McpServer({ name: 'slow', version: '1.0.0' });
+  server.registerTool('wait', { description: 'Waits, unless cancelled.', inputSchema: { ms: z.number(), label: z.string() } }, ({ ms, label }, extra) =>
+    new Promise((resolve) => {
+      const timer = setTimeout(() => resolve({ content: [{ type: 'text', text: `waited ${ms} ms` }] }), ms);
+      extra.signal.addEventListener('abort', () => {
+        clearTimeout(timer);
+        cancelledOnServer.push(label);
+      });
+    }),
+  );
+  const served = await serveOverHttp(server);
+  const slow = await connectMcpServers(parseMcpServers([{ name: 'slow', url: served.url, timeoutMs: 1_000 }], 'test'));
+  try {
+    const registry = new ToolRegistry(slow.tools);
+    expect(registry.timeoutOf('slow_wait')).toBe(1_000 + MCP_TOOL_TIMEOUT_MARGIN_MS);
+    await expect(registry.run({ id: 'c1', name: 'slow_wait', arguments: '{"ms":100,"label":"quick"}' }, ctx())).resolves.toMatchObject({ ok: true, content: 'waited 100 ms' });
+
+    let started = Date.now();
+    const timedOut = await registry.run({ id: 'c2', name: 'slow_wait', arguments: '{"ms":10000,"label":"timeout"}' }, ctx());
+    expect(Date.now() - started).toBeLessThan(3_000);
+    expect(timedOut.ok).toBe(false);
+    expect(timedOut.content).toMatch(/^Error: MCP server slow: .*timed out.*; the call may or may not have taken effect$/i);
+
+    const controller = new AbortController();
+    started = Date.now();
+    const running = registry.run({ id: 'c3', name: 'slow_wait', arguments: '{"ms":10000,"label":"abort"}' }, { idempotencyKey: randomUUID(), signal: controller.signal });
+    setTimeout(() => controller.abort(new Error('run aborted')), 200);
+    const aborted = await running;
+    expect(Date.now() - started).toBeLessThan(1_500);
+    expect(aborted).toMatchObject({ ok: false });
+    // The SDK tells the server (notifications/cancelled) on both ends of a call.
+    await waitFor(() => (cancelledOnServer.includes('abort') ? true : undefined), 2_000, 'the server to hear the cancellation');
+    expect(cancelledOnServer).toEqual(['timeout', 'abort']);
+  } finally {
+    await slow.close();
+    await served.close();
   }
 });
 

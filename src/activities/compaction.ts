@@ -1,14 +1,16 @@
 /**
  * Compaction: older messages are summarised by the model; the system prompt, the task and the recent turns
  * stay verbatim. Messages are summarised in chunks that fit one call, and the summaries summarised again,
- * so it works even when the whole history no longer fits in one call.
+ * so it works even when the whole history no longer fits in one call. It heartbeats while a (non-streamed)
+ * summary is awaited, and a cancellation aborts the request in flight.
  */
-import { Context } from '@temporalio/activity';
+import { CancelledFailure, Context } from '@temporalio/activity';
 import { ApplicationFailure } from '@temporalio/common';
 import type OpenAI from 'openai';
 import type { ChatMessage, CompactionRequest, CompactionResult, Usage } from '../common/chat';
 import { addUsage, emptyUsage } from '../common/chat';
 import { classifyModelError, ModelErrorType } from './errors';
+import { heartbeating } from './heartbeat';
 
 export interface CompactionDeps {
   openai: OpenAI;
@@ -71,38 +73,54 @@ export function createCompactContext(deps: CompactionDeps) {
       throw ApplicationFailure.create({ type: 'CompactionImpossible', message: 'nothing to compact: the task and the recent turns alone exceed the context', nonRetryable: true });
     }
     let usage: Usage = emptyUsage();
-    let chunkChars = deps.chunkChars ?? 24_000;
-    let texts = older.map(render);
-    // Summarise chunk by chunk, then the summaries, until one summary is left.
-    for (let round = 0; round < 8; round++) {
-      const summaries: string[] = [];
-      for (const chunk of chunkTranscript(texts, chunkChars)) {
-        ctx.heartbeat({ round, done: summaries.length });
-        try {
-          const response = await deps.openai.chat.completions.create(
-            { model, messages: [{ role: 'system', content: SUMMARISE_PROMPT }, { role: 'user', content: chunk }] },
-            { signal: ctx.cancellationSignal },
-          );
-          summaries.push(response.choices[0]?.message?.content?.trim() ?? '');
-          const u = response.usage;
-          if (u) usage = addUsage(usage, { promptTokens: u.prompt_tokens, completionTokens: u.completion_tokens, totalTokens: u.total_tokens });
-        } catch (err) {
-          const failure = classifyModelError(err, [deps.openai.apiKey]);
-          // A chunk too large for the model: halve the chunk size and start this round again.
-          if (failure.type === ModelErrorType.ContextOverflow && chunkChars > 2_000) {
+    const progress = { round: 0, done: 0 };
+
+    /** One summary of `chunk`; a cancellation aborts the request and ends the activity as cancelled. */
+    const summarise = async (chunk: string): Promise<string> => {
+      try {
+        const response = await deps.openai.chat.completions.create(
+          { model, messages: [{ role: 'system', content: SUMMARISE_PROMPT }, { role: 'user', content: chunk }] },
+          { signal: ctx.cancellationSignal },
+        );
+        const u = response.usage;
+        if (u) usage = addUsage(usage, { promptTokens: u.prompt_tokens, completionTokens: u.completion_tokens, totalTokens: u.total_tokens });
+        return response.choices[0]?.message?.content?.trim() ?? '';
+      } catch (err) {
+        if (ctx.cancellationSignal.aborted) throw new CancelledFailure('compaction cancelled');
+        throw classifyModelError(err, [deps.openai.apiKey]);
+      }
+    };
+
+    /** Chunk by chunk, then the summaries, until one summary is left; a chunk too large halves the chunk size. */
+    const compact = async (): Promise<string | undefined> => {
+      let chunkChars = deps.chunkChars ?? 24_000;
+      let texts = older.map(render);
+      for (let round = 0; round < 8; round++) {
+        progress.round = round;
+        const summaries: string[] = [];
+        for (const chunk of chunkTranscript(texts, chunkChars)) {
+          progress.done = summaries.length;
+          try {
+            summaries.push(await summarise(chunk));
+          } catch (err) {
+            if (!(err instanceof ApplicationFailure && err.type === ModelErrorType.ContextOverflow && chunkChars > 2_000)) throw err;
             chunkChars = Math.floor(chunkChars / 2);
             summaries.length = 0;
-            break;
+            break; // start this round again with smaller chunks
           }
-          throw failure;
         }
+        if (summaries.length === 1) return summaries[0];
+        if (summaries.length > 0) texts = summaries;
       }
-      if (summaries.length === 1) {
-        const summary: ChatMessage = { role: 'user', content: `${SUMMARY_PREFIX}\n${summaries[0]}` };
-        return { messages: [...head, summary, ...messages.slice(start)], summarizedMessages: older.length, usage };
-      }
-      if (summaries.length > 0) texts = summaries;
+      return undefined;
+    };
+
+    // A summary is not streamed: the ticker keeps the activity alive (and cancellable) while the model writes it.
+    const summary = await heartbeating(() => ({ ...progress }), compact);
+    if (summary === undefined) {
+      throw ApplicationFailure.create({ type: 'CompactionImpossible', message: 'compaction did not converge to one summary', nonRetryable: true });
     }
-    throw ApplicationFailure.create({ type: 'CompactionImpossible', message: 'compaction did not converge to one summary', nonRetryable: true });
+    const summaryMessage: ChatMessage = { role: 'user', content: `${SUMMARY_PREFIX}\n${summary}` };
+    return { messages: [...head, summaryMessage, ...messages.slice(start)], summarizedMessages: older.length, usage };
   };
 }

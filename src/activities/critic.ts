@@ -1,48 +1,121 @@
-/** The model critic: asks the model to judge a final answer against the task, as strict JSON. */
-import { Context } from '@temporalio/activity';
+/**
+ * The model critic: asks the model to judge a final answer against the task, as JSON. It asks with the strictest
+ * `response_format` the provider accepts (a strict JSON schema, else JSON mode, else the prompt alone) and remembers,
+ * per model, which one that was. It heartbeats while the (non-streamed) verdict is awaited, and a cancellation
+ * aborts the request in flight.
+ */
+import { CancelledFailure, Context } from '@temporalio/activity';
 import { ApplicationFailure } from '@temporalio/common';
 import type OpenAI from 'openai';
+import type { ChatCompletion, ChatCompletionCreateParamsNonStreaming } from 'openai/resources/chat/completions';
 import { z } from 'zod';
-import type { CritiqueRequest } from '../common/chat';
-import type { CritiqueDecision } from '../workflows/states';
+import type { CritiqueOutcome, CritiqueRequest, Usage } from '../common/chat';
 import { classifyModelError } from './errors';
+import { heartbeating } from './heartbeat';
+
+const ACTIONS = ['continue', 'retry', 'replan', 'complete'] as const;
 
 const DecisionSchema = z.object({
-  action: z.enum(['continue', 'retry', 'replan', 'complete']),
+  action: z.enum(ACTIONS),
   reason: z.string().min(1),
   confidence: z.number().min(0).max(1),
 });
+
+/** The decision as a strict Structured Outputs schema: every property required, no others, no unsupported keywords. */
+const DECISION_JSON_SCHEMA = {
+  type: 'object',
+  properties: {
+    action: { type: 'string', enum: [...ACTIONS] },
+    reason: { type: 'string' },
+    confidence: { type: 'number', description: 'between 0 and 1' },
+  },
+  required: ['action', 'reason', 'confidence'],
+  additionalProperties: false,
+};
 
 const CRITIC_PROMPT =
   'You review an assistant\'s final answer to a task. Reply with JSON only: ' +
   '{"action": "complete" | "retry" | "replan", "reason": string, "confidence": number between 0 and 1}. ' +
   'Use "complete" when the answer does the task, "retry" when it is close but wrong or incomplete, "replan" when the approach is wrong.';
 
+/** How the critic asks for JSON, strictest first; each provider refusal moves one step down. */
+export const CRITIC_RESPONSE_FORMATS = ['json_schema', 'json_object', 'plain'] as const;
+export type CriticResponseFormat = (typeof CRITIC_RESPONSE_FORMATS)[number];
+
+const RESPONSE_FORMAT: Record<CriticResponseFormat, ChatCompletionCreateParamsNonStreaming['response_format']> = {
+  json_schema: { type: 'json_schema', json_schema: { name: 'critique', strict: true, schema: DECISION_JSON_SCHEMA } },
+  json_object: { type: 'json_object' },
+  plain: undefined,
+};
+
+/** What providers say when they refuse a response format: OpenAI, vLLM, Ollama, llama.cpp, Gemini, DashScope phrasings. */
+const FORMAT_REFUSED = /response_format|response format|json_schema|json_object|json mode|structured output|guided_json/i;
+
+/**
+ * A provider's 400 (or 422) about the response format. Matched loosely on status and text, so a reworded
+ * classification in errors.ts still reads the same.
+ */
+export function refusesResponseFormat(err: unknown): boolean {
+  const status = (err as { status?: unknown } | undefined)?.status;
+  const failure = classifyModelError(err);
+  const badRequest = status === 400 || status === 422 || /BadRequest$/.test(failure.type ?? '');
+  const message = typeof (err as { message?: unknown } | undefined)?.message === 'string' ? (err as Error).message : '';
+  return badRequest && FORMAT_REFUSED.test(`${message} ${failure.message}`);
+}
+
 export function createCritiqueAnswer(deps: { openai: OpenAI; defaultModel: string }) {
-  return async function critiqueAnswer(request: CritiqueRequest): Promise<CritiqueDecision> {
+  /** Per model, the strictest response format this worker's provider accepted (or has not refused yet). */
+  const formats = new Map<string, CriticResponseFormat>();
+
+  return async function critiqueAnswer(request: CritiqueRequest): Promise<CritiqueOutcome> {
     const ctx = Context.current();
-    let content: string;
-    try {
-      const response = await deps.openai.chat.completions.create(
-        {
-          model: request.model ?? deps.defaultModel,
-          messages: [
-            { role: 'system', content: CRITIC_PROMPT },
-            { role: 'user', content: `Task:\n${request.task}\n\nAnswer:\n${request.answer}` },
-          ],
-        },
-        { signal: ctx.cancellationSignal },
-      );
-      content = response.choices[0]?.message?.content ?? '';
-    } catch (err) {
-      throw classifyModelError(err, [deps.openai.apiKey]);
-    }
+    const model = request.model ?? deps.defaultModel;
+    let format = formats.get(model) ?? CRITIC_RESPONSE_FORMATS[0];
+
+    const ask = async (): Promise<ChatCompletion> => {
+      for (;;) {
+        try {
+          const responseFormat = RESPONSE_FORMAT[format];
+          return await deps.openai.chat.completions.create(
+            {
+              model,
+              messages: [
+                { role: 'system', content: CRITIC_PROMPT },
+                { role: 'user', content: `Task:\n${request.task}\n\nAnswer:\n${request.answer}` },
+              ],
+              ...(responseFormat ? { response_format: responseFormat } : {}),
+            },
+            { signal: ctx.cancellationSignal },
+          );
+        } catch (err) {
+          if (ctx.cancellationSignal.aborted) throw new CancelledFailure('model critique cancelled');
+          const next = CRITIC_RESPONSE_FORMATS[CRITIC_RESPONSE_FORMATS.indexOf(format) + 1];
+          if (!next || !refusesResponseFormat(err)) throw classifyModelError(err, [deps.openai.apiKey]);
+          ctx.log.info('the provider refused the response format; asking with the next one', { model, refused: format, next });
+          format = next;
+          formats.set(model, next);
+        }
+      }
+    };
+
+    // The verdict is not streamed: the ticker keeps the activity alive (and cancellable) while the model writes it.
+    const response = await heartbeating(() => ({ callNumber: request.callNumber, format }), ask);
+    const content = response.choices[0]?.message?.content ?? '';
     const json = content.slice(content.indexOf('{'), content.lastIndexOf('}') + 1);
     const parsed = DecisionSchema.safeParse(safeJson(json));
     if (!parsed.success) {
       throw ApplicationFailure.create({ type: 'CritiqueUnparsable', message: `the critic did not answer with a decision: ${content.slice(0, 200)}`, nonRetryable: true });
     }
-    return parsed.data;
+    return { ...parsed.data, usage: usageOf(response) };
+  };
+}
+
+function usageOf(response: ChatCompletion): Usage {
+  const u = response.usage;
+  return {
+    promptTokens: u?.prompt_tokens ?? 0,
+    completionTokens: u?.completion_tokens ?? 0,
+    totalTokens: u?.total_tokens ?? (u ? u.prompt_tokens + u.completion_tokens : 0),
   };
 }
 

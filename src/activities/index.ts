@@ -2,12 +2,13 @@
  * Activities of the agent worker, built by a factory so the worker injects real clients and tests their own.
  * Worker-side code: never import this from workflow code except as `import type`.
  */
-import { Context } from '@temporalio/activity';
+import { CancelledFailure, Context } from '@temporalio/activity';
 import type OpenAI from 'openai';
 import type { ConversationStore } from '../codec/conversation-store';
 import type { ToolRequest, ToolResult } from '../common/chat';
 import { createCompactContext } from './compaction';
 import { createCritiqueAnswer } from './critic';
+import { heartbeating } from './heartbeat';
 import { recordToolCall, withModelMetrics } from './metrics';
 import { createCallModel } from './model';
 import { fileTools } from './tools/files';
@@ -28,17 +29,30 @@ export interface ActivityDeps {
   deltaFlushMs?: number;
   /** Chained conversations (codec/conversation-store.ts), in the claim check's blob store. */
   conversations?: ConversationStore;
+  /** `LLM_CONTEXT_WINDOW_TOKENS`: the context window of the models this worker calls; absent: the table of known models. */
+  contextWindowTokens?: number;
 }
 
 export function createActivities(deps: ActivityDeps) {
   const registry = new ToolRegistry([...fileTools(deps.workspace), ...(deps.tools ?? [])], deps.ledger);
 
+  /**
+   * Runs one tool call, heartbeating while it works (a slow tool is not a dead worker, and cancellation gets in). On
+   * cancellation the tool's signal is aborted and the activity ends as cancelled at once, even if the tool ignores it.
+   */
   async function executeTool(request: ToolRequest): Promise<ToolResult> {
     const ctx = Context.current();
     // Stable across attempts and worker restarts: the run, the call's position in it, and the model's call id.
     const run = ctx.info.workflowExecution?.workflowId ?? ctx.info.activityId;
     const idempotencyKey = `${run}/${request.callNumber}/${request.call.id}`;
-    return recordToolCall(await registry.run(request.call, { idempotencyKey, signal: ctx.cancellationSignal }, request.allowed));
+    const { name } = request.call;
+    const startedAt = Date.now();
+    const result = await heartbeating(
+      () => ({ tool: name, callNumber: request.callNumber, elapsedMs: Date.now() - startedAt }),
+      () => Promise.race([registry.run(request.call, { idempotencyKey, signal: ctx.cancellationSignal }, request.allowed), ctx.cancelled]),
+    );
+    if (ctx.cancellationSignal.aborted) throw new CancelledFailure(`tool ${name} cancelled`);
+    return recordToolCall(result);
   }
 
   return {

@@ -9,8 +9,17 @@ import type OpenAI from 'openai';
 import type { ChatCompletionChunk, ChatCompletionMessageParam } from 'openai/resources/chat/completions';
 import { ApplicationFailure } from '@temporalio/common';
 import { ConversationUnavailableError, type ConversationStore } from '../codec/conversation-store';
-import { CONVERSATION_UNAVAILABLE, type ChatMessage, type ConversationRef, type ModelRequest, type ModelResponse, type ToolCall } from '../common/chat';
+import {
+  CONVERSATION_UNAVAILABLE,
+  UNKNOWN_TOOL,
+  type ChatMessage,
+  type ConversationRef,
+  type ModelRequest,
+  type ModelResponse,
+  type ToolCall,
+} from '../common/chat';
 import { streamDeltaSignal } from '../common/messages';
+import { knownContextWindow } from '../common/models';
 import { classifyModelError, streamStalled, streamTruncated } from './errors';
 import { startHeartbeat } from './heartbeat';
 import type { ToolRegistry } from './tools/registry';
@@ -26,6 +35,8 @@ export interface ModelDeps {
   deltaFlushMs?: number;
   /** Where chained conversations live (a request with `chain`); without one, runs send the whole conversation. */
   conversations?: ConversationStore;
+  /** The context window of every model this worker calls (`LLM_CONTEXT_WINDOW_TOKENS`); absent: the table of known models. */
+  contextWindowTokens?: number;
 }
 
 export function toOpenAIMessages(messages: ChatMessage[]): ChatCompletionMessageParam[] {
@@ -85,6 +96,8 @@ export function createCallModel(deps: ModelDeps) {
 
   return async function callModel(request: ModelRequest): Promise<ModelResponse> {
     const ctx = Context.current();
+    // Before any request: a run started with tools this worker lacks would only fail later, and the same on every retry.
+    checkTools(request.checkTools, deps.tools);
     const messages = await conversationOf(request, deps.conversations);
     const model = request.model ?? deps.defaultModel;
     const tools = request.tools?.length === 0 ? [] : deps.tools.definitions(request.tools);
@@ -112,6 +125,8 @@ export function createCallModel(deps: ModelDeps) {
           model,
           messages: toOpenAIMessages(messages),
           ...(tools.length ? { tools } : {}),
+          // `max_tokens`, not `max_completion_tokens`: llama.cpp, vLLM and Ollama all read it.
+          ...(request.maxOutputTokens !== undefined ? { max_tokens: request.maxOutputTokens } : {}),
           stream: true,
           stream_options: { include_usage: true },
         },
@@ -128,17 +143,20 @@ export function createCallModel(deps: ModelDeps) {
       await publisher.flush();
       const usage = assembler.usage;
       const conversation = request.chain && (await storeConversation(request, messages, deps.conversations, ctx));
+      const answeredBy = assembler.model || model;
+      const contextWindowTokens = deps.contextWindowTokens ?? knownContextWindow(answeredBy);
       return {
         text: assembler.text,
-        toolCalls: assembler.toolCalls(request.callNumber).map((c) => (deps.tools.runsLocally(c.name) ? { ...c, local: true as const } : c)),
+        toolCalls: assembler.toolCalls(request.callNumber).map((c) => deps.tools.withHints(c)),
         usage: {
           promptTokens: usage?.prompt_tokens ?? 0,
           completionTokens: usage?.completion_tokens ?? 0,
           totalTokens: usage?.total_tokens ?? (usage ? usage.prompt_tokens + usage.completion_tokens : 0),
         },
         finishReason: assembler.finishReason,
-        model: assembler.model || model,
+        model: answeredBy,
         ...(conversation ? { conversation } : {}),
+        ...(contextWindowTokens !== undefined ? { contextWindowTokens } : {}),
       };
     } catch (err) {
       if (ctx.cancellationSignal.aborted) throw new CancelledFailure('model call cancelled');
@@ -151,6 +169,18 @@ export function createCallModel(deps: ModelDeps) {
       ctx.cancellationSignal.removeEventListener('abort', onCancel);
     }
   };
+}
+
+/** Fails the call for good when the run names a tool the worker's registry lacks. */
+function checkTools(names: string[] | undefined, registry: ToolRegistry): void {
+  const have = registry.names();
+  const unknown = [...new Set(names ?? [])].filter((n) => !have.includes(n));
+  if (unknown.length === 0) return;
+  throw ApplicationFailure.create({
+    type: UNKNOWN_TOOL,
+    nonRetryable: true,
+    message: `unknown tools: ${unknown.join(', ')}; this worker has: ${have.join(', ') || '(none)'}`,
+  });
 }
 
 /** The whole conversation of a request: its messages, after those of its chain's base when it has one. */

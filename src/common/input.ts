@@ -7,8 +7,13 @@ export const LimitsSchema = z
     maxLoops: z.number().int().min(1).max(10_000).default(50),
     /** Tool calls before the run fails. @default 100 */
     maxToolCalls: z.number().int().min(1).max(100_000).default(100),
-    /** Total wall-clock budget of the run, on a durable timer. @default 300000 (5 minutes) */
+    /**
+     * The run's working time, on a durable timer: time spent waiting for a person (AWAITING_APPROVAL, PAUSED) does not
+     * count. @default 300000 (5 minutes)
+     */
     timeoutMs: z.number().int().min(1_000).max(30 * 24 * 3600_000).default(300_000),
+    /** Longest wait for one approval (AWAITING_APPROVAL) before the run fails with a reason that says so. @default none: waits until decided */
+    approvalTimeoutMs: z.number().int().min(1_000).max(365 * 24 * 3600_000).optional(),
     /** How many times the same tool call (or cycle of calls) may repeat before the model is warned; once more ends the run. @default 3 */
     maxRepeats: z.number().int().min(2).max(100).default(3),
     /** History events after which the run continues as new at the next model step (Temporal's own suggestion also counts). @default 10000 */
@@ -44,6 +49,16 @@ export const ApprovalSchema = z
   })
   .strict();
 
+/** When the run summarises older turns before the model would refuse them (needs a known context window). */
+export const CompactionSchema = z
+  .object({
+    /** Share of the context window the next request may fill before the run compacts first. @default 0.8 */
+    threshold: z.number().min(0.1).max(1).default(0.8),
+    /** Most recent messages kept verbatim by a compaction. @default 6 */
+    keepRecentMessages: z.number().int().min(1).max(1_000).default(6),
+  })
+  .strict();
+
 /** The one input object of the `agentRun` workflow. */
 export const AgentRunInputSchema = z
   .object({
@@ -58,6 +73,16 @@ export const AgentRunInputSchema = z
     plan: z.boolean().default(false),
     /** `rules` is free and deterministic; `model` asks the model to judge a final answer. @default 'rules' */
     critique: z.enum(['rules', 'model']).default('rules'),
+    /** A critic's `complete` with a lower confidence is taken as `retry`. @default 0.5 */
+    critiqueMinConfidence: z.number().min(0).max(1).default(0.5),
+    /** Longest answer per model call in tokens, sent as the provider's output limit; a text answer cut off by it is continued. */
+    maxOutputTokens: z.number().int().min(1).max(1_000_000).optional(),
+    /**
+     * The model's context window in tokens. With it (or a model the worker knows), the run compacts before a request
+     * would fill `compaction.threshold` of it, instead of waiting for the provider to refuse.
+     */
+    contextWindowTokens: z.number().int().min(256).max(100_000_000).optional(),
+    compaction: CompactionSchema.default(() => CompactionSchema.parse({})),
     approval: ApprovalSchema.optional(),
     budget: BudgetSchema.optional(),
     /** After an answer, how long the run stays open for a `sendMessage` that continues the conversation. @default 0 */
@@ -80,6 +105,7 @@ export type ResolvedInput = z.output<typeof AgentRunInputSchema>;
 export type Limits = z.output<typeof LimitsSchema>;
 export type Budget = z.output<typeof BudgetSchema>;
 export type Price = z.output<typeof PriceSchema>;
+export type CompactionOptions = z.output<typeof CompactionSchema>;
 
 export type ParseResult<T> = { ok: true; value: T } | { ok: false; error: string };
 

@@ -4,9 +4,11 @@
  */
 export { startScriptedModel, DEMO_SCRIPT_NAME } from './server';
 export { demoScript, DEMO_NOTES_FILE } from './demo-script';
-export { isErrorStep, textOf } from './types';
+export { isErrorStep, isRecordedError, textOf } from './types';
 export type {
   ErrorStep,
+  OpenAIErrorSpec,
+  RecordedErrorSpec,
   RecordedRequest,
   ResponseStep,
   Script,

@@ -1,9 +1,10 @@
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { demoScript } from './demo-script';
-import { isErrorStep, textOf } from './types';
+import { isErrorStep, isRecordedError, textOf } from './types';
 import type {
   ErrorStep,
+  RecordedErrorSpec,
   RecordedRequest,
   ResponseStep,
   Script,
@@ -344,14 +345,28 @@ function usageOf(request: any, step: ResponseStep, toolCalls: WireToolCall[]) {
 }
 
 function sendError(res: http.ServerResponse, error: ErrorStep['error']): void {
-  const type = error.type ?? (error.status >= 500 ? 'server_error' : 'invalid_request_error');
-  const body = { error: { message: error.message, type, param: null, code: error.code ?? null } };
   if (res.headersSent) {
     res.destroy();
     return;
   }
+  if (isRecordedError(error)) {
+    sendRecorded(res, error);
+    return;
+  }
+  const type = error.type ?? (error.status >= 500 ? 'server_error' : 'invalid_request_error');
+  const body = { error: { message: error.message, type, param: null, code: error.code ?? null } };
   for (const [name, value] of Object.entries(error.headers ?? {})) res.setHeader(name, value);
   sendJson(res, error.status, body);
+}
+
+/** A recorded body as it is: a string verbatim as text, anything else as JSON; the step's headers win. */
+function sendRecorded(res: http.ServerResponse, { status, body, headers }: RecordedErrorSpec): void {
+  const text = typeof body === 'string' ? body : JSON.stringify(body);
+  res.setHeader('content-type', typeof body === 'string' ? 'text/plain; charset=utf-8' : 'application/json');
+  for (const [name, value] of Object.entries(headers ?? {})) res.setHeader(name, value);
+  res.setHeader('content-length', Buffer.byteLength(text));
+  res.writeHead(status);
+  res.end(text);
 }
 
 function sendJson(res: http.ServerResponse, status: number, body: unknown): void {

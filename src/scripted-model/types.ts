@@ -45,17 +45,31 @@ export interface ResponseStep {
   endAfterChunks?: number;
 }
 
-/** An HTTP error answered with the OpenAI error body `{ error: { message, type, code } }`. */
+/** An HTTP error answered with the OpenAI error body `{ error: { message, type, param, code } }`. */
+export interface OpenAIErrorSpec {
+  status: number;
+  message: string;
+  /** @default 'invalid_request_error' for 4xx, 'server_error' for 5xx */
+  type?: string;
+  code?: string;
+  /** Extra response headers, e.g. `retry-after`. */
+  headers?: Record<string, string>;
+}
+
+/**
+ * An HTTP error answered with a body recorded from a real provider, sent as it is: any JSON value (an object of any
+ * shape, a root array) as `application/json`, or a string sent verbatim as text (an HTML page from a proxy).
+ */
+export interface RecordedErrorSpec {
+  status: number;
+  body: unknown;
+  /** Response headers; a `content-type` here replaces the default. */
+  headers?: Record<string, string>;
+}
+
+/** An HTTP error: the OpenAI body built from fields, or a recorded body. */
 export interface ErrorStep {
-  error: {
-    status: number;
-    message: string;
-    /** @default 'invalid_request_error' for 4xx, 'server_error' for 5xx */
-    type?: string;
-    code?: string;
-    /** Extra response headers, e.g. `retry-after`. */
-    headers?: Record<string, string>;
-  };
+  error: OpenAIErrorSpec | RecordedErrorSpec;
 }
 
 export type ScriptStep = ResponseStep | ErrorStep;
@@ -107,6 +121,8 @@ export interface ScriptedModelOptions {
 }
 
 export const isErrorStep = (step: ScriptStep): step is ErrorStep => 'error' in step && step.error !== undefined;
+
+export const isRecordedError = (error: ErrorStep['error']): error is RecordedErrorSpec => 'body' in error;
 
 /** Text of an OpenAI message content: a string, or an array of parts of which the text parts count. */
 export function textOf(content: unknown): string {

@@ -24,7 +24,15 @@ import {
 } from '@temporalio/workflow';
 import { defineSearchAttributeKey } from '@temporalio/common';
 import type { AgentActivities } from '../activities';
-import { CONVERSATION_UNAVAILABLE, type ChatMessage, type ConversationRef, type ModelRequest, type ToolCall, type ToolResult } from '../common/chat';
+import {
+  CONVERSATION_UNAVAILABLE,
+  type ChatMessage,
+  type ConversationRef,
+  type CritiqueOutcome,
+  type ModelRequest,
+  type ToolCall,
+  type ToolResult,
+} from '../common/chat';
 import { AGENT_STATE_SEARCH_ATTRIBUTE } from '../common/constants';
 import { AbortInputSchema, ApproveInputSchema, parseAgentRunInput, parseWith, SendMessageInputSchema, StreamDeltaSchema } from '../common/input';
 import {
@@ -48,14 +56,21 @@ import { blankSnapshot, initialSnapshot, type RunSnapshot } from './snapshot';
 import { AgentState, isTerminal } from './states';
 
 /**
- * Model calls stream for a while. The activity heartbeats every second, so the heartbeat timeout catches a dead
- * worker (and lets cancellation in) within 5 s; a stalled stream is cut by the activity's own idle timeout.
+ * Model calls stream for a while; compaction and the critic wait for a non-streamed answer. All heartbeat every
+ * second, so the heartbeat timeout catches a dead worker (and lets cancellation in) within 5 s; a stalled stream is
+ * cut by the activity's own idle timeout. Retries are bounded by time, not by a count that worker crashes would spend:
+ * a kill costs an attempt and 5 s, and a provider that keeps failing ends the call after 20 minutes. Final provider
+ * errors (authentication, bad request, context overflow) are not retried at all (activities/errors.ts).
  */
 const modelCallOptions: ActivityOptions = {
   startToCloseTimeout: '5 minutes',
+  scheduleToCloseTimeout: '20 minutes',
   heartbeatTimeout: '5 seconds',
-  retry: { initialInterval: '1 second', backoffCoefficient: 2, maximumInterval: '30 seconds', maximumAttempts: 6 },
+  retry: { initialInterval: '1 second', backoffCoefficient: 2, maximumInterval: '30 seconds', maximumAttempts: 0 },
 };
+/** A critic that cannot answer within 2 minutes is replaced by the rule critic rather than hold the run. */
+const criticOptions: ActivityOptions = { ...modelCallOptions, scheduleToCloseTimeout: '2 minutes' };
+/** Tools heartbeat every second while they work; one call may take as long as its tool declares (`timeoutMs`). */
 const toolOptions: ActivityOptions = {
   startToCloseTimeout: '2 minutes',
   heartbeatTimeout: '30 seconds',
@@ -83,6 +98,12 @@ const LEAN_STEPS_PATCH = 'lean-steps';
  * whole conversation (codec/conversation-store.ts): a step's work stays flat as the run grows.
  */
 const CONVERSATION_CHAIN_PATCH = 'conversation-chain';
+/**
+ * Real providers and people: the working-time clock stops while a person decides and an approval wait has its own
+ * limit, the timer follows the snapshot's clocks, cut-off answers are continued, the run compacts before a request
+ * would overflow a known context window, and the critic's confidence and tokens count. Runs started before replay without.
+ */
+const REAL_PROVIDERS_PATCH = 'real-providers';
 const msUntil = (iso: string) => Math.max(0, Date.parse(iso) - Date.now());
 /** Whether a command's work outlasts the workflow task that starts it; pure steps and local tools do not. */
 const waits = (c: Work) => !(c.type === 'process' || (c.type === 'critique' && c.mode === 'rules') || (c.type === 'runTools' && c.calls.every((call) => call.local)));
@@ -91,13 +112,16 @@ export async function agentRun(rawInput: unknown): Promise<AgentRunResult> {
   const input = parseAgentRunInput(rawInput);
   let snapshot: RunSnapshot = input.ok ? initialSnapshot(input.value, now()) : blankSnapshot(now());
   // Fixed at the start: runs begun before a change keep the old behaviour on replay.
-  snapshot.features = { noProgressGuard: patched(NO_PROGRESS_GUARD_PATCH) };
+  snapshot.features = { noProgressGuard: patched(NO_PROGRESS_GUARD_PATCH), realProviders: patched(REAL_PROVIDERS_PATCH) };
   const lean = patched(LEAN_STEPS_PATCH);
   const chained = patched(CONVERSATION_CHAIN_PATCH);
   /** The conversation the last model call stored, with its first and last messages to tell whether it still applies. */
   let chain: { ref: ConversationRef; first: ChatMessage; last: ChatMessage } | undefined;
   const queue: Work[] = [];
   let work: CancellationScope | undefined;
+  /** The run's timer (limits.timeoutMs, limits.approvalTimeoutMs) and when it fires. */
+  let timer: CancellationScope | undefined;
+  let timerDue: string | null = null;
   // Time travel: the snapshot this run began from and every event applied since; any step is a fold away.
   let base = snapshot;
   const eventLog: Array<{ event: AgentEvent; at: string }> = [];
@@ -115,6 +139,7 @@ export async function agentRun(rawInput: unknown): Promise<AgentRunResult> {
       return;
     }
     snapshot = result.snapshot;
+    followClocks();
     if (event.type !== 'STREAM_DELTA') eventLog.push({ event, at });
     for (const command of result.commands) {
       if (command.type === 'cancelWork') work?.cancel();
@@ -221,9 +246,13 @@ export async function agentRun(rawInput: unknown): Promise<AgentRunResult> {
   if (resume && isTerminal(resume.snapshot.state as AgentState)) {
     throw ApplicationFailure.create({ type: 'InvalidInput', message: `cannot carry on from a ${resume.snapshot.state} snapshot`, nonRetryable: true });
   }
-  let timer = startTimer(resume?.kind === 'continue' && snapshotDeadline(resume) !== null ? msUntil(snapshotDeadline(resume)!) : snapshot.limits.timeoutMs);
+  // Runs begun before `real-providers` keep their own timer (and its bugs) so that they replay; later runs' timer
+  // follows the snapshot's clocks (followClocks), so a fork or a continued run keeps the time it had.
+  const oldTimerMs = resume?.kind === 'continue' && snapshotDeadline(resume) !== null ? msUntil(snapshotDeadline(resume)!) : snapshot.limits.timeoutMs;
+  if (resume) snapshot = carryOn(resume, snapshot.features, workflowInfo().workflowId, now());
+  if (snapshot.features.realProviders) followClocks();
+  else timer = startTimer(oldTimerMs);
   if (resume) {
-    snapshot = carryOn(resume, snapshot.features, workflowInfo().workflowId, now());
     const resumed = resumeAt(snapshot);
     snapshot = resumed.snapshot;
     base = snapshot;
@@ -239,11 +268,11 @@ export async function agentRun(rawInput: unknown): Promise<AgentRunResult> {
       if (isTerminal(snapshot.state)) {
         if (!(snapshot.state === AgentState.COMPLETED && snapshot.conversationOpen)) break;
         // Kept open: wait for a follow-up message, with no timeout running between turns.
-        timer.cancel();
+        if (!snapshot.features.realProviders) timer?.cancel();
         if (lean) flush();
         const reopened = await condition(() => !snapshot.conversationOpen, snapshot.options.keepOpenMs);
         if (!reopened) dispatch({ type: 'CLOSE' }, false);
-        else timer = startTimer(msUntil(snapshot.deadline!));
+        else if (!snapshot.features.realProviders) timer = startTimer(msUntil(snapshot.deadline!));
         continue;
       }
       const command = queue.shift();
@@ -267,7 +296,7 @@ export async function agentRun(rawInput: unknown): Promise<AgentRunResult> {
     if (!(isCancellation(err) && root.consideredCancelled)) throw err;
     dispatch({ type: 'ABORT', reason: 'the workflow was cancelled' }, true);
   } finally {
-    timer.cancel();
+    timer?.cancel();
     if (lean) flush();
   }
 
@@ -278,6 +307,19 @@ export async function agentRun(rawInput: unknown): Promise<AgentRunResult> {
       () => undefined, // the run ended first
     );
     return scope;
+  }
+
+  /**
+   * With `real-providers`, one timer for the earliest of the run's clocks (working time, an approval wait), moved
+   * whenever the machine moves them: the machine decides what a clock is, the workflow only keeps the timer on it.
+   */
+  function followClocks(): void {
+    if (!snapshot.features.realProviders) return;
+    const due = [snapshot.deadline, snapshot.approvalDeadline].filter((d): d is string => d !== null).sort()[0] ?? null;
+    if (due === timerDue) return;
+    timer?.cancel();
+    timerDue = due;
+    timer = due === null ? undefined : startTimer(msUntil(due));
   }
 
   function historyIsLong(): boolean {
@@ -366,7 +408,10 @@ export async function agentRun(rawInput: unknown): Promise<AgentRunResult> {
           const run =
             lean && call.local
               ? localActivities.executeTool(request)
-              : activities.executeTool.executeWithOptions({ ...toolOptions, summary: toolCallSummary(call) }, [request]);
+              : activities.executeTool.executeWithOptions(
+                  { ...toolOptions, ...(call.timeoutMs ? { startToCloseTimeout: call.timeoutMs } : {}), summary: toolCallSummary(call) },
+                  [request],
+                );
           return run.catch((err: unknown): ToolResult => {
             if (isCancellation(err)) throw err;
             return { toolCallId: call.id, name: call.name, ok: false, content: `Error: ${failureMessage(err)}` };
@@ -381,11 +426,14 @@ export async function agentRun(rawInput: unknown): Promise<AgentRunResult> {
     if (mode === 'rules') return { type: 'CRITIQUE_DONE', decision: ruleCritique(snapshot) };
     const request = critiqueRequest(snapshot);
     const summary = `model critique of the answer (call #${request.callNumber})`;
-    const decision = await cancellable(() => activities.critiqueAnswer.executeWithOptions({ ...modelCallOptions, summary }, [request])).catch((err: unknown) => {
+    const options = snapshot.features.realProviders ? criticOptions : modelCallOptions;
+    const outcome = await cancellable(() => activities.critiqueAnswer.executeWithOptions({ ...options, summary }, [request])).catch((err: unknown) => {
       const fallback = ruleCritique(snapshot);
       return { ...fallback, reason: `${fallback.reason} (model critic unavailable: ${failureMessage(err)})` };
     });
-    return decision === CANCELLED ? CANCELLED : { type: 'CRITIQUE_DONE', decision };
+    if (outcome === CANCELLED) return CANCELLED;
+    const { usage, ...decision } = outcome as CritiqueOutcome;
+    return { type: 'CRITIQUE_DONE', decision, ...(usage ? { usage } : {}) };
   }
 }
 

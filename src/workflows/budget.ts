@@ -3,14 +3,47 @@ import type { ChatMessage, ModelResponse } from '../common/chat';
 import { costOf, priceFor } from '../common/prices';
 import type { RunSnapshot } from './snapshot';
 
-/** A rough token count (4 characters a token), enough to reserve against a budget before a call. */
-export function estimateTokens(messages: readonly ChatMessage[]): number {
+/** Characters of a conversation as a model reads them: contents, and the names and arguments of tool calls. */
+export function promptChars(messages: readonly ChatMessage[]): number {
   let chars = 0;
   for (const m of messages) {
     chars += (m.content ?? '').length;
     if (m.role === 'assistant') for (const c of m.toolCalls ?? []) chars += c.name.length + c.arguments.length;
   }
-  return Math.ceil(chars / 4);
+  return chars;
+}
+
+/** A rough token count (4 characters a token), enough to reserve against a budget before a call. */
+export const estimateTokens = (messages: readonly ChatMessage[]): number => Math.ceil(promptChars(messages) / 4);
+
+/**
+ * Tokens of the next request: its characters at the rate the provider counted for the last one (which includes the
+ * tool definitions and the chat template), else 4 characters a token. The rate is kept within 1.5 to 6 characters a
+ * token, so one odd response cannot make the estimate absurd.
+ */
+export function estimatePromptTokens(s: RunSnapshot): number {
+  const chars = promptChars(s.messages);
+  const c = s.promptCalibration;
+  const charsPerToken = c ? Math.min(6, Math.max(1.5, c.chars / c.tokens)) : 4;
+  return Math.ceil(chars / charsPerToken);
+}
+
+/** The window the run declared, else the one the worker reported for its model; null when neither is known. */
+export const contextWindowOf = (s: RunSnapshot): number | null => s.options.contextWindowTokens ?? s.contextWindow;
+
+/**
+ * Why the next request should be compacted first: its estimate fills more than `compaction.threshold` of the context
+ * window. Null when it fits, when no window is known, or when there is nothing after the task to summarise.
+ */
+export function contextWouldOverflow(s: RunSnapshot): string | null {
+  const window = contextWindowOf(s);
+  if (window === null) return null;
+  const taskIndex = s.messages.findIndex((m) => m.role === 'user');
+  if (taskIndex < 0 || taskIndex === s.messages.length - 1) return null;
+  const estimate = estimatePromptTokens(s);
+  const limit = Math.floor(window * s.options.compaction.threshold);
+  if (estimate <= limit) return null;
+  return `compacting first: the next request is about ${estimate} tokens, over ${limit} (compaction.threshold ${s.options.compaction.threshold} of a ${window}-token context window)`;
 }
 
 const pricedModel = (s: RunSnapshot) => s.options.model ?? s.lastModel ?? undefined;

@@ -3,7 +3,7 @@
  * No Temporal import, no await, no clock, no randomness: the workflow interprets the commands and feeds
  * their outcomes back as events. Every state change is appended to the snapshot's transition log.
  */
-import type { CompactionResult, ModelResponse, ToolCall, ToolResult } from '../common/chat';
+import type { CompactionResult, ModelResponse, ToolCall, ToolResult, Usage } from '../common/chat';
 import { addUsage } from '../common/chat';
 import {
   describeRepetition,
@@ -14,7 +14,7 @@ import {
   needsApproval,
   toolSignature,
 } from './guards';
-import { budgetExceeded, responseCost } from './budget';
+import { budgetExceeded, contextWouldOverflow, promptChars, responseCost } from './budget';
 import type { RunSnapshot } from './snapshot';
 import { AgentState, type CritiqueDecision, isTerminal, WORK_STATES } from './states';
 
@@ -27,7 +27,7 @@ export type AgentEvent =
   | { type: 'CONTEXT_OVERFLOW'; error: string }
   | { type: 'PROCESS' }
   | { type: 'TOOLS_DONE'; results: ToolResult[] }
-  | { type: 'CRITIQUE_DONE'; decision: CritiqueDecision }
+  | { type: 'CRITIQUE_DONE'; decision: CritiqueDecision; usage?: Usage }
   | { type: 'COMPACTED'; result: CompactionResult }
   | { type: 'COMPACTION_FAILED'; error: string }
   | { type: 'APPROVAL'; toolCallId: string; approved: boolean; feedback?: string }
@@ -66,8 +66,11 @@ const whileRunning = (self: AgentState): Targets => ({
   STREAM_DELTA: [self],
 });
 
-/** Where the way into a model step can lead instead: a requested pause, the budget's approval, a limit. */
-const MODEL_STEP_DETOURS = [S.PAUSED, S.AWAITING_APPROVAL, S.FAILED] as const;
+/**
+ * Where the way into a model step can lead instead: a requested pause, the budget's approval, a limit, or a
+ * compaction first when the request would fill too much of the model's context window.
+ */
+const MODEL_STEP_DETOURS = [S.PAUSED, S.AWAITING_APPROVAL, S.FAILED, S.COMPACTING] as const;
 
 /** The transition table: for each state, the events it accepts and the states each may lead to. */
 export const TRANSITIONS: Readonly<Record<AgentState, Targets>> = {
@@ -86,12 +89,13 @@ export const TRANSITIONS: Readonly<Record<AgentState, Targets>> = {
   },
   PROCESSING: {
     ...whileRunning(S.PROCESSING),
-    PROCESS: [S.TOOL_EXECUTING, S.AWAITING_APPROVAL, S.CRITIQUE, S.STREAMING, S.PAUSED, S.FAILED],
+    // COMPLETED: an answer still cut off by the output limit after its continuations ends the run as it is.
+    PROCESS: [S.TOOL_EXECUTING, S.AWAITING_APPROVAL, S.CRITIQUE, S.STREAMING, S.COMPLETED, ...MODEL_STEP_DETOURS],
   },
   TOOL_EXECUTING: { ...whileRunning(S.TOOL_EXECUTING), TOOLS_DONE: [S.CRITIQUE] },
   AWAITING_APPROVAL: {
     ...whileRunning(S.AWAITING_APPROVAL),
-    APPROVAL: [S.AWAITING_APPROVAL, S.TOOL_EXECUTING, S.PLANNING, S.STREAMING, S.PAUSED, S.FAILED],
+    APPROVAL: [S.AWAITING_APPROVAL, S.TOOL_EXECUTING, S.PLANNING, S.STREAMING, ...MODEL_STEP_DETOURS],
   },
   CRITIQUE: {
     ...whileRunning(S.CRITIQUE),
@@ -99,7 +103,7 @@ export const TRANSITIONS: Readonly<Record<AgentState, Targets>> = {
   },
   COMPACTING: {
     ...whileRunning(S.COMPACTING),
-    COMPACTED: [S.STREAMING, S.PLANNING, ...MODEL_STEP_DETOURS],
+    COMPACTED: [S.STREAMING, S.PLANNING, S.PAUSED, S.AWAITING_APPROVAL, S.FAILED],
     COMPACTION_FAILED: [S.FAILED],
   },
   PAUSED: {
@@ -125,8 +129,18 @@ export const allowedTargets = (state: AgentState, event: AgentEventType): readon
 export const LOOP_WARNING =
   'Not executed: this repeats your earlier calls without progress. Use the results you already have or try a different approach; repeating it again ends the run.';
 
-/** How many recent messages compaction keeps verbatim. */
+/** How many recent messages compaction keeps verbatim in runs begun before `compaction.keepRecentMessages`. */
 export const KEEP_RECENT_MESSAGES = 6;
+
+/** Text the model is given in place of tool calls whose response the output limit cut off. */
+export const CUT_TOOL_CALL =
+  'Not executed: your response was cut off by the output limit before this tool call was complete. Call it again with shorter arguments.';
+
+/** The user turn that asks the model to go on with an answer the output limit cut off. */
+export const CONTINUE_PROMPT = 'Your answer was cut off by the output limit. Continue exactly where it stopped, without repeating anything.';
+
+/** How many times an answer cut off by the output limit is continued before the run ends with it as it is. */
+export const MAX_CONTINUATIONS = 3;
 
 /** Apply one event. An event the current state has no transition for is rejected, never ignored. */
 export function transition(s: RunSnapshot, event: AgentEvent, now: string): TransitionResult {
@@ -161,7 +175,7 @@ function handle(s: RunSnapshot, e: AgentEvent, now: string): TransitionResult {
 
     case 'PLAN_READY': {
       const plan = e.response.text.trim();
-      const next = withResponseUsage({ ...s, plan, overflowsInARow: 0, partialText: e.response.text }, e.response);
+      const next = withResponseUsage({ ...s, ...calibrated(s, e.response), plan, overflowsInARow: 0, partialText: e.response.text }, e.response);
       next.messages = [
         ...s.messages,
         { role: 'assistant', content: `Plan:\n${plan}` },
@@ -172,11 +186,15 @@ function handle(s: RunSnapshot, e: AgentEvent, now: string): TransitionResult {
 
     case 'MODEL_RESPONDED': {
       const { text, toolCalls } = e.response;
-      const next = withResponseUsage({ ...s, pendingToolCalls: toolCalls, lastToolResults: [], overflowsInARow: 0, partialText: text }, e.response);
+      const next = withResponseUsage(
+        { ...s, ...calibrated(s, e.response), pendingToolCalls: toolCalls, lastToolResults: [], overflowsInARow: 0, partialText: text },
+        e.response,
+      );
       next.messages = [
         ...s.messages,
         { role: 'assistant', content: text || null, ...(toolCalls.length ? { toolCalls } : {}) },
       ];
+      if (s.features.realProviders) Object.assign(next, continued(s, e.response));
       return enter(next, S.PROCESSING, e, now);
     }
 
@@ -211,11 +229,15 @@ function handle(s: RunSnapshot, e: AgentEvent, now: string): TransitionResult {
       return enter(next, S.CRITIQUE, e, now);
     }
 
-    case 'CRITIQUE_DONE':
-      return applyCritique({ ...s, lastCritique: e.decision }, e, now);
+    case 'CRITIQUE_DONE': {
+      const decision = s.features.realProviders ? confident(e.decision, s.options.critiqueMinConfidence) : e.decision;
+      return applyCritique({ ...withSideUsage(s, e.usage), lastCritique: decision }, e, now);
+    }
 
     case 'COMPACTED': {
-      const next: RunSnapshot = { ...s, messages: e.result.messages, usage: { ...s.usage, ...addUsage(s.usage, e.result.usage) } };
+      const usage = s.features.realProviders ? withSideUsage(s, e.result.usage).usage : { ...s.usage, ...addUsage(s.usage, e.result.usage) };
+      // A proactive compaction leaves the calibration as it was: the ratio of tokens to characters still holds.
+      const next: RunSnapshot = { ...s, messages: e.result.messages, usage };
       return enter(next, s.resumeTo === S.PLANNING ? S.PLANNING : S.STREAMING, e, now);
     }
 
@@ -263,7 +285,13 @@ function handle(s: RunSnapshot, e: AgentEvent, now: string): TransitionResult {
       return finish(s, S.ABORTED, e, now, `aborted: ${e.reason ?? 'by request'}`);
 
     case 'TIMEOUT':
-      return fail(s, e, now, `timed out after ${s.limits.timeoutMs} ms (limits.timeoutMs)`);
+      if (s.features.realProviders && s.deadline === null) {
+        // While a person decides, only the approval wait has a timer.
+        if (s.state !== S.AWAITING_APPROVAL || s.approvalDeadline === null) return reject('no timer is running: the run waits for a person');
+        const waiting = s.pendingApproval.filter((p) => !p.decision).map((p) => p.name);
+        return fail(s, e, now, `no decision on ${waiting.join(', ')} within ${s.limits.approvalTimeoutMs} ms (limits.approvalTimeoutMs)`);
+      }
+      return fail(s, e, now, `timed out after ${s.limits.timeoutMs} ms${s.features.realProviders ? ' of working time' : ''} (limits.timeoutMs)`);
 
     case 'MESSAGE': {
       const queued = { ...s, queuedMessages: [...s.queuedMessages, e.text] };
@@ -296,6 +324,7 @@ function handle(s: RunSnapshot, e: AgentEvent, now: string): TransitionResult {
 
 function processResponse(s: RunSnapshot, e: AgentEvent, now: string): TransitionResult {
   const calls = s.pendingToolCalls;
+  if (s.features.realProviders && s.lastFinishReason === 'length') return processCutOff(s, e, now);
   if (calls.length === 0) return enter(s, S.CRITIQUE, e, now);
   if (isToolCallLimitReached(s, calls.length)) {
     return fail(s, e, now, `tool call limit reached: ${s.toolCalls} done, ${calls.length} more requested, limits.maxToolCalls is ${s.limits.maxToolCalls}`);
@@ -322,6 +351,54 @@ function processResponse(s: RunSnapshot, e: AgentEvent, now: string): Transition
     return enter(next, S.AWAITING_APPROVAL, e, now);
   }
   return enter(next, S.TOOL_EXECUTING, e, now);
+}
+
+/**
+ * A response the output limit cut off. Tool calls go back to the model as errors (their arguments may be cut
+ * mid-way); a text answer is continued by the next call, up to MAX_CONTINUATIONS times, then ends the run as it is.
+ */
+function processCutOff(s: RunSnapshot, e: AgentEvent, now: string): TransitionResult {
+  const calls = s.pendingToolCalls;
+  if (calls.length > 0) {
+    const cut = calls.map((c) => ({ role: 'tool' as const, toolCallId: c.id, content: CUT_TOOL_CALL }));
+    return enter({ ...s, pendingToolCalls: [], continuations: 0, messages: [...s.messages, ...cut] }, S.STREAMING, e, now);
+  }
+  const limit = s.options.maxOutputTokens === undefined ? "the provider's output limit" : `maxOutputTokens ${s.options.maxOutputTokens}`;
+  if (s.continuations >= MAX_CONTINUATIONS) {
+    const reason = `the answer was cut off by ${limit} and still was after ${MAX_CONTINUATIONS} continuations: it ends truncated`;
+    return finish({ ...s, continuations: 0 }, S.COMPLETED, e, now, reason, lastAssistantText(s));
+  }
+  const next: RunSnapshot = {
+    ...s,
+    reason: `continuing an answer cut off by ${limit}`,
+    continuations: s.continuations + 1,
+    messages: [...s.messages, { role: 'user', content: CONTINUE_PROMPT }],
+  };
+  return enter(next, S.STREAMING, e, now);
+}
+
+/**
+ * What a response changes about continuing a cut-off answer: the finish reason, and, when it continues one, the
+ * parts joined into one assistant message in place of the earlier part and the request to go on.
+ */
+function continued(s: RunSnapshot, r: ModelResponse): Partial<RunSnapshot> {
+  const cut = r.finishReason === 'length';
+  const [prompt, part] = [s.messages.at(-1), s.messages.at(-2)];
+  const continuing = s.continuations > 0 && r.toolCalls.length === 0 && prompt?.role === 'user' && prompt.content === CONTINUE_PROMPT && part?.role === 'assistant';
+  if (!continuing) return { lastFinishReason: r.finishReason, ...(cut ? {} : { continuations: 0 }) };
+  const joined = `${part.content ?? ''}${r.text}`;
+  return {
+    lastFinishReason: r.finishReason,
+    partialText: joined,
+    messages: [...s.messages.slice(0, -2), { role: 'assistant', content: joined }],
+    ...(cut ? {} : { continuations: 0 }),
+  };
+}
+
+/** A `complete` the critic is not confident of is another attempt. */
+function confident(d: CritiqueDecision, min: number): CritiqueDecision {
+  if (d.action !== 'complete' || d.confidence >= min) return d;
+  return { ...d, action: 'retry', reason: `the critic is not confident enough (${d.confidence} < critiqueMinConfidence ${min}): ${d.reason}` };
 }
 
 function applyCritique(s: RunSnapshot, e: AgentEvent, now: string): TransitionResult {
@@ -370,6 +447,9 @@ function enter(s: RunSnapshot, target: AgentState, e: AgentEvent, now: string): 
   if (s.pauseRequested && WORK_STATES.includes(target)) {
     return ok(moveTo({ ...s, pauseRequested: false, resumeTo: target }, S.PAUSED, e, now));
   }
+  // Once per model step: a request still too large after compacting is left to the provider (and the reactive path).
+  const overflow = callsModel && s.features.realProviders && e.type !== 'COMPACTED' ? contextWouldOverflow(s) : null;
+  if (overflow) return enter({ ...s, reason: overflow, resumeTo: target }, S.COMPACTING, e, now);
   let next = moveTo(s, target, e, now);
   if (callsModel) {
     const callNumber = s.loops + 1;
@@ -398,7 +478,7 @@ export function commandsFor(s: RunSnapshot): AgentCommand[] {
       // A model critic judges final answers; tool outcomes are judged by rules.
       return [{ type: 'critique', mode: s.lastToolResults.length === 0 ? s.options.critique : 'rules' }];
     case S.COMPACTING:
-      return [{ type: 'compact', keepRecent: KEEP_RECENT_MESSAGES }];
+      return [{ type: 'compact', keepRecent: s.features.realProviders ? s.options.compaction.keepRecentMessages : KEEP_RECENT_MESSAGES }];
     default:
       return [];
   }
@@ -426,11 +506,46 @@ function moveTo(s: RunSnapshot, to: AgentState, e: AgentEvent, now: string): Run
   if (isTerminal(s.state) && !reopening) throw new Error(`machine bug: leaving terminal state ${s.state}`);
   return {
     ...s,
+    ...(s.features.realProviders ? clocks(s, to, now) : {}),
     state: to,
     stateSince: now,
     step: s.step + 1,
     transitions: [...s.transitions, { from: s.state, to, event: e.type, at: now }],
   };
+}
+
+/** States in which the run waits for a person: the working-time clock stops. */
+const HUMAN_WAITS: readonly AgentState[] = [S.AWAITING_APPROVAL, S.PAUSED];
+
+/**
+ * The run's clocks across a state change: the working-time deadline stops while a person decides (its remainder kept)
+ * and starts again after; an approval wait has its own deadline; an ended run has none.
+ */
+function clocks(s: RunSnapshot, to: AgentState, now: string): Pick<RunSnapshot, 'deadline' | 'workRemainingMs' | 'approvalDeadline'> {
+  if (isTerminal(to)) return { deadline: null, workRemainingMs: null, approvalDeadline: null };
+  let { deadline, workRemainingMs } = s;
+  const waits = HUMAN_WAITS.includes(to);
+  if (waits && deadline !== null) [deadline, workRemainingMs] = [null, Math.max(0, Date.parse(deadline) - Date.parse(now))];
+  if (!waits && workRemainingMs !== null) [deadline, workRemainingMs] = [addMs(now, workRemainingMs), null];
+  const approvalTimeout = s.limits.approvalTimeoutMs;
+  const approvalDeadline = to !== S.AWAITING_APPROVAL || approvalTimeout === undefined ? null : s.state === to ? s.approvalDeadline : addMs(now, approvalTimeout);
+  return { deadline, workRemainingMs, approvalDeadline };
+}
+
+/** The context window and the tokens-per-character the provider reported, for the next request's estimate. */
+function calibrated(s: RunSnapshot, r: ModelResponse): Pick<RunSnapshot, 'contextWindow' | 'promptCalibration'> {
+  const chars = promptChars(s.messages);
+  return {
+    contextWindow: r.contextWindowTokens ?? s.contextWindow,
+    promptCalibration: r.usage.promptTokens > 0 && chars > 0 ? { chars, tokens: r.usage.promptTokens } : s.promptCalibration,
+  };
+}
+
+/** Tokens (and their cost) of a call beside the model steps, such as the critic's or a compaction's. */
+function withSideUsage(s: RunSnapshot, u: Usage | undefined): RunSnapshot {
+  if (!u) return s;
+  const cost = responseCost(s, { text: '', toolCalls: [], usage: u, finishReason: null, model: s.lastModel ?? '' });
+  return { ...s, usage: { ...s.usage, ...addUsage(s.usage, u), costUsd: s.usage.costUsd + cost } };
 }
 
 function withResponseUsage(s: RunSnapshot, r: ModelResponse): RunSnapshot {

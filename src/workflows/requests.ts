@@ -6,6 +6,7 @@ export const PLAN_INSTRUCTION =
   'Before acting, write a short numbered plan (at most 6 steps) for the task above. Do not call tools now; reply with the plan only.';
 
 export function modelRequest(s: RunSnapshot, purpose: 'plan' | 'respond', callNumber: number): ModelRequest {
+  const extra = s.features.realProviders ? providerLimits(s) : {};
   if (purpose === 'plan') {
     return {
       purpose,
@@ -13,9 +14,19 @@ export function modelRequest(s: RunSnapshot, purpose: 'plan' | 'respond', callNu
       model: s.options.model,
       messages: [...s.messages, { role: 'user', content: PLAN_INSTRUCTION }],
       tools: [],
+      ...extra,
     };
   }
-  return { purpose, callNumber, model: s.options.model, messages: s.messages, tools: s.options.tools };
+  return { purpose, callNumber, model: s.options.model, messages: s.messages, tools: s.options.tools, ...extra };
+}
+
+/** The output limit, and the tool names the worker must have (it refuses the call before any request when one is missing). */
+function providerLimits(s: RunSnapshot): Pick<ModelRequest, 'maxOutputTokens' | 'checkTools'> {
+  const named = [...(s.options.tools ?? []), ...s.options.approvalTools.filter((t) => t !== '*')];
+  return {
+    ...(s.options.maxOutputTokens !== undefined ? { maxOutputTokens: s.options.maxOutputTokens } : {}),
+    ...(named.length > 0 ? { checkTools: [...new Set(named)] } : {}),
+  };
 }
 
 export function compactionRequest(s: RunSnapshot, keepRecent: number): CompactionRequest {

@@ -1,7 +1,8 @@
 /** Carrying a run across runs (continue-as-new, fork) and back in time (a step's snapshot): pure functions. */
 import type { ResolvedInput } from '../common/input';
 import { transition, type AgentEvent } from './machine';
-import type { RunSnapshot } from './snapshot';
+import { withDefaults, type RunSnapshot } from './snapshot';
+import { AgentState } from './states';
 
 type Resume = NonNullable<ResolvedInput['resume']>;
 
@@ -20,17 +21,29 @@ export const snapshotDeadline = (resume: Resume): string | null => (resume.snaps
  * behaviour it started with; a fork is a new run, with a fresh deadline and today's behaviour.
  */
 export function carryOn(resume: Resume, features: RunSnapshot['features'], workflowId: string, now: string): RunSnapshot {
-  const carried = resume.snapshot as unknown as RunSnapshot;
+  const carried = withDefaults(resume.snapshot as unknown as RunSnapshot);
   if (resume.kind === 'continue') return { ...carried, origin: carried.origin ?? { kind: 'continue', workflowId, step: carried.step } };
   const origin = resume.origin ?? { workflowId: 'unknown', step: carried.step };
   return {
     ...carried,
     features,
     origin: { kind: 'fork', ...origin },
-    deadline: new Date(Date.parse(now) + carried.limits.timeoutMs).toISOString(),
+    ...forkClocks(carried, features, now),
     pauseRequested: false,
     rejectedEvents: [],
   };
+}
+
+/**
+ * A fork's clocks start afresh from the limits it carries: the whole `timeoutMs` of working time, which waits (and the
+ * approval wait's own clock starts) when the fork begins in a state where a person decides.
+ */
+function forkClocks(s: RunSnapshot, features: RunSnapshot['features'], now: string): Pick<RunSnapshot, 'deadline' | 'workRemainingMs' | 'approvalDeadline'> {
+  const at = (ms: number) => new Date(Date.parse(now) + ms).toISOString();
+  const waits = s.state === AgentState.AWAITING_APPROVAL || s.state === AgentState.PAUSED;
+  if (!features.realProviders || !waits) return { deadline: at(s.limits.timeoutMs), workRemainingMs: null, approvalDeadline: null };
+  const approval = s.state === AgentState.AWAITING_APPROVAL && s.limits.approvalTimeoutMs !== undefined ? at(s.limits.approvalTimeoutMs) : null;
+  return { deadline: null, workRemainingMs: s.limits.timeoutMs, approvalDeadline: approval };
 }
 
 /** The snapshot right after step `step`, replayed through the pure machine from this run's base. */

@@ -1,5 +1,5 @@
 import type { ChatMessage, ToolCall, ToolResult, Usage } from '../common/chat';
-import type { Budget, Limits, ResolvedInput } from '../common/input';
+import type { Budget, CompactionOptions, Limits, ResolvedInput } from '../common/input';
 import { AgentState, type CritiqueDecision } from './states';
 
 export const SNAPSHOT_VERSION = 1;
@@ -40,11 +40,30 @@ export interface RunSnapshot {
     approvalTools: string[];
     budget?: Budget;
     keepOpenMs: number;
+    critiqueMinConfidence: number;
+    maxOutputTokens?: number;
+    contextWindowTokens?: number;
+    compaction: CompactionOptions;
   };
   /** How many times an `approve` of `budget` extended the budget by its original size. */
   budgetGrants: number;
-  /** When the run's `timeoutMs` runs out (reset by each new turn of a kept-open conversation). */
+  /**
+   * When the run's `timeoutMs` runs out (reset by each new turn of a kept-open conversation). Null while the run waits
+   * for a person (with `features.realProviders`): the working time left is then in `workRemainingMs`.
+   */
   deadline: string | null;
+  /** Working time left, kept while the run waits for a person; null while the clock runs. */
+  workRemainingMs: number | null;
+  /** When the current approval wait exceeds `limits.approvalTimeoutMs`; null when none is set or nothing waits. */
+  approvalDeadline: string | null;
+  /** The context window the worker reported for the model that answered, when the run's input names none. */
+  contextWindow: number | null;
+  /** The last request's size in characters and the prompt tokens the provider counted for it: the token estimate's base. */
+  promptCalibration: { chars: number; tokens: number } | null;
+  /** Why the last model response finished (`stop`, `tool_calls`, `length`, ...). */
+  lastFinishReason: string | null;
+  /** How many times the answer being written was cut off by the output limit and continued. */
+  continuations: number;
   /** Answers given so far; a kept-open conversation answers once per turn. */
   turns: number;
   /** COMPLETED but still taking `sendMessage` (within `keepOpenMs`). */
@@ -78,7 +97,7 @@ export interface RunSnapshot {
   /** Critique decisions in a row that asked for another attempt (retry or replan). */
   setbacksInARow: number;
   /** Behaviour switched on by `patched()` markers, fixed when the run starts so that older runs replay unchanged. */
-  features: { noProgressGuard: boolean };
+  features: { noProgressGuard: boolean; realProviders: boolean };
   pauseRequested: boolean;
   /** Where PAUSED resumes to, or which model step COMPACTING returns to. */
   resumeTo: AgentState | null;
@@ -111,9 +130,19 @@ export function initialSnapshot(input: ResolvedInput, now: string): RunSnapshot 
       approvalTools: input.approval?.tools ?? [],
       ...(input.budget ? { budget: input.budget } : {}),
       keepOpenMs: input.keepOpenMs,
+      critiqueMinConfidence: input.critiqueMinConfidence,
+      ...(input.maxOutputTokens !== undefined ? { maxOutputTokens: input.maxOutputTokens } : {}),
+      ...(input.contextWindowTokens !== undefined ? { contextWindowTokens: input.contextWindowTokens } : {}),
+      compaction: input.compaction,
     },
     budgetGrants: 0,
     deadline: null,
+    workRemainingMs: null,
+    approvalDeadline: null,
+    contextWindow: null,
+    promptCalibration: null,
+    lastFinishReason: null,
+    continuations: 0,
     turns: 0,
     conversationOpen: false,
     lastModel: null,
@@ -138,7 +167,7 @@ export function initialSnapshot(input: ResolvedInput, now: string): RunSnapshot 
     failuresInARow: 0,
     overflowsInARow: 0,
     setbacksInARow: 0,
-    features: { noProgressGuard: true },
+    features: { noProgressGuard: true, realProviders: true },
     pauseRequested: false,
     resumeTo: null,
     lastCritique: null,
@@ -155,8 +184,32 @@ export function blankSnapshot(now: string): RunSnapshot {
       limits: { maxLoops: 1, maxToolCalls: 1, timeoutMs: 1_000, maxRepeats: 2, historyEvents: 10_000 },
       plan: false,
       critique: 'rules',
+      critiqueMinConfidence: 0.5,
+      compaction: { threshold: 0.8, keepRecentMessages: 6 },
       keepOpenMs: 0,
     },
     now,
   );
+}
+
+/**
+ * A snapshot carried from a run that began before a field existed (continue-as-new, fork): the missing fields get
+ * the values that keep that run's behaviour, so it carries on as it would have.
+ */
+export function withDefaults(carried: RunSnapshot): RunSnapshot {
+  return {
+    ...carried,
+    options: {
+      ...carried.options,
+      critiqueMinConfidence: carried.options.critiqueMinConfidence ?? 0,
+      compaction: carried.options.compaction ?? { threshold: 0.8, keepRecentMessages: 6 },
+    },
+    workRemainingMs: carried.workRemainingMs ?? null,
+    approvalDeadline: carried.approvalDeadline ?? null,
+    contextWindow: carried.contextWindow ?? null,
+    promptCalibration: carried.promptCalibration ?? null,
+    lastFinishReason: carried.lastFinishReason ?? null,
+    continuations: carried.continuations ?? 0,
+    features: { ...carried.features, realProviders: carried.features?.realProviders ?? false },
+  };
 }

@@ -77,6 +77,8 @@ export interface AgentHarnessOptions {
   conversations?: false;
   /** Conversations the worker keeps in memory; 0 makes every chained call read its chain back from the blob store. */
   conversationCache?: number;
+  /** A real OpenAI-compatible endpoint and model name for the worker instead of the scripted model (test/real-model.test.ts). */
+  llm?: { baseURL: string; model: string };
 }
 
 export async function startAgentHarness(
@@ -100,8 +102,8 @@ export async function startAgentHarness(
     workflowBundle: bundle,
     dataConverter,
     ...agentWorkerOptions({
-      openai: openAIClient({ baseURL: model.url, apiKey: 'scripted' }),
-      defaultModel: 'unset',
+      openai: openAIClient(options.llm ? { baseURL: options.llm.baseURL } : { baseURL: model.url, apiKey: 'scripted' }),
+      defaultModel: options.llm?.model ?? 'unset',
       workspace,
       deltaFlushMs: 100,
       streamIdleTimeoutMs: options.streamIdleTimeoutMs,

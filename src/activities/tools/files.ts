@@ -55,13 +55,14 @@ export function fileTools(workspace: string): Tool[] {
       parameters: z.object({ path: RelativePath }),
       sideEffects: false,
       local: true,
-      async execute({ path: rel }) {
+      async execute({ path: rel }, { signal }) {
         await ensureRoot();
         const file = await resolveInWorkspace(root, rel);
         const stat = await fs.stat(file);
         if (!stat.isFile()) throw new Error(`${rel} is not a file`);
         if (stat.size > MAX_READ_BYTES) throw new Error(`${rel} is ${stat.size} bytes; the limit is ${MAX_READ_BYTES}`);
-        return fs.readFile(file, 'utf8');
+        // A cancelled call stops reading between chunks.
+        return fs.readFile(file, { encoding: 'utf8', signal });
       },
     }),
     defineTool({
@@ -69,6 +70,7 @@ export function fileTools(workspace: string): Tool[] {
       description: 'Create or replace a UTF-8 text file in the workspace.',
       parameters: z.object({ path: RelativePath, content: z.string().max(MAX_READ_BYTES) }),
       sideEffects: true,
+      // No signal: a write cut short by a cancellation would leave half a file behind; 200 KB ends soon enough.
       async execute({ path: rel, content }) {
         await ensureRoot();
         const file = await resolveInWorkspace(root, rel);

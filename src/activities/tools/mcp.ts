@@ -6,6 +6,7 @@
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
+import { DEFAULT_REQUEST_TIMEOUT_MSEC } from '@modelcontextprotocol/sdk/shared/protocol.js';
 import { ErrorCode, McpError, type Tool as McpTool } from '@modelcontextprotocol/sdk/types.js';
 import { AjvJsonSchemaValidator } from '@modelcontextprotocol/sdk/validation/ajv-provider.js';
 import { z } from 'zod';
@@ -25,7 +26,10 @@ export const McpServerConfigSchema = z
     /** Streamable HTTP: the server's endpoint, with optional request `headers`. */
     url: z.url({ protocol: /^https?$/ }).optional(),
     headers: z.record(z.string(), z.string()).optional(),
-    /** Longest a single request may take. @default 60000 (the SDK's) */
+    /**
+     * Longest a single request may take; a tool call's activity may take this plus MCP_TOOL_TIMEOUT_MARGIN_MS.
+     * @default 60000 (the SDK's)
+     */
     timeoutMs: z.number().int().positive().optional(),
   })
   .refine((c) => Boolean(c.command) !== Boolean(c.url), 'give either command (stdio) or url (Streamable HTTP), not both');
@@ -52,6 +56,15 @@ export function parseMcpServers(value: unknown, source: string): McpServerConfig
   if (!parsed.success) throw new Error(`invalid MCP server config in ${source}: ${describeZodError(parsed.error)}`);
   return parsed.data;
 }
+
+/**
+ * What a tool call's activity may take beyond the server's request timeout: a quick reconnect to a server that went
+ * away, and room for the SDK's own timeout to fire before Temporal's start-to-close, so the model hears what happened.
+ */
+export const MCP_TOOL_TIMEOUT_MARGIN_MS = 15_000;
+
+/** The server's request timeout: its config's, or the SDK's default. */
+export const mcpRequestTimeoutMs = (config: McpServerConfig): number => config.timeoutMs ?? DEFAULT_REQUEST_TIMEOUT_MSEC;
 
 /** `<server>_<tool>`, cut to the registry's rule: 1 to 64 of `[A-Za-z0-9_-]`. */
 export const mcpToolName = (server: string, tool: string): string => `${server}_${tool}`.replace(/[^A-Za-z0-9_-]/g, '_').slice(0, 64);
@@ -191,15 +204,17 @@ function toRegistryTool(connection: McpConnection, tool: McpTool): Tool {
     parameters: argumentsSchema(jsonSchema),
     jsonSchema,
     sideEffects: !readOnly,
+    timeoutMs: mcpRequestTimeoutMs(connection.config) + MCP_TOOL_TIMEOUT_MARGIN_MS,
     async execute(args, ctx) {
       const client = await connection.connected().catch((err: Error) => {
         throw new RetryableToolError(err.message); // nothing was sent: safe to try again
       });
       let result: CallToolOutcome;
       try {
+        // The signal aborts on cancellation: the SDK sends notifications/cancelled and the call ends at once.
         result = (await client.callTool({ name: tool.name, arguments: args }, undefined, {
           signal: ctx.signal,
-          timeout: connection.config.timeoutMs,
+          timeout: mcpRequestTimeoutMs(connection.config),
         })) as CallToolOutcome;
       } catch (err) {
         const message = `MCP server ${server}: ${(err as Error).message}`;

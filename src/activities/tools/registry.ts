@@ -11,6 +11,7 @@ import { UNKNOWN_OUTCOME, type ToolLedger } from './ledger';
 export interface ToolContext {
   /** Stable across retries of the same call: the key for idempotent side effects. */
   idempotencyKey: string;
+  /** Aborted when the call is cancelled (the run aborted, the activity timed out, the worker stopping): stop work then. */
   signal: AbortSignal;
 }
 
@@ -60,6 +61,9 @@ export class ToolRegistry {
   ) {
     for (const tool of tools) {
       if (!/^[a-zA-Z0-9_-]{1,64}$/.test(tool.name)) throw new Error(`invalid tool name "${tool.name}"`);
+      if (tool.timeoutMs !== undefined && !(Number.isInteger(tool.timeoutMs) && tool.timeoutMs > 0)) {
+        throw new Error(`tool "${tool.name}" has an invalid timeoutMs ${tool.timeoutMs}: a positive whole number of milliseconds`);
+      }
       if (this.tools.has(tool.name)) throw new Error(`tool "${tool.name}" is registered twice`);
       this.tools.set(tool.name, tool);
     }
@@ -77,6 +81,21 @@ export class ToolRegistry {
   runsLocally(name: string): boolean {
     const tool = this.tools.get(name);
     return tool?.local === true && !tool.sideEffects;
+  }
+
+  /** How long one call of a registered tool may take, when the tool says; absent: the run's default for tools. */
+  timeoutOf(name: string): number | undefined {
+    return this.tools.get(name)?.timeoutMs;
+  }
+
+  /** The call as the run should schedule it: marked `local` (runsLocally) and with the tool's `timeoutMs`, when they apply. */
+  withHints(call: ToolCall): ToolCall {
+    const timeoutMs = this.timeoutOf(call.name);
+    return {
+      ...call,
+      ...(this.runsLocally(call.name) ? { local: true as const } : {}),
+      ...(timeoutMs !== undefined ? { timeoutMs } : {}),
+    };
   }
 
   /** Definitions for the model; `allowed` absent means every tool, and unknown names are an error. */
