@@ -66,7 +66,7 @@ const modelCallOptions: ActivityOptions = {
   startToCloseTimeout: '5 minutes',
   scheduleToCloseTimeout: '20 minutes',
   heartbeatTimeout: '5 seconds',
-  retry: { initialInterval: '1 second', backoffCoefficient: 2, maximumInterval: '30 seconds', maximumAttempts: 0 },
+  retry: { initialInterval: '1 second', backoffCoefficient: 2, maximumInterval: '30 seconds' }, // no attempt cap: the time bounds it
 };
 /** A critic that cannot answer within 2 minutes is replaced by the rule critic rather than hold the run. */
 const criticOptions: ActivityOptions = { ...modelCallOptions, scheduleToCloseTimeout: '2 minutes' };
