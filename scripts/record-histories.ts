@@ -61,6 +61,23 @@ const SCENARIOS: Scenario[] = [
     },
   },
   {
+    // real-providers: the clock stops while the approval waits (the timer is cancelled and started again after it)
+    // and a cut-off answer is continued.
+    name: 'human-time-and-continuation',
+    script: ({ callIndex }) =>
+      callIndex === 0
+        ? { toolCalls: [{ id: 'w1', name: 'writeFile', arguments: { path: 'late.txt', content: 'hi' } }] }
+        : callIndex === 1
+          ? { text: 'Written, and the', finishReason: 'length' }
+          : { text: ' file says hi.' },
+    input: { prompt: 'Write late.txt', approval: { tools: ['writeFile'] }, limits: { timeoutMs: 2_000, approvalTimeoutMs: 600_000 }, maxOutputTokens: 8 },
+    drive: async (h, handle) => {
+      await h.waitForState(handle, (s) => s.state === 'AWAITING_APPROVAL');
+      await new Promise((resolve) => setTimeout(resolve, 2_500)); // past timeoutMs
+      await handle.executeUpdate(approveUpdate, { args: [{ toolCallId: 'w1', approved: true }] });
+    },
+  },
+  {
     name: 'abort-during-stream',
     script: [{ text: 'x'.repeat(500), chunkSize: 2, chunkDelayMs: 50 }],
     input: { prompt: 'Talk' },
