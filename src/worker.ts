@@ -4,7 +4,7 @@
  */
 import { NativeConnection, Worker, type WorkerOptions } from '@temporalio/worker';
 import OpenAI from 'openai';
-import { createActivities, SqliteToolLedger, type ActivityDeps, type Tool } from './activities';
+import { createActivities, readableErrorBodies, SqliteToolLedger, type ActivityDeps, type Tool } from './activities';
 import { connectMcpServers, parseMcpServers, type McpServerInfo, type McpTools } from './activities/tools/mcp';
 import { conversationStoreFromEnv, dataConverterFromEnv, encryptionKeysFromEnv } from './codec';
 import { claimCheckSettings, workflowBundleDir, ledgerFile, llmSettings, mcpServersSource, observabilitySettings, temporalSettings, usesScriptedModel, workspaceDir } from './config';
@@ -46,8 +46,9 @@ export function agentWorkerOptions(
 export const SHUTDOWN_GRACE_TIME = '30 seconds';
 
 export function openAIClient(llm: { baseURL: string; apiKey?: string }): OpenAI {
-  // Temporal owns retries (classified by error kind); the client must not retry behind its back.
-  return new OpenAI({ baseURL: llm.baseURL, apiKey: llm.apiKey ?? 'not-needed', maxRetries: 0, timeout: 10 * 60_000 });
+  // Temporal owns retries (classified by error kind); the client must not retry behind its back. readableErrorBodies:
+  // error bodies the client cannot read (Gemini's root array, vLLM 0.4's top-level message) are classified all the same.
+  return new OpenAI({ baseURL: llm.baseURL, apiKey: llm.apiKey ?? 'not-needed', maxRetries: 0, timeout: 10 * 60_000, fetch: readableErrorBodies() });
 }
 
 export interface AgentWorker {

@@ -106,8 +106,10 @@ test('a connection reset mid-stream is retried; the partial text restarts with a
   expect(state.partialText).toBe(text);
   expect(state.transitions.map((t) => t.to)).toEqual(['STREAMING', 'PROCESSING', 'CRITIQUE', 'COMPLETED']);
   expect(h.model.requests('reset').map((r) => [r.fault, r.completed])).toEqual([['reset', false], [undefined, true]]);
-  // undici's error for a cut body, read by its message even when it comes from another realm.
-  expect(await activityAttempts(handle)).toEqual([{ attempt: 2, lastFailure: { message: 'model call failed: terminated', type: 'ModelInvocationError.Unknown' } }]);
+  // undici's error for a cut body, read by its message even when it comes from another realm: a dropped connection.
+  expect(await activityAttempts(handle)).toEqual([
+    { attempt: 2, lastFailure: { message: 'connection to the model dropped mid-response: terminated', type: 'ModelInvocationError.Connection' } },
+  ]);
 });
 
 test('a stream that ends cleanly but early is not taken for an answer: it is retried and the run completes', async () => {

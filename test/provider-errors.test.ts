@@ -5,8 +5,9 @@
  */
 import type { ApplicationFailure } from '@temporalio/common';
 import OpenAI from 'openai';
-import { classifyModelError, ModelErrorType, readableErrorBodies } from '../src/activities/errors';
+import { classifyModelError, ModelErrorType } from '../src/activities/errors';
 import { startScriptedModel, type ScriptedModel } from '../src/scripted-model';
+import { openAIClient } from '../src/worker';
 
 const T = ModelErrorType;
 
@@ -560,7 +561,8 @@ let readable: OpenAI;
 beforeAll(async () => {
   model = await startScriptedModel();
   plain = new OpenAI({ baseURL: model.url, apiKey: 'scripted', maxRetries: 0 });
-  readable = new OpenAI({ baseURL: model.url, apiKey: 'scripted', maxRetries: 0, fetch: readableErrorBodies() });
+  // The worker's own client, which reads error bodies through readableErrorBodies.
+  readable = openAIClient({ baseURL: model.url, apiKey: 'scripted' });
   ROWS.forEach((row, i) => model.register(`row-${i}`, () => ({ error: { status: row.status, body: row.body, headers: row.headers } })));
 });
 afterAll(async () => model?.close());

@@ -83,7 +83,7 @@ export function createCompactContext(deps: CompactionDeps) {
           { signal: ctx.cancellationSignal },
         );
         const u = response.usage;
-        if (u) usage = addUsage(usage, { promptTokens: u.prompt_tokens, completionTokens: u.completion_tokens, totalTokens: u.total_tokens });
+        if (u) usage = addUsage(usage, { promptTokens: u.prompt_tokens, completionTokens: u.completion_tokens, totalTokens: u.total_tokens ?? u.prompt_tokens + u.completion_tokens });
         return response.choices[0]?.message?.content?.trim() ?? '';
       } catch (err) {
         if (ctx.cancellationSignal.aborted) throw new CancelledFailure('compaction cancelled');

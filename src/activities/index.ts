@@ -66,4 +66,4 @@ export function createActivities(deps: ActivityDeps) {
 export type AgentActivities = ReturnType<typeof createActivities>;
 export { ToolRegistry, defineTool, RetryableToolError, type Tool } from './tools/registry';
 export { SqliteToolLedger, UNKNOWN_OUTCOME, type ToolLedger } from './tools/ledger';
-export { classifyModelError, ModelErrorType } from './errors';
+export { classifyModelError, ModelErrorType, readableErrorBodies } from './errors';
