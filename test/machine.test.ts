@@ -514,6 +514,14 @@ describe('real providers and people', () => {
     expect(s.state).toBe('COMPLETED');
     expect(s.answer).toBe('part0 part1 part2 part3 ');
     expect(s.reason).toBe(`the answer was cut off by maxOutputTokens 5 and still was after ${MAX_CONTINUATIONS} continuations: it ends truncated`);
+    // Nor does a cut-off answer fail the run when maxLoops leaves no call to continue it: it ends with the text.
+    const last = run(snapshot({ limits: { maxLoops: 2 } }), { type: 'START' }, { type: 'MODEL_RESPONDED', response: cut('a ') }, { type: 'PROCESS' });
+    const ended = run(last, { type: 'MODEL_RESPONDED', response: cut('b') }, { type: 'PROCESS' });
+    expect([ended.state, ended.answer, ended.reason]).toEqual([
+      'COMPLETED',
+      'a b',
+      "the answer was cut off by the provider's output limit and limits.maxLoops (2) leaves no model call to continue it: it ends truncated",
+    ]);
     // Before `real-providers`, a cut-off answer was taken as complete.
     const before = run(old(snapshot()), { type: 'START' }, { type: 'MODEL_RESPONDED', response: cut('The cap') }, { type: 'PROCESS' });
     expect(before.state).toBe('CRITIQUE');

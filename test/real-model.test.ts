@@ -3,6 +3,7 @@
  * llama-server with SmolLM2-135M-Instruct (scripts/lib/real-model.ts). Compatibility with a real server's streams,
  * usage, tool calls, disconnects and context errors; everything deterministic stays with the scripted model.
  */
+import type { WorkflowHandle } from '@temporalio/client';
 import { z } from 'zod';
 import { defineTool } from '../src/activities/tools/registry';
 import { abortSignal, stateQuery, type AgentRunResult, type RunStateView } from '../src/common/messages';
@@ -54,9 +55,20 @@ const slotBusy = async (): Promise<boolean> => {
 };
 const events = (s: RunStateView) => s.transitions.map((t) => `${t.event}->${t.to}`);
 
+/** The run's result; a failure names the run's transitions and last messages, since a real model's moves are not scripted. */
+async function resultOf(handle: WorkflowHandle): Promise<AgentRunResult> {
+  try {
+    return await handle.result();
+  } catch (err) {
+    const s = await handle.query(stateQuery, { includeMessages: true });
+    const tail = (s.messages ?? []).slice(-4).map((m) => `${m.role}: ${JSON.stringify(m).slice(0, 160)}`);
+    throw new Error(`${(err as { cause?: Error }).cause?.message ?? String(err)}\n  transitions: ${events(s).join(', ')}\n  last messages:\n    ${tail.join('\n    ')}`);
+  }
+}
+
 test('a plain answer completes with the usage the server reported', async () => {
   const handle = await h.start({ prompt: 'What is the capital of France? Answer in one sentence.', tools: ['listFiles'] });
-  const result: AgentRunResult = await handle.result();
+  const result: AgentRunResult = await resultOf(handle);
 
   expect(result.status).toBe('COMPLETED');
   expect(result.answer?.trim().length).toBeGreaterThan(0);
@@ -71,7 +83,7 @@ test('a long answer streams: partialText grows while STREAMING, then usage is co
   const later = await h.waitForState(handle, (s) => s.state === 'STREAMING' && s.partialText.length > first.partialText.length + 20, 60_000);
   expect(later.partialText.startsWith(first.partialText)).toBe(true);
 
-  const result = await handle.result();
+  const result = await resultOf(handle);
   expect(result.answer!.startsWith(later.partialText.slice(0, 100))).toBe(true);
   expect(result.usage.completionTokens).toBeGreaterThan(50);
   expect(result.usage.promptTokens).toBeGreaterThan(0);
@@ -96,7 +108,7 @@ test('abort during a stream closes the request on the server and ends the run AB
 
   const abortedAt = Date.now();
   await handle.signal(abortSignal, { reason: 'enough' });
-  const result = await handle.result();
+  const result = await resultOf(handle);
   expect(result).toMatchObject({ status: 'ABORTED', reason: 'aborted: enough' });
   // The server stops generating once the client closes the stream, well before its -n cap.
   await waitFor(async () => ((await slotBusy()) ? undefined : true), 5_000, 'llama-server to drop the request');
@@ -111,7 +123,7 @@ test('llama-server killed mid-stream and restarted on the same port: the run com
   await server.restart();
   expect(server.pid).not.toBe(pid);
 
-  const result = await handle.result();
+  const result = await resultOf(handle);
   expect(result.status).toBe('COMPLETED');
   expect(result.answer?.length).toBeGreaterThan(0);
   // The model call was retried after the dropped connection.
@@ -122,12 +134,15 @@ test('llama-server killed mid-stream and restarted on the same port: the run com
 test('a tool result that outgrows the context: llama-server refuses it, the run compacts and completes', async () => {
   inspectionChars = 7_000; // about 2,100 tokens: with the prompt around it, over the server's 2,048
   const handle = await h.start({ prompt: INSPECTIONS_PROMPT, tools: ['listInspections'], limits: { maxLoops: 6 } });
-  const result = await handle.result();
+  const result = await resultOf(handle);
 
   const state = await handle.query(stateQuery);
   expect(state.toolCalls).toBeGreaterThanOrEqual(1);
   expect(events(state)).toContain('CONTEXT_OVERFLOW->COMPACTING');
+  expect(events(state)).toContain('COMPACTED->STREAMING');
+  // The tiny model rambles to its -n cap after the summary; the answer is continued, and ends with its text.
   expect(result.status).toBe('COMPLETED');
+  expect(result.answer?.length).toBeGreaterThan(0);
 }, 300_000);
 
 test('with contextWindowTokens, a growing conversation is compacted before the server refuses it', async () => {
@@ -140,7 +155,7 @@ test('with contextWindowTokens, a growing conversation is compacted before the s
     contextWindowTokens: 1_400,
     limits: { maxLoops: 6 },
   });
-  const result = await handle.result();
+  const result = await resultOf(handle);
 
   const state = await handle.query(stateQuery);
   expect(state.toolCalls).toBeGreaterThanOrEqual(1);

@@ -363,18 +363,21 @@ function processCutOff(s: RunSnapshot, e: AgentEvent, now: string): TransitionRe
     const cut = calls.map((c) => ({ role: 'tool' as const, toolCallId: c.id, content: CUT_TOOL_CALL }));
     return enter({ ...s, pendingToolCalls: [], continuations: 0, messages: [...s.messages, ...cut] }, S.STREAMING, e, now);
   }
-  const limit = s.options.maxOutputTokens === undefined ? "the provider's output limit" : `maxOutputTokens ${s.options.maxOutputTokens}`;
-  if (s.continuations >= MAX_CONTINUATIONS) {
-    const reason = `the answer was cut off by ${limit} and still was after ${MAX_CONTINUATIONS} continuations: it ends truncated`;
-    return finish({ ...s, continuations: 0 }, S.COMPLETED, e, now, reason, lastAssistantText(s));
-  }
+  if (s.continuations >= MAX_CONTINUATIONS) return endTruncated(s, e, now, `still was after ${MAX_CONTINUATIONS} continuations`);
   const next: RunSnapshot = {
     ...s,
-    reason: `continuing an answer cut off by ${limit}`,
+    reason: `continuing an answer cut off by ${outputLimit(s)}`,
     continuations: s.continuations + 1,
     messages: [...s.messages, { role: 'user', content: CONTINUE_PROMPT }],
   };
   return enter(next, S.STREAMING, e, now);
+}
+
+const outputLimit = (s: RunSnapshot) => (s.options.maxOutputTokens === undefined ? "the provider's output limit" : `maxOutputTokens ${s.options.maxOutputTokens}`);
+
+/** The text so far is worth more than a failure: an answer no continuation may follow ends the run as it is, saying why. */
+function endTruncated(s: RunSnapshot, e: AgentEvent, now: string, why: string): TransitionResult {
+  return finish({ ...s, continuations: 0 }, S.COMPLETED, e, now, `the answer was cut off by ${outputLimit(s)} and ${why}: it ends truncated`, lastAssistantText(s));
 }
 
 /**
@@ -436,6 +439,7 @@ function applyCritique(s: RunSnapshot, e: AgentEvent, now: string): TransitionRe
 function enter(s: RunSnapshot, target: AgentState, e: AgentEvent, now: string): TransitionResult {
   const callsModel = target === S.STREAMING || target === S.PLANNING;
   if (callsModel && isLoopLimitReached(s)) {
+    if (s.continuations > 0) return endTruncated(s, e, now, `limits.maxLoops (${s.limits.maxLoops}) leaves no model call to continue it`);
     return fail(s, e, now, `loop limit reached: ${s.loops} model calls, limits.maxLoops is ${s.limits.maxLoops}`);
   }
   const overBudget = callsModel ? budgetExceeded(s) : null;
