@@ -117,3 +117,12 @@ test('an answer cut off by maxOutputTokens is continued and joined; the limit is
   const { messages } = await handle.query(stateQuery, { includeMessages: true });
   expect(messages?.filter((m) => m.role === 'assistant')).toEqual([{ role: 'assistant', content: 'The three primary colours are red, yellow and blue.' }]);
 }, 30_000);
+
+test('a provider that keeps failing ends the model call after 10 of its own failures, counted across attempts', async () => {
+  const unavailable = { error: { status: 503, message: 'The server is overloaded', headers: { 'retry-after-ms': '20' } } };
+  h.model.register('always-503', () => unavailable);
+  const handle = await h.start({ prompt: 'Hello', model: 'always-503' });
+  const failure = await failureOf(handle.result());
+  expect(failure.message).toMatch(/^model call failed: model provider error \(503 server_error\): The server is overloaded \(gave up after 10 provider failures\)$/);
+  expect(h.model.requests('always-503')).toHaveLength(10);
+}, 60_000);

@@ -31,6 +31,11 @@ export interface ModelDeps {
   tools: ToolRegistry;
   /** A stream silent for this long is cut and retried. @default 60000 */
   streamIdleTimeoutMs?: number;
+  /**
+   * Retryable provider failures (429, 5xx, dropped streams) one model call may have before it gives up. Counted across
+   * attempts in the heartbeat details, so a worker killed mid-call (which fails no request) spends none. @default 10
+   */
+  maxProviderFailures?: number;
   /** How often streamed text is sent to the run. @default 250 */
   deltaFlushMs?: number;
   /** Where chained conversations live (a request with `chain`); without one, runs send the whole conversation. */
@@ -107,7 +112,9 @@ export function createCallModel(deps: ModelDeps) {
 
     const assembler = new CompletionAssembler();
     const publisher = new DeltaPublisher(ctx, request.callNumber, flushMs);
-    const stopHeartbeat = startHeartbeat(() => ({ callNumber: request.callNumber, chars: assembler.text.length }));
+    const providerFailures = providerFailuresSoFar(ctx);
+    const beat = () => ({ callNumber: request.callNumber, chars: assembler.text.length, providerFailures });
+    const stopHeartbeat = startHeartbeat(beat);
     let idle: NodeJS.Timeout | undefined;
     let stalled = false;
     const armIdle = () => {
@@ -160,8 +167,17 @@ export function createCallModel(deps: ModelDeps) {
       };
     } catch (err) {
       if (ctx.cancellationSignal.aborted) throw new CancelledFailure('model call cancelled');
-      if (stalled) throw streamStalled(idleTimeoutMs);
-      throw classifyModelError(err, [deps.openai.apiKey]);
+      const failure = stalled ? streamStalled(idleTimeoutMs) : classifyModelError(err, [deps.openai.apiKey]);
+      if (failure.nonRetryable) throw failure;
+      // The count goes with the last heartbeat, which the worker flushes with the failure; the next attempt reads it.
+      const failures = providerFailures + 1;
+      ctx.heartbeat({ ...beat(), providerFailures: failures });
+      if (failures < (deps.maxProviderFailures ?? 10)) throw failure;
+      throw ApplicationFailure.create({
+        type: failure.type ?? undefined,
+        message: `${failure.message} (gave up after ${failures} provider failures)`,
+        nonRetryable: true,
+      });
     } finally {
       clearTimeout(idle);
       stopHeartbeat();
@@ -181,6 +197,12 @@ function checkTools(names: string[] | undefined, registry: ToolRegistry): void {
     nonRetryable: true,
     message: `unknown tools: ${unknown.join(', ')}; this worker has: ${have.join(', ') || '(none)'}`,
   });
+}
+
+/** Provider failures of earlier attempts of this call, from the heartbeat details the last one left. */
+function providerFailuresSoFar(ctx: Context): number {
+  const details = ctx.info.heartbeatDetails as { providerFailures?: unknown } | undefined;
+  return typeof details?.providerFailures === 'number' ? details.providerFailures : 0;
 }
 
 /** The whole conversation of a request: its messages, after those of its chain's base when it has one. */
