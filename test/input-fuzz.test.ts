@@ -92,6 +92,14 @@ function int(min: number, max = Number.MAX_SAFE_INTEGER): FieldSpec {
   };
 }
 
+/** A finite number from `min` to `max`, both allowed. */
+function between(min: number, max: number): FieldSpec {
+  return {
+    valid: fc.double({ min, max, noNaN: true }),
+    invalid: here(fc.oneof(fc.double({ min: -1e9, max: 1e9, noNaN: true }).filter((d) => d < min || d > max), fc.constantFrom(min - 0.01, max + 0.01), notFinite, notNumber)),
+  };
+}
+
 /** A finite number from `min` up, `min` itself allowed or not. */
 function number(min: number, inclusive: boolean): FieldSpec {
   return {
@@ -212,9 +220,11 @@ const LIMITS = {
   maxLoops: int(1, 10_000),
   maxToolCalls: int(1, 100_000),
   timeoutMs: int(1_000, 30 * 24 * 3600_000),
+  approvalTimeoutMs: int(1_000, 365 * 24 * 3600_000),
   maxRepeats: int(2, 100),
   historyEvents: int(100, 50_000),
 };
+const DEFAULT_COMPACTION = { threshold: 0.8, keepRecentMessages: 6 };
 const DEFAULT_LIMITS = { maxLoops: 50, maxToolCalls: 100, timeoutMs: 300_000, maxRepeats: 3, historyEvents: 10_000 };
 
 const hasBudgetLimit = (b: Record<string, unknown>) => b.maxTokens !== undefined || b.maxCostUsd !== undefined;
@@ -263,6 +273,10 @@ const AGENT_RUN_INPUT: ObjectSpec = {
   tools: stringArray(0),
   plan: boolean,
   critique: oneOf(['rules', 'model']),
+  critiqueMinConfidence: between(0, 1),
+  maxOutputTokens: int(1, 1_000_000),
+  contextWindowTokens: int(256, 100_000_000),
+  compaction: nestedObject({ threshold: between(0.1, 1), keepRecentMessages: int(1, 1_000) }),
   approval: nestedObject({ tools: { ...stringArray(1), required: true } }),
   budget,
   keepOpenMs: int(0, 30 * 24 * 3600_000),
@@ -321,13 +335,15 @@ describe('agentRun input', () => {
       fc.property(validInputs(AGENT_RUN_INPUT), ({ input }) => {
         const parsed = parseAgentRunInput(input);
         if (!parsed.ok) throw new Error(parsed.error);
-        const { prompt, limits, plan, critique, budget, keepOpenMs, ...rest } = input as Record<string, any>;
+        const { prompt, limits, plan, critique, critiqueMinConfidence, compaction, budget, keepOpenMs, ...rest } = input as Record<string, any>;
         expect(parsed.value).toEqual({
           ...rest,
           prompt: prompt.trim(),
           limits: { ...DEFAULT_LIMITS, ...limits },
           plan: plan ?? false,
           critique: critique ?? 'rules',
+          critiqueMinConfidence: critiqueMinConfidence ?? 0.5,
+          compaction: { ...DEFAULT_COMPACTION, ...compaction },
           keepOpenMs: keepOpenMs ?? 0,
           ...(budget ? { budget: { reserveOutputTokens: 1024, onExceed: 'fail', ...budget } } : {}),
         });
@@ -339,7 +355,7 @@ describe('agentRun input', () => {
   test('the bare minimum gets every default', () => {
     expect(parseAgentRunInput({ prompt: 'hi' })).toEqual({
       ok: true,
-      value: { prompt: 'hi', limits: DEFAULT_LIMITS, plan: false, critique: 'rules', keepOpenMs: 0 },
+      value: { prompt: 'hi', limits: DEFAULT_LIMITS, plan: false, critique: 'rules', critiqueMinConfidence: 0.5, compaction: DEFAULT_COMPACTION, keepOpenMs: 0 },
     });
   });
 
