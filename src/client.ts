@@ -49,7 +49,7 @@ import {
   type SendMessageResult,
 } from './common/messages';
 import type { PendingApproval, TransitionRecord } from './workflows/snapshot';
-import { AgentState, isTerminal } from './workflows/states';
+import { AgentState, isTerminal } from './common/states';
 
 const agentStateKey = defineSearchAttributeKey(AGENT_STATE_SEARCH_ATTRIBUTE, 'KEYWORD');
 

@@ -5,7 +5,7 @@ import { AgentClient, diffState, type WatchEvent } from '../src/client';
 import { parseAgentRunInput } from '../src/common/input';
 import type { RunStateView } from '../src/common/messages';
 import { initialSnapshot, type PendingApproval, type TransitionRecord } from '../src/workflows/snapshot';
-import type { AgentState } from '../src/workflows/states';
+import type { AgentState } from '../src/common/states';
 
 const T0 = '2026-01-01T10:00:00.000Z';
 

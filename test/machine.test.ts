@@ -5,7 +5,7 @@ import { modelRequest } from '../src/workflows/requests';
 import { findRepetition, toolSignature } from '../src/workflows/guards';
 import { commandsFor, CONTINUE_PROMPT, CUT_TOOL_CALL, LOOP_WARNING, MAX_CONTINUATIONS, resumeAt, transition, TRANSITIONS, type AgentEvent, type AgentEventType } from '../src/workflows/machine';
 import { initialSnapshot, type RunSnapshot } from '../src/workflows/snapshot';
-import { AgentState, isTerminal, type CritiqueAction } from '../src/workflows/states';
+import { AgentState, isTerminal, type CritiqueAction } from '../src/common/states';
 
 const T0 = '2026-01-01T00:00:00.000Z';
 const at = (n: number) => new Date(Date.parse(T0) + n * 1000).toISOString();
@@ -116,7 +116,12 @@ describe('transition table', () => {
 
   test.each(cases.filter((c) => c.targets.length === 0))('$state rejects $type', ({ state, type }) => {
     const r = transition(snapshotIn(state), sampleEvent(type), at(1));
-    expect(r).toEqual({ ok: false, error: `event ${type} has no transition from state ${state}` });
+    const error = isTerminal(state)
+      ? `the run has ended (${state})`
+      : type === 'APPROVAL'
+        ? `the run is ${state}, not AWAITING_APPROVAL`
+        : `event ${type} has no transition from state ${state}`;
+    expect(r).toEqual({ ok: false, error });
   });
 
   test('failed and aborted runs accept nothing; a completed one only a follow-up message or the close of its window', () => {
@@ -247,7 +252,7 @@ describe('a run through the machine', () => {
     let s = run(snapshot({ approval: { tools: ['writeFile'] } }), { type: 'START' }, { type: 'MODEL_RESPONDED', response: response('', calls) }, { type: 'PROCESS' });
     expect(s.state).toBe('AWAITING_APPROVAL');
     expect(s.pendingApproval.map((p) => [p.toolCallId, p.kind])).toEqual([['w1', 'tool'], ['w2', 'tool']]);
-    expect(transition(s, { type: 'APPROVAL', toolCallId: 'nope', approved: true }, at(1))).toEqual({ ok: false, error: 'no tool call nope is waiting for approval' });
+    expect(transition(s, { type: 'APPROVAL', toolCallId: 'nope', approved: true }, at(1))).toEqual({ ok: false, error: 'toolCallId nope is not waiting for approval (waiting: w1, w2)' });
     s = run(s, { type: 'APPROVAL', toolCallId: 'w1', approved: true });
     expect(s.state).toBe('AWAITING_APPROVAL');
     expect(transition(s, { type: 'APPROVAL', toolCallId: 'w1', approved: false }, at(1)).ok).toBe(false);

@@ -9,7 +9,8 @@ import { ApplicationFailure } from '@temporalio/common';
 import type OpenAI from 'openai';
 import type { ChatMessage, CompactionRequest, CompactionResult, Usage } from '../common/chat';
 import { addUsage, emptyUsage } from '../common/chat';
-import { classifyModelError, ModelErrorType } from './errors';
+import { FailureType, ModelErrorType } from '../common/failures';
+import { classifyModelError } from './errors';
 import { heartbeating } from './heartbeat';
 
 export interface CompactionDeps {
@@ -70,7 +71,7 @@ export function createCompactContext(deps: CompactionDeps) {
     if (start === taskIndex + 1) start = messages.length;
     const older = messages.slice(taskIndex + 1, start);
     if (older.length === 0) {
-      throw ApplicationFailure.create({ type: 'CompactionImpossible', message: 'nothing to compact: the task and the recent turns alone exceed the context', nonRetryable: true });
+      throw ApplicationFailure.create({ type: FailureType.CompactionImpossible, message: 'nothing to compact: the task and the recent turns alone exceed the context', nonRetryable: true });
     }
     let usage: Usage = emptyUsage();
     const progress = { round: 0, done: 0 };
@@ -118,7 +119,7 @@ export function createCompactContext(deps: CompactionDeps) {
     // A summary is not streamed: the ticker keeps the activity alive (and cancellable) while the model writes it.
     const summary = await heartbeating(() => ({ ...progress }), compact);
     if (summary === undefined) {
-      throw ApplicationFailure.create({ type: 'CompactionImpossible', message: 'compaction did not converge to one summary', nonRetryable: true });
+      throw ApplicationFailure.create({ type: FailureType.CompactionImpossible, message: 'compaction did not converge to one summary', nonRetryable: true });
     }
     const summaryMessage: ChatMessage = { role: 'user', content: `${SUMMARY_PREFIX}\n${summary}` };
     return { messages: [...head, summaryMessage, ...messages.slice(start)], summarizedMessages: older.length, usage };

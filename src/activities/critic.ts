@@ -10,6 +10,7 @@ import type OpenAI from 'openai';
 import type { ChatCompletion, ChatCompletionCreateParamsNonStreaming } from 'openai/resources/chat/completions';
 import { z } from 'zod';
 import type { CritiqueOutcome, CritiqueRequest, Usage } from '../common/chat';
+import { FailureType } from '../common/failures';
 import { classifyModelError } from './errors';
 import { heartbeating } from './heartbeat';
 
@@ -104,7 +105,7 @@ export function createCritiqueAnswer(deps: { openai: OpenAI; defaultModel: strin
     const json = content.slice(content.indexOf('{'), content.lastIndexOf('}') + 1);
     const parsed = DecisionSchema.safeParse(safeJson(json));
     if (!parsed.success) {
-      throw ApplicationFailure.create({ type: 'CritiqueUnparsable', message: `the critic did not answer with a decision: ${content.slice(0, 200)}`, nonRetryable: true });
+      throw ApplicationFailure.create({ type: FailureType.CritiqueUnparsable, message: `the critic did not answer with a decision: ${content.slice(0, 200)}`, nonRetryable: true });
     }
     return { ...parsed.data, usage: usageOf(response) };
   };

@@ -10,21 +10,9 @@
  */
 import { ApplicationFailure } from '@temporalio/common';
 import OpenAI from 'openai';
+import { ModelErrorType } from '../common/failures';
 
-export const ModelErrorType = {
-  RateLimit: 'ModelInvocationError.RateLimit',
-  ServerError: 'ModelInvocationError.ServerError',
-  Timeout: 'ModelInvocationError.Timeout',
-  Connection: 'ModelInvocationError.Connection',
-  Authentication: 'ModelInvocationError.Authentication',
-  PermissionDenied: 'ModelInvocationError.PermissionDenied',
-  NotFound: 'ModelInvocationError.NotFound',
-  BadRequest: 'ModelInvocationError.BadRequest',
-  QuotaExceeded: 'ModelInvocationError.QuotaExceeded',
-  ContextOverflow: 'ModelInvocationError.ContextOverflow',
-  Unknown: 'ModelInvocationError.Unknown',
-} as const;
-export type ModelErrorType = (typeof ModelErrorType)[keyof typeof ModelErrorType];
+export { ModelErrorType };
 
 /** How each class reads and whether Temporal retries it; retried classes wait what the provider asks, when it asks. */
 const CLASSES: Record<ModelErrorType, { summary: string; retryable: boolean; waitsForProvider?: true }> = {

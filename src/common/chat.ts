@@ -2,6 +2,7 @@
  * JSON-safe conversation types shared by the workflow and the activities.
  * They mirror the OpenAI Chat Completions wire shapes closely enough to pass straight through.
  */
+import { FailureType } from './failures';
 
 export interface ToolCall {
   id: string;
@@ -66,7 +67,7 @@ export interface ConversationRef {
 }
 
 /** The model activity's failure type when a worker cannot read a chain back; the run then sends the whole conversation. */
-export const CONVERSATION_UNAVAILABLE = 'ConversationUnavailable';
+export const CONVERSATION_UNAVAILABLE = FailureType.ConversationUnavailable;
 
 export interface ModelResponse {
   text: string;
@@ -81,7 +82,7 @@ export interface ModelResponse {
 }
 
 /** The model activity's failure type when a run names tools the worker does not have. */
-export const UNKNOWN_TOOL = 'UnknownTool';
+export const UNKNOWN_TOOL = FailureType.UnknownTool;
 
 /** Input of the `executeTool` activity. */
 export interface ToolRequest {

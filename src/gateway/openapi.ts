@@ -3,7 +3,7 @@
  * validate with (`z.toJSONSchema`), so the document cannot drift from what the gateway accepts.
  */
 import { z } from 'zod';
-import { AgentState } from '../workflows/states';
+import { AgentState } from '../common/states';
 import { AbortBodySchema, ApproveBodySchema, SendMessageBodySchema, StartRunBodySchema } from './schemas';
 
 type Json = Record<string, unknown>;

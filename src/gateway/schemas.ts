@@ -4,7 +4,7 @@
  */
 import { z } from 'zod';
 import { AbortInputSchema, AgentRunInputSchema, ApproveInputSchema, parseWith, SendMessageInputSchema } from '../common/input';
-import { AgentState } from '../workflows/states';
+import { AgentState } from '../common/states';
 import { HttpError } from './errors';
 
 /**

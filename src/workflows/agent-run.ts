@@ -34,6 +34,7 @@ import {
   type ToolResult,
 } from '../common/chat';
 import { AGENT_STATE_SEARCH_ATTRIBUTE } from '../common/constants';
+import { FailureType, ModelErrorType } from '../common/failures';
 import { AbortInputSchema, ApproveInputSchema, parseAgentRunInput, parseWith, SendMessageInputSchema, StreamDeltaSchema } from '../common/input';
 import {
   abortSignal,
@@ -53,7 +54,7 @@ import { recordStateDuration } from './metrics';
 import { carryOn, carryOver, snapshotAt, snapshotDeadline } from './resume';
 import { compactionRequest, critiqueRequest, currentDetails, modelCallSummary, modelRequest, toolCallSummary } from './requests';
 import { blankSnapshot, initialSnapshot, type RunSnapshot } from './snapshot';
-import { AgentState, isTerminal } from './states';
+import { AgentState, isTerminal } from '../common/states';
 
 /**
  * Model calls stream for a while; compaction and the critic wait for a non-streamed answer. All heartbeat every
@@ -153,6 +154,12 @@ export async function agentRun(rawInput: unknown): Promise<AgentRunResult> {
     }
   }
 
+  /** An update's validator asks the machine: a dry run of the event, so the checks live in one place. */
+  function refuseUnlessAccepted(event: AgentEvent): void {
+    const result = transition(snapshot, event, now());
+    if (!result.ok) throw new Error(result.error);
+  }
+
   function publish(): void {
     const last = snapshot.transitions[snapshot.transitions.length - 1];
     log.info(`${last.from} -> ${last.to}`, { event: last.event, step: snapshot.step });
@@ -211,13 +218,7 @@ export async function agentRun(rawInput: unknown): Promise<AgentRunResult> {
       validator: (raw) => {
         const parsed = parseWith(ApproveInputSchema, raw, 'approve input');
         if (!parsed.ok) throw new Error(parsed.error);
-        if (snapshot.state !== AgentState.AWAITING_APPROVAL) throw new Error(`the run is ${snapshot.state}, not AWAITING_APPROVAL`);
-        const pending = snapshot.pendingApproval.find((p) => p.toolCallId === parsed.value.toolCallId);
-        if (!pending) {
-          const ids = snapshot.pendingApproval.map((p) => p.toolCallId).join(', ');
-          throw new Error(`toolCallId ${parsed.value.toolCallId} is not waiting for approval (waiting: ${ids || 'none'})`);
-        }
-        if (pending.decision) throw new Error(`toolCallId ${pending.toolCallId} was already decided`);
+        refuseUnlessAccepted({ type: 'APPROVAL', ...parsed.value });
       },
     },
   );
@@ -231,7 +232,7 @@ export async function agentRun(rawInput: unknown): Promise<AgentRunResult> {
       validator: (raw) => {
         const parsed = parseWith(SendMessageInputSchema, raw, 'sendMessage input');
         if (!parsed.ok) throw new Error(parsed.error);
-        if (isTerminal(snapshot.state) && !snapshot.conversationOpen) throw new Error(`the run has ended (${snapshot.state})`);
+        refuseUnlessAccepted({ type: 'MESSAGE', text: parsed.value.text });
       },
     },
   );
@@ -239,12 +240,12 @@ export async function agentRun(rawInput: unknown): Promise<AgentRunResult> {
   if (!input.ok) {
     dispatch({ type: 'INVALID_INPUT', error: input.error }, false);
     if (lean) flush();
-    throw ApplicationFailure.create({ type: 'InvalidInput', message: input.error, nonRetryable: true });
+    throw ApplicationFailure.create({ type: FailureType.InvalidInput, message: input.error, nonRetryable: true });
   }
 
   const resume = input.value.resume;
   if (resume && isTerminal(resume.snapshot.state as AgentState)) {
-    throw ApplicationFailure.create({ type: 'InvalidInput', message: `cannot carry on from a ${resume.snapshot.state} snapshot`, nonRetryable: true });
+    throw ApplicationFailure.create({ type: FailureType.InvalidInput, message: `cannot carry on from a ${resume.snapshot.state} snapshot`, nonRetryable: true });
   }
   // Runs begun before `real-providers` keep their own timer (and its bugs) so that they replay; later runs' timer
   // follows the snapshot's clocks (followClocks), so a fork or a continued run keeps the time it had.
@@ -336,7 +337,7 @@ export async function agentRun(rawInput: unknown): Promise<AgentRunResult> {
     toolCalls: snapshot.toolCalls,
   };
   if (snapshot.state === AgentState.FAILED) {
-    throw ApplicationFailure.create({ type: 'AgentRunFailed', message: snapshot.reason ?? 'failed', nonRetryable: true, details: [result] });
+    throw ApplicationFailure.create({ type: FailureType.AgentRunFailed, message: snapshot.reason ?? 'failed', nonRetryable: true, details: [result] });
   }
   return result;
 
@@ -382,7 +383,7 @@ export async function agentRun(rawInput: unknown): Promise<AgentRunResult> {
       }
       return purpose === 'plan' ? { type: 'PLAN_READY', response } : { type: 'MODEL_RESPONDED', response };
     } catch (err) {
-      if (failureType(err) === 'ModelInvocationError.ContextOverflow') return { type: 'CONTEXT_OVERFLOW', error: failureMessage(err) };
+      if (failureType(err) === ModelErrorType.ContextOverflow) return { type: 'CONTEXT_OVERFLOW', error: failureMessage(err) };
       return { type: 'MODEL_FAILED', error: failureMessage(err) };
     }
   }

@@ -1,5 +1,5 @@
 import type { RunSnapshot } from './snapshot';
-import type { CritiqueDecision } from './states';
+import type { CritiqueDecision } from '../common/states';
 
 /**
  * The default critic: free, deterministic, and enough to steer most runs.

@@ -16,7 +16,7 @@ import {
 } from './guards';
 import { budgetExceeded, contextWouldOverflow, promptChars, responseCost } from './budget';
 import type { RunSnapshot } from './snapshot';
-import { AgentState, type CritiqueDecision, isTerminal, WORK_STATES } from './states';
+import { AgentState, type CritiqueDecision, isTerminal, WORK_STATES } from '../common/states';
 
 export type AgentEvent =
   | { type: 'START' }
@@ -146,7 +146,9 @@ export const MAX_CONTINUATIONS = 3;
 export function transition(s: RunSnapshot, event: AgentEvent, now: string): TransitionResult {
   const targets = allowedTargets(s.state, event.type);
   if (targets.length === 0) {
-    return { ok: false, error: `event ${event.type} has no transition from state ${s.state}` };
+    if (isTerminal(s.state)) return reject(`the run has ended (${s.state})`);
+    if (event.type === 'APPROVAL') return reject(`the run is ${s.state}, not AWAITING_APPROVAL`);
+    return reject(`event ${event.type} has no transition from state ${s.state}`);
   }
   const result = handle(s, event, now);
   if (result.ok && result.snapshot.state !== s.state && !targets.includes(result.snapshot.state)) {
@@ -246,8 +248,11 @@ function handle(s: RunSnapshot, e: AgentEvent, now: string): TransitionResult {
 
     case 'APPROVAL': {
       const pending = s.pendingApproval.find((p) => p.toolCallId === e.toolCallId);
-      if (!pending) return reject(`no tool call ${e.toolCallId} is waiting for approval`);
-      if (pending.decision) return reject(`tool call ${e.toolCallId} was already ${pending.decision.approved ? 'approved' : 'rejected'}`);
+      if (!pending) {
+        const waiting = s.pendingApproval.filter((p) => !p.decision).map((p) => p.toolCallId);
+        return reject(`toolCallId ${e.toolCallId} is not waiting for approval (waiting: ${waiting.join(', ') || 'none'})`);
+      }
+      if (pending.decision) return reject(`toolCallId ${e.toolCallId} was already ${pending.decision.approved ? 'approved' : 'rejected'}`);
       if (pending.kind === 'budget') {
         if (!e.approved) return fail({ ...s, pendingApproval: [] }, e, now, `${s.reason}; extending the budget was declined${e.feedback ? `: ${e.feedback}` : ''}`);
         return enter({ ...s, pendingApproval: [], budgetGrants: s.budgetGrants + 1, resumeTo: null }, s.resumeTo ?? S.STREAMING, e, now);

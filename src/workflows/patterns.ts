@@ -12,10 +12,11 @@ import {
   type StageResult,
   type StepResult,
 } from '../common/patterns';
+import { FailureType } from '../common/failures';
 import { executorPrompt, parseSteps, plannerPrompt, stagePrompt, synthesiserPrompt } from './patterns/prompts';
 import { subAgents } from './patterns/sub-agents';
 
-const invalidInput = (message: string) => ApplicationFailure.create({ type: 'InvalidInput', message, nonRetryable: true });
+const invalidInput = (message: string) => ApplicationFailure.create({ type: FailureType.InvalidInput, message, nonRetryable: true });
 
 export async function planExecute(rawInput: unknown): Promise<PlanExecuteResult> {
   const agents = subAgents('planExecute');

@@ -2,7 +2,7 @@
 import type { ResolvedInput } from '../common/input';
 import { transition, type AgentEvent } from './machine';
 import { withDefaults, type RunSnapshot } from './snapshot';
-import { AgentState } from './states';
+import { AgentState } from '../common/states';
 
 type Resume = NonNullable<ResolvedInput['resume']>;
 

@@ -1,6 +1,6 @@
 import type { ChatMessage, ToolCall, ToolResult, Usage } from '../common/chat';
 import type { Budget, CompactionOptions, Limits, ResolvedInput } from '../common/input';
-import { AgentState, type CritiqueDecision } from './states';
+import { AgentState, type CritiqueDecision } from '../common/states';
 
 export const SNAPSHOT_VERSION = 1;
 

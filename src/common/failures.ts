@@ -1,0 +1,37 @@
+/**
+ * Every failure type string the product raises, in one place: the activities throw them, the workflow branches on
+ * them, and clients (CLI, gateway, a backend's own code) match on them. Plain constants, safe in workflow code.
+ */
+
+/** How a model provider's error is classified (activities/errors.ts); retried or final by class. */
+export const ModelErrorType = {
+  RateLimit: 'ModelInvocationError.RateLimit',
+  ServerError: 'ModelInvocationError.ServerError',
+  Timeout: 'ModelInvocationError.Timeout',
+  Connection: 'ModelInvocationError.Connection',
+  Authentication: 'ModelInvocationError.Authentication',
+  PermissionDenied: 'ModelInvocationError.PermissionDenied',
+  NotFound: 'ModelInvocationError.NotFound',
+  BadRequest: 'ModelInvocationError.BadRequest',
+  QuotaExceeded: 'ModelInvocationError.QuotaExceeded',
+  ContextOverflow: 'ModelInvocationError.ContextOverflow',
+  Unknown: 'ModelInvocationError.Unknown',
+} as const;
+export type ModelErrorType = (typeof ModelErrorType)[keyof typeof ModelErrorType];
+
+/** The product's own failures, beside the provider's. */
+export const FailureType = {
+  /** The run's input (or a carried snapshot) is invalid; the run fails at once, naming the field. */
+  InvalidInput: 'InvalidInput',
+  /** The workflow's failure when a run ends FAILED; its details hold the run's result. */
+  AgentRunFailed: 'AgentRunFailed',
+  /** A run names tools the worker does not have; raised before any model request. */
+  UnknownTool: 'UnknownTool',
+  /** A worker cannot read a chained conversation back; the run then sends the whole conversation. */
+  ConversationUnavailable: 'ConversationUnavailable',
+  /** Nothing older than the task and the recent turns is left to summarise, or summaries did not converge. */
+  CompactionImpossible: 'CompactionImpossible',
+  /** The model critic did not answer with a decision; the run falls back to the rule critic. */
+  CritiqueUnparsable: 'CritiqueUnparsable',
+} as const;
+export type FailureType = (typeof FailureType)[keyof typeof FailureType];
