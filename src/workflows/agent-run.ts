@@ -15,14 +15,11 @@ import {
   patched,
   proxyActivities,
   proxyLocalActivities,
-  setCurrentDetails,
   setHandler,
   sleep,
-  upsertSearchAttributes,
   workflowInfo,
   type ActivityOptions,
 } from '@temporalio/workflow';
-import { defineSearchAttributeKey } from '@temporalio/common';
 import type { AgentActivities } from '../activities';
 import {
   CONVERSATION_UNAVAILABLE,
@@ -33,7 +30,6 @@ import {
   type ToolCall,
   type ToolResult,
 } from '../common/chat';
-import { AGENT_STATE_SEARCH_ATTRIBUTE } from '../common/constants';
 import { FailureType, ModelErrorType } from '../common/failures';
 import { AbortInputSchema, ApproveInputSchema, parseAgentRunInput, parseWith, SendMessageInputSchema, StreamDeltaSchema } from '../common/input';
 import {
@@ -51,8 +47,9 @@ import {
 import { ruleCritique } from './critic';
 import { recordRejection, resumeAt, transition, type AgentCommand, type AgentEvent } from './machine';
 import { recordStateDuration } from './metrics';
+import { createPublisher } from './publisher';
 import { carryOn, carryOver, snapshotAt, snapshotDeadline } from './resume';
-import { compactionRequest, critiqueRequest, currentDetails, modelCallSummary, modelRequest, toolCallSummary } from './requests';
+import { compactionRequest, critiqueRequest, modelCallSummary, modelRequest, toolCallSummary } from './requests';
 import { blankSnapshot, initialSnapshot, type RunSnapshot } from './snapshot';
 import { AgentState, isTerminal } from '../common/states';
 
@@ -81,7 +78,6 @@ const toolOptions: ActivityOptions = {
 const activities = proxyActivities<AgentActivities>(modelCallOptions);
 /** Tools the model activity marked `local` (pure, answering in milliseconds): no task-queue round trip, no extra task. */
 const localActivities = proxyLocalActivities<AgentActivities>({ startToCloseTimeout: toolOptions.startToCloseTimeout, retry: toolOptions.retry });
-const agentStateKey = defineSearchAttributeKey(AGENT_STATE_SEARCH_ATTRIBUTE, 'KEYWORD');
 const CANCELLED = Symbol('cancelled');
 type Work = Exclude<AgentCommand, { type: 'cancelWork' }>;
 const now = () => new Date().toISOString();
@@ -115,6 +111,7 @@ export async function agentRun(rawInput: unknown): Promise<AgentRunResult> {
   // Fixed at the start: runs begun before a change keep the old behaviour on replay.
   snapshot.features = { noProgressGuard: patched(NO_PROGRESS_GUARD_PATCH), realProviders: patched(REAL_PROVIDERS_PATCH) };
   const lean = patched(LEAN_STEPS_PATCH);
+  const publisher = createPublisher(lean);
   const chained = patched(CONVERSATION_CHAIN_PATCH);
   /** The conversation the last model call stored, with its first and last messages to tell whether it still applies. */
   let chain: { ref: ConversationRef; first: ChatMessage; last: ChatMessage } | undefined;
@@ -148,9 +145,8 @@ export async function agentRun(rawInput: unknown): Promise<AgentRunResult> {
     }
     if (snapshot.state !== before) {
       recordStateDuration(before, since, at);
-      publish();
-      // A signal or update may move a run that waits on an activity (pause, abort): show it now, not after the call.
-      if (lean && external) flush();
+      // A signal or update may move a run that waits on an activity (pause, abort): shown now, not after the call.
+      publisher.transitioned(snapshot, external);
     }
   }
 
@@ -158,25 +154,6 @@ export async function agentRun(rawInput: unknown): Promise<AgentRunResult> {
   function refuseUnlessAccepted(event: AgentEvent): void {
     const result = transition(snapshot, event, now());
     if (!result.ok) throw new Error(result.error);
-  }
-
-  function publish(): void {
-    const last = snapshot.transitions[snapshot.transitions.length - 1];
-    log.info(`${last.from} -> ${last.to}`, { event: last.event, step: snapshot.step });
-    if (!lean) flush();
-  }
-
-  /**
-   * The search attribute and current details, for the UI and list filters. With `lean`, written only before the run
-   * waits: a step's four transitions cost the server one visibility write instead of four, and the `state` query
-   * still shows every transition at once.
-   */
-  let published: string | undefined;
-  function flush(): void {
-    setCurrentDetails(currentDetails(snapshot)); // workflow metadata, not a history event
-    if (lean && published === snapshot.state) return;
-    published = snapshot.state;
-    upsertSearchAttributes([{ key: agentStateKey, value: snapshot.state }]);
   }
 
   /** Run activity work in a scope that ABORT and TIMEOUT can cancel. */
@@ -239,7 +216,7 @@ export async function agentRun(rawInput: unknown): Promise<AgentRunResult> {
 
   if (!input.ok) {
     dispatch({ type: 'INVALID_INPUT', error: input.error }, false);
-    if (lean) flush();
+    publisher.beforeWait(snapshot);
     throw ApplicationFailure.create({ type: FailureType.InvalidInput, message: input.error, nonRetryable: true });
   }
 
@@ -258,8 +235,7 @@ export async function agentRun(rawInput: unknown): Promise<AgentRunResult> {
     snapshot = resumed.snapshot;
     base = snapshot;
     queue.push(...(resumed.commands as Work[]));
-    if (lean) published = undefined;
-    else flush();
+    publisher.carriedOn(snapshot);
   } else {
     dispatch({ type: 'START' }, false);
   }
@@ -270,7 +246,7 @@ export async function agentRun(rawInput: unknown): Promise<AgentRunResult> {
         if (!(snapshot.state === AgentState.COMPLETED && snapshot.conversationOpen)) break;
         // Kept open: wait for a follow-up message, with no timeout running between turns.
         if (!snapshot.features.realProviders) timer?.cancel();
-        if (lean) flush();
+        publisher.beforeWait(snapshot);
         const reopened = await condition(() => !snapshot.conversationOpen, snapshot.options.keepOpenMs);
         if (!reopened) dispatch({ type: 'CLOSE' }, false);
         else if (!snapshot.features.realProviders) timer = startTimer(msUntil(snapshot.deadline!));
@@ -278,7 +254,7 @@ export async function agentRun(rawInput: unknown): Promise<AgentRunResult> {
       }
       const command = queue.shift();
       if (!command) {
-        if (lean) flush();
+        publisher.beforeWait(snapshot);
         await condition(() => queue.length > 0 || isTerminal(snapshot.state));
         continue;
       }
@@ -288,7 +264,7 @@ export async function agentRun(rawInput: unknown): Promise<AgentRunResult> {
         await continueAsNew<typeof agentRun>({ ...input.value, resume: { kind: 'continue', snapshot: carryOver(snapshot) } });
       }
       const step = snapshot.step;
-      if (lean && waits(command)) flush();
+      if (waits(command)) publisher.beforeWait(snapshot);
       const event = await execute(command);
       // An outcome that arrives after an abort or timeout moved the run on describes nothing any more.
       if (event !== CANCELLED && snapshot.step === step) dispatch(event, false);
@@ -298,7 +274,7 @@ export async function agentRun(rawInput: unknown): Promise<AgentRunResult> {
     dispatch({ type: 'ABORT', reason: 'the workflow was cancelled' }, true);
   } finally {
     timer?.cancel();
-    if (lean) flush();
+    publisher.beforeWait(snapshot);
   }
 
   function startTimer(ms: number): CancellationScope {

@@ -1,0 +1,48 @@
+/**
+ * Where a run shows its state beside the `state` query: the `AgentState` search attribute (list filters, the CLI's
+ * `temporal workflow list`) and the current details (the UI). Two behaviours, chosen once per run from
+ * `patched('lean-steps')`, so the interpreter never branches on the patch:
+ * - eager (runs begun before lean-steps): both are written on every transition;
+ * - lean: both are written when the run is about to wait (an activity, a person, a condition, its end), or at once
+ *   when a signal or update moved it; the search attribute only when the state differs from the last one written.
+ *   A step's four transitions then cost the server one visibility write instead of four.
+ */
+import { log, setCurrentDetails, upsertSearchAttributes } from '@temporalio/workflow';
+import { defineSearchAttributeKey } from '@temporalio/common';
+import { AGENT_STATE_SEARCH_ATTRIBUTE } from '../common/constants';
+import { currentDetails } from './requests';
+import type { RunSnapshot } from './snapshot';
+
+const agentStateKey = defineSearchAttributeKey(AGENT_STATE_SEARCH_ATTRIBUTE, 'KEYWORD');
+
+export interface Publisher {
+  /** A state change: logged; written at once when eager, or when a signal or update (`external`) caused it. */
+  transitioned(s: RunSnapshot, external: boolean): void;
+  /** The run is about to wait or end: written now when lean. */
+  beforeWait(s: RunSnapshot): void;
+  /** The run carried on from a snapshot (continue-as-new, fork): written at once when eager, at the first wait when lean. */
+  carriedOn(s: RunSnapshot): void;
+}
+
+export function createPublisher(lean: boolean): Publisher {
+  let published: string | undefined;
+  const write = (s: RunSnapshot): void => {
+    setCurrentDetails(currentDetails(s)); // workflow metadata, not a history event
+    if (lean && published === s.state) return;
+    published = s.state;
+    upsertSearchAttributes([{ key: agentStateKey, value: s.state }]);
+  };
+  return {
+    transitioned(s, external) {
+      const last = s.transitions[s.transitions.length - 1];
+      log.info(`${last.from} -> ${last.to}`, { event: last.event, step: s.step });
+      if (!lean || external) write(s);
+    },
+    beforeWait(s) {
+      if (lean) write(s);
+    },
+    carriedOn(s) {
+      if (!lean) write(s);
+    },
+  };
+}
