@@ -44,7 +44,7 @@ function step(s: RunSnapshot, e: AgentEvent) {
 const STATES = Object.values(AgentState);
 const EVENT_TYPES: AgentEventType[] = [
   'START', 'INVALID_INPUT', 'PLAN_READY', 'MODEL_RESPONDED', 'MODEL_FAILED', 'CONTEXT_OVERFLOW', 'PROCESS', 'TOOLS_DONE',
-  'CRITIQUE_DONE', 'COMPACTED', 'COMPACTION_FAILED', 'APPROVAL', 'PAUSE', 'RESUME', 'ABORT', 'TIMEOUT', 'MESSAGE', 'STREAM_DELTA', 'CLOSE',
+  'CRITIQUE_DONE', 'CRITIC_FAILED', 'COMPACTED', 'COMPACTION_FAILED', 'APPROVAL', 'PAUSE', 'RESUME', 'ABORT', 'TIMEOUT', 'MESSAGE', 'STREAM_DELTA', 'CLOSE',
 ];
 
 /** A snapshot sitting in `state` with the context that state implies. */
@@ -75,6 +75,7 @@ function sampleEvent(type: AgentEventType): AgentEvent {
     case 'MODEL_RESPONDED':
       return { type, response: response('ok') };
     case 'MODEL_FAILED':
+    case 'CRITIC_FAILED':
     case 'CONTEXT_OVERFLOW':
     case 'COMPACTION_FAILED':
     case 'INVALID_INPUT':
@@ -580,5 +581,22 @@ describe('real providers and people', () => {
     const s = run(snapshot({ maxOutputTokens: 256, tools: ['readFile'], approval: { tools: ['writeFile', '*'] } }), { type: 'START' });
     expect(modelRequest(s, 'respond', 1)).toMatchObject({ maxOutputTokens: 256, checkTools: ['readFile', 'writeFile'] });
     expect(modelRequest(old(s), 'respond', 1)).not.toHaveProperty('checkTools');
+  });
+});
+
+describe('a failed model critic', () => {
+  test('is an event: the rule critic decides, and its reason says the model critic was unavailable', () => {
+    const s = run(snapshot({ critique: 'model' }), { type: 'START' }, { type: 'MODEL_RESPONDED', response: response('4') }, { type: 'PROCESS' });
+    expect(commandsFor(s)).toEqual([{ type: 'critique', mode: 'model' }]);
+    const r = step(s, { type: 'CRITIC_FAILED', error: 'model provider error (503): overloaded' });
+    expect([r.snapshot.state, r.snapshot.answer]).toEqual(['COMPLETED', '4']);
+    expect(r.snapshot.lastCritique).toEqual({
+      action: 'complete',
+      reason: 'the model answered without calling tools (model critic unavailable: model provider error (503): overloaded)',
+      confidence: 0.8,
+    });
+    // An empty answer is still sent back, as the rule critic would.
+    const empty = run(snapshot({ critique: 'model' }), { type: 'START' }, { type: 'MODEL_RESPONDED', response: response('') }, { type: 'PROCESS' });
+    expect(step(empty, { type: 'CRITIC_FAILED', error: 'x' }).snapshot.state).toBe('STREAMING');
   });
 });

@@ -404,11 +404,11 @@ export async function agentRun(rawInput: unknown): Promise<AgentRunResult> {
     const request = critiqueRequest(snapshot);
     const summary = `model critique of the answer (call #${request.callNumber})`;
     const options = snapshot.features.realProviders ? criticOptions : modelCallOptions;
-    const outcome = await cancellable(() => activities.critiqueAnswer.executeWithOptions({ ...options, summary }, [request])).catch((err: unknown) => {
-      const fallback = ruleCritique(snapshot);
-      return { ...fallback, reason: `${fallback.reason} (model critic unavailable: ${failureMessage(err)})` };
-    });
+    const outcome = await cancellable(() => activities.critiqueAnswer.executeWithOptions({ ...options, summary }, [request])).catch(
+      (err: unknown) => ({ failed: failureMessage(err) }),
+    );
     if (outcome === CANCELLED) return CANCELLED;
+    if ('failed' in outcome) return { type: 'CRITIC_FAILED', error: outcome.failed };
     const { usage, ...decision } = outcome as CritiqueOutcome;
     return { type: 'CRITIQUE_DONE', decision, ...(usage ? { usage } : {}) };
   }

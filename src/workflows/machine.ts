@@ -15,6 +15,7 @@ import {
   toolSignature,
 } from './guards';
 import { budgetExceeded, contextWouldOverflow, promptChars, responseCost } from './budget';
+import { ruleCritique } from './critic';
 import type { RunSnapshot } from './snapshot';
 import { AgentState, type CritiqueDecision, isTerminal, WORK_STATES } from '../common/states';
 
@@ -28,6 +29,8 @@ export type AgentEvent =
   | { type: 'PROCESS' }
   | { type: 'TOOLS_DONE'; results: ToolResult[] }
   | { type: 'CRITIQUE_DONE'; decision: CritiqueDecision; usage?: Usage }
+  /** The model critic could not judge (its provider failed, its answer was no decision): the rule critic decides. */
+  | { type: 'CRITIC_FAILED'; error: string }
   | { type: 'COMPACTED'; result: CompactionResult }
   | { type: 'COMPACTION_FAILED'; error: string }
   | { type: 'APPROVAL'; toolCallId: string; approved: boolean; feedback?: string }
@@ -100,6 +103,7 @@ export const TRANSITIONS: Readonly<Record<AgentState, Targets>> = {
   CRITIQUE: {
     ...whileRunning(S.CRITIQUE),
     CRITIQUE_DONE: [S.STREAMING, S.PLANNING, S.COMPLETED, ...MODEL_STEP_DETOURS],
+    CRITIC_FAILED: [S.STREAMING, S.PLANNING, S.COMPLETED, ...MODEL_STEP_DETOURS],
   },
   COMPACTING: {
     ...whileRunning(S.COMPACTING),
@@ -234,6 +238,11 @@ function handle(s: RunSnapshot, e: AgentEvent, now: string): TransitionResult {
     case 'CRITIQUE_DONE': {
       const decision = s.features.realProviders ? confident(e.decision, s.options.critiqueMinConfidence) : e.decision;
       return applyCritique({ ...withSideUsage(s, e.usage), lastCritique: decision }, e, now);
+    }
+
+    case 'CRITIC_FAILED': {
+      const fallback = ruleCritique(s);
+      return applyCritique({ ...s, lastCritique: { ...fallback, reason: `${fallback.reason} (model critic unavailable: ${e.error})` } }, e, now);
     }
 
     case 'COMPACTED': {
