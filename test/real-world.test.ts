@@ -126,3 +126,14 @@ test('a provider that keeps failing ends the model call after 10 of its own fail
   expect(failure.message).toMatch(/^model call failed: model provider error \(503 server_error\): The server is overloaded \(gave up after 10 provider failures\)$/);
   expect(h.model.requests('always-503')).toHaveLength(10);
 }, 60_000);
+
+test('a model critic whose provider refuses is replaced by the rule critic, and the run says so', async () => {
+  h.model.register('critic-refused', ({ request }) =>
+    request.stream ? { text: 'Paris.' } : { error: { status: 400, message: 'this model cannot judge' } },
+  );
+  const handle = await h.start({ prompt: 'Capital of France?', model: 'critic-refused', critique: 'model' });
+  expect(await handle.result()).toMatchObject({ status: 'COMPLETED', answer: 'Paris.' });
+  const state = await handle.query(stateQuery);
+  expect(state.transitions.map((t) => t.event)).toContain('CRITIC_FAILED');
+  expect(state.lastCritique?.reason).toMatch(/^the model answered without calling tools \(model critic unavailable: .*this model cannot judge\)$/);
+}, 30_000);
