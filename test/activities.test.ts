@@ -2,6 +2,7 @@
 import { mkdirSync, mkdtempSync, symlinkSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
+import { setTimeout as waitUnlessAborted } from 'node:timers/promises';
 import { CancelledFailure } from '@temporalio/activity';
 import { ApplicationFailure } from '@temporalio/common';
 import { MockActivityEnvironment } from '@temporalio/testing';
@@ -286,13 +287,9 @@ describe('tools', () => {
             sideEffects: false,
             timeoutMs: 60_000,
             execute: (_args, { signal }) =>
-              new Promise<string>((resolve, reject) => {
-                const timer = setTimeout(() => resolve('checked'), 10_000);
-                signal.addEventListener('abort', () => {
-                  clearTimeout(timer);
-                  aborted.push(true);
-                  reject(new Error('stopped'));
-                });
+              waitUnlessAborted(10_000, 'checked', { signal }).catch((err: unknown) => {
+                aborted.push(signal.aborted);
+                throw err;
               }),
           }),
           // Ignores its signal: the activity must still end when cancelled.

@@ -3,7 +3,7 @@ import { parseAgentRunInput, type AgentRunInput } from '../src/common/input';
 import { ruleCritique } from '../src/workflows/critic';
 import { modelRequest } from '../src/workflows/requests';
 import { findRepetition, toolSignature } from '../src/workflows/guards';
-import { commandsFor, CONTINUE_PROMPT, CUT_TOOL_CALL, LOOP_WARNING, MAX_CONTINUATIONS, resumeAt, transition, TRANSITIONS, type AgentEvent, type AgentEventType } from '../src/workflows/machine';
+import { commandsFor, CONTINUE_PROMPT, freshClocks, CUT_TOOL_CALL, LOOP_WARNING, MAX_CONTINUATIONS, resumeAt, transition, TRANSITIONS, type AgentEvent, type AgentEventType } from '../src/workflows/machine';
 import { initialSnapshot, type RunSnapshot } from '../src/workflows/snapshot';
 import { AgentState, isTerminal, type CritiqueAction } from '../src/common/states';
 
@@ -598,5 +598,17 @@ describe('a failed model critic', () => {
     // An empty answer is still sent back, as the rule critic would.
     const empty = run(snapshot({ critique: 'model' }), { type: 'START' }, { type: 'MODEL_RESPONDED', response: response('') }, { type: 'PROCESS' });
     expect(step(empty, { type: 'CRITIC_FAILED', error: 'x' }).snapshot.state).toBe('STREAMING');
+  });
+});
+
+describe('a fork\'s clocks', () => {
+  test('start afresh with the limits it carries; waiting already when a person decides', () => {
+    const s = snapshot({ limits: { timeoutMs: 600_000, approvalTimeoutMs: 60_000 } });
+    expect(freshClocks({ ...s, state: 'STREAMING' }, at(10))).toEqual({ deadline: at(610), workRemainingMs: null, approvalDeadline: null });
+    expect(freshClocks({ ...s, state: 'AWAITING_APPROVAL' }, at(10))).toEqual({ deadline: null, workRemainingMs: 600_000, approvalDeadline: at(70) });
+    expect(freshClocks({ ...s, state: 'PAUSED' }, at(10))).toEqual({ deadline: null, workRemainingMs: 600_000, approvalDeadline: null });
+    // Before `real-providers`, the clock ran in every state.
+    const before = { ...s, state: 'PAUSED' as const, features: { noProgressGuard: true, realProviders: false } };
+    expect(freshClocks(before, at(10))).toEqual({ deadline: at(610), workRemainingMs: null, approvalDeadline: null });
   });
 });

@@ -3,6 +3,7 @@
  * tool that take far longer than their heartbeat timeouts each finish in one attempt, because they heartbeat while
  * they work. Asserted from the workflow history: the activity's started event says attempt 1, and nothing timed out.
  */
+import { setTimeout as waitUnlessAborted } from 'node:timers/promises';
 import type { WorkflowHandle } from '@temporalio/client';
 import { temporal } from '@temporalio/proto';
 import { z } from 'zod';
@@ -22,14 +23,7 @@ const slowTool = defineTool({
   parameters: z.object({}),
   sideEffects: false,
   timeoutMs: 120_000,
-  execute: (_args, { signal }) =>
-    new Promise<string>((resolve, reject) => {
-      const timer = setTimeout(() => resolve('report ready'), SLOW_TOOL_MS);
-      signal.addEventListener('abort', () => {
-        clearTimeout(timer);
-        reject(new Error('report cancelled'));
-      });
-    }),
+  execute: (_args, { signal }) => waitUnlessAborted(SLOW_TOOL_MS, 'report ready', { signal }),
 });
 
 let h: AgentHarness;

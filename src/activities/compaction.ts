@@ -12,6 +12,7 @@ import { addUsage, emptyUsage } from '../common/chat';
 import { FailureType, ModelErrorType } from '../common/failures';
 import { classifyModelError } from './errors';
 import { heartbeating } from './heartbeat';
+import { usageOf } from './usage';
 
 export interface CompactionDeps {
   openai: OpenAI;
@@ -84,7 +85,7 @@ export function createCompactContext(deps: CompactionDeps) {
           { signal: ctx.cancellationSignal },
         );
         const u = response.usage;
-        if (u) usage = addUsage(usage, { promptTokens: u.prompt_tokens, completionTokens: u.completion_tokens, totalTokens: u.total_tokens ?? u.prompt_tokens + u.completion_tokens });
+        if (u) usage = addUsage(usage, usageOf(u));
         return response.choices[0]?.message?.content?.trim() ?? '';
       } catch (err) {
         if (ctx.cancellationSignal.aborted) throw new CancelledFailure('compaction cancelled');

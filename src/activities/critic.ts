@@ -9,10 +9,11 @@ import { ApplicationFailure } from '@temporalio/common';
 import type OpenAI from 'openai';
 import type { ChatCompletion, ChatCompletionCreateParamsNonStreaming } from 'openai/resources/chat/completions';
 import { z } from 'zod';
-import type { CritiqueOutcome, CritiqueRequest, Usage } from '../common/chat';
+import type { CritiqueOutcome, CritiqueRequest } from '../common/chat';
 import { FailureType } from '../common/failures';
 import { classifyModelError } from './errors';
 import { heartbeating } from './heartbeat';
+import { usageOf } from './usage';
 
 const ACTIONS = ['continue', 'retry', 'replan', 'complete'] as const;
 
@@ -107,16 +108,7 @@ export function createCritiqueAnswer(deps: { openai: OpenAI; defaultModel: strin
     if (!parsed.success) {
       throw ApplicationFailure.create({ type: FailureType.CritiqueUnparsable, message: `the critic did not answer with a decision: ${content.slice(0, 200)}`, nonRetryable: true });
     }
-    return { ...parsed.data, usage: usageOf(response) };
-  };
-}
-
-function usageOf(response: ChatCompletion): Usage {
-  const u = response.usage;
-  return {
-    promptTokens: u?.prompt_tokens ?? 0,
-    completionTokens: u?.completion_tokens ?? 0,
-    totalTokens: u?.total_tokens ?? (u ? u.prompt_tokens + u.completion_tokens : 0),
+    return { ...parsed.data, usage: usageOf(response.usage) };
   };
 }
 

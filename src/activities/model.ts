@@ -22,6 +22,7 @@ import { streamDeltaSignal } from '../common/messages';
 import { knownContextWindow } from '../common/models';
 import { classifyModelError, streamStalled, streamTruncated } from './errors';
 import { startHeartbeat } from './heartbeat';
+import { usageOf } from './usage';
 import type { ToolRegistry } from './tools/registry';
 
 export interface ModelDeps {
@@ -31,11 +32,6 @@ export interface ModelDeps {
   tools: ToolRegistry;
   /** A stream silent for this long is cut and retried. @default 60000 */
   streamIdleTimeoutMs?: number;
-  /**
-   * Retryable provider failures (429, 5xx, dropped streams) one model call may have before it gives up. Counted across
-   * attempts in the heartbeat details, so a worker killed mid-call (which fails no request) spends none. @default 10
-   */
-  maxProviderFailures?: number;
   /** How often streamed text is sent to the run. @default 250 */
   deltaFlushMs?: number;
   /** Where chained conversations live (a request with `chain`); without one, runs send the whole conversation. */
@@ -43,6 +39,12 @@ export interface ModelDeps {
   /** The context window of every model this worker calls (`LLM_CONTEXT_WINDOW_TOKENS`); absent: the table of known models. */
   contextWindowTokens?: number;
 }
+
+/**
+ * Retryable provider failures (429, 5xx, dropped streams) one model call may have before it gives up. Counted across
+ * attempts in the heartbeat details, so a worker killed mid-call (which fails no request) spends none.
+ */
+export const MAX_PROVIDER_FAILURES = 10;
 
 export function toOpenAIMessages(messages: ChatMessage[]): ChatCompletionMessageParam[] {
   return messages.map((m): ChatCompletionMessageParam => {
@@ -148,18 +150,13 @@ export function createCallModel(deps: ModelDeps) {
       // Nor one a proxy ended early: a complete answer always says why it finished.
       if (assembler.finishReason === null) throw streamTruncated(assembler.text.length);
       await publisher.flush();
-      const usage = assembler.usage;
       const conversation = request.chain && (await storeConversation(request, messages, deps.conversations, ctx));
       const answeredBy = assembler.model || model;
       const contextWindowTokens = deps.contextWindowTokens ?? knownContextWindow(answeredBy);
       return {
         text: assembler.text,
         toolCalls: assembler.toolCalls(request.callNumber).map((c) => deps.tools.withHints(c)),
-        usage: {
-          promptTokens: usage?.prompt_tokens ?? 0,
-          completionTokens: usage?.completion_tokens ?? 0,
-          totalTokens: usage?.total_tokens ?? (usage ? usage.prompt_tokens + usage.completion_tokens : 0),
-        },
+        usage: usageOf(assembler.usage),
         finishReason: assembler.finishReason,
         model: answeredBy,
         ...(conversation ? { conversation } : {}),
@@ -172,7 +169,7 @@ export function createCallModel(deps: ModelDeps) {
       // The count goes with the last heartbeat, which the worker flushes with the failure; the next attempt reads it.
       const failures = providerFailures + 1;
       ctx.heartbeat({ ...beat(), providerFailures: failures });
-      if (failures < (deps.maxProviderFailures ?? 10)) throw failure;
+      if (failures < MAX_PROVIDER_FAILURES) throw failure;
       throw ApplicationFailure.create({
         type: failure.type ?? undefined,
         message: `${failure.message} (gave up after ${failures} provider failures)`,
@@ -189,9 +186,9 @@ export function createCallModel(deps: ModelDeps) {
 
 /** Fails the call for good when the run names a tool the worker's registry lacks. */
 function checkTools(names: string[] | undefined, registry: ToolRegistry): void {
-  const have = registry.names();
-  const unknown = [...new Set(names ?? [])].filter((n) => !have.includes(n));
+  const unknown = registry.missing(names ?? []);
   if (unknown.length === 0) return;
+  const have = registry.names();
   throw ApplicationFailure.create({
     type: UNKNOWN_TOOL,
     nonRetryable: true,

@@ -550,6 +550,16 @@ function clocks(s: RunSnapshot, to: AgentState, now: string): Pick<RunSnapshot, 
   return { deadline, workRemainingMs, approvalDeadline };
 }
 
+/**
+ * The clocks of a run whose working time starts afresh now in its current state (a fork): the whole `timeoutMs`,
+ * waiting already when a person decides, and an approval wait's own clock from now.
+ */
+export function freshClocks(s: RunSnapshot, now: string): Pick<RunSnapshot, 'deadline' | 'workRemainingMs' | 'approvalDeadline'> {
+  const running = { deadline: addMs(now, s.limits.timeoutMs), workRemainingMs: null, approvalDeadline: null };
+  if (!s.features.realProviders) return running;
+  return clocks({ ...s, ...running, state: S.IDLE }, s.state, now);
+}
+
 /** The context window and the tokens-per-character the provider reported, for the next request's estimate. */
 function calibrated(s: RunSnapshot, r: ModelResponse): Pick<RunSnapshot, 'contextWindow' | 'promptCalibration'> {
   const chars = promptChars(s.messages);

@@ -1,8 +1,7 @@
 /** Carrying a run across runs (continue-as-new, fork) and back in time (a step's snapshot): pure functions. */
 import type { ResolvedInput } from '../common/input';
-import { transition, type AgentEvent } from './machine';
+import { freshClocks, transition, type AgentEvent } from './machine';
 import { withDefaults, type RunSnapshot } from './snapshot';
-import { AgentState } from '../common/states';
 
 type Resume = NonNullable<ResolvedInput['resume']>;
 
@@ -28,23 +27,12 @@ export function carryOn(resume: Resume, features: RunSnapshot['features'], workf
     ...carried,
     features,
     origin: { kind: 'fork', ...origin },
-    ...forkClocks(carried, features, now),
+    ...freshClocks({ ...carried, features }, now),
     pauseRequested: false,
     rejectedEvents: [],
   };
 }
 
-/**
- * A fork's clocks start afresh from the limits it carries: the whole `timeoutMs` of working time, which waits (and the
- * approval wait's own clock starts) when the fork begins in a state where a person decides.
- */
-function forkClocks(s: RunSnapshot, features: RunSnapshot['features'], now: string): Pick<RunSnapshot, 'deadline' | 'workRemainingMs' | 'approvalDeadline'> {
-  const at = (ms: number) => new Date(Date.parse(now) + ms).toISOString();
-  const waits = s.state === AgentState.AWAITING_APPROVAL || s.state === AgentState.PAUSED;
-  if (!features.realProviders || !waits) return { deadline: at(s.limits.timeoutMs), workRemainingMs: null, approvalDeadline: null };
-  const approval = s.state === AgentState.AWAITING_APPROVAL && s.limits.approvalTimeoutMs !== undefined ? at(s.limits.approvalTimeoutMs) : null;
-  return { deadline: null, workRemainingMs: s.limits.timeoutMs, approvalDeadline: approval };
-}
 
 /** The snapshot right after step `step`, replayed through the pure machine from this run's base. */
 export function snapshotAt(base: RunSnapshot, log: ReadonlyArray<{ event: AgentEvent; at: string }>, current: RunSnapshot, step: number): RunSnapshot {

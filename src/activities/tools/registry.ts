@@ -98,10 +98,15 @@ export class ToolRegistry {
     };
   }
 
+  /** The names, each once, that no registered tool has. */
+  missing(names: readonly string[]): string[] {
+    return [...new Set(names)].filter((n) => !this.tools.has(n));
+  }
+
   /** Definitions for the model; `allowed` absent means every tool, and unknown names are an error. */
   definitions(allowed?: string[]): OpenAIFunctionTool[] {
     const names = allowed ?? this.names();
-    const unknown = names.filter((n) => !this.tools.has(n));
+    const unknown = this.missing(names);
     if (unknown.length) throw new Error(`unknown tool(s) ${unknown.join(', ')}; registered: ${this.names().join(', ')}`);
     return names.map((name) => {
       const tool = this.tools.get(name)!;
