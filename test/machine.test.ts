@@ -3,7 +3,20 @@ import { parseAgentRunInput, type AgentRunInput } from '../src/common/input';
 import { ruleCritique } from '../src/workflows/critic';
 import { modelRequest } from '../src/workflows/requests';
 import { findRepetition, toolSignature } from '../src/workflows/guards';
-import { commandsFor, CONTINUE_PROMPT, freshClocks, CUT_TOOL_CALL, LOOP_WARNING, MAX_CONTINUATIONS, resumeAt, transition, TRANSITIONS, type AgentEvent, type AgentEventType } from '../src/workflows/machine';
+import {
+  commandsFor,
+  CONTINUE_PROMPT,
+  freshClocks,
+  CUT_TOOL_CALL,
+  LOOP_WARNING,
+  MAX_CONTINUATIONS,
+  resumeAt,
+  transition,
+  TRANSITIONS,
+  type AgentCommand,
+  type AgentEvent,
+  type AgentEventType,
+} from '../src/workflows/machine';
 import { initialSnapshot, type RunSnapshot } from '../src/workflows/snapshot';
 import { AgentState, isTerminal, type CritiqueAction } from '../src/common/states';
 
@@ -35,17 +48,38 @@ function run(s: RunSnapshot, ...events: AgentEvent[]): RunSnapshot {
   return s;
 }
 
-function step(s: RunSnapshot, e: AgentEvent) {
-  const r = transition(s, e, at(99));
+function step(s: RunSnapshot, e: AgentEvent, when = at(99)) {
+  const r = transition(s, e, when);
   if (!r.ok) throw new Error(r.error);
   return r;
 }
 
+/** A run whose final answers a model critic judges: CRITIQUE waits for the CRITIQUE_DONE a test sends. */
+const judged = (input: Partial<AgentRunInput> = {}) => snapshot({ critique: 'model', ...input });
+
+/** The work commands, in the few fields a test compares (the timer is checked on its own). */
+function work(commands: AgentCommand[]): unknown[] {
+  return commands.flatMap((c): unknown[] => {
+    switch (c.type) {
+      case 'timer':
+        return [];
+      case 'callModel':
+        return [{ type: c.type, purpose: c.request.purpose, callNumber: c.request.callNumber }];
+      case 'runTools':
+        return [{ type: c.type, calls: c.requests.map((r) => r.call) }];
+      case 'compact':
+        return [{ type: c.type, keepRecent: c.request.keepRecent }];
+      case 'critique':
+        return [{ type: c.type, callNumber: c.request.callNumber }];
+      default:
+        return [c];
+    }
+  });
+}
+
 const STATES = Object.values(AgentState);
-const EVENT_TYPES: AgentEventType[] = [
-  'START', 'INVALID_INPUT', 'PLAN_READY', 'MODEL_RESPONDED', 'MODEL_FAILED', 'CONTEXT_OVERFLOW', 'PROCESS', 'TOOLS_DONE',
-  'CRITIQUE_DONE', 'CRITIC_FAILED', 'COMPACTED', 'COMPACTION_FAILED', 'APPROVAL', 'PAUSE', 'RESUME', 'ABORT', 'TIMEOUT', 'MESSAGE', 'STREAM_DELTA', 'CLOSE',
-];
+/** Every event the table names for any state: derived from the code, so a new event is in the table tests at once. */
+const EVENT_TYPES = [...new Set(Object.values(TRANSITIONS).flatMap((targets) => Object.keys(targets)))] as AgentEventType[];
 
 /** A snapshot sitting in `state` with the context that state implies. */
 function snapshotIn(state: AgentState): RunSnapshot {
@@ -77,6 +111,7 @@ function sampleEvent(type: AgentEventType): AgentEvent {
     case 'MODEL_FAILED':
     case 'CRITIC_FAILED':
     case 'CONTEXT_OVERFLOW':
+    case 'CHAIN_UNAVAILABLE':
     case 'COMPACTION_FAILED':
     case 'INVALID_INPUT':
       return { type, error: 'boom' };
@@ -104,14 +139,19 @@ describe('transition table', () => {
 
   test.each(cases.filter((c) => c.targets.length > 0))('$state accepts $type', ({ state, type, targets }) => {
     // PAUSED keeps TIMEOUT for runs begun before `real-providers`, whose clock runs on while paused.
-    const s = state === AgentState.PAUSED && type === 'TIMEOUT' ? { ...snapshotIn(state), features: { noProgressGuard: true, realProviders: false } } : snapshotIn(state);
+    const s = state === AgentState.PAUSED && type === 'TIMEOUT' ? { ...snapshotIn(state), features: { noProgressGuard: true, realProviders: false, conversationChain: true } } : snapshotIn(state);
     const r = transition({ ...s, pauseRequested: type === 'PAUSE' ? false : s.pauseRequested }, sampleEvent(type), at(1));
     expect(r.ok).toBe(true);
     if (!r.ok) return;
-    expect([state, ...targets]).toContain(r.snapshot.state);
-    if (r.snapshot.state !== state) {
-      expect(r.snapshot.transitions.at(-1)).toEqual({ from: state, to: r.snapshot.state, event: type, at: at(1) });
-      expect(r.snapshot.step).toBe(s.step + 1);
+    // The event's own step is the first new one; internal steps (processing, the rule critic) may follow it.
+    const first = r.snapshot.transitions[s.transitions.length];
+    if (first?.event === type) {
+      expect(first).toEqual({ from: state, to: first.to, event: type, at: at(1) });
+      expect(targets).toContain(first.to);
+    } else {
+      // The event kept the state (a request recorded); internal steps may go on from there.
+      expect(targets).toContain(state);
+      expect(first?.from ?? r.snapshot.state).toBe(state);
     }
   });
 
@@ -137,30 +177,38 @@ describe('a run through the machine', () => {
   test('start goes to STREAMING and asks for a model call; PLANNING first when planning is on', () => {
     const r = step(snapshot(), { type: 'START' });
     expect(r.snapshot.state).toBe('STREAMING');
-    expect(r.commands).toEqual([{ type: 'callModel', purpose: 'respond', callNumber: 1 }]);
+    expect(r.commands).toEqual([
+      { type: 'timer', due: at(99 + 300) },
+      { type: 'callModel', request: { ...modelRequest(r.snapshot, 'respond', 1), chain: {} } },
+    ]);
     const p = step(snapshot({ plan: true }), { type: 'START' });
     expect(p.snapshot.state).toBe('PLANNING');
-    expect(p.commands).toEqual([{ type: 'callModel', purpose: 'plan', callNumber: 1 }]);
+    expect(work(p.commands)).toEqual([{ type: 'callModel', purpose: 'plan', callNumber: 1 }]);
     const planned = step(p.snapshot, { type: 'PLAN_READY', response: response('1. look\n2. answer') });
     expect(planned.snapshot.plan).toBe('1. look\n2. answer');
     expect(planned.snapshot.state).toBe('STREAMING');
-    expect(planned.commands).toEqual([{ type: 'callModel', purpose: 'respond', callNumber: 2 }]);
+    expect(work(planned.commands)).toEqual([{ type: 'callModel', purpose: 'respond', callNumber: 2 }]);
   });
 
-  test('tool calls are processed, executed, critiqued and fed back to the model', () => {
-    let s = run(snapshot(), { type: 'START' }, { type: 'MODEL_RESPONDED', response: response('', [call('c1')]) });
-    expect(s.state).toBe('PROCESSING');
-    const processed = step(s, { type: 'PROCESS' });
+  test('tool calls are processed, executed, critiqued and fed back to the model; pure steps inside one transition', () => {
+    let s = run(snapshot(), { type: 'START' });
+    const processed = step(s, { type: 'MODEL_RESPONDED', response: response('', [call('c1')]) });
+    // Processing the response needs no effect: the transition goes on to the tools and asks only for them.
     expect(processed.snapshot.state).toBe('TOOL_EXECUTING');
-    expect(processed.commands).toEqual([{ type: 'runTools', calls: [call('c1')] }]);
-    s = run(processed.snapshot, { type: 'TOOLS_DONE', results: [{ toolCallId: 'c1', name: 'readFile', ok: true, content: 'hello' }] });
-    expect(s.state).toBe('CRITIQUE');
+    expect(processed.snapshot.transitions.slice(-2).map((t) => [t.from, t.to, t.event])).toEqual([
+      ['STREAMING', 'PROCESSING', 'MODEL_RESPONDED'],
+      ['PROCESSING', 'TOOL_EXECUTING', 'PROCESS'],
+    ]);
+    expect(processed.commands).toEqual([{ type: 'runTools', requests: [{ call: call('c1'), callNumber: 1 }] }]);
+    // The rule critic judges tool outcomes in the same transition: the next command is the model call.
+    const done = step(processed.snapshot, { type: 'TOOLS_DONE', results: [{ toolCallId: 'c1', name: 'readFile', ok: true, content: 'hello' }] });
+    s = done.snapshot;
+    expect(s.state).toBe('STREAMING');
+    expect(s.lastCritique).toMatchObject({ action: 'continue' });
     expect(s.toolCalls).toBe(1);
     expect(s.messages.at(-1)).toEqual({ role: 'tool', toolCallId: 'c1', content: 'hello' });
-    expect(ruleCritique(s).action).toBe('continue');
-    s = run(s, { type: 'CRITIQUE_DONE', decision: ruleCritique(s) }, { type: 'MODEL_RESPONDED', response: response('done') }, { type: 'PROCESS' });
-    expect(s.state).toBe('CRITIQUE');
-    const end = step(s, { type: 'CRITIQUE_DONE', decision: ruleCritique(s) });
+    expect(work(done.commands)).toEqual([{ type: 'callModel', purpose: 'respond', callNumber: 2 }]);
+    const end = step(s, { type: 'MODEL_RESPONDED', response: response('done') });
     expect(end.snapshot.state).toBe('COMPLETED');
     expect(end.snapshot.answer).toBe('done');
     expect(end.snapshot.usage).toEqual({ promptTokens: 20, completionTokens: 10, totalTokens: 30, modelCalls: 2, costUsd: 0 }); // model m has no price
@@ -175,12 +223,13 @@ describe('a run through the machine', () => {
     ['replan', 'PLANNING'],
     ['complete', 'COMPLETED'],
   ])('critique %s leads to %s', (action, expected) => {
-    const s = run(snapshot(), { type: 'START' }, { type: 'MODEL_RESPONDED', response: response('an answer') }, { type: 'PROCESS' });
+    const s = run(judged(), { type: 'START' }, { type: 'MODEL_RESPONDED', response: response('an answer') });
+    expect(s.state).toBe('CRITIQUE');
     expect(step(s, { type: 'CRITIQUE_DONE', decision: { action, reason: 'because', confidence: 0.5 } }).snapshot.state).toBe(expected);
   });
 
   test('a message sent during the run is answered before the run completes', () => {
-    let s = run(snapshot(), { type: 'START' }, { type: 'MESSAGE', text: 'also this' }, { type: 'MODEL_RESPONDED', response: response('first') }, { type: 'PROCESS' });
+    let s = run(judged(), { type: 'START' }, { type: 'MESSAGE', text: 'also this' }, { type: 'MODEL_RESPONDED', response: response('first') });
     s = step(s, { type: 'CRITIQUE_DONE', decision: { action: 'complete', reason: 'r', confidence: 1 } }).snapshot;
     expect(s.state).toBe('STREAMING');
     expect(s.messages.at(-1)).toEqual({ role: 'user', content: 'also this' });
@@ -190,67 +239,63 @@ describe('a run through the machine', () => {
   test('the loop guard warns the model once, then ends the run naming the repeated call', () => {
     let s = run(snapshot(), { type: 'START' });
     for (let i = 1; i <= 2; i++) {
-      s = run(s, { type: 'MODEL_RESPONDED', response: response('', [call(`c${i}`)]) }, { type: 'PROCESS' });
+      s = run(s, { type: 'MODEL_RESPONDED', response: response('', [call(`c${i}`)]) });
       expect(s.state).toBe('TOOL_EXECUTING');
       s = run(s, { type: 'TOOLS_DONE', results: [{ toolCallId: `c${i}`, name: 'readFile', ok: true, content: 'x' }] });
-      s = run(s, { type: 'CRITIQUE_DONE', decision: ruleCritique(s) });
     }
-    s = run(s, { type: 'MODEL_RESPONDED', response: response('', [call('c3')]) }, { type: 'PROCESS' });
+    s = run(s, { type: 'MODEL_RESPONDED', response: response('', [call('c3')]) });
     expect(s.state).toBe('STREAMING');
     expect(s.loopWarned).toBe(true);
     expect(s.messages.at(-1)).toEqual({ role: 'tool', toolCallId: 'c3', content: LOOP_WARNING });
     expect(s.toolCalls).toBe(2);
-    s = run(s, { type: 'MODEL_RESPONDED', response: response('', [call('c4')]) }, { type: 'PROCESS' });
+    s = run(s, { type: 'MODEL_RESPONDED', response: response('', [call('c4')]) });
     expect(s.state).toBe('FAILED');
     expect(s.reason).toBe('loop detected: readFile({"path":"a.txt"}) called 4 times in a row');
   });
 
   test('maxLoops ends the run before the model call that would exceed it', () => {
     let s = run(snapshot({ limits: { maxLoops: 2 } }), { type: 'START' });
-    s = run(s, { type: 'MODEL_RESPONDED', response: response('') }, { type: 'PROCESS' }, { type: 'CRITIQUE_DONE', decision: ruleCritique({ ...s, messages: [] }) });
-    expect(s.loops).toBe(2);
-    const r = step(run(s, { type: 'MODEL_RESPONDED', response: response('') }, { type: 'PROCESS' }), {
-      type: 'CRITIQUE_DONE',
-      decision: { action: 'retry', reason: 'empty', confidence: 1 },
-    });
+    s = run(s, { type: 'MODEL_RESPONDED', response: response('') }); // the rule critic sends an empty answer back
+    expect([s.state, s.loops]).toEqual(['STREAMING', 2]);
+    const r = step(s, { type: 'MODEL_RESPONDED', response: response('') });
     expect(r.snapshot.state).toBe('FAILED');
     expect(r.snapshot.reason).toBe('loop limit reached: 2 model calls, limits.maxLoops is 2');
-    expect(r.commands).toEqual([{ type: 'cancelWork' }]);
+    expect(r.commands).toEqual([{ type: 'timer', due: null }, { type: 'cancelWork' }]);
   });
 
   test('the no-progress guard ends a run whose critic keeps asking for another attempt', () => {
     const retry = { type: 'CRITIQUE_DONE', decision: { action: 'retry', reason: 'still wrong', confidence: 0.6 } } as const;
-    const attempt = (s: RunSnapshot) => run(s, { type: 'MODEL_RESPONDED', response: response('maybe') }, { type: 'PROCESS' }, retry);
-    let s = run(snapshot(), { type: 'START' });
+    const attempt = (s: RunSnapshot) => run(s, { type: 'MODEL_RESPONDED', response: response('maybe') }, retry);
+    let s = run(judged(), { type: 'START' });
     for (let i = 1; i <= 3; i++) s = attempt(s);
     expect([s.state, s.setbacksInARow]).toEqual(['STREAMING', 3]);
     s = attempt(s);
     expect(s.state).toBe('FAILED');
     expect(s.reason).toBe('no progress: the critic asked for another attempt 4 times in a row (last: retry, still wrong)');
     // Runs started before the guard existed (no patch marker) keep going until maxLoops.
-    let old = run({ ...snapshot(), features: { noProgressGuard: false, realProviders: true } }, { type: 'START' });
+    let old = run({ ...judged(), features: { noProgressGuard: false, realProviders: true, conversationChain: true } }, { type: 'START' });
     for (let i = 1; i <= 5; i++) old = attempt(old);
     expect(old.state).toBe('STREAMING');
   });
 
   test('a step forward resets the no-progress count', () => {
-    let s = run(snapshot(), { type: 'START' });
+    let s = run(judged(), { type: 'START' });
     const retry = { type: 'CRITIQUE_DONE', decision: { action: 'replan', reason: 'r', confidence: 0.5 } } as const;
-    s = run(s, { type: 'MODEL_RESPONDED', response: response('a') }, { type: 'PROCESS' }, retry, { type: 'PLAN_READY', response: response('plan') });
-    s = run(s, { type: 'MODEL_RESPONDED', response: response('b') }, { type: 'PROCESS' }, { type: 'CRITIQUE_DONE', decision: { action: 'continue', reason: 'ok', confidence: 1 } });
+    s = run(s, { type: 'MODEL_RESPONDED', response: response('a') }, retry, { type: 'PLAN_READY', response: response('plan') });
+    s = run(s, { type: 'MODEL_RESPONDED', response: response('b') }, { type: 'CRITIQUE_DONE', decision: { action: 'continue', reason: 'ok', confidence: 1 } });
     expect(s.setbacksInARow).toBe(0);
   });
 
   test('maxToolCalls ends the run when a response asks for more calls than remain', () => {
     const calls = [call('a', 'readFile', { path: '1' }), call('b', 'readFile', { path: '2' })];
-    const s = run(snapshot({ limits: { maxToolCalls: 1 } }), { type: 'START' }, { type: 'MODEL_RESPONDED', response: response('', calls) }, { type: 'PROCESS' });
+    const s = run(snapshot({ limits: { maxToolCalls: 1 } }), { type: 'START' }, { type: 'MODEL_RESPONDED', response: response('', calls) });
     expect(s.state).toBe('FAILED');
     expect(s.reason).toBe('tool call limit reached: 0 done, 2 more requested, limits.maxToolCalls is 1');
   });
 
   test('guarded tools wait for every approval; a rejection goes back to the model', () => {
     const calls = [call('w1', 'writeFile', { path: 'x', content: '1' }), call('w2', 'writeFile', { path: 'y', content: '2' }), call('r1')];
-    let s = run(snapshot({ approval: { tools: ['writeFile'] } }), { type: 'START' }, { type: 'MODEL_RESPONDED', response: response('', calls) }, { type: 'PROCESS' });
+    let s = run(snapshot({ approval: { tools: ['writeFile'] } }), { type: 'START' }, { type: 'MODEL_RESPONDED', response: response('', calls) });
     expect(s.state).toBe('AWAITING_APPROVAL');
     expect(s.pendingApproval.map((p) => [p.toolCallId, p.kind])).toEqual([['w1', 'tool'], ['w2', 'tool']]);
     expect(transition(s, { type: 'APPROVAL', toolCallId: 'nope', approved: true }, at(1))).toEqual({ ok: false, error: 'toolCallId nope is not waiting for approval (waiting: w1, w2)' });
@@ -259,7 +304,7 @@ describe('a run through the machine', () => {
     expect(transition(s, { type: 'APPROVAL', toolCallId: 'w1', approved: false }, at(1)).ok).toBe(false);
     const r = step(s, { type: 'APPROVAL', toolCallId: 'w2', approved: false, feedback: 'not there' });
     expect(r.snapshot.state).toBe('TOOL_EXECUTING');
-    expect(r.commands).toEqual([{ type: 'runTools', calls: [calls[0], calls[2]] }]);
+    expect(work(r.commands)).toEqual([{ type: 'runTools', calls: [calls[0], calls[2]] }]);
     s = run(r.snapshot, {
       type: 'TOOLS_DONE',
       results: [
@@ -279,31 +324,31 @@ describe('a run through the machine', () => {
     let s = run(snapshot(), { type: 'START' }, { type: 'PAUSE' });
     expect(s.state).toBe('STREAMING');
     expect(transition(s, { type: 'PAUSE' }, at(1))).toEqual({ ok: false, error: 'a pause is already requested' });
-    s = run(s, { type: 'MODEL_RESPONDED', response: response('', [call('c1')]) }, { type: 'PROCESS' });
+    s = run(s, { type: 'MODEL_RESPONDED', response: response('', [call('c1')]) });
     expect(s.state).toBe('PAUSED');
     expect(s.resumeTo).toBe('TOOL_EXECUTING');
     expect(transition(s, { type: 'PAUSE' }, at(1)).ok).toBe(false);
     const r = step(s, { type: 'RESUME' });
     expect(r.snapshot.state).toBe('TOOL_EXECUTING');
-    expect(r.commands).toEqual([{ type: 'runTools', calls: [call('c1')] }]);
+    expect(work(r.commands)).toEqual([{ type: 'runTools', calls: [call('c1')] }]);
     expect(transition(r.snapshot, { type: 'RESUME' }, at(1))).toEqual({ ok: false, error: 'the run is TOOL_EXECUTING, not paused' });
   });
 
   test('a pause request can be withdrawn before it takes effect', () => {
     const s = run(snapshot(), { type: 'START' }, { type: 'PAUSE' }, { type: 'RESUME' }, { type: 'MODEL_RESPONDED', response: response('x') });
-    expect(s.state).toBe('PROCESSING');
+    expect([s.state, s.answer]).toEqual(['COMPLETED', 'x']);
   });
 
   test('context overflow compacts and returns to the model step; repeated overflow fails', () => {
     let s = run(snapshot(), { type: 'START' });
     const r = step(s, { type: 'CONTEXT_OVERFLOW', error: 'too long' });
     expect(r.snapshot.state).toBe('COMPACTING');
-    expect(r.commands).toEqual([{ type: 'compact', keepRecent: 6 }]);
+    expect(work(r.commands)).toEqual([{ type: 'compact', keepRecent: 6 }]);
     const summary = [{ role: 'user' as const, content: 'summary' }];
     const back = step(r.snapshot, { type: 'COMPACTED', result: { messages: summary, summarizedMessages: 4, usage: { promptTokens: 1, completionTokens: 1, totalTokens: 2 } } });
     expect(back.snapshot.state).toBe('STREAMING');
     expect(back.snapshot.messages).toEqual(summary);
-    expect(back.commands).toEqual([{ type: 'callModel', purpose: 'respond', callNumber: 2 }]);
+    expect(work(back.commands)).toEqual([{ type: 'callModel', purpose: 'respond', callNumber: 2 }]);
     s = back.snapshot;
     s = run(s, { type: 'CONTEXT_OVERFLOW', error: 'still' }, { type: 'COMPACTED', result: { messages: summary, summarizedMessages: 0, usage: { promptTokens: 0, completionTokens: 0, totalTokens: 0 } } });
     s = run(s, { type: 'CONTEXT_OVERFLOW', error: 'again' });
@@ -316,7 +361,9 @@ describe('a run through the machine', () => {
       const aborted = step(snapshotIn(state), { type: 'ABORT', reason: 'user said so' });
       expect(aborted.snapshot.state).toBe('ABORTED');
       expect(aborted.snapshot.reason).toBe('aborted: user said so');
-      expect(aborted.commands).toEqual([{ type: 'cancelWork' }]);
+      // The timer stops with the run; a paused run has none running.
+      const stopTimer = state === AgentState.PAUSED ? [] : [{ type: 'timer', due: null }];
+      expect(aborted.commands).toEqual([...stopTimer, { type: 'cancelWork' }]);
       if (state === AgentState.PAUSED) {
         // No clock runs while paused: a late timer is refused.
         expect(transition(snapshotIn(state), { type: 'TIMEOUT' }, at(99))).toEqual({ ok: false, error: 'no timer is running: the run waits for a person' });
@@ -333,7 +380,7 @@ describe('a run through the machine', () => {
   });
 
   test('streamed text accumulates for the call in flight and restarts with a new attempt', () => {
-    let s = run(snapshot(), { type: 'START' }, { type: 'STREAM_DELTA', callNumber: 1, attempt: 1, text: 'Hel' }, { type: 'STREAM_DELTA', callNumber: 1, attempt: 1, text: 'lo' });
+    let s = run(judged(), { type: 'START' }, { type: 'STREAM_DELTA', callNumber: 1, attempt: 1, text: 'Hel' }, { type: 'STREAM_DELTA', callNumber: 1, attempt: 1, text: 'lo' });
     expect(s.partialText).toBe('Hello');
     s = run(s, { type: 'STREAM_DELTA', callNumber: 0, attempt: 1, text: 'stale' });
     expect(s.partialText).toBe('Hello');
@@ -344,13 +391,13 @@ describe('a run through the machine', () => {
     expect(s.partialText).toBe('Hi there'); // the whole text stays until the next call, so watchers see its tail
     s = run(s, { type: 'STREAM_DELTA', callNumber: 1, attempt: 2, text: ' late' });
     expect(s.partialText).toBe('Hi there');
-    s = run(s, { type: 'PROCESS' }, { type: 'CRITIQUE_DONE', decision: { action: 'retry', reason: 'r', confidence: 1 } });
+    s = run(s, { type: 'CRITIQUE_DONE', decision: { action: 'retry', reason: 'r', confidence: 1 } });
     expect([s.state, s.partialText, s.stream]).toEqual(['STREAMING', '', { callNumber: 2, attempt: 1 }]);
   });
 });
 
 describe('rule critic', () => {
-  const base = run(snapshot(), { type: 'START' }, { type: 'MODEL_RESPONDED', response: response('', [call('c1')]) }, { type: 'PROCESS' });
+  const base = run(snapshot(), { type: 'START' }, { type: 'MODEL_RESPONDED', response: response('', [call('c1')]) });
   const done = (ok: boolean, failuresInARow = 0) => ({
     ...run(base, { type: 'TOOLS_DONE', results: [{ toolCallId: 'c1', name: 'readFile', ok, content: ok ? 'x' : 'Error: nope' }] }),
     ...(failuresInARow ? { failuresInARow } : {}),
@@ -362,9 +409,9 @@ describe('rule critic', () => {
   ])('$name -> $action', ({ s, action }) => expect(ruleCritique(s).action).toBe(action));
 
   test('an answer completes; an empty one is retried', () => {
-    const answered = run(snapshot(), { type: 'START' }, { type: 'MODEL_RESPONDED', response: response('42') }, { type: 'PROCESS' });
+    const answered = run(snapshot(), { type: 'START' }, { type: 'MODEL_RESPONDED', response: response('42') });
     expect(ruleCritique(answered)).toMatchObject({ action: 'complete' });
-    const empty = run(snapshot(), { type: 'START' }, { type: 'MODEL_RESPONDED', response: response('  ') }, { type: 'PROCESS' });
+    const empty = run(snapshot(), { type: 'START' }, { type: 'MODEL_RESPONDED', response: response('  ') });
     expect(ruleCritique(empty)).toMatchObject({ action: 'retry', reason: 'the model returned an empty answer' });
   });
 });
@@ -393,9 +440,9 @@ describe('budgets', () => {
   const big = (n: number) => response('x', []) && { ...response('answer'), usage: { promptTokens: n, completionTokens: n, totalTokens: 2 * n } };
 
   test('a call that would exceed the token budget is not made; the run fails naming the budget', () => {
-    let s = run(snapshot({ budget: { maxTokens: 3_000, reserveOutputTokens: 500 } }), { type: 'START' });
+    let s = run(judged({ budget: { maxTokens: 3_000, reserveOutputTokens: 500 } }), { type: 'START' });
     expect(s.state).toBe('STREAMING');
-    s = run(s, { type: 'MODEL_RESPONDED', response: big(1_300) }, { type: 'PROCESS' });
+    s = run(s, { type: 'MODEL_RESPONDED', response: big(1_300) });
     const r = step(s, { type: 'CRITIQUE_DONE', decision: { action: 'retry', reason: 'again', confidence: 1 } });
     expect(r.snapshot.state).toBe('FAILED');
     expect(r.snapshot.reason).toMatch(/^token budget exceeded: 2600 used \+ \d+ reserved for the next call > 3000 \(budget\.maxTokens\)$/);
@@ -403,13 +450,13 @@ describe('budgets', () => {
   });
 
   test('with onExceed approve the run waits; approving extends the budget, declining ends the run', () => {
-    let s = run(snapshot({ budget: { maxTokens: 3_000, reserveOutputTokens: 500, onExceed: 'approve' } }), { type: 'START' });
-    s = run(s, { type: 'MODEL_RESPONDED', response: big(1_300) }, { type: 'PROCESS' }, { type: 'CRITIQUE_DONE', decision: { action: 'retry', reason: 'r', confidence: 1 } });
+    let s = run(judged({ budget: { maxTokens: 3_000, reserveOutputTokens: 500, onExceed: 'approve' } }), { type: 'START' });
+    s = run(s, { type: 'MODEL_RESPONDED', response: big(1_300) }, { type: 'CRITIQUE_DONE', decision: { action: 'retry', reason: 'r', confidence: 1 } });
     expect(s.state).toBe('AWAITING_APPROVAL');
     expect(s.pendingApproval).toEqual([{ toolCallId: 'budget', kind: 'budget', name: 'budget', arguments: JSON.stringify({ reason: s.reason }) }]);
     const approved = step(s, { type: 'APPROVAL', toolCallId: 'budget', approved: true });
     expect(approved.snapshot).toMatchObject({ state: 'STREAMING', budgetGrants: 1, loops: 2 });
-    expect(approved.commands).toEqual([{ type: 'callModel', purpose: 'respond', callNumber: 2 }]);
+    expect(work(approved.commands)).toEqual([{ type: 'callModel', purpose: 'respond', callNumber: 2 }]);
     const declined = step(s, { type: 'APPROVAL', toolCallId: 'budget', approved: false, feedback: 'too dear' });
     expect(declined.snapshot.state).toBe('FAILED');
     expect(declined.snapshot.reason).toMatch(/extending the budget was declined: too dear$/);
@@ -419,7 +466,7 @@ describe('budgets', () => {
     const priced = { ...response('a'), model: 'scripted-x', usage: { promptTokens: 1_000_000, completionTokens: 500_000, totalTokens: 1_500_000 } };
     const s = run(snapshot({ budget: { maxCostUsd: 100 } }), { type: 'START' }, { type: 'MODEL_RESPONDED', response: priced });
     expect(s.usage.costUsd).toBeCloseTo(2); // 1M prompt at $1 + 0.5M completion at $2
-    const unpriced = run(snapshot({ budget: { maxCostUsd: 100 } }), { type: 'START' }, { type: 'MODEL_RESPONDED', response: { ...response('a'), model: 'mystery-1' } }, { type: 'PROCESS' });
+    const unpriced = run(judged({ budget: { maxCostUsd: 100 } }), { type: 'START' }, { type: 'MODEL_RESPONDED', response: { ...response('a'), model: 'mystery-1' } });
     const r = step(unpriced, { type: 'CRITIQUE_DONE', decision: { action: 'retry', reason: 'r', confidence: 1 } });
     expect(r.snapshot.reason).toBe('no price for model mystery-1: add it to budget.prices');
   });
@@ -427,35 +474,38 @@ describe('budgets', () => {
 
 describe('multi-turn', () => {
   test('a kept-open conversation takes a follow-up message after its answer, then closes', () => {
-    let s = run(snapshot({ keepOpenMs: 60_000 }), { type: 'START' }, { type: 'MODEL_RESPONDED', response: response('first answer') }, { type: 'PROCESS' });
-    s = run(s, { type: 'CRITIQUE_DONE', decision: ruleCritique(s) });
+    const first = step(run(snapshot({ keepOpenMs: 60_000 }), { type: 'START' }), { type: 'MODEL_RESPONDED', response: response('first answer') });
+    let s = first.snapshot;
     expect(s).toMatchObject({ state: 'COMPLETED', answer: 'first answer', turns: 1, conversationOpen: true });
+    expect(first.commands).toEqual([{ type: 'timer', due: null }, { type: 'cancelWork' }, { type: 'awaitMessage', ms: 60_000 }]);
     const next = step(s, { type: 'MESSAGE', text: 'and then?' });
     expect(next.snapshot).toMatchObject({ state: 'STREAMING', conversationOpen: false, loops: 2 });
     expect(next.snapshot.messages.at(-1)).toEqual({ role: 'user', content: 'and then?' });
-    s = run(next.snapshot, { type: 'MODEL_RESPONDED', response: response('second answer') }, { type: 'PROCESS' });
-    s = run(s, { type: 'CRITIQUE_DONE', decision: ruleCritique(s) }, { type: 'CLOSE' });
+    s = run(next.snapshot, { type: 'MODEL_RESPONDED', response: response('second answer') }, { type: 'CLOSE' });
     expect(s).toMatchObject({ state: 'COMPLETED', answer: 'second answer', turns: 2, conversationOpen: false });
     expect(transition(s, { type: 'MESSAGE', text: 'late' }, at(1))).toEqual({ ok: false, error: 'the conversation is closed' });
   });
 
   test('without keepOpenMs a completed run takes no message', () => {
-    let s = run(snapshot(), { type: 'START' }, { type: 'MODEL_RESPONDED', response: response('done') }, { type: 'PROCESS' });
-    s = run(s, { type: 'CRITIQUE_DONE', decision: ruleCritique(s) });
-    expect(s.conversationOpen).toBe(false);
+    const s = run(snapshot(), { type: 'START' }, { type: 'MODEL_RESPONDED', response: response('done') });
+    expect([s.state, s.conversationOpen]).toEqual(['COMPLETED', false]);
     expect(transition(s, { type: 'MESSAGE', text: 'more' }, at(1)).ok).toBe(false);
   });
 });
 
 describe('carrying on from a snapshot', () => {
   test('every state restarts the work it stands for, without counting it twice', () => {
-    const s = run(snapshot(), { type: 'START' }, { type: 'MODEL_RESPONDED', response: response('', [call('c1')]) }, { type: 'PROCESS' });
-    expect(resumeAt(s).commands).toEqual([{ type: 'runTools', calls: [call('c1')] }]);
+    const s = run(snapshot(), { type: 'START' }, { type: 'MODEL_RESPONDED', response: response('', [call('c1')]) });
+    expect(resumeAt(s, at(50)).commands).toEqual([{ type: 'timer', due: s.deadline }, ...commandsFor(s)]);
+    expect(work(commandsFor(s))).toEqual([{ type: 'runTools', calls: [call('c1')] }]);
     const streaming = run(snapshot(), { type: 'START' }, { type: 'STREAM_DELTA', callNumber: 1, attempt: 1, text: 'par' });
-    const resumed = resumeAt(streaming);
-    expect(resumed.commands).toEqual([{ type: 'callModel', purpose: 'respond', callNumber: 1 }]);
+    const resumed = resumeAt(streaming, at(50));
+    expect(work(resumed.commands)).toEqual([{ type: 'callModel', purpose: 'respond', callNumber: 1 }]);
     expect(resumed.snapshot).toMatchObject({ loops: 1, partialText: '', stream: { callNumber: 1, attempt: 1 } });
     expect(commandsFor({ ...s, state: 'AWAITING_APPROVAL' })).toEqual([]);
+    // A snapshot taken inside a macrostep (a fork from a PROCESSING step) takes the internal step on resuming.
+    const processing = { ...s, state: 'PROCESSING' as const, pendingToolCalls: [call('c2')] };
+    expect(work(resumeAt(processing, at(50)).commands)).toEqual([{ type: 'runTools', calls: [call('c2')] }]);
   });
 });
 
@@ -467,8 +517,9 @@ describe('real providers and people', () => {
   test('the working-time clock stops while a person decides and starts again with what was left', () => {
     let s = run(snapshot({ approval: { tools: ['writeFile'] } }), { type: 'START' }); // at(1): deadline at(301)
     expect(s.deadline).toBe(at(301));
-    s = step(s, { type: 'MODEL_RESPONDED', response: response('', [call('w', 'writeFile')]) }).snapshot;
-    s = transition(s, { type: 'PROCESS' }, at(11)).ok ? (transition(s, { type: 'PROCESS' }, at(11)) as { snapshot: RunSnapshot }).snapshot : s;
+    const waiting = step(s, { type: 'MODEL_RESPONDED', response: response('', [call('w', 'writeFile')]) }, at(11));
+    s = waiting.snapshot;
+    expect(waiting.commands).toEqual([{ type: 'timer', due: null }]); // no clock runs while a person decides
     expect([s.state, s.deadline, s.workRemainingMs, s.approvalDeadline]).toEqual(['AWAITING_APPROVAL', null, 290_000, null]);
     // Approved an hour later: 290 s of working time remain from then.
     const approved = transition(s, { type: 'APPROVAL', toolCallId: 'w', approved: true }, at(HOUR));
@@ -477,9 +528,8 @@ describe('real providers and people', () => {
 
   test('pausing stops the clock too; a run begun before keeps it running', () => {
     const paused = (base: RunSnapshot) => {
-      let s = run(base, { type: 'START' }, { type: 'PAUSE' });
-      s = step(s, { type: 'MODEL_RESPONDED', response: response('', [call('r')]) }).snapshot;
-      return (transition(s, { type: 'PROCESS' }, at(101)) as { snapshot: RunSnapshot }).snapshot;
+      const s = run(base, { type: 'START' }, { type: 'PAUSE' });
+      return step(s, { type: 'MODEL_RESPONDED', response: response('', [call('r')]) }, at(101)).snapshot;
     };
     const s = paused(snapshot());
     expect([s.state, s.deadline, s.workRemainingMs]).toEqual(['PAUSED', null, 200_000]);
@@ -491,9 +541,10 @@ describe('real providers and people', () => {
 
   test('limits.approvalTimeoutMs ends a run whose approval waits too long, naming the tools', () => {
     let s = run(snapshot({ approval: { tools: ['writeFile'] }, limits: { approvalTimeoutMs: 60_000 } }), { type: 'START' });
-    s = step(s, { type: 'MODEL_RESPONDED', response: response('', [call('w', 'writeFile')]) }).snapshot;
-    s = (transition(s, { type: 'PROCESS' }, at(10)) as { snapshot: RunSnapshot }).snapshot;
+    const waiting = step(s, { type: 'MODEL_RESPONDED', response: response('', [call('w', 'writeFile')]) }, at(10));
+    s = waiting.snapshot;
     expect(s.approvalDeadline).toBe(at(70));
+    expect(waiting.commands).toEqual([{ type: 'timer', due: at(70) }]);
     const r = transition(s, { type: 'TIMEOUT' }, at(70));
     expect(r.ok && [r.snapshot.state, r.snapshot.reason, r.snapshot.approvalDeadline]).toEqual([
       'FAILED',
@@ -503,39 +554,36 @@ describe('real providers and people', () => {
   });
 
   test('an answer cut off by the output limit is continued and the parts joined into one answer', () => {
-    let s = run(snapshot({ maxOutputTokens: 5 }), { type: 'START' }, { type: 'MODEL_RESPONDED', response: cut('The capital ') });
-    const next = step(s, { type: 'PROCESS' });
+    const next = step(run(snapshot({ maxOutputTokens: 5 }), { type: 'START' }), { type: 'MODEL_RESPONDED', response: cut('The capital ') });
     expect(next.snapshot.state).toBe('STREAMING');
     expect(next.snapshot.messages.at(-1)).toEqual({ role: 'user', content: CONTINUE_PROMPT });
-    expect(next.commands).toEqual([{ type: 'callModel', purpose: 'respond', callNumber: 2 }]);
-    s = run(next.snapshot, { type: 'MODEL_RESPONDED', response: response('is Paris.') }, { type: 'PROCESS' });
+    expect(work(next.commands)).toEqual([{ type: 'callModel', purpose: 'respond', callNumber: 2 }]);
+    const s = run(next.snapshot, { type: 'MODEL_RESPONDED', response: response('is Paris.') });
     expect(s.messages.slice(-1)).toEqual([{ role: 'assistant', content: 'The capital is Paris.' }]);
-    s = run(s, { type: 'CRITIQUE_DONE', decision: ruleCritique(s) });
     expect([s.state, s.answer, s.continuations]).toEqual(['COMPLETED', 'The capital is Paris.', 0]);
   });
 
   test(`an answer still cut off after ${MAX_CONTINUATIONS} continuations ends the run with the text, saying so`, () => {
     let s = run(snapshot({ maxOutputTokens: 5 }), { type: 'START' });
-    for (let i = 0; i <= MAX_CONTINUATIONS; i++) s = run(s, { type: 'MODEL_RESPONDED', response: cut(`part${i} `) }, { type: 'PROCESS' });
+    for (let i = 0; i <= MAX_CONTINUATIONS; i++) s = run(s, { type: 'MODEL_RESPONDED', response: cut(`part${i} `) });
     expect(s.state).toBe('COMPLETED');
     expect(s.answer).toBe('part0 part1 part2 part3 ');
     expect(s.reason).toBe(`the answer was cut off by maxOutputTokens 5 and still was after ${MAX_CONTINUATIONS} continuations: it ends truncated`);
     // Nor does a cut-off answer fail the run when maxLoops leaves no call to continue it: it ends with the text.
-    const last = run(snapshot({ limits: { maxLoops: 2 } }), { type: 'START' }, { type: 'MODEL_RESPONDED', response: cut('a ') }, { type: 'PROCESS' });
-    const ended = run(last, { type: 'MODEL_RESPONDED', response: cut('b') }, { type: 'PROCESS' });
+    const last = run(snapshot({ limits: { maxLoops: 2 } }), { type: 'START' }, { type: 'MODEL_RESPONDED', response: cut('a ') });
+    const ended = run(last, { type: 'MODEL_RESPONDED', response: cut('b') });
     expect([ended.state, ended.answer, ended.reason]).toEqual([
       'COMPLETED',
       'a b',
       "the answer was cut off by the provider's output limit and limits.maxLoops (2) leaves no model call to continue it: it ends truncated",
     ]);
     // Before `real-providers`, a cut-off answer was taken as complete.
-    const before = run(old(snapshot()), { type: 'START' }, { type: 'MODEL_RESPONDED', response: cut('The cap') }, { type: 'PROCESS' });
-    expect(before.state).toBe('CRITIQUE');
+    const before = run(old(snapshot()), { type: 'START' }, { type: 'MODEL_RESPONDED', response: cut('The cap') });
+    expect([before.state, before.answer]).toEqual(['COMPLETED', 'The cap']);
   });
 
   test('tool calls cut off by the output limit go back to the model as errors, not to the tools', () => {
-    const s = run(snapshot(), { type: 'START' }, { type: 'MODEL_RESPONDED', response: cut('', [call('c', 'writeFile', '{"path":"a.t')]) });
-    const r = step(s, { type: 'PROCESS' });
+    const r = step(run(snapshot(), { type: 'START' }), { type: 'MODEL_RESPONDED', response: cut('', [call('c', 'writeFile', '{"path":"a.t')]) });
     expect(r.snapshot.state).toBe('STREAMING');
     expect(r.snapshot.messages.at(-1)).toEqual({ role: 'tool', toolCallId: 'c', content: CUT_TOOL_CALL });
     expect(r.snapshot.toolCalls).toBe(0);
@@ -544,20 +592,18 @@ describe('real providers and people', () => {
   test('with a known context window the run compacts before the request would pass the threshold, once per step', () => {
     const big = 'x'.repeat(6_000); // 1,000 tokens even at the 6 characters a token the estimate allows at most
     const input = { contextWindowTokens: 1_000, compaction: { threshold: 0.8, keepRecentMessages: 2 } };
-    let s = run(snapshot(input), { type: 'START' }, { type: 'MODEL_RESPONDED', response: response('', [call('r')]) }, { type: 'PROCESS' });
-    s = run(s, { type: 'TOOLS_DONE', results: [{ toolCallId: 'r', name: 'readFile', ok: true, content: big }] });
-    const r = step(s, { type: 'CRITIQUE_DONE', decision: ruleCritique(s) });
+    const s = run(snapshot(input), { type: 'START' }, { type: 'MODEL_RESPONDED', response: response('', [call('r')]) });
+    const r = step(s, { type: 'TOOLS_DONE', results: [{ toolCallId: 'r', name: 'readFile', ok: true, content: big }] });
     expect(r.snapshot.state).toBe('COMPACTING');
-    expect(r.commands).toEqual([{ type: 'compact', keepRecent: 2 }]);
+    expect(work(r.commands)).toEqual([{ type: 'compact', keepRecent: 2 }]);
     expect(r.snapshot.reason).toMatch(/^compacting first: the next request is about \d+ tokens, over 800 \(compaction.threshold 0.8 of a 1000-token context window\)$/);
     // Still over after compacting: the request goes out and the provider decides (the reactive path stays).
     const back = step(r.snapshot, { type: 'COMPACTED', result: { messages: r.snapshot.messages, summarizedMessages: 1, usage: { promptTokens: 7, completionTokens: 3, totalTokens: 10 } } });
     expect(back.snapshot.state).toBe('STREAMING');
-    expect(back.snapshot.usage.totalTokens).toBe(s.usage.totalTokens + 10);
+    expect(back.snapshot.usage.totalTokens).toBe(r.snapshot.usage.totalTokens + 10);
     // No window known: no estimate, no early compaction.
-    const unknown = run(snapshot(), { type: 'START' }, { type: 'MODEL_RESPONDED', response: response('', [call('r')]) }, { type: 'PROCESS' });
-    const done = run(unknown, { type: 'TOOLS_DONE', results: [{ toolCallId: 'r', name: 'readFile', ok: true, content: big }] });
-    expect(step(done, { type: 'CRITIQUE_DONE', decision: ruleCritique(done) }).snapshot.state).toBe('STREAMING');
+    const unknown = run(snapshot(), { type: 'START' }, { type: 'MODEL_RESPONDED', response: response('', [call('r')]) });
+    expect(run(unknown, { type: 'TOOLS_DONE', results: [{ toolCallId: 'r', name: 'readFile', ok: true, content: big }] }).state).toBe('STREAMING');
   });
 
   test("the estimate uses the provider's count of the last request, and the window the worker reported", () => {
@@ -567,13 +613,13 @@ describe('real providers and people', () => {
   });
 
   test('a complete the critic is not confident of is another attempt; its tokens count', () => {
-    let s = run(snapshot({ critiqueMinConfidence: 0.7 }), { type: 'START' }, { type: 'MODEL_RESPONDED', response: response('maybe 5') }, { type: 'PROCESS' });
+    let s = run(judged({ critiqueMinConfidence: 0.7 }), { type: 'START' }, { type: 'MODEL_RESPONDED', response: response('maybe 5') });
     const usage = { promptTokens: 40, completionTokens: 10, totalTokens: 50 };
     s = run(s, { type: 'CRITIQUE_DONE', decision: { action: 'complete', reason: 'looks right', confidence: 0.4 }, usage });
     expect(s.state).toBe('STREAMING');
     expect(s.lastCritique).toEqual({ action: 'retry', reason: 'the critic is not confident enough (0.4 < critiqueMinConfidence 0.7): looks right', confidence: 0.4 });
     expect(s.usage.totalTokens).toBe(15 + 50);
-    s = run(s, { type: 'MODEL_RESPONDED', response: response('4') }, { type: 'PROCESS' }, { type: 'CRITIQUE_DONE', decision: { action: 'complete', reason: 'right', confidence: 0.9 } });
+    s = run(s, { type: 'MODEL_RESPONDED', response: response('4') }, { type: 'CRITIQUE_DONE', decision: { action: 'complete', reason: 'right', confidence: 0.9 } });
     expect([s.state, s.answer]).toEqual(['COMPLETED', '4']);
   });
 
@@ -586,8 +632,8 @@ describe('real providers and people', () => {
 
 describe('a failed model critic', () => {
   test('is an event: the rule critic decides, and its reason says the model critic was unavailable', () => {
-    const s = run(snapshot({ critique: 'model' }), { type: 'START' }, { type: 'MODEL_RESPONDED', response: response('4') }, { type: 'PROCESS' });
-    expect(commandsFor(s)).toEqual([{ type: 'critique', mode: 'model' }]);
+    const s = run(snapshot({ critique: 'model' }), { type: 'START' }, { type: 'MODEL_RESPONDED', response: response('4') });
+    expect(commandsFor(s)).toEqual([{ type: 'critique', request: { model: undefined, task: 'do the task', answer: '4', callNumber: 2 }, timeouts: 'critic' }]);
     const r = step(s, { type: 'CRITIC_FAILED', error: 'model provider error (503): overloaded' });
     expect([r.snapshot.state, r.snapshot.answer]).toEqual(['COMPLETED', '4']);
     expect(r.snapshot.lastCritique).toEqual({
@@ -596,7 +642,7 @@ describe('a failed model critic', () => {
       confidence: 0.8,
     });
     // An empty answer is still sent back, as the rule critic would.
-    const empty = run(snapshot({ critique: 'model' }), { type: 'START' }, { type: 'MODEL_RESPONDED', response: response('') }, { type: 'PROCESS' });
+    const empty = run(snapshot({ critique: 'model' }), { type: 'START' }, { type: 'MODEL_RESPONDED', response: response('') });
     expect(step(empty, { type: 'CRITIC_FAILED', error: 'x' }).snapshot.state).toBe('STREAMING');
   });
 });
@@ -608,7 +654,49 @@ describe('a fork\'s clocks', () => {
     expect(freshClocks({ ...s, state: 'AWAITING_APPROVAL' }, at(10))).toEqual({ deadline: null, workRemainingMs: 600_000, approvalDeadline: at(70) });
     expect(freshClocks({ ...s, state: 'PAUSED' }, at(10))).toEqual({ deadline: null, workRemainingMs: 600_000, approvalDeadline: null });
     // Before `real-providers`, the clock ran in every state.
-    const before = { ...s, state: 'PAUSED' as const, features: { noProgressGuard: true, realProviders: false } };
+    const before = { ...s, state: 'PAUSED' as const, features: { noProgressGuard: true, realProviders: false, conversationChain: true } };
     expect(freshClocks(before, at(10))).toEqual({ deadline: at(610), workRemainingMs: null, approvalDeadline: null });
+  });
+});
+
+describe('the conversation chain', () => {
+  const stored = (count: number) => ({ ref: `sha-${count}`, count });
+  const callOf = (commands: AgentCommand[]) => commands.find((c) => c.type === 'callModel')?.request;
+
+  test('a call sends the stored conversation and the messages since; a rewrite of the conversation drops the chain', () => {
+    const started = step(snapshot(), { type: 'START' });
+    expect(callOf(started.commands)).toMatchObject({ chain: {}, messages: started.snapshot.messages });
+    const sent = started.snapshot.messages.length;
+    const answered = step(started.snapshot, { type: 'MODEL_RESPONDED', response: { ...response('', [call('c1')]), conversation: stored(sent) } });
+    expect(answered.snapshot.chain).toEqual(stored(sent));
+    const next = step(answered.snapshot, { type: 'TOOLS_DONE', results: [{ toolCallId: 'c1', name: 'readFile', ok: true, content: 'x' }] });
+    expect(callOf(next.commands)).toMatchObject({ chain: { base: stored(sent) }, messages: next.snapshot.messages.slice(sent) });
+    // Compaction rewrites the conversation: the next call sends all of it and starts a new chain.
+    const compacting = step(next.snapshot, { type: 'CONTEXT_OVERFLOW', error: 'too long' }).snapshot;
+    const compacted = step(compacting, { type: 'COMPACTED', result: { messages: [{ role: 'user', content: 'summary' }], summarizedMessages: 3, usage: { promptTokens: 1, completionTokens: 1, totalTokens: 2 } } });
+    expect(compacted.snapshot.chain).toBeNull();
+    expect(callOf(compacted.commands)).toMatchObject({ chain: {}, messages: [{ role: 'user', content: 'summary' }] });
+  });
+
+  test('a stored conversation that is not what was sent is not a base; a worker that cannot read the chain gets everything', () => {
+    const started = step(snapshot(), { type: 'START' }).snapshot;
+    const mismatched = step(started, { type: 'MODEL_RESPONDED', response: { ...response('', [call('c1')]), conversation: stored(99) } });
+    expect(mismatched.snapshot.chain).toBeNull();
+    const chained = { ...started, chain: stored(2) };
+    const retried = step(chained, { type: 'CHAIN_UNAVAILABLE', error: 'blob gone' });
+    expect([retried.snapshot.state, retried.snapshot.step, retried.snapshot.chain]).toEqual(['STREAMING', chained.step, null]);
+    expect(callOf(retried.commands)).toMatchObject({ chain: {}, messages: chained.messages, callNumber: 1 });
+    // Runs begun before chaining send every message, with no chain at all.
+    const before = step({ ...snapshot(), features: { noProgressGuard: true, realProviders: true, conversationChain: false } }, { type: 'START' });
+    expect(callOf(before.commands)).not.toHaveProperty('chain');
+  });
+
+  test('a continued answer is joined into one message, so the chain stored before it no longer applies', () => {
+    const s = step(snapshot({ maxOutputTokens: 5 }), { type: 'START' }).snapshot;
+    const cut = step(s, { type: 'MODEL_RESPONDED', response: { ...response('The cap'), finishReason: 'length', conversation: stored(s.messages.length) } }).snapshot;
+    const sent = cut.messages.length;
+    const joined = step(cut, { type: 'MODEL_RESPONDED', response: { ...response('ital.'), conversation: stored(sent) } }).snapshot;
+    expect(joined.messages.length).toBe(sent - 1);
+    expect(joined.chain).toBeNull();
   });
 });

@@ -123,6 +123,13 @@ export function parseWith<T extends z.ZodType>(schema: T, value: unknown, what: 
     : { ok: false, error: `Invalid ${what}: ${describeZodError(result.error)}` };
 }
 
+/** `parseWith`, throwing the readable error: for update validators, whose throw refuses the update. */
+export function parseOrThrow<T extends z.ZodType>(schema: T, value: unknown, what: string): z.output<T> {
+  const parsed = parseWith(schema, value, what);
+  if (!parsed.ok) throw new Error(parsed.error);
+  return parsed.value;
+}
+
 export const parseAgentRunInput = (value: unknown): ParseResult<ResolvedInput> =>
   parseWith(AgentRunInputSchema, value, 'agentRun input');
 

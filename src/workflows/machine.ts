@@ -3,7 +3,7 @@
  * No Temporal import, no await, no clock, no randomness: the workflow interprets the commands and feeds
  * their outcomes back as events. Every state change is appended to the snapshot's transition log.
  */
-import type { CompactionResult, ModelResponse, ToolCall, ToolResult, Usage } from '../common/chat';
+import type { CompactionRequest, CompactionResult, CritiqueRequest, ModelRequest, ModelResponse, ToolRequest, ToolResult, Usage } from '../common/chat';
 import { addUsage } from '../common/chat';
 import {
   describeRepetition,
@@ -15,8 +15,11 @@ import {
   toolSignature,
 } from './guards';
 import { budgetExceeded, contextWouldOverflow, promptChars, responseCost } from './budget';
+import { chainAfter, chained } from './chain';
 import { ruleCritique } from './critic';
+import { compactionRequest, critiqueRequest, modelRequest } from './requests';
 import type { RunSnapshot } from './snapshot';
+import { FailureType, ModelErrorType } from '../common/failures';
 import { AgentState, type CritiqueDecision, isTerminal, WORK_STATES } from '../common/states';
 
 export type AgentEvent =
@@ -26,6 +29,9 @@ export type AgentEvent =
   | { type: 'MODEL_RESPONDED'; response: ModelResponse }
   | { type: 'MODEL_FAILED'; error: string }
   | { type: 'CONTEXT_OVERFLOW'; error: string }
+  /** The worker cannot read the chained conversation back: the call is made again with every message. */
+  | { type: 'CHAIN_UNAVAILABLE'; error: string }
+  /** Internal: resolved inside the transition that enters PROCESSING (see `internalEvent`). */
   | { type: 'PROCESS' }
   | { type: 'TOOLS_DONE'; results: ToolResult[] }
   | { type: 'CRITIQUE_DONE'; decision: CritiqueDecision; usage?: Usage }
@@ -43,14 +49,21 @@ export type AgentEvent =
   | { type: 'STREAM_DELTA'; callNumber: number; attempt: number; text: string };
 export type AgentEventType = AgentEvent['type'];
 
-/** Work for the interpreter. Waiting states (AWAITING_APPROVAL, PAUSED) emit none: they wait for events. */
+/**
+ * Effects for the interpreter, with their activity requests built. Waiting states (AWAITING_APPROVAL, PAUSED) emit
+ * no work: they wait for events. `timer` keeps the run's one timer on the earliest of its clocks (null: none).
+ */
 export type AgentCommand =
-  | { type: 'callModel'; purpose: 'plan' | 'respond'; callNumber: number }
-  | { type: 'process' }
-  | { type: 'runTools'; calls: ToolCall[] }
-  | { type: 'critique'; mode: 'rules' | 'model' }
-  | { type: 'compact'; keepRecent: number }
+  | { type: 'callModel'; request: ModelRequest }
+  | { type: 'runTools'; requests: ToolRequest[] }
+  /** `critic`: the critic's own time bound (a slow critic is replaced by the rules); `modelCall`: runs begun before it. */
+  | { type: 'critique'; request: CritiqueRequest; timeouts: 'critic' | 'modelCall' }
+  | { type: 'compact'; request: CompactionRequest }
+  /** A COMPLETED run keeps its conversation open for a follow-up message for `ms`, then closes it. */
+  | { type: 'awaitMessage'; ms: number }
+  | { type: 'timer'; due: string | null }
   | { type: 'cancelWork' };
+export type WorkCommand = Exclude<AgentCommand, { type: 'timer' | 'cancelWork' }>;
 
 export type TransitionResult =
   | { ok: true; snapshot: RunSnapshot; commands: AgentCommand[] }
@@ -88,6 +101,7 @@ export const TRANSITIONS: Readonly<Record<AgentState, Targets>> = {
     ...whileRunning(S.STREAMING),
     MODEL_RESPONDED: [S.PROCESSING],
     CONTEXT_OVERFLOW: [S.COMPACTING, S.PAUSED, S.FAILED],
+    CHAIN_UNAVAILABLE: [S.STREAMING],
     MODEL_FAILED: [S.FAILED],
   },
   PROCESSING: {
@@ -146,8 +160,48 @@ export const CONTINUE_PROMPT = 'Your answer was cut off by the output limit. Con
 /** How many times an answer cut off by the output limit is continued before the run ends with it as it is. */
 export const MAX_CONTINUATIONS = 3;
 
-/** Apply one event. An event the current state has no transition for is rejected, never ignored. */
-export function transition(s: RunSnapshot, event: AgentEvent, now: string): TransitionResult {
+/**
+ * Apply one event, and then the internal steps it leads to (processing a response, the rule critic) in the same
+ * macrostep: every state change is in the transition log, but the commands are only the effects the interpreter
+ * must run. An event the current state has no transition for is rejected, never ignored. `stopAtStep` ends the
+ * macrostep early, at that step (time travel to a step inside it).
+ */
+export function transition(s: RunSnapshot, event: AgentEvent, now: string, stopAtStep = Infinity): TransitionResult {
+  const first = microstep(s, event, now);
+  if (!first.ok) return first;
+  let next = first.snapshot;
+  const commands = [...first.commands];
+  for (let internal = internalEvent(next); internal && next.step < stopAtStep; internal = internalEvent(next)) {
+    const result = microstep(next, internal, now);
+    if (!result.ok) throw new Error(`machine bug: internal ${internal.type} refused in ${next.state}: ${result.error}`);
+    next = result.snapshot;
+    commands.push(...result.commands);
+  }
+  const due = timerDue(next);
+  return ok(next, due === timerDue(s) ? commands : [{ type: 'timer', due }, ...commands]);
+}
+
+/** The event a state resolves with at once, with no effect to wait for; null for states that wait. */
+export function internalEvent(s: RunSnapshot): AgentEvent | null {
+  if (s.state === S.PROCESSING) return { type: 'PROCESS' };
+  if (s.state === S.CRITIQUE && critiqueMode(s) === 'rules') return { type: 'CRITIQUE_DONE', decision: ruleCritique(s) };
+  return null;
+}
+
+/** A model critic judges final answers; tool outcomes are judged by rules. */
+const critiqueMode = (s: RunSnapshot): 'rules' | 'model' => (s.lastToolResults.length === 0 ? s.options.critique : 'rules');
+
+/**
+ * When the run's timer must fire: the earliest of its clocks (working time, an approval wait). Runs begun before
+ * `real-providers` keep the workflow's own timer instead (null here).
+ */
+export function timerDue(s: RunSnapshot): string | null {
+  if (!s.features.realProviders) return null;
+  return [s.deadline, s.approvalDeadline].filter((d): d is string => d !== null).sort()[0] ?? null;
+}
+
+/** One state's handling of one event, checked against the table. */
+function microstep(s: RunSnapshot, event: AgentEvent, now: string): TransitionResult {
   const targets = allowedTargets(s.state, event.type);
   if (targets.length === 0) {
     if (isTerminal(s.state)) return reject(`the run has ended (${s.state})`);
@@ -160,6 +214,16 @@ export function transition(s: RunSnapshot, event: AgentEvent, now: string): Tran
     throw new Error(`machine bug: ${s.state} --${event.type}--> ${result.snapshot.state} is not in the table`);
   }
   return result;
+}
+
+/**
+ * The event a failed model call becomes: a context overflow leads to compaction, an unreadable chain to the same
+ * call with every message, anything else (already retried by the activity's policy) ends the run.
+ */
+export function modelFailure(errorType: string | undefined, error: string): AgentEvent {
+  if (errorType === ModelErrorType.ContextOverflow) return { type: 'CONTEXT_OVERFLOW', error };
+  if (errorType === FailureType.ConversationUnavailable) return { type: 'CHAIN_UNAVAILABLE', error };
+  return { type: 'MODEL_FAILED', error };
 }
 
 /** Keep the rejection on the snapshot so that the `state` query shows it. */
@@ -193,7 +257,7 @@ function handle(s: RunSnapshot, e: AgentEvent, now: string): TransitionResult {
     case 'MODEL_RESPONDED': {
       const { text, toolCalls } = e.response;
       const next = withResponseUsage(
-        { ...s, ...calibrated(s, e.response), pendingToolCalls: toolCalls, lastToolResults: [], overflowsInARow: 0, partialText: text },
+        { ...s, ...calibrated(s, e.response), chain: chainAfter(s, e.response), pendingToolCalls: toolCalls, lastToolResults: [], overflowsInARow: 0, partialText: text },
         e.response,
       );
       next.messages = [
@@ -206,6 +270,12 @@ function handle(s: RunSnapshot, e: AgentEvent, now: string): TransitionResult {
 
     case 'MODEL_FAILED':
       return fail(s, e, now, `model call failed: ${e.error}`);
+
+    case 'CHAIN_UNAVAILABLE': {
+      // This worker cannot read the chain back: send everything, and start a new chain.
+      const next: RunSnapshot = { ...s, chain: null, partialText: '' };
+      return ok(next, commandsFor(next));
+    }
 
     case 'CONTEXT_OVERFLOW':
       if (s.overflowsInARow >= 2) {
@@ -248,7 +318,7 @@ function handle(s: RunSnapshot, e: AgentEvent, now: string): TransitionResult {
     case 'COMPACTED': {
       const usage = s.features.realProviders ? withSideUsage(s, e.result.usage).usage : { ...s.usage, ...addUsage(s.usage, e.result.usage) };
       // A proactive compaction leaves the calibration as it was: the ratio of tokens to characters still holds.
-      const next: RunSnapshot = { ...s, messages: e.result.messages, usage };
+      const next: RunSnapshot = { ...s, messages: e.result.messages, usage, chain: null };
       return enter(next, s.resumeTo === S.PLANNING ? S.PLANNING : S.STREAMING, e, now);
     }
 
@@ -407,6 +477,8 @@ function continued(s: RunSnapshot, r: ModelResponse): Partial<RunSnapshot> {
   return {
     lastFinishReason: r.finishReason,
     partialText: joined,
+    // The conversation is rewritten, not extended: a chain stored before no longer begins it.
+    chain: null,
     messages: [...s.messages.slice(0, -2), { role: 'assistant', content: joined }],
     ...(cut ? {} : { continuations: 0 }),
   };
@@ -478,35 +550,48 @@ function enter(s: RunSnapshot, target: AgentState, e: AgentEvent, now: string): 
 }
 
 /**
- * The work a state stands for, from the snapshot alone. Used on the way into a state, and to carry on from a
- * snapshot: after continue-as-new, or in a run forked from a step.
+ * The work a state stands for, from the snapshot alone, with its activity requests built. Used on the way into a
+ * state, and to carry on from a snapshot: after continue-as-new, or in a run forked from a step.
  */
-export function commandsFor(s: RunSnapshot): AgentCommand[] {
+export function commandsFor(s: RunSnapshot): WorkCommand[] {
   switch (s.state) {
     case S.PLANNING:
+      return [{ type: 'callModel', request: modelRequest(s, 'plan', s.loops) }];
     case S.STREAMING:
-      return [{ type: 'callModel', purpose: s.state === S.PLANNING ? 'plan' : 'respond', callNumber: s.loops }];
-    case S.PROCESSING:
-      return [{ type: 'process' }];
+      return [{ type: 'callModel', request: chained(s, modelRequest(s, 'respond', s.loops)) }];
     case S.TOOL_EXECUTING: {
       const preset = new Set(s.presetResults.map((r) => r.toolCallId));
-      return [{ type: 'runTools', calls: s.pendingToolCalls.filter((c) => !preset.has(c.id)) }];
+      const calls = s.pendingToolCalls.filter((c) => !preset.has(c.id));
+      return [{ type: 'runTools', requests: calls.map((call, i) => ({ call, allowed: s.options.tools, callNumber: s.toolCalls + 1 + i })) }];
     }
     case S.CRITIQUE:
-      // A model critic judges final answers; tool outcomes are judged by rules.
-      return [{ type: 'critique', mode: s.lastToolResults.length === 0 ? s.options.critique : 'rules' }];
+      if (critiqueMode(s) === 'rules') return [];
+      return [{ type: 'critique', request: critiqueRequest(s), timeouts: s.features.realProviders ? 'critic' : 'modelCall' }];
     case S.COMPACTING:
-      return [{ type: 'compact', keepRecent: s.features.realProviders ? s.options.compaction.keepRecentMessages : KEEP_RECENT_MESSAGES }];
+      return [{ type: 'compact', request: compactionRequest(s, s.features.realProviders ? s.options.compaction.keepRecentMessages : KEEP_RECENT_MESSAGES) }];
+    case S.COMPLETED:
+      return s.conversationOpen ? [{ type: 'awaitMessage', ms: s.options.keepOpenMs }] : [];
     default:
       return [];
   }
 }
 
-/** Carry on from a snapshot taken elsewhere: the same state, its work started again from the beginning. */
-export function resumeAt(s: RunSnapshot): { snapshot: RunSnapshot; commands: AgentCommand[] } {
+/**
+ * Carry on from a snapshot taken elsewhere: the same state, its work started again from the beginning (an internal
+ * step, in a snapshot taken inside a macrostep, is taken now), and the timer on its clocks.
+ */
+export function resumeAt(s: RunSnapshot, now: string): { snapshot: RunSnapshot; commands: AgentCommand[] } {
   const modelStep = s.state === S.STREAMING || s.state === S.PLANNING;
-  const snapshot: RunSnapshot = { ...s, partialText: modelStep ? '' : s.partialText, stream: modelStep ? { callNumber: s.loops, attempt: 1 } : s.stream };
-  return { snapshot, commands: commandsFor(snapshot) };
+  let snapshot: RunSnapshot = { ...s, partialText: modelStep ? '' : s.partialText, stream: modelStep ? { callNumber: s.loops, attempt: 1 } : s.stream };
+  const internal = internalEvent(snapshot);
+  if (internal) {
+    const result = transition(snapshot, internal, now);
+    if (!result.ok) throw new Error(`machine bug: ${result.error}`);
+    snapshot = result.snapshot;
+  }
+  const due = timerDue(snapshot);
+  const timer: AgentCommand[] = due === null ? [] : [{ type: 'timer', due }];
+  return { snapshot, commands: [...timer, ...commandsFor(snapshot)] };
 }
 
 function fail(s: RunSnapshot, e: AgentEvent, now: string, reason: string): TransitionResult {
@@ -516,7 +601,7 @@ function fail(s: RunSnapshot, e: AgentEvent, now: string, reason: string): Trans
 function finish(s: RunSnapshot, to: AgentState, e: AgentEvent, now: string, reason: string, answer: string | null = null): TransitionResult {
   const answered = to === S.COMPLETED ? { turns: s.turns + 1, conversationOpen: s.options.keepOpenMs > 0 } : { conversationOpen: false };
   const next = moveTo({ ...s, ...answered, reason, answer, pendingApproval: [], pauseRequested: false }, to, e, now);
-  return ok(next, [{ type: 'cancelWork' }]);
+  return ok(next, [{ type: 'cancelWork' }, ...commandsFor(next)]);
 }
 
 function moveTo(s: RunSnapshot, to: AgentState, e: AgentEvent, now: string): RunSnapshot {

@@ -11,13 +11,16 @@ import { log, setCurrentDetails, upsertSearchAttributes } from '@temporalio/work
 import { defineSearchAttributeKey } from '@temporalio/common';
 import { AGENT_STATE_SEARCH_ATTRIBUTE } from '../common/constants';
 import { currentDetails } from './requests';
-import type { RunSnapshot } from './snapshot';
+import type { RunSnapshot, TransitionRecord } from './snapshot';
 
 const agentStateKey = defineSearchAttributeKey(AGENT_STATE_SEARCH_ATTRIBUTE, 'KEYWORD');
 
 export interface Publisher {
-  /** A state change: logged; written at once when eager, or when a signal or update (`external`) caused it. */
-  transitioned(s: RunSnapshot, external: boolean): void;
+  /**
+   * State changes (one event's macrostep may make several): logged; written at once when eager (each state in
+   * turn), or when a signal or update (`external`) caused them.
+   */
+  transitioned(s: RunSnapshot, changes: readonly TransitionRecord[], external: boolean): void;
   /** The run is about to wait or end: written now when lean. */
   beforeWait(s: RunSnapshot): void;
   /** The run carried on from a snapshot (continue-as-new, fork): written at once when eager, at the first wait when lean. */
@@ -26,17 +29,18 @@ export interface Publisher {
 
 export function createPublisher(lean: boolean): Publisher {
   let published: string | undefined;
-  const write = (s: RunSnapshot): void => {
+  const write = (s: RunSnapshot, state = s.state): void => {
     setCurrentDetails(currentDetails(s)); // workflow metadata, not a history event
-    if (lean && published === s.state) return;
-    published = s.state;
-    upsertSearchAttributes([{ key: agentStateKey, value: s.state }]);
+    if (lean && published === state) return;
+    published = state;
+    upsertSearchAttributes([{ key: agentStateKey, value: state }]);
   };
   return {
-    transitioned(s, external) {
-      const last = s.transitions[s.transitions.length - 1];
-      log.info(`${last.from} -> ${last.to}`, { event: last.event, step: s.step });
-      if (!lean || external) write(s);
+    transitioned(s, changes, external) {
+      const first = s.step - changes.length + 1;
+      changes.forEach((t, i) => log.info(`${t.from} -> ${t.to}`, { event: t.event, step: first + i }));
+      if (!lean) changes.forEach((t) => write(s, t.to));
+      else if (external) write(s);
     },
     beforeWait(s) {
       if (lean) write(s);

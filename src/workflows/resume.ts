@@ -10,7 +10,8 @@ const CARRIED_TRANSITIONS = 100;
 
 /** What goes into the next run: everything, with the transition log cut to its recent end. */
 export function carryOver(s: RunSnapshot): RunSnapshot & Record<string, unknown> {
-  return { ...s, transitions: s.transitions.slice(-CARRIED_TRANSITIONS) };
+  // The next run starts a new conversation chain: the stored one is this run's.
+  return { ...s, transitions: s.transitions.slice(-CARRIED_TRANSITIONS), chain: null };
 }
 
 export const snapshotDeadline = (resume: Resume): string | null => (resume.snapshot as unknown as RunSnapshot).deadline ?? null;
@@ -21,11 +22,13 @@ export const snapshotDeadline = (resume: Resume): string | null => (resume.snaps
  */
 export function carryOn(resume: Resume, features: RunSnapshot['features'], workflowId: string, now: string): RunSnapshot {
   const carried = withDefaults(resume.snapshot as unknown as RunSnapshot);
-  if (resume.kind === 'continue') return { ...carried, origin: carried.origin ?? { kind: 'continue', workflowId, step: carried.step } };
+  const chain = { features: { ...carried.features, conversationChain: features.conversationChain }, chain: null };
+  if (resume.kind === 'continue') return { ...carried, ...chain, origin: carried.origin ?? { kind: 'continue', workflowId, step: carried.step } };
   const origin = resume.origin ?? { workflowId: 'unknown', step: carried.step };
   return {
     ...carried,
     features,
+    chain: null,
     origin: { kind: 'fork', ...origin },
     ...freshClocks({ ...carried, features }, now),
     pauseRequested: false,
@@ -42,7 +45,7 @@ export function snapshotAt(base: RunSnapshot, log: ReadonlyArray<{ event: AgentE
   let s = base;
   for (const { event, at } of log) {
     if (s.step >= step) break;
-    const r = transition(s, event, at);
+    const r = transition(s, event, at, step);
     if (r.ok) s = r.snapshot;
   }
   return s;

@@ -1,4 +1,4 @@
-import type { ChatMessage, ToolCall, ToolResult, Usage } from '../common/chat';
+import type { ChatMessage, ConversationRef, ToolCall, ToolResult, Usage } from '../common/chat';
 import type { Budget, CompactionOptions, Limits, ResolvedInput } from '../common/input';
 import { AgentState, type CritiqueDecision } from '../common/states';
 
@@ -96,8 +96,13 @@ export interface RunSnapshot {
   overflowsInARow: number;
   /** Critique decisions in a row that asked for another attempt (retry or replan). */
   setbacksInARow: number;
-  /** Behaviour switched on by `patched()` markers, fixed when the run starts so that older runs replay unchanged. */
-  features: { noProgressGuard: boolean; realProviders: boolean };
+  /**
+   * Behaviour switched on by `patched()` markers, fixed when the run starts so that older runs replay unchanged.
+   * `conversationChain` is decided by each run of a continued chain for itself.
+   */
+  features: { noProgressGuard: boolean; realProviders: boolean; conversationChain: boolean };
+  /** The conversation the last model call stored (features.conversationChain); null when the next call must send every message. */
+  chain: ConversationRef | null;
   pauseRequested: boolean;
   /** Where PAUSED resumes to, or which model step COMPACTING returns to. */
   resumeTo: AgentState | null;
@@ -167,7 +172,8 @@ export function initialSnapshot(input: ResolvedInput, now: string): RunSnapshot 
     failuresInARow: 0,
     overflowsInARow: 0,
     setbacksInARow: 0,
-    features: { noProgressGuard: true, realProviders: true },
+    features: { noProgressGuard: true, realProviders: true, conversationChain: true },
+    chain: null,
     pauseRequested: false,
     resumeTo: null,
     lastCritique: null,
@@ -210,6 +216,7 @@ export function withDefaults(carried: RunSnapshot): RunSnapshot {
     promptCalibration: carried.promptCalibration ?? null,
     lastFinishReason: carried.lastFinishReason ?? null,
     continuations: carried.continuations ?? 0,
-    features: { ...carried.features, realProviders: carried.features?.realProviders ?? false },
+    features: { ...carried.features, realProviders: carried.features?.realProviders ?? false, conversationChain: carried.features?.conversationChain ?? false },
+    chain: carried.chain ?? null,
   };
 }

@@ -1,0 +1,141 @@
+/**
+ * Running the machine's work commands as activities and turning each outcome into an event. Activity option
+ * profiles live here; `createEffects(lean)` picks once whether tools marked `local` run as local activities
+ * (`patched('lean-steps')`), so the interpreter never branches on it.
+ */
+import {
+  ActivityFailure,
+  ApplicationFailure,
+  CancellationScope,
+  isCancellation,
+  proxyActivities,
+  proxyLocalActivities,
+  type ActivityOptions,
+} from '@temporalio/workflow';
+import type { AgentActivities } from '../activities';
+import type { CritiqueOutcome, ToolRequest, ToolResult } from '../common/chat';
+import { modelFailure, type AgentEvent, type WorkCommand } from './machine';
+import { modelCallSummary, toolCallSummary } from './requests';
+
+/**
+ * Model calls stream for a while; compaction and the critic wait for a non-streamed answer. All heartbeat every
+ * second, so the heartbeat timeout catches a dead worker (and lets cancellation in) within 5 s; a stalled stream is
+ * cut by the activity's own idle timeout. Retries are bounded by time, not by a count that worker crashes would spend:
+ * a kill costs an attempt and 5 s, and a provider that keeps failing ends the call after 20 minutes. Final provider
+ * errors (authentication, bad request, context overflow) are not retried at all (activities/errors.ts).
+ */
+const modelCallOptions: ActivityOptions = {
+  startToCloseTimeout: '5 minutes',
+  scheduleToCloseTimeout: '20 minutes',
+  heartbeatTimeout: '5 seconds',
+  retry: { initialInterval: '1 second', backoffCoefficient: 2, maximumInterval: '30 seconds' }, // no attempt cap: the time bounds it
+};
+/** A critic that cannot answer within 2 minutes is replaced by the rule critic rather than hold the run. */
+const criticOptions: ActivityOptions = { ...modelCallOptions, scheduleToCloseTimeout: '2 minutes' };
+/** Tools heartbeat every second while they work; one call may take as long as its tool declares (`timeoutMs`). */
+const toolOptions: ActivityOptions = {
+  startToCloseTimeout: '2 minutes',
+  heartbeatTimeout: '30 seconds',
+  retry: { initialInterval: '1 second', backoffCoefficient: 2, maximumInterval: '10 seconds', maximumAttempts: 3 },
+};
+
+const activities = proxyActivities<AgentActivities>(modelCallOptions);
+/** Tools the model activity marked `local` (pure, answering in milliseconds): no task-queue round trip, no extra task. */
+const localActivities = proxyLocalActivities<AgentActivities>({ startToCloseTimeout: toolOptions.startToCloseTimeout, retry: toolOptions.retry });
+
+/** The outcome of work that ABORT or TIMEOUT cancelled: it describes nothing any more. */
+export const CANCELLED = Symbol('cancelled');
+export type Outcome = AgentEvent | typeof CANCELLED;
+
+export interface Effects {
+  /** Run one command's activities; their outcome as the event the machine takes next. */
+  run(command: Exclude<WorkCommand, { type: 'awaitMessage' }>): Promise<Outcome>;
+  /** Whether the command's work outlasts the workflow task that starts it (local tools do not). */
+  waits(command: WorkCommand): boolean;
+  /** Cancel the work in flight, if any. */
+  cancel(): void;
+}
+
+export function createEffects(lean: boolean): Effects {
+  let work: CancellationScope | undefined;
+  const local = (r: ToolRequest) => lean && r.call.local === true;
+
+  /** Run activity work in a scope that `cancel` can cancel. */
+  async function cancellable<T>(fn: () => Promise<T>): Promise<T | typeof CANCELLED> {
+    const scope = new CancellationScope();
+    work = scope;
+    try {
+      return await scope.run(fn);
+    } catch (err) {
+      if (isCancellation(err) && scope.consideredCancelled) return CANCELLED;
+      throw err;
+    } finally {
+      work = undefined;
+    }
+  }
+
+  function runTool(request: ToolRequest): Promise<ToolResult> {
+    const { call } = request;
+    const run = local(request)
+      ? localActivities.executeTool(request)
+      : activities.executeTool.executeWithOptions(
+          { ...toolOptions, ...(call.timeoutMs ? { startToCloseTimeout: call.timeoutMs } : {}), summary: toolCallSummary(call) },
+          [request],
+        );
+    return run.catch((err: unknown): ToolResult => {
+      if (isCancellation(err)) throw err;
+      return { toolCallId: call.id, name: call.name, ok: false, content: `Error: ${failureMessage(err)}` };
+    });
+  }
+
+  return {
+    waits: (command) => command.type !== 'awaitMessage' && !(command.type === 'runTools' && command.requests.every(local)),
+    cancel: () => work?.cancel(),
+    async run(command) {
+      switch (command.type) {
+        case 'callModel': {
+          const { request } = command;
+          const summary = modelCallSummary(request.purpose, request.callNumber);
+          const outcome = await cancellable(() => activities.callModel.executeWithOptions({ ...modelCallOptions, summary }, [request])).catch(
+            (err: unknown) => ({ failed: err }),
+          );
+          if (outcome === CANCELLED) return CANCELLED;
+          if ('failed' in outcome) return modelFailure(failureType(outcome.failed), failureMessage(outcome.failed));
+          return request.purpose === 'plan' ? { type: 'PLAN_READY', response: outcome } : { type: 'MODEL_RESPONDED', response: outcome };
+        }
+        case 'runTools': {
+          const results = await cancellable(() => Promise.all(command.requests.map(runTool)));
+          return results === CANCELLED ? CANCELLED : { type: 'TOOLS_DONE', results };
+        }
+        case 'critique': {
+          const { request } = command;
+          const options = { ...(command.timeouts === 'critic' ? criticOptions : modelCallOptions), summary: `model critique of the answer (call #${request.callNumber})` };
+          const outcome = await cancellable(() => activities.critiqueAnswer.executeWithOptions(options, [request])).catch((err: unknown) => ({ failed: err }));
+          if (outcome === CANCELLED) return CANCELLED;
+          if ('failed' in outcome) return { type: 'CRITIC_FAILED', error: failureMessage(outcome.failed) };
+          const { usage, ...decision } = outcome as CritiqueOutcome;
+          return { type: 'CRITIQUE_DONE', decision, ...(usage ? { usage } : {}) };
+        }
+        case 'compact': {
+          const summary = `compaction of ${command.request.messages.length} messages`;
+          const outcome = await cancellable(() => activities.compactContext.executeWithOptions({ ...modelCallOptions, summary }, [command.request])).catch(
+            (err: unknown) => ({ failed: err }),
+          );
+          if (outcome === CANCELLED) return CANCELLED;
+          return 'failed' in outcome ? { type: 'COMPACTION_FAILED', error: failureMessage(outcome.failed) } : { type: 'COMPACTED', result: outcome };
+        }
+      }
+    },
+  };
+}
+
+/** The innermost application failure's message: what the model or the tool actually said. */
+function failureMessage(err: unknown): string {
+  const cause = err instanceof ActivityFailure ? err.cause : err;
+  return cause instanceof Error ? cause.message : String(cause);
+}
+
+function failureType(err: unknown): string | undefined {
+  const cause = err instanceof ActivityFailure ? err.cause : err;
+  return cause instanceof ApplicationFailure ? (cause.type ?? undefined) : undefined;
+}
