@@ -17,7 +17,7 @@ import { parseAgentRunInput, type AgentRunInput } from './common/input';
 import type { AgentRunResult, RunStateView } from './common/messages';
 import { temporalSettings } from './config';
 import { diffSnapshots, formatDiff, stepsOf } from './time-travel';
-import type { PendingApproval } from './workflows/snapshot';
+import type { PendingApproval } from './common/view';
 
 /** What the CLI needs from the outside world; tests replace it. */
 export interface CliDeps {

@@ -42,13 +42,14 @@ import {
   resumeSignal,
   sendMessageUpdate,
   snapshotAtQuery,
+  runSnapshotAtQuery,
   stateQuery,
   type AgentRunResult,
   type ApproveResult,
   type RunStateView,
   type SendMessageResult,
 } from './common/messages';
-import type { PendingApproval, TransitionRecord } from './workflows/snapshot';
+import type { PendingApproval, TransitionRecord } from './common/view';
 import { AgentState, isTerminal } from './common/states';
 
 const agentStateKey = defineSearchAttributeKey(AGENT_STATE_SEARCH_ATTRIBUTE, 'KEYWORD');
@@ -430,10 +431,12 @@ export class AgentClient {
    * step (conversation included). The original is untouched; the fork's `state().origin` names it.
    */
   async fork(workflowId: string, fromStep: number, opts: StartOptions = {}): Promise<AgentRunHandle> {
-    const snapshot = await this.handle(workflowId).snapshotAt(fromStep, { includeMessages: true });
-    if (isTerminal(snapshot.state)) throw new InvalidAgentInputError(`step ${fromStep} of ${workflowId} is ${snapshot.state}: fork from an earlier step`);
-    const task = snapshot.messages?.find((m) => m.role === 'user')?.content ?? `fork of ${workflowId}`;
-    const resume = { kind: 'fork' as const, snapshot: snapshot as unknown as { schemaVersion: 1; state: string; step: number }, origin: { workflowId, step: fromStep } };
+    const source = this.handle(workflowId);
+    const view = await source.snapshotAt(fromStep, { includeMessages: true });
+    if (isTerminal(view.state)) throw new InvalidAgentInputError(`step ${fromStep} of ${workflowId} is ${view.state}: fork from an earlier step`);
+    const task = view.messages?.find((m) => m.role === 'user')?.content ?? `fork of ${workflowId}`;
+    const snapshot = await this.client.workflow.getHandle(workflowId).query(runSnapshotAtQuery, { step: fromStep });
+    const resume = { kind: 'fork' as const, snapshot: snapshot as NonNullable<AgentRunInput['resume']>['snapshot'], origin: { workflowId, step: fromStep } };
     return this.start({ prompt: task, resume }, { workflowId: opts.workflowId ?? `${workflowId}-fork-${fromStep}-${randomUUID().slice(0, 6)}` });
   }
 

@@ -4,7 +4,9 @@ import { humanWatchPrinter, main, startInput } from '../src/cli';
 import { AgentClient, diffState, type WatchEvent } from '../src/client';
 import { parseAgentRunInput } from '../src/common/input';
 import type { RunStateView } from '../src/common/messages';
-import { initialSnapshot, type PendingApproval, type TransitionRecord } from '../src/workflows/snapshot';
+import { initialSnapshot } from '../src/workflows/snapshot';
+import type { PendingApproval, TransitionRecord } from '../src/common/view';
+import { publicView } from '../src/workflows/view';
 import type { AgentState } from '../src/common/states';
 
 const T0 = '2026-01-01T10:00:00.000Z';
@@ -12,8 +14,7 @@ const T0 = '2026-01-01T10:00:00.000Z';
 function baseView(): RunStateView {
   const input = parseAgentRunInput({ prompt: 'p' });
   if (!input.ok) throw new Error(input.error);
-  const { messages, ...rest } = initialSnapshot(input.value, T0);
-  return { ...rest, messageCount: messages.length };
+  return publicView(initialSnapshot(input.value, T0), false);
 }
 
 const view = (over: Partial<RunStateView> = {}): RunStateView => ({ ...baseView(), ...over });

@@ -1,3 +1,5 @@
+import { readFileSync } from 'node:fs';
+import path from 'node:path';
 import type { ModelResponse, ToolCall } from '../src/common/chat';
 import { parseAgentRunInput, type AgentRunInput } from '../src/common/input';
 import { ruleCritique } from '../src/workflows/critic';
@@ -17,7 +19,8 @@ import {
   type AgentEvent,
   type AgentEventType,
 } from '../src/workflows/machine';
-import { initialSnapshot, type RunSnapshot } from '../src/workflows/snapshot';
+import { initialSnapshot, loadSnapshot, type Phase, type RunSnapshot, type SnapshotV1 } from '../src/workflows/snapshot';
+import { publicView } from '../src/workflows/view';
 import { AgentState, isTerminal, type CritiqueAction } from '../src/common/states';
 
 const T0 = '2026-01-01T00:00:00.000Z';
@@ -37,6 +40,8 @@ const response = (text: string, toolCalls: ToolCall[] = []): ModelResponse => ({
   finishReason: toolCalls.length ? 'tool_calls' : 'stop',
   model: 'm',
 });
+
+const view = (s: RunSnapshot) => publicView(s, false);
 
 /** Apply events in order, failing the test on any rejection. */
 function run(s: RunSnapshot, ...events: AgentEvent[]): RunSnapshot {
@@ -84,13 +89,18 @@ const EVENT_TYPES = [...new Set(Object.values(TRANSITIONS).flatMap((targets) => 
 /** A snapshot sitting in `state` with the context that state implies. */
 function snapshotIn(state: AgentState): RunSnapshot {
   const base = snapshot({ approval: { tools: ['writeFile'] } });
+  const pending = [{ toolCallId: 'c1', kind: 'tool' as const, name: 'writeFile', arguments: '{}' }];
+  const phases: Partial<Record<AgentState, Phase>> = {
+    AWAITING_APPROVAL: { type: 'AWAITING_APPROVAL', pending, then: { type: 'TOOL_EXECUTING' } },
+    PAUSED: { type: 'PAUSED', resumeTo: { type: 'STREAMING' } },
+    COMPACTING: { type: 'COMPACTING', returnTo: 'STREAMING' },
+    COMPLETED: { type: 'COMPLETED', conversationOpen: true },
+  };
+  const phase = phases[state] ?? ({ type: state } as Phase);
   const extra: Partial<RunSnapshot> = {
-    AWAITING_APPROVAL: { pendingToolCalls: [call('c1', 'writeFile')], pendingApproval: [{ toolCallId: 'c1', kind: 'tool' as const, name: 'writeFile', arguments: '{}' }] },
-    PAUSED: { resumeTo: AgentState.STREAMING },
+    AWAITING_APPROVAL: { pendingToolCalls: [call('c1', 'writeFile')] },
     STREAMING: { stream: { callNumber: 1, attempt: 1 }, loops: 1 },
     PLANNING: { stream: { callNumber: 1, attempt: 1 }, loops: 1 },
-    COMPACTING: { resumeTo: AgentState.STREAMING },
-    COMPLETED: { conversationOpen: true },
   }[state as string] ?? {};
   // The working-time clock runs in working states; while a person decides it waits, and an approval wait has its own.
   const clocks: Partial<RunSnapshot> =
@@ -100,7 +110,7 @@ function snapshotIn(state: AgentState): RunSnapshot {
         ? { deadline: null, workRemainingMs: 300_000 }
         : { deadline: at(300) };
   // RESUME outside PAUSED needs a pending pause request to cancel.
-  return { ...base, ...extra, ...clocks, state, pauseRequested: state !== AgentState.PAUSED };
+  return { ...base, ...extra, ...clocks, phase, pauseRequested: state !== AgentState.PAUSED };
 }
 
 function sampleEvent(type: AgentEventType): AgentEvent {
@@ -151,7 +161,7 @@ describe('transition table', () => {
     } else {
       // The event kept the state (a request recorded); internal steps may go on from there.
       expect(targets).toContain(state);
-      expect(first?.from ?? r.snapshot.state).toBe(state);
+      expect(first?.from ?? r.snapshot.phase.type).toBe(state);
     }
   });
 
@@ -176,17 +186,17 @@ describe('transition table', () => {
 describe('a run through the machine', () => {
   test('start goes to STREAMING and asks for a model call; PLANNING first when planning is on', () => {
     const r = step(snapshot(), { type: 'START' });
-    expect(r.snapshot.state).toBe('STREAMING');
+    expect(r.snapshot.phase.type).toBe('STREAMING');
     expect(r.commands).toEqual([
       { type: 'timer', due: at(99 + 300) },
       { type: 'callModel', request: { ...modelRequest(r.snapshot, 'respond', 1), chain: {} } },
     ]);
     const p = step(snapshot({ plan: true }), { type: 'START' });
-    expect(p.snapshot.state).toBe('PLANNING');
+    expect(p.snapshot.phase.type).toBe('PLANNING');
     expect(work(p.commands)).toEqual([{ type: 'callModel', purpose: 'plan', callNumber: 1 }]);
     const planned = step(p.snapshot, { type: 'PLAN_READY', response: response('1. look\n2. answer') });
     expect(planned.snapshot.plan).toBe('1. look\n2. answer');
-    expect(planned.snapshot.state).toBe('STREAMING');
+    expect(planned.snapshot.phase.type).toBe('STREAMING');
     expect(work(planned.commands)).toEqual([{ type: 'callModel', purpose: 'respond', callNumber: 2 }]);
   });
 
@@ -194,7 +204,7 @@ describe('a run through the machine', () => {
     let s = run(snapshot(), { type: 'START' });
     const processed = step(s, { type: 'MODEL_RESPONDED', response: response('', [call('c1')]) });
     // Processing the response needs no effect: the transition goes on to the tools and asks only for them.
-    expect(processed.snapshot.state).toBe('TOOL_EXECUTING');
+    expect(processed.snapshot.phase.type).toBe('TOOL_EXECUTING');
     expect(processed.snapshot.transitions.slice(-2).map((t) => [t.from, t.to, t.event])).toEqual([
       ['STREAMING', 'PROCESSING', 'MODEL_RESPONDED'],
       ['PROCESSING', 'TOOL_EXECUTING', 'PROCESS'],
@@ -203,13 +213,13 @@ describe('a run through the machine', () => {
     // The rule critic judges tool outcomes in the same transition: the next command is the model call.
     const done = step(processed.snapshot, { type: 'TOOLS_DONE', results: [{ toolCallId: 'c1', name: 'readFile', ok: true, content: 'hello' }] });
     s = done.snapshot;
-    expect(s.state).toBe('STREAMING');
+    expect(s.phase.type).toBe('STREAMING');
     expect(s.lastCritique).toMatchObject({ action: 'continue' });
     expect(s.toolCalls).toBe(1);
     expect(s.messages.at(-1)).toEqual({ role: 'tool', toolCallId: 'c1', content: 'hello' });
     expect(work(done.commands)).toEqual([{ type: 'callModel', purpose: 'respond', callNumber: 2 }]);
     const end = step(s, { type: 'MODEL_RESPONDED', response: response('done') });
-    expect(end.snapshot.state).toBe('COMPLETED');
+    expect(end.snapshot.phase.type).toBe('COMPLETED');
     expect(end.snapshot.answer).toBe('done');
     expect(end.snapshot.usage).toEqual({ promptTokens: 20, completionTokens: 10, totalTokens: 30, modelCalls: 2, costUsd: 0 }); // model m has no price
     expect(end.snapshot.transitions.map((t) => t.to)).toEqual([
@@ -224,14 +234,14 @@ describe('a run through the machine', () => {
     ['complete', 'COMPLETED'],
   ])('critique %s leads to %s', (action, expected) => {
     const s = run(judged(), { type: 'START' }, { type: 'MODEL_RESPONDED', response: response('an answer') });
-    expect(s.state).toBe('CRITIQUE');
-    expect(step(s, { type: 'CRITIQUE_DONE', decision: { action, reason: 'because', confidence: 0.5 } }).snapshot.state).toBe(expected);
+    expect(s.phase.type).toBe('CRITIQUE');
+    expect(step(s, { type: 'CRITIQUE_DONE', decision: { action, reason: 'because', confidence: 0.5 } }).snapshot.phase.type).toBe(expected);
   });
 
   test('a message sent during the run is answered before the run completes', () => {
     let s = run(judged(), { type: 'START' }, { type: 'MESSAGE', text: 'also this' }, { type: 'MODEL_RESPONDED', response: response('first') });
     s = step(s, { type: 'CRITIQUE_DONE', decision: { action: 'complete', reason: 'r', confidence: 1 } }).snapshot;
-    expect(s.state).toBe('STREAMING');
+    expect(s.phase.type).toBe('STREAMING');
     expect(s.messages.at(-1)).toEqual({ role: 'user', content: 'also this' });
     expect(s.queuedMessages).toEqual([]);
   });
@@ -240,25 +250,25 @@ describe('a run through the machine', () => {
     let s = run(snapshot(), { type: 'START' });
     for (let i = 1; i <= 2; i++) {
       s = run(s, { type: 'MODEL_RESPONDED', response: response('', [call(`c${i}`)]) });
-      expect(s.state).toBe('TOOL_EXECUTING');
+      expect(s.phase.type).toBe('TOOL_EXECUTING');
       s = run(s, { type: 'TOOLS_DONE', results: [{ toolCallId: `c${i}`, name: 'readFile', ok: true, content: 'x' }] });
     }
     s = run(s, { type: 'MODEL_RESPONDED', response: response('', [call('c3')]) });
-    expect(s.state).toBe('STREAMING');
+    expect(s.phase.type).toBe('STREAMING');
     expect(s.loopWarned).toBe(true);
     expect(s.messages.at(-1)).toEqual({ role: 'tool', toolCallId: 'c3', content: LOOP_WARNING });
     expect(s.toolCalls).toBe(2);
     s = run(s, { type: 'MODEL_RESPONDED', response: response('', [call('c4')]) });
-    expect(s.state).toBe('FAILED');
+    expect(s.phase.type).toBe('FAILED');
     expect(s.reason).toBe('loop detected: readFile({"path":"a.txt"}) called 4 times in a row');
   });
 
   test('maxLoops ends the run before the model call that would exceed it', () => {
     let s = run(snapshot({ limits: { maxLoops: 2 } }), { type: 'START' });
     s = run(s, { type: 'MODEL_RESPONDED', response: response('') }); // the rule critic sends an empty answer back
-    expect([s.state, s.loops]).toEqual(['STREAMING', 2]);
+    expect([s.phase.type, s.loops]).toEqual(['STREAMING', 2]);
     const r = step(s, { type: 'MODEL_RESPONDED', response: response('') });
-    expect(r.snapshot.state).toBe('FAILED');
+    expect(r.snapshot.phase.type).toBe('FAILED');
     expect(r.snapshot.reason).toBe('loop limit reached: 2 model calls, limits.maxLoops is 2');
     expect(r.commands).toEqual([{ type: 'timer', due: null }, { type: 'cancelWork' }]);
   });
@@ -268,14 +278,14 @@ describe('a run through the machine', () => {
     const attempt = (s: RunSnapshot) => run(s, { type: 'MODEL_RESPONDED', response: response('maybe') }, retry);
     let s = run(judged(), { type: 'START' });
     for (let i = 1; i <= 3; i++) s = attempt(s);
-    expect([s.state, s.setbacksInARow]).toEqual(['STREAMING', 3]);
+    expect([s.phase.type, s.setbacksInARow]).toEqual(['STREAMING', 3]);
     s = attempt(s);
-    expect(s.state).toBe('FAILED');
+    expect(s.phase.type).toBe('FAILED');
     expect(s.reason).toBe('no progress: the critic asked for another attempt 4 times in a row (last: retry, still wrong)');
     // Runs started before the guard existed (no patch marker) keep going until maxLoops.
     let old = run({ ...judged(), features: { noProgressGuard: false, realProviders: true, conversationChain: true } }, { type: 'START' });
     for (let i = 1; i <= 5; i++) old = attempt(old);
-    expect(old.state).toBe('STREAMING');
+    expect(old.phase.type).toBe('STREAMING');
   });
 
   test('a step forward resets the no-progress count', () => {
@@ -289,21 +299,21 @@ describe('a run through the machine', () => {
   test('maxToolCalls ends the run when a response asks for more calls than remain', () => {
     const calls = [call('a', 'readFile', { path: '1' }), call('b', 'readFile', { path: '2' })];
     const s = run(snapshot({ limits: { maxToolCalls: 1 } }), { type: 'START' }, { type: 'MODEL_RESPONDED', response: response('', calls) });
-    expect(s.state).toBe('FAILED');
+    expect(s.phase.type).toBe('FAILED');
     expect(s.reason).toBe('tool call limit reached: 0 done, 2 more requested, limits.maxToolCalls is 1');
   });
 
   test('guarded tools wait for every approval; a rejection goes back to the model', () => {
     const calls = [call('w1', 'writeFile', { path: 'x', content: '1' }), call('w2', 'writeFile', { path: 'y', content: '2' }), call('r1')];
     let s = run(snapshot({ approval: { tools: ['writeFile'] } }), { type: 'START' }, { type: 'MODEL_RESPONDED', response: response('', calls) });
-    expect(s.state).toBe('AWAITING_APPROVAL');
-    expect(s.pendingApproval.map((p) => [p.toolCallId, p.kind])).toEqual([['w1', 'tool'], ['w2', 'tool']]);
+    expect(s.phase.type).toBe('AWAITING_APPROVAL');
+    expect(view(s).pendingApproval.map((p) => [p.toolCallId, p.kind])).toEqual([['w1', 'tool'], ['w2', 'tool']]);
     expect(transition(s, { type: 'APPROVAL', toolCallId: 'nope', approved: true }, at(1))).toEqual({ ok: false, error: 'toolCallId nope is not waiting for approval (waiting: w1, w2)' });
     s = run(s, { type: 'APPROVAL', toolCallId: 'w1', approved: true });
-    expect(s.state).toBe('AWAITING_APPROVAL');
+    expect(s.phase.type).toBe('AWAITING_APPROVAL');
     expect(transition(s, { type: 'APPROVAL', toolCallId: 'w1', approved: false }, at(1)).ok).toBe(false);
     const r = step(s, { type: 'APPROVAL', toolCallId: 'w2', approved: false, feedback: 'not there' });
-    expect(r.snapshot.state).toBe('TOOL_EXECUTING');
+    expect(r.snapshot.phase.type).toBe('TOOL_EXECUTING');
     expect(work(r.commands)).toEqual([{ type: 'runTools', calls: [calls[0], calls[2]] }]);
     s = run(r.snapshot, {
       type: 'TOOLS_DONE',
@@ -322,44 +332,44 @@ describe('a run through the machine', () => {
 
   test('pause takes effect on the way into new work and resume continues there', () => {
     let s = run(snapshot(), { type: 'START' }, { type: 'PAUSE' });
-    expect(s.state).toBe('STREAMING');
+    expect(s.phase.type).toBe('STREAMING');
     expect(transition(s, { type: 'PAUSE' }, at(1))).toEqual({ ok: false, error: 'a pause is already requested' });
     s = run(s, { type: 'MODEL_RESPONDED', response: response('', [call('c1')]) });
-    expect(s.state).toBe('PAUSED');
-    expect(s.resumeTo).toBe('TOOL_EXECUTING');
+    expect(s.phase.type).toBe('PAUSED');
+    expect(s.phase).toEqual({ type: 'PAUSED', resumeTo: { type: 'TOOL_EXECUTING' } });
     expect(transition(s, { type: 'PAUSE' }, at(1)).ok).toBe(false);
     const r = step(s, { type: 'RESUME' });
-    expect(r.snapshot.state).toBe('TOOL_EXECUTING');
+    expect(r.snapshot.phase.type).toBe('TOOL_EXECUTING');
     expect(work(r.commands)).toEqual([{ type: 'runTools', calls: [call('c1')] }]);
     expect(transition(r.snapshot, { type: 'RESUME' }, at(1))).toEqual({ ok: false, error: 'the run is TOOL_EXECUTING, not paused' });
   });
 
   test('a pause request can be withdrawn before it takes effect', () => {
     const s = run(snapshot(), { type: 'START' }, { type: 'PAUSE' }, { type: 'RESUME' }, { type: 'MODEL_RESPONDED', response: response('x') });
-    expect([s.state, s.answer]).toEqual(['COMPLETED', 'x']);
+    expect([s.phase.type, s.answer]).toEqual(['COMPLETED', 'x']);
   });
 
   test('context overflow compacts and returns to the model step; repeated overflow fails', () => {
     let s = run(snapshot(), { type: 'START' });
     const r = step(s, { type: 'CONTEXT_OVERFLOW', error: 'too long' });
-    expect(r.snapshot.state).toBe('COMPACTING');
+    expect(r.snapshot.phase.type).toBe('COMPACTING');
     expect(work(r.commands)).toEqual([{ type: 'compact', keepRecent: 6 }]);
     const summary = [{ role: 'user' as const, content: 'summary' }];
     const back = step(r.snapshot, { type: 'COMPACTED', result: { messages: summary, summarizedMessages: 4, usage: { promptTokens: 1, completionTokens: 1, totalTokens: 2 } } });
-    expect(back.snapshot.state).toBe('STREAMING');
+    expect(back.snapshot.phase.type).toBe('STREAMING');
     expect(back.snapshot.messages).toEqual(summary);
     expect(work(back.commands)).toEqual([{ type: 'callModel', purpose: 'respond', callNumber: 2 }]);
     s = back.snapshot;
     s = run(s, { type: 'CONTEXT_OVERFLOW', error: 'still' }, { type: 'COMPACTED', result: { messages: summary, summarizedMessages: 0, usage: { promptTokens: 0, completionTokens: 0, totalTokens: 0 } } });
     s = run(s, { type: 'CONTEXT_OVERFLOW', error: 'again' });
-    expect(s.state).toBe('FAILED');
+    expect(s.phase.type).toBe('FAILED');
     expect(s.reason).toBe('context still too long after 2 compactions: again');
   });
 
   test('abort and timeout end any running state and cancel its work', () => {
     for (const state of STATES.filter((st) => !isTerminal(st))) {
       const aborted = step(snapshotIn(state), { type: 'ABORT', reason: 'user said so' });
-      expect(aborted.snapshot.state).toBe('ABORTED');
+      expect(aborted.snapshot.phase.type).toBe('ABORTED');
       expect(aborted.snapshot.reason).toBe('aborted: user said so');
       // The timer stops with the run; a paused run has none running.
       const stopTimer = state === AgentState.PAUSED ? [] : [{ type: 'timer', due: null }];
@@ -370,7 +380,7 @@ describe('a run through the machine', () => {
         continue;
       }
       const timedOut = step(snapshotIn(state), { type: 'TIMEOUT' });
-      expect(timedOut.snapshot.state).toBe('FAILED');
+      expect(timedOut.snapshot.phase.type).toBe('FAILED');
       expect(timedOut.snapshot.reason).toBe(
         state === AgentState.AWAITING_APPROVAL
           ? 'no decision on writeFile within 60000 ms (limits.approvalTimeoutMs)'
@@ -392,7 +402,7 @@ describe('a run through the machine', () => {
     s = run(s, { type: 'STREAM_DELTA', callNumber: 1, attempt: 2, text: ' late' });
     expect(s.partialText).toBe('Hi there');
     s = run(s, { type: 'CRITIQUE_DONE', decision: { action: 'retry', reason: 'r', confidence: 1 } });
-    expect([s.state, s.partialText, s.stream]).toEqual(['STREAMING', '', { callNumber: 2, attempt: 1 }]);
+    expect([s.phase.type, s.partialText, s.stream]).toEqual(['STREAMING', '', { callNumber: 2, attempt: 1 }]);
   });
 });
 
@@ -441,10 +451,10 @@ describe('budgets', () => {
 
   test('a call that would exceed the token budget is not made; the run fails naming the budget', () => {
     let s = run(judged({ budget: { maxTokens: 3_000, reserveOutputTokens: 500 } }), { type: 'START' });
-    expect(s.state).toBe('STREAMING');
+    expect(s.phase.type).toBe('STREAMING');
     s = run(s, { type: 'MODEL_RESPONDED', response: big(1_300) });
     const r = step(s, { type: 'CRITIQUE_DONE', decision: { action: 'retry', reason: 'again', confidence: 1 } });
-    expect(r.snapshot.state).toBe('FAILED');
+    expect(r.snapshot.phase.type).toBe('FAILED');
     expect(r.snapshot.reason).toMatch(/^token budget exceeded: 2600 used \+ \d+ reserved for the next call > 3000 \(budget\.maxTokens\)$/);
     expect(r.snapshot.loops).toBe(1);
   });
@@ -452,13 +462,17 @@ describe('budgets', () => {
   test('with onExceed approve the run waits; approving extends the budget, declining ends the run', () => {
     let s = run(judged({ budget: { maxTokens: 3_000, reserveOutputTokens: 500, onExceed: 'approve' } }), { type: 'START' });
     s = run(s, { type: 'MODEL_RESPONDED', response: big(1_300) }, { type: 'CRITIQUE_DONE', decision: { action: 'retry', reason: 'r', confidence: 1 } });
-    expect(s.state).toBe('AWAITING_APPROVAL');
-    expect(s.pendingApproval).toEqual([{ toolCallId: 'budget', kind: 'budget', name: 'budget', arguments: JSON.stringify({ reason: s.reason }) }]);
+    expect(s.phase.type).toBe('AWAITING_APPROVAL');
+    expect(s.phase).toEqual({
+      type: 'AWAITING_APPROVAL',
+      pending: [{ toolCallId: 'budget', kind: 'budget', name: 'budget', arguments: JSON.stringify({ reason: s.reason }) }],
+      then: { type: 'STREAMING' },
+    });
     const approved = step(s, { type: 'APPROVAL', toolCallId: 'budget', approved: true });
-    expect(approved.snapshot).toMatchObject({ state: 'STREAMING', budgetGrants: 1, loops: 2 });
+    expect(approved.snapshot).toMatchObject({ phase: { type: 'STREAMING' }, budgetGrants: 1, loops: 2 });
     expect(work(approved.commands)).toEqual([{ type: 'callModel', purpose: 'respond', callNumber: 2 }]);
     const declined = step(s, { type: 'APPROVAL', toolCallId: 'budget', approved: false, feedback: 'too dear' });
-    expect(declined.snapshot.state).toBe('FAILED');
+    expect(declined.snapshot.phase.type).toBe('FAILED');
     expect(declined.snapshot.reason).toMatch(/extending the budget was declined: too dear$/);
   });
 
@@ -476,19 +490,19 @@ describe('multi-turn', () => {
   test('a kept-open conversation takes a follow-up message after its answer, then closes', () => {
     const first = step(run(snapshot({ keepOpenMs: 60_000 }), { type: 'START' }), { type: 'MODEL_RESPONDED', response: response('first answer') });
     let s = first.snapshot;
-    expect(s).toMatchObject({ state: 'COMPLETED', answer: 'first answer', turns: 1, conversationOpen: true });
+    expect(view(s)).toMatchObject({ state: 'COMPLETED', answer: 'first answer', turns: 1, conversationOpen: true });
     expect(first.commands).toEqual([{ type: 'timer', due: null }, { type: 'cancelWork' }, { type: 'awaitMessage', ms: 60_000 }]);
     const next = step(s, { type: 'MESSAGE', text: 'and then?' });
-    expect(next.snapshot).toMatchObject({ state: 'STREAMING', conversationOpen: false, loops: 2 });
+    expect(view(next.snapshot)).toMatchObject({ state: 'STREAMING', conversationOpen: false, loops: 2 });
     expect(next.snapshot.messages.at(-1)).toEqual({ role: 'user', content: 'and then?' });
     s = run(next.snapshot, { type: 'MODEL_RESPONDED', response: response('second answer') }, { type: 'CLOSE' });
-    expect(s).toMatchObject({ state: 'COMPLETED', answer: 'second answer', turns: 2, conversationOpen: false });
+    expect(view(s)).toMatchObject({ state: 'COMPLETED', answer: 'second answer', turns: 2, conversationOpen: false });
     expect(transition(s, { type: 'MESSAGE', text: 'late' }, at(1))).toEqual({ ok: false, error: 'the conversation is closed' });
   });
 
   test('without keepOpenMs a completed run takes no message', () => {
     const s = run(snapshot(), { type: 'START' }, { type: 'MODEL_RESPONDED', response: response('done') });
-    expect([s.state, s.conversationOpen]).toEqual(['COMPLETED', false]);
+    expect(s.phase).toEqual({ type: 'COMPLETED', conversationOpen: false });
     expect(transition(s, { type: 'MESSAGE', text: 'more' }, at(1)).ok).toBe(false);
   });
 });
@@ -502,9 +516,9 @@ describe('carrying on from a snapshot', () => {
     const resumed = resumeAt(streaming, at(50));
     expect(work(resumed.commands)).toEqual([{ type: 'callModel', purpose: 'respond', callNumber: 1 }]);
     expect(resumed.snapshot).toMatchObject({ loops: 1, partialText: '', stream: { callNumber: 1, attempt: 1 } });
-    expect(commandsFor({ ...s, state: 'AWAITING_APPROVAL' })).toEqual([]);
+    expect(commandsFor({ ...s, phase: { type: 'AWAITING_APPROVAL', pending: [], then: { type: 'TOOL_EXECUTING' } } })).toEqual([]);
     // A snapshot taken inside a macrostep (a fork from a PROCESSING step) takes the internal step on resuming.
-    const processing = { ...s, state: 'PROCESSING' as const, pendingToolCalls: [call('c2')] };
+    const processing = { ...s, phase: { type: 'PROCESSING' } as Phase, pendingToolCalls: [call('c2')] };
     expect(work(resumeAt(processing, at(50)).commands)).toEqual([{ type: 'runTools', calls: [call('c2')] }]);
   });
 });
@@ -520,10 +534,10 @@ describe('real providers and people', () => {
     const waiting = step(s, { type: 'MODEL_RESPONDED', response: response('', [call('w', 'writeFile')]) }, at(11));
     s = waiting.snapshot;
     expect(waiting.commands).toEqual([{ type: 'timer', due: null }]); // no clock runs while a person decides
-    expect([s.state, s.deadline, s.workRemainingMs, s.approvalDeadline]).toEqual(['AWAITING_APPROVAL', null, 290_000, null]);
+    expect([s.phase.type, s.deadline, s.workRemainingMs, s.approvalDeadline]).toEqual(['AWAITING_APPROVAL', null, 290_000, null]);
     // Approved an hour later: 290 s of working time remain from then.
     const approved = transition(s, { type: 'APPROVAL', toolCallId: 'w', approved: true }, at(HOUR));
-    expect(approved.ok && [approved.snapshot.state, approved.snapshot.deadline, approved.snapshot.workRemainingMs]).toEqual(['TOOL_EXECUTING', at(HOUR + 290), null]);
+    expect(approved.ok && [approved.snapshot.phase.type, approved.snapshot.deadline, approved.snapshot.workRemainingMs]).toEqual(['TOOL_EXECUTING', at(HOUR + 290), null]);
   });
 
   test('pausing stops the clock too; a run begun before keeps it running', () => {
@@ -532,11 +546,11 @@ describe('real providers and people', () => {
       return step(s, { type: 'MODEL_RESPONDED', response: response('', [call('r')]) }, at(101)).snapshot;
     };
     const s = paused(snapshot());
-    expect([s.state, s.deadline, s.workRemainingMs]).toEqual(['PAUSED', null, 200_000]);
+    expect([s.phase.type, s.deadline, s.workRemainingMs]).toEqual(['PAUSED', null, 200_000]);
     const resumed = transition(s, { type: 'RESUME' }, at(HOUR));
-    expect(resumed.ok && [resumed.snapshot.state, resumed.snapshot.deadline]).toEqual(['TOOL_EXECUTING', at(HOUR + 200)]);
+    expect(resumed.ok && [resumed.snapshot.phase.type, resumed.snapshot.deadline]).toEqual(['TOOL_EXECUTING', at(HOUR + 200)]);
     const before = paused(old(snapshot()));
-    expect([before.state, before.deadline, before.workRemainingMs]).toEqual(['PAUSED', at(301), null]);
+    expect([before.phase.type, before.deadline, before.workRemainingMs]).toEqual(['PAUSED', at(301), null]);
   });
 
   test('limits.approvalTimeoutMs ends a run whose approval waits too long, naming the tools', () => {
@@ -546,7 +560,7 @@ describe('real providers and people', () => {
     expect(s.approvalDeadline).toBe(at(70));
     expect(waiting.commands).toEqual([{ type: 'timer', due: at(70) }]);
     const r = transition(s, { type: 'TIMEOUT' }, at(70));
-    expect(r.ok && [r.snapshot.state, r.snapshot.reason, r.snapshot.approvalDeadline]).toEqual([
+    expect(r.ok && [r.snapshot.phase.type, r.snapshot.reason, r.snapshot.approvalDeadline]).toEqual([
       'FAILED',
       'no decision on writeFile within 60000 ms (limits.approvalTimeoutMs)',
       null,
@@ -555,36 +569,36 @@ describe('real providers and people', () => {
 
   test('an answer cut off by the output limit is continued and the parts joined into one answer', () => {
     const next = step(run(snapshot({ maxOutputTokens: 5 }), { type: 'START' }), { type: 'MODEL_RESPONDED', response: cut('The capital ') });
-    expect(next.snapshot.state).toBe('STREAMING');
+    expect(next.snapshot.phase.type).toBe('STREAMING');
     expect(next.snapshot.messages.at(-1)).toEqual({ role: 'user', content: CONTINUE_PROMPT });
     expect(work(next.commands)).toEqual([{ type: 'callModel', purpose: 'respond', callNumber: 2 }]);
     const s = run(next.snapshot, { type: 'MODEL_RESPONDED', response: response('is Paris.') });
     expect(s.messages.slice(-1)).toEqual([{ role: 'assistant', content: 'The capital is Paris.' }]);
-    expect([s.state, s.answer, s.continuations]).toEqual(['COMPLETED', 'The capital is Paris.', 0]);
+    expect([s.phase.type, s.answer, s.continuations]).toEqual(['COMPLETED', 'The capital is Paris.', 0]);
   });
 
   test(`an answer still cut off after ${MAX_CONTINUATIONS} continuations ends the run with the text, saying so`, () => {
     let s = run(snapshot({ maxOutputTokens: 5 }), { type: 'START' });
     for (let i = 0; i <= MAX_CONTINUATIONS; i++) s = run(s, { type: 'MODEL_RESPONDED', response: cut(`part${i} `) });
-    expect(s.state).toBe('COMPLETED');
+    expect(s.phase.type).toBe('COMPLETED');
     expect(s.answer).toBe('part0 part1 part2 part3 ');
     expect(s.reason).toBe(`the answer was cut off by maxOutputTokens 5 and still was after ${MAX_CONTINUATIONS} continuations: it ends truncated`);
     // Nor does a cut-off answer fail the run when maxLoops leaves no call to continue it: it ends with the text.
     const last = run(snapshot({ limits: { maxLoops: 2 } }), { type: 'START' }, { type: 'MODEL_RESPONDED', response: cut('a ') });
     const ended = run(last, { type: 'MODEL_RESPONDED', response: cut('b') });
-    expect([ended.state, ended.answer, ended.reason]).toEqual([
+    expect([ended.phase.type, ended.answer, ended.reason]).toEqual([
       'COMPLETED',
       'a b',
       "the answer was cut off by the provider's output limit and limits.maxLoops (2) leaves no model call to continue it: it ends truncated",
     ]);
     // Before `real-providers`, a cut-off answer was taken as complete.
     const before = run(old(snapshot()), { type: 'START' }, { type: 'MODEL_RESPONDED', response: cut('The cap') });
-    expect([before.state, before.answer]).toEqual(['COMPLETED', 'The cap']);
+    expect([before.phase.type, before.answer]).toEqual(['COMPLETED', 'The cap']);
   });
 
   test('tool calls cut off by the output limit go back to the model as errors, not to the tools', () => {
     const r = step(run(snapshot(), { type: 'START' }), { type: 'MODEL_RESPONDED', response: cut('', [call('c', 'writeFile', '{"path":"a.t')]) });
-    expect(r.snapshot.state).toBe('STREAMING');
+    expect(r.snapshot.phase.type).toBe('STREAMING');
     expect(r.snapshot.messages.at(-1)).toEqual({ role: 'tool', toolCallId: 'c', content: CUT_TOOL_CALL });
     expect(r.snapshot.toolCalls).toBe(0);
   });
@@ -594,16 +608,16 @@ describe('real providers and people', () => {
     const input = { contextWindowTokens: 1_000, compaction: { threshold: 0.8, keepRecentMessages: 2 } };
     const s = run(snapshot(input), { type: 'START' }, { type: 'MODEL_RESPONDED', response: response('', [call('r')]) });
     const r = step(s, { type: 'TOOLS_DONE', results: [{ toolCallId: 'r', name: 'readFile', ok: true, content: big }] });
-    expect(r.snapshot.state).toBe('COMPACTING');
+    expect(r.snapshot.phase.type).toBe('COMPACTING');
     expect(work(r.commands)).toEqual([{ type: 'compact', keepRecent: 2 }]);
     expect(r.snapshot.reason).toMatch(/^compacting first: the next request is about \d+ tokens, over 800 \(compaction.threshold 0.8 of a 1000-token context window\)$/);
     // Still over after compacting: the request goes out and the provider decides (the reactive path stays).
     const back = step(r.snapshot, { type: 'COMPACTED', result: { messages: r.snapshot.messages, summarizedMessages: 1, usage: { promptTokens: 7, completionTokens: 3, totalTokens: 10 } } });
-    expect(back.snapshot.state).toBe('STREAMING');
+    expect(back.snapshot.phase.type).toBe('STREAMING');
     expect(back.snapshot.usage.totalTokens).toBe(r.snapshot.usage.totalTokens + 10);
     // No window known: no estimate, no early compaction.
     const unknown = run(snapshot(), { type: 'START' }, { type: 'MODEL_RESPONDED', response: response('', [call('r')]) });
-    expect(run(unknown, { type: 'TOOLS_DONE', results: [{ toolCallId: 'r', name: 'readFile', ok: true, content: big }] }).state).toBe('STREAMING');
+    expect(run(unknown, { type: 'TOOLS_DONE', results: [{ toolCallId: 'r', name: 'readFile', ok: true, content: big }] }).phase.type).toBe('STREAMING');
   });
 
   test("the estimate uses the provider's count of the last request, and the window the worker reported", () => {
@@ -616,11 +630,11 @@ describe('real providers and people', () => {
     let s = run(judged({ critiqueMinConfidence: 0.7 }), { type: 'START' }, { type: 'MODEL_RESPONDED', response: response('maybe 5') });
     const usage = { promptTokens: 40, completionTokens: 10, totalTokens: 50 };
     s = run(s, { type: 'CRITIQUE_DONE', decision: { action: 'complete', reason: 'looks right', confidence: 0.4 }, usage });
-    expect(s.state).toBe('STREAMING');
+    expect(s.phase.type).toBe('STREAMING');
     expect(s.lastCritique).toEqual({ action: 'retry', reason: 'the critic is not confident enough (0.4 < critiqueMinConfidence 0.7): looks right', confidence: 0.4 });
     expect(s.usage.totalTokens).toBe(15 + 50);
     s = run(s, { type: 'MODEL_RESPONDED', response: response('4') }, { type: 'CRITIQUE_DONE', decision: { action: 'complete', reason: 'right', confidence: 0.9 } });
-    expect([s.state, s.answer]).toEqual(['COMPLETED', '4']);
+    expect([s.phase.type, s.answer]).toEqual(['COMPLETED', '4']);
   });
 
   test('a model request carries the output limit and the tool names the worker must have', () => {
@@ -635,7 +649,7 @@ describe('a failed model critic', () => {
     const s = run(snapshot({ critique: 'model' }), { type: 'START' }, { type: 'MODEL_RESPONDED', response: response('4') });
     expect(commandsFor(s)).toEqual([{ type: 'critique', request: { model: undefined, task: 'do the task', answer: '4', callNumber: 2 }, timeouts: 'critic' }]);
     const r = step(s, { type: 'CRITIC_FAILED', error: 'model provider error (503): overloaded' });
-    expect([r.snapshot.state, r.snapshot.answer]).toEqual(['COMPLETED', '4']);
+    expect([r.snapshot.phase.type, r.snapshot.answer]).toEqual(['COMPLETED', '4']);
     expect(r.snapshot.lastCritique).toEqual({
       action: 'complete',
       reason: 'the model answered without calling tools (model critic unavailable: model provider error (503): overloaded)',
@@ -643,18 +657,18 @@ describe('a failed model critic', () => {
     });
     // An empty answer is still sent back, as the rule critic would.
     const empty = run(snapshot({ critique: 'model' }), { type: 'START' }, { type: 'MODEL_RESPONDED', response: response('') });
-    expect(step(empty, { type: 'CRITIC_FAILED', error: 'x' }).snapshot.state).toBe('STREAMING');
+    expect(step(empty, { type: 'CRITIC_FAILED', error: 'x' }).snapshot.phase.type).toBe('STREAMING');
   });
 });
 
 describe('a fork\'s clocks', () => {
   test('start afresh with the limits it carries; waiting already when a person decides', () => {
     const s = snapshot({ limits: { timeoutMs: 600_000, approvalTimeoutMs: 60_000 } });
-    expect(freshClocks({ ...s, state: 'STREAMING' }, at(10))).toEqual({ deadline: at(610), workRemainingMs: null, approvalDeadline: null });
-    expect(freshClocks({ ...s, state: 'AWAITING_APPROVAL' }, at(10))).toEqual({ deadline: null, workRemainingMs: 600_000, approvalDeadline: at(70) });
-    expect(freshClocks({ ...s, state: 'PAUSED' }, at(10))).toEqual({ deadline: null, workRemainingMs: 600_000, approvalDeadline: null });
+    expect(freshClocks({ ...s, phase: { type: 'STREAMING' } as Phase }, at(10))).toEqual({ deadline: at(610), workRemainingMs: null, approvalDeadline: null });
+    expect(freshClocks({ ...s, phase: { type: 'AWAITING_APPROVAL', pending: [], then: { type: 'TOOL_EXECUTING' } } }, at(10))).toEqual({ deadline: null, workRemainingMs: 600_000, approvalDeadline: at(70) });
+    expect(freshClocks({ ...s, phase: { type: 'PAUSED' } as Phase }, at(10))).toEqual({ deadline: null, workRemainingMs: 600_000, approvalDeadline: null });
     // Before `real-providers`, the clock ran in every state.
-    const before = { ...s, state: 'PAUSED' as const, features: { noProgressGuard: true, realProviders: false, conversationChain: true } };
+    const before = { ...s, phase: { type: 'PAUSED', resumeTo: { type: 'STREAMING' } } as Phase, features: { noProgressGuard: true, realProviders: false, conversationChain: true } };
     expect(freshClocks(before, at(10))).toEqual({ deadline: at(610), workRemainingMs: null, approvalDeadline: null });
   });
 });
@@ -684,7 +698,7 @@ describe('the conversation chain', () => {
     expect(mismatched.snapshot.chain).toBeNull();
     const chained = { ...started, chain: stored(2) };
     const retried = step(chained, { type: 'CHAIN_UNAVAILABLE', error: 'blob gone' });
-    expect([retried.snapshot.state, retried.snapshot.step, retried.snapshot.chain]).toEqual(['STREAMING', chained.step, null]);
+    expect([retried.snapshot.phase.type, retried.snapshot.step, retried.snapshot.chain]).toEqual(['STREAMING', chained.step, null]);
     expect(callOf(retried.commands)).toMatchObject({ chain: {}, messages: chained.messages, callNumber: 1 });
     // Runs begun before chaining send every message, with no chain at all.
     const before = step({ ...snapshot(), features: { noProgressGuard: true, realProviders: true, conversationChain: false } }, { type: 'START' });
@@ -698,5 +712,27 @@ describe('the conversation chain', () => {
     const joined = step(cut, { type: 'MODEL_RESPONDED', response: { ...response('ital.'), conversation: stored(sent) } }).snapshot;
     expect(joined.messages.length).toBe(sent - 1);
     expect(joined.chain).toBeNull();
+  });
+});
+
+describe('snapshots of version 1 (runs begun before the phase)', () => {
+  const fixture = (name: string) => JSON.parse(readFileSync(path.join(__dirname, 'fixtures/snapshots', `v1-${name}.json`), 'utf8')) as SnapshotV1;
+
+  test('load with their state and its data as the phase, and carry on', () => {
+    const paused = loadSnapshot(fixture('paused'));
+    expect([paused.schemaVersion, paused.phase]).toEqual([2, { type: 'PAUSED', resumeTo: { type: 'TOOL_EXECUTING' } }]);
+    expect(paused).not.toHaveProperty('resumeTo');
+    expect(paused.features).toEqual({ noProgressGuard: true, realProviders: true, conversationChain: false });
+    const resumed = step(paused, { type: 'RESUME' });
+    expect(work(resumed.commands)).toEqual([{ type: 'runTools', calls: [expect.objectContaining({ id: 'call_l1', name: 'listFiles' })] }]);
+
+    const approval = loadSnapshot(fixture('approval'));
+    expect(approval.phase).toMatchObject({ type: 'AWAITING_APPROVAL', then: { type: 'TOOL_EXECUTING' } });
+    expect(view(approval).pendingApproval.map((p) => [p.toolCallId, p.decision?.approved ?? null])).toEqual([['call_w1', true], ['call_w2', null]]);
+    const approved = step(approval, { type: 'APPROVAL', toolCallId: 'call_w2', approved: false, feedback: 'not b' });
+    expect(work(approved.commands)).toEqual([{ type: 'runTools', calls: [expect.objectContaining({ id: 'call_w1' })] }]);
+
+    const streaming = loadSnapshot(fixture('streaming'));
+    expect(work(resumeAt(streaming, at(1)).commands)).toEqual([{ type: 'callModel', purpose: 'respond', callNumber: 2 }]);
   });
 });

@@ -3,12 +3,13 @@
  * Wire names equal the constant names without their kind suffix.
  */
 import { defineQuery, defineSignal, defineUpdate } from '@temporalio/workflow';
-import type { ChatMessage } from './chat';
 import type { AbortInput, ApproveInput, SendMessageInput } from './input';
-import type { RunSnapshot } from '../workflows/snapshot';
+import type { RunStateView, RunUsage } from './view';
 
-/** The `state` query answer: the run snapshot, with the conversation only on request (it can be large). */
-export type RunStateView = Omit<RunSnapshot, 'messages'> & { messageCount: number; messages?: ChatMessage[] };
+export type { RunStateView } from './view';
+
+/** A run snapshot carried into another run: versioned, otherwise opaque outside the workflow. */
+export type CarriedSnapshot = { schemaVersion: number; step: number } & Record<string, unknown>;
 export interface StateQueryOptions {
   includeMessages?: boolean;
 }
@@ -37,7 +38,7 @@ export interface AgentRunResult {
   status: 'COMPLETED' | 'ABORTED' | 'FAILED';
   answer: string | null;
   reason: string | null;
-  usage: RunSnapshot['usage'];
+  usage: RunUsage;
   loops: number;
   toolCalls: number;
 }
@@ -45,6 +46,8 @@ export interface AgentRunResult {
 export const stateQuery = defineQuery<RunStateView, [StateQueryOptions?]>('state');
 /** Time travel: the run's snapshot right after a step (a step is a state change; see `transitions`). */
 export const snapshotAtQuery = defineQuery<RunStateView, [{ step: number; includeMessages?: boolean }]>('snapshotAt');
+/** A run's internal snapshot right after a step, as a new run carries on from it (`AgentClient.fork`); its shape is the worker's own. */
+export const runSnapshotAtQuery = defineQuery<CarriedSnapshot, [{ step: number }]>('runSnapshotAt');
 export const abortSignal = defineSignal<[AbortInput?]>('abort');
 export const pauseSignal = defineSignal('pause');
 export const resumeSignal = defineSignal('resume');

@@ -22,18 +22,20 @@ import {
   approveUpdate,
   pauseSignal,
   resumeSignal,
+  runSnapshotAtQuery,
   sendMessageUpdate,
   snapshotAtQuery,
   stateQuery,
   streamDeltaSignal,
   type AgentRunResult,
+  type CarriedSnapshot,
 } from '../common/messages';
-import { type AgentState, isTerminal } from '../common/states';
+import { isTerminal } from '../common/states';
 import { CANCELLED, createEffects } from './effects';
-import { recordRejection, resumeAt, transition, type AgentCommand, type AgentEvent, type WorkCommand } from './machine';
+import { awaitsMessage, isRunning, recordRejection, resumeAt, transition, undecided, type AgentCommand, type AgentEvent, type WorkCommand } from './machine';
 import { recordStateDuration } from './metrics';
 import { createPublisher } from './publisher';
-import { carryOn, carryOver, snapshotAt, snapshotDeadline } from './resume';
+import { carriedSnapshot, carryOn, carryOver, snapshotAt } from './resume';
 import { createRunTimer } from './run-timer';
 import { blankSnapshot, initialSnapshot, type RunSnapshot } from './snapshot';
 import { publicView, runResult } from './view';
@@ -74,7 +76,7 @@ export async function agentRun(rawInput: unknown): Promise<AgentRunResult> {
     const result = transition(snapshot, event, at);
     if (!result.ok) {
       if (!external) throw new Error(`agentRun bug: ${result.error}`); // fails the workflow task, so a fix can resume it
-      log.warn('event refused', { event: event.type, state: snapshot.state, error: result.error });
+      log.warn('event refused', { event: event.type, state: snapshot.phase.type, error: result.error });
       snapshot = recordRejection(snapshot, event, result.error, at);
       return;
     }
@@ -104,6 +106,7 @@ export async function agentRun(rawInput: unknown): Promise<AgentRunResult> {
 
   setHandler(stateQuery, (options) => publicView(snapshot, options?.includeMessages ?? false));
   setHandler(snapshotAtQuery, ({ step, includeMessages }) => publicView(snapshotAt(base, eventLog, snapshot, step), includeMessages ?? false));
+  setHandler(runSnapshotAtQuery, ({ step }) => snapshotAt(base, eventLog, snapshot, step) as RunSnapshot & CarriedSnapshot);
   setHandler(abortSignal, (raw) => {
     const parsed = parseWith(AbortInputSchema, raw ?? {}, 'abort input');
     dispatch({ type: 'ABORT', reason: parsed.ok ? parsed.value.reason : undefined }, true);
@@ -121,7 +124,7 @@ export async function agentRun(rawInput: unknown): Promise<AgentRunResult> {
     (raw) => {
       const { toolCallId, approved, feedback } = ApproveInputSchema.parse(raw);
       dispatch({ type: 'APPROVAL', toolCallId, approved, feedback }, true);
-      return { toolCallId, approved, remaining: snapshot.pendingApproval.filter((p) => !p.decision).length };
+      return { toolCallId, approved, remaining: undecided(snapshot).length };
     },
     { validator: (raw) => refuseUnlessAccepted({ type: 'APPROVAL', ...parseOrThrow(ApproveInputSchema, raw, 'approve input') }) },
   );
@@ -140,10 +143,11 @@ export async function agentRun(rawInput: unknown): Promise<AgentRunResult> {
     throw ApplicationFailure.create({ type: FailureType.InvalidInput, message: input.error, nonRetryable: true });
   }
   const resume = input.value.resume;
-  if (resume && isTerminal(resume.snapshot.state as AgentState)) {
-    throw ApplicationFailure.create({ type: FailureType.InvalidInput, message: `cannot carry on from a ${resume.snapshot.state} snapshot`, nonRetryable: true });
+  const carried = resume && carriedSnapshot(resume);
+  if (carried && isTerminal(carried.phase.type)) {
+    throw ApplicationFailure.create({ type: FailureType.InvalidInput, message: `cannot carry on from a ${carried.phase.type} snapshot`, nonRetryable: true });
   }
-  const carriedDeadline = resume?.kind === 'continue' ? snapshotDeadline(resume) : null;
+  const carriedDeadline = resume?.kind === 'continue' ? carried!.deadline : null;
   timer.started(carriedDeadline !== null ? Math.max(0, Date.parse(carriedDeadline) - Date.now()) : snapshot.limits.timeoutMs);
   if (resume) {
     const resumed = resumeAt(carryOn(resume, snapshot.features, workflowInfo().workflowId, now()), now());
@@ -155,13 +159,12 @@ export async function agentRun(rawInput: unknown): Promise<AgentRunResult> {
   }
 
   const root = CancellationScope.current();
-  const running = () => !isTerminal(snapshot.state) || snapshot.conversationOpen;
   try {
-    while (running()) {
+    while (isRunning(snapshot)) {
       const command = queue.shift();
       if (!command) {
         publisher.beforeWait(snapshot);
-        await condition(() => queue.length > 0 || !running());
+        await condition(() => queue.length > 0 || !isRunning(snapshot));
         continue;
       }
       if (command.type === 'callModel' && historyIsLong() && patched(Patch.ContinueAsNew)) {
@@ -188,7 +191,7 @@ export async function agentRun(rawInput: unknown): Promise<AgentRunResult> {
   async function awaitMessage(ms: number): Promise<AgentEvent | typeof CANCELLED> {
     timer.turnEnded();
     publisher.beforeWait(snapshot);
-    if (!(await condition(() => !snapshot.conversationOpen, ms))) return { type: 'CLOSE' };
+    if (!(await condition(() => !awaitsMessage(snapshot), ms))) return { type: 'CLOSE' };
     timer.turnStarted(snapshot.deadline!);
     return CANCELLED;
   }

@@ -18,7 +18,7 @@ import { budgetExceeded, contextWouldOverflow, promptChars, responseCost } from 
 import { chainAfter, chained } from './chain';
 import { ruleCritique } from './critic';
 import { compactionRequest, critiqueRequest, modelRequest } from './requests';
-import type { RunSnapshot } from './snapshot';
+import type { ModelStep, Phase, RunSnapshot, WorkPhase } from './snapshot';
 import { FailureType, ModelErrorType } from '../common/failures';
 import { AgentState, type CritiqueDecision, isTerminal, WORK_STATES } from '../common/states';
 
@@ -173,7 +173,7 @@ export function transition(s: RunSnapshot, event: AgentEvent, now: string, stopA
   const commands = [...first.commands];
   for (let internal = internalEvent(next); internal && next.step < stopAtStep; internal = internalEvent(next)) {
     const result = microstep(next, internal, now);
-    if (!result.ok) throw new Error(`machine bug: internal ${internal.type} refused in ${next.state}: ${result.error}`);
+    if (!result.ok) throw new Error(`machine bug: internal ${internal.type} refused in ${next.phase.type}: ${result.error}`);
     next = result.snapshot;
     commands.push(...result.commands);
   }
@@ -181,10 +181,19 @@ export function transition(s: RunSnapshot, event: AgentEvent, now: string, stopA
   return ok(next, due === timerDue(s) ? commands : [{ type: 'timer', due }, ...commands]);
 }
 
+/** The run awaits a follow-up message in a kept-open conversation. */
+export const awaitsMessage = (s: RunSnapshot): boolean => s.phase.type === S.COMPLETED && s.phase.conversationOpen;
+
+/** The run has work ahead or may still take a follow-up message. */
+export const isRunning = (s: RunSnapshot): boolean => !isTerminal(s.phase.type) || awaitsMessage(s);
+
+/** The decisions the run waits for; none outside AWAITING_APPROVAL. */
+export const undecided = (s: RunSnapshot) => (s.phase.type === S.AWAITING_APPROVAL ? s.phase.pending.filter((p) => !p.decision) : []);
+
 /** The event a state resolves with at once, with no effect to wait for; null for states that wait. */
 export function internalEvent(s: RunSnapshot): AgentEvent | null {
-  if (s.state === S.PROCESSING) return { type: 'PROCESS' };
-  if (s.state === S.CRITIQUE && critiqueMode(s) === 'rules') return { type: 'CRITIQUE_DONE', decision: ruleCritique(s) };
+  if (s.phase.type === S.PROCESSING) return { type: 'PROCESS' };
+  if (s.phase.type === S.CRITIQUE && critiqueMode(s) === 'rules') return { type: 'CRITIQUE_DONE', decision: ruleCritique(s) };
   return null;
 }
 
@@ -202,16 +211,18 @@ export function timerDue(s: RunSnapshot): string | null {
 
 /** One state's handling of one event, checked against the table. */
 function microstep(s: RunSnapshot, event: AgentEvent, now: string): TransitionResult {
-  const targets = allowedTargets(s.state, event.type);
+  const state = s.phase.type;
+  const targets = allowedTargets(state, event.type);
   if (targets.length === 0) {
-    if (isTerminal(s.state)) return reject(`the run has ended (${s.state})`);
-    if (event.type === 'APPROVAL') return reject(`the run is ${s.state}, not AWAITING_APPROVAL`);
-    return reject(`event ${event.type} has no transition from state ${s.state}`);
+    if (isTerminal(state)) return reject(`the run has ended (${state})`);
+    if (event.type === 'APPROVAL') return reject(`the run is ${state}, not AWAITING_APPROVAL`);
+    return reject(`event ${event.type} has no transition from state ${state}`);
   }
   const result = handle(s, event, now);
-  if (result.ok && result.snapshot.state !== s.state && !targets.includes(result.snapshot.state)) {
+  const to = result.ok ? result.snapshot.phase.type : state;
+  if (to !== state && !targets.includes(to)) {
     // The handlers and the table disagree: a bug in this file, caught by the table-driven tests.
-    throw new Error(`machine bug: ${s.state} --${event.type}--> ${result.snapshot.state} is not in the table`);
+    throw new Error(`machine bug: ${state} --${event.type}--> ${to} is not in the table`);
   }
   return result;
 }
@@ -228,17 +239,19 @@ export function modelFailure(errorType: string | undefined, error: string): Agen
 
 /** Keep the rejection on the snapshot so that the `state` query shows it. */
 export function recordRejection(s: RunSnapshot, event: AgentEvent, error: string, now: string): RunSnapshot {
-  const entry = { event: event.type, state: s.state, at: now, error };
+  const entry = { event: event.type, state: s.phase.type, at: now, error };
   return { ...s, rejectedEvents: [...s.rejectedEvents, entry].slice(-20) };
 }
 
 const ok = (snapshot: RunSnapshot, commands: AgentCommand[] = []): TransitionResult => ({ ok: true, snapshot, commands });
+/** A phase that carries no data of its own. */
+const plain = <T extends Exclude<AgentState, 'AWAITING_APPROVAL' | 'PAUSED' | 'COMPACTING' | 'COMPLETED'>>(type: T) => ({ type });
 const reject = (error: string): TransitionResult => ({ ok: false, error });
 
 function handle(s: RunSnapshot, e: AgentEvent, now: string): TransitionResult {
   switch (e.type) {
     case 'START':
-      return enter({ ...s, deadline: addMs(now, s.limits.timeoutMs) }, s.options.plan ? S.PLANNING : S.STREAMING, e, now);
+      return enter({ ...s, deadline: addMs(now, s.limits.timeoutMs) }, plain(s.options.plan ? S.PLANNING : S.STREAMING), e, now);
 
     case 'INVALID_INPUT':
       return fail(s, e, now, e.error);
@@ -251,7 +264,7 @@ function handle(s: RunSnapshot, e: AgentEvent, now: string): TransitionResult {
         { role: 'assistant', content: `Plan:\n${plan}` },
         { role: 'user', content: 'Carry out the plan step by step.' },
       ];
-      return enter(next, S.STREAMING, e, now);
+      return enter(next, plain(S.STREAMING), e, now);
     }
 
     case 'MODEL_RESPONDED': {
@@ -265,7 +278,7 @@ function handle(s: RunSnapshot, e: AgentEvent, now: string): TransitionResult {
         { role: 'assistant', content: text || null, ...(toolCalls.length ? { toolCalls } : {}) },
       ];
       if (s.features.realProviders) Object.assign(next, continued(s, e.response));
-      return enter(next, S.PROCESSING, e, now);
+      return enter(next, plain(S.PROCESSING), e, now);
     }
 
     case 'MODEL_FAILED':
@@ -281,7 +294,7 @@ function handle(s: RunSnapshot, e: AgentEvent, now: string): TransitionResult {
       if (s.overflowsInARow >= 2) {
         return fail(s, e, now, `context still too long after ${s.overflowsInARow} compactions: ${e.error}`);
       }
-      return enter({ ...s, lastError: e.error, resumeTo: s.state, overflowsInARow: s.overflowsInARow + 1 }, S.COMPACTING, e, now);
+      return enter({ ...s, lastError: e.error, overflowsInARow: s.overflowsInARow + 1 }, { type: S.COMPACTING, returnTo: s.phase.type as ModelStep }, e, now);
 
     case 'PROCESS':
       return processResponse(s, e, now);
@@ -302,7 +315,7 @@ function handle(s: RunSnapshot, e: AgentEvent, now: string): TransitionResult {
         presetResults: [],
         messages: [...s.messages, ...results.map((r) => ({ role: 'tool' as const, toolCallId: r.toolCallId, content: r.content }))],
       };
-      return enter(next, S.CRITIQUE, e, now);
+      return enter(next, plain(S.CRITIQUE), e, now);
     }
 
     case 'CRITIQUE_DONE': {
@@ -319,28 +332,30 @@ function handle(s: RunSnapshot, e: AgentEvent, now: string): TransitionResult {
       const usage = s.features.realProviders ? withSideUsage(s, e.result.usage).usage : { ...s.usage, ...addUsage(s.usage, e.result.usage) };
       // A proactive compaction leaves the calibration as it was: the ratio of tokens to characters still holds.
       const next: RunSnapshot = { ...s, messages: e.result.messages, usage, chain: null };
-      return enter(next, s.resumeTo === S.PLANNING ? S.PLANNING : S.STREAMING, e, now);
+      return enter(next, plain(s.phase.type === S.COMPACTING ? s.phase.returnTo : S.STREAMING), e, now);
     }
 
     case 'COMPACTION_FAILED':
       return fail(s, e, now, `compaction failed: ${e.error}`);
 
     case 'APPROVAL': {
-      const pending = s.pendingApproval.find((p) => p.toolCallId === e.toolCallId);
+      const phase = s.phase;
+      if (phase.type !== S.AWAITING_APPROVAL) return reject(`the run is ${phase.type}, not AWAITING_APPROVAL`);
+      const pending = phase.pending.find((p) => p.toolCallId === e.toolCallId);
       if (!pending) {
-        const waiting = s.pendingApproval.filter((p) => !p.decision).map((p) => p.toolCallId);
+        const waiting = phase.pending.filter((p) => !p.decision).map((p) => p.toolCallId);
         return reject(`toolCallId ${e.toolCallId} is not waiting for approval (waiting: ${waiting.join(', ') || 'none'})`);
       }
       if (pending.decision) return reject(`toolCallId ${e.toolCallId} was already ${pending.decision.approved ? 'approved' : 'rejected'}`);
       if (pending.kind === 'budget') {
-        if (!e.approved) return fail({ ...s, pendingApproval: [] }, e, now, `${s.reason}; extending the budget was declined${e.feedback ? `: ${e.feedback}` : ''}`);
-        return enter({ ...s, pendingApproval: [], budgetGrants: s.budgetGrants + 1, resumeTo: null }, s.resumeTo ?? S.STREAMING, e, now);
+        if (!e.approved) return fail(s, e, now, `${s.reason}; extending the budget was declined${e.feedback ? `: ${e.feedback}` : ''}`);
+        return enter({ ...s, budgetGrants: s.budgetGrants + 1 }, phase.then, e, now);
       }
       const decision = { approved: e.approved, ...(e.feedback !== undefined ? { feedback: e.feedback } : {}) };
-      const pendingApproval = s.pendingApproval.map((p) => (p === pending ? { ...p, decision } : p));
-      const next = { ...s, pendingApproval };
-      if (pendingApproval.some((p) => !p.decision)) return ok(next);
-      const rejected = pendingApproval.filter((p) => !p.decision?.approved);
+      const decided = phase.pending.map((p) => (p === pending ? { ...p, decision } : p));
+      if (decided.some((p) => !p.decision)) return ok({ ...s, phase: { ...phase, pending: decided } });
+      const rejected = decided.filter((p) => !p.decision?.approved);
+      const next: RunSnapshot = { ...s };
       next.presetResults = [
         ...s.presetResults,
         ...rejected.map((p) => ({
@@ -350,8 +365,7 @@ function handle(s: RunSnapshot, e: AgentEvent, now: string): TransitionResult {
           content: `The user rejected this call${p.decision?.feedback ? `: ${p.decision.feedback}` : '.'}`,
         })),
       ];
-      next.pendingApproval = [];
-      return enter(next, S.TOOL_EXECUTING, e, now);
+      return enter(next, phase.then, e, now);
     }
 
     case 'PAUSE':
@@ -359,11 +373,11 @@ function handle(s: RunSnapshot, e: AgentEvent, now: string): TransitionResult {
       return ok({ ...s, pauseRequested: true });
 
     case 'RESUME':
-      if (s.state !== S.PAUSED) {
-        if (!s.pauseRequested) return reject(`the run is ${s.state}, not paused`);
+      if (s.phase.type !== S.PAUSED) {
+        if (!s.pauseRequested) return reject(`the run is ${s.phase.type}, not paused`);
         return ok({ ...s, pauseRequested: false });
       }
-      return enter({ ...s, resumeTo: null }, s.resumeTo ?? S.STREAMING, e, now);
+      return enter(s, s.phase.resumeTo, e, now);
 
     case 'ABORT':
       return finish(s, S.ABORTED, e, now, `aborted: ${e.reason ?? 'by request'}`);
@@ -371,27 +385,27 @@ function handle(s: RunSnapshot, e: AgentEvent, now: string): TransitionResult {
     case 'TIMEOUT':
       if (s.features.realProviders && s.deadline === null) {
         // While a person decides, only the approval wait has a timer.
-        if (s.state !== S.AWAITING_APPROVAL || s.approvalDeadline === null) return reject('no timer is running: the run waits for a person');
-        const waiting = s.pendingApproval.filter((p) => !p.decision).map((p) => p.name);
+        if (s.phase.type !== S.AWAITING_APPROVAL || s.approvalDeadline === null) return reject('no timer is running: the run waits for a person');
+        const waiting = s.phase.pending.filter((p) => !p.decision).map((p) => p.name);
         return fail(s, e, now, `no decision on ${waiting.join(', ')} within ${s.limits.approvalTimeoutMs} ms (limits.approvalTimeoutMs)`);
       }
       return fail(s, e, now, `timed out after ${s.limits.timeoutMs} ms${s.features.realProviders ? ' of working time' : ''} (limits.timeoutMs)`);
 
     case 'MESSAGE': {
       const queued = { ...s, queuedMessages: [...s.queuedMessages, e.text] };
-      if (s.state !== S.COMPLETED) return ok(queued);
-      if (!s.conversationOpen) return reject('the conversation is closed');
+      if (s.phase.type !== S.COMPLETED) return ok(queued);
+      if (!s.phase.conversationOpen) return reject('the conversation is closed');
       // A follow-up turn: the answer so far stays until the next one replaces it.
-      return enter({ ...queued, conversationOpen: false, deadline: addMs(now, s.limits.timeoutMs) }, S.STREAMING, e, now);
+      return enter({ ...queued, deadline: addMs(now, s.limits.timeoutMs) }, plain(S.STREAMING), e, now);
     }
 
     case 'CLOSE':
-      if (!s.conversationOpen) return reject('the conversation is not open');
-      return ok({ ...s, conversationOpen: false });
+      if (s.phase.type !== S.COMPLETED || !s.phase.conversationOpen) return reject('the conversation is not open');
+      return ok({ ...s, phase: { type: S.COMPLETED, conversationOpen: false } });
 
     case 'STREAM_DELTA': {
       // Deltas of a finished or earlier call arrive late after a retry or a crash; they no longer describe anything.
-      if (s.state !== S.STREAMING && s.state !== S.PLANNING) return ok(s);
+      if (s.phase.type !== S.STREAMING && s.phase.type !== S.PLANNING) return ok(s);
       if (!s.stream || e.callNumber !== s.stream.callNumber || e.attempt < s.stream.attempt) return ok(s);
       const restarted = e.attempt > s.stream.attempt;
       return ok({
@@ -409,7 +423,7 @@ function handle(s: RunSnapshot, e: AgentEvent, now: string): TransitionResult {
 function processResponse(s: RunSnapshot, e: AgentEvent, now: string): TransitionResult {
   const calls = s.pendingToolCalls;
   if (s.features.realProviders && s.lastFinishReason === 'length') return processCutOff(s, e, now);
-  if (calls.length === 0) return enter(s, S.CRITIQUE, e, now);
+  if (calls.length === 0) return enter(s, plain(S.CRITIQUE), e, now);
   if (isToolCallLimitReached(s, calls.length)) {
     return fail(s, e, now, `tool call limit reached: ${s.toolCalls} done, ${calls.length} more requested, limits.maxToolCalls is ${s.limits.maxToolCalls}`);
   }
@@ -426,15 +440,15 @@ function processResponse(s: RunSnapshot, e: AgentEvent, now: string): Transition
       pendingToolCalls: [],
       messages: [...s.messages, ...warned.map((r) => ({ role: 'tool' as const, toolCallId: r.toolCallId, content: r.content }))],
     };
-    return enter(next, S.STREAMING, e, now);
+    return enter(next, plain(S.STREAMING), e, now);
   }
   const next = { ...s, toolSignatures: signatures };
   const guarded = calls.filter((c) => needsApproval(s, c.name));
   if (guarded.length > 0) {
-    next.pendingApproval = guarded.map((c) => ({ toolCallId: c.id, kind: 'tool' as const, name: c.name, arguments: c.arguments }));
-    return enter(next, S.AWAITING_APPROVAL, e, now);
+    const pending = guarded.map((c) => ({ toolCallId: c.id, kind: 'tool' as const, name: c.name, arguments: c.arguments }));
+    return enter(next, { type: S.AWAITING_APPROVAL, pending, then: plain(S.TOOL_EXECUTING) }, e, now);
   }
-  return enter(next, S.TOOL_EXECUTING, e, now);
+  return enter(next, plain(S.TOOL_EXECUTING), e, now);
 }
 
 /**
@@ -445,7 +459,7 @@ function processCutOff(s: RunSnapshot, e: AgentEvent, now: string): TransitionRe
   const calls = s.pendingToolCalls;
   if (calls.length > 0) {
     const cut = calls.map((c) => ({ role: 'tool' as const, toolCallId: c.id, content: CUT_TOOL_CALL }));
-    return enter({ ...s, pendingToolCalls: [], continuations: 0, messages: [...s.messages, ...cut] }, S.STREAMING, e, now);
+    return enter({ ...s, pendingToolCalls: [], continuations: 0, messages: [...s.messages, ...cut] }, plain(S.STREAMING), e, now);
   }
   if (s.continuations >= MAX_CONTINUATIONS) return endTruncated(s, e, now, `still was after ${MAX_CONTINUATIONS} continuations`);
   const next: RunSnapshot = {
@@ -454,7 +468,7 @@ function processCutOff(s: RunSnapshot, e: AgentEvent, now: string): TransitionRe
     continuations: s.continuations + 1,
     messages: [...s.messages, { role: 'user', content: CONTINUE_PROMPT }],
   };
-  return enter(next, S.STREAMING, e, now);
+  return enter(next, plain(S.STREAMING), e, now);
 }
 
 const outputLimit = (s: RunSnapshot) => (s.options.maxOutputTokens === undefined ? "the provider's output limit" : `maxOutputTokens ${s.options.maxOutputTokens}`);
@@ -500,18 +514,18 @@ function applyCritique(s: RunSnapshot, e: AgentEvent, now: string): TransitionRe
   }
   switch (decision.action) {
     case 'continue':
-      return enter(next, S.STREAMING, e, now);
+      return enter(next, plain(S.STREAMING), e, now);
     case 'retry':
       if (!afterTools) {
         next.messages = [...s.messages, { role: 'user', content: `Your answer needs another attempt: ${decision.reason}` }];
       }
-      return enter(next, S.STREAMING, e, now);
+      return enter(next, plain(S.STREAMING), e, now);
     case 'replan':
       next.messages = [...s.messages, { role: 'user', content: `The current approach is not working (${decision.reason}). Make a new plan.` }];
-      return enter(next, S.PLANNING, e, now);
+      return enter(next, plain(S.PLANNING), e, now);
     case 'complete': {
       // A message sent during the run deserves an answer before the run ends.
-      if (s.queuedMessages.length > 0) return enter(next, S.STREAMING, e, now);
+      if (s.queuedMessages.length > 0) return enter(next, plain(S.STREAMING), e, now);
       const answer = lastAssistantText(s);
       return finish(next, S.COMPLETED, e, now, decision.reason, answer);
     }
@@ -522,8 +536,8 @@ function applyCritique(s: RunSnapshot, e: AgentEvent, now: string): TransitionRe
  * Move into `target`, honouring the limits and a requested pause on the way into new work,
  * and emit the commands that the target state starts with.
  */
-function enter(s: RunSnapshot, target: AgentState, e: AgentEvent, now: string): TransitionResult {
-  const callsModel = target === S.STREAMING || target === S.PLANNING;
+function enter(s: RunSnapshot, target: Phase, e: AgentEvent, now: string): TransitionResult {
+  const callsModel = target.type === S.STREAMING || target.type === S.PLANNING;
   if (callsModel && isLoopLimitReached(s)) {
     if (s.continuations > 0) return endTruncated(s, e, now, `limits.maxLoops (${s.limits.maxLoops}) leaves no model call to continue it`);
     return fail(s, e, now, `loop limit reached: ${s.loops} model calls, limits.maxLoops is ${s.limits.maxLoops}`);
@@ -531,15 +545,15 @@ function enter(s: RunSnapshot, target: AgentState, e: AgentEvent, now: string): 
   const overBudget = callsModel ? budgetExceeded(s) : null;
   if (overBudget && s.options.budget?.onExceed === 'approve') {
     const request = { toolCallId: 'budget', kind: 'budget' as const, name: 'budget', arguments: JSON.stringify({ reason: overBudget }) };
-    return ok(moveTo({ ...s, reason: overBudget, resumeTo: target, pendingApproval: [request] }, S.AWAITING_APPROVAL, e, now));
+    return ok(moveTo({ ...s, reason: overBudget }, { type: S.AWAITING_APPROVAL, pending: [request], then: target as WorkPhase }, e, now));
   }
   if (overBudget) return fail(s, e, now, overBudget);
-  if (s.pauseRequested && WORK_STATES.includes(target)) {
-    return ok(moveTo({ ...s, pauseRequested: false, resumeTo: target }, S.PAUSED, e, now));
+  if (s.pauseRequested && WORK_STATES.includes(target.type)) {
+    return ok(moveTo({ ...s, pauseRequested: false }, { type: S.PAUSED, resumeTo: target as WorkPhase }, e, now));
   }
   // Once per model step: a request still too large after compacting is left to the provider (and the reactive path).
   const overflow = callsModel && s.features.realProviders && e.type !== 'COMPACTED' ? contextWouldOverflow(s) : null;
-  if (overflow) return enter({ ...s, reason: overflow, resumeTo: target }, S.COMPACTING, e, now);
+  if (overflow) return enter({ ...s, reason: overflow }, { type: S.COMPACTING, returnTo: target.type as ModelStep }, e, now);
   let next = moveTo(s, target, e, now);
   if (callsModel) {
     const callNumber = s.loops + 1;
@@ -554,7 +568,7 @@ function enter(s: RunSnapshot, target: AgentState, e: AgentEvent, now: string): 
  * state, and to carry on from a snapshot: after continue-as-new, or in a run forked from a step.
  */
 export function commandsFor(s: RunSnapshot): WorkCommand[] {
-  switch (s.state) {
+  switch (s.phase.type) {
     case S.PLANNING:
       return [{ type: 'callModel', request: modelRequest(s, 'plan', s.loops) }];
     case S.STREAMING:
@@ -570,7 +584,7 @@ export function commandsFor(s: RunSnapshot): WorkCommand[] {
     case S.COMPACTING:
       return [{ type: 'compact', request: compactionRequest(s, s.features.realProviders ? s.options.compaction.keepRecentMessages : KEEP_RECENT_MESSAGES) }];
     case S.COMPLETED:
-      return s.conversationOpen ? [{ type: 'awaitMessage', ms: s.options.keepOpenMs }] : [];
+      return s.phase.conversationOpen ? [{ type: 'awaitMessage', ms: s.options.keepOpenMs }] : [];
     default:
       return [];
   }
@@ -581,7 +595,7 @@ export function commandsFor(s: RunSnapshot): WorkCommand[] {
  * step, in a snapshot taken inside a macrostep, is taken now), and the timer on its clocks.
  */
 export function resumeAt(s: RunSnapshot, now: string): { snapshot: RunSnapshot; commands: AgentCommand[] } {
-  const modelStep = s.state === S.STREAMING || s.state === S.PLANNING;
+  const modelStep = s.phase.type === S.STREAMING || s.phase.type === S.PLANNING;
   let snapshot: RunSnapshot = { ...s, partialText: modelStep ? '' : s.partialText, stream: modelStep ? { callNumber: s.loops, attempt: 1 } : s.stream };
   const internal = internalEvent(snapshot);
   if (internal) {
@@ -598,22 +612,25 @@ function fail(s: RunSnapshot, e: AgentEvent, now: string, reason: string): Trans
   return finish({ ...s, lastError: reason }, S.FAILED, e, now, reason);
 }
 
-function finish(s: RunSnapshot, to: AgentState, e: AgentEvent, now: string, reason: string, answer: string | null = null): TransitionResult {
-  const answered = to === S.COMPLETED ? { turns: s.turns + 1, conversationOpen: s.options.keepOpenMs > 0 } : { conversationOpen: false };
-  const next = moveTo({ ...s, ...answered, reason, answer, pendingApproval: [], pauseRequested: false }, to, e, now);
+type Ending = typeof S.COMPLETED | typeof S.FAILED | typeof S.ABORTED;
+
+function finish(s: RunSnapshot, to: Ending, e: AgentEvent, now: string, reason: string, answer: string | null = null): TransitionResult {
+  const phase: Phase = to === S.COMPLETED ? { type: to, conversationOpen: s.options.keepOpenMs > 0 } : { type: to };
+  const next = moveTo({ ...s, turns: s.turns + (to === S.COMPLETED ? 1 : 0), reason, answer, pauseRequested: false }, phase, e, now);
   return ok(next, [{ type: 'cancelWork' }, ...commandsFor(next)]);
 }
 
-function moveTo(s: RunSnapshot, to: AgentState, e: AgentEvent, now: string): RunSnapshot {
-  const reopening = s.state === S.COMPLETED && e.type === 'MESSAGE';
-  if (isTerminal(s.state) && !reopening) throw new Error(`machine bug: leaving terminal state ${s.state}`);
+function moveTo(s: RunSnapshot, to: Phase, e: AgentEvent, now: string): RunSnapshot {
+  const from = s.phase.type;
+  const reopening = from === S.COMPLETED && e.type === 'MESSAGE';
+  if (isTerminal(from) && !reopening) throw new Error(`machine bug: leaving terminal state ${from}`);
   return {
     ...s,
-    ...(s.features.realProviders ? clocks(s, to, now) : {}),
-    state: to,
+    ...(s.features.realProviders ? clocks(s, to.type, now) : {}),
+    phase: to,
     stateSince: now,
     step: s.step + 1,
-    transitions: [...s.transitions, { from: s.state, to, event: e.type, at: now }],
+    transitions: [...s.transitions, { from, to: to.type, event: e.type, at: now }],
   };
 }
 
@@ -631,7 +648,7 @@ function clocks(s: RunSnapshot, to: AgentState, now: string): Pick<RunSnapshot, 
   if (waits && deadline !== null) [deadline, workRemainingMs] = [null, Math.max(0, Date.parse(deadline) - Date.parse(now))];
   if (!waits && workRemainingMs !== null) [deadline, workRemainingMs] = [addMs(now, workRemainingMs), null];
   const approvalTimeout = s.limits.approvalTimeoutMs;
-  const approvalDeadline = to !== S.AWAITING_APPROVAL || approvalTimeout === undefined ? null : s.state === to ? s.approvalDeadline : addMs(now, approvalTimeout);
+  const approvalDeadline = to !== S.AWAITING_APPROVAL || approvalTimeout === undefined ? null : s.phase.type === to ? s.approvalDeadline : addMs(now, approvalTimeout);
   return { deadline, workRemainingMs, approvalDeadline };
 }
 
@@ -642,7 +659,7 @@ function clocks(s: RunSnapshot, to: AgentState, now: string): Pick<RunSnapshot, 
 export function freshClocks(s: RunSnapshot, now: string): Pick<RunSnapshot, 'deadline' | 'workRemainingMs' | 'approvalDeadline'> {
   const running = { deadline: addMs(now, s.limits.timeoutMs), workRemainingMs: null, approvalDeadline: null };
   if (!s.features.realProviders) return running;
-  return clocks({ ...s, ...running, state: S.IDLE }, s.state, now);
+  return clocks({ ...s, ...running, phase: plain(S.IDLE) }, s.phase.type, now);
 }
 
 /** The context window and the tokens-per-character the provider reported, for the next request's estimate. */

@@ -29,7 +29,7 @@ export interface Publisher {
 
 export function createPublisher(lean: boolean): Publisher {
   let published: string | undefined;
-  const write = (s: RunSnapshot, state = s.state): void => {
+  const write = (s: RunSnapshot, state: string = s.phase.type): void => {
     setCurrentDetails(currentDetails(s)); // workflow metadata, not a history event
     if (lean && published === state) return;
     published = state;

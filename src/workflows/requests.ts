@@ -48,10 +48,10 @@ export const toolCallSummary = (call: ToolCall) => clip(`tool ${call.name} ${cal
 /** A few readable lines for the UI's current details. */
 export function currentDetails(s: RunSnapshot): string {
   const lines = [
-    `**${s.state}** since ${s.stateSince}`,
+    `**${s.phase.type}** since ${s.stateSince}`,
     `step ${s.step}, model calls ${s.loops}/${s.limits.maxLoops}, tool calls ${s.toolCalls}/${s.limits.maxToolCalls}, tokens ${s.usage.totalTokens}`,
   ];
-  if (s.pendingApproval.length) lines.push(`awaiting approval: ${s.pendingApproval.map((p) => `${p.name} (${p.toolCallId})`).join(', ')}`);
+  if (s.phase.type === 'AWAITING_APPROVAL') lines.push(`awaiting approval: ${s.phase.pending.map((p) => `${p.name} (${p.toolCallId})`).join(', ')}`);
   if (s.reason) lines.push(`reason: ${clip(s.reason, 300)}`);
   if (s.answer) lines.push(`answer: ${clip(s.answer, 300)}`);
   return lines.join('\n');

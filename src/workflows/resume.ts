@@ -1,7 +1,7 @@
 /** Carrying a run across runs (continue-as-new, fork) and back in time (a step's snapshot): pure functions. */
 import type { ResolvedInput } from '../common/input';
 import { freshClocks, transition, type AgentEvent } from './machine';
-import { withDefaults, type RunSnapshot } from './snapshot';
+import { loadSnapshot, type RunSnapshot, type SnapshotV1 } from './snapshot';
 
 type Resume = NonNullable<ResolvedInput['resume']>;
 
@@ -14,14 +14,15 @@ export function carryOver(s: RunSnapshot): RunSnapshot & Record<string, unknown>
   return { ...s, transitions: s.transitions.slice(-CARRIED_TRANSITIONS), chain: null };
 }
 
-export const snapshotDeadline = (resume: Resume): string | null => (resume.snapshot as unknown as RunSnapshot).deadline ?? null;
+/** The snapshot a run carries on from, as the current version (input validation checked its version and state). */
+export const carriedSnapshot = (resume: Resume): RunSnapshot => loadSnapshot(resume.snapshot as unknown as RunSnapshot | SnapshotV1);
 
 /**
  * The snapshot a run starts from when it carries on from another. A continued run keeps its deadline and the
  * behaviour it started with; a fork is a new run, with a fresh deadline and today's behaviour.
  */
 export function carryOn(resume: Resume, features: RunSnapshot['features'], workflowId: string, now: string): RunSnapshot {
-  const carried = withDefaults(resume.snapshot as unknown as RunSnapshot);
+  const carried = carriedSnapshot(resume);
   const chain = { features: { ...carried.features, conversationChain: features.conversationChain }, chain: null };
   if (resume.kind === 'continue') return { ...carried, ...chain, origin: carried.origin ?? { kind: 'continue', workflowId, step: carried.step } };
   const origin = resume.origin ?? { workflowId: 'unknown', step: carried.step };
@@ -35,7 +36,6 @@ export function carryOn(resume: Resume, features: RunSnapshot['features'], workf
     rejectedEvents: [],
   };
 }
-
 
 /** The snapshot right after step `step`, replayed through the pure machine from this run's base. */
 export function snapshotAt(base: RunSnapshot, log: ReadonlyArray<{ event: AgentEvent; at: string }>, current: RunSnapshot, step: number): RunSnapshot {

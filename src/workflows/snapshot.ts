@@ -1,36 +1,42 @@
-import type { ChatMessage, ConversationRef, ToolCall, ToolResult, Usage } from '../common/chat';
+import type { ChatMessage, ConversationRef, ToolCall, ToolResult } from '../common/chat';
 import type { Budget, CompactionOptions, Limits, ResolvedInput } from '../common/input';
 import { AgentState, type CritiqueDecision } from '../common/states';
+import type { PendingApproval, RunUsage, TransitionRecord } from '../common/view';
 
-export const SNAPSHOT_VERSION = 1;
+/** 2: the state and the data only it has are one tagged union (`phase`); 1 loads through `loadSnapshot`. */
+export const SNAPSHOT_VERSION = 2;
 
-export interface TransitionRecord {
-  from: AgentState;
-  to: AgentState;
-  event: string;
-  at: string;
-}
+export type { PendingApproval, TransitionRecord } from '../common/view';
 
-export interface PendingApproval {
-  /** A tool call's id, or `budget` when the run asks to exceed its budget. */
-  toolCallId: string;
-  kind: 'tool' | 'budget';
-  name: string;
-  arguments: string;
-  decision?: { approved: boolean; feedback?: string };
-}
+/** The model steps: where a compaction returns to. */
+export type ModelStep = typeof AgentState.PLANNING | typeof AgentState.STREAMING;
+
+/** States that start new work: where a pause resumes, and where an approved budget goes on. */
+export type WorkPhase =
+  | { type: ModelStep | typeof AgentState.TOOL_EXECUTING }
+  | { type: typeof AgentState.COMPACTING; returnTo: ModelStep };
+
+/** The run's state with the data that exists only in it, so that no field means different things in different states. */
+export type Phase =
+  | WorkPhase
+  | { type: typeof AgentState.IDLE | typeof AgentState.PROCESSING | typeof AgentState.CRITIQUE | typeof AgentState.FAILED | typeof AgentState.ABORTED }
+  /** Waiting for decisions on `pending`; `then` is where the run goes once every one is made. */
+  | { type: typeof AgentState.AWAITING_APPROVAL; pending: PendingApproval[]; then: WorkPhase }
+  | { type: typeof AgentState.PAUSED; resumeTo: WorkPhase }
+  /** `conversationOpen`: still taking `sendMessage` for a follow-up turn (within `keepOpenMs`). */
+  | { type: typeof AgentState.COMPLETED; conversationOpen: boolean };
 
 /** Everything a run knows, as plain JSON: it survives replay and continue-as-new unchanged. */
 export interface RunSnapshot {
   schemaVersion: typeof SNAPSHOT_VERSION;
-  state: AgentState;
+  phase: Phase;
   stateSince: string;
   /** Number of state changes so far. */
   step: number;
   /** Model calls made for planning and answering (the `maxLoops` counter). */
   loops: number;
   toolCalls: number;
-  usage: Usage & { modelCalls: number; costUsd: number };
+  usage: RunUsage;
   limits: Limits;
   options: {
     model?: string;
@@ -66,8 +72,6 @@ export interface RunSnapshot {
   continuations: number;
   /** Answers given so far; a kept-open conversation answers once per turn. */
   turns: number;
-  /** COMPLETED but still taking `sendMessage` (within `keepOpenMs`). */
-  conversationOpen: boolean;
   /** The model that answered the last call, as the provider named it. */
   lastModel: string | null;
   /** Set when this run carries on from another: continued as new, or forked from a step. */
@@ -77,7 +81,6 @@ export interface RunSnapshot {
   partialText: string;
   /** Model call number and attempt that `partialText` belongs to; null before the first call. */
   stream: { callNumber: number; attempt: number } | null;
-  pendingApproval: PendingApproval[];
   lastError: string | null;
   /** Why the run ended, or why it is where it is. */
   reason: string | null;
@@ -104,8 +107,6 @@ export interface RunSnapshot {
   /** The conversation the last model call stored (features.conversationChain); null when the next call must send every message. */
   chain: ConversationRef | null;
   pauseRequested: boolean;
-  /** Where PAUSED resumes to, or which model step COMPACTING returns to. */
-  resumeTo: AgentState | null;
   lastCritique: CritiqueDecision | null;
   /** Messages sent during the run, handed to the model before its next call. */
   queuedMessages: string[];
@@ -120,7 +121,7 @@ export const DEFAULT_SYSTEM_PROMPT =
 export function initialSnapshot(input: ResolvedInput, now: string): RunSnapshot {
   return {
     schemaVersion: SNAPSHOT_VERSION,
-    state: AgentState.IDLE,
+    phase: { type: AgentState.IDLE },
     stateSince: now,
     step: 0,
     loops: 0,
@@ -149,13 +150,11 @@ export function initialSnapshot(input: ResolvedInput, now: string): RunSnapshot 
     lastFinishReason: null,
     continuations: 0,
     turns: 0,
-    conversationOpen: false,
     lastModel: null,
     origin: null,
     transitions: [],
     partialText: '',
     stream: null,
-    pendingApproval: [],
     lastError: null,
     reason: null,
     answer: null,
@@ -175,7 +174,6 @@ export function initialSnapshot(input: ResolvedInput, now: string): RunSnapshot 
     features: { noProgressGuard: true, realProviders: true, conversationChain: true },
     chain: null,
     pauseRequested: false,
-    resumeTo: null,
     lastCritique: null,
     queuedMessages: [],
     rejectedEvents: [],
@@ -198,11 +196,48 @@ export function blankSnapshot(now: string): RunSnapshot {
   );
 }
 
+/** A version-1 snapshot (runs begun before `phase`): the state and its data in separate fields. */
+export interface SnapshotV1 extends Omit<RunSnapshot, 'schemaVersion' | 'phase'> {
+  schemaVersion: 1;
+  state: AgentState;
+  resumeTo: AgentState | null;
+  pendingApproval: PendingApproval[];
+  conversationOpen: boolean;
+}
+
+/**
+ * A snapshot carried from another run (continue-as-new, fork) as the current version: a version-1 snapshot's state
+ * and its data become the phase, and fields added since get the values that keep that run's behaviour.
+ */
+export function loadSnapshot(carried: RunSnapshot | SnapshotV1): RunSnapshot {
+  if (carried.schemaVersion === SNAPSHOT_VERSION) return withDefaults(carried);
+  const { state, resumeTo, pendingApproval, conversationOpen, ...rest } = carried;
+  return withDefaults({ ...rest, schemaVersion: SNAPSHOT_VERSION, phase: phaseOfV1(state, resumeTo, pendingApproval ?? [], conversationOpen ?? false) });
+}
+
+function phaseOfV1(state: AgentState, resumeTo: AgentState | null, pending: PendingApproval[], conversationOpen: boolean): Phase {
+  const modelStep: ModelStep = resumeTo === AgentState.PLANNING ? AgentState.PLANNING : AgentState.STREAMING;
+  const work = (to: AgentState | null): WorkPhase =>
+    to === AgentState.COMPACTING ? { type: to, returnTo: AgentState.STREAMING } : to === AgentState.PLANNING || to === AgentState.TOOL_EXECUTING ? { type: to } : { type: AgentState.STREAMING };
+  switch (state) {
+    case AgentState.PAUSED:
+      return { type: state, resumeTo: work(resumeTo) };
+    case AgentState.COMPACTING:
+      return { type: state, returnTo: modelStep };
+    case AgentState.AWAITING_APPROVAL:
+      return { type: state, pending, then: pending.some((p) => p.kind === 'budget') ? work(resumeTo) : { type: AgentState.TOOL_EXECUTING } };
+    case AgentState.COMPLETED:
+      return { type: state, conversationOpen };
+    default:
+      return { type: state };
+  }
+}
+
 /**
  * A snapshot carried from a run that began before a field existed (continue-as-new, fork): the missing fields get
  * the values that keep that run's behaviour, so it carries on as it would have.
  */
-export function withDefaults(carried: RunSnapshot): RunSnapshot {
+function withDefaults(carried: RunSnapshot): RunSnapshot {
   return {
     ...carried,
     options: {

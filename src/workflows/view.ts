@@ -1,26 +1,58 @@
-/** What a run shows outside: the `state` query's view and the workflow's result. */
+/** What a run shows outside: the `state` query's view (common/view.ts) and the workflow's result. */
 import { ApplicationFailure } from '@temporalio/workflow';
 import { FailureType } from '../common/failures';
-import type { AgentRunResult, RunStateView } from '../common/messages';
+import type { AgentRunResult } from '../common/messages';
 import { AgentState } from '../common/states';
+import type { RunStateView } from '../common/view';
 import type { RunSnapshot } from './snapshot';
 
+/** The curated view: the phase's data under its documented names, and none of the machine's bookkeeping. */
 export function publicView(s: RunSnapshot, includeMessages: boolean): RunStateView {
-  const { messages, ...rest } = s;
-  return { ...rest, messageCount: messages.length, ...(includeMessages ? { messages } : {}) };
+  const { phase } = s;
+  return {
+    state: phase.type,
+    stateSince: s.stateSince,
+    step: s.step,
+    loops: s.loops,
+    toolCalls: s.toolCalls,
+    usage: s.usage,
+    limits: s.limits,
+    transitions: s.transitions,
+    partialText: s.partialText,
+    stream: s.stream,
+    pendingApproval: phase.type === AgentState.AWAITING_APPROVAL ? phase.pending : [],
+    resumeTo: phase.type === AgentState.PAUSED ? phase.resumeTo.type : null,
+    pauseRequested: s.pauseRequested,
+    conversationOpen: phase.type === AgentState.COMPLETED && phase.conversationOpen,
+    turns: s.turns,
+    deadline: s.deadline,
+    workRemainingMs: s.workRemainingMs,
+    approvalDeadline: s.approvalDeadline,
+    queuedMessages: s.queuedMessages,
+    plan: s.plan,
+    lastCritique: s.lastCritique,
+    lastModel: s.lastModel,
+    lastError: s.lastError,
+    reason: s.reason,
+    answer: s.answer,
+    origin: s.origin,
+    rejectedEvents: s.rejectedEvents,
+    messageCount: s.messages.length,
+    ...(includeMessages ? { messages: s.messages } : {}),
+  };
 }
 
 /** The workflow's result; a FAILED run fails the workflow with the result in the failure's details. */
 export function runResult(s: RunSnapshot): AgentRunResult {
   const result: AgentRunResult = {
-    status: s.state as AgentRunResult['status'],
+    status: s.phase.type as AgentRunResult['status'],
     answer: s.answer,
     reason: s.reason,
     usage: s.usage,
     loops: s.loops,
     toolCalls: s.toolCalls,
   };
-  if (s.state === AgentState.FAILED) {
+  if (s.phase.type === AgentState.FAILED) {
     throw ApplicationFailure.create({ type: FailureType.AgentRunFailed, message: s.reason ?? 'failed', nonRetryable: true, details: [result] });
   }
   return result;

@@ -1,0 +1,82 @@
+/**
+ * The run as clients see it: the `state` query's answer, a curated and documented view of the run's snapshot (the
+ * snapshot itself is internal and versioned; see workflows/snapshot.ts). Shared by the workflow, the client, the
+ * CLI and the gateway (whose OpenAPI schema describes the same fields).
+ */
+import type { ChatMessage, Usage } from './chat';
+import type { Limits } from './input';
+import type { AgentState, CritiqueDecision } from './states';
+
+/** One state change: the run's step log. */
+export interface TransitionRecord {
+  from: AgentState;
+  to: AgentState;
+  event: string;
+  at: string;
+}
+
+/** A decision the run waits for. */
+export interface PendingApproval {
+  /** A tool call's id, or `budget` when the run asks to exceed its budget. */
+  toolCallId: string;
+  kind: 'tool' | 'budget';
+  name: string;
+  /** The call's arguments as JSON; for `budget`, the reason. */
+  arguments: string;
+  decision?: { approved: boolean; feedback?: string };
+}
+
+/** Tokens and money spent by the run: its model calls, the model critic's and compaction's. */
+export type RunUsage = Usage & { modelCalls: number; costUsd: number };
+
+/** The `state` query's answer. Fields are added, never changed or removed, within a major version of the package. */
+export interface RunStateView {
+  state: AgentState;
+  /** When the run entered `state`. */
+  stateSince: string;
+  /** State changes so far (the index of the last entry of `transitions`, counting those of runs it continued). */
+  step: number;
+  /** Model calls made for planning and answering (the `maxLoops` counter). */
+  loops: number;
+  toolCalls: number;
+  usage: RunUsage;
+  limits: Limits;
+  /** Every state change of this run (a continued run keeps the last 100 of the runs before). */
+  transitions: TransitionRecord[];
+  /** Text of the latest model call: as far as it has streamed while the call runs, complete once it has answered. */
+  partialText: string;
+  /** The model call and attempt `partialText` belongs to; null before the first call. */
+  stream: { callNumber: number; attempt: number } | null;
+  /** AWAITING_APPROVAL: the decisions the run waits for (empty in every other state). */
+  pendingApproval: PendingApproval[];
+  /** PAUSED: the state `resume` continues in; null in every other state. */
+  resumeTo: AgentState | null;
+  /** A pause was requested and takes effect on the way into the next work. */
+  pauseRequested: boolean;
+  /** COMPLETED and still taking `sendMessage` for a follow-up turn (`keepOpenMs`). */
+  conversationOpen: boolean;
+  /** Answers given so far; a kept-open conversation answers once per turn. */
+  turns: number;
+  /** When working time (`limits.timeoutMs`) runs out; null while a person decides, when `workRemainingMs` holds what is left. */
+  deadline: string | null;
+  workRemainingMs: number | null;
+  /** When the current approval wait exceeds `limits.approvalTimeoutMs`. */
+  approvalDeadline: string | null;
+  /** Messages sent during the run, handed to the model before its next call. */
+  queuedMessages: string[];
+  plan: string | null;
+  lastCritique: CritiqueDecision | null;
+  /** The model that answered the last call, as the provider named it. */
+  lastModel: string | null;
+  lastError: string | null;
+  /** Why the run ended, or why it is where it is. */
+  reason: string | null;
+  answer: string | null;
+  /** Set when this run carries on from another: continued as new, or forked from a step. */
+  origin: { kind: 'continue' | 'fork'; workflowId: string; step: number } | null;
+  /** Signals and updates the run refused (the last 20), with why. */
+  rejectedEvents: Array<{ event: string; state: AgentState; at: string; error: string }>;
+  messageCount: number;
+  /** Only when asked for (`includeMessages`): it can be large. */
+  messages?: ChatMessage[];
+}
