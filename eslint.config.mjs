@@ -28,6 +28,23 @@ export default tseslint.config(
           ],
         },
       ],
+      // The vocabulary lives on the ground floor (src/common): workflow code names states, critique actions and
+      // failure types by their constants, never as string literals.
+      'no-restricted-syntax': [
+        'error',
+        {
+          selector:
+            "Literal[value=/^(IDLE|PLANNING|STREAMING|PROCESSING|TOOL_EXECUTING|AWAITING_APPROVAL|CRITIQUE|COMPACTING|PAUSED|COMPLETED|FAILED|ABORTED|retry|replan|complete|InvalidInput|AgentRunFailed|UnknownTool|ConversationUnavailable|CompactionImpossible|CritiqueUnparsable|ModelInvocationError[.].*)$/]",
+          message: 'Use the constant from src/common (AgentState, CritiqueAction, FailureType, ModelErrorType).',
+        },
+      ],
+    },
+  },
+  {
+    // Nothing on the ground floor reaches up into the workflow or activity code.
+    files: ['src/common/**/*.ts'],
+    rules: {
+      'no-restricted-imports': ['error', { patterns: [{ group: ['../workflows', '../workflows/*', '../activities', '../activities/*'], message: 'src/common imports nothing from workflows/ or activities/.' }] }],
     },
   },
 );

@@ -1,9 +1,11 @@
 /** Long-running features on the real server: budgets, multi-turn, time travel and continue-as-new. */
 import { randomUUID } from 'node:crypto';
+import { readFileSync } from 'node:fs';
+import path from 'node:path';
 import { main } from '../src/cli';
 import { AgentClient } from '../src/client';
 import { WORKFLOW_TYPE } from '../src/common/constants';
-import { approveUpdate, sendMessageUpdate, snapshotAtQuery, stateQuery } from '../src/common/messages';
+import { approveUpdate, resumeSignal, runSnapshotAtQuery, sendMessageUpdate, snapshotAtQuery, stateQuery } from '../src/common/messages';
 import { startAgentHarness, type AgentHarness } from './support/agent-harness';
 
 let h: AgentHarness;
@@ -73,11 +75,14 @@ test('time travel: every step is queryable, and a run forked from a step carries
   expect(atStep1).toMatchObject({ state: 'STREAMING', loops: 1 });
   await expect(original.query(snapshotAtQuery, { step: final.step + 1 })).rejects.toThrow(/is not in this run/);
 
+  // The view is for clients; a fork carries the run's own snapshot of that step.
+  const carried = await original.query(runSnapshotAtQuery, { step: 3 });
+  expect(carried).toMatchObject({ schemaVersion: 2, step: 3, phase: { type: 'TOOL_EXECUTING' } });
   const requestsBefore = h.model.requests('traveller').length;
   const fork = await h.env.client.workflow.start(WORKFLOW_TYPE, {
     taskQueue: h.taskQueue,
     workflowId: `fork-${randomUUID()}`,
-    args: [{ prompt: 'read and answer', resume: { kind: 'fork', snapshot: atStep3, origin: { workflowId: original.workflowId, step: 3 } } }],
+    args: [{ prompt: 'read and answer', resume: { kind: 'fork', snapshot: carried, origin: { workflowId: original.workflowId, step: 3 } } }],
   });
   const forked = await fork.result();
   expect(forked).toMatchObject({ status: 'COMPLETED', answer: 'answer after 1 tool result(s), fork=false', toolCalls: 1 });
@@ -86,6 +91,19 @@ test('time travel: every step is queryable, and a run forked from a step carries
   const forkState = await fork.query(stateQuery);
   expect(forkState.origin).toEqual({ kind: 'fork', workflowId: original.workflowId, step: 3 });
   expect(forkState.transitions.slice(0, 3)).toEqual(final.transitions.slice(0, 3));
+});
+
+test('a version-1 snapshot (from a run begun before the phase) still carries on: forked PAUSED, resumed, completed', async () => {
+  h.model.register('v1-carry', () => ({ text: 'the workspace holds hello.txt' }));
+  const v1 = JSON.parse(readFileSync(path.join(__dirname, 'fixtures/snapshots/v1-paused.json'), 'utf8'));
+  const snapshot = { ...v1, options: { ...v1.options, model: 'v1-carry' } };
+  const handle = await h.start({ prompt: 'carried', resume: { kind: 'fork', snapshot, origin: { workflowId: 'a-v1-run', step: v1.step } } });
+  const paused = await h.waitForState(handle, (s) => s.state === 'PAUSED');
+  expect([paused.resumeTo, paused.origin]).toEqual(['TOOL_EXECUTING', { kind: 'fork', workflowId: 'a-v1-run', step: v1.step }]);
+  await handle.signal(resumeSignal);
+  expect(await handle.result()).toMatchObject({ status: 'COMPLETED', answer: 'the workspace holds hello.txt', toolCalls: 1 });
+  const messages = (await handle.query(stateQuery, { includeMessages: true })).messages ?? [];
+  expect(messages.find((m) => m.role === 'tool')).toMatchObject({ toolCallId: 'call_l1' });
 });
 
 test('a long run continues as new transparently: same workflow id, state keeps answering, counters carry', async () => {

@@ -21,6 +21,7 @@ import {
 } from '../src/workflows/machine';
 import { initialSnapshot, loadSnapshot, type Phase, type RunSnapshot, type SnapshotV1 } from '../src/workflows/snapshot';
 import { publicView } from '../src/workflows/view';
+import { openApiDocument } from '../src/gateway/openapi';
 import { AgentState, isTerminal, type CritiqueAction } from '../src/common/states';
 
 const T0 = '2026-01-01T00:00:00.000Z';
@@ -734,5 +735,17 @@ describe('snapshots of version 1 (runs begun before the phase)', () => {
 
     const streaming = loadSnapshot(fixture('streaming'));
     expect(work(resumeAt(streaming, at(1)).commands)).toEqual([{ type: 'callModel', purpose: 'respond', callNumber: 2 }]);
+  });
+});
+
+describe('the public view', () => {
+  test('has exactly the fields the gateway documents, and none of the machine bookkeeping', () => {
+    const s = run(snapshot({ approval: { tools: ['writeFile'] } }), { type: 'START' }, { type: 'MODEL_RESPONDED', response: response('', [call('w', 'writeFile')]) });
+    const v = publicView(s, true);
+    const documented = (openApiDocument() as { components: { schemas: { RunState: { properties: object; required: string[] } } } }).components.schemas.RunState;
+    expect(Object.keys(v).sort()).toEqual(Object.keys(documented.properties).sort());
+    expect(Object.keys(publicView(s, false)).sort()).toEqual([...documented.required].sort());
+    expect(v).toMatchObject({ state: 'AWAITING_APPROVAL', pendingApproval: [{ toolCallId: 'w', kind: 'tool' }], resumeTo: null, conversationOpen: false });
+    for (const internal of ['phase', 'features', 'chain', 'loopWarned', 'overflowsInARow', 'toolSignatures', 'presetResults', 'promptCalibration']) expect(v).not.toHaveProperty(internal);
   });
 });

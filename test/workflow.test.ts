@@ -64,7 +64,8 @@ test('a model that calls readFile forever is stopped by the loop guard, with a r
   // The model was told once before the run ended.
   expect(lastMessage(h.model.requests('read-forever')[3].body).content).toMatch(/^Not executed: this repeats/);
   const state = await handle.query(stateQuery);
-  expect(state).toMatchObject({ state: 'FAILED', toolCalls: 2, loopWarned: true });
+  expect(state).toMatchObject({ state: 'FAILED', toolCalls: 2 });
+  expect(state.transitions.filter((t) => t.to === 'TOOL_EXECUTING')).toHaveLength(2); // the warned call never ran
 });
 
 test('while the model streams slowly, state answers within a second with STREAMING and the partial text', async () => {

@@ -12,33 +12,21 @@ import {
   continueAsNew,
   log,
   patched,
-  setHandler,
   workflowInfo,
 } from '@temporalio/workflow';
 import { FailureType } from '../common/failures';
-import { AbortInputSchema, ApproveInputSchema, parseAgentRunInput, parseOrThrow, parseWith, SendMessageInputSchema, StreamDeltaSchema } from '../common/input';
-import {
-  abortSignal,
-  approveUpdate,
-  pauseSignal,
-  resumeSignal,
-  runSnapshotAtQuery,
-  sendMessageUpdate,
-  snapshotAtQuery,
-  stateQuery,
-  streamDeltaSignal,
-  type AgentRunResult,
-  type CarriedSnapshot,
-} from '../common/messages';
+import { parseAgentRunInput } from '../common/input';
+import type { AgentRunResult } from '../common/messages';
 import { isTerminal } from '../common/states';
 import { CANCELLED, createEffects } from './effects';
-import { awaitsMessage, isRunning, recordRejection, resumeAt, transition, undecided, type AgentCommand, type AgentEvent, type WorkCommand } from './machine';
+import { setRunHandlers } from './handlers';
+import { awaitsMessage, isRunning, recordRejection, resumeAt, transition, type AgentCommand, type AgentEvent, type WorkCommand } from './machine';
 import { recordStateDuration } from './metrics';
 import { createPublisher } from './publisher';
 import { carriedSnapshot, carryOn, carryOver, snapshotAt } from './resume';
 import { createRunTimer } from './run-timer';
 import { blankSnapshot, initialSnapshot, type RunSnapshot } from './snapshot';
-import { publicView, runResult } from './view';
+import { runResult } from './view';
 
 /** Patches, each fixed when a run starts, so that runs begun before a change replay with the behaviour they had. */
 const Patch = {
@@ -98,44 +86,12 @@ export async function agentRun(rawInput: unknown): Promise<AgentRunResult> {
     }
   }
 
-  /** An update's validator asks the machine: a dry run of the event, so the checks live in one place. */
-  function refuseUnlessAccepted(event: AgentEvent): void {
-    const result = transition(snapshot, event, now());
-    if (!result.ok) throw new Error(result.error);
-  }
-
-  setHandler(stateQuery, (options) => publicView(snapshot, options?.includeMessages ?? false));
-  setHandler(snapshotAtQuery, ({ step, includeMessages }) => publicView(snapshotAt(base, eventLog, snapshot, step), includeMessages ?? false));
-  setHandler(runSnapshotAtQuery, ({ step }) => snapshotAt(base, eventLog, snapshot, step) as RunSnapshot & CarriedSnapshot);
-  setHandler(abortSignal, (raw) => {
-    const parsed = parseWith(AbortInputSchema, raw ?? {}, 'abort input');
-    dispatch({ type: 'ABORT', reason: parsed.ok ? parsed.value.reason : undefined }, true);
+  setRunHandlers({
+    current: () => snapshot,
+    at: (step) => snapshotAt(base, eventLog, snapshot, step),
+    dispatch: (event) => dispatch(event, true),
+    refuse: (event, error) => (snapshot = recordRejection(snapshot, event, error, now())),
   });
-  setHandler(pauseSignal, () => dispatch({ type: 'PAUSE' }, true));
-  setHandler(resumeSignal, () => dispatch({ type: 'RESUME' }, true));
-  setHandler(streamDeltaSignal, (raw) => {
-    // Built field by field: a payload must never choose the event it becomes.
-    const parsed = parseWith(StreamDeltaSchema, raw, 'streamDelta');
-    if (parsed.ok) dispatch({ type: 'STREAM_DELTA', ...parsed.value }, true);
-    else snapshot = recordRejection(snapshot, { type: 'STREAM_DELTA', callNumber: 0, attempt: 0, text: '' }, parsed.error, now());
-  });
-  setHandler(
-    approveUpdate,
-    (raw) => {
-      const { toolCallId, approved, feedback } = ApproveInputSchema.parse(raw);
-      dispatch({ type: 'APPROVAL', toolCallId, approved, feedback }, true);
-      return { toolCallId, approved, remaining: undecided(snapshot).length };
-    },
-    { validator: (raw) => refuseUnlessAccepted({ type: 'APPROVAL', ...parseOrThrow(ApproveInputSchema, raw, 'approve input') }) },
-  );
-  setHandler(
-    sendMessageUpdate,
-    (raw) => {
-      dispatch({ type: 'MESSAGE', text: SendMessageInputSchema.parse(raw).text }, true);
-      return { queued: snapshot.queuedMessages.length };
-    },
-    { validator: (raw) => refuseUnlessAccepted({ type: 'MESSAGE', text: parseOrThrow(SendMessageInputSchema, raw, 'sendMessage input').text }) },
-  );
 
   if (!input.ok) {
     dispatch({ type: 'INVALID_INPUT', error: input.error }, false);

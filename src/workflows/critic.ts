@@ -1,5 +1,5 @@
 import type { RunSnapshot } from './snapshot';
-import type { CritiqueDecision } from '../common/states';
+import { CritiqueAction, type CritiqueDecision } from '../common/states';
 
 /**
  * The default critic: free, deterministic, and enough to steer most runs.
@@ -9,13 +9,13 @@ import type { CritiqueDecision } from '../common/states';
 export function ruleCritique(s: RunSnapshot): CritiqueDecision {
   const failed = s.lastToolResults.filter((r) => !r.ok);
   if (s.lastToolResults.length > 0) {
-    if (failed.length === 0) return { action: 'continue', reason: `${s.lastToolResults.length} tool call(s) succeeded`, confidence: 0.9 };
+    if (failed.length === 0) return { action: CritiqueAction.CONTINUE, reason: `${s.lastToolResults.length} tool call(s) succeeded`, confidence: 0.9 };
     const names = [...new Set(failed.map((r) => r.name))].join(', ');
-    if (s.failuresInARow >= 2) return { action: 'replan', reason: `tool calls failed on ${s.failuresInARow} steps in a row (${names})`, confidence: 0.7 };
-    return { action: 'retry', reason: `tool call failed (${names})`, confidence: 0.8 };
+    if (s.failuresInARow >= 2) return { action: CritiqueAction.REPLAN, reason: `tool calls failed on ${s.failuresInARow} steps in a row (${names})`, confidence: 0.7 };
+    return { action: CritiqueAction.RETRY, reason: `tool call failed (${names})`, confidence: 0.8 };
   }
   const last = s.messages[s.messages.length - 1];
   const text = last?.role === 'assistant' ? (last.content ?? '').trim() : '';
-  if (!text) return { action: 'retry', reason: 'the model returned an empty answer', confidence: 0.9 };
-  return { action: 'complete', reason: 'the model answered without calling tools', confidence: 0.8 };
+  if (!text) return { action: CritiqueAction.RETRY, reason: 'the model returned an empty answer', confidence: 0.9 };
+  return { action: CritiqueAction.COMPLETE, reason: 'the model answered without calling tools', confidence: 0.8 };
 }

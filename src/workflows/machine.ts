@@ -20,7 +20,7 @@ import { ruleCritique } from './critic';
 import { compactionRequest, critiqueRequest, modelRequest } from './requests';
 import type { ModelStep, Phase, RunSnapshot, WorkPhase } from './snapshot';
 import { FailureType, ModelErrorType } from '../common/failures';
-import { AgentState, type CritiqueDecision, isTerminal, WORK_STATES } from '../common/states';
+import { AgentState, CritiqueAction, type CritiqueDecision, isTerminal, WORK_STATES } from '../common/states';
 
 export type AgentEvent =
   | { type: 'START' }
@@ -245,7 +245,7 @@ export function recordRejection(s: RunSnapshot, event: AgentEvent, error: string
 
 const ok = (snapshot: RunSnapshot, commands: AgentCommand[] = []): TransitionResult => ({ ok: true, snapshot, commands });
 /** A phase that carries no data of its own. */
-const plain = <T extends Exclude<AgentState, 'AWAITING_APPROVAL' | 'PAUSED' | 'COMPACTING' | 'COMPLETED'>>(type: T) => ({ type });
+const plain = <T extends Exclude<AgentState, typeof S.AWAITING_APPROVAL | typeof S.PAUSED | typeof S.COMPACTING | typeof S.COMPLETED>>(type: T) => ({ type });
 const reject = (error: string): TransitionResult => ({ ok: false, error });
 
 function handle(s: RunSnapshot, e: AgentEvent, now: string): TransitionResult {
@@ -500,30 +500,30 @@ function continued(s: RunSnapshot, r: ModelResponse): Partial<RunSnapshot> {
 
 /** A `complete` the critic is not confident of is another attempt. */
 function confident(d: CritiqueDecision, min: number): CritiqueDecision {
-  if (d.action !== 'complete' || d.confidence >= min) return d;
-  return { ...d, action: 'retry', reason: `the critic is not confident enough (${d.confidence} < critiqueMinConfidence ${min}): ${d.reason}` };
+  if (d.action !== CritiqueAction.COMPLETE || d.confidence >= min) return d;
+  return { ...d, action: CritiqueAction.RETRY, reason: `the critic is not confident enough (${d.confidence} < critiqueMinConfidence ${min}): ${d.reason}` };
 }
 
 function applyCritique(s: RunSnapshot, e: AgentEvent, now: string): TransitionResult {
   const decision = s.lastCritique!;
   const afterTools = s.lastToolResults.length > 0;
-  const setback = decision.action === 'retry' || decision.action === 'replan';
+  const setback = decision.action === CritiqueAction.RETRY || decision.action === CritiqueAction.REPLAN;
   const next: RunSnapshot = { ...s, setbacksInARow: setback ? s.setbacksInARow + 1 : 0 };
   if (isStuckInSetbacks(next)) {
     return fail(next, e, now, `no progress: the critic asked for another attempt ${next.setbacksInARow} times in a row (last: ${decision.action}, ${decision.reason})`);
   }
   switch (decision.action) {
-    case 'continue':
+    case CritiqueAction.CONTINUE:
       return enter(next, plain(S.STREAMING), e, now);
-    case 'retry':
+    case CritiqueAction.RETRY:
       if (!afterTools) {
         next.messages = [...s.messages, { role: 'user', content: `Your answer needs another attempt: ${decision.reason}` }];
       }
       return enter(next, plain(S.STREAMING), e, now);
-    case 'replan':
+    case CritiqueAction.REPLAN:
       next.messages = [...s.messages, { role: 'user', content: `The current approach is not working (${decision.reason}). Make a new plan.` }];
       return enter(next, plain(S.PLANNING), e, now);
-    case 'complete': {
+    case CritiqueAction.COMPLETE: {
       // A message sent during the run deserves an answer before the run ends.
       if (s.queuedMessages.length > 0) return enter(next, plain(S.STREAMING), e, now);
       const answer = lastAssistantText(s);

@@ -12,6 +12,7 @@ import {
   type StageResult,
   type StepResult,
 } from '../common/patterns';
+import { AgentState } from '../common/states';
 import { FailureType } from '../common/failures';
 import { executorPrompt, parseSteps, plannerPrompt, stagePrompt, synthesiserPrompt } from './patterns/prompts';
 import { subAgents } from './patterns/sub-agents';
@@ -22,7 +23,7 @@ export async function planExecute(rawInput: unknown): Promise<PlanExecuteResult>
   const agents = subAgents('planExecute');
   const parsed = parsePlanExecuteInput(rawInput);
   if (!parsed.ok) {
-    agents.end('FAILED', parsed.error);
+    agents.end(AgentState.FAILED, parsed.error);
     throw invalidInput(parsed.error);
   }
   const { task, model, maxSteps, tools, limits } = parsed.value;
@@ -30,32 +31,32 @@ export async function planExecute(rawInput: unknown): Promise<PlanExecuteResult>
   let plan: string[] = [];
   const steps: StepResult[] = [];
   const finish = (answer: string | null): PlanExecuteResult => {
-    const status = agents.isAborted() ? 'ABORTED' : 'COMPLETED';
+    const status = agents.isAborted() ? AgentState.ABORTED : AgentState.COMPLETED;
     agents.end(status, agents.abortReason());
     return { status, answer, plan, steps, reason: agents.abortReason() };
   };
 
   const planner = await agents.run('planner', { ...common, prompt: plannerPrompt(task, maxSteps), tools: [] });
-  if (planner.status !== 'COMPLETED') return finish(null);
+  if (planner.status !== AgentState.COMPLETED) return finish(null);
   plan = parseSteps(planner.answer ?? '', maxSteps, task);
 
   for (const [index, step] of plan.entries()) {
     if (agents.isAborted()) return finish(null);
     const outcome = await agents.run(`step-${index + 1}`, { ...common, prompt: executorPrompt(task, plan, steps, index), tools });
     steps.push({ step, ...outcome });
-    if (outcome.status !== 'COMPLETED') return finish(null);
+    if (outcome.status !== AgentState.COMPLETED) return finish(null);
   }
 
   if (agents.isAborted()) return finish(null);
   const synthesiser = await agents.run('synthesiser', { ...common, prompt: synthesiserPrompt(task, steps), tools: [] });
-  return finish(synthesiser.status === 'COMPLETED' ? synthesiser.answer : null);
+  return finish(synthesiser.status === AgentState.COMPLETED ? synthesiser.answer : null);
 }
 
 export async function agentPipeline(rawInput: unknown): Promise<AgentPipelineResult> {
   const agents = subAgents('agentPipeline');
   const parsed = parseAgentPipelineInput(rawInput);
   if (!parsed.ok) {
-    agents.end('FAILED', parsed.error);
+    agents.end(AgentState.FAILED, parsed.error);
     throw invalidInput(parsed.error);
   }
   const { task, stages, model, tools, limits } = parsed.value;
@@ -71,11 +72,11 @@ export async function agentPipeline(rawInput: unknown): Promise<AgentPipelineRes
       limits,
     });
     results.push({ name: stage.name, ...outcome });
-    if (outcome.status !== 'COMPLETED') break;
+    if (outcome.status !== AgentState.COMPLETED) break;
   }
 
-  const status = agents.isAborted() ? 'ABORTED' : 'COMPLETED';
+  const status = agents.isAborted() ? AgentState.ABORTED : AgentState.COMPLETED;
   agents.end(status, agents.abortReason());
-  const answer = status === 'COMPLETED' ? (results[results.length - 1]?.answer ?? null) : null;
+  const answer = status === AgentState.COMPLETED ? (results[results.length - 1]?.answer ?? null) : null;
   return { status, answer, stages: results, reason: agents.abortReason() };
 }

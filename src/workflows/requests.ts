@@ -1,6 +1,7 @@
 /** Activity inputs built from the snapshot: pure, so the workflow stays a thin interpreter. */
 import type { CompactionRequest, CritiqueRequest, ModelRequest, ToolCall } from '../common/chat';
 import type { RunSnapshot } from './snapshot';
+import { AgentState } from '../common/states';
 
 export const PLAN_INSTRUCTION =
   'Before acting, write a short numbered plan (at most 6 steps) for the task above. Do not call tools now; reply with the plan only.';
@@ -51,7 +52,7 @@ export function currentDetails(s: RunSnapshot): string {
     `**${s.phase.type}** since ${s.stateSince}`,
     `step ${s.step}, model calls ${s.loops}/${s.limits.maxLoops}, tool calls ${s.toolCalls}/${s.limits.maxToolCalls}, tokens ${s.usage.totalTokens}`,
   ];
-  if (s.phase.type === 'AWAITING_APPROVAL') lines.push(`awaiting approval: ${s.phase.pending.map((p) => `${p.name} (${p.toolCallId})`).join(', ')}`);
+  if (s.phase.type === AgentState.AWAITING_APPROVAL) lines.push(`awaiting approval: ${s.phase.pending.map((p) => `${p.name} (${p.toolCallId})`).join(', ')}`);
   if (s.reason) lines.push(`reason: ${clip(s.reason, 300)}`);
   if (s.answer) lines.push(`answer: ${clip(s.answer, 300)}`);
   return lines.join('\n');

@@ -19,6 +19,7 @@ import { AGENT_STATE_SEARCH_ATTRIBUTE } from '../../common/constants';
 import { AbortInputSchema, type AgentRunInput, parseWith } from '../../common/input';
 import { abortSignal, type AgentRunResult } from '../../common/messages';
 import { type ChildStatus, type PatternStateView, patternStateQuery, RUNNING_CHILDREN } from '../../common/patterns';
+import { AgentState } from '../../common/states';
 import { agentRun } from '../agent-run';
 
 const agentStateKey = defineSearchAttributeKey(AGENT_STATE_SEARCH_ATTRIBUTE, 'KEYWORD');
@@ -65,7 +66,7 @@ export function subAgents(pattern: PatternStateView['pattern']) {
   /** Runs one child to its end. A failed child fails the pattern with `SubAgentFailed` naming the stage. */
   async function run(name: string, input: AgentRunInput): Promise<ChildOutcome> {
     const workflowId = `${parentId}/${name}`;
-    if (isAborted()) return { workflowId, status: 'ABORTED', answer: null };
+    if (isAborted()) return { workflowId, status: AgentState.ABORTED, answer: null };
     const child = { name, workflowId, status: 'RUNNING' as ChildStatus };
     view.children.push(child);
     view.stage = name;
@@ -82,17 +83,17 @@ export function subAgents(pattern: PatternStateView['pattern']) {
           staticSummary: `${pattern} ${name}`,
         }),
       );
-      child.status = result.status === 'ABORTED' ? 'ABORTED' : 'COMPLETED';
-      if (child.status === 'ABORTED' && !isAborted()) abortReason = `${name} was ${result.reason ?? 'aborted'}`;
+      child.status = result.status === AgentState.ABORTED ? AgentState.ABORTED : AgentState.COMPLETED;
+      if (child.status === AgentState.ABORTED && !isAborted()) abortReason = `${name} was ${result.reason ?? 'aborted'}`;
       return { workflowId, status: child.status, answer: result.answer };
     } catch (err) {
       if (isAborted()) {
-        child.status = isCancellation(err) ? 'ABORTED' : 'FAILED';
+        child.status = isCancellation(err) ? AgentState.ABORTED : AgentState.FAILED;
         return { workflowId, status: child.status, answer: null };
       }
-      child.status = 'FAILED';
+      child.status = AgentState.FAILED;
       const message = `${pattern} ${name} (${workflowId}) failed: ${innermostMessage(err)}`;
-      end('FAILED', message);
+      end(AgentState.FAILED, message);
       throw ApplicationFailure.create({ type: 'SubAgentFailed', message, nonRetryable: true, details: [{ stage: name, workflowId }], cause: err as Error });
     } finally {
       running = undefined;
