@@ -7,7 +7,7 @@ import { mkdirSync, mkdtempSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import type { WorkflowHandle } from '@temporalio/client';
-import { abortSignal, approveUpdate, pauseSignal, resumeSignal } from '../src/common/messages';
+import { abortSignal, approveUpdate, pauseSignal, resumeSignal, sendMessageUpdate } from '../src/common/messages';
 import type { Script } from '../src/scripted-model';
 import { startAgentHarness, type AgentHarness } from '../test/support/agent-harness';
 import { execFileSync } from 'node:child_process';
@@ -75,6 +75,17 @@ const SCENARIOS: Scenario[] = [
       await h.waitForState(handle, (s) => s.state === 'AWAITING_APPROVAL');
       await new Promise((resolve) => setTimeout(resolve, 2_500)); // past timeoutMs
       await handle.executeUpdate(approveUpdate, { args: [{ toolCallId: 'w1', approved: true }] });
+    },
+  },
+  {
+    // The machine's awaitMessage command: a kept-open conversation takes a follow-up turn, then its window closes.
+    name: 'follow-up-turn',
+    script: ({ callIndex }) => ({ text: callIndex === 0 ? 'First answer.' : 'Second answer.' }),
+    input: { prompt: 'Answer, then wait for more', keepOpenMs: 1_500 },
+    drive: async (h, handle) => {
+      await h.waitForState(handle, (s) => s.state === 'COMPLETED' && s.conversationOpen);
+      await handle.executeUpdate(sendMessageUpdate, { args: [{ text: 'And then?' }] });
+      await h.waitForState(handle, (s) => s.turns === 2);
     },
   },
   {
