@@ -14,13 +14,18 @@ import {
   needsApproval,
   toolSignature,
 } from './guards';
-import { budgetExceeded, contextWouldOverflow, promptChars, responseCost } from './budget';
+import { budgetExceeded, contextWouldOverflow } from './budget';
 import { chainAfter, chained } from './chain';
+import { addMs, clocks, timerDue } from './clocks';
 import { ruleCritique } from './critic';
 import { compactionRequest, critiqueRequest, modelRequest } from './requests';
+import { calibrated, confident, CONTINUE_PROMPT, continued, lastAssistantText, withResponseUsage, withSideUsage } from './responses';
 import type { ModelStep, Phase, RunSnapshot, WorkPhase } from './snapshot';
 import { FailureType, ModelErrorType } from '../common/failures';
 import { AgentState, CritiqueAction, type CritiqueDecision, isTerminal, WORK_STATES } from '../common/states';
+
+export { CONTINUE_PROMPT } from './responses';
+export { freshClocks, timerDue } from './clocks';
 
 export type AgentEvent =
   | { type: 'START' }
@@ -154,8 +159,6 @@ export const KEEP_RECENT_MESSAGES = 6;
 export const CUT_TOOL_CALL =
   'Not executed: your response was cut off by the output limit before this tool call was complete. Call it again with shorter arguments.';
 
-/** The user turn that asks the model to go on with an answer the output limit cut off. */
-export const CONTINUE_PROMPT = 'Your answer was cut off by the output limit. Continue exactly where it stopped, without repeating anything.';
 
 /** How many times an answer cut off by the output limit is continued before the run ends with it as it is. */
 export const MAX_CONTINUATIONS = 3;
@@ -199,15 +202,6 @@ export function internalEvent(s: RunSnapshot): AgentEvent | null {
 
 /** A model critic judges final answers; tool outcomes are judged by rules. */
 const critiqueMode = (s: RunSnapshot): 'rules' | 'model' => (s.lastToolResults.length === 0 ? s.options.critique : 'rules');
-
-/**
- * When the run's timer must fire: the earliest of its clocks (working time, an approval wait). Runs begun before
- * `real-providers` keep the workflow's own timer instead (null here).
- */
-export function timerDue(s: RunSnapshot): string | null {
-  if (!s.features.realProviders) return null;
-  return [s.deadline, s.approvalDeadline].filter((d): d is string => d !== null).sort()[0] ?? null;
-}
 
 /** One state's handling of one event, checked against the table. */
 function microstep(s: RunSnapshot, event: AgentEvent, now: string): TransitionResult {
@@ -478,32 +472,6 @@ function endTruncated(s: RunSnapshot, e: AgentEvent, now: string, why: string): 
   return finish({ ...s, continuations: 0 }, S.COMPLETED, e, now, `the answer was cut off by ${outputLimit(s)} and ${why}: it ends truncated`, lastAssistantText(s));
 }
 
-/**
- * What a response changes about continuing a cut-off answer: the finish reason, and, when it continues one, the
- * parts joined into one assistant message in place of the earlier part and the request to go on.
- */
-function continued(s: RunSnapshot, r: ModelResponse): Partial<RunSnapshot> {
-  const cut = r.finishReason === 'length';
-  const [prompt, part] = [s.messages.at(-1), s.messages.at(-2)];
-  const continuing = s.continuations > 0 && r.toolCalls.length === 0 && prompt?.role === 'user' && prompt.content === CONTINUE_PROMPT && part?.role === 'assistant';
-  if (!continuing) return { lastFinishReason: r.finishReason, ...(cut ? {} : { continuations: 0 }) };
-  const joined = `${part.content ?? ''}${r.text}`;
-  return {
-    lastFinishReason: r.finishReason,
-    partialText: joined,
-    // The conversation is rewritten, not extended: a chain stored before no longer begins it.
-    chain: null,
-    messages: [...s.messages.slice(0, -2), { role: 'assistant', content: joined }],
-    ...(cut ? {} : { continuations: 0 }),
-  };
-}
-
-/** A `complete` the critic is not confident of is another attempt. */
-function confident(d: CritiqueDecision, min: number): CritiqueDecision {
-  if (d.action !== CritiqueAction.COMPLETE || d.confidence >= min) return d;
-  return { ...d, action: CritiqueAction.RETRY, reason: `the critic is not confident enough (${d.confidence} < critiqueMinConfidence ${min}): ${d.reason}` };
-}
-
 function applyCritique(s: RunSnapshot, e: AgentEvent, now: string): TransitionResult {
   const decision = s.lastCritique!;
   const afterTools = s.lastToolResults.length > 0;
@@ -634,61 +602,3 @@ function moveTo(s: RunSnapshot, to: Phase, e: AgentEvent, now: string): RunSnaps
   };
 }
 
-/** States in which the run waits for a person: the working-time clock stops. */
-const HUMAN_WAITS: readonly AgentState[] = [S.AWAITING_APPROVAL, S.PAUSED];
-
-/**
- * The run's clocks across a state change: the working-time deadline stops while a person decides (its remainder kept)
- * and starts again after; an approval wait has its own deadline; an ended run has none.
- */
-function clocks(s: RunSnapshot, to: AgentState, now: string): Pick<RunSnapshot, 'deadline' | 'workRemainingMs' | 'approvalDeadline'> {
-  if (isTerminal(to)) return { deadline: null, workRemainingMs: null, approvalDeadline: null };
-  let { deadline, workRemainingMs } = s;
-  const waits = HUMAN_WAITS.includes(to);
-  if (waits && deadline !== null) [deadline, workRemainingMs] = [null, Math.max(0, Date.parse(deadline) - Date.parse(now))];
-  if (!waits && workRemainingMs !== null) [deadline, workRemainingMs] = [addMs(now, workRemainingMs), null];
-  const approvalTimeout = s.limits.approvalTimeoutMs;
-  const approvalDeadline = to !== S.AWAITING_APPROVAL || approvalTimeout === undefined ? null : s.phase.type === to ? s.approvalDeadline : addMs(now, approvalTimeout);
-  return { deadline, workRemainingMs, approvalDeadline };
-}
-
-/**
- * The clocks of a run whose working time starts afresh now in its current state (a fork): the whole `timeoutMs`,
- * waiting already when a person decides, and an approval wait's own clock from now.
- */
-export function freshClocks(s: RunSnapshot, now: string): Pick<RunSnapshot, 'deadline' | 'workRemainingMs' | 'approvalDeadline'> {
-  const running = { deadline: addMs(now, s.limits.timeoutMs), workRemainingMs: null, approvalDeadline: null };
-  if (!s.features.realProviders) return running;
-  return clocks({ ...s, ...running, phase: plain(S.IDLE) }, s.phase.type, now);
-}
-
-/** The context window and the tokens-per-character the provider reported, for the next request's estimate. */
-function calibrated(s: RunSnapshot, r: ModelResponse): Pick<RunSnapshot, 'contextWindow' | 'promptCalibration'> {
-  const chars = promptChars(s.messages);
-  return {
-    contextWindow: r.contextWindowTokens ?? s.contextWindow,
-    promptCalibration: r.usage.promptTokens > 0 && chars > 0 ? { chars, tokens: r.usage.promptTokens } : s.promptCalibration,
-  };
-}
-
-/** Tokens (and their cost) of a call beside the model steps, such as the critic's or a compaction's. */
-function withSideUsage(s: RunSnapshot, u: Usage | undefined): RunSnapshot {
-  if (!u) return s;
-  const cost = responseCost(s, { text: '', toolCalls: [], usage: u, finishReason: null, model: s.lastModel ?? '' });
-  return { ...s, usage: { ...s.usage, ...addUsage(s.usage, u), costUsd: s.usage.costUsd + cost } };
-}
-
-function withResponseUsage(s: RunSnapshot, r: ModelResponse): RunSnapshot {
-  const usage = { ...addUsage(s.usage, r.usage), modelCalls: s.usage.modelCalls + 1, costUsd: s.usage.costUsd + responseCost(s, r) };
-  return { ...s, usage, lastModel: r.model || s.lastModel };
-}
-
-const addMs = (iso: string, ms: number) => new Date(Date.parse(iso) + ms).toISOString();
-
-function lastAssistantText(s: RunSnapshot): string | null {
-  for (let i = s.messages.length - 1; i >= 0; i--) {
-    const m = s.messages[i];
-    if (m.role === 'assistant' && m.content) return m.content;
-  }
-  return null;
-}

@@ -1,6 +1,7 @@
 /** Carrying a run across runs (continue-as-new, fork) and back in time (a step's snapshot): pure functions. */
 import type { ResolvedInput } from '../common/input';
-import { freshClocks, transition, type AgentEvent } from './machine';
+import { freshClocks } from './clocks';
+import { transition, type AgentEvent } from './machine';
 import { loadSnapshot, type RunSnapshot, type SnapshotV1 } from './snapshot';
 
 type Resume = NonNullable<ResolvedInput['resume']>;

@@ -1,0 +1,49 @@
+/**
+ * The run's clocks: working time (`limits.timeoutMs`), which stops while a person decides, and an approval wait's own
+ * (`limits.approvalTimeoutMs`). Pure; the machine moves them on every state change and the workflow keeps one timer
+ * on the earliest (`timerDue`).
+ */
+import { AgentState, isTerminal } from '../common/states';
+import type { RunSnapshot } from './snapshot';
+
+const S = AgentState;
+type Clocks = Pick<RunSnapshot, 'deadline' | 'workRemainingMs' | 'approvalDeadline'>;
+
+export const addMs = (iso: string, ms: number) => new Date(Date.parse(iso) + ms).toISOString();
+
+/** States in which the run waits for a person: the working-time clock stops. */
+const HUMAN_WAITS: readonly AgentState[] = [S.AWAITING_APPROVAL, S.PAUSED];
+
+/**
+ * The run's clocks across a state change: the working-time deadline stops while a person decides (its remainder kept)
+ * and starts again after; an approval wait has its own deadline; an ended run has none.
+ */
+export function clocks(s: RunSnapshot, to: AgentState, now: string): Clocks {
+  if (isTerminal(to)) return { deadline: null, workRemainingMs: null, approvalDeadline: null };
+  let { deadline, workRemainingMs } = s;
+  const waits = HUMAN_WAITS.includes(to);
+  if (waits && deadline !== null) [deadline, workRemainingMs] = [null, Math.max(0, Date.parse(deadline) - Date.parse(now))];
+  if (!waits && workRemainingMs !== null) [deadline, workRemainingMs] = [addMs(now, workRemainingMs), null];
+  const approvalTimeout = s.limits.approvalTimeoutMs;
+  const approvalDeadline = to !== S.AWAITING_APPROVAL || approvalTimeout === undefined ? null : s.phase.type === to ? s.approvalDeadline : addMs(now, approvalTimeout);
+  return { deadline, workRemainingMs, approvalDeadline };
+}
+
+/**
+ * The clocks of a run whose working time starts afresh now in its current state (a fork): the whole `timeoutMs`,
+ * waiting already when a person decides, and an approval wait's own clock from now.
+ */
+export function freshClocks(s: RunSnapshot, now: string): Clocks {
+  const running = { deadline: addMs(now, s.limits.timeoutMs), workRemainingMs: null, approvalDeadline: null };
+  if (!s.features.realProviders) return running;
+  return clocks({ ...s, ...running, phase: { type: S.IDLE } }, s.phase.type, now);
+}
+
+/**
+ * When the run's timer must fire: the earliest of its clocks (working time, an approval wait). Runs begun before
+ * `real-providers` keep the workflow's own timer instead (null here).
+ */
+export function timerDue(s: RunSnapshot): string | null {
+  if (!s.features.realProviders) return null;
+  return [s.deadline, s.approvalDeadline].filter((d): d is string => d !== null).sort()[0] ?? null;
+}

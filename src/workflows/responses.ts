@@ -1,0 +1,64 @@
+/** What a model response, or a call beside the model steps, changes in the snapshot: usage, calibration, continuation. Pure. */
+import { addUsage, type ModelResponse, type Usage } from '../common/chat';
+import { CritiqueAction, type CritiqueDecision } from '../common/states';
+import { promptChars, responseCost } from './budget';
+import type { RunSnapshot } from './snapshot';
+
+/** The user turn that asks the model to go on with an answer the output limit cut off. */
+export const CONTINUE_PROMPT = 'Your answer was cut off by the output limit. Continue exactly where it stopped, without repeating anything.';
+
+/** The context window and the tokens-per-character the provider reported, for the next request's estimate. */
+export function calibrated(s: RunSnapshot, r: ModelResponse): Pick<RunSnapshot, 'contextWindow' | 'promptCalibration'> {
+  const chars = promptChars(s.messages);
+  return {
+    contextWindow: r.contextWindowTokens ?? s.contextWindow,
+    promptCalibration: r.usage.promptTokens > 0 && chars > 0 ? { chars, tokens: r.usage.promptTokens } : s.promptCalibration,
+  };
+}
+
+/** Tokens (and their cost) of a call beside the model steps, such as the critic's or a compaction's. */
+export function withSideUsage(s: RunSnapshot, u: Usage | undefined): RunSnapshot {
+  if (!u) return s;
+  const cost = responseCost(s, { text: '', toolCalls: [], usage: u, finishReason: null, model: s.lastModel ?? '' });
+  return { ...s, usage: { ...s.usage, ...addUsage(s.usage, u), costUsd: s.usage.costUsd + cost } };
+}
+
+export function withResponseUsage(s: RunSnapshot, r: ModelResponse): RunSnapshot {
+  const usage = { ...addUsage(s.usage, r.usage), modelCalls: s.usage.modelCalls + 1, costUsd: s.usage.costUsd + responseCost(s, r) };
+  return { ...s, usage, lastModel: r.model || s.lastModel };
+}
+
+/** The last thing the model said: the answer a run ends with. */
+export function lastAssistantText(s: RunSnapshot): string | null {
+  for (let i = s.messages.length - 1; i >= 0; i--) {
+    const m = s.messages[i];
+    if (m.role === 'assistant' && m.content) return m.content;
+  }
+  return null;
+}
+
+/**
+ * What a response changes about continuing a cut-off answer: the finish reason, and, when it continues one, the
+ * parts joined into one assistant message in place of the earlier part and the request to go on.
+ */
+export function continued(s: RunSnapshot, r: ModelResponse): Partial<RunSnapshot> {
+  const cut = r.finishReason === 'length';
+  const [prompt, part] = [s.messages.at(-1), s.messages.at(-2)];
+  const continuing = s.continuations > 0 && r.toolCalls.length === 0 && prompt?.role === 'user' && prompt.content === CONTINUE_PROMPT && part?.role === 'assistant';
+  if (!continuing) return { lastFinishReason: r.finishReason, ...(cut ? {} : { continuations: 0 }) };
+  const joined = `${part.content ?? ''}${r.text}`;
+  return {
+    lastFinishReason: r.finishReason,
+    partialText: joined,
+    // The conversation is rewritten, not extended: a chain stored before no longer begins it.
+    chain: null,
+    messages: [...s.messages.slice(0, -2), { role: 'assistant', content: joined }],
+    ...(cut ? {} : { continuations: 0 }),
+  };
+}
+
+/** A `complete` the critic is not confident of is another attempt. */
+export function confident(d: CritiqueDecision, min: number): CritiqueDecision {
+  if (d.action !== CritiqueAction.COMPLETE || d.confidence >= min) return d;
+  return { ...d, action: CritiqueAction.RETRY, reason: `the critic is not confident enough (${d.confidence} < critiqueMinConfidence ${min}): ${d.reason}` };
+}
