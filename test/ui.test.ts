@@ -102,7 +102,7 @@ uiTest("the run's page shows the current details the workflow sets", () =>
     await details.getByText('awaiting approval: writeFile (w1)').waitFor();
   }), TEST_TIMEOUT_MS);
 
-uiTest("the Queries tab runs the state query and shows the run's snapshot", () =>
+uiTest("the Queries tab runs the state query and shows the run's view", () =>
   withScreenshot('state-query.png', async () => {
     await openRunTab(waiting.workflowId, 'Queries');
     await page.getByTestId('query-select-button').click();
@@ -110,7 +110,7 @@ uiTest("the Queries tab runs the state query and shows the run's snapshot", () =
     await page.getByRole('button', { name: 'Run Query' }).click();
     const result = page.getByRole('textbox', { name: 'Query Result' });
     await result.locator('.cm-line', { hasText: '"state": "AWAITING_APPROVAL"' }).waitFor();
-    await result.locator('.cm-line', { hasText: '"approvalTools": [' }).waitFor();
+    await result.locator('.cm-line', { hasText: '"pendingApproval": [' }).waitFor();
   }), TEST_TIMEOUT_MS);
 
 uiTest('the runs list filtered by AgentState shows the runs in that state only', async () => {
