@@ -21,16 +21,33 @@ export interface ToolLedger {
   close(): void;
 }
 
+const BUSY_TIMEOUT_MS = 5_000;
+
+/** Run `fn`, trying again for up to BUSY_TIMEOUT_MS while another connection holds the lock it needs. */
+function whenUnlocked<T>(fn: () => T): T {
+  const until = Date.now() + BUSY_TIMEOUT_MS;
+  for (;;) {
+    try {
+      return fn();
+    } catch (err) {
+      const busy = err instanceof Database.SqliteError && (err.code === 'SQLITE_BUSY' || err.code === 'SQLITE_LOCKED');
+      if (!busy || Date.now() > until) throw err;
+      Atomics.wait(new Int32Array(new SharedArrayBuffer(4)), 0, 0, 50); // a synchronous pause: the constructor is synchronous
+    }
+  }
+}
+
 export class SqliteToolLedger implements ToolLedger {
   private readonly db: Database.Database;
 
   constructor(file: string) {
     if (file !== ':memory:') mkdirSync(path.dirname(file), { recursive: true });
-    this.db = new Database(file);
-    this.db.pragma('journal_mode = WAL');
+    this.db = new Database(file, { timeout: BUSY_TIMEOUT_MS });
+    // Workers on one host share the ledger and start together: switching to WAL takes a lock SQLite does not wait
+    // for, so a worker whose neighbour holds it tries again rather than fail to start.
+    whenUnlocked(() => this.db.pragma('journal_mode = WAL'));
     // A recorded effect must survive a crash right after it is written.
     this.db.pragma('synchronous = FULL');
-    this.db.pragma('busy_timeout = 5000');
     this.db.exec(`CREATE TABLE IF NOT EXISTS tool_calls (
       key TEXT PRIMARY KEY,
       tool TEXT NOT NULL,
