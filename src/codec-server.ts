@@ -1,7 +1,7 @@
 /**
- * The codec server: `npm run codec-server`. Serves Temporal's remote codec protocol so the Web UI
- * (`--ui-codec-endpoint`) and the CLI (`--codec-endpoint`, `--codec-auth`) show payloads decrypted and claim checks
- * resolved, with the worker's own codecs (`dataConverterFromEnv`: the same keys and the same blob store).
+ * The codec server's app; the process is `src/bin/codec-server.ts` (`npm run codec-server`). Serves Temporal's remote
+ * codec protocol so the Web UI (`--ui-codec-endpoint`) and the CLI (`--codec-endpoint`, `--codec-auth`) show payloads
+ * decrypted and claim checks resolved, with the worker's own codecs (the same keys and the same blob store).
  *
  * Protocol: `POST .../encode` and `POST .../decode` (only the last path segment counts, so `/{namespace}/decode`
  * works too) with a proto3 JSON `{ payloads: [{ metadata: { key: base64 }, data: base64 }] }`, answered in the same
@@ -14,7 +14,6 @@ import { createHash, timingSafeEqual } from 'node:crypto';
 import type { Payload, PayloadCodec } from '@temporalio/common';
 import Fastify, { type FastifyInstance, type FastifyReply, type FastifyRequest } from 'fastify';
 import { z } from 'zod';
-import { dataConverterFromEnv, encryptionKeysFromEnv } from './codec';
 import {
   isLoopbackHost,
   readCookie,
@@ -193,28 +192,4 @@ export function createCodecServer(options: CodecServerOptions): FastifyInstance 
   });
 
   return app;
-}
-
-async function main(): Promise<void> {
-  const settings = codecServerSettings();
-  const codecs = dataConverterFromEnv().payloadCodecs ?? [];
-  const keys = encryptionKeysFromEnv();
-  const app = createCodecServer({ codecs, token: settings.token, allowedOrigins: settings.allowedOrigins });
-  await app.listen({ port: settings.port, host: settings.host });
-  const url = `http://${settings.host}:${settings.port}`;
-  console.log(`codec server on ${url}: ${keys ? `decrypts with keys ${Object.keys(keys.keys).join(', ')} (current ${keys.currentKeyId})` : 'no AGENT_ENCRYPTION_KEYS, so it only resolves claim checks'}`);
-  console.log(`CORS origins: ${settings.allowedOrigins.join(', ')}`);
-  if (settings.allowedOrigins.includes('*')) console.warn(`warning: ${WILDCARD_NO_SESSIONS}`);
-  else console.log(`Web UI: sign in at ${url}/login, with "include cross-origin credentials" on in the UI (docs/ui.md)`);
-  console.log(`CLI: temporal workflow show --workflow-id <id> --codec-endpoint ${url} --codec-auth "Bearer $CODEC_SERVER_TOKEN"`);
-  const stop = () => void app.close().then(() => process.exit(0));
-  process.once('SIGINT', stop);
-  process.once('SIGTERM', stop);
-}
-
-if (require.main === module) {
-  main().catch((err: unknown) => {
-    console.error(err instanceof Error ? err.message : err);
-    process.exit(1);
-  });
 }

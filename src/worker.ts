@@ -1,15 +1,15 @@
 /**
- * The agent worker: `npm run worker`. Polls the `agent-runs` task queue for workflow and activity tasks.
- * With no LLM_API_KEY and no LLM_BASE_URL it serves the project's scripted model in-process and says so.
+ * The agent worker as a library: `createAgentWorker` polls the `agent-runs` task queue for workflow and activity tasks.
+ * With no LLM_API_KEY and no LLM_BASE_URL it serves the project's scripted model in-process. The process is
+ * `src/bin/worker.ts` (`npm run worker`).
  */
 import { NativeConnection, Worker, type WorkerOptions } from '@temporalio/worker';
 import OpenAI from 'openai';
 import { createActivities, readableErrorBodies, SqliteToolLedger, type ActivityDeps, type Tool } from './activities';
 import { connectMcpServers, parseMcpServers, type McpServerInfo, type McpTools } from './activities/tools/mcp';
-import { conversationStoreFromEnv, dataConverterFromEnv, encryptionKeysFromEnv } from './codec';
-import { claimCheckSettings, workflowBundleDir, ledgerFile, llmSettings, mcpServersSource, observabilitySettings, temporalSettings, usesScriptedModel, workspaceDir } from './config';
+import { conversationStoreFromEnv, dataConverterFromEnv } from './codec';
+import { workflowBundleDir, ledgerFile, llmSettings, mcpServersSource, temporalSettings, usesScriptedModel, workspaceDir } from './config';
 import { nativeConnectionOptions } from './connection';
-import { installWorkerRuntime } from './observability/runtime';
 import { tracingFromEnv, tracingWorkerOptions, type Tracing } from './observability/tracing';
 import { DEMO_SCRIPT_NAME, startScriptedModel, type ScriptedModel } from './scripted-model';
 import { workflowCode } from './workflow-bundle';
@@ -133,31 +133,4 @@ export async function createAgentWorker(
     await release();
     throw err;
   }
-}
-
-async function main(): Promise<void> {
-  // Logs (AGENT_LOG_FORMAT, AGENT_LOG_LEVEL) and Prometheus metrics (AGENT_METRICS_PORT), before any connection.
-  const { say } = installWorkerRuntime();
-  const agent = await createAgentWorker();
-  const { address, namespace, taskQueue } = temporalSettings();
-  if (agent.scriptedModelUrl) {
-    say(`worker: no LLM_API_KEY or LLM_BASE_URL, so runs use the scripted model at ${agent.scriptedModelUrl} (offline demo, not a real LLM)`);
-  }
-  for (const server of agent.mcpServers) say(`worker: MCP server ${server.name} gives the tools ${server.tools.join(', ') || '(none)'}`);
-  const observability = observabilitySettings();
-  if (observability.tracing !== 'off') say(`worker: tracing on (${observability.tracing})`);
-  if (observability.metricsBindAddress) say(`worker: Prometheus metrics on http://${observability.metricsBindAddress}/metrics`);
-  say(`worker: polling task queue ${taskQueue} on ${address} (namespace ${namespace}), default model ${agent.model}`);
-  const claimCheck = claimCheckSettings();
-  if (claimCheck.enabled) say(`worker: large payloads go to the blob store at ${claimCheck.blobDir} (AGENT_CLAIM_CHECK=off keeps them inline)`);
-  const keys = encryptionKeysFromEnv();
-  if (keys) say(`worker: payloads encrypted with key ${keys.currentKeyId} (${Object.keys(keys.keys).length} keys configured; see docs/security.md)`);
-  await agent.run(); // the SDK shuts the worker down on SIGINT and SIGTERM
-}
-
-if (require.main === module) {
-  main().catch((err) => {
-    console.error(err);
-    process.exit(1);
-  });
 }

@@ -1,6 +1,6 @@
 /** Long-running features on the real server: budgets, multi-turn, time travel and continue-as-new. */
 import { randomUUID } from 'node:crypto';
-import { main } from '../src/cli';
+import { runCli } from '../src/cli';
 import { AgentClient } from '../src/client';
 import { WORKFLOW_TYPE } from '../src/common/constants';
 import { approveUpdate, sendMessageUpdate, snapshotAtQuery, stateQuery } from '../src/common/messages';
@@ -111,7 +111,7 @@ describe('from the client and the CLI', () => {
   const cli = async (...argv: string[]) => {
     let out = '';
     let err = '';
-    const code = await main(argv, { connect: async () => new AgentClient(h.env.client, h.taskQueue), out: (t) => (out += t), err: (t) => (err += t) });
+    const code = await runCli(argv, { connect: async () => new AgentClient(h.env.client, h.taskQueue), out: (t) => (out += t), err: (t) => (err += t) });
     return { code, out, err };
   };
 

@@ -54,7 +54,7 @@ function registerScript(): void {
 
 /** The real worker entry point in its own process; resolves once it polls, so neither worker has a head start. */
 async function startWorkerProcess(name: string, env: NodeJS.ProcessEnv): Promise<ChildProcess> {
-  const child = spawn(process.execPath, ['--import', 'tsx', 'src/worker.ts'], { cwd: ROOT, env, stdio: ['ignore', 'pipe', 'pipe'] });
+  const child = spawn(process.execPath, ['--import', 'tsx', 'src/bin/worker.ts'], { cwd: ROOT, env, stdio: ['ignore', 'pipe', 'pipe'] });
   workers.push(child);
   let log = '';
   // Kept for the failure message rather than printed: a healthy worker is chatty.

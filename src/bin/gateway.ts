@@ -2,9 +2,9 @@
  * The HTTP gateway process: `npm run gateway`. GATEWAY_PORT (8080), GATEWAY_HOST (127.0.0.1), GATEWAY_TOKEN
  * (required unless GATEWAY_INSECURE=1), and the TEMPORAL_* settings of `AgentClient.connect`.
  */
-import { AgentClient } from './client';
-import { gatewaySettings } from './config';
-import { buildGateway } from './gateway/index';
+import { AgentClient } from '../client';
+import { gatewaySettings } from '../config';
+import { buildGateway } from '../gateway';
 
 async function main(): Promise<void> {
   const settings = gatewaySettings();
