@@ -15,13 +15,12 @@ import {
 } from './client';
 import { parseAgentRunInput, type AgentRunInput } from './common/input';
 import type { AgentRunResult, RunStateView } from './common/messages';
-import { temporalSettings } from './config';
 import { diffSnapshots, formatDiff, stepsOf } from './time-travel';
 import type { PendingApproval } from './workflows/snapshot';
 
 /** What the CLI needs from the outside world; tests replace it. */
 export interface CliDeps {
-  /** Opens the client for commands that talk to Temporal. @default `AgentClient.connect(temporalSettings())` */
+  /** Opens the client for commands that talk to Temporal. @default `AgentClient.connect()`, settings from the environment */
   connect(): Promise<AgentClient>;
   /** Writes to stdout as is (no newline added). */
   out(text: string): void;
@@ -30,7 +29,7 @@ export interface CliDeps {
 }
 
 const defaultDeps: CliDeps = {
-  connect: () => AgentClient.connect(temporalSettings()),
+  connect: () => AgentClient.connect(),
   out: (text) => process.stdout.write(text),
   err: (text) => process.stderr.write(text),
 };

@@ -25,10 +25,6 @@ import {
   SessionSigner,
 } from './codec-session';
 
-export const DEFAULT_CODEC_SERVER_PORT = 8081;
-/** The Web UI of `npm run server`. */
-export const DEFAULT_CODEC_SERVER_ORIGINS = ['http://localhost:8233', 'http://127.0.0.1:8233'];
-const MIN_TOKEN_CHARS = 16;
 /** Above the server's 2 MB payload limit, base64 included, with room for several payloads per request. */
 const BODY_LIMIT_BYTES = 16 * 1024 * 1024;
 const ALLOWED_HEADERS = 'Content-Type, X-Namespace, Authorization';
@@ -36,34 +32,6 @@ const LOGIN_BODY_LIMIT_BYTES = 4096;
 /** Why a wildcard origin turns sign-in off, for the 403 and the start-up warning. */
 export const WILDCARD_NO_SESSIONS =
   'browser sign-in is off because CODEC_SERVER_CORS_ORIGINS is *: a session cookie would let any web site read decrypted payloads, so browsers may not send one to a server that allows every origin. List the Web UI origins instead.';
-
-/** Settings of the codec server from the environment. */
-export interface CodecServerSettings {
-  /** `CODEC_SERVER_PORT`. @default 8081 */
-  port: number;
-  /** `CODEC_SERVER_HOST`: the interface to listen on; `0.0.0.0` in a container. @default 127.0.0.1 */
-  host: string;
-  /** `CODEC_SERVER_TOKEN`: the bearer token every request must carry. Required. */
-  token: string;
-  /** `CODEC_SERVER_CORS_ORIGINS`: comma-separated origins of the Web UI, or `*` for any. @default the dev server's UI */
-  allowedOrigins: string[];
-}
-
-export function codecServerSettings(env: NodeJS.ProcessEnv = process.env): CodecServerSettings {
-  const token = env.CODEC_SERVER_TOKEN?.trim() ?? '';
-  if (token.length < MIN_TOKEN_CHARS) {
-    throw new Error(`CODEC_SERVER_TOKEN must be set to a secret of at least ${MIN_TOKEN_CHARS} characters (openssl rand -hex 32): the codec server decrypts for whoever holds it`);
-  }
-  const port = env.CODEC_SERVER_PORT?.trim() || String(DEFAULT_CODEC_SERVER_PORT);
-  if (!/^\d+$/.test(port) || Number(port) > 65_535) throw new Error(`CODEC_SERVER_PORT must be a port number, got ${JSON.stringify(env.CODEC_SERVER_PORT)}`);
-  const origins = (env.CODEC_SERVER_CORS_ORIGINS ?? '').split(',').map((o) => o.trim().replace(/\/+$/, '')).filter(Boolean);
-  return {
-    port: Number(port),
-    host: env.CODEC_SERVER_HOST?.trim() || '127.0.0.1',
-    token,
-    allowedOrigins: origins.length ? origins : DEFAULT_CODEC_SERVER_ORIGINS,
-  };
-}
 
 /** Options of `createCodecServer`. */
 export interface CodecServerOptions {

@@ -7,10 +7,10 @@ import { NativeConnection, Worker, type WorkerOptions } from '@temporalio/worker
 import OpenAI from 'openai';
 import { createActivities, readableErrorBodies, SqliteToolLedger, type ActivityDeps, type Tool } from './activities';
 import { connectMcpServers, parseMcpServers, type McpServerInfo, type McpTools } from './activities/tools/mcp';
-import { conversationStoreFromEnv, dataConverterFromEnv } from './codec';
-import { workflowBundleDir, ledgerFile, llmSettings, mcpServersSource, temporalSettings, usesScriptedModel, workspaceDir } from './config';
+import { createConversationStore, createDataConverter } from './codec';
+import { usesScriptedModel, workerConfig, type WorkerConfig } from './config';
 import { nativeConnectionOptions } from './connection';
-import { tracingFromEnv, tracingWorkerOptions, type Tracing } from './observability/tracing';
+import { configuredTracing, tracingWorkerOptions, type Tracing } from './observability/tracing';
 import { DEMO_SCRIPT_NAME, startScriptedModel, type ScriptedModel } from './scripted-model';
 import { workflowCode } from './workflow-bundle';
 
@@ -64,22 +64,19 @@ export interface AgentWorker {
 }
 
 /**
- * A worker configured from the environment (see config.ts), with any extra tools beside the built-in and MCP ones.
- * `extra.tracing` replaces the tracing the environment configures, and stays the caller's to shut down.
+ * A worker configured by `config` (by default read from the environment: `workerConfig()` in config.ts), with any extra
+ * tools beside the built-in and MCP ones. `extra.tracing` replaces the tracing the config asks for, and stays the
+ * caller's to shut down.
  */
-export async function createAgentWorker(
-  env: NodeJS.ProcessEnv = process.env,
-  extra: { tools?: Tool[]; tracing?: Tracing } = {},
-): Promise<AgentWorker> {
-  const temporal = temporalSettings(env);
-  const llm = llmSettings(env);
+export async function createAgentWorker(config: WorkerConfig = workerConfig(), extra: { tools?: Tool[]; tracing?: Tracing } = {}): Promise<AgentWorker> {
+  const { temporal, llm } = config;
   let scripted: ScriptedModel | undefined;
   if (usesScriptedModel(llm)) scripted = await startScriptedModel();
   const baseURL = scripted?.url ?? llm.baseURL ?? 'https://api.openai.com/v1';
   const model = llm.model ?? (scripted ? DEMO_SCRIPT_NAME : DEFAULT_MODEL);
-  const ledger = new SqliteToolLedger(ledgerFile(env));
+  const ledger = new SqliteToolLedger(config.ledgerFile);
   // TLS, mTLS and API keys by envconfig's conventions (TEMPORAL_API_KEY, TEMPORAL_TLS_*, temporal.toml profiles).
-  const connection = await NativeConnection.connect(nativeConnectionOptions(env, temporal.address));
+  const connection = await NativeConnection.connect(nativeConnectionOptions(temporal));
   let mcp: McpTools | undefined;
   let ownTracing: Tracing | undefined;
   const release = async () => {
@@ -90,12 +87,12 @@ export async function createAgentWorker(
     ledger.close();
   };
   try {
-    const servers = mcpServersSource(env);
+    const servers = config.mcpServers;
     mcp = await connectMcpServers(servers ? parseMcpServers(servers.value, servers.source) : []);
-    ownTracing = extra.tracing ? undefined : tracingFromEnv(env);
+    ownTracing = extra.tracing ? undefined : configuredTracing(config.observability);
     const tracing = extra.tracing ?? ownTracing;
-    const dataConverter = dataConverterFromEnv(env);
-    const bundleDir = workflowBundleDir(env);
+    const dataConverter = createDataConverter(config.codecs);
+    const bundleDir = config.workflowBundleDir;
     const worker = await Worker.create({
       connection,
       namespace: temporal.namespace,
@@ -109,10 +106,10 @@ export async function createAgentWorker(
         openai: openAIClient({ baseURL, apiKey: llm.apiKey }),
         defaultModel: model,
         contextWindowTokens: llm.contextWindowTokens,
-        workspace: workspaceDir(env),
+        workspace: config.workspace,
         tools: [...(extra.tools ?? []), ...mcp.tools],
         ledger,
-        conversations: conversationStoreFromEnv(dataConverter, env),
+        conversations: createConversationStore(dataConverter, config.codecs.claimCheck),
       }),
     });
     return {

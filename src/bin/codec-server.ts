@@ -3,14 +3,15 @@
  * (required), CODEC_SERVER_PORT (8081), CODEC_SERVER_HOST (127.0.0.1), CODEC_SERVER_CORS_ORIGINS, and the worker's
  * codec settings (AGENT_ENCRYPTION_KEYS, AGENT_BLOB_DIR, AGENT_CLAIM_CHECK).
  */
-import { dataConverterFromEnv, encryptionKeysFromEnv } from '../codec';
-import { codecServerSettings, createCodecServer, WILDCARD_NO_SESSIONS } from '../codec-server';
+import { createDataConverter } from '../codec';
+import { createCodecServer, WILDCARD_NO_SESSIONS } from '../codec-server';
+import { codecServerSettings, codecSettings } from '../config';
 
 async function main(): Promise<void> {
-  const settings = codecServerSettings();
-  const codecs = dataConverterFromEnv().payloadCodecs ?? [];
-  const keys = encryptionKeysFromEnv();
-  const app = createCodecServer({ codecs, token: settings.token, allowedOrigins: settings.allowedOrigins });
+  const settings = codecServerSettings(process.env);
+  const codecs = codecSettings(process.env);
+  const keys = codecs.encryption;
+  const app = createCodecServer({ codecs: createDataConverter(codecs).payloadCodecs ?? [], token: settings.token, allowedOrigins: settings.allowedOrigins });
   await app.listen({ port: settings.port, host: settings.host });
   const url = `http://${settings.host}:${settings.port}`;
   console.log(`codec server on ${url}: ${keys ? `decrypts with keys ${Object.keys(keys.keys).join(', ')} (current ${keys.currentKeyId})` : 'no AGENT_ENCRYPTION_KEYS, so it only resolves claim checks'}`);

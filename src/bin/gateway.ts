@@ -7,7 +7,7 @@ import { gatewaySettings } from '../config';
 import { buildGateway } from '../gateway';
 
 async function main(): Promise<void> {
-  const settings = gatewaySettings();
+  const settings = gatewaySettings(process.env);
   if (settings.token === null) console.warn('GATEWAY_INSECURE=1: the gateway accepts requests without a token');
   const agents = await AgentClient.connect();
   const app = buildGateway({ agents, token: settings.token, logger: true });
