@@ -4,7 +4,7 @@
  * everything on a real dev server (and the real model server), which its global setup starts. Jest runs a project's
  * global setup only when one of that project's tests runs, so `jest test/machine.test.ts` starts no server.
  */
-const UNIT = ['machine', 'input-fuzz', 'cli', 'codec-server', 'connection', 'activities', 'ledger', 'provider-errors', 'scripted-model'];
+const UNIT = ['machine', 'input-fuzz', 'cli', 'codec-server', 'config', 'connection', 'activities', 'ledger', 'provider-errors', 'scripted-model'];
 const unitMatch = UNIT.map((name) => `<rootDir>/test/${name}.test.ts`);
 
 const shared = {
