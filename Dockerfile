@@ -1,5 +1,5 @@
 # syntax=docker/dockerfile:1
-# Worker image, also used for the codec server (`node dist/codec-server.js`); see docs/deployment.md.
+# Worker image, also used for the codec server (`node dist/bin/codec-server.js`); see docs/deployment.md.
 # Node 22 LTS: Node 20 left support in April 2026, and cookie 2 (fastify, through light-my-request) declares Node >= 22.
 ARG NODE_IMAGE=node:22.22.2-bookworm-slim
 
@@ -19,7 +19,7 @@ COPY src ./src
 # Compiled to dist/ so the runtime needs neither tsx nor TypeScript; the workflow code bundled once here rather than
 # by webpack at every worker boot (AGENT_WORKFLOW_BUNDLE_DIR below); then the dev dependencies go.
 RUN npx tsc -p tsconfig.build.json \
-  && node dist/workflow-bundle.js dist/workflow-bundles \
+  && node dist/bin/build-workflows.js dist/workflow-bundles \
   && npm prune --omit=dev --no-audit --no-fund
 # The Temporal core bridge ships a native library for five platforms; keep this one's (saves about 120 MB).
 RUN releases=node_modules/@temporalio/core-bridge/releases; \
@@ -42,4 +42,4 @@ ENV AGENT_WORKFLOW_BUNDLE_DIR=/app/dist/workflow-bundles \
 # The base image's `node` user, by number so that runAsNonRoot checks can verify it.
 USER 1000:1000
 # The SDK shuts the worker down on SIGTERM; no npm in between to swallow the signal.
-CMD ["node", "--enable-source-maps", "dist/worker.js"]
+CMD ["node", "--enable-source-maps", "dist/bin/worker.js"]

@@ -1,11 +1,19 @@
 /**
- * Two tiers. `unit`: the pure machine, input parsing, activities against MockActivityEnvironment and the scripted
- * model, the CLI against a fake client; no Temporal server, seconds to run (`npm run test:unit`). `integration`:
- * everything on a real dev server (and the real model server), which its global setup starts. Jest runs a project's
- * global setup only when one of that project's tests runs, so `jest test/machine.test.ts` starts no server.
+ * Three tiers. `unit` (`npm run test:unit`): the pure machine, input parsing, settings, activities against
+ * MockActivityEnvironment and the scripted model, the CLI against a fake client; no Temporal server, seconds to run.
+ * `integration` (`npm run test:integration`): workflows on a real dev server, which its global setup starts.
+ * `slow` (`npm run test:slow`): minutes each: the chaos short form, the 500-model-call run, the Web UI in Chromium,
+ * and the real-model tier, whose llama-server its global setup provisions. `npm test` runs all three.
+ *
+ * Jest runs a project's global setup only when one of that project's tests runs, so `jest test/machine.test.ts`
+ * starts no server. It runs each distinct setup and teardown module once per run: `integration` and `slow` share
+ * one dev server (global-setup-slow.ts starts it through global-setup.ts, which starts nothing when it is already up)
+ * and one teardown, which runs after the last test of both.
  */
-const UNIT = ['machine', 'input-fuzz', 'cli', 'codec-server', 'connection', 'activities', 'ledger', 'provider-errors', 'scripted-model'];
-const unitMatch = UNIT.map((name) => `<rootDir>/test/${name}.test.ts`);
+const UNIT = ['machine', 'input-fuzz', 'cli', 'codec-server', 'config', 'connection', 'activities', 'ledger', 'provider-errors', 'scripted-model'];
+const SLOW = ['chaos', 'long-run-500', 'ui', 'ui-codec', 'real-model'];
+const files = (names) => names.map((name) => `<rootDir>/test/${name}.test.ts`);
+const ignored = (names) => names.map((name) => `/test/${name}\\.test\\.ts$`);
 
 const shared = {
   preset: 'ts-jest',
@@ -16,20 +24,22 @@ const shared = {
     '^.+\\.tsx?$': ['ts-jest', { tsconfig: { isolatedModules: true } }],
   },
 };
+const devServer = { globalTeardown: '<rootDir>/test/global-teardown.ts' };
 
 /** @type {import('jest').Config} */
 module.exports = {
-  // Workflow tests bundle code and talk to a real dev server.
+  // Workflow tests bundle code and talk to a real dev server; slow tests set their own, longer timeouts.
   testTimeout: 60_000,
   projects: [
-    { ...shared, displayName: 'unit', testMatch: unitMatch },
+    { ...shared, displayName: 'unit', testMatch: files(UNIT) },
     {
       ...shared,
+      ...devServer,
       displayName: 'integration',
       testMatch: ['<rootDir>/test/**/*.test.ts'],
-      testPathIgnorePatterns: ['/node_modules/', ...UNIT.map((name) => `/test/${name}\\.test\\.ts$`)],
+      testPathIgnorePatterns: ['/node_modules/', ...ignored(UNIT), ...ignored(SLOW)],
       globalSetup: '<rootDir>/test/global-setup.ts',
-      globalTeardown: '<rootDir>/test/global-teardown.ts',
     },
+    { ...shared, ...devServer, displayName: 'slow', testMatch: files(SLOW), globalSetup: '<rootDir>/test/global-setup-slow.ts' },
   ],
 };

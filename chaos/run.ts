@@ -13,6 +13,7 @@ import { Client, Connection } from '@temporalio/client';
 import { bundleWorkflowCode } from '@temporalio/worker';
 import { ensureTemporalCli } from '../scripts/lib/temporal-cli';
 import { agentDataConverter } from '../src/client';
+import { codecSettings } from '../src/config';
 import { startScriptedModel } from '../src/scripted-model';
 import { effectFigures } from './effects';
 import { historyFigures } from './histories';
@@ -67,7 +68,7 @@ export async function runChaos(partial: Partial<ChaosOptions> = {}): Promise<Cha
     const taskQueue = `chaos-${options.seed}`;
     const env = workerEnv(files, server.address, taskQueue, model.url);
     // The client decodes what the worker encodes (claim check, encryption if configured), and the bundle carries its converters.
-    const dataConverter = agentDataConverter(env);
+    const dataConverter = agentDataConverter(codecSettings(env));
     const { payloadConverterPath, failureConverterPath } = dataConverter;
     const bundle = await bundleWorkflowCode({ workflowsPath: require.resolve('../src/workflows'), payloadConverterPath, failureConverterPath, logger: quietBundler });
     writeFileSync(files.bundle, bundle.code);

@@ -7,6 +7,7 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import { DefaultLogger, Runtime, Worker } from '@temporalio/worker';
 import { z } from 'zod';
 import { defineTool } from '../src/activities';
+import { workerConfig } from '../src/config';
 import { createAgentWorker } from '../src/worker';
 
 /** One line of the effects file. */
@@ -50,7 +51,7 @@ async function main(): Promise<void> {
   // The harness keeps this output in a log file; info lines from every run would drown the warnings.
   Runtime.install({ logger: new DefaultLogger('WARN') });
   usePrebuiltBundle(process.env.CHAOS_WORKFLOW_BUNDLE);
-  const agent = await createAgentWorker(process.env, { tools: [recordEffect] });
+  const agent = await createAgentWorker(workerConfig(process.env), { tools: [recordEffect] });
   console.log(`chaos worker ${process.pid} polling ${process.env.TEMPORAL_TASK_QUEUE}`);
   await agent.run();
 }

@@ -8,7 +8,7 @@ import { mkdirSync, readdirSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { humanWatchPrinter } from '../src/cli';
 import { AgentClient, failureReason } from '../src/client';
-import { temporalSettings, workspaceDir } from '../src/config';
+import { workerConfig } from '../src/config';
 import { DefaultLogger, Runtime } from '@temporalio/worker';
 import { createAgentWorker } from '../src/worker';
 import { ensureSearchAttributes, isServerUp, startDevServer } from './lib/dev-server';
@@ -32,25 +32,25 @@ function seedWorkspace(dir: string): boolean {
 async function main(): Promise<void> {
   // The demo prints the run itself; the SDK speaks up only for warnings.
   Runtime.install({ logger: new DefaultLogger('WARN') });
-  const temporal = temporalSettings();
+  const config = workerConfig(process.env);
+  const { temporal } = config;
   if (await isServerUp(temporal.address, temporal.namespace)) {
     await ensureSearchAttributes(temporal.address, temporal.namespace);
   } else {
     console.log(`demo: no Temporal server answers on ${temporal.address}; starting the local dev server (first start installs the temporal CLI)`);
     const server = await startDevServer({ detached: true, logFile: '.temporal/server.log' });
     temporal.address = server.address;
-    process.env.TEMPORAL_ADDRESS = server.address;
     console.log(`demo: dev server ready on ${server.address}, UI ${server.uiUrl}; it keeps running after the demo (stop it with: kill ${server.pid})`);
   }
 
-  const workspace = workspaceDir();
+  const { workspace } = config;
   const seeded = seedWorkspace(workspace);
-  const agent = await createAgentWorker();
+  const agent = await createAgentWorker(config);
   const running = agent.run();
   console.log(
     agent.scriptedModelUrl
       ? `demo: model = scripted model "${agent.model}" at ${agent.scriptedModelUrl} (no LLM_API_KEY set; offline, not a real LLM)`
-      : `demo: model = ${agent.model} at ${process.env.LLM_BASE_URL ?? 'https://api.openai.com/v1'}`,
+      : `demo: model = ${agent.model} at ${config.llm.baseURL ?? 'https://api.openai.com/v1'}`,
   );
   console.log(`demo: workspace ${workspace}${seeded ? ' (seeded with welcome.md)' : ''}`);
 

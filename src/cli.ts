@@ -1,6 +1,6 @@
 /**
- * The agent CLI: `npm run agent -- <command>`. A thin shell over `AgentClient`; every command takes `--json`.
- * Errors print one line to stderr and exit 1.
+ * The agent CLI's commands: a thin shell over `AgentClient`; every command takes `--json`. Errors print one line to
+ * stderr and exit 1. The process is `src/bin/agent.ts` (`npm run agent -- <command>`).
  */
 import { Command, CommanderError, InvalidArgumentError } from 'commander';
 import {
@@ -15,13 +15,12 @@ import {
 } from './client';
 import { parseAgentRunInput, type AgentRunInput } from './common/input';
 import type { AgentRunResult, RunStateView } from './common/messages';
-import { temporalSettings } from './config';
 import { diffSnapshots, formatDiff, stepsOf } from './time-travel';
 import type { PendingApproval } from './common/view';
 
 /** What the CLI needs from the outside world; tests replace it. */
 export interface CliDeps {
-  /** Opens the client for commands that talk to Temporal. @default `AgentClient.connect(temporalSettings())` */
+  /** Opens the client for commands that talk to Temporal. @default `AgentClient.connect()`, settings from the environment */
   connect(): Promise<AgentClient>;
   /** Writes to stdout as is (no newline added). */
   out(text: string): void;
@@ -30,13 +29,13 @@ export interface CliDeps {
 }
 
 const defaultDeps: CliDeps = {
-  connect: () => AgentClient.connect(temporalSettings()),
+  connect: () => AgentClient.connect(),
   out: (text) => process.stdout.write(text),
   err: (text) => process.stderr.write(text),
 };
 
 /** Runs one CLI command; `argv` holds the user arguments only (no node, no script). Resolves with the exit code. */
-export async function main(argv: string[], overrides: Partial<CliDeps> = {}): Promise<number> {
+export async function runCli(argv: string[], overrides: Partial<CliDeps> = {}): Promise<number> {
   const deps: CliDeps = { ...defaultDeps, ...overrides };
   const state = { exitCode: 0 };
   try {
@@ -407,16 +406,4 @@ function formatList(runs: AgentRunSummary[], state: string | undefined): string 
   ];
   const widths = rows[0].map((_, i) => Math.max(...rows.map((row) => row[i].length)));
   return rows.map((row) => row.map((cell, i) => (i === row.length - 1 ? cell : cell.padEnd(widths[i]))).join('  ')).join('\n');
-}
-
-if (require.main === module) {
-  main(process.argv.slice(2)).then(
-    (code) => {
-      process.exitCode = code;
-    },
-    (err: unknown) => {
-      console.error(err);
-      process.exitCode = 1;
-    },
-  );
 }

@@ -21,8 +21,8 @@ import {
 } from '@temporalio/client';
 import { defineSearchAttributeKey, type DataConverter } from '@temporalio/common';
 import type { z } from 'zod';
-import { dataConverterFromEnv } from './codec';
-import { temporalSettings, type TemporalSettings } from './config';
+import { createDataConverter } from './codec';
+import { codecSettings, observabilitySettings, temporalSettings, type CodecSettings, type TemporalSettings } from './config';
 import { clientConnectionOptions } from './connection';
 import { tracingClientInterceptors } from './observability/client-tracing';
 import { AGENT_STATE_SEARCH_ATTRIBUTE, WORKFLOW_TYPE } from './common/constants';
@@ -363,39 +363,42 @@ export class AgentRunHandle {
 }
 
 /**
- * The data converter agent clients and workers share: the claim-check codec configured by AGENT_CLAIM_CHECK and
- * AGENT_BLOB_DIR. Pass it to `new Client({ dataConverter })` when wrapping your own client with `new AgentClient`.
+ * The data converter agent clients and workers share: encryption (AGENT_ENCRYPTION_KEYS) and the claim check
+ * (AGENT_CLAIM_CHECK, AGENT_BLOB_DIR). Pass it to `new Client({ dataConverter })` when wrapping your own client with
+ * `new AgentClient`. @default settings `codecSettings()`, read from the environment
  */
-export { dataConverterFromEnv as agentDataConverter } from './codec';
+export const agentDataConverter = (settings: CodecSettings = codecSettings()): DataConverter => createDataConverter(settings);
 
 /** Options of `AgentClient.connect`. */
 export interface ConnectOptions {
-  /** Must match the workers' (same blob store), or large inputs and results cannot be read. @default `dataConverterFromEnv()` */
+  /** Must match the workers' (same keys, same blob store), or payloads cannot be read. @default `agentDataConverter()` */
   dataConverter?: DataConverter;
+  /**
+   * Start each run's trace here and pass it to the workflow in headers.
+   * @default on when the environment configures tracing (AGENT_TRACING, OTEL_EXPORTER_OTLP_ENDPOINT)
+   */
+  tracing?: boolean;
 }
 
 /** Typed entry point to `agentRun` workflows. Create with `AgentClient.connect()`, or wrap an existing `Client`. */
 export class AgentClient {
   /**
-   * Connects to Temporal; fields not given come from `temporalSettings()` (TEMPORAL_ADDRESS, TEMPORAL_NAMESPACE,
-   * TEMPORAL_TASK_QUEUE), and TLS, mTLS and API key from the environment (see connection.ts).
+   * Connects to Temporal. Settings not given come from `temporalSettings()` in config.ts: TEMPORAL_ADDRESS,
+   * TEMPORAL_NAMESPACE, TEMPORAL_TASK_QUEUE, and TLS, mTLS and API key by envconfig's conventions (TEMPORAL_API_KEY,
+   * TEMPORAL_TLS_*, temporal.toml profiles); the options not given, from the environment likewise.
    */
   static async connect(settings: Partial<TemporalSettings> = {}, options: ConnectOptions = {}): Promise<AgentClient> {
-    const env = temporalSettings();
-    const address = settings.address ?? env.address;
-    const namespace = settings.namespace ?? env.namespace;
-    const taskQueue = settings.taskQueue ?? env.taskQueue;
+    const temporal = { ...temporalSettings(), ...definedOnly(settings) };
     let connection: Connection;
     try {
-      // TLS, mTLS and API keys by envconfig's conventions (TEMPORAL_API_KEY, TEMPORAL_TLS_*, temporal.toml profiles).
-      connection = await Connection.connect(clientConnectionOptions(process.env, address));
+      connection = await Connection.connect(clientConnectionOptions(temporal));
     } catch (err) {
-      throw new Error(`cannot connect to Temporal at ${address}: ${err instanceof Error ? err.message : String(err)}`, { cause: err });
+      throw new Error(`cannot connect to Temporal at ${temporal.address}: ${err instanceof Error ? err.message : String(err)}`, { cause: err });
     }
-    const dataConverter = options.dataConverter ?? dataConverterFromEnv();
-    // With tracing configured (AGENT_TRACING, OTEL_EXPORTER_OTLP_ENDPOINT), a run's trace starts here and reaches the worker in headers.
-    const interceptors = { workflow: tracingClientInterceptors() };
-    return new AgentClient(new Client({ connection, namespace, dataConverter, interceptors }), taskQueue, connection);
+    const dataConverter = options.dataConverter ?? agentDataConverter();
+    const tracing = options.tracing ?? observabilitySettings().tracing !== 'off';
+    const interceptors = { workflow: tracingClientInterceptors(tracing) };
+    return new AgentClient(new Client({ connection, namespace: temporal.namespace, dataConverter, interceptors }), temporal.taskQueue, connection);
   }
 
   /** Wraps an existing client; `close()` then closes `ownedConnection` only, if given. */
@@ -477,6 +480,9 @@ export class AgentClient {
 /** Whether an error means a run with the requested id is already open (from `start` with an explicit id). */
 export const isAlreadyStarted = (err: unknown): err is WorkflowExecutionAlreadyStartedError =>
   err instanceof WorkflowExecutionAlreadyStartedError;
+
+/** The fields of `o` that are set: `{ address: undefined }` from a caller leaves the default in place. */
+const definedOnly = <T extends object>(o: T): Partial<T> => Object.fromEntries(Object.entries(o).filter(([, v]) => v !== undefined)) as Partial<T>;
 
 function validate<T extends z.ZodType>(schema: T, value: unknown, what: string): z.output<T> {
   const parsed = parseWith(schema, value, what);

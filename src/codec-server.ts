@@ -1,7 +1,7 @@
 /**
- * The codec server: `npm run codec-server`. Serves Temporal's remote codec protocol so the Web UI
- * (`--ui-codec-endpoint`) and the CLI (`--codec-endpoint`, `--codec-auth`) show payloads decrypted and claim checks
- * resolved, with the worker's own codecs (`dataConverterFromEnv`: the same keys and the same blob store).
+ * The codec server's app; the process is `src/bin/codec-server.ts` (`npm run codec-server`). Serves Temporal's remote
+ * codec protocol so the Web UI (`--ui-codec-endpoint`) and the CLI (`--codec-endpoint`, `--codec-auth`) show payloads
+ * decrypted and claim checks resolved, with the worker's own codecs (the same keys and the same blob store).
  *
  * Protocol: `POST .../encode` and `POST .../decode` (only the last path segment counts, so `/{namespace}/decode`
  * works too) with a proto3 JSON `{ payloads: [{ metadata: { key: base64 }, data: base64 }] }`, answered in the same
@@ -14,7 +14,6 @@ import { createHash, timingSafeEqual } from 'node:crypto';
 import type { Payload, PayloadCodec } from '@temporalio/common';
 import Fastify, { type FastifyInstance, type FastifyReply, type FastifyRequest } from 'fastify';
 import { z } from 'zod';
-import { dataConverterFromEnv, encryptionKeysFromEnv } from './codec';
 import {
   isLoopbackHost,
   readCookie,
@@ -26,10 +25,6 @@ import {
   SessionSigner,
 } from './codec-session';
 
-export const DEFAULT_CODEC_SERVER_PORT = 8081;
-/** The Web UI of `npm run server`. */
-export const DEFAULT_CODEC_SERVER_ORIGINS = ['http://localhost:8233', 'http://127.0.0.1:8233'];
-const MIN_TOKEN_CHARS = 16;
 /** Above the server's 2 MB payload limit, base64 included, with room for several payloads per request. */
 const BODY_LIMIT_BYTES = 16 * 1024 * 1024;
 const ALLOWED_HEADERS = 'Content-Type, X-Namespace, Authorization';
@@ -37,34 +32,6 @@ const LOGIN_BODY_LIMIT_BYTES = 4096;
 /** Why a wildcard origin turns sign-in off, for the 403 and the start-up warning. */
 export const WILDCARD_NO_SESSIONS =
   'browser sign-in is off because CODEC_SERVER_CORS_ORIGINS is *: a session cookie would let any web site read decrypted payloads, so browsers may not send one to a server that allows every origin. List the Web UI origins instead.';
-
-/** Settings of the codec server from the environment. */
-export interface CodecServerSettings {
-  /** `CODEC_SERVER_PORT`. @default 8081 */
-  port: number;
-  /** `CODEC_SERVER_HOST`: the interface to listen on; `0.0.0.0` in a container. @default 127.0.0.1 */
-  host: string;
-  /** `CODEC_SERVER_TOKEN`: the bearer token every request must carry. Required. */
-  token: string;
-  /** `CODEC_SERVER_CORS_ORIGINS`: comma-separated origins of the Web UI, or `*` for any. @default the dev server's UI */
-  allowedOrigins: string[];
-}
-
-export function codecServerSettings(env: NodeJS.ProcessEnv = process.env): CodecServerSettings {
-  const token = env.CODEC_SERVER_TOKEN?.trim() ?? '';
-  if (token.length < MIN_TOKEN_CHARS) {
-    throw new Error(`CODEC_SERVER_TOKEN must be set to a secret of at least ${MIN_TOKEN_CHARS} characters (openssl rand -hex 32): the codec server decrypts for whoever holds it`);
-  }
-  const port = env.CODEC_SERVER_PORT?.trim() || String(DEFAULT_CODEC_SERVER_PORT);
-  if (!/^\d+$/.test(port) || Number(port) > 65_535) throw new Error(`CODEC_SERVER_PORT must be a port number, got ${JSON.stringify(env.CODEC_SERVER_PORT)}`);
-  const origins = (env.CODEC_SERVER_CORS_ORIGINS ?? '').split(',').map((o) => o.trim().replace(/\/+$/, '')).filter(Boolean);
-  return {
-    port: Number(port),
-    host: env.CODEC_SERVER_HOST?.trim() || '127.0.0.1',
-    token,
-    allowedOrigins: origins.length ? origins : DEFAULT_CODEC_SERVER_ORIGINS,
-  };
-}
 
 /** Options of `createCodecServer`. */
 export interface CodecServerOptions {
@@ -193,28 +160,4 @@ export function createCodecServer(options: CodecServerOptions): FastifyInstance 
   });
 
   return app;
-}
-
-async function main(): Promise<void> {
-  const settings = codecServerSettings();
-  const codecs = dataConverterFromEnv().payloadCodecs ?? [];
-  const keys = encryptionKeysFromEnv();
-  const app = createCodecServer({ codecs, token: settings.token, allowedOrigins: settings.allowedOrigins });
-  await app.listen({ port: settings.port, host: settings.host });
-  const url = `http://${settings.host}:${settings.port}`;
-  console.log(`codec server on ${url}: ${keys ? `decrypts with keys ${Object.keys(keys.keys).join(', ')} (current ${keys.currentKeyId})` : 'no AGENT_ENCRYPTION_KEYS, so it only resolves claim checks'}`);
-  console.log(`CORS origins: ${settings.allowedOrigins.join(', ')}`);
-  if (settings.allowedOrigins.includes('*')) console.warn(`warning: ${WILDCARD_NO_SESSIONS}`);
-  else console.log(`Web UI: sign in at ${url}/login, with "include cross-origin credentials" on in the UI (docs/ui.md)`);
-  console.log(`CLI: temporal workflow show --workflow-id <id> --codec-endpoint ${url} --codec-auth "Bearer $CODEC_SERVER_TOKEN"`);
-  const stop = () => void app.close().then(() => process.exit(0));
-  process.once('SIGINT', stop);
-  process.once('SIGTERM', stop);
-}
-
-if (require.main === module) {
-  main().catch((err: unknown) => {
-    console.error(err instanceof Error ? err.message : err);
-    process.exit(1);
-  });
 }

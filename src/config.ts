@@ -1,13 +1,30 @@
-/** Settings from the environment, read in one place. Secrets stay here and in the worker: never in workflow input. */
+/**
+ * Settings from the environment, read and validated here and nowhere else: each reader takes an environment
+ * (`process.env` unless given) and returns typed settings, and a bad value fails with an error that names its variable.
+ * A process (src/bin) reads its settings once at start and passes them down; library functions take them as
+ * parameters. Secrets stay here and in the worker: never in workflow input.
+ */
 import { readFileSync } from 'node:fs';
 import path from 'node:path';
+import { loadClientConfigProfile, toClientOptions, type ClientConfigProfile } from '@temporalio/envconfig';
+import type { NativeConnectionOptions } from '@temporalio/worker';
+import { ENCRYPTION_KEY_BYTES, ENCRYPTION_KEY_ID_PATTERN, type EncryptionCodecOptions } from './codec/encryption';
 import { DEFAULT_TASK_QUEUE } from './common/constants';
-import { DEFAULT_TEMPORAL_ADDRESS, DEFAULT_TEMPORAL_NAMESPACE, temporalProfile } from './connection';
 
+export const DEFAULT_TEMPORAL_ADDRESS = 'localhost:7233';
+export const DEFAULT_TEMPORAL_NAMESPACE = 'default';
+
+/** Where and how to reach Temporal; `connection.ts` turns it into the SDK's connection options. */
 export interface TemporalSettings {
   address: string;
   namespace: string;
   taskQueue: string;
+  /** `TEMPORAL_API_KEY` (or the profile's `api_key`); turns TLS on. */
+  apiKey?: string;
+  /** `true`: TLS with the system roots; an object: server CA, server name, client certificate (mTLS). */
+  tls?: NonNullable<NativeConnectionOptions['tls']>;
+  /** gRPC headers from TEMPORAL_GRPC_META_* (or `grpc_meta` in the profile). */
+  metadata?: Record<string, string>;
 }
 
 export interface LlmSettings {
@@ -19,13 +36,44 @@ export interface LlmSettings {
   contextWindowTokens?: number;
 }
 
-/** Address and namespace follow envconfig (see connection.ts): TEMPORAL_ADDRESS, TEMPORAL_NAMESPACE, else temporal.toml. */
+/** The envconfig profile: `temporal.toml` overlaid by the TEMPORAL_* variables of `env`. */
+function temporalProfile(env: NodeJS.ProcessEnv): ClientConfigProfile {
+  try {
+    return loadClientConfigProfile({ overrideEnvVars: env as Record<string, string> });
+  } catch (err) {
+    throw new Error(`cannot read the Temporal client config (temporal.toml, TEMPORAL_PROFILE): ${err instanceof Error ? err.message : String(err)}`, { cause: err });
+  }
+}
+
+/**
+ * Temporal settings by the conventions of `@temporalio/envconfig` that the `temporal` CLI shares: a profile of
+ * `temporal.toml` (`TEMPORAL_CONFIG_FILE`, else the user config dir; `TEMPORAL_PROFILE`, else `default`) overlaid by
+ * TEMPORAL_ADDRESS, TEMPORAL_NAMESPACE, TEMPORAL_API_KEY, TEMPORAL_TLS, TEMPORAL_TLS_* and TEMPORAL_GRPC_META_*, plus
+ * TEMPORAL_TASK_QUEUE. With none of them: plaintext to localhost. TLS is on with an API key or any TLS setting, unless
+ * TEMPORAL_TLS=false. Certificates and keys given by path are read here, so a wrong path fails before connecting. A
+ * client certificate without its key (or the reverse) is refused: envconfig would silently connect without one, and
+ * the server's refusal would not say why.
+ */
 export function temporalSettings(env: NodeJS.ProcessEnv = process.env): TemporalSettings {
   const profile = temporalProfile(env);
+  const { clientCert, clientKey } = profile.tls ?? {};
+  if (!profile.tls?.disabled && !clientCert !== !clientKey) {
+    throw new Error('mTLS needs both a client certificate and its key: set TEMPORAL_TLS_CLIENT_CERT_PATH and TEMPORAL_TLS_CLIENT_KEY_PATH (or their _DATA forms) together');
+  }
+  let options: ReturnType<typeof toClientOptions>['connectionOptions'];
+  try {
+    options = toClientOptions(profile).connectionOptions;
+  } catch (err) {
+    throw new Error(`cannot load the Temporal TLS files: ${err instanceof Error ? err.message : String(err)}`, { cause: err });
+  }
+  const { apiKey, tls, metadata } = options;
   return {
     address: profile.address || DEFAULT_TEMPORAL_ADDRESS,
     namespace: profile.namespace || DEFAULT_TEMPORAL_NAMESPACE,
     taskQueue: env.TEMPORAL_TASK_QUEUE || DEFAULT_TASK_QUEUE,
+    ...(typeof apiKey === 'string' && apiKey ? { apiKey } : {}),
+    ...(tls != null ? { tls } : {}),
+    ...(metadata && Object.keys(metadata).length ? { metadata: metadata as Record<string, string> } : {}),
   };
 }
 
@@ -79,6 +127,55 @@ export function claimCheckSettings(env: NodeJS.ProcessEnv = process.env): ClaimC
   };
 }
 
+const BASE64 = /^[A-Za-z0-9+/_-]+={0,2}$/;
+
+/**
+ * The keys configured by `AGENT_ENCRYPTION_KEYS` (comma-separated `id:base64key`, 32-byte keys; the first is current
+ * unless `AGENT_ENCRYPTION_KEY_ID` names another), or `undefined` when none are: encryption is off. Errors name the
+ * variable and the key id, never key material.
+ */
+export function encryptionSettings(env: NodeJS.ProcessEnv = process.env): EncryptionCodecOptions | undefined {
+  const entries = (env.AGENT_ENCRYPTION_KEYS ?? '').split(',').map((e) => e.trim()).filter(Boolean);
+  if (entries.length === 0) {
+    if (env.AGENT_ENCRYPTION_KEY_ID?.trim()) throw new Error('AGENT_ENCRYPTION_KEY_ID is set but AGENT_ENCRYPTION_KEYS is empty');
+    return undefined;
+  }
+  const keys: Record<string, Uint8Array> = {};
+  const ids: string[] = [];
+  entries.forEach((entry, i) => {
+    const colon = entry.indexOf(':');
+    const id = colon < 0 ? '' : entry.slice(0, colon).trim();
+    const encoded = colon < 0 ? '' : entry.slice(colon + 1).trim();
+    if (!ENCRYPTION_KEY_ID_PATTERN.test(id)) throw new Error(`AGENT_ENCRYPTION_KEYS entry ${i + 1} must be id:base64key with an id of 1 to 64 of A-Z a-z 0-9 . _ -`);
+    if (Object.hasOwn(keys, id)) throw new Error(`AGENT_ENCRYPTION_KEYS names key "${id}" twice`);
+    const key = BASE64.test(encoded) ? Buffer.from(encoded, encoded.includes('-') || encoded.includes('_') ? 'base64url' : 'base64') : undefined;
+    if (key?.length !== ENCRYPTION_KEY_BYTES) {
+      throw new Error(`AGENT_ENCRYPTION_KEYS key "${id}" must be ${ENCRYPTION_KEY_BYTES} bytes in base64 (openssl rand -base64 32), got ${key ? `${key.length} bytes` : 'no valid base64'}`);
+    }
+    keys[id] = key;
+    ids.push(id);
+  });
+  // From the list, not Object.keys(keys): an object puts integer-like ids ("2024") first whatever their order.
+  const currentKeyId = env.AGENT_ENCRYPTION_KEY_ID?.trim() || ids[0];
+  if (!Object.hasOwn(keys, currentKeyId)) {
+    throw new Error(`AGENT_ENCRYPTION_KEY_ID "${currentKeyId}" is not among AGENT_ENCRYPTION_KEYS (${ids.join(', ')})`);
+  }
+  return { keys, currentKeyId };
+}
+
+/** What the payload codecs are built from (codec/index.ts); workers, clients and the codec server must agree on it. */
+export interface CodecSettings {
+  claimCheck: ClaimCheckSettings;
+  /** Absent: payloads are not encrypted. */
+  encryption?: EncryptionCodecOptions;
+}
+
+export function codecSettings(env: NodeJS.ProcessEnv = process.env): CodecSettings {
+  const claimCheck = claimCheckSettings(env);
+  const encryption = encryptionSettings(env);
+  return { claimCheck, ...(encryption ? { encryption } : {}) };
+}
+
 export interface GatewaySettings {
   /** `GATEWAY_PORT`. @default 8080 */
   port: number;
@@ -99,8 +196,48 @@ export function gatewaySettings(env: NodeJS.ProcessEnv = process.env): GatewaySe
   return { port: Number(port), host: env.GATEWAY_HOST || '127.0.0.1', token };
 }
 
+export const DEFAULT_CODEC_SERVER_PORT = 8081;
+/** The Web UI of `npm run server`. */
+export const DEFAULT_CODEC_SERVER_ORIGINS = ['http://localhost:8233', 'http://127.0.0.1:8233'];
+const MIN_CODEC_SERVER_TOKEN_CHARS = 16;
+
+/** Settings of the codec server process; its codecs come from `codecSettings`. */
+export interface CodecServerSettings {
+  /** `CODEC_SERVER_PORT`. @default 8081 */
+  port: number;
+  /** `CODEC_SERVER_HOST`: the interface to listen on; `0.0.0.0` in a container. @default 127.0.0.1 */
+  host: string;
+  /** `CODEC_SERVER_TOKEN`: the bearer token every request must carry. Required. */
+  token: string;
+  /** `CODEC_SERVER_CORS_ORIGINS`: comma-separated origins of the Web UI, or `*` for any. @default the dev server's UI */
+  allowedOrigins: string[];
+}
+
+export function codecServerSettings(env: NodeJS.ProcessEnv = process.env): CodecServerSettings {
+  const token = env.CODEC_SERVER_TOKEN?.trim() ?? '';
+  if (token.length < MIN_CODEC_SERVER_TOKEN_CHARS) {
+    throw new Error(`CODEC_SERVER_TOKEN must be set to a secret of at least ${MIN_CODEC_SERVER_TOKEN_CHARS} characters (openssl rand -hex 32): the codec server decrypts for whoever holds it`);
+  }
+  const port = env.CODEC_SERVER_PORT?.trim() || String(DEFAULT_CODEC_SERVER_PORT);
+  if (!/^\d+$/.test(port) || Number(port) > 65_535) throw new Error(`CODEC_SERVER_PORT must be a port number, got ${JSON.stringify(env.CODEC_SERVER_PORT)}`);
+  const origins = (env.CODEC_SERVER_CORS_ORIGINS ?? '').split(',').map((o) => o.trim().replace(/\/+$/, '')).filter(Boolean);
+  return {
+    port: Number(port),
+    host: env.CODEC_SERVER_HOST?.trim() || '127.0.0.1',
+    token,
+    allowedOrigins: origins.length ? origins : DEFAULT_CODEC_SERVER_ORIGINS,
+  };
+}
+
+/** MCP servers as raw JSON and where they came from; activities/tools/mcp.ts validates the shape. */
+export interface McpServersSource {
+  /** The variable (and file) named in errors. */
+  source: string;
+  value: unknown;
+}
+
 /** MCP servers as raw JSON, from `AGENT_MCP_SERVERS` (inline) or the file `AGENT_MCP_CONFIG`; validated in activities/tools/mcp.ts. */
-export function mcpServersSource(env: NodeJS.ProcessEnv = process.env): { source: string; value: unknown } | undefined {
+export function mcpServersSource(env: NodeJS.ProcessEnv = process.env): McpServersSource | undefined {
   const inline = env.AGENT_MCP_SERVERS?.trim();
   const file = env.AGENT_MCP_CONFIG?.trim();
   if (inline && file) throw new Error('set AGENT_MCP_SERVERS or AGENT_MCP_CONFIG, not both');
@@ -122,7 +259,11 @@ export interface ObservabilitySettings {
   logFormat: 'text' | 'json';
   /** `AGENT_LOG_LEVEL`: TRACE, DEBUG, INFO, WARN or ERROR. @default INFO */
   logLevel: 'TRACE' | 'DEBUG' | 'INFO' | 'WARN' | 'ERROR';
+  /** `OTEL_SERVICE_NAME`: the `service.name` of the spans. @default durable-agent-worker */
+  serviceName: string;
 }
+
+export const DEFAULT_SERVICE_NAME = 'durable-agent-worker';
 
 export function observabilitySettings(env: NodeJS.ProcessEnv = process.env): ObservabilitySettings {
   const otlp = Boolean(env.OTEL_EXPORTER_OTLP_ENDPOINT || env.OTEL_EXPORTER_OTLP_TRACES_ENDPOINT);
@@ -139,5 +280,37 @@ export function observabilitySettings(env: NodeJS.ProcessEnv = process.env): Obs
     ...(port ? { metricsBindAddress: port.includes(':') ? port : `0.0.0.0:${port}` } : {}),
     logFormat,
     logLevel,
+    serviceName: env.OTEL_SERVICE_NAME?.trim() || DEFAULT_SERVICE_NAME,
+  };
+}
+
+/** Everything the worker process reads from the environment, read once by `workerConfig` and passed to `createAgentWorker`. */
+export interface WorkerConfig {
+  temporal: TemporalSettings;
+  llm: LlmSettings;
+  /** `AGENT_WORKSPACE`: the directory the file tools are confined to. @default ./workspace */
+  workspace: string;
+  /** `AGENT_LEDGER`: the durable ledger of side-effecting tool calls. @default ./.agent/tool-ledger.sqlite */
+  ledgerFile: string;
+  /** `AGENT_WORKFLOW_BUNDLE_DIR`: prebuilt workflow bundles (`npm run build:workflows`); unset, the worker bundles at boot. */
+  workflowBundleDir?: string;
+  codecs: CodecSettings;
+  /** `AGENT_MCP_SERVERS` or `AGENT_MCP_CONFIG`; unset, no MCP servers. */
+  mcpServers?: McpServersSource;
+  observability: ObservabilitySettings;
+}
+
+export function workerConfig(env: NodeJS.ProcessEnv = process.env): WorkerConfig {
+  const bundleDir = workflowBundleDir(env);
+  const mcpServers = mcpServersSource(env);
+  return {
+    temporal: temporalSettings(env),
+    llm: llmSettings(env),
+    workspace: workspaceDir(env),
+    ledgerFile: ledgerFile(env),
+    ...(bundleDir ? { workflowBundleDir: bundleDir } : {}),
+    codecs: codecSettings(env),
+    ...(mcpServers ? { mcpServers } : {}),
+    observability: observabilitySettings(env),
   };
 }

@@ -1,16 +1,16 @@
 /**
- * The agent worker: `npm run worker`. Polls the `agent-runs` task queue for workflow and activity tasks.
- * With no LLM_API_KEY and no LLM_BASE_URL it serves the project's scripted model in-process and says so.
+ * The agent worker as a library: `createAgentWorker` polls the `agent-runs` task queue for workflow and activity tasks.
+ * With no LLM_API_KEY and no LLM_BASE_URL it serves the project's scripted model in-process. The process is
+ * `src/bin/worker.ts` (`npm run worker`).
  */
 import { NativeConnection, Worker, type WorkerOptions } from '@temporalio/worker';
 import OpenAI from 'openai';
 import { createActivities, readableErrorBodies, SqliteToolLedger, type ActivityDeps, type Tool } from './activities';
 import { connectMcpServers, parseMcpServers, type McpServerInfo, type McpTools } from './activities/tools/mcp';
-import { conversationStoreFromEnv, dataConverterFromEnv, encryptionKeysFromEnv } from './codec';
-import { claimCheckSettings, workflowBundleDir, ledgerFile, llmSettings, mcpServersSource, observabilitySettings, temporalSettings, usesScriptedModel, workspaceDir } from './config';
+import { createConversationStore, createDataConverter } from './codec';
+import { usesScriptedModel, workerConfig, type WorkerConfig } from './config';
 import { nativeConnectionOptions } from './connection';
-import { installWorkerRuntime } from './observability/runtime';
-import { tracingFromEnv, tracingWorkerOptions, type Tracing } from './observability/tracing';
+import { configuredTracing, tracingWorkerOptions, type Tracing } from './observability/tracing';
 import { DEMO_SCRIPT_NAME, startScriptedModel, type ScriptedModel } from './scripted-model';
 import { workflowCode } from './workflow-bundle';
 
@@ -64,22 +64,19 @@ export interface AgentWorker {
 }
 
 /**
- * A worker configured from the environment (see config.ts), with any extra tools beside the built-in and MCP ones.
- * `extra.tracing` replaces the tracing the environment configures, and stays the caller's to shut down.
+ * A worker configured by `config` (by default read from the environment: `workerConfig()` in config.ts), with any extra
+ * tools beside the built-in and MCP ones. `extra.tracing` replaces the tracing the config asks for, and stays the
+ * caller's to shut down.
  */
-export async function createAgentWorker(
-  env: NodeJS.ProcessEnv = process.env,
-  extra: { tools?: Tool[]; tracing?: Tracing } = {},
-): Promise<AgentWorker> {
-  const temporal = temporalSettings(env);
-  const llm = llmSettings(env);
+export async function createAgentWorker(config: WorkerConfig = workerConfig(), extra: { tools?: Tool[]; tracing?: Tracing } = {}): Promise<AgentWorker> {
+  const { temporal, llm } = config;
   let scripted: ScriptedModel | undefined;
   if (usesScriptedModel(llm)) scripted = await startScriptedModel();
   const baseURL = scripted?.url ?? llm.baseURL ?? 'https://api.openai.com/v1';
   const model = llm.model ?? (scripted ? DEMO_SCRIPT_NAME : DEFAULT_MODEL);
-  const ledger = new SqliteToolLedger(ledgerFile(env));
+  const ledger = new SqliteToolLedger(config.ledgerFile);
   // TLS, mTLS and API keys by envconfig's conventions (TEMPORAL_API_KEY, TEMPORAL_TLS_*, temporal.toml profiles).
-  const connection = await NativeConnection.connect(nativeConnectionOptions(env, temporal.address));
+  const connection = await NativeConnection.connect(nativeConnectionOptions(temporal));
   let mcp: McpTools | undefined;
   let ownTracing: Tracing | undefined;
   const release = async () => {
@@ -90,12 +87,12 @@ export async function createAgentWorker(
     ledger.close();
   };
   try {
-    const servers = mcpServersSource(env);
+    const servers = config.mcpServers;
     mcp = await connectMcpServers(servers ? parseMcpServers(servers.value, servers.source) : []);
-    ownTracing = extra.tracing ? undefined : tracingFromEnv(env);
+    ownTracing = extra.tracing ? undefined : configuredTracing(config.observability);
     const tracing = extra.tracing ?? ownTracing;
-    const dataConverter = dataConverterFromEnv(env);
-    const bundleDir = workflowBundleDir(env);
+    const dataConverter = createDataConverter(config.codecs);
+    const bundleDir = config.workflowBundleDir;
     const worker = await Worker.create({
       connection,
       namespace: temporal.namespace,
@@ -109,10 +106,10 @@ export async function createAgentWorker(
         openai: openAIClient({ baseURL, apiKey: llm.apiKey }),
         defaultModel: model,
         contextWindowTokens: llm.contextWindowTokens,
-        workspace: workspaceDir(env),
+        workspace: config.workspace,
         tools: [...(extra.tools ?? []), ...mcp.tools],
         ledger,
-        conversations: conversationStoreFromEnv(dataConverter, env),
+        conversations: createConversationStore(dataConverter, config.codecs.claimCheck),
       }),
     });
     return {
@@ -133,31 +130,4 @@ export async function createAgentWorker(
     await release();
     throw err;
   }
-}
-
-async function main(): Promise<void> {
-  // Logs (AGENT_LOG_FORMAT, AGENT_LOG_LEVEL) and Prometheus metrics (AGENT_METRICS_PORT), before any connection.
-  const { say } = installWorkerRuntime();
-  const agent = await createAgentWorker();
-  const { address, namespace, taskQueue } = temporalSettings();
-  if (agent.scriptedModelUrl) {
-    say(`worker: no LLM_API_KEY or LLM_BASE_URL, so runs use the scripted model at ${agent.scriptedModelUrl} (offline demo, not a real LLM)`);
-  }
-  for (const server of agent.mcpServers) say(`worker: MCP server ${server.name} gives the tools ${server.tools.join(', ') || '(none)'}`);
-  const observability = observabilitySettings();
-  if (observability.tracing !== 'off') say(`worker: tracing on (${observability.tracing})`);
-  if (observability.metricsBindAddress) say(`worker: Prometheus metrics on http://${observability.metricsBindAddress}/metrics`);
-  say(`worker: polling task queue ${taskQueue} on ${address} (namespace ${namespace}), default model ${agent.model}`);
-  const claimCheck = claimCheckSettings();
-  if (claimCheck.enabled) say(`worker: large payloads go to the blob store at ${claimCheck.blobDir} (AGENT_CLAIM_CHECK=off keeps them inline)`);
-  const keys = encryptionKeysFromEnv();
-  if (keys) say(`worker: payloads encrypted with key ${keys.currentKeyId} (${Object.keys(keys.keys).length} keys configured; see docs/security.md)`);
-  await agent.run(); // the SDK shuts the worker down on SIGINT and SIGTERM
-}
-
-if (require.main === module) {
-  main().catch((err) => {
-    console.error(err);
-    process.exit(1);
-  });
 }

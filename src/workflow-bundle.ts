@@ -1,5 +1,5 @@
 /**
- * Workflow code bundled once, ahead of time (`npm run build:workflows`; the Docker image does it at build), so a
+ * Workflow code bundled once, ahead of time (`src/bin/build-workflows.ts`; the Docker image does it at build), so a
  * worker is polling about 2 s after it starts instead of spending 6-8 s in webpack at every boot: a restarted or
  * added worker picks up runs sooner (BENCHMARKS.md, figure (d)). Workflow interceptors are compiled into a bundle,
  * so there are two: one plain and one with the OpenTelemetry workflow interceptors, chosen by AGENT_TRACING.
@@ -42,18 +42,4 @@ export function workflowCode(bundleDir: string | undefined, tracing: boolean): P
     throw new Error(`AGENT_WORKFLOW_BUNDLE_DIR is ${bundleDir}, which has no ${path.basename(file)}: build it with \`npm run build:workflows -- ${bundleDir}\``);
   }
   return { workflowBundle: { codePath: file } };
-}
-
-async function main(): Promise<void> {
-  const dir = process.argv[2] ?? 'dist/workflow-bundles';
-  const started = Date.now();
-  const files = await buildWorkflowBundles(dir);
-  console.log(`built ${files.join(' and ')} in ${((Date.now() - started) / 1000).toFixed(1)} s; run workers with AGENT_WORKFLOW_BUNDLE_DIR=${dir}`);
-}
-
-if (require.main === module) {
-  main().catch((err: unknown) => {
-    console.error(err);
-    process.exit(1);
-  });
 }

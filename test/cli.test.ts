@@ -1,6 +1,6 @@
 /** The CLI and the watch event computation, without a Temporal server: the client is a fake that records calls. */
 import type { Client } from '@temporalio/client';
-import { humanWatchPrinter, main, startInput } from '../src/cli';
+import { humanWatchPrinter, runCli, startInput } from '../src/cli';
 import { AgentClient, diffState, type WatchEvent } from '../src/client';
 import { parseAgentRunInput } from '../src/common/input';
 import type { RunStateView } from '../src/common/messages';
@@ -208,7 +208,7 @@ async function run(argv: string[], temporal = fakeTemporal()) {
   let stdout = '';
   let stderr = '';
   const connect = jest.fn(async () => new AgentClient(temporal.client, 'test-queue'));
-  const code = await main(argv, { connect, out: (t) => (stdout += t), err: (t) => (stderr += t) });
+  const code = await runCli(argv, { connect, out: (t) => (stdout += t), err: (t) => (stderr += t) });
   return { code, stdout, stderr, connect, ...temporal };
 }
 

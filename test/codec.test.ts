@@ -17,14 +17,14 @@ import {
   CLAIM_CHECK_ENCODING,
   ClaimCheckCodec,
   claimCheckDataConverter,
-  dataConverterFromEnv,
+  createDataConverter,
   FsBlobStore,
   isClaimCheckReference,
 } from '../src/codec';
 import { WORKFLOW_TYPE } from '../src/common/constants';
 import type { AgentRunInput } from '../src/common/input';
 import { stateQuery, type AgentRunResult } from '../src/common/messages';
-import { claimCheckSettings } from '../src/config';
+import { claimCheckSettings, codecSettings } from '../src/config';
 import { startScriptedModel, type ScriptedModel } from '../src/scripted-model';
 import { agentWorkerOptions, openAIClient } from '../src/worker';
 import { quietRuntime, workflowBundle } from './support/agent-harness';
@@ -194,28 +194,28 @@ describe('ClaimCheckCodec', () => {
   });
 });
 
-describe('dataConverterFromEnv', () => {
+describe('createDataConverter with codecSettings from the environment', () => {
   test('is on by default, with blobs under ./.agent/blobs and the 32 KiB threshold', () => {
     expect(claimCheckSettings({})).toEqual({ enabled: true, blobDir: path.resolve('.agent/blobs') });
-    const [codec] = dataConverterFromEnv({}).payloadCodecs as ClaimCheckCodec[];
+    const [codec] = createDataConverter(codecSettings({})).payloadCodecs as ClaimCheckCodec[];
     expect(codec).toBeInstanceOf(ClaimCheckCodec);
     expect(codec.thresholdBytes).toBe(32 * 1024);
     expect((codec.store as FsBlobStore).dir).toBe(path.resolve('.agent/blobs'));
   });
 
   test('reads AGENT_BLOB_DIR (from the working directory) and AGENT_CLAIM_CHECK_THRESHOLD', () => {
-    const [codec] = dataConverterFromEnv({ AGENT_BLOB_DIR: 'tmp/b', AGENT_CLAIM_CHECK_THRESHOLD: '1000' }).payloadCodecs as ClaimCheckCodec[];
+    const [codec] = createDataConverter(codecSettings({ AGENT_BLOB_DIR: 'tmp/b', AGENT_CLAIM_CHECK_THRESHOLD: '1000' })).payloadCodecs as ClaimCheckCodec[];
     expect(codec.thresholdBytes).toBe(1000);
     expect((codec.store as FsBlobStore).dir).toBe(path.resolve('tmp/b'));
   });
 
   test('AGENT_CLAIM_CHECK=off leaves the SDK defaults', () => {
-    expect(dataConverterFromEnv({ AGENT_CLAIM_CHECK: 'off' })).toEqual({});
+    expect(createDataConverter(codecSettings({ AGENT_CLAIM_CHECK: 'off' }))).toEqual({});
   });
 
   test('bad values are refused with the variable named', () => {
-    expect(() => dataConverterFromEnv({ AGENT_CLAIM_CHECK: 'maybe' })).toThrow(/AGENT_CLAIM_CHECK must be on or off/);
-    expect(() => dataConverterFromEnv({ AGENT_CLAIM_CHECK_THRESHOLD: '32k' })).toThrow(/AGENT_CLAIM_CHECK_THRESHOLD must be a number of bytes/);
+    expect(() => createDataConverter(codecSettings({ AGENT_CLAIM_CHECK: 'maybe' }))).toThrow(/AGENT_CLAIM_CHECK must be on or off/);
+    expect(() => createDataConverter(codecSettings({ AGENT_CLAIM_CHECK_THRESHOLD: '32k' }))).toThrow(/AGENT_CLAIM_CHECK_THRESHOLD must be a number of bytes/);
   });
 });
 

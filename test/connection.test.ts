@@ -1,12 +1,16 @@
 /**
- * Remote Temporal connection options from the environment, by envconfig's conventions: the mapping only, no server.
- * Every env here is explicit and has no HOME, so a temporal.toml on this machine cannot leak in.
+ * Remote Temporal connection options from the environment, by envconfig's conventions (temporalSettings in config.ts,
+ * then connection.ts): the mapping only, no server. Every env here is explicit and has no HOME, so a temporal.toml on
+ * this machine cannot leak in.
  */
 import { mkdtempSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { temporalSettings } from '../src/config';
 import { clientConnectionOptions, nativeConnectionOptions, temporalConnectionOptions } from '../src/connection';
+
+/** What a connection is opened with, for this environment. */
+const optionsFrom = (env: NodeJS.ProcessEnv) => temporalConnectionOptions(temporalSettings(env));
 
 const dir = mkdtempSync(path.join(os.tmpdir(), 'temporal-tls-'));
 const file = (name: string, content: string) => {
@@ -20,15 +24,15 @@ const CA = '-----BEGIN CERTIFICATE-----\nca\n-----END CERTIFICATE-----\n';
 const bytes = (s: string) => new TextEncoder().encode(s);
 
 test('nothing set: plaintext to localhost, default namespace', () => {
-  expect(temporalConnectionOptions({})).toEqual({ address: 'localhost:7233' });
+  expect(optionsFrom({})).toEqual({ address: 'localhost:7233' });
   expect(temporalSettings({})).toMatchObject({ address: 'localhost:7233', namespace: 'default', taskQueue: 'agent-runs' });
 });
 
 test('an API key turns TLS on and is sent; TEMPORAL_TLS=false turns TLS back off', () => {
   const env = { TEMPORAL_ADDRESS: 'ns.acct.tmprl.cloud:7233', TEMPORAL_NAMESPACE: 'ns.acct', TEMPORAL_API_KEY: 'key-123' };
-  expect(temporalConnectionOptions(env)).toEqual({ address: 'ns.acct.tmprl.cloud:7233', apiKey: 'key-123', tls: true });
+  expect(optionsFrom(env)).toEqual({ address: 'ns.acct.tmprl.cloud:7233', apiKey: 'key-123', tls: true });
   expect(temporalSettings(env)).toMatchObject({ address: 'ns.acct.tmprl.cloud:7233', namespace: 'ns.acct' });
-  expect(temporalConnectionOptions({ ...env, TEMPORAL_TLS: 'false' })).toEqual({ address: 'ns.acct.tmprl.cloud:7233', apiKey: 'key-123', tls: false });
+  expect(optionsFrom({ ...env, TEMPORAL_TLS: 'false' })).toEqual({ address: 'ns.acct.tmprl.cloud:7233', apiKey: 'key-123', tls: false });
 });
 
 test('client certificate and key paths give mTLS, with the server CA and server name', () => {
@@ -39,7 +43,7 @@ test('client certificate and key paths give mTLS, with the server CA and server 
     TEMPORAL_TLS_SERVER_CA_CERT_PATH: file('ca.pem', CA),
     TEMPORAL_TLS_SERVER_NAME: 'temporal.example',
   };
-  expect(temporalConnectionOptions(env)).toEqual({
+  expect(optionsFrom(env)).toEqual({
     address: 'temporal.internal:7233',
     tls: {
       clientCertPair: { crt: bytes(CERT), key: bytes(KEY) },
@@ -48,16 +52,16 @@ test('client certificate and key paths give mTLS, with the server CA and server 
     },
   });
   // Inline data works the same way; TEMPORAL_TLS=true alone is TLS with the system roots.
-  const inline = temporalConnectionOptions({ TEMPORAL_TLS_CLIENT_CERT_DATA: CERT, TEMPORAL_TLS_CLIENT_KEY_DATA: KEY });
+  const inline = optionsFrom({ TEMPORAL_TLS_CLIENT_CERT_DATA: CERT, TEMPORAL_TLS_CLIENT_KEY_DATA: KEY });
   expect(inline.tls).toMatchObject({ clientCertPair: { crt: bytes(CERT), key: bytes(KEY) } });
-  expect(temporalConnectionOptions({ TEMPORAL_TLS: 'true' }).tls).toEqual({});
+  expect(optionsFrom({ TEMPORAL_TLS: 'true' }).tls).toEqual({});
 });
 
 test('a certificate without its key, or a missing file, fails with a message that says so', () => {
-  expect(() => temporalConnectionOptions({ TEMPORAL_TLS_CLIENT_CERT_PATH: file('only.pem', CERT) })).toThrow(/mTLS needs both a client certificate and its key/);
-  expect(() => temporalConnectionOptions({ TEMPORAL_TLS_CLIENT_KEY_DATA: KEY })).toThrow(/mTLS needs both/);
+  expect(() => optionsFrom({ TEMPORAL_TLS_CLIENT_CERT_PATH: file('only.pem', CERT) })).toThrow(/mTLS needs both a client certificate and its key/);
+  expect(() => optionsFrom({ TEMPORAL_TLS_CLIENT_KEY_DATA: KEY })).toThrow(/mTLS needs both/);
   expect(() =>
-    temporalConnectionOptions({ TEMPORAL_TLS_CLIENT_CERT_PATH: path.join(dir, 'nope.pem'), TEMPORAL_TLS_CLIENT_KEY_PATH: path.join(dir, 'nope.key') }),
+    optionsFrom({ TEMPORAL_TLS_CLIENT_CERT_PATH: path.join(dir, 'nope.pem'), TEMPORAL_TLS_CLIENT_KEY_PATH: path.join(dir, 'nope.key') }),
   ).toThrow(/cannot load the Temporal TLS files: .*ENOENT/);
 });
 
@@ -76,15 +80,16 @@ test('a temporal.toml profile is read, and TEMPORAL_* variables override it', ()
     ].join('\n'),
   );
   const env = { TEMPORAL_CONFIG_FILE: toml, TEMPORAL_PROFILE: 'prod' };
-  expect(temporalConnectionOptions(env)).toEqual({ address: 'prod.example:7233', apiKey: 'from-profile', tls: true, metadata: { 'x-team': 'agents' } });
+  expect(optionsFrom(env)).toEqual({ address: 'prod.example:7233', apiKey: 'from-profile', tls: true, metadata: { 'x-team': 'agents' } });
   expect(temporalSettings(env)).toMatchObject({ address: 'prod.example:7233', namespace: 'agents-prod' });
-  expect(temporalConnectionOptions({ ...env, TEMPORAL_ADDRESS: 'override:7233', TEMPORAL_API_KEY: 'from-env' })).toMatchObject({ address: 'override:7233', apiKey: 'from-env' });
+  expect(optionsFrom({ ...env, TEMPORAL_ADDRESS: 'override:7233', TEMPORAL_API_KEY: 'from-env' })).toMatchObject({ address: 'override:7233', apiKey: 'from-env' });
   expect(() => temporalSettings({ TEMPORAL_CONFIG_FILE: toml, TEMPORAL_PROFILE: 'staging' })).toThrow(/cannot read the Temporal client config.*Profile 'staging' not found/);
 });
 
 test('an explicit address wins over the environment; worker and client options are the same mapping', () => {
   const env = { TEMPORAL_ADDRESS: 'from-env:7233', TEMPORAL_API_KEY: 'k', TEMPORAL_GRPC_META_X_TENANT: 't1' };
   const expected = { address: 'explicit:7233', apiKey: 'k', tls: true, metadata: { 'x-tenant': 't1' } };
-  expect(nativeConnectionOptions(env, 'explicit:7233')).toEqual(expected);
-  expect(clientConnectionOptions(env, 'explicit:7233')).toEqual(expected);
+  const settings = { ...temporalSettings(env), address: 'explicit:7233' };
+  expect(nativeConnectionOptions(settings)).toEqual(expected);
+  expect(clientConnectionOptions(settings)).toEqual(expected);
 });

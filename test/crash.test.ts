@@ -32,7 +32,7 @@ afterAll(async () => {
 
 /** The real worker entry point in its own process, so it can be killed for real. */
 function startWorkerProcess(taskQueue: string, workspace: string): ChildProcess {
-  const child = spawn(process.execPath, ['--import', 'tsx', 'src/worker.ts'], {
+  const child = spawn(process.execPath, ['--import', 'tsx', 'src/bin/worker.ts'], {
     cwd: ROOT,
     env: {
       ...process.env,

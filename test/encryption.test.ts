@@ -18,17 +18,17 @@ import { AgentClient, failureReason } from '../src/client';
 import {
   CLAIM_CHECK_ENCODING,
   ClaimCheckCodec,
-  dataConverterFromEnv,
+  createDataConverter,
   ENCRYPTED_ENCODING,
   ENCRYPTED_FAILURE_CONVERTER_PATH,
   EncryptionCodec,
   EncryptionKeyNotFoundError,
-  encryptionKeysFromEnv,
   isClaimCheckReference,
   isEncrypted,
   PayloadDecryptionError,
 } from '../src/codec';
 import { createCodecServer } from '../src/codec-server';
+import { codecSettings, encryptionSettings, workerConfig } from '../src/config';
 import { startScriptedModel, type ScriptedModel } from '../src/scripted-model';
 import { createAgentWorker, type AgentWorker } from '../src/worker';
 import { quietRuntime } from './support/agent-harness';
@@ -116,26 +116,26 @@ describe('EncryptionCodec', () => {
   });
 });
 
-describe('encryptionKeysFromEnv', () => {
+describe('encryptionSettings', () => {
   const a = newKey().toString('base64');
   const b = newKey().toString('base64');
 
   test('off without keys; the first key is current; AGENT_ENCRYPTION_KEY_ID selects another', () => {
-    expect(encryptionKeysFromEnv({})).toBeUndefined();
-    expect(encryptionKeysFromEnv({ AGENT_ENCRYPTION_KEYS: ' ' })).toBeUndefined();
-    const keys = encryptionKeysFromEnv({ AGENT_ENCRYPTION_KEYS: `new:${a}, old:${b}` })!;
+    expect(encryptionSettings({})).toBeUndefined();
+    expect(encryptionSettings({ AGENT_ENCRYPTION_KEYS: ' ' })).toBeUndefined();
+    const keys = encryptionSettings({ AGENT_ENCRYPTION_KEYS: `new:${a}, old:${b}` })!;
     expect(keys.currentKeyId).toBe('new');
     expect(Buffer.from(keys.keys.old).toString('base64')).toBe(b);
-    expect(encryptionKeysFromEnv({ AGENT_ENCRYPTION_KEYS: `new:${a},old:${b}`, AGENT_ENCRYPTION_KEY_ID: 'old' })!.currentKeyId).toBe('old');
+    expect(encryptionSettings({ AGENT_ENCRYPTION_KEYS: `new:${a},old:${b}`, AGENT_ENCRYPTION_KEY_ID: 'old' })!.currentKeyId).toBe('old');
     // Integer-like ids keep their listed order (an object would sort them).
-    expect(encryptionKeysFromEnv({ AGENT_ENCRYPTION_KEYS: `2025:${a},2024:${b}` })!.currentKeyId).toBe('2025');
+    expect(encryptionSettings({ AGENT_ENCRYPTION_KEYS: `2025:${a},2024:${b}` })!.currentKeyId).toBe('2025');
   });
 
   test('mistakes are refused with the variable and key id named, never the key material', () => {
     const short = randomBytes(16).toString('base64');
     const attempt = (env: NodeJS.ProcessEnv) => {
       try {
-        encryptionKeysFromEnv(env);
+        encryptionSettings(env);
       } catch (err) {
         return (err as Error).message;
       }
@@ -152,22 +152,22 @@ describe('encryptionKeysFromEnv', () => {
   });
 });
 
-describe('dataConverterFromEnv with encryption', () => {
+describe('createDataConverter with encryption', () => {
   const keyEnv = () => ({ AGENT_ENCRYPTION_KEYS: `k1:${newKey().toString('base64')}` });
 
   test('encryption comes before the claim check, with the failure converter that encrypts error messages', () => {
-    const converter = dataConverterFromEnv({ ...keyEnv(), AGENT_BLOB_DIR: tempDir('blobs-') });
+    const converter = createDataConverter(codecSettings({ ...keyEnv(), AGENT_BLOB_DIR: tempDir('blobs-') }));
     expect(converter.payloadCodecs!.map((c) => c.constructor)).toEqual([EncryptionCodec, ClaimCheckCodec]);
     expect(converter.failureConverterPath).toBe(ENCRYPTED_FAILURE_CONVERTER_PATH);
     expect(require(ENCRYPTED_FAILURE_CONVERTER_PATH).failureConverter.options).toEqual({ encodeCommonAttributes: true });
-    const alone = dataConverterFromEnv({ ...keyEnv(), AGENT_CLAIM_CHECK: 'off' });
+    const alone = createDataConverter(codecSettings({ ...keyEnv(), AGENT_CLAIM_CHECK: 'off' }));
     expect(alone.payloadCodecs!.map((c) => c.constructor)).toEqual([EncryptionCodec]);
-    expect(dataConverterFromEnv({}).failureConverterPath).toBeUndefined();
+    expect(createDataConverter(codecSettings({})).failureConverterPath).toBeUndefined();
   });
 
   test('a large payload is encrypted before it is stored: the blob at rest is ciphertext', async () => {
     const blobDir = tempDir('blobs-');
-    const codecs = dataConverterFromEnv({ ...keyEnv(), AGENT_BLOB_DIR: blobDir, AGENT_CLAIM_CHECK_THRESHOLD: '1024' }).payloadCodecs!;
+    const codecs = createDataConverter(codecSettings({ ...keyEnv(), AGENT_BLOB_DIR: blobDir, AGENT_CLAIM_CHECK_THRESHOLD: '1024' })).payloadCodecs!;
     const secret = `SECRET-${randomUUID()}`;
     let payloads = [json({ text: secret.repeat(100) })];
     for (const codec of codecs) payloads = await codec.encode(payloads);
@@ -229,16 +229,16 @@ describe('the production worker and client on the real server, encrypted', () =>
       AGENT_CLAIM_CHECK_THRESHOLD: '512',
       AGENT_ENCRYPTION_KEYS: `k1:${newKey().toString('base64')}`,
     };
-    const [worker, cliPath] = await Promise.all([createAgentWorker(env), ensureTemporalCli({ quiet: true })]);
+    const [worker, cliPath] = await Promise.all([createAgentWorker(workerConfig(env)), ensureTemporalCli({ quiet: true })]);
     agent = worker;
     cli = cliPath;
     running = agent.run();
     agents = await AgentClient.connect(
       { address: env.TEMPORAL_ADDRESS, namespace: 'default', taskQueue: env.TEMPORAL_TASK_QUEUE },
-      { dataConverter: dataConverterFromEnv(env) },
+      { dataConverter: createDataConverter(codecSettings(env)) },
     );
     raw = new Client({ connection: agents.client.connection, namespace: 'default' });
-    codecServer = createCodecServer({ codecs: dataConverterFromEnv(env).payloadCodecs!, token: TOKEN, allowedOrigins: [ORIGIN] });
+    codecServer = createCodecServer({ codecs: createDataConverter(codecSettings(env)).payloadCodecs!, token: TOKEN, allowedOrigins: [ORIGIN] });
     codecUrl = await codecServer.listen({ port: 0, host: '127.0.0.1' });
   }, 120_000);
 
@@ -302,7 +302,7 @@ describe('the production worker and client on the real server, encrypted', () =>
     });
 
     test('POST /decode turns an encrypted payload into plaintext, and /{namespace}/decode resolves a claim check', async () => {
-      const [encryption] = dataConverterFromEnv(env).payloadCodecs!;
+      const [encryption] = createDataConverter(codecSettings(env)).payloadCodecs!;
       const [encrypted] = await encryption.encode([json({ prompt: PROMPT_SECRET })]);
       const res = await post('/decode', { payloads: [toJson(encrypted)] });
       expect(res.status).toBe(200);

@@ -3,7 +3,6 @@ import net from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
 import { startDevServer, type DevServerHandle } from '../scripts/lib/dev-server';
-import { ensureRealModel } from '../scripts/lib/real-model';
 import { ensureTemporalCli } from '../scripts/lib/temporal-cli';
 
 /** Preferred port of the test server, apart from the 7233 that `npm run server` uses; a free one if it is taken. */
@@ -33,19 +32,13 @@ export interface TestServerState {
 const KEY = Symbol.for('durable-agent-worker.test-server');
 type Holder = { [KEY]?: TestServerState };
 
-const REAL_MODEL_TEST = path.join(__dirname, 'real-model.test.ts');
-
 /**
- * Provisions the real model server when the run includes its tier (a fresh machine builds llama-server, about
- * 8 minutes, once), then starts one headless dev server on a fresh db, unless TEMPORAL_TEST_ADDRESS names one to reuse.
+ * The global setup of the `integration` and `slow` projects (jest.config.js): one headless dev server on a fresh db for
+ * the whole jest run, unless TEMPORAL_TEST_ADDRESS names one to reuse. Jest runs each distinct setup module once, so
+ * when both projects run, the second setup finds TEMPORAL_TEST_ADDRESS set and starts nothing; the shared teardown
+ * module likewise runs once, after every test of both.
  */
-export default async function globalSetup(globalConfig: { testPathPattern?: string } = {}): Promise<void> {
-  const pattern = globalConfig.testPathPattern;
-  if (!pattern || new RegExp(pattern, 'i').test(REAL_MODEL_TEST)) {
-    const started = Date.now();
-    await ensureRealModel({ log: (line) => console.log(`\n${line}`) });
-    console.log(`\nReal model server (llama-server) provisioned in ${Date.now() - started} ms`);
-  }
+export default async function globalSetup(): Promise<void> {
   if (process.env.TEMPORAL_TEST_ADDRESS) return;
   const cliPath = await ensureTemporalCli();
   const dir = mkdtempSync(path.join(os.tmpdir(), 'agent-temporal-test-'));

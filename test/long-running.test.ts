@@ -2,7 +2,7 @@
 import { randomUUID } from 'node:crypto';
 import { readFileSync } from 'node:fs';
 import path from 'node:path';
-import { main } from '../src/cli';
+import { runCli } from '../src/cli';
 import { AgentClient } from '../src/client';
 import { WORKFLOW_TYPE } from '../src/common/constants';
 import { approveUpdate, resumeSignal, runSnapshotAtQuery, sendMessageUpdate, snapshotAtQuery, stateQuery } from '../src/common/messages';
@@ -129,7 +129,7 @@ describe('from the client and the CLI', () => {
   const cli = async (...argv: string[]) => {
     let out = '';
     let err = '';
-    const code = await main(argv, { connect: async () => new AgentClient(h.env.client, h.taskQueue), out: (t) => (out += t), err: (t) => (err += t) });
+    const code = await runCli(argv, { connect: async () => new AgentClient(h.env.client, h.taskQueue), out: (t) => (out += t), err: (t) => (err += t) });
     return { code, out, err };
   };
 

@@ -126,19 +126,20 @@ test("a slow MCP call ends at the server's timeout, and at once when its signal 
     expect(registry.timeoutOf('slow_wait')).toBe(1_000 + MCP_TOOL_TIMEOUT_MARGIN_MS);
     await expect(registry.run({ id: 'c1', name: 'slow_wait', arguments: '{"ms":100,"label":"quick"}' }, ctx())).resolves.toMatchObject({ ok: true, content: 'waited 100 ms' });
 
-    let started = Date.now();
+    const started = Date.now();
     const timedOut = await registry.run({ id: 'c2', name: 'slow_wait', arguments: '{"ms":10000,"label":"timeout"}' }, ctx());
     expect(Date.now() - started).toBeLessThan(3_000);
     expect(timedOut.ok).toBe(false);
     expect(timedOut.content).toMatch(/^Error: MCP server slow: .*timed out.*; the call may or may not have taken effect$/i);
 
+    // Ended by the abort at 200 ms, not by the 1 s timeout: the result names the abort's reason.
     const controller = new AbortController();
-    started = Date.now();
     const running = registry.run({ id: 'c3', name: 'slow_wait', arguments: '{"ms":10000,"label":"abort"}' }, { idempotencyKey: randomUUID(), signal: controller.signal });
     setTimeout(() => controller.abort(new Error('run aborted')), 200);
     const aborted = await running;
-    expect(Date.now() - started).toBeLessThan(1_500);
     expect(aborted).toMatchObject({ ok: false });
+    expect(aborted.content).toMatch(/run aborted/);
+    expect(aborted.content).not.toMatch(/timed out/i);
     // The SDK tells the server (notifications/cancelled) on both ends of a call.
     await waitFor(() => (cancelledOnServer.includes('abort') ? true : undefined), 2_000, 'the server to hear the cancellation');
     expect(cancelledOnServer).toEqual(['timeout', 'abort']);

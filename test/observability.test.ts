@@ -9,6 +9,7 @@ import path from 'node:path';
 import { InMemorySpanExporter, SimpleSpanProcessor } from '@opentelemetry/sdk-trace-base';
 import { agentDataConverter, AgentClient } from '../src/client';
 import type { AgentRunResult } from '../src/common/messages';
+import { codecSettings, workerConfig } from '../src/config';
 import { startTracing } from '../src/observability/tracing';
 import { startScriptedModel, type ScriptedModel } from '../src/scripted-model';
 import { createAgentWorker } from '../src/worker';
@@ -61,16 +62,15 @@ test('a run on a worker from createAgentWorker produces client, workflow and act
   // The worker also takes an MCP server from the environment, as in production (see docs/mcp.md).
   const mcpServer = { name: 'fixtures', command: process.execPath, args: ['--import', 'tsx', 'test/fixtures/mcp-server.ts'], cwd: ROOT };
   const env: NodeJS.ProcessEnv = { ...workerEnv(`obs-trace-${process.pid}-${Date.now()}`), LLM_MODEL: 'traced', AGENT_MCP_SERVERS: JSON.stringify([mcpServer]) };
-  const agent = await createAgentWorker(env, { tracing });
+  const agent = await createAgentWorker(workerConfig(env), { tracing });
   expect(agent.mcpServers.map((s) => s.tools)).toEqual([['fixtures_add', 'fixtures_echo', 'fixtures_fail']]);
   const mcpPid = agent.mcpServers[0].pid!;
   const running = agent.run();
-  // AgentClient adds the client interceptor when tracing is configured.
-  const previous = process.env.AGENT_TRACING;
-  process.env.AGENT_TRACING = 'console';
-  const agents = await AgentClient.connect({ address: env.TEMPORAL_ADDRESS, taskQueue: env.TEMPORAL_TASK_QUEUE }, { dataConverter: agentDataConverter(env) });
-  if (previous === undefined) delete process.env.AGENT_TRACING;
-  else process.env.AGENT_TRACING = previous;
+  // AgentClient adds the client interceptor when tracing is on (by default, when the environment configures it).
+  const agents = await AgentClient.connect(
+    { address: env.TEMPORAL_ADDRESS, taskQueue: env.TEMPORAL_TASK_QUEUE },
+    { dataConverter: agentDataConverter(codecSettings(env)), tracing: true },
+  );
   try {
     const run = await agents.start({ prompt: 'What is in the workspace?' });
     await expect(run.result()).resolves.toMatchObject({ status: 'COMPLETED', answer: '2 + 3 = 5', toolCalls: 1 });
@@ -125,7 +125,7 @@ describe('the worker process', () => {
     const env: NodeJS.ProcessEnv = { ...workerEnv(`obs-metrics-${process.pid}-${Date.now()}`), AGENT_METRICS_PORT: `127.0.0.1:${port}`, AGENT_LOG_FORMAT: 'json' };
     const stdout: string[] = [];
     let stderr = '';
-    child = spawn(process.execPath, ['--import', 'tsx', 'src/worker.ts'], { cwd: ROOT, env, stdio: ['ignore', 'pipe', 'pipe'] });
+    child = spawn(process.execPath, ['--import', 'tsx', 'src/bin/worker.ts'], { cwd: ROOT, env, stdio: ['ignore', 'pipe', 'pipe'] });
     let buffer = '';
     child.stdout!.on('data', (d: Buffer) => {
       buffer += d.toString();
@@ -139,7 +139,7 @@ describe('the worker process', () => {
       throw new Error(err.message + context());
     });
 
-    const agents = await AgentClient.connect({ address: env.TEMPORAL_ADDRESS, taskQueue: env.TEMPORAL_TASK_QUEUE }, { dataConverter: agentDataConverter(env) });
+    const agents = await AgentClient.connect({ address: env.TEMPORAL_ADDRESS, taskQueue: env.TEMPORAL_TASK_QUEUE }, { dataConverter: agentDataConverter(codecSettings(env)) });
     let result: AgentRunResult;
     let id: string;
     try {

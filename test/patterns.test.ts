@@ -120,10 +120,8 @@ describe('planExecute', () => {
     const child = await waitUntilStreaming(handle, 'step-1');
     expect((await handle.describe()).searchAttributes.AgentState).toEqual(['RUNNING_CHILDREN']);
 
-    const abortedAt = Date.now();
     await handle.signal(abortSignal, { reason: 'enough' });
     const result: PlanExecuteResult = await handle.result();
-    expect(Date.now() - abortedAt).toBeLessThan(5_000);
     expect(result).toEqual({
       status: 'ABORTED',
       answer: null,
@@ -134,7 +132,9 @@ describe('planExecute', () => {
     const childResult: AgentRunResult = await child.result();
     expect(childResult.status).toBe('ABORTED');
     expect((await child.query(stateQuery)).state).toBe('ABORTED');
-    await waitFor(() => h.model.requests('pe-slow').find((r) => r.closedByClient), 5_000, 'the child stream to close');
+    // The child's 200-second stream was cut, not waited for: closed by the client before it completed.
+    const cut = await waitFor(() => h.model.requests('pe-slow').find((r) => r.closedByClient), 5_000, 'the child stream to close');
+    expect(cut.completed).toBe(false);
     expect(h.model.requests('pe-slow')).toHaveLength(2); // no step 2, no synthesiser
     expect((await handle.describe()).searchAttributes.AgentState).toEqual(['ABORTED']);
   });

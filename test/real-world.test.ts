@@ -93,10 +93,12 @@ test('a fork keeps the timeout of the run it came from', async () => {
 
 test('an unknown tool fails the run at once, naming it and the tools the worker has, with no model request', async () => {
   h.model.register('never-asked', [{ text: 'unreachable' }]);
-  const started = Date.now();
   const handle = await h.start({ prompt: 'Use it', model: 'never-asked', tools: ['bogusTool', 'readFile'], approval: { tools: ['otherBogus'] } });
   const failure = await failureOf(handle.result());
-  expect(Date.now() - started).toBeLessThan(5_000);
+  // At once: at most one activity attempt, never retried, before the run fails.
+  const attempts = ((await handle.fetchHistory()).events ?? []).flatMap((e) => (e.activityTaskStartedEventAttributes ? [e.activityTaskStartedEventAttributes.attempt] : []));
+  expect(attempts.length).toBeLessThanOrEqual(1);
+  expect(attempts.every((attempt) => attempt === 1)).toBe(true);
   expect(failure.message).toMatch(/bogusTool/);
   expect(failure.message).toMatch(/otherBogus/);
   expect(failure.message).toMatch(/readFile/); // among the tools the worker has

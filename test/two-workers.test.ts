@@ -10,7 +10,8 @@ import os from 'node:os';
 import path from 'node:path';
 import { Client, Connection, type WorkflowHandle } from '@temporalio/client';
 import { temporal } from '@temporalio/proto';
-import { dataConverterFromEnv } from '../src/codec';
+import { createDataConverter } from '../src/codec';
+import { codecSettings } from '../src/config';
 import { WORKFLOW_TYPE } from '../src/common/constants';
 import type { AgentRunResult } from '../src/common/messages';
 import { startScriptedModel, textOf, type ScriptedModel } from '../src/scripted-model';
@@ -54,7 +55,7 @@ function registerScript(): void {
 
 /** The real worker entry point in its own process; resolves once it polls, so neither worker has a head start. */
 async function startWorkerProcess(name: string, env: NodeJS.ProcessEnv): Promise<ChildProcess> {
-  const child = spawn(process.execPath, ['--import', 'tsx', 'src/worker.ts'], { cwd: ROOT, env, stdio: ['ignore', 'pipe', 'pipe'] });
+  const child = spawn(process.execPath, ['--import', 'tsx', 'src/bin/worker.ts'], { cwd: ROOT, env, stdio: ['ignore', 'pipe', 'pipe'] });
   workers.push(child);
   let log = '';
   // Kept for the failure message rather than printed: a healthy worker is chatty.
@@ -112,7 +113,7 @@ test('two worker processes share the runs, and one finishes them all after the o
   const [first, second] = await Promise.all([startWorkerProcess('a', env), startWorkerProcess('b', env)]);
   const identityOf = (child: ChildProcess) => `${child.pid}@${os.hostname()}`;
 
-  const client = new Client({ connection, dataConverter: dataConverterFromEnv(env) });
+  const client = new Client({ connection, dataConverter: createDataConverter(codecSettings(env)) });
   const handles = await Promise.all(
     Array.from({ length: RUNS }, (_, i) =>
       client.workflow.start(WORKFLOW_TYPE, {

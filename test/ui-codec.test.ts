@@ -14,7 +14,8 @@ import type { Browser, BrowserContext, Page } from 'playwright-core';
 import type { FastifyInstance } from 'fastify';
 import { startDevServer, type DevServerHandle } from '../scripts/lib/dev-server';
 import { AgentClient } from '../src/client';
-import { dataConverterFromEnv } from '../src/codec';
+import { createDataConverter } from '../src/codec';
+import { codecSettings, workerConfig } from '../src/config';
 import { createCodecServer } from '../src/codec-server';
 import { SESSION_COOKIE } from '../src/codec-session';
 import { startScriptedModel, type ScriptedModel } from '../src/scripted-model';
@@ -66,7 +67,7 @@ beforeAll(async () => {
   // The UI's origin is 127.0.0.1 and so is the codec server's: one site, so the SameSite=Strict cookie travels.
   const uiPort = await freePort();
   const ui = `http://127.0.0.1:${uiPort}`;
-  codec = createCodecServer({ codecs: dataConverterFromEnv(env).payloadCodecs!, token: TOKEN, allowedOrigins: [ui] });
+  codec = createCodecServer({ codecs: createDataConverter(codecSettings(env)).payloadCodecs!, token: TOKEN, allowedOrigins: [ui] });
   codec.addHook('onResponse', async (req, reply) => {
     if (req.method === 'POST' && req.url.includes('/decode')) decodes.push({ status: reply.statusCode, session: (req.headers.cookie ?? '').includes(`${SESSION_COOKIE}=`) });
   });
@@ -79,11 +80,11 @@ beforeAll(async () => {
     uiCodecEndpoint: codecUrl,
   });
   env.TEMPORAL_ADDRESS = server.address;
-  agent = await createAgentWorker(env);
+  agent = await createAgentWorker(workerConfig(env));
   running = agent.run();
   agents = await AgentClient.connect(
     { address: server.address, namespace: 'default', taskQueue: env.TEMPORAL_TASK_QUEUE! },
-    { dataConverter: dataConverterFromEnv(env) },
+    { dataConverter: createDataConverter(codecSettings(env)) },
   );
   const run = await agents.start({ prompt: `Say done. ${PROMPT_SECRET}`, model: 'answer' });
   expect((await run.result()).status).toBe('COMPLETED');

@@ -86,18 +86,18 @@ test('while the model streams slowly, state answers within a second with STREAMI
   expect((await handle.query(stateQuery)).partialText).toBe(text);
 });
 
-test('abort during a stream ends the run ABORTED within a few seconds and closes the HTTP stream', async () => {
+test('abort during a stream ends the run ABORTED and closes the HTTP stream before it ends', async () => {
   h.model.register('endless', [{ text: 'x'.repeat(2_000), chunkSize: 2, chunkDelayMs: 100 }]);
   const handle = await h.start({ prompt: 'Talk forever', model: 'endless' });
   await h.waitForState(handle, (s) => s.partialText.length > 0);
 
-  const abortedAt = Date.now();
   await handle.signal(abortSignal, { reason: 'user clicked stop' });
   const result = await handle.result();
-  expect(Date.now() - abortedAt).toBeLessThan(5_000);
   expect(result).toMatchObject({ status: 'ABORTED', reason: 'aborted: user clicked stop' });
+  // The stream takes 100 s to finish: the run ended by cutting it, not by waiting for it.
   const request = await waitFor(() => h.model.requests('endless').find((r) => r.closedByClient), 5_000, 'the stream to close');
   expect(request.completed).toBe(false);
+  expect(h.model.requests('endless')).toHaveLength(1);
   const description = await handle.describe();
   expect(description.searchAttributes.AgentState).toEqual(['ABORTED']);
 });
@@ -178,12 +178,12 @@ test('a final provider error fails fast; a rate limit is retried and the run com
     { error: { status: 429, message: 'Slow down', headers: { 'retry-after': '1' } } },
     { text: 'after the wait' },
   ]);
-  const started = Date.now();
   const result = await (await h.start({ prompt: 'hi', model: 'limited' })).result();
   expect(result.answer).toBe('after the wait');
-  const [first, second] = h.model.requests('limited');
-  expect(second.receivedAt - first.receivedAt).toBeGreaterThanOrEqual(900);
-  expect(Date.now() - started).toBeLessThan(15_000);
+  // Retried once, after the provider's retry-after (1 s) rather than at once.
+  const requests = h.model.requests('limited');
+  expect(requests).toHaveLength(2);
+  expect(requests[1].receivedAt - requests[0].receivedAt).toBeGreaterThanOrEqual(900);
 });
 
 test('context overflow leads to compaction, and the run completes', async () => {

@@ -1,5 +1,4 @@
-import { encryptionKeysFromEnv } from '../../src/codec';
-import { DEFAULT_CODEC_SERVER_PORT } from '../../src/codec-server';
+import { DEFAULT_CODEC_SERVER_PORT, encryptionSettings } from '../../src/config';
 
 /**
  * The codec endpoint for the dev server's Web UI: CODEC_SERVER_URL, else the local `npm run codec-server` when
@@ -9,7 +8,7 @@ import { DEFAULT_CODEC_SERVER_PORT } from '../../src/codec-server';
 export async function uiCodecEndpoint(env: NodeJS.ProcessEnv = process.env): Promise<{ url: string; up: boolean } | undefined> {
   const explicit = env.CODEC_SERVER_URL?.trim().replace(/\/+$/, '');
   if (explicit) return { url: explicit, up: true };
-  if (!encryptionKeysFromEnv(env)) return undefined;
+  if (!encryptionSettings(env)) return undefined;
   const url = `http://127.0.0.1:${env.CODEC_SERVER_PORT?.trim() || DEFAULT_CODEC_SERVER_PORT}`;
   const up = await fetch(`${url}/healthz`, { signal: AbortSignal.timeout(1_000) }).then((r) => r.ok, () => false);
   return { url, up };

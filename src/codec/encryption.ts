@@ -18,12 +18,14 @@ export const ENCRYPTED_ENCODING = 'binary/encrypted';
 /** Metadata naming the key an encrypted payload was encrypted with. */
 export const ENCRYPTION_KEY_ID_KEY = 'encryption-key-id';
 
+/** The length of every key (AES-256). */
+export const ENCRYPTION_KEY_BYTES = 32;
+/** A key id: short and safe in metadata, logs and error messages. */
+export const ENCRYPTION_KEY_ID_PATTERN = /^[A-Za-z0-9._-]{1,64}$/;
+
 const CIPHER = 'aes-256-gcm';
-const KEY_BYTES = 32;
 const IV_BYTES = 12;
 const TAG_BYTES = 16;
-const KEY_ID = /^[A-Za-z0-9._-]{1,64}$/;
-const BASE64 = /^[A-Za-z0-9+/_-]+={0,2}$/;
 
 const utf8 = new TextEncoder();
 const fromUtf8 = new TextDecoder();
@@ -62,8 +64,8 @@ export class EncryptionCodec implements PayloadCodec {
   constructor({ keys, currentKeyId }: EncryptionCodecOptions) {
     this.keys = new Map(Object.entries(keys));
     for (const [id, key] of this.keys) {
-      if (!KEY_ID.test(id)) throw new Error(`invalid encryption key id ${JSON.stringify(id)}: use 1 to 64 of A-Z a-z 0-9 . _ -`);
-      if (key.length !== KEY_BYTES) throw new Error(`encryption key "${id}" must be ${KEY_BYTES} bytes, got ${key.length}`);
+      if (!ENCRYPTION_KEY_ID_PATTERN.test(id)) throw new Error(`invalid encryption key id ${JSON.stringify(id)}: use 1 to 64 of A-Z a-z 0-9 . _ -`);
+      if (key.length !== ENCRYPTION_KEY_BYTES) throw new Error(`encryption key "${id}" must be ${ENCRYPTION_KEY_BYTES} bytes, got ${key.length}`);
     }
     if (!this.keys.has(currentKeyId)) throw new Error(`the current encryption key "${currentKeyId}" is not among the keys (${this.keyIds().join(', ')})`);
     this.currentKeyId = currentKeyId;
@@ -120,38 +122,4 @@ export class EncryptionCodec implements PayloadCodec {
 export function isEncrypted(payload: Payload): boolean {
   const encoding = payload.metadata?.encoding;
   return encoding != null && fromUtf8.decode(encoding) === ENCRYPTED_ENCODING;
-}
-
-/**
- * The keys configured by `AGENT_ENCRYPTION_KEYS` (comma-separated `id:base64key`, 32-byte keys; the first is current
- * unless `AGENT_ENCRYPTION_KEY_ID` names another), or `undefined` when none are: encryption is off. Errors name the
- * variable and the key id, never key material.
- */
-export function encryptionKeysFromEnv(env: NodeJS.ProcessEnv = process.env): EncryptionCodecOptions | undefined {
-  const entries = (env.AGENT_ENCRYPTION_KEYS ?? '').split(',').map((e) => e.trim()).filter(Boolean);
-  if (entries.length === 0) {
-    if (env.AGENT_ENCRYPTION_KEY_ID?.trim()) throw new Error('AGENT_ENCRYPTION_KEY_ID is set but AGENT_ENCRYPTION_KEYS is empty');
-    return undefined;
-  }
-  const keys: Record<string, Uint8Array> = {};
-  const ids: string[] = [];
-  entries.forEach((entry, i) => {
-    const colon = entry.indexOf(':');
-    const id = colon < 0 ? '' : entry.slice(0, colon).trim();
-    const encoded = colon < 0 ? '' : entry.slice(colon + 1).trim();
-    if (!KEY_ID.test(id)) throw new Error(`AGENT_ENCRYPTION_KEYS entry ${i + 1} must be id:base64key with an id of 1 to 64 of A-Z a-z 0-9 . _ -`);
-    if (Object.hasOwn(keys, id)) throw new Error(`AGENT_ENCRYPTION_KEYS names key "${id}" twice`);
-    const key = BASE64.test(encoded) ? Buffer.from(encoded, encoded.includes('-') || encoded.includes('_') ? 'base64url' : 'base64') : undefined;
-    if (key?.length !== KEY_BYTES) {
-      throw new Error(`AGENT_ENCRYPTION_KEYS key "${id}" must be ${KEY_BYTES} bytes in base64 (openssl rand -base64 32), got ${key ? `${key.length} bytes` : 'no valid base64'}`);
-    }
-    keys[id] = key;
-    ids.push(id);
-  });
-  // From the list, not Object.keys(keys): an object puts integer-like ids ("2024") first whatever their order.
-  const currentKeyId = env.AGENT_ENCRYPTION_KEY_ID?.trim() || ids[0];
-  if (!Object.hasOwn(keys, currentKeyId)) {
-    throw new Error(`AGENT_ENCRYPTION_KEY_ID "${currentKeyId}" is not among AGENT_ENCRYPTION_KEYS (${ids.join(', ')})`);
-  }
-  return { keys, currentKeyId };
 }

@@ -4,11 +4,11 @@
  * its steps instead of quadratically. Node-only (worker, client, codec server).
  */
 import type { DataConverter, PayloadCodec } from '@temporalio/common';
-import { claimCheckSettings } from '../config';
+import type { ClaimCheckSettings, CodecSettings } from '../config';
 import { FsBlobStore, type BlobStore } from './blob-store';
 import { ClaimCheckCodec } from './claim-check';
 import { ConversationStore } from './conversation-store';
-import { EncryptionCodec, encryptionKeysFromEnv } from './encryption';
+import { EncryptionCodec } from './encryption';
 
 export { BlobNotFoundError, FsBlobStore, type BlobStore, type FsBlobStoreOptions } from './blob-store';
 export {
@@ -25,25 +25,23 @@ export {
   ENCRYPTION_KEY_ID_KEY,
   EncryptionCodec,
   EncryptionKeyNotFoundError,
-  encryptionKeysFromEnv,
   isEncrypted,
   PayloadDecryptionError,
   type EncryptionCodecOptions,
 } from './encryption';
 
-/** Module of the failure converter that moves error messages and stack traces into encrypted payloads. */
 export { ConversationStore, ConversationUnavailableError, type ConversationStoreOptions } from './conversation-store';
 
 /**
- * The conversation store the environment configures (see conversation-store.ts): in the claim check's blob store and
- * encoded with the same data converter; none when AGENT_CLAIM_CHECK=off, and then every model call carries the whole
- * conversation.
+ * The worker's conversation store (see conversation-store.ts): in the claim check's blob store and encoded with the
+ * same data converter; none when the claim check is off (AGENT_CLAIM_CHECK=off), and then every model call carries the
+ * whole conversation.
  */
-export function conversationStoreFromEnv(dataConverter: DataConverter, env: NodeJS.ProcessEnv = process.env): ConversationStore | undefined {
-  const claimCheck = claimCheckSettings(env);
+export function createConversationStore(dataConverter: DataConverter, claimCheck: ClaimCheckSettings): ConversationStore | undefined {
   return claimCheck.enabled ? new ConversationStore(new FsBlobStore(claimCheck.blobDir), { dataConverter }) : undefined;
 }
 
+/** Module of the failure converter that moves error messages and stack traces into encrypted payloads. */
 export const ENCRYPTED_FAILURE_CONVERTER_PATH = require.resolve('./failure-converter');
 
 /** A data converter with the claim-check codec over `store`, for `Worker.create` and `new Client` alike. */
@@ -52,13 +50,11 @@ export function claimCheckDataConverter(options: { store: BlobStore; thresholdBy
 }
 
 /**
- * The data converter configured by the environment: encryption when AGENT_ENCRYPTION_KEYS is set (see encryption.ts),
- * then the claim check configured by AGENT_CLAIM_CHECK, AGENT_BLOB_DIR and AGENT_CLAIM_CHECK_THRESHOLD (see config.ts)
- * over an `FsBlobStore`. With neither, the SDK's defaults (`{}`).
+ * The agent's data converter: encryption when keys are configured (AGENT_ENCRYPTION_KEYS, see encryption.ts), then the
+ * claim check (AGENT_CLAIM_CHECK, AGENT_BLOB_DIR, AGENT_CLAIM_CHECK_THRESHOLD) over an `FsBlobStore`; `codecSettings`
+ * in config.ts reads them. With neither, the SDK's defaults (`{}`).
  */
-export function dataConverterFromEnv(env: NodeJS.ProcessEnv = process.env): DataConverter {
-  const claimCheck = claimCheckSettings(env);
-  const keys = encryptionKeysFromEnv(env);
+export function createDataConverter({ claimCheck, encryption: keys }: CodecSettings): DataConverter {
   // Order matters: codecs encode first to last and decode last to first. Encrypt first, then claim-check, so blobs at
   // rest are ciphertext like history, and a blob's key hashes ciphertext, not the plaintext (which it would confirm).
   const codecs: PayloadCodec[] = [];

@@ -4,13 +4,12 @@
  */
 import type { WorkflowClientInterceptor } from '@temporalio/client';
 import { OpenTelemetryWorkflowClientInterceptor } from '@temporalio/interceptors-opentelemetry/lib/client';
-import { observabilitySettings } from '../config';
 
 /**
- * Interceptors that start a run's trace and pass it to the workflow in headers, when tracing is configured
- * (AGENT_TRACING, OTEL_EXPORTER_OTLP_ENDPOINT). Spans use the process's global tracer provider: the worker's, or
- * the one a backend service registers; without one they are no-ops.
+ * Interceptors that start a run's trace and pass it to the workflow in headers, when `enabled` (tracing configured by
+ * AGENT_TRACING or OTEL_EXPORTER_OTLP_ENDPOINT). Spans use the process's global tracer provider: the worker's, or the
+ * one a backend service registers; without one they are no-ops.
  */
-export function tracingClientInterceptors(env: NodeJS.ProcessEnv = process.env): WorkflowClientInterceptor[] {
-  return observabilitySettings(env).tracing === 'off' ? [] : [new OpenTelemetryWorkflowClientInterceptor()];
+export function tracingClientInterceptors(enabled: boolean): WorkflowClientInterceptor[] {
+  return enabled ? [new OpenTelemetryWorkflowClientInterceptor()] : [];
 }

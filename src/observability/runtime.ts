@@ -5,7 +5,7 @@
  */
 import type { LogMetadata } from '@temporalio/common';
 import { DefaultLogger, Runtime, type LogEntry, type TelemetryOptions } from '@temporalio/worker';
-import { observabilitySettings, type ObservabilitySettings } from '../config';
+import type { ObservabilitySettings } from '../config';
 import { STATE_DURATION_METRIC } from '../workflows/metrics';
 
 /** States last from milliseconds (PROCESSING) to hours (AWAITING_APPROVAL, PAUSED); the SDK's default buckets stop at 10 s. */
@@ -47,8 +47,7 @@ export interface WorkerRuntime {
   say(message: string, meta?: LogMetadata): void;
 }
 
-export function installWorkerRuntime(env: NodeJS.ProcessEnv = process.env): WorkerRuntime {
-  const settings = observabilitySettings(env);
+export function installWorkerRuntime(settings: ObservabilitySettings): WorkerRuntime {
   const json = settings.logFormat === 'json';
   const logger = new DefaultLogger(settings.logLevel, json ? (entry) => process.stdout.write(`${jsonLogLine(entry)}\n`) : undefined);
   const runtime = Runtime.install({ logger, telemetryOptions: runtimeTelemetry(settings) });

@@ -15,7 +15,7 @@ import {
   OpenTelemetryWorkflowClientInterceptor,
 } from '@temporalio/interceptors-opentelemetry';
 import type { WorkerOptions } from '@temporalio/worker';
-import { observabilitySettings } from '../config';
+import { DEFAULT_SERVICE_NAME, type ObservabilitySettings } from '../config';
 
 /** The package's workflow interceptors; bundled into the workflow code, so they run inside the sandbox. */
 export const WORKFLOW_TRACING_MODULE = require.resolve('@temporalio/interceptors-opentelemetry/lib/workflow-interceptors');
@@ -32,7 +32,7 @@ export interface Tracing {
  * Registers a global tracer provider (with the W3C propagator and async context the interceptors rely on to link
  * activity spans to their workflow) that sends every span, workflow spans included, to `spanProcessor`.
  */
-export function startTracing(spanProcessor: SpanProcessor, serviceName = process.env.OTEL_SERVICE_NAME || 'durable-agent-worker'): Tracing {
+export function startTracing(spanProcessor: SpanProcessor, serviceName = DEFAULT_SERVICE_NAME): Tracing {
   const resource = new Resource({ 'service.name': serviceName });
   const provider = new NodeTracerProvider({ resource, spanProcessors: [spanProcessor] });
   provider.register();
@@ -50,12 +50,14 @@ export function startTracing(spanProcessor: SpanProcessor, serviceName = process
   };
 }
 
-/** `AGENT_TRACING=console` prints spans; `otlp` (the default when OTEL_EXPORTER_OTLP_ENDPOINT is set) sends them over OTLP/HTTP. */
-export function tracingFromEnv(env: NodeJS.ProcessEnv = process.env): Tracing | undefined {
-  const { tracing } = observabilitySettings(env);
+/**
+ * The tracing the settings ask for: `console` prints spans; `otlp` (the default when OTEL_EXPORTER_OTLP_ENDPOINT is
+ * set) sends them over OTLP/HTTP; `off`, none.
+ */
+export function configuredTracing({ tracing, serviceName }: Pick<ObservabilitySettings, 'tracing' | 'serviceName'>): Tracing | undefined {
   if (tracing === 'off') return undefined;
-  // The OTLP exporter reads OTEL_EXPORTER_OTLP_(TRACES_)ENDPOINT and _HEADERS itself.
-  return startTracing(new BatchSpanProcessor(tracing === 'console' ? new ConsoleSpanExporter() : new OTLPTraceExporter()));
+  // The OTLP exporter reads OTEL_EXPORTER_OTLP_(TRACES_)ENDPOINT and _HEADERS itself, by the OpenTelemetry spec.
+  return startTracing(new BatchSpanProcessor(tracing === 'console' ? new ConsoleSpanExporter() : new OTLPTraceExporter()), serviceName);
 }
 
 /**

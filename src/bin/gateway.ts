@@ -2,12 +2,12 @@
  * The HTTP gateway process: `npm run gateway`. GATEWAY_PORT (8080), GATEWAY_HOST (127.0.0.1), GATEWAY_TOKEN
  * (required unless GATEWAY_INSECURE=1), and the TEMPORAL_* settings of `AgentClient.connect`.
  */
-import { AgentClient } from './client';
-import { gatewaySettings } from './config';
-import { buildGateway } from './gateway/index';
+import { AgentClient } from '../client';
+import { gatewaySettings } from '../config';
+import { buildGateway } from '../gateway';
 
 async function main(): Promise<void> {
-  const settings = gatewaySettings();
+  const settings = gatewaySettings(process.env);
   if (settings.token === null) console.warn('GATEWAY_INSECURE=1: the gateway accepts requests without a token');
   const agents = await AgentClient.connect();
   const app = buildGateway({ agents, token: settings.token, logger: true });

@@ -1,0 +1,31 @@
+/**
+ * The worker process: `npm run worker` (`node dist/bin/worker.js` in the image). Polls the `agent-runs` task queue
+ * until SIGINT or SIGTERM; with no LLM_API_KEY and no LLM_BASE_URL it serves the scripted model and says so.
+ */
+import { workerConfig } from '../config';
+import { installWorkerRuntime } from '../observability/runtime';
+import { createAgentWorker } from '../worker';
+
+async function main(): Promise<void> {
+  const config = workerConfig(process.env);
+  // Logs (AGENT_LOG_FORMAT, AGENT_LOG_LEVEL) and Prometheus metrics (AGENT_METRICS_PORT), before any connection.
+  const { say } = installWorkerRuntime(config.observability);
+  const agent = await createAgentWorker(config);
+  const { temporal, observability, codecs } = config;
+  if (agent.scriptedModelUrl) {
+    say(`worker: no LLM_API_KEY or LLM_BASE_URL, so runs use the scripted model at ${agent.scriptedModelUrl} (offline demo, not a real LLM)`);
+  }
+  for (const server of agent.mcpServers) say(`worker: MCP server ${server.name} gives the tools ${server.tools.join(', ') || '(none)'}`);
+  if (observability.tracing !== 'off') say(`worker: tracing on (${observability.tracing})`);
+  if (observability.metricsBindAddress) say(`worker: Prometheus metrics on http://${observability.metricsBindAddress}/metrics`);
+  say(`worker: polling task queue ${temporal.taskQueue} on ${temporal.address} (namespace ${temporal.namespace}), default model ${agent.model}`);
+  if (codecs.claimCheck.enabled) say(`worker: large payloads go to the blob store at ${codecs.claimCheck.blobDir} (AGENT_CLAIM_CHECK=off keeps them inline)`);
+  const keys = codecs.encryption;
+  if (keys) say(`worker: payloads encrypted with key ${keys.currentKeyId} (${Object.keys(keys.keys).length} keys configured; see docs/security.md)`);
+  await agent.run(); // the SDK shuts the worker down on SIGINT and SIGTERM; run() closes what the worker opened
+}
+
+main().catch((err: unknown) => {
+  console.error(err);
+  process.exit(1);
+});

@@ -1,0 +1,85 @@
+/**
+ * config.ts: every setting a process reads, with its default, and a bad value refused with its variable named before
+ * anything starts. Every env here is explicit and has no HOME, so a temporal.toml on this machine cannot leak in.
+ */
+import path from 'node:path';
+import { codecServerSettings, DEFAULT_CODEC_SERVER_ORIGINS, gatewaySettings, workerConfig } from '../src/config';
+
+test('a worker with nothing set: local Temporal, the scripted model, files under the working directory, no extras', () => {
+  expect(workerConfig({})).toEqual({
+    temporal: { address: 'localhost:7233', namespace: 'default', taskQueue: 'agent-runs' },
+    llm: {},
+    workspace: path.resolve('workspace'),
+    ledgerFile: path.resolve('.agent/tool-ledger.sqlite'),
+    codecs: { claimCheck: { enabled: true, blobDir: path.resolve('.agent/blobs') } },
+    observability: { tracing: 'off', logFormat: 'text', logLevel: 'INFO', serviceName: 'durable-agent-worker' },
+  });
+});
+
+test('a worker reads each of its variables', () => {
+  const key = Buffer.alloc(32, 7).toString('base64');
+  const config = workerConfig({
+    TEMPORAL_ADDRESS: 'temporal:7233',
+    TEMPORAL_NAMESPACE: 'agents',
+    TEMPORAL_TASK_QUEUE: 'q',
+    TEMPORAL_API_KEY: 'k',
+    LLM_BASE_URL: 'http://llm/v1',
+    LLM_API_KEY: 'secret',
+    LLM_MODEL: 'm',
+    LLM_CONTEXT_WINDOW_TOKENS: '8192',
+    AGENT_WORKSPACE: '/ws',
+    AGENT_LEDGER: '/data/ledger.sqlite',
+    AGENT_WORKFLOW_BUNDLE_DIR: ' /bundles ',
+    AGENT_CLAIM_CHECK: 'off',
+    AGENT_BLOB_DIR: '/data/blobs',
+    AGENT_ENCRYPTION_KEYS: `k1:${key}`,
+    AGENT_MCP_SERVERS: '[{"name":"x","url":"http://mcp"}]',
+    OTEL_EXPORTER_OTLP_ENDPOINT: 'http://otel:4318',
+    OTEL_SERVICE_NAME: 'agents-prod',
+    AGENT_METRICS_PORT: '9464',
+    AGENT_LOG_FORMAT: 'JSON',
+    AGENT_LOG_LEVEL: 'warn',
+  });
+  expect(config).toEqual({
+    temporal: { address: 'temporal:7233', namespace: 'agents', taskQueue: 'q', apiKey: 'k', tls: true },
+    llm: { baseURL: 'http://llm/v1', apiKey: 'secret', model: 'm', contextWindowTokens: 8192 },
+    workspace: '/ws',
+    ledgerFile: '/data/ledger.sqlite',
+    workflowBundleDir: '/bundles',
+    codecs: { claimCheck: { enabled: false, blobDir: '/data/blobs' }, encryption: { keys: { k1: Buffer.from(key, 'base64') }, currentKeyId: 'k1' } },
+    mcpServers: { source: 'AGENT_MCP_SERVERS', value: [{ name: 'x', url: 'http://mcp' }] },
+    observability: { tracing: 'otlp', metricsBindAddress: '0.0.0.0:9464', logFormat: 'json', logLevel: 'WARN', serviceName: 'agents-prod' },
+  });
+});
+
+test.each([
+  [{ LLM_CONTEXT_WINDOW_TOKENS: '8k' }, /^LLM_CONTEXT_WINDOW_TOKENS must be a positive whole number/],
+  [{ AGENT_CLAIM_CHECK: 'maybe' }, /^AGENT_CLAIM_CHECK must be on or off/],
+  [{ AGENT_CLAIM_CHECK_THRESHOLD: '32k' }, /^AGENT_CLAIM_CHECK_THRESHOLD must be a number of bytes/],
+  [{ AGENT_ENCRYPTION_KEY_ID: 'k1' }, /^AGENT_ENCRYPTION_KEY_ID is set but AGENT_ENCRYPTION_KEYS is empty/],
+  [{ AGENT_ENCRYPTION_KEYS: 'k1:short' }, /^AGENT_ENCRYPTION_KEYS key "k1" must be 32 bytes/],
+  [{ AGENT_MCP_SERVERS: '[', AGENT_MCP_CONFIG: 'mcp.json' }, /^set AGENT_MCP_SERVERS or AGENT_MCP_CONFIG, not both/],
+  [{ AGENT_MCP_SERVERS: '[' }, /^AGENT_MCP_SERVERS is not valid JSON/],
+  [{ AGENT_TRACING: 'jaeger' }, /^AGENT_TRACING must be otlp, console or off/],
+  [{ AGENT_METRICS_PORT: 'nine' }, /^AGENT_METRICS_PORT must be a port or host:port/],
+  [{ AGENT_LOG_FORMAT: 'xml' }, /^AGENT_LOG_FORMAT must be text or json/],
+  [{ AGENT_LOG_LEVEL: 'loud' }, /^AGENT_LOG_LEVEL must be TRACE, DEBUG, INFO, WARN or ERROR/],
+  [{ TEMPORAL_TLS_CLIENT_CERT_DATA: 'cert' }, /^mTLS needs both a client certificate and its key/],
+])('a worker refuses %j, naming the variable', (env, message) => {
+  expect(() => workerConfig(env)).toThrow(message);
+});
+
+test('the gateway needs a token unless GATEWAY_INSECURE=1, and a port number', () => {
+  expect(gatewaySettings({ GATEWAY_TOKEN: ' t ' })).toEqual({ port: 8080, host: '127.0.0.1', token: 't' });
+  expect(gatewaySettings({ GATEWAY_INSECURE: '1', GATEWAY_PORT: '9000', GATEWAY_HOST: '0.0.0.0' })).toEqual({ port: 9000, host: '0.0.0.0', token: null });
+  expect(() => gatewaySettings({})).toThrow(/^GATEWAY_TOKEN is required/);
+  expect(() => gatewaySettings({ GATEWAY_TOKEN: 't', GATEWAY_PORT: '70000' })).toThrow(/^GATEWAY_PORT must be a port number, got "70000"/);
+});
+
+test('the codec server needs a long token; origins default to the dev server UI and lose trailing slashes', () => {
+  const token = 'x'.repeat(16);
+  expect(codecServerSettings({ CODEC_SERVER_TOKEN: token })).toEqual({ port: 8081, host: '127.0.0.1', token, allowedOrigins: DEFAULT_CODEC_SERVER_ORIGINS });
+  expect(codecServerSettings({ CODEC_SERVER_TOKEN: token, CODEC_SERVER_CORS_ORIGINS: 'http://ui:8080/, *' }).allowedOrigins).toEqual(['http://ui:8080', '*']);
+  expect(() => codecServerSettings({ CODEC_SERVER_TOKEN: 'short' })).toThrow(/^CODEC_SERVER_TOKEN must be set to a secret of at least 16 characters/);
+  expect(() => codecServerSettings({ CODEC_SERVER_TOKEN: token, CODEC_SERVER_PORT: 'http' })).toThrow(/^CODEC_SERVER_PORT must be a port number/);
+});
