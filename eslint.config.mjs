@@ -34,7 +34,7 @@ export default tseslint.config(
         'error',
         {
           selector:
-            "Literal[value=/^(IDLE|PLANNING|STREAMING|PROCESSING|TOOL_EXECUTING|AWAITING_APPROVAL|CRITIQUE|COMPACTING|PAUSED|COMPLETED|FAILED|ABORTED|retry|replan|complete|InvalidInput|AgentRunFailed|UnknownTool|ConversationUnavailable|CompactionImpossible|CritiqueUnparsable|ModelInvocationError[.].*)$/]",
+            "Literal[value=/^(IDLE|PLANNING|STREAMING|PROCESSING|TOOL_EXECUTING|AWAITING_APPROVAL|CRITIQUE|COMPACTING|PAUSED|COMPLETED|FAILED|ABORTED|retry|replan|complete|InvalidInput|AgentRunFailed|UnknownTool|UnknownAgent|ConversationUnavailable|CompactionImpossible|CritiqueUnparsable|ModelInvocationError[.].*)$/]",
           message: 'Use the constant from src/common (AgentState, CritiqueAction, FailureType, ModelErrorType).',
         },
       ],

@@ -8,6 +8,7 @@ import os from 'node:os';
 import path from 'node:path';
 import type { WorkflowHandle } from '@temporalio/client';
 import { abortSignal, approveUpdate, pauseSignal, resumeSignal, sendMessageUpdate } from '../src/common/messages';
+import { defineAgent } from '../src/activities';
 import type { Script } from '../src/scripted-model';
 import { startAgentHarness, type AgentHarness } from '../test/support/agent-harness';
 import { execFileSync } from 'node:child_process';
@@ -89,6 +90,12 @@ const SCENARIOS: Scenario[] = [
     },
   },
   {
+    // A start that names an agent: its spec is resolved by a local activity (a marker) and merged before the run starts.
+    name: 'named-agent',
+    script: ({ callIndex }) => (callIndex === 0 ? { toolCalls: [{ name: 'readFile', arguments: { path: 'hello.txt' } }] } : { text: 'It says hello.' }),
+    input: { agent: 'reader', prompt: 'What does hello.txt say?' },
+  },
+  {
     name: 'abort-during-stream',
     script: [{ text: 'x'.repeat(500), chunkSize: 2, chunkDelayMs: 50 }],
     input: { prompt: 'Talk' },
@@ -99,16 +106,20 @@ const SCENARIOS: Scenario[] = [
   },
 ];
 
-async function main() {
+/** The agents the recording worker registers, for scenarios that start with `agent`. */
+const AGENTS = [defineAgent({ name: 'reader', instructions: 'You read files and say what they hold.', tools: ['listFiles', 'readFile'], limits: { maxLoops: 4 } })];
+
+/** `npm run record-histories -- <name> ...` records only those scenarios, leaving the other histories as they are. */
+async function main(only = process.argv.slice(2)) {
   const server = process.env.TEMPORAL_TEST_ADDRESS
     ? undefined
     : await startDevServer({ port: 17299, headless: true, dbFile: path.join(mkdtempSync(path.join(os.tmpdir(), 'record-')), 'db.sqlite') });
   if (server) process.env.TEMPORAL_TEST_ADDRESS = server.address;
   const cli = await ensureTemporalCli({ quiet: true });
-  const h = await startAgentHarness();
+  const h = await startAgentHarness(undefined, { agents: AGENTS });
   mkdirSync(OUT, { recursive: true });
   try {
-    for (const scenario of SCENARIOS) {
+    for (const scenario of SCENARIOS.filter((s) => only.length === 0 || only.includes(s.name))) {
       const model = Array.isArray(scenario.script) && scenario.script.length === 0 ? 'scripted-demo' : `record-${scenario.name}`;
       if (model !== 'scripted-demo') h.model.register(model, scenario.script);
       const handle = await h.start({ model, ...scenario.input });

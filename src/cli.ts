@@ -79,6 +79,7 @@ function buildProgram(deps: CliDeps, state: { exitCode: number }): Command {
     program.command(nameAndArgs).description(description).option('--json', 'machine-readable output');
 
   command('start <prompt>', 'start a run')
+    .option('--agent <name>', 'a named agent of the worker; the flags below override its settings')
     .option('--model <model>', 'model name (default: the worker\'s LLM_MODEL)')
     .option('--system <prompt>', 'system prompt')
     .option('--plan', 'ask the model for a plan first')
@@ -212,6 +213,7 @@ function buildProgram(deps: CliDeps, state: { exitCode: number }): Command {
 }
 
 interface StartFlags extends JsonOption {
+  agent?: string;
   model?: string;
   system?: string;
   plan?: boolean;
@@ -230,7 +232,7 @@ export function startInput(prompt: string, o: Omit<StartFlags, 'json' | 'id' | '
   const limits = definedOnly({ maxLoops: o.maxLoops, maxToolCalls: o.maxToolCalls, timeoutMs: o.timeoutMs });
   return {
     prompt,
-    ...definedOnly({ model: o.model, systemPrompt: o.system }),
+    ...definedOnly({ agent: o.agent, model: o.model, systemPrompt: o.system }),
     ...(Object.keys(limits).length ? { limits } : {}),
     ...(o.tools !== undefined ? { tools: names(o.tools) } : {}),
     ...(o.plan ? { plan: true } : {}),

@@ -5,7 +5,7 @@
  */
 import { NativeConnection, Worker, type WorkerOptions } from '@temporalio/worker';
 import OpenAI from 'openai';
-import { createActivities, readableErrorBodies, SqliteToolLedger, type ActivityDeps, type Tool } from './activities';
+import { createActivities, readableErrorBodies, SqliteToolLedger, type ActivityDeps, type AgentDefinition, type Tool } from './activities';
 import { connectMcpServers, parseMcpServers, type McpServerInfo, type McpTools } from './activities/tools/mcp';
 import { createConversationStore, createDataConverter } from './codec';
 import { usesScriptedModel, workerConfig, type WorkerConfig } from './config';
@@ -65,10 +65,10 @@ export interface AgentWorker {
 
 /**
  * A worker configured by `config` (by default read from the environment: `workerConfig()` in config.ts), with any extra
- * tools beside the built-in and MCP ones. `extra.tracing` replaces the tracing the config asks for, and stays the
- * caller's to shut down.
+ * tools beside the built-in and MCP ones, and named agents (`extra.agents`, see `defineAgent`). `extra.tracing` replaces
+ * the tracing the config asks for, and stays the caller's to shut down.
  */
-export async function createAgentWorker(config: WorkerConfig = workerConfig(), extra: { tools?: Tool[]; tracing?: Tracing } = {}): Promise<AgentWorker> {
+export async function createAgentWorker(config: WorkerConfig = workerConfig(), extra: { tools?: Tool[]; agents?: AgentDefinition[]; tracing?: Tracing } = {}): Promise<AgentWorker> {
   const { temporal, llm } = config;
   let scripted: ScriptedModel | undefined;
   if (usesScriptedModel(llm)) scripted = await startScriptedModel();
@@ -108,6 +108,7 @@ export async function createAgentWorker(config: WorkerConfig = workerConfig(), e
         contextWindowTokens: llm.contextWindowTokens,
         workspace: config.workspace,
         tools: [...(extra.tools ?? []), ...mcp.tools],
+        agents: extra.agents,
         ledger,
         conversations: createConversationStore(dataConverter, config.codecs.claimCheck),
       }),

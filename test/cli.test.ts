@@ -185,6 +185,7 @@ describe('startInput', () => {
       },
     ],
     ['one limit only', { maxToolCalls: 9 }, { prompt: 'p', limits: { maxToolCalls: 9 } }],
+    ['a named agent with a flag over it', { agent: 'researcher', maxLoops: 2 }, { prompt: 'p', agent: 'researcher', limits: { maxLoops: 2 } }],
   ])('%s', (_name, flags, expected) => {
     expect(startInput('p', flags)).toEqual(expected);
   });

@@ -6,6 +6,8 @@ import { CancelledFailure, Context } from '@temporalio/activity';
 import type OpenAI from 'openai';
 import type { ConversationStore } from '../codec/conversation-store';
 import type { ToolRequest, ToolResult } from '../common/chat';
+import type { AgentSpec } from '../common/agents';
+import { AgentRegistry, InvalidAgentDefinitionError, type AgentDefinition } from './agents';
 import { createCompactContext } from './compaction';
 import { createCritiqueAnswer } from './critic';
 import { heartbeating } from './heartbeat';
@@ -23,6 +25,8 @@ export interface ActivityDeps {
   workspace: string;
   /** Extra tools beside the built-in file tools. */
   tools?: Tool[];
+  /** Named agents (`defineAgent`) that runs may start with `agent: "<name>"`; tool objects they hold join the tools. */
+  agents?: AgentDefinition[];
   /** Durable record of side-effecting tool calls; without one such tools run on every attempt. */
   ledger?: ToolLedger;
   streamIdleTimeoutMs?: number;
@@ -34,7 +38,11 @@ export interface ActivityDeps {
 }
 
 export function createActivities(deps: ActivityDeps) {
-  const registry = new ToolRegistry([...fileTools(deps.workspace), ...(deps.tools ?? [])], deps.ledger);
+  const agents = new AgentRegistry(deps.agents);
+  const given = [...fileTools(deps.workspace), ...(deps.tools ?? [])];
+  const registry = new ToolRegistry([...given, ...agents.tools().filter((t) => !given.includes(t))], deps.ledger);
+  const missing = agents.missingTools((name) => registry.get(name) !== undefined);
+  if (missing.length) throw new InvalidAgentDefinitionError(`agents name tools the worker lacks: ${missing.join(', ')}; registered: ${registry.names().join(', ')}`);
 
   /**
    * Runs one tool call, heartbeating while it works (a slow tool is not a dead worker, and cancellation gets in). On
@@ -60,10 +68,15 @@ export function createActivities(deps: ActivityDeps) {
     executeTool,
     compactContext: createCompactContext(deps),
     critiqueAnswer: createCritiqueAnswer(deps),
+    /** A named agent's spec for a run that starts with `agent` (a local activity: its answer is kept in history). */
+    async resolveAgent(name: string): Promise<AgentSpec> {
+      return agents.resolve(name);
+    },
   };
 }
 
 export type AgentActivities = ReturnType<typeof createActivities>;
+export { AgentRegistry, defineAgent, InvalidAgentDefinitionError, type AgentDefinition } from './agents';
 export { ToolRegistry, defineTool, RetryableToolError, type Tool } from './tools/registry';
 export { SqliteToolLedger, UNKNOWN_OUTCOME, type ToolLedger } from './tools/ledger';
 export { classifyModelError, ModelErrorType, readableErrorBodies } from './errors';

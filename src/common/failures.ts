@@ -27,6 +27,8 @@ export const FailureType = {
   AgentRunFailed: 'AgentRunFailed',
   /** A run names tools the worker does not have; raised before any model request. */
   UnknownTool: 'UnknownTool',
+  /** A run names an agent the worker has not registered (`resolveAgent`); the run then fails at once as `InvalidInput`. */
+  UnknownAgent: 'UnknownAgent',
   /** A worker cannot read a chained conversation back; the run then sends the whole conversation. */
   ConversationUnavailable: 'ConversationUnavailable',
   /** Nothing older than the task and the recent turns is left to summarise, or summaries did not converge. */

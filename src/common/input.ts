@@ -1,5 +1,9 @@
 import { z } from 'zod';
 
+/** What an agent may be called: a word that is safe in a CLI flag, a URL and a log line. */
+export const AGENT_NAME_PATTERN = /^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$/;
+export const AGENT_NAME_RULE = 'must be 1-64 characters of [A-Za-z0-9_.-], starting with a letter or digit';
+
 /** The three lines of defence every run has, plus the repetition guard. */
 export const LimitsSchema = z
   .object({
@@ -63,6 +67,11 @@ export const CompactionSchema = z
 export const AgentRunInputSchema = z
   .object({
     prompt: z.string().trim().min(1, 'must be a non-empty string'),
+    /**
+     * A named agent registered in the worker (`defineAgent`): its instructions, tools, model and settings, under the
+     * fields given here (common/agents.ts, `applyAgent`). The client checks only the shape; the worker knows the names.
+     */
+    agent: z.string().regex(AGENT_NAME_PATTERN, AGENT_NAME_RULE).optional(),
     /** Model name for this run; the worker's `LLM_MODEL` when absent. */
     model: z.string().min(1).optional(),
     systemPrompt: z.string().min(1).optional(),

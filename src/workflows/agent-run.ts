@@ -20,6 +20,7 @@ import type { AgentRunResult } from '../common/messages';
 import { isTerminal } from '../common/states';
 import { CANCELLED, createEffects } from './effects';
 import { setRunHandlers } from './handlers';
+import { namesAgent, withAgent } from './start-input';
 import { awaitsMessage, isRunning, recordRejection, resumeAt, transition, type AgentCommand, type AgentEvent, type WorkCommand } from './machine';
 import { recordStateDuration } from './metrics';
 import { createPublisher } from './publisher';
@@ -45,7 +46,8 @@ const Patch = {
 const now = () => new Date().toISOString();
 
 export async function agentRun(rawInput: unknown): Promise<AgentRunResult> {
-  const input = parseAgentRunInput(rawInput);
+  // Only a start that names an agent awaits here (its spec, from the worker); other runs keep their history unchanged.
+  const input = namesAgent(rawInput) ? await withAgent(rawInput) : parseAgentRunInput(rawInput);
   let snapshot: RunSnapshot = input.ok ? initialSnapshot(input.value, now()) : blankSnapshot(now());
   snapshot.features = { noProgressGuard: patched(Patch.NoProgressGuard), realProviders: patched(Patch.RealProviders), conversationChain: false };
   const lean = patched(Patch.LeanSteps);

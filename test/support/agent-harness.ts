@@ -10,7 +10,7 @@ import type { WorkflowHandle } from '@temporalio/client';
 import { TestWorkflowEnvironment } from '@temporalio/testing';
 import { bundleWorkflowCode, DefaultLogger, Runtime, Worker, type WorkflowBundle } from '@temporalio/worker';
 import type { DataConverter } from '@temporalio/common';
-import type { Tool } from '../../src/activities';
+import type { AgentDefinition, Tool } from '../../src/activities';
 import { claimCheckDataConverter, ConversationStore, FsBlobStore } from '../../src/codec';
 import { WORKFLOW_TYPE } from '../../src/common/constants';
 import type { AgentRunInput } from '../../src/common/input';
@@ -73,6 +73,8 @@ export interface AgentHarnessOptions {
   claimCheckThresholdBytes?: number;
   /** Tools beside the built-in file tools (e.g. MCP tools). */
   tools?: Tool[];
+  /** Named agents the worker registers (`defineAgent`). */
+  agents?: AgentDefinition[];
   /** false: the worker keeps no conversation chains (as with AGENT_CLAIM_CHECK=off). @default kept in the blob store */
   conversations?: false;
   /** Conversations the worker keeps in memory; 0 makes every chained call read its chain back from the blob store. */
@@ -108,6 +110,7 @@ export async function startAgentHarness(
       deltaFlushMs: 100,
       streamIdleTimeoutMs: options.streamIdleTimeoutMs,
       tools: options.tools,
+      agents: options.agents,
       conversations: options.conversations === false ? undefined : new ConversationStore(blobStore, { dataConverter, maxCached: options.conversationCache }),
     }),
   });

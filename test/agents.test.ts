@@ -1,0 +1,140 @@
+/**
+ * Named agents and the agent plugin on the real dev server: a run started with `agent` uses that agent's
+ * instructions, tools, model and limits (as the scripted model received them), start fields override the agent's,
+ * an unknown name fails the run at once with no model request, and a plain `Worker.create` with `agentPlugin` runs an
+ * agent to completion.
+ */
+import { randomUUID } from 'node:crypto';
+import { Client } from '@temporalio/client';
+import { temporal } from '@temporalio/proto';
+import { Worker } from '@temporalio/worker';
+import { z } from 'zod';
+import { defineAgent, defineTool } from '../src/activities';
+import { AgentClient } from '../src/client';
+import { WORKFLOW_TYPE } from '../src/common/constants';
+import { FailureType } from '../src/common/failures';
+import { stateQuery } from '../src/common/messages';
+import { agentPlugin } from '../src/plugin';
+import { startAgentHarness, type AgentHarness } from './support/agent-harness';
+import { failureOf } from './support/failures';
+
+const EventType = temporal.api.enums.v1.EventType;
+
+const weather = defineTool({
+  name: 'weather',
+  description: 'The weather in a city',
+  parameters: z.object({ city: z.string() }),
+  sideEffects: false,
+  execute: async ({ city }) => `sunny in ${city}`,
+});
+
+const researcher = defineAgent({
+  name: 'researcher',
+  instructions: 'You are the researcher. Check the weather before you answer.',
+  tools: ['readFile', weather],
+  model: 'agent-research',
+  limits: { maxLoops: 5, maxToolCalls: 7 },
+});
+const writer = defineAgent({ name: 'writer', instructions: 'You write one sentence.', tools: ['writeFile'], model: 'agent-writer' });
+
+let h: AgentHarness;
+beforeAll(async () => {
+  h = await startAgentHarness(undefined, { agents: [researcher, writer] });
+}, 120_000);
+afterAll(async () => h?.close());
+
+const weatherThenAnswer = ({ callIndex }: { callIndex: number }) =>
+  callIndex === 0 ? { toolCalls: [{ id: 'w1', name: 'weather', arguments: { city: 'Paris' } }] } : { text: 'Sunny in Paris.' };
+const toolNames = (body: { tools?: Array<{ function: { name: string } }> }) => (body.tools ?? []).map((t) => t.function.name);
+
+async function historyOf(handle: { fetchHistory(): Promise<{ events?: temporal.api.history.v1.IHistoryEvent[] | null }> }) {
+  return (await handle.fetchHistory()).events ?? [];
+}
+
+test("a run started with an agent's name uses its instructions, tools, model and limits", async () => {
+  h.model.register('agent-research', weatherThenAnswer);
+  const handle = await h.start({ agent: 'researcher', prompt: 'What is the weather in Paris?' });
+  expect(await handle.result()).toMatchObject({ status: 'COMPLETED', answer: 'Sunny in Paris.', toolCalls: 1 });
+
+  const [first, second] = h.model.requests('agent-research');
+  expect(first.body.messages[0]).toEqual({ role: 'system', content: researcher.instructions });
+  expect(first.body.messages[1]).toEqual({ role: 'user', content: 'What is the weather in Paris?' });
+  expect(toolNames(first.body)).toEqual(['readFile', 'weather']);
+  expect(second.body.messages.at(-1)).toMatchObject({ role: 'tool', content: 'sunny in Paris' });
+  expect((await handle.query(stateQuery)).limits).toMatchObject({ maxLoops: 5, maxToolCalls: 7, timeoutMs: 300_000 });
+
+  // The agent's spec is resolved by a local activity: a marker in history, before the first model call.
+  const events = await historyOf(handle);
+  const firstSchedule = events.findIndex((e) => e.eventType === EventType.EVENT_TYPE_ACTIVITY_TASK_SCHEDULED);
+  const resolved = events.findIndex((e) => e.eventType === EventType.EVENT_TYPE_MARKER_RECORDED && e.markerRecordedEventAttributes?.markerName === 'core_local_activity');
+  expect(resolved).toBeGreaterThan(0);
+  expect(resolved).toBeLessThan(firstSchedule);
+}, 30_000);
+
+test("fields given at start override the agent's: scalars and tools replace, limits merge key by key", async () => {
+  h.model.register('agent-override', [{ text: 'Overridden.' }]);
+  const before = h.model.requests('agent-research').length;
+  const handle = await h.start({
+    agent: 'researcher',
+    prompt: 'Answer at once',
+    model: 'agent-override',
+    systemPrompt: 'You answer at once.',
+    tools: ['listFiles'],
+    limits: { maxToolCalls: 3 },
+  });
+  expect(await handle.result()).toMatchObject({ status: 'COMPLETED', answer: 'Overridden.' });
+  const [request] = h.model.requests('agent-override');
+  expect(request.body.messages[0]).toEqual({ role: 'system', content: 'You answer at once.' });
+  expect(toolNames(request.body)).toEqual(['listFiles']);
+  expect(h.model.requests('agent-research')).toHaveLength(before);
+  expect((await handle.query(stateQuery)).limits).toMatchObject({ maxLoops: 5, maxToolCalls: 3 });
+}, 30_000);
+
+test('an unknown agent fails the run at once as invalid input, naming it and the agents there are, with no model request', async () => {
+  const requestsBefore = h.model.requests().length;
+  const handle = await h.start({ agent: 'reseacher', prompt: 'Anything' });
+  const failure = await failureOf(handle.result());
+  expect(failure).toEqual({ type: FailureType.InvalidInput, message: 'unknown agent "reseacher"; the worker\'s agents: researcher, writer' });
+  expect(h.model.requests()).toHaveLength(requestsBefore);
+  const events = await historyOf(handle);
+  expect(events.some((e) => e.eventType === EventType.EVENT_TYPE_ACTIVITY_TASK_SCHEDULED)).toBe(false);
+  expect(await handle.query(stateQuery)).toMatchObject({ state: 'FAILED', reason: expect.stringMatching(/unknown agent "reseacher"/) });
+}, 30_000);
+
+test('AgentClient.start accepts `agent` (checking only its shape) and the worker resolves it', async () => {
+  h.model.register('agent-writer', [{ text: 'One sentence.' }]);
+  const agents = new AgentClient(h.env.client, h.taskQueue);
+  const run = await agents.start({ agent: 'writer', prompt: 'Write a sentence' });
+  expect(await run.result()).toMatchObject({ status: 'COMPLETED', answer: 'One sentence.' });
+  expect(toolNames(h.model.requests('agent-writer')[0].body)).toEqual(['writeFile']);
+  await expect(agents.start({ agent: 'not a name', prompt: 'x' })).rejects.toThrow(/agent: must be 1-64 characters/);
+}, 30_000);
+
+test('agentPlugin on a plain Worker.create adds the workflow, the activities, the tools and the agents; on a Client, the data converter', async () => {
+  h.model.register('plugin-model', weatherThenAnswer);
+  const plugin = agentPlugin({
+    llm: { baseURL: h.model.url, apiKey: 'scripted', model: 'plugin-model' },
+    tools: [weather],
+    agents: [defineAgent({ name: 'forecaster', instructions: 'You forecast.', tools: ['weather'] })],
+    workspace: h.workspace,
+    dataConverter: h.dataConverter,
+  });
+  const taskQueue = `plugin-${randomUUID()}`;
+  // The worker as a team already has it, plus one line: no workflowsPath, no activities, no data converter of its own.
+  const worker = await Worker.create({ connection: h.env.nativeConnection, taskQueue, plugins: [plugin] });
+  const client = new Client({ connection: h.env.connection, plugins: [plugin] });
+  expect(client.options.dataConverter.payloadCodecs).toEqual(h.dataConverter.payloadCodecs);
+
+  const result = await worker.runUntil(async () => {
+    const handle = await client.workflow.start(WORKFLOW_TYPE, {
+      taskQueue,
+      workflowId: `plugin-${randomUUID()}`,
+      args: [{ agent: 'forecaster', prompt: 'Weather in Paris?' }],
+    });
+    return handle.result();
+  });
+  expect(result).toMatchObject({ status: 'COMPLETED', answer: 'Sunny in Paris.', toolCalls: 1 });
+  const [first] = h.model.requests('plugin-model');
+  expect(first.body.messages[0]).toEqual({ role: 'system', content: 'You forecast.' });
+  expect(toolNames(first.body)).toEqual(['weather']);
+}, 90_000);
