@@ -16,6 +16,7 @@ import {
 import { parseAgentRunInput, type AgentRunInput } from './common/input';
 import type { AgentRunResult, RunStateView } from './common/messages';
 import { diffSnapshots, formatDiff, stepsOf } from './time-travel';
+import { AgentState } from './common/states';
 import type { PendingApproval } from './common/view';
 
 /** What the CLI needs from the outside world; tests replace it. */
@@ -171,7 +172,7 @@ function buildProgram(deps: CliDeps, state: { exitCode: number }): Command {
 
   command('diff <workflowId> <stepA> <stepB>', 'show what changed in a run between two steps')
     .action(async (workflowId: string, a: string, b: string, o: JsonOption) => {
-      const [from, to] = [integer(a), integer(b)];
+      const [from, to] = [stepNumber('stepA', a), stepNumber('stepB', b)];
       const diff = await withClient(async (client) => {
         const run = client.handle(workflowId);
         return diffSnapshots(await run.snapshotAt(from, { includeMessages: true }), await run.snapshotAt(to, { includeMessages: true }));
@@ -259,6 +260,12 @@ async function settle(handle: AgentRunHandle): Promise<RunOutcome> {
 function describeError(err: unknown): string {
   if (isAlreadyStarted(err)) return `an agent run with id ${err.workflowId} is already running`;
   return failureReason(err);
+}
+
+/** A step named on the command line; thrown from an action, so the message is ours to print (commander prints only its own). */
+function stepNumber(name: string, value: string): number {
+  if (!/^\d+$/.test(value.trim())) throw new Error(`${name} must be a step number (see \`agent history\`), got "${value}"`);
+  return Number(value);
 }
 
 function integer(value: string): number {
@@ -375,7 +382,8 @@ function formatState(workflowId: string, v: RunStateView): string {
   ];
   if (v.pauseRequested) lines.push('  pause requested');
   for (const p of v.pendingApproval) lines.push(`  approval: ${approvalLine(p)}`);
-  if (v.stream && v.partialText) lines.push(`  streaming (call ${v.stream.callNumber}): ${oneLine(v.partialText)}`);
+  const modelStep = v.state === AgentState.STREAMING || v.state === AgentState.PLANNING;
+  if (modelStep && v.stream && v.partialText) lines.push(`  streaming (call ${v.stream.callNumber}): ${oneLine(v.partialText)}`);
   if (v.queuedMessages.length) lines.push(`  queued messages: ${v.queuedMessages.length}`);
   if (v.plan) lines.push(`  plan: ${oneLine(v.plan)}`);
   if (v.lastError) lines.push(`  last error: ${oneLine(v.lastError)}`);

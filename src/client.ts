@@ -82,8 +82,10 @@ export class AgentRunEndedError extends Error {
     readonly workflowId: string,
     /** Temporal execution status, e.g. `COMPLETED`, `FAILED`, `TERMINATED`. */
     readonly status: string,
+    /** The run's own end state when its result says (an aborted run's execution is COMPLETED, its state ABORTED). */
+    readonly state?: string,
   ) {
-    super(`agent run ${workflowId} has already ended (${status})`);
+    super(`agent run ${workflowId} has already ended (${state ?? status})`);
   }
 }
 
@@ -348,7 +350,10 @@ export class AgentRunHandle {
         (d) => d.status.name,
         () => undefined,
       );
-      throw status && status !== 'RUNNING' ? new AgentRunEndedError(this.workflowId, status) : new AgentRunNotFoundError(this.workflowId);
+      if (!status || status === 'RUNNING') throw new AgentRunNotFoundError(this.workflowId);
+      // The result is kept by the server: no worker is needed to tell ABORTED from COMPLETED.
+      const state = status === 'COMPLETED' ? await this.workflow.result().then((r: AgentRunResult) => r.status, () => undefined) : undefined;
+      throw new AgentRunEndedError(this.workflowId, status, state);
     }
   }
 

@@ -239,6 +239,7 @@ describe('cli input validation: exit 1, one line naming the field, nothing start
     ['blank message', ['send', 'wf', '  '], 'text'],
     ['unknown list state', ['list', '--state', 'SLEEPING'], 'state'],
     ['non-numeric list limit', ['list', '--limit', 'many'], '--limit'],
+    ['a diff step that is not a number', ['diff', 'wf', 'a', '4'], 'stepA must be a step number'],
   ])('%s: nothing sent', async (_name, argv, field) => {
     const { code, stderr, executeUpdate } = await run(argv);
     expect(code).toBe(1);

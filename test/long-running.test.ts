@@ -180,4 +180,19 @@ describe('from the client and the CLI', () => {
     expect(refused.code).toBe(1);
     expect(refused.err).toContain('step 8 of');
   });
+
+  test('an aborted run is named ABORTED when it is aborted again, and its state shows no stream', async () => {
+    h.model.register('cli-abort', [{ text: 'y'.repeat(2_000), chunkSize: 2, chunkDelayMs: 100 }]);
+    const client = new AgentClient(h.env.client, h.taskQueue);
+    const run = await client.start({ prompt: 'talk', model: 'cli-abort' });
+    await h.waitForState(await h.env.client.workflow.getHandle(run.workflowId), (s) => s.partialText.length > 0);
+    await run.abort('enough');
+    expect(await run.result()).toMatchObject({ status: 'ABORTED', partialText: expect.stringMatching(/^y+$/) });
+    await expect(run.abort('again')).rejects.toThrow(`agent run ${run.workflowId} has already ended (ABORTED)`);
+    const again = await cli('abort', run.workflowId);
+    expect([again.code, again.err.trim()]).toEqual([1, `error: agent run ${run.workflowId} has already ended (ABORTED)`]);
+    const state = await cli('state', run.workflowId);
+    expect(state.out).toContain('ABORTED');
+    expect(state.out).not.toContain('streaming (call');
+  });
 });

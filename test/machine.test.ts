@@ -20,7 +20,7 @@ import {
   type AgentEventType,
 } from '../src/workflows/machine';
 import { initialSnapshot, loadSnapshot, type Phase, type RunSnapshot, type SnapshotV1 } from '../src/workflows/snapshot';
-import { publicView } from '../src/workflows/view';
+import { publicView, runResult } from '../src/workflows/view';
 import { openApiDocument } from '../src/gateway/openapi';
 import { AgentState, isTerminal, type CritiqueAction } from '../src/common/states';
 
@@ -747,5 +747,19 @@ describe('the public view', () => {
     expect(Object.keys(publicView(s, false)).sort()).toEqual([...documented.required].sort());
     expect(v).toMatchObject({ state: 'AWAITING_APPROVAL', pendingApproval: [{ toolCallId: 'w', kind: 'tool' }], resumeTo: null, conversationOpen: false });
     for (const internal of ['phase', 'features', 'chain', 'loopWarned', 'overflowsInARow', 'toolSignatures', 'presetResults', 'promptCalibration']) expect(v).not.toHaveProperty(internal);
+  });
+});
+
+describe('what a run produced', () => {
+  test('an aborted run keeps the last message and the text of the call it cut short; a completed one has its answer', () => {
+    let s = run(snapshot(), { type: 'START' }, { type: 'MODEL_RESPONDED', response: response('Looking at a.txt first.', [call('c1')]) });
+    s = run(s, { type: 'TOOLS_DONE', results: [{ toolCallId: 'c1', name: 'readFile', ok: true, content: 'x' }] }, { type: 'STREAM_DELTA', callNumber: 2, attempt: 1, text: 'The file sa' });
+    const aborted = run(s, { type: 'ABORT', reason: 'stop' });
+    expect(runResult(aborted)).toMatchObject({ status: 'ABORTED', answer: null, lastText: 'Looking at a.txt first.', partialText: 'The file sa' });
+    expect(view(aborted).lastText).toBe('Looking at a.txt first.');
+    // Aborted between calls (tools running): nothing was cut short.
+    expect(runResult(run(step(s, { type: 'MODEL_RESPONDED', response: response('', [call('c2')]) }).snapshot, { type: 'ABORT' })).partialText).toBeNull();
+    const done = run(snapshot(), { type: 'START' }, { type: 'MODEL_RESPONDED', response: response('42') });
+    expect(runResult(done)).toMatchObject({ status: 'COMPLETED', answer: '42', lastText: '42', partialText: null });
   });
 });

@@ -93,7 +93,9 @@ test('abort during a stream ends the run ABORTED and closes the HTTP stream befo
 
   await handle.signal(abortSignal, { reason: 'user clicked stop' });
   const result = await handle.result();
-  expect(result).toMatchObject({ status: 'ABORTED', reason: 'aborted: user clicked stop' });
+  expect(result).toMatchObject({ status: 'ABORTED', reason: 'aborted: user clicked stop', answer: null, lastText: null });
+  // What had streamed before the abort is kept: a prefix of the text the model was writing.
+  expect(result.partialText).toMatch(/^x+$/);
   // The stream takes 100 s to finish: the run ended by cutting it, not by waiting for it.
   const request = await waitFor(() => h.model.requests('endless').find((r) => r.closedByClient), 5_000, 'the stream to close');
   expect(request.completed).toBe(false);

@@ -38,6 +38,10 @@ export interface AgentRunResult {
   status: 'COMPLETED' | 'ABORTED' | 'FAILED';
   answer: string | null;
   reason: string | null;
+  /** The model's last complete message: for a run aborted or ended by a limit, what it had said before the end. */
+  lastText: string | null;
+  /** The text a model call had streamed when the run ended in the middle of it (an abort, a timeout); null otherwise. */
+  partialText: string | null;
   usage: RunUsage;
   loops: number;
   toolCalls: number;

@@ -72,6 +72,8 @@ export interface RunStateView {
   /** Why the run ended, or why it is where it is. */
   reason: string | null;
   answer: string | null;
+  /** The model's last complete message: for a run aborted or ended by a limit, what it had said before the end. */
+  lastText: string | null;
   /** Set when this run carries on from another: continued as new, or forked from a step. */
   origin: { kind: 'continue' | 'fork'; workflowId: string; step: number } | null;
   /** Signals and updates the run refused (the last 20), with why. */

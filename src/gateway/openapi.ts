@@ -96,7 +96,7 @@ const schemas: Record<string, Json> = {
     required: [
       'state', 'stateSince', 'step', 'loops', 'toolCalls', 'usage', 'limits', 'transitions', 'partialText', 'stream', 'pendingApproval', 'resumeTo',
       'pauseRequested', 'conversationOpen', 'turns', 'deadline', 'workRemainingMs', 'approvalDeadline', 'queuedMessages', 'plan', 'lastCritique',
-      'lastModel', 'lastError', 'reason', 'answer', 'origin', 'rejectedEvents', 'messageCount',
+      'lastModel', 'lastError', 'reason', 'answer', 'lastText', 'origin', 'rejectedEvents', 'messageCount',
     ],
     properties: {
       state: { enum: agentStates },
@@ -124,6 +124,7 @@ const schemas: Record<string, Json> = {
       lastError: { type: ['string', 'null'] },
       reason: { type: ['string', 'null'] },
       answer: { type: ['string', 'null'] },
+      lastText: { type: ['string', 'null'], description: "The model's last complete message: for a run aborted or ended by a limit, what it had said." },
       origin: { type: ['object', 'null'], properties: { kind: { enum: ['continue', 'fork'] }, workflowId: { type: 'string' }, step: { type: 'integer' } } },
       rejectedEvents: { type: 'array', items: { type: 'object', properties: { event: { type: 'string' }, state: { enum: agentStates }, at: { type: 'string' }, error: { type: 'string' } } } },
       messageCount: { type: 'integer' },
@@ -133,11 +134,13 @@ const schemas: Record<string, Json> = {
   },
   RunResult: {
     type: 'object',
-    required: ['status', 'answer', 'reason', 'usage', 'loops', 'toolCalls'],
+    required: ['status', 'answer', 'reason', 'lastText', 'partialText', 'usage', 'loops', 'toolCalls'],
     properties: {
       status: { enum: ['COMPLETED', 'ABORTED'] },
       answer: { type: ['string', 'null'] },
       reason: { type: ['string', 'null'] },
+      lastText: { type: ['string', 'null'], description: "The model's last complete message: for an aborted run, what it had said." },
+      partialText: { type: ['string', 'null'], description: 'The text a model call had streamed when the run ended in the middle of it; null otherwise.' },
       usage: ref('Usage'),
       loops: { type: 'integer' },
       toolCalls: { type: 'integer' },

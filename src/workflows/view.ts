@@ -4,6 +4,7 @@ import { FailureType } from '../common/failures';
 import type { AgentRunResult } from '../common/messages';
 import { AgentState } from '../common/states';
 import type { RunStateView } from '../common/view';
+import { lastAssistantText } from './responses';
 import type { RunSnapshot } from './snapshot';
 
 /** The curated view: the phase's data under its documented names, and none of the machine's bookkeeping. */
@@ -35,6 +36,7 @@ export function publicView(s: RunSnapshot, includeMessages: boolean): RunStateVi
     lastError: s.lastError,
     reason: s.reason,
     answer: s.answer,
+    lastText: lastAssistantText(s),
     origin: s.origin,
     rejectedEvents: s.rejectedEvents,
     messageCount: s.messages.length,
@@ -44,10 +46,14 @@ export function publicView(s: RunSnapshot, includeMessages: boolean): RunStateVi
 
 /** The workflow's result; a FAILED run fails the workflow with the result in the failure's details. */
 export function runResult(s: RunSnapshot): AgentRunResult {
+  const last = s.transitions.at(-1);
+  const cutShort = s.phase.type !== AgentState.COMPLETED && (last?.from === AgentState.STREAMING || last?.from === AgentState.PLANNING);
   const result: AgentRunResult = {
     status: s.phase.type as AgentRunResult['status'],
     answer: s.answer,
     reason: s.reason,
+    lastText: lastAssistantText(s),
+    partialText: cutShort && s.partialText ? s.partialText : null,
     usage: s.usage,
     loops: s.loops,
     toolCalls: s.toolCalls,
