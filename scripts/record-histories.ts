@@ -96,6 +96,12 @@ const SCENARIOS: Scenario[] = [
     input: { agent: 'reader', prompt: 'What does hello.txt say?' },
   },
   {
+    // wrap-up: empty answers are sent back until the last model call, which is told to conclude.
+    name: 'wrap-up',
+    script: ({ callIndex }) => ({ text: callIndex < 2 ? '' : 'Done, with what I have.' }),
+    input: { prompt: 'Answer within three calls', limits: { maxLoops: 3 } },
+  },
+  {
     name: 'abort-during-stream',
     script: [{ text: 'x'.repeat(500), chunkSize: 2, chunkDelayMs: 50 }],
     input: { prompt: 'Talk' },

@@ -223,9 +223,10 @@ const LIMITS = {
   approvalTimeoutMs: int(1_000, 365 * 24 * 3600_000),
   maxRepeats: int(2, 100),
   historyEvents: int(100, 50_000),
+  wrapUpAt: between(0.1, 1),
 };
 const DEFAULT_COMPACTION = { threshold: 0.8, keepRecentMessages: 6 };
-const DEFAULT_LIMITS = { maxLoops: 50, maxToolCalls: 100, timeoutMs: 300_000, maxRepeats: 3, historyEvents: 10_000 };
+const DEFAULT_LIMITS = { maxLoops: 50, maxToolCalls: 100, timeoutMs: 300_000, maxRepeats: 3, historyEvents: 10_000, wrapUpAt: 0.8 };
 
 const hasBudgetLimit = (b: Record<string, unknown>) => b.maxTokens !== undefined || b.maxCostUsd !== undefined;
 const BUDGET: ObjectSpec = {

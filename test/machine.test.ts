@@ -15,6 +15,7 @@ import {
   resumeAt,
   transition,
   TRANSITIONS,
+  wrapUpNote,
   type AgentCommand,
   type AgentEvent,
   type AgentEventType,
@@ -150,7 +151,7 @@ describe('transition table', () => {
 
   test.each(cases.filter((c) => c.targets.length > 0))('$state accepts $type', ({ state, type, targets }) => {
     // PAUSED keeps TIMEOUT for runs begun before `real-providers`, whose clock runs on while paused.
-    const s = state === AgentState.PAUSED && type === 'TIMEOUT' ? { ...snapshotIn(state), features: { noProgressGuard: true, realProviders: false, conversationChain: true } } : snapshotIn(state);
+    const s = state === AgentState.PAUSED && type === 'TIMEOUT' ? { ...snapshotIn(state), features: { noProgressGuard: true, realProviders: false, conversationChain: true, wrapUp: true } } : snapshotIn(state);
     const r = transition({ ...s, pauseRequested: type === 'PAUSE' ? false : s.pauseRequested }, sampleEvent(type), at(1));
     expect(r.ok).toBe(true);
     if (!r.ok) return;
@@ -284,7 +285,7 @@ describe('a run through the machine', () => {
     expect(s.phase.type).toBe('FAILED');
     expect(s.reason).toBe('no progress: the critic asked for another attempt 4 times in a row (last: retry, still wrong)');
     // Runs started before the guard existed (no patch marker) keep going until maxLoops.
-    let old = run({ ...judged(), features: { noProgressGuard: false, realProviders: true, conversationChain: true } }, { type: 'START' });
+    let old = run({ ...judged(), features: { noProgressGuard: false, realProviders: true, conversationChain: true, wrapUp: true } }, { type: 'START' });
     for (let i = 1; i <= 5; i++) old = attempt(old);
     expect(old.phase.type).toBe('STREAMING');
   });
@@ -669,7 +670,7 @@ describe('a fork\'s clocks', () => {
     expect(freshClocks({ ...s, phase: { type: 'AWAITING_APPROVAL', pending: [], then: { type: 'TOOL_EXECUTING' } } }, at(10))).toEqual({ deadline: null, workRemainingMs: 600_000, approvalDeadline: at(70) });
     expect(freshClocks({ ...s, phase: { type: 'PAUSED' } as Phase }, at(10))).toEqual({ deadline: null, workRemainingMs: 600_000, approvalDeadline: null });
     // Before `real-providers`, the clock ran in every state.
-    const before = { ...s, phase: { type: 'PAUSED', resumeTo: { type: 'STREAMING' } } as Phase, features: { noProgressGuard: true, realProviders: false, conversationChain: true } };
+    const before = { ...s, phase: { type: 'PAUSED', resumeTo: { type: 'STREAMING' } } as Phase, features: { noProgressGuard: true, realProviders: false, conversationChain: true, wrapUp: true } };
     expect(freshClocks(before, at(10))).toEqual({ deadline: at(610), workRemainingMs: null, approvalDeadline: null });
   });
 });
@@ -702,7 +703,7 @@ describe('the conversation chain', () => {
     expect([retried.snapshot.phase.type, retried.snapshot.step, retried.snapshot.chain]).toEqual(['STREAMING', chained.step, null]);
     expect(callOf(retried.commands)).toMatchObject({ chain: {}, messages: chained.messages, callNumber: 1 });
     // Runs begun before chaining send every message, with no chain at all.
-    const before = step({ ...snapshot(), features: { noProgressGuard: true, realProviders: true, conversationChain: false } }, { type: 'START' });
+    const before = step({ ...snapshot(), features: { noProgressGuard: true, realProviders: true, conversationChain: false, wrapUp: false } }, { type: 'START' });
     expect(callOf(before.commands)).not.toHaveProperty('chain');
   });
 
@@ -723,7 +724,7 @@ describe('snapshots of version 1 (runs begun before the phase)', () => {
     const paused = loadSnapshot(fixture('paused'));
     expect([paused.schemaVersion, paused.phase]).toEqual([2, { type: 'PAUSED', resumeTo: { type: 'TOOL_EXECUTING' } }]);
     expect(paused).not.toHaveProperty('resumeTo');
-    expect(paused.features).toEqual({ noProgressGuard: true, realProviders: true, conversationChain: false });
+    expect(paused.features).toEqual({ noProgressGuard: true, realProviders: true, conversationChain: false, wrapUp: false });
     const resumed = step(paused, { type: 'RESUME' });
     expect(work(resumed.commands)).toEqual([{ type: 'runTools', calls: [expect.objectContaining({ id: 'call_l1', name: 'listFiles' })] }]);
 
@@ -761,5 +762,37 @@ describe('what a run produced', () => {
     expect(runResult(run(step(s, { type: 'MODEL_RESPONDED', response: response('', [call('c2')]) }).snapshot, { type: 'ABORT' })).partialText).toBeNull();
     const done = run(snapshot(), { type: 'START' }, { type: 'MODEL_RESPONDED', response: response('42') });
     expect(runResult(done)).toMatchObject({ status: 'COMPLETED', answer: '42', lastText: '42', partialText: null });
+  });
+});
+
+describe('wrapping up near a limit', () => {
+  const notes = (s: RunSnapshot) => s.messages.filter((m) => m.role === 'user' && m.content?.startsWith("You are close to this run's limits"));
+  const answerAgain = (s: RunSnapshot) => run(s, { type: 'MODEL_RESPONDED', response: response('not yet') }, { type: 'CRITIQUE_DONE', decision: { action: 'retry', reason: 'r', confidence: 1 } });
+
+  test('the model is told once, on the call that reaches limits.wrapUpAt of maxLoops', () => {
+    let s = run(judged({ limits: { maxLoops: 5, maxRepeats: 10 } }), { type: 'START' });
+    for (let call = 2; call <= 3; call++) s = answerAgain(s);
+    expect([s.loops, notes(s)]).toEqual([3, []]);
+    s = answerAgain(s); // call 4 of 5: 4 >= 0.8 * 5
+    expect(s.loops).toBe(4);
+    expect(notes(s).map((m) => m.content)).toEqual([wrapUpNote('this is model call 4 of at most 5')]);
+    expect(s.messages.at(-1)).toEqual(notes(s)[0]);
+    s = answerAgain(s);
+    expect([s.loops, notes(s).length]).toEqual([5, 1]);
+  });
+
+  test('tool calls count too; wrapUpAt 1 and runs begun before never tell', () => {
+    const tooling = (input: Partial<AgentRunInput>, features?: Partial<RunSnapshot['features']>) => {
+      const base = snapshot(input);
+      let s = run({ ...base, features: { ...base.features, ...features } }, { type: 'START' });
+      for (let i = 1; i <= 4; i++) {
+        s = run(s, { type: 'MODEL_RESPONDED', response: response('', [call(`c${i}`, 'readFile', { path: `${i}.txt` })]) });
+        s = run(s, { type: 'TOOLS_DONE', results: [{ toolCallId: `c${i}`, name: 'readFile', ok: true, content: 'x' }] });
+      }
+      return s;
+    };
+    expect(notes(tooling({ limits: { maxToolCalls: 5 } })).map((m) => m.content)).toEqual([wrapUpNote('4 of at most 5 tool calls are used')]);
+    expect(notes(tooling({ limits: { maxToolCalls: 5, wrapUpAt: 1 } }))).toEqual([]);
+    expect(notes(tooling({ limits: { maxToolCalls: 5 } }, { wrapUp: false }))).toEqual([]);
   });
 });

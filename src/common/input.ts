@@ -20,6 +20,11 @@ export const LimitsSchema = z
     approvalTimeoutMs: z.number().int().min(1_000).max(365 * 24 * 3600_000).optional(),
     /** How many times the same tool call (or cycle of calls) may repeat before the model is warned; once more ends the run. @default 3 */
     maxRepeats: z.number().int().min(2).max(100).default(3),
+    /**
+     * Share of `maxLoops`, `maxToolCalls` and the budget at which the model is told, once, to conclude with what it
+     * has rather than run into the limit; 1 never tells it. @default 0.8
+     */
+    wrapUpAt: z.number().min(0.1).max(1).default(0.8),
     /** History events after which the run continues as new at the next model step (Temporal's own suggestion also counts). @default 10000 */
     historyEvents: z.number().int().min(100).max(50_000).default(10_000),
   })

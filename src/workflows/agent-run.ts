@@ -41,6 +41,8 @@ const Patch = {
   ConversationChain: 'conversation-chain',
   /** Working-time and approval clocks in the machine, continued cut-off answers, proactive compaction, critic confidence. */
   RealProviders: 'real-providers',
+  /** The model is told once, near a limit (limits.wrapUpAt), to conclude with what it has. */
+  WrapUp: 'wrap-up',
 } as const;
 
 const now = () => new Date().toISOString();
@@ -49,10 +51,11 @@ export async function agentRun(rawInput: unknown): Promise<AgentRunResult> {
   // Only a start that names an agent awaits here (its spec, from the worker); other runs keep their history unchanged.
   const input = namesAgent(rawInput) ? await withAgent(rawInput) : parseAgentRunInput(rawInput);
   let snapshot: RunSnapshot = input.ok ? initialSnapshot(input.value, now()) : blankSnapshot(now());
-  snapshot.features = { noProgressGuard: patched(Patch.NoProgressGuard), realProviders: patched(Patch.RealProviders), conversationChain: false };
+  snapshot.features = { noProgressGuard: patched(Patch.NoProgressGuard), realProviders: patched(Patch.RealProviders), conversationChain: false, wrapUp: false };
   const lean = patched(Patch.LeanSteps);
   const [publisher, effects] = [createPublisher(lean), createEffects(lean)];
   snapshot.features.conversationChain = patched(Patch.ConversationChain);
+  snapshot.features.wrapUp = patched(Patch.WrapUp);
   const timer = createRunTimer(snapshot.features.realProviders, () => dispatch({ type: 'TIMEOUT' }, true));
   const queue: WorkCommand[] = [];
   // Time travel: the snapshot this run began from and every event applied since; any step is a fold away.

@@ -70,3 +70,20 @@ export const describeRepetition = (r: Repetition): string =>
 
 /** The critic has asked for another attempt more often in a row than `maxRepeats` allows: the run is not progressing. */
 export const isStuckInSetbacks = (s: RunSnapshot): boolean => s.features.noProgressGuard && s.setbacksInARow > s.limits.maxRepeats;
+
+/**
+ * The limit the next model call comes close to (`limits.wrapUpAt` of it), in words, or null: the model is then told
+ * once to conclude with what it has. The first call is never near a limit.
+ */
+export function nearLimit(s: RunSnapshot): string | null {
+  const share = s.limits.wrapUpAt;
+  if (share >= 1 || s.loops === 0) return null;
+  const { maxLoops, maxToolCalls } = s.limits;
+  if (s.loops + 1 >= share * maxLoops) return `this is model call ${s.loops + 1} of at most ${maxLoops}`;
+  if (s.toolCalls >= share * maxToolCalls) return `${s.toolCalls} of at most ${maxToolCalls} tool calls are used`;
+  const b = s.options.budget;
+  const factor = 1 + s.budgetGrants;
+  if (b?.maxTokens !== undefined && s.usage.totalTokens >= share * b.maxTokens * factor) return `${s.usage.totalTokens} of ${b.maxTokens * factor} budgeted tokens are used`;
+  if (b?.maxCostUsd !== undefined && s.usage.costUsd >= share * b.maxCostUsd * factor) return `$${s.usage.costUsd.toFixed(4)} of the $${b.maxCostUsd * factor} budget is spent`;
+  return null;
+}

@@ -11,6 +11,7 @@ import {
   isLoopLimitReached,
   isStuckInSetbacks,
   isToolCallLimitReached,
+  nearLimit,
   needsApproval,
   toolSignature,
 } from './guards';
@@ -159,6 +160,9 @@ export const KEEP_RECENT_MESSAGES = 6;
 export const CUT_TOOL_CALL =
   'Not executed: your response was cut off by the output limit before this tool call was complete. Call it again with shorter arguments.';
 
+
+/** The user turn that tells the model, once, that the run is close to a limit. */
+export const wrapUpNote = (near: string) => `You are close to this run's limits (${near}). Conclude now: give your best answer with what you already have.`;
 
 /** How many times an answer cut off by the output limit is continued before the run ends with it as it is. */
 export const MAX_CONTINUATIONS = 3;
@@ -526,7 +530,11 @@ function enter(s: RunSnapshot, target: Phase, e: AgentEvent, now: string): Trans
   if (callsModel) {
     const callNumber = s.loops + 1;
     const queued = s.queuedMessages.map((text) => ({ role: 'user' as const, content: text }));
-    next = { ...next, loops: callNumber, partialText: '', stream: { callNumber, attempt: 1 }, queuedMessages: [], messages: [...next.messages, ...queued] };
+    // Not on a continuation: the request to go on with a cut-off answer must stay the last message.
+    const near = s.features.wrapUp && !s.wrapUpSent && s.continuations === 0 ? nearLimit(s) : null;
+    const wrapUp = near ? [{ role: 'user' as const, content: wrapUpNote(near) }] : [];
+    const messages = [...next.messages, ...queued, ...wrapUp];
+    next = { ...next, loops: callNumber, partialText: '', stream: { callNumber, attempt: 1 }, queuedMessages: [], messages, wrapUpSent: s.wrapUpSent || near !== null };
   }
   return ok(next, commandsFor(next));
 }

@@ -103,7 +103,9 @@ export interface RunSnapshot {
    * Behaviour switched on by `patched()` markers, fixed when the run starts so that older runs replay unchanged.
    * `conversationChain` is decided by each run of a continued chain for itself.
    */
-  features: { noProgressGuard: boolean; realProviders: boolean; conversationChain: boolean };
+  features: { noProgressGuard: boolean; realProviders: boolean; conversationChain: boolean; wrapUp: boolean };
+  /** The model was told it is close to a limit (`limits.wrapUpAt`); it is told once. */
+  wrapUpSent: boolean;
   /** The conversation the last model call stored (features.conversationChain); null when the next call must send every message. */
   chain: ConversationRef | null;
   pauseRequested: boolean;
@@ -171,7 +173,8 @@ export function initialSnapshot(input: ResolvedInput, now: string): RunSnapshot 
     failuresInARow: 0,
     overflowsInARow: 0,
     setbacksInARow: 0,
-    features: { noProgressGuard: true, realProviders: true, conversationChain: true },
+    features: { noProgressGuard: true, realProviders: true, conversationChain: true, wrapUp: true },
+    wrapUpSent: false,
     chain: null,
     pauseRequested: false,
     lastCritique: null,
@@ -185,7 +188,7 @@ export function blankSnapshot(now: string): RunSnapshot {
   return initialSnapshot(
     {
       prompt: '(invalid input)',
-      limits: { maxLoops: 1, maxToolCalls: 1, timeoutMs: 1_000, maxRepeats: 2, historyEvents: 10_000 },
+      limits: { maxLoops: 1, maxToolCalls: 1, timeoutMs: 1_000, maxRepeats: 2, historyEvents: 10_000, wrapUpAt: 1 },
       plan: false,
       critique: 'rules',
       critiqueMinConfidence: 0.5,
@@ -251,7 +254,14 @@ function withDefaults(carried: RunSnapshot): RunSnapshot {
     promptCalibration: carried.promptCalibration ?? null,
     lastFinishReason: carried.lastFinishReason ?? null,
     continuations: carried.continuations ?? 0,
-    features: { ...carried.features, realProviders: carried.features?.realProviders ?? false, conversationChain: carried.features?.conversationChain ?? false },
+    limits: { ...carried.limits, wrapUpAt: carried.limits.wrapUpAt ?? 1 },
+    features: {
+      ...carried.features,
+      realProviders: carried.features?.realProviders ?? false,
+      conversationChain: carried.features?.conversationChain ?? false,
+      wrapUp: carried.features?.wrapUp ?? false,
+    },
+    wrapUpSent: carried.wrapUpSent ?? false,
     chain: carried.chain ?? null,
   };
 }
