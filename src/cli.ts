@@ -376,6 +376,7 @@ const RECENT_TRANSITIONS = 5;
 
 function formatState(workflowId: string, v: RunStateView): string {
   const lines = [
+    ...(v.stored ? [`(stored copy from ${v.stored.at}; ${v.stored.reason})`] : []),
     `${workflowId}  ${v.state} since ${clock(v.stateSince)} (step ${v.step})`,
     `  model calls ${v.loops}/${v.limits.maxLoops}, tool calls ${v.toolCalls}/${v.limits.maxToolCalls}, ` +
       `tokens ${v.usage.totalTokens}, messages ${v.messageCount}`,

@@ -25,7 +25,7 @@ import { createDataConverter } from './codec';
 import { codecSettings, observabilitySettings, temporalSettings, type CodecSettings, type TemporalSettings } from './config';
 import { clientConnectionOptions } from './connection';
 import { tracingClientInterceptors } from './observability/client-tracing';
-import { AGENT_STATE_SEARCH_ATTRIBUTE, WORKFLOW_TYPE } from './common/constants';
+import { AGENT_STATE_MEMO, AGENT_STATE_SEARCH_ATTRIBUTE, WORKFLOW_TYPE } from './common/constants';
 import {
   AbortInputSchema,
   ApproveInputSchema,
@@ -55,7 +55,8 @@ import { AgentState, isTerminal } from './common/states';
 const agentStateKey = defineSearchAttributeKey(AGENT_STATE_SEARCH_ATTRIBUTE, 'KEYWORD');
 
 /** Longest wait for a worker to answer one `state` query: with no worker polling, the server holds a query until the deadline. */
-const QUERY_TIMEOUT_MS = 10_000;
+/** Long enough for a busy worker, short enough that the stored copy still answers within 10 s. */
+const QUERY_TIMEOUT_MS = 5_000;
 /** Retries of a failed `state` query (the first workflow task not yet done, a worker restarting). */
 const QUERY_RETRIES = 3;
 const QUERY_RETRY_DELAY_MS = 250;
@@ -254,8 +255,32 @@ export class AgentRunHandle {
     return this.workflow.workflowId;
   }
 
-  /** The run's state view. Works on a finished run too, as long as a worker runs to answer the query. */
+  /**
+   * The run's state view, from the run itself (the `state` query, which a worker answers). When no worker answers
+   * within `timeoutMs`, the copy the run stored when it last waited for a person or ended (`stored` says when and
+   * why), if it has one; otherwise the query's error.
+   */
   async state(opts: StateOptions = {}): Promise<RunStateView> {
+    try {
+      return await this.liveState(opts);
+    } catch (err) {
+      if (!(err instanceof AgentQueryTimeoutError || isNoWorkerError(err))) throw err;
+      const stored = await this.storedState(`no worker is answering: ${(err as Error).message}`);
+      if (!stored) throw err;
+      return stored;
+    }
+  }
+
+  /** The copy of the view the run stored in its memo (written when it waits for a person and when it ends); served by the server with no worker. */
+  async storedState(reason = 'the stored copy was asked for'): Promise<RunStateView | undefined> {
+    const description = await this.workflow.describe();
+    const memo = description.memo?.[AGENT_STATE_MEMO] as (RunStateView & { storedAt?: string }) | undefined;
+    if (!memo) return undefined;
+    const { storedAt, ...view } = memo;
+    return { ...view, stored: { at: storedAt ?? description.executionTime?.toISOString() ?? '', reason } };
+  }
+
+  private async liveState(opts: StateOptions): Promise<RunStateView> {
     const timeoutMs = opts.timeoutMs ?? QUERY_TIMEOUT_MS;
     const retries = opts.retries ?? QUERY_RETRIES;
     const connection = this.workflow.client.connection;
@@ -522,4 +547,10 @@ async function pause(ms: number, signal: AbortSignal | undefined): Promise<void>
 function summarize(prompt: string): string {
   const line = prompt.replace(/\s+/g, ' ').trim();
   return line.length > SUMMARY_CHARS ? `${line.slice(0, SUMMARY_CHARS - 3)}...` : line;
+}
+
+/** The server's answer when no worker polls the run's task queue: a query cannot be answered until one does. */
+function isNoWorkerError(err: unknown): boolean {
+  const text = err instanceof Error ? `${err.message} ${String((err as { cause?: unknown }).cause ?? '')}` : '';
+  return /no poller seen|FAILED_PRECONDITION|workflow query timed out|Query timed out/i.test(text);
 }

@@ -3,3 +3,8 @@ export const DEFAULT_TASK_QUEUE = 'agent-runs';
 export const WORKFLOW_TYPE = 'agentRun';
 /** Keyword search attribute holding the run's state, upserted whenever the run waits in a new state. */
 export const AGENT_STATE_SEARCH_ATTRIBUTE = 'AgentState';
+/**
+ * Memo field holding a copy of the run's state view, written when the run waits for a person and when it ends, so
+ * that the server can answer `state` when no worker does.
+ */
+export const AGENT_STATE_MEMO = 'agentState';

@@ -81,4 +81,9 @@ export interface RunStateView {
   messageCount: number;
   /** Only when asked for (`includeMessages`): it can be large. */
   messages?: ChatMessage[];
+  /**
+   * Set when no worker answered and this is the copy the run stored (memo `agentState`) when it last waited for a
+   * person or ended: when it was stored, and why the live state was not available.
+   */
+  stored?: { at: string; reason: string };
 }

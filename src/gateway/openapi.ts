@@ -129,6 +129,11 @@ const schemas: Record<string, Json> = {
       rejectedEvents: { type: 'array', items: { type: 'object', properties: { event: { type: 'string' }, state: { enum: agentStates }, at: { type: 'string' }, error: { type: 'string' } } } },
       messageCount: { type: 'integer' },
       messages: { type: 'array', items: { type: 'object' }, description: 'Only with `?messages=1`.' },
+      stored: {
+        type: 'object',
+        properties: { at: { type: 'string', format: 'date-time' }, reason: { type: 'string' } },
+        description: 'Only when no worker answered: this is the copy the run stored when it last waited for a person or ended.',
+      },
     },
     additionalProperties: false,
   },

@@ -43,6 +43,8 @@ const Patch = {
   RealProviders: 'real-providers',
   /** The model is told once, near a limit (limits.wrapUpAt), to conclude with what it has. */
   WrapUp: 'wrap-up',
+  /** A copy of the state view in the memo when the run waits for a person or ends, served with no worker running. */
+  StateMemo: 'state-memo',
 } as const;
 
 const now = () => new Date().toISOString();
@@ -53,9 +55,10 @@ export async function agentRun(rawInput: unknown): Promise<AgentRunResult> {
   let snapshot: RunSnapshot = input.ok ? initialSnapshot(input.value, now()) : blankSnapshot(now());
   snapshot.features = { noProgressGuard: patched(Patch.NoProgressGuard), realProviders: patched(Patch.RealProviders), conversationChain: false, wrapUp: false };
   const lean = patched(Patch.LeanSteps);
-  const [publisher, effects] = [createPublisher(lean), createEffects(lean)];
+  const effects = createEffects(lean);
   snapshot.features.conversationChain = patched(Patch.ConversationChain);
   snapshot.features.wrapUp = patched(Patch.WrapUp);
+  const publisher = createPublisher(lean, patched(Patch.StateMemo));
   const timer = createRunTimer(snapshot.features.realProviders, () => dispatch({ type: 'TIMEOUT' }, true));
   const queue: WorkCommand[] = [];
   // Time travel: the snapshot this run began from and every event applied since; any step is a fold away.

@@ -7,10 +7,13 @@
  *   when a signal or update moved it; the search attribute only when the state differs from the last one written.
  *   A step's four transitions then cost the server one visibility write instead of four.
  */
-import { log, setCurrentDetails, upsertSearchAttributes } from '@temporalio/workflow';
+import { log, setCurrentDetails, upsertMemo, upsertSearchAttributes } from '@temporalio/workflow';
 import { defineSearchAttributeKey } from '@temporalio/common';
-import { AGENT_STATE_SEARCH_ATTRIBUTE } from '../common/constants';
+import { AGENT_STATE_MEMO, AGENT_STATE_SEARCH_ATTRIBUTE } from '../common/constants';
+import { AgentState, isTerminal } from '../common/states';
+import { undecided } from './machine';
 import { currentDetails } from './requests';
+import { publicView } from './view';
 import type { RunSnapshot, TransitionRecord } from './snapshot';
 
 const agentStateKey = defineSearchAttributeKey(AGENT_STATE_SEARCH_ATTRIBUTE, 'KEYWORD');
@@ -27,8 +30,26 @@ export interface Publisher {
   carriedOn(s: RunSnapshot): void;
 }
 
-export function createPublisher(lean: boolean): Publisher {
+/** States in which a run keeps a copy of its view in its memo: waiting for a person, and ended. */
+const storesState = (s: RunSnapshot) => s.phase.type === AgentState.AWAITING_APPROVAL || s.phase.type === AgentState.PAUSED || isTerminal(s.phase.type);
+
+/** Transitions the stored copy keeps: the memo stays small. */
+const STORED_TRANSITIONS = 10;
+
+/**
+ * `memo` (`patched('state-memo')`): when the run waits for a person or ends, it also writes a copy of its view to the
+ * memo, which the server serves with no worker running (`AgentRunHandle.state` falls back to it).
+ */
+export function createPublisher(lean: boolean, memo = false): Publisher {
   let published: string | undefined;
+  let stored: string | undefined;
+  const store = (s: RunSnapshot): void => {
+    const key = `${s.step}/${undecided(s).length}/${s.phase.type === AgentState.COMPLETED && s.phase.conversationOpen}`;
+    if (!memo || !storesState(s) || key === stored) return;
+    stored = key;
+    const view = publicView(s, false);
+    upsertMemo({ [AGENT_STATE_MEMO]: { ...view, transitions: view.transitions.slice(-STORED_TRANSITIONS), storedAt: new Date().toISOString() } });
+  };
   const write = (s: RunSnapshot, state: string = s.phase.type): void => {
     setCurrentDetails(currentDetails(s)); // workflow metadata, not a history event
     if (lean && published === state) return;
@@ -44,6 +65,7 @@ export function createPublisher(lean: boolean): Publisher {
     },
     beforeWait(s) {
       if (lean) write(s);
+      store(s);
     },
     carriedOn(s) {
       if (!lean) write(s);

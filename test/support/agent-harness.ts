@@ -31,6 +31,8 @@ export interface AgentHarness {
   start(input: AgentRunInput | Record<string, unknown>): Promise<WorkflowHandle>;
   /** Poll the `state` query until `predicate` holds, or fail after `timeoutMs`. */
   waitForState(handle: WorkflowHandle, predicate: (s: RunStateView) => boolean, timeoutMs?: number): Promise<RunStateView>;
+  /** Stop the worker (the server, the client and the scripted model stay): no one answers queries any more. */
+  stopWorker(): Promise<void>;
   close(): Promise<void>;
 }
 
@@ -130,8 +132,12 @@ export async function startAgentHarness(
         const s = await handle.query(stateQuery);
         return predicate(s) ? s : undefined;
       }, timeoutMs, 'the run state'),
+    async stopWorker() {
+      if (worker.getState() === 'RUNNING') worker.shutdown();
+      await running;
+    },
     async close() {
-      worker.shutdown();
+      if (worker.getState() === 'RUNNING') worker.shutdown();
       await running;
       await env.teardown();
       await model.close();
