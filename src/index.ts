@@ -1,0 +1,30 @@
+/**
+ * `durable-agent-worker`: the worker side of the library. Define tools, start a worker that runs agent runs as Temporal
+ * workflows, and share its data converter with clients. Starting and watching runs from a backend is in
+ * `durable-agent-worker/client` (no native modules); the workflow code, for teams that bundle it into their own
+ * worker, is `durable-agent-worker/workflows`.
+ */
+
+/** The worker: `await (await createAgentWorker({ tools: [myTool] })).run()`; settings not given come from the environment. */
+export { createAgentWorker, resolveWorkerConfig, agentWorkerOptions, DEFAULT_MODEL, SHUTDOWN_GRACE_TIME } from './worker';
+export type { AgentDefinitionPlaceholder, AgentWorker, AgentWorkerOptions, ConnectionSettings, ModelOptions } from './worker';
+
+/** Tools: `defineTool({ name, description, parameters: z.object(...), sideEffects, execute })`. */
+export { defineTool, RetryableToolError, MAX_TOOL_OUTPUT_CHARS } from './activities/tools/registry';
+export type { Tool, ToolContext } from './activities/tools/registry';
+
+// Named agents: `defineAgent`, `AgentDefinition` and `agentPlugin` are exported here at the named-agents merge
+// (src/agents, src/plugin); until then `AgentWorkerOptions.agents` takes `AgentDefinitionPlaceholder`.
+
+/** The data converter workers and clients share (encryption, claim check); pass it to your own `Client` or `Worker`. */
+export { agentDataConverter } from './client';
+
+/** Settings, as the environment gives them: `workerConfig(env)` is the default of `createAgentWorker`. */
+export { workerConfig, codecSettings, temporalSettings } from './config';
+export type { CodecSettings, LlmSettings, TemporalSettings, WorkerConfig } from './config';
+
+/** A run's input, its result and the view its `state` query answers; what a backend needs beside the client. */
+export type { AgentRunInput, ApproveInput } from './common/input';
+export type { AgentRunResult, ApproveResult, SendMessageResult } from './common/messages';
+export type { PendingApproval, RunStateView, RunUsage, TransitionRecord } from './common/view';
+export { AgentState, isTerminal } from './common/states';
