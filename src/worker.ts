@@ -60,8 +60,9 @@ export interface AgentWorker {
   mcpServers: McpServerInfo[];
   /** The settings the worker runs with: the options over the environment. */
   config: WorkerConfig;
-  /** Runs until `shutdown()`, then closes the connection it opened, the scripted model and the MCP clients. */
+  /** Runs until `shutdown()` (or SIGINT, SIGTERM), then closes the connection it opened, the scripted model and the MCP clients. */
   run(): Promise<void>;
+  /** Starts a graceful shutdown; does nothing once the worker is stopping. */
   shutdown(): void;
 }
 
@@ -202,7 +203,10 @@ export async function createAgentWorker(options: AgentWorkerOptions = {}): Promi
           await release();
         }
       },
-      shutdown: () => worker.shutdown(),
+      // The SDK already shuts down on SIGINT and SIGTERM; a second shutdown would throw.
+      shutdown: () => {
+        if (worker.getState() === 'RUNNING') worker.shutdown();
+      },
     };
   } catch (err) {
     await release();
