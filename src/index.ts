@@ -6,8 +6,12 @@
  */
 
 /** The worker: `await (await createAgentWorker({ tools: [myTool] })).run()`; settings not given come from the environment. */
-export { createAgentWorker, resolveWorkerConfig, agentWorkerOptions, DEFAULT_MODEL, SHUTDOWN_GRACE_TIME } from './worker';
+export { createAgentWorker, resolveWorkerConfig, DEFAULT_MODEL, SHUTDOWN_GRACE_TIME } from './worker';
 export type { AgentDefinitionPlaceholder, AgentWorker, AgentWorkerOptions, ConnectionSettings, ModelOptions } from './worker';
+
+/** For a Temporal worker of your own that bundles `durable-agent-worker/workflows`: the activities and their tuning. */
+export { agentWorkerOptions, openAIClient } from './worker';
+export type { ActivityDeps } from './activities';
 
 /** Tools: `defineTool({ name, description, parameters: z.object(...), sideEffects, execute })`. */
 export { defineTool, RetryableToolError, MAX_TOOL_OUTPUT_CHARS } from './activities/tools/registry';
