@@ -6,7 +6,7 @@ export function buildApp(agents: AgentClient): FastifyInstance {
   const app = Fastify({ logger: true });
   app.setErrorHandler((err, _request, reply) => {
     const status = err instanceof InvalidAgentInputError ? 400 : err instanceof AgentRunNotFoundError ? 404 : 500;
-    return reply.code(status).send({ error: err.message });
+    return reply.code(status).send({ error: err instanceof Error ? err.message : String(err) });
   });
 
   app.post<{ Body: { prompt?: string } }>('/runs', async (request, reply) => {
