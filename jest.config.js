@@ -3,15 +3,16 @@
  * MockActivityEnvironment and the scripted model, the CLI against a fake client; no Temporal server, seconds to run.
  * `integration` (`npm run test:integration`): workflows on a real dev server, which its global setup starts.
  * `slow` (`npm run test:slow`): minutes each: the chaos short form, the 500-model-call run, the Web UI in Chromium,
- * and the real-model tier, whose llama-server its global setup provisions. `npm test` runs all three.
+ * the packed package installed into a fresh project, and the real-model tier, whose llama-server its global setup
+ * provisions. `npm test` runs all three.
  *
  * Jest runs a project's global setup only when one of that project's tests runs, so `jest test/machine.test.ts`
  * starts no server. It runs each distinct setup and teardown module once per run: `integration` and `slow` share
  * one dev server (global-setup-slow.ts starts it through global-setup.ts, which starts nothing when it is already up)
  * and one teardown, which runs after the last test of both.
  */
-const UNIT = ['machine', 'agents-unit', 'input-fuzz', 'cli', 'codec-server', 'config', 'connection', 'activities', 'ledger', 'provider-errors', 'scripted-model'];
-const SLOW = ['chaos', 'long-run-500', 'ui', 'ui-codec', 'real-model'];
+const UNIT = ['machine', 'agents-unit', 'input-fuzz', 'cli', 'codec-server', 'config', 'connection', 'activities', 'ledger', 'provider-errors', 'scripted-model', 'worker-options'];
+const SLOW = ['chaos', 'long-run-500', 'ui', 'ui-codec', 'real-model', 'package'];
 const files = (names) => names.map((name) => `<rootDir>/test/${name}.test.ts`);
 const ignored = (names) => names.map((name) => `/test/${name}\\.test\\.ts$`);
 

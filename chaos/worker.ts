@@ -51,7 +51,7 @@ async function main(): Promise<void> {
   // The harness keeps this output in a log file; info lines from every run would drown the warnings.
   Runtime.install({ logger: new DefaultLogger('WARN') });
   usePrebuiltBundle(process.env.CHAOS_WORKFLOW_BUNDLE);
-  const agent = await createAgentWorker(workerConfig(process.env), { tools: [recordEffect] });
+  const agent = await createAgentWorker({ config: workerConfig(process.env), tools: [recordEffect] });
   console.log(`chaos worker ${process.pid} polling ${process.env.TEMPORAL_TASK_QUEUE}`);
   await agent.run();
 }

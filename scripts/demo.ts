@@ -45,7 +45,7 @@ async function main(): Promise<void> {
 
   const { workspace } = config;
   const seeded = seedWorkspace(workspace);
-  const agent = await createAgentWorker(config);
+  const agent = await createAgentWorker({ config });
   const running = agent.run();
   console.log(
     agent.scriptedModelUrl

@@ -1,14 +1,14 @@
 /**
  * The agent worker as a library: `createAgentWorker` polls the `agent-runs` task queue for workflow and activity tasks.
- * With no LLM_API_KEY and no LLM_BASE_URL it serves the project's scripted model in-process. The process is
- * `src/bin/worker.ts` (`npm run worker`).
+ * Configured by one options object over the environment (config.ts). With no LLM_API_KEY and no LLM_BASE_URL it serves
+ * the project's scripted model in-process. The process is `src/bin/worker.ts` (`npm run worker`).
  */
 import { NativeConnection, Worker, type WorkerOptions } from '@temporalio/worker';
 import OpenAI from 'openai';
 import { createActivities, readableErrorBodies, SqliteToolLedger, type ActivityDeps, type AgentDefinition, type Tool } from './activities';
 import { connectMcpServers, parseMcpServers, type McpServerInfo, type McpTools } from './activities/tools/mcp';
 import { createConversationStore, createDataConverter } from './codec';
-import { usesScriptedModel, workerConfig, type WorkerConfig } from './config';
+import { usesScriptedModel, workerConfig, type CodecSettings, type TemporalSettings, type WorkerConfig } from './config';
 import { nativeConnectionOptions } from './connection';
 import { configuredTracing, tracingWorkerOptions, type Tracing } from './observability/tracing';
 import { DEMO_SCRIPT_NAME, startScriptedModel, type ScriptedModel } from './scripted-model';
@@ -58,39 +58,112 @@ export interface AgentWorker {
   model: string;
   /** MCP servers connected at start (AGENT_MCP_SERVERS or AGENT_MCP_CONFIG), with the registry names of their tools. */
   mcpServers: McpServerInfo[];
-  /** Runs until `shutdown()`, then closes the connection, the scripted model and the MCP clients. */
+  /** The settings the worker runs with: the options over the environment. */
+  config: WorkerConfig;
+  /** Runs until `shutdown()` (or SIGINT, SIGTERM), then closes the connection it opened, the scripted model and the MCP clients. */
   run(): Promise<void>;
+  /** Starts a graceful shutdown; does nothing once the worker is stopping. */
   shutdown(): void;
 }
 
 /**
- * A worker configured by `config` (by default read from the environment: `workerConfig()` in config.ts), with any extra
- * tools beside the built-in and MCP ones, and named agents (`extra.agents`, see `defineAgent`). `extra.tracing` replaces
- * the tracing the config asks for, and stays the caller's to shut down.
+/** Which model the worker calls; every field not given comes from the environment (LLM_*). */
+export interface ModelOptions {
+  /** An OpenAI-compatible endpoint. Without it and without `apiKey`, the worker serves the offline scripted model. @default LLM_BASE_URL */
+  baseURL?: string;
+  /** @default LLM_API_KEY */
+  apiKey?: string;
+  /** The model of runs that name none. @default LLM_MODEL, else `gpt-4o-mini` (the scripted model: `scripted-demo`) */
+  name?: string;
+  /** The context window of the models this worker calls. @default LLM_CONTEXT_WINDOW_TOKENS, else a table of known models */
+  contextWindowTokens?: number;
+}
+
+/** Where Temporal is: the fields not given come from the environment (TEMPORAL_*, temporal.toml). */
+export type ConnectionSettings = Partial<Pick<TemporalSettings, 'address' | 'apiKey' | 'tls' | 'metadata'>>;
+
+/**
+ * Options of `createAgentWorker`. Everything is optional: what is not given comes from `config`, else from the
+ * environment (`env`, read by `workerConfig()` in config.ts), so `createAgentWorker()` is the `npm run worker` process.
  */
-export async function createAgentWorker(config: WorkerConfig = workerConfig(), extra: { tools?: Tool[]; agents?: AgentDefinition[]; tracing?: Tracing } = {}): Promise<AgentWorker> {
+export interface AgentWorkerOptions {
+  /** Your tools (`defineTool`), beside the built-in file tools and the MCP servers' tools. */
+  tools?: Tool[];
+  /** Named agents (`defineAgent`): a run may name one (`agent`) instead of repeating its instructions and tools. */
+  agents?: AgentDefinition[];
+  /** The environment settings are read from. @default process.env */
+  env?: NodeJS.ProcessEnv;
+  /** Every setting at once, as `workerConfig()` reads them; the options below override it. @default workerConfig(env) */
+  config?: WorkerConfig;
+  /** An open `NativeConnection` (yours to close), or where to connect. @default TEMPORAL_ADDRESS and its TLS, API key */
+  connection?: NativeConnection | ConnectionSettings;
+  /** @default TEMPORAL_NAMESPACE, else `default` */
+  namespace?: string;
+  /** Clients must start runs on the same task queue. @default TEMPORAL_TASK_QUEUE, else `agent-runs` */
+  taskQueue?: string;
+  /** The model endpoint, or just the default model's name. */
+  model?: ModelOptions | string;
+  /** The directory the built-in file tools are confined to. @default AGENT_WORKSPACE, else ./workspace */
+  workspace?: string;
+  /** The durable ledger of side-effecting tool calls (SQLite). @default AGENT_LEDGER, else ./.agent/tool-ledger.sqlite */
+  ledgerFile?: string;
+  /** Encryption and claim check; clients must use the same (`agentDataConverter(codecs)`). @default `codecSettings(env)` */
+  codecs?: CodecSettings;
+  /** Prebuilt workflow bundles (`agent-build-workflows DIR`, `npm run build:workflows`); unset, the worker bundles its workflow code at boot. @default AGENT_WORKFLOW_BUNDLE_DIR */
+  workflowBundleDir?: string;
+  /** Replaces the tracing the config asks for (AGENT_TRACING), and stays the caller's to shut down. */
+  tracing?: Tracing;
+}
+
+const isNativeConnection = (c: AgentWorkerOptions['connection']): c is NativeConnection => c instanceof NativeConnection;
+
+/** The settings a worker runs with: `options` over `options.config`, else over the environment. Pure but for reading `env`. */
+export function resolveWorkerConfig(options: AgentWorkerOptions = {}): WorkerConfig {
+  const base = options.config ?? workerConfig(options.env ?? process.env);
+  const model: ModelOptions = typeof options.model === 'string' ? { name: options.model } : (options.model ?? {});
+  const connection = isNativeConnection(options.connection) ? {} : (options.connection ?? {});
+  const { name, ...llm } = model;
+  return {
+    ...base,
+    temporal: { ...base.temporal, ...definedOnly({ ...connection, namespace: options.namespace, taskQueue: options.taskQueue }) },
+    llm: { ...base.llm, ...definedOnly({ ...llm, model: name }) },
+    ...definedOnly({ workspace: options.workspace, ledgerFile: options.ledgerFile, codecs: options.codecs, workflowBundleDir: options.workflowBundleDir }),
+  };
+}
+
+/** The fields of `o` that are set: `{ taskQueue: undefined }` leaves the default in place. */
+const definedOnly = <T extends object>(o: T): Partial<T> => Object.fromEntries(Object.entries(o).filter(([, v]) => v !== undefined)) as Partial<T>;
+
+/**
+ * A worker for agent runs, configured by `options` over the environment (see `AgentWorkerOptions`), with the built-in
+ * file tools, the MCP servers' tools and yours. `await worker.run()` polls until `shutdown()` or SIGINT/SIGTERM.
+ */
+export async function createAgentWorker(options: AgentWorkerOptions = {}): Promise<AgentWorker> {
+  const config = resolveWorkerConfig(options);
   const { temporal, llm } = config;
   let scripted: ScriptedModel | undefined;
   if (usesScriptedModel(llm)) scripted = await startScriptedModel();
   const baseURL = scripted?.url ?? llm.baseURL ?? 'https://api.openai.com/v1';
   const model = llm.model ?? (scripted ? DEMO_SCRIPT_NAME : DEFAULT_MODEL);
   const ledger = new SqliteToolLedger(config.ledgerFile);
-  // TLS, mTLS and API keys by envconfig's conventions (TEMPORAL_API_KEY, TEMPORAL_TLS_*, temporal.toml profiles).
-  const connection = await NativeConnection.connect(nativeConnectionOptions(temporal));
+  const given = isNativeConnection(options.connection) ? options.connection : undefined;
   let mcp: McpTools | undefined;
   let ownTracing: Tracing | undefined;
+  let connection: NativeConnection | undefined;
   const release = async () => {
-    await connection.close();
+    if (!given) await connection?.close();
     await scripted?.close();
     await mcp?.close();
     await ownTracing?.shutdown();
     ledger.close();
   };
   try {
+    // TLS, mTLS and API keys by envconfig's conventions (TEMPORAL_API_KEY, TEMPORAL_TLS_*, temporal.toml profiles).
+    connection = given ?? (await NativeConnection.connect(nativeConnectionOptions(temporal)));
     const servers = config.mcpServers;
     mcp = await connectMcpServers(servers ? parseMcpServers(servers.value, servers.source) : []);
-    ownTracing = extra.tracing ? undefined : configuredTracing(config.observability);
-    const tracing = extra.tracing ?? ownTracing;
+    ownTracing = options.tracing ? undefined : configuredTracing(config.observability);
+    const tracing = options.tracing ?? ownTracing;
     const dataConverter = createDataConverter(config.codecs);
     const bundleDir = config.workflowBundleDir;
     const worker = await Worker.create({
@@ -107,8 +180,8 @@ export async function createAgentWorker(config: WorkerConfig = workerConfig(), e
         defaultModel: model,
         contextWindowTokens: llm.contextWindowTokens,
         workspace: config.workspace,
-        tools: [...(extra.tools ?? []), ...mcp.tools],
-        agents: extra.agents,
+        tools: [...(options.tools ?? []), ...mcp.tools],
+        agents: options.agents,
         ledger,
         conversations: createConversationStore(dataConverter, config.codecs.claimCheck),
       }),
@@ -116,6 +189,7 @@ export async function createAgentWorker(config: WorkerConfig = workerConfig(), e
     return {
       worker,
       model,
+      config,
       scriptedModelUrl: scripted?.url,
       mcpServers: mcp.servers,
       async run() {
@@ -125,7 +199,10 @@ export async function createAgentWorker(config: WorkerConfig = workerConfig(), e
           await release();
         }
       },
-      shutdown: () => worker.shutdown(),
+      // The SDK already shuts down on SIGINT and SIGTERM; a second shutdown would throw.
+      shutdown: () => {
+        if (worker.getState() === 'RUNNING') worker.shutdown();
+      },
     };
   } catch (err) {
     await release();

@@ -229,7 +229,7 @@ describe('the production worker and client on the real server, encrypted', () =>
       AGENT_CLAIM_CHECK_THRESHOLD: '512',
       AGENT_ENCRYPTION_KEYS: `k1:${newKey().toString('base64')}`,
     };
-    const [worker, cliPath] = await Promise.all([createAgentWorker(workerConfig(env)), ensureTemporalCli({ quiet: true })]);
+    const [worker, cliPath] = await Promise.all([createAgentWorker({ config: workerConfig(env) }), ensureTemporalCli({ quiet: true })]);
     agent = worker;
     cli = cliPath;
     running = agent.run();

@@ -62,7 +62,7 @@ test('a run on a worker from createAgentWorker produces client, workflow and act
   // The worker also takes an MCP server from the environment, as in production (see docs/mcp.md).
   const mcpServer = { name: 'fixtures', command: process.execPath, args: ['--import', 'tsx', 'test/fixtures/mcp-server.ts'], cwd: ROOT };
   const env: NodeJS.ProcessEnv = { ...workerEnv(`obs-trace-${process.pid}-${Date.now()}`), LLM_MODEL: 'traced', AGENT_MCP_SERVERS: JSON.stringify([mcpServer]) };
-  const agent = await createAgentWorker(workerConfig(env), { tracing });
+  const agent = await createAgentWorker({ config: workerConfig(env), tracing });
   expect(agent.mcpServers.map((s) => s.tools)).toEqual([['fixtures_add', 'fixtures_echo', 'fixtures_fail']]);
   const mcpPid = agent.mcpServers[0].pid!;
   const running = agent.run();

@@ -80,7 +80,7 @@ beforeAll(async () => {
     uiCodecEndpoint: codecUrl,
   });
   env.TEMPORAL_ADDRESS = server.address;
-  agent = await createAgentWorker(workerConfig(env));
+  agent = await createAgentWorker({ config: workerConfig(env) });
   running = agent.run();
   agents = await AgentClient.connect(
     { address: server.address, namespace: 'default', taskQueue: env.TEMPORAL_TASK_QUEUE! },

@@ -1,3 +1,4 @@
+#!/usr/bin/env node
 /** The agent CLI process: `npm run agent -- <command>`. The commands are in `src/cli.ts`; the exit code is theirs. */
 import { runCli } from '../cli';
 

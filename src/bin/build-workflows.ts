@@ -1,3 +1,4 @@
+#!/usr/bin/env node
 /**
  * Builds the workflow bundles ahead of time: `npm run build:workflows -- [DIR]` (`node dist/bin/build-workflows.js DIR`
  * in the image build). DIR defaults to dist/workflow-bundles; workers load them with AGENT_WORKFLOW_BUNDLE_DIR=DIR.

@@ -1,3 +1,4 @@
+#!/usr/bin/env node
 /**
  * The codec server process: `npm run codec-server` (`node dist/bin/codec-server.js` in the image). CODEC_SERVER_TOKEN
  * (required), CODEC_SERVER_PORT (8081), CODEC_SERVER_HOST (127.0.0.1), CODEC_SERVER_CORS_ORIGINS, and the worker's

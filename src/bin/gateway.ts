@@ -1,3 +1,4 @@
+#!/usr/bin/env node
 /**
  * The HTTP gateway process: `npm run gateway`. GATEWAY_PORT (8080), GATEWAY_HOST (127.0.0.1), GATEWAY_TOKEN
  * (required unless GATEWAY_INSECURE=1), and the TEMPORAL_* settings of `AgentClient.connect`.

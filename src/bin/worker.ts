@@ -1,3 +1,4 @@
+#!/usr/bin/env node
 /**
  * The worker process: `npm run worker` (`node dist/bin/worker.js` in the image). Polls the `agent-runs` task queue
  * until SIGINT or SIGTERM; with no LLM_API_KEY and no LLM_BASE_URL it serves the scripted model and says so.
@@ -10,7 +11,7 @@ async function main(): Promise<void> {
   const config = workerConfig(process.env);
   // Logs (AGENT_LOG_FORMAT, AGENT_LOG_LEVEL) and Prometheus metrics (AGENT_METRICS_PORT), before any connection.
   const { say } = installWorkerRuntime(config.observability);
-  const agent = await createAgentWorker(config);
+  const agent = await createAgentWorker({ config });
   const { temporal, observability, codecs } = config;
   if (agent.scriptedModelUrl) {
     say(`worker: no LLM_API_KEY or LLM_BASE_URL, so runs use the scripted model at ${agent.scriptedModelUrl} (offline demo, not a real LLM)`);

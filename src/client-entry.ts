@@ -1,0 +1,32 @@
+/**
+ * `durable-agent-worker/client`: start, watch and steer agent runs from a backend service. Safe in a web backend: this
+ * entry and everything it imports load no native module (no `@temporalio/worker`, core bridge or SQLite), which
+ * test/package.test.ts checks in a fresh process.
+ */
+
+/** The client: `AgentClient.connect()` (TEMPORAL_* settings by default), `start`, `handle(id)`, `list`, `fork`. */
+export { AgentClient, AgentRunHandle, agentDataConverter, diffState } from './client';
+export type { AgentRunSummary, ConnectOptions, ListOptions, StartOptions, StateOptions, WatchEvent, WatchOptions } from './client';
+
+/** Errors the client throws, and helpers that unwrap why a run failed. */
+export {
+  AgentQueryTimeoutError,
+  AgentRunEndedError,
+  AgentRunNotFoundError,
+  AgentUpdateRejectedError,
+  InvalidAgentInputError,
+  failureReason,
+  isAlreadyStarted,
+  runFailure,
+} from './client';
+export type { RunFailure } from './client';
+
+/** A run's input, its result and the view its `state` query answers (fields are added, never removed, in a major version). */
+export type { AgentRunInput, ApproveInput } from './common/input';
+export type { AgentRunResult, ApproveResult, SendMessageResult } from './common/messages';
+export type { PendingApproval, RunStateView, RunUsage, TransitionRecord } from './common/view';
+export { AgentState, isTerminal } from './common/states';
+
+/** Where Temporal is, for `AgentClient.connect(settings)`; unset fields come from the environment. */
+export type { CodecSettings, TemporalSettings } from './config';
+export { codecSettings, temporalSettings } from './config';

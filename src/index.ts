@@ -1,0 +1,44 @@
+/**
+ * `durable-agent-worker`: the worker side of the library. Define tools, start a worker that runs agent runs as Temporal
+ * workflows, and share its data converter with clients. Starting and watching runs from a backend is in
+ * `durable-agent-worker/client` (no native modules); the workflow code, for teams that bundle it into their own
+ * worker, is `durable-agent-worker/workflows`.
+ */
+
+/** The worker: `await (await createAgentWorker({ tools: [myTool] })).run()`; settings not given come from the environment. */
+export { createAgentWorker, resolveWorkerConfig, DEFAULT_MODEL, SHUTDOWN_GRACE_TIME } from './worker';
+export type { AgentWorker, AgentWorkerOptions, ConnectionSettings, ModelOptions } from './worker';
+
+/** For a Temporal worker of your own that bundles `durable-agent-worker/workflows`: the activities and their tuning. */
+export { agentWorkerOptions, openAIClient } from './worker';
+export type { ActivityDeps } from './activities';
+
+/** Tools: `defineTool({ name, description, parameters: z.object(...), sideEffects, execute })`. */
+export { defineTool, RetryableToolError, MAX_TOOL_OUTPUT_CHARS } from './activities/tools/registry';
+export type { Tool, ToolContext } from './activities/tools/registry';
+
+/** Named agents: `defineAgent({ name, instructions, tools, model, limits, ... })`; a run names one with `agent`. */
+export { defineAgent, InvalidAgentDefinitionError } from './activities/agents';
+export type { AgentDefinition } from './activities/agents';
+export { applyAgent } from './common/agents';
+export type { AgentSpec } from './common/agents';
+
+/** A Temporal plugin for a worker (and client) you already run: `Worker.create({ ..., plugins: [agentPlugin({ tools })] })`. */
+export { agentPlugin, AgentPlugin, AGENT_PLUGIN_NAME } from './plugin';
+export type { AgentPluginOptions } from './plugin';
+
+/** Failure types a backend matches on (`InvalidInput`, `AgentRunFailed`, `UnknownAgent`, the model's error classes). */
+export { FailureType, ModelErrorType } from './common/failures';
+
+/** The data converter workers and clients share (encryption, claim check); pass it to your own `Client` or `Worker`. */
+export { agentDataConverter } from './client';
+
+/** Settings, as the environment gives them: `workerConfig(env)` is the default of `createAgentWorker`. */
+export { workerConfig, codecSettings, temporalSettings } from './config';
+export type { CodecSettings, LlmSettings, TemporalSettings, WorkerConfig } from './config';
+
+/** A run's input, its result and the view its `state` query answers; what a backend needs beside the client. */
+export type { AgentRunInput, ApproveInput } from './common/input';
+export type { AgentRunResult, ApproveResult, SendMessageResult } from './common/messages';
+export type { PendingApproval, RunStateView, RunUsage, TransitionRecord } from './common/view';
+export { AgentState, isTerminal } from './common/states';

@@ -1,0 +1,51 @@
+/** createAgentWorker's options over the environment (resolveWorkerConfig): what each option overrides, and what it leaves. */
+import path from 'node:path';
+import { workerConfig } from '../src/config';
+import { resolveWorkerConfig } from '../src/worker';
+
+const env: NodeJS.ProcessEnv = {
+  TEMPORAL_ADDRESS: 'temporal.env:7233',
+  TEMPORAL_NAMESPACE: 'env-ns',
+  TEMPORAL_TASK_QUEUE: 'env-queue',
+  LLM_API_KEY: 'env-key',
+  LLM_MODEL: 'env-model',
+  AGENT_WORKSPACE: '/env/ws',
+};
+
+test('no options: the settings the environment gives, as the worker process reads them', () => {
+  expect(resolveWorkerConfig({ env })).toEqual(workerConfig(env));
+});
+
+test('each option overrides its setting and leaves the rest to the environment', () => {
+  const config = resolveWorkerConfig({
+    env,
+    connection: { address: 'temporal.opt:7233' },
+    namespace: 'opt-ns',
+    taskQueue: 'opt-queue',
+    model: { baseURL: 'http://llm.opt/v1', name: 'opt-model' },
+    workspace: '/opt/ws',
+    ledgerFile: '/opt/ledger.sqlite',
+  });
+  expect(config.temporal).toMatchObject({ address: 'temporal.opt:7233', namespace: 'opt-ns', taskQueue: 'opt-queue' });
+  expect(config.llm).toEqual({ baseURL: 'http://llm.opt/v1', apiKey: 'env-key', model: 'opt-model' });
+  expect(config).toMatchObject({ workspace: '/opt/ws', ledgerFile: '/opt/ledger.sqlite' });
+  expect(config.codecs).toEqual(workerConfig(env).codecs);
+});
+
+test('a model given by name keeps the endpoint and key of the environment', () => {
+  expect(resolveWorkerConfig({ env, model: 'gpt-4.1' }).llm).toEqual({ apiKey: 'env-key', model: 'gpt-4.1' });
+});
+
+test('options set to undefined leave the setting as it was', () => {
+  const config = resolveWorkerConfig({ env, taskQueue: undefined, connection: { address: undefined }, model: { apiKey: undefined } });
+  expect(config).toEqual(workerConfig(env));
+});
+
+test('a whole config replaces the environment as the base', () => {
+  const base = workerConfig({ TEMPORAL_TASK_QUEUE: 'base-queue' });
+  const config = resolveWorkerConfig({ config: base, env, workspace: 'ws' });
+  expect(config.temporal.taskQueue).toBe('base-queue');
+  expect(config.llm).toEqual({});
+  expect(config.workspace).toBe('ws');
+  expect(config.ledgerFile).toBe(path.resolve('./.agent/tool-ledger.sqlite'));
+});
