@@ -382,6 +382,10 @@ function formatState(workflowId: string, v: RunStateView): string {
       `tokens ${v.usage.totalTokens}, messages ${v.messageCount}`,
   ];
   if (v.pauseRequested) lines.push('  pause requested');
+  for (const r of v.retrying ?? []) {
+    const failure = r.lastFailure ? `, last failure ${r.lastFailure.type ?? 'error'}: ${oneLine(r.lastFailure.message, 120)}` : '';
+    lines.push(`  retrying ${r.activity}: attempt ${r.attempt}${failure}${r.nextAttemptAt ? `, next at ${clock(r.nextAttemptAt)}` : ''}`);
+  }
   for (const p of v.pendingApproval) lines.push(`  approval: ${approvalLine(p)}`);
   const modelStep = v.state === AgentState.STREAMING || v.state === AgentState.PLANNING;
   if (modelStep && v.stream && v.partialText) lines.push(`  streaming (call ${v.stream.callNumber}): ${oneLine(v.partialText)}`);

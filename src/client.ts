@@ -20,6 +20,8 @@ import {
   type WorkflowHandle,
 } from '@temporalio/client';
 import { defineSearchAttributeKey, type DataConverter } from '@temporalio/common';
+import { decodeOptionalFailureToOptionalError } from '@temporalio/common/lib/internal-non-workflow';
+import { optionalTsToDate } from '@temporalio/common/lib/time';
 import type { z } from 'zod';
 import { createDataConverter } from './codec';
 import { codecSettings, observabilitySettings, temporalSettings, type CodecSettings, type TemporalSettings } from './config';
@@ -49,12 +51,15 @@ import {
   type RunStateView,
   type SendMessageResult,
 } from './common/messages';
-import type { PendingApproval, TransitionRecord } from './common/view';
+import type { PendingApproval, RetryInfo, TransitionRecord } from './common/view';
 import { AgentState, isTerminal } from './common/states';
 
 const agentStateKey = defineSearchAttributeKey(AGENT_STATE_SEARCH_ATTRIBUTE, 'KEYWORD');
 
 /** Longest wait for a worker to answer one `state` query: with no worker polling, the server holds a query until the deadline. */
+/** States whose work may be retried, where `state()` looks for retries. */
+const WORKING_STATES: readonly string[] = [AgentState.PLANNING, AgentState.STREAMING, AgentState.TOOL_EXECUTING, AgentState.COMPACTING, AgentState.CRITIQUE];
+
 /** Long enough for a busy worker, short enough that the stored copy still answers within 10 s. */
 const QUERY_TIMEOUT_MS = 5_000;
 /** Retries of a failed `state` query (the first workflow task not yet done, a worker restarting). */
@@ -262,13 +267,33 @@ export class AgentRunHandle {
    */
   async state(opts: StateOptions = {}): Promise<RunStateView> {
     try {
-      return await this.liveState(opts);
+      return await this.withRetries(await this.liveState(opts));
     } catch (err) {
       if (!(err instanceof AgentQueryTimeoutError || isNoWorkerError(err))) throw err;
       const stored = await this.storedState(`no worker is answering: ${(err as Error).message}`);
       if (!stored) throw err;
       return stored;
     }
+  }
+
+  /** The view with the activities being retried, from the server's description of the run, while it works. */
+  private async withRetries(view: RunStateView): Promise<RunStateView> {
+    if (!WORKING_STATES.includes(view.state)) return view;
+    const { raw } = await this.workflow.describe();
+    const converter = this.workflow.client.options.loadedDataConverter;
+    const retrying: RetryInfo[] = [];
+    for (const a of raw.pendingActivities ?? []) {
+      if ((a.attempt ?? 1) <= 1 && !a.lastFailure) continue;
+      const error = await decodeOptionalFailureToOptionalError(converter, a.lastFailure);
+      const type = error instanceof ApplicationFailure ? (error.type ?? null) : null;
+      retrying.push({
+        activity: a.activityType?.name ?? '',
+        attempt: a.attempt ?? 1,
+        lastFailure: error ? { type, message: error.message } : null,
+        nextAttemptAt: optionalTsToDate(a.nextAttemptScheduleTime)?.toISOString() ?? null,
+      });
+    }
+    return retrying.length > 0 ? { ...view, retrying } : view;
   }
 
   /** The copy of the view the run stored in its memo (written when it waits for a person and when it ends); served by the server with no worker. */

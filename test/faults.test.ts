@@ -3,9 +3,10 @@
  * and the run's outcome. Model calls retry from 1 s, doubling, 6 attempts (agent-run.ts); errors.ts classifies.
  */
 import type { WorkflowHandle } from '@temporalio/client';
+import { AgentClient } from '../src/client';
 import { stateQuery } from '../src/common/messages';
 import type { ScriptStep } from '../src/scripted-model';
-import { startAgentHarness, type AgentHarness } from './support/agent-harness';
+import { startAgentHarness, waitFor, type AgentHarness } from './support/agent-harness';
 import { failureOf } from './support/failures';
 
 const IDLE_TIMEOUT_MS = 1_500;
@@ -72,6 +73,32 @@ test('a 429 in the middle of a run waits for retry-after-ms, not the backoff, an
     attempt: 2,
     lastFailure: { message: expect.stringMatching(/^rate limited by the model provider \(429 rate_limit_exceeded/), type: 'ModelInvocationError.RateLimit' },
   });
+});
+
+test('while a 429 is waited out, state shows the retry: the attempt, the failure and when the next attempt starts', async () => {
+  h.model.register('limited-visible', [
+    { error: { status: 429, message: 'Rate limit reached', code: 'rate_limit_exceeded', headers: { 'retry-after-ms': '4000' } } },
+    { text: 'answered after the wait' },
+  ]);
+  const handle = await h.start({ prompt: 'hi', model: 'limited-visible' });
+  const run = new AgentClient(h.env.client, h.taskQueue).handle(handle.workflowId);
+  const seen = await waitFor(async () => {
+    const view = await run.state();
+    return view.retrying?.length ? view : undefined;
+  }, 10_000, 'the retry in state');
+  expect(seen.state).toBe('STREAMING');
+  expect(seen.retrying).toEqual([
+    {
+      activity: 'callModel',
+      attempt: 2,
+      lastFailure: { type: 'ModelInvocationError.RateLimit', message: expect.stringMatching(/^rate limited by the model provider \(429 rate_limit_exceeded/) },
+      nextAttemptAt: expect.any(String),
+    },
+  ]);
+  expect(Date.parse(seen.retrying![0].nextAttemptAt!)).toBeGreaterThan(Date.now() - 1_000);
+  expect(await handle.result()).toMatchObject({ status: 'COMPLETED', answer: 'answered after the wait' });
+  // Once the call has answered, nothing is being retried.
+  expect((await run.state()).retrying).toBeUndefined();
 });
 
 test.each([500, 502, 503])('a %i is retried once after the backoff and the run completes', async (status) => {

@@ -744,8 +744,8 @@ describe('the public view', () => {
     const s = run(snapshot({ approval: { tools: ['writeFile'] } }), { type: 'START' }, { type: 'MODEL_RESPONDED', response: response('', [call('w', 'writeFile')]) });
     const v = publicView(s, true);
     const documented = (openApiDocument() as { components: { schemas: { RunState: { properties: object; required: string[] } } } }).components.schemas.RunState;
-    // `stored` is added by the client when it answers from the run's stored copy.
-    expect(Object.keys(v).sort()).toEqual(Object.keys(documented.properties).filter((k) => k !== 'stored').sort());
+    // `stored` and `retrying` are added by the client (the run's stored copy, the server's pending activities).
+    expect(Object.keys(v).sort()).toEqual(Object.keys(documented.properties).filter((k) => k !== 'stored' && k !== 'retrying').sort());
     expect(Object.keys(publicView(s, false)).sort()).toEqual([...documented.required].sort());
     expect(v).toMatchObject({ state: 'AWAITING_APPROVAL', pendingApproval: [{ toolCallId: 'w', kind: 'tool' }], resumeTo: null, conversationOpen: false });
     for (const internal of ['phase', 'features', 'chain', 'loopWarned', 'overflowsInARow', 'toolSignatures', 'presetResults', 'promptCalibration']) expect(v).not.toHaveProperty(internal);

@@ -86,4 +86,21 @@ export interface RunStateView {
    * person or ended: when it was stored, and why the live state was not available.
    */
   stored?: { at: string; reason: string };
+  /**
+   * Set by the client while the run's work is being retried (a model call waiting out a 429, a tool failing): each
+   * activity's attempt, why the last one failed, and when the next is due (from the server's pending activities).
+   */
+  retrying?: RetryInfo[];
+}
+
+/** An activity being retried. */
+export interface RetryInfo {
+  /** `callModel`, `executeTool`, `compactContext`, `critiqueAnswer`. */
+  activity: string;
+  /** The attempt running or due next (2 after one failure). */
+  attempt: number;
+  /** The last attempt's failure: its type (e.g. `ModelInvocationError.RateLimit`) and message. */
+  lastFailure: { type: string | null; message: string } | null;
+  /** When the next attempt starts; null while one runs. */
+  nextAttemptAt: string | null;
 }

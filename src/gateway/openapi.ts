@@ -129,6 +129,19 @@ const schemas: Record<string, Json> = {
       rejectedEvents: { type: 'array', items: { type: 'object', properties: { event: { type: 'string' }, state: { enum: agentStates }, at: { type: 'string' }, error: { type: 'string' } } } },
       messageCount: { type: 'integer' },
       messages: { type: 'array', items: { type: 'object' }, description: 'Only with `?messages=1`.' },
+      retrying: {
+        type: 'array',
+        description: 'Only while work is retried: each activity, its attempt, the last failure and when the next attempt starts.',
+        items: {
+          type: 'object',
+          properties: {
+            activity: { type: 'string' },
+            attempt: { type: 'integer' },
+            lastFailure: { type: ['object', 'null'], properties: { type: { type: ['string', 'null'] }, message: { type: 'string' } } },
+            nextAttemptAt: { type: ['string', 'null'], format: 'date-time' },
+          },
+        },
+      },
       stored: {
         type: 'object',
         properties: { at: { type: 'string', format: 'date-time' }, reason: { type: 'string' } },
