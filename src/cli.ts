@@ -347,6 +347,18 @@ export function humanWatchPrinter(write: (text: string) => void): (event: WatchE
       case 'restart':
         line(`  (model call ${event.callNumber} restarted, attempt ${event.attempt})`);
         break;
+      case 'toolStart':
+        line(`  tool ${event.name}(${oneLine(event.arguments, 80)}) …`);
+        break;
+      case 'toolEnd':
+        line(`  tool ${event.name} ${event.ok ? 'done' : 'failed'} in ${event.durationMs} ms: ${oneLine(event.output, 100)}`);
+        break;
+      case 'retry': {
+        const { retry } = event;
+        const failure = retry.lastFailure ? ` after ${retry.lastFailure.type ?? 'an error'}: ${oneLine(retry.lastFailure.message, 100)}` : '';
+        line(`  retrying ${retry.activity}, attempt ${retry.attempt}${failure}${retry.nextAttemptAt ? ` (next at ${clock(retry.nextAttemptAt)})` : ''}`);
+        break;
+      }
       case 'text':
         streamed(event.text);
         break;

@@ -157,6 +157,27 @@ describe('humanWatchPrinter', () => {
   });
 });
 
+describe('diffState: tool events', () => {
+  it('a tool that started and ended between two polls is reported in order with the transitions', () => {
+    const transitions = [
+      tr('IDLE', 'STREAMING', 'START', 1),
+      tr('STREAMING', 'PROCESSING', 'MODEL_RESPONDED', 2),
+      tr('PROCESSING', 'TOOL_EXECUTING', 'PROCESS', 2),
+      tr('TOOL_EXECUTING', 'CRITIQUE', 'TOOLS_DONE', 3),
+      tr('CRITIQUE', 'STREAMING', 'CRITIQUE_DONE', 3),
+    ];
+    const tool = { toolCallId: 'r1', name: 'readFile', arguments: '{}', startStep: 3, startedAt: transitions[2].at, endStep: 4, endedAt: transitions[3].at, ok: true, output: 'hi' };
+    const previous = view({ state: 'STREAMING', step: 1, transitions: transitions.slice(0, 1) });
+    const next = view({ state: 'STREAMING', step: 5, transitions, recentToolCalls: [tool] });
+    expect(diffState(previous, next).map((e) => (e.type === 'transition' ? `to:${e.transition.to}` : e.type))).toEqual([
+      'to:PROCESSING', 'to:TOOL_EXECUTING', 'toolStart', 'toolEnd', 'to:CRITIQUE', 'to:STREAMING',
+    ]);
+    expect(diffState(previous, next).find((e) => e.type === 'toolEnd')).toEqual({ type: 'toolEnd', step: 4, toolCallId: 'r1', name: 'readFile', ok: true, durationMs: 1000, output: 'hi', at: transitions[3].at });
+    // Seen already: nothing again.
+    expect(diffState(next, next).filter((e) => e.type.startsWith('tool'))).toEqual([]);
+  });
+});
+
 describe('startInput', () => {
   it.each<[string, Parameters<typeof startInput>[1], object]>([
     ['no flags: only the prompt, so defaults apply', {}, { prompt: 'p' }],

@@ -249,6 +249,21 @@ test('SSE: transitions and streamed text before the call ends, then end; Last-Ev
   expect((await readSse(await events(id, { 'last-event-id': messages.at(-1)!.id! }))).filter((m) => m.event).map((m) => m.event)).toEqual(['end']);
 });
 
+test('SSE: tool calls arrive as toolStart and toolEnd, in order between the transitions that started and ended them', async () => {
+  h.model.register('gw-tools', ({ callIndex }) =>
+    callIndex === 0 ? { toolCalls: [{ id: 'r1', name: 'readFile', arguments: { path: 'hello.txt' } }] } : { text: 'read it' },
+  );
+  const id = await startRun({ prompt: 'read', model: 'gw-tools' });
+  const messages = (await readSse(await events(id))).filter((m) => m.event);
+  const kinds = messages.map((m) => (m.event === 'transition' ? `to:${m.data.transition.to}` : m.event));
+  expect(kinds.slice(kinds.indexOf('to:TOOL_EXECUTING'), kinds.indexOf('to:TOOL_EXECUTING') + 4)).toEqual(['to:TOOL_EXECUTING', 'toolStart', 'toolEnd', 'to:CRITIQUE']);
+  const start = messages.find((m) => m.event === 'toolStart')!.data;
+  const end = messages.find((m) => m.event === 'toolEnd')!.data;
+  expect(start).toMatchObject({ toolCallId: 'r1', name: 'readFile', arguments: '{"path":"hello.txt"}' });
+  expect(end).toMatchObject({ toolCallId: 'r1', name: 'readFile', ok: true, output: expect.stringMatching(/^Hello from the workspace/) });
+  expect(end.durationMs).toBeGreaterThanOrEqual(0);
+});
+
 test('SSE: an unknown run is a JSON 404; a client that goes away stops the watch loop', async () => {
   const missing = await events('no-such-run');
   expect(missing.status).toBe(404);

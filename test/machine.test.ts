@@ -797,3 +797,18 @@ describe('wrapping up near a limit', () => {
     expect(notes(tooling({ limits: { maxToolCalls: 5 } }, { wrapUp: false }))).toEqual([]);
   });
 });
+
+describe('tool calls for watchers', () => {
+  test('each call is recorded when its step starts it and when TOOLS_DONE ends it, with the start of its output', () => {
+    let s = run(snapshot({ approval: { tools: ['writeFile'] } }), { type: 'START' });
+    s = step(s, { type: 'MODEL_RESPONDED', response: response('', [call('r1'), call('w1', 'writeFile')]) }, at(5)).snapshot;
+    s = step(s, { type: 'APPROVAL', toolCallId: 'w1', approved: false }, at(6)).snapshot; // rejected: never runs
+    expect(s.toolLog).toEqual([
+      { toolCallId: 'r1', name: 'readFile', arguments: '{"path":"a.txt"}', startStep: s.step, startedAt: at(6), endStep: null, endedAt: null, ok: null, output: null },
+    ]);
+    const done = step(s, { type: 'TOOLS_DONE', results: [{ toolCallId: 'r1', name: 'readFile', ok: true, content: 'y'.repeat(500) }] }, at(8)).snapshot;
+    expect(done.toolLog[0]).toMatchObject({ endStep: s.step + 1, endedAt: at(8), ok: true, output: `${'y'.repeat(199)}…` });
+    expect(done.transitions[s.step]).toMatchObject({ from: 'TOOL_EXECUTING', to: 'CRITIQUE' }); // the step that ended it
+    expect(view(done).recentToolCalls).toEqual(done.toolLog);
+  });
+});

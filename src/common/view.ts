@@ -26,6 +26,22 @@ export interface PendingApproval {
   decision?: { approved: boolean; feedback?: string };
 }
 
+/** One tool call, as watchers see it: started when the run entered TOOL_EXECUTING, ended with TOOLS_DONE. */
+export interface ToolCallRecord {
+  toolCallId: string;
+  name: string;
+  /** The arguments as JSON, cut at 200 characters. */
+  arguments: string;
+  /** The step that started it (the way into TOOL_EXECUTING), and when. */
+  startStep: number;
+  startedAt: string;
+  /** Once it ended: the step that ended it (TOOLS_DONE), when, whether it succeeded, and its output's first 200 characters. */
+  endStep: number | null;
+  endedAt: string | null;
+  ok: boolean | null;
+  output: string | null;
+}
+
 /** Tokens and money spent by the run: its model calls, the model critic's and compaction's. */
 export type RunUsage = Usage & { modelCalls: number; costUsd: number };
 
@@ -62,6 +78,8 @@ export interface RunStateView {
   workRemainingMs: number | null;
   /** When the current approval wait exceeds `limits.approvalTimeoutMs`. */
   approvalDeadline: string | null;
+  /** The last 20 tool calls, running or ended (`watch` and the SSE stream report them as toolStart and toolEnd). */
+  recentToolCalls: ToolCallRecord[];
   /** Messages sent during the run, handed to the model before its next call. */
   queuedMessages: string[];
   plan: string | null;

@@ -95,7 +95,7 @@ const schemas: Record<string, Json> = {
     description: "The `state` query of the run: the curated view in src/common/view.ts (see the README's public contract). Fields are added, never changed or removed, within a major version.",
     required: [
       'state', 'stateSince', 'step', 'loops', 'toolCalls', 'usage', 'limits', 'transitions', 'partialText', 'stream', 'pendingApproval', 'resumeTo',
-      'pauseRequested', 'conversationOpen', 'turns', 'deadline', 'workRemainingMs', 'approvalDeadline', 'queuedMessages', 'plan', 'lastCritique',
+      'pauseRequested', 'conversationOpen', 'turns', 'deadline', 'workRemainingMs', 'approvalDeadline', 'recentToolCalls', 'queuedMessages', 'plan', 'lastCritique',
       'lastModel', 'lastError', 'reason', 'answer', 'lastText', 'origin', 'rejectedEvents', 'messageCount',
     ],
     properties: {
@@ -117,6 +117,24 @@ const schemas: Record<string, Json> = {
       deadline: { type: ['string', 'null'], format: 'date-time', description: 'When working time runs out; null while a person decides.' },
       workRemainingMs: { type: ['integer', 'null'] },
       approvalDeadline: { type: ['string', 'null'], format: 'date-time' },
+      recentToolCalls: {
+        type: 'array',
+        description: 'The last 20 tool calls, running (endedAt null) or ended.',
+        items: {
+          type: 'object',
+          properties: {
+            toolCallId: { type: 'string' },
+            name: { type: 'string' },
+            arguments: { type: 'string' },
+            startStep: { type: 'integer' },
+            startedAt: { type: 'string', format: 'date-time' },
+            endStep: { type: ['integer', 'null'] },
+            endedAt: { type: ['string', 'null'], format: 'date-time' },
+            ok: { type: ['boolean', 'null'] },
+            output: { type: ['string', 'null'] },
+          },
+        },
+      },
       queuedMessages: { type: 'array', items: { type: 'string' } },
       plan: { type: ['string', 'null'] },
       lastCritique: { type: ['object', 'null'], properties: { action: { enum: ['continue', 'retry', 'replan', 'complete'] }, reason: { type: 'string' }, confidence: { type: 'number' } } },

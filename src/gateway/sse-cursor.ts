@@ -70,7 +70,12 @@ export class EventCursor {
         return [this.emit('restart', event)];
       case 'text':
         return this.text(event);
+      case 'toolStart':
+      case 'toolEnd':
+        // A resumed stream has the tool events of the steps before its cursor (those of the cursor's own step may repeat).
+        return event.step < this.cursor.step ? [] : [this.emit(event.type, event)];
       case 'approval':
+      case 'retry':
       case 'end':
         return [this.emit(event.type, event)];
     }

@@ -22,6 +22,7 @@ import { ruleCritique } from './critic';
 import { compactionRequest, critiqueRequest, modelRequest } from './requests';
 import { calibrated, confident, CONTINUE_PROMPT, continued, lastAssistantText, withResponseUsage, withSideUsage } from './responses';
 import type { ModelStep, Phase, RunSnapshot, WorkPhase } from './snapshot';
+import type { ToolCallRecord } from '../common/view';
 import { FailureType, ModelErrorType } from '../common/failures';
 import { AgentState, CritiqueAction, type CritiqueDecision, isTerminal, WORK_STATES } from '../common/states';
 
@@ -306,6 +307,7 @@ function handle(s: RunSnapshot, e: AgentEvent, now: string): TransitionResult {
       const anyFailed = results.some((r) => !r.ok);
       const next: RunSnapshot = {
         ...s,
+        toolLog: toolsEnded(s.toolLog, e.results, s.step + 1, now),
         toolCalls: s.toolCalls + e.results.length,
         lastToolResults: results,
         failuresInARow: anyFailed ? s.failuresInARow + 1 : 0,
@@ -527,6 +529,7 @@ function enter(s: RunSnapshot, target: Phase, e: AgentEvent, now: string): Trans
   const overflow = callsModel && s.features.realProviders && e.type !== 'COMPACTED' ? contextWouldOverflow(s) : null;
   if (overflow) return enter({ ...s, reason: overflow }, { type: S.COMPACTING, returnTo: target.type as ModelStep }, e, now);
   let next = moveTo(s, target, e, now);
+  if (target.type === S.TOOL_EXECUTING) next = { ...next, toolLog: toolsStarted(next, now) };
   if (callsModel) {
     const callNumber = s.loops + 1;
     const queued = s.queuedMessages.map((text) => ({ role: 'user' as const, content: text }));
@@ -582,6 +585,28 @@ export function resumeAt(s: RunSnapshot, now: string): { snapshot: RunSnapshot; 
   const due = timerDue(snapshot);
   const timer: AgentCommand[] = due === null ? [] : [{ type: 'timer', due }];
   return { snapshot, commands: [...timer, ...commandsFor(snapshot)] };
+}
+
+/** Tool calls watchers see: the last TOOL_LOG_SIZE. */
+const TOOL_LOG_SIZE = 20;
+const clip200 = (text: string) => (text.length > 200 ? `${text.slice(0, 199)}…` : text);
+
+/** The calls a TOOL_EXECUTING step runs, started at its step. */
+function toolsStarted(s: RunSnapshot, now: string): ToolCallRecord[] {
+  const preset = new Set(s.presetResults.map((r) => r.toolCallId));
+  const started = s.pendingToolCalls
+    .filter((c) => !preset.has(c.id))
+    .map((c): ToolCallRecord => ({ toolCallId: c.id, name: c.name, arguments: clip200(c.arguments), startStep: s.step, startedAt: now, endStep: null, endedAt: null, ok: null, output: null }));
+  return [...s.toolLog, ...started].slice(-TOOL_LOG_SIZE);
+}
+
+/** The calls `results` answered, ended at `step`. */
+function toolsEnded(log: ToolCallRecord[], results: ToolResult[], step: number, now: string): ToolCallRecord[] {
+  const byId = new Map(results.map((r) => [r.toolCallId, r]));
+  return log.map((t) => {
+    const r = t.endedAt === null ? byId.get(t.toolCallId) : undefined;
+    return r ? { ...t, endStep: step, endedAt: now, ok: r.ok, output: clip200(r.content) } : t;
+  });
 }
 
 function fail(s: RunSnapshot, e: AgentEvent, now: string, reason: string): TransitionResult {

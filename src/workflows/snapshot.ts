@@ -1,7 +1,7 @@
 import type { ChatMessage, ConversationRef, ToolCall, ToolResult } from '../common/chat';
 import type { Budget, CompactionOptions, Limits, ResolvedInput } from '../common/input';
 import { AgentState, type CritiqueDecision } from '../common/states';
-import type { PendingApproval, RunUsage, TransitionRecord } from '../common/view';
+import type { PendingApproval, RunUsage, ToolCallRecord, TransitionRecord } from '../common/view';
 
 /** 2: the state and the data only it has are one tagged union (`phase`); 1 loads through `loadSnapshot`. */
 export const SNAPSHOT_VERSION = 2;
@@ -87,6 +87,8 @@ export interface RunSnapshot {
   answer: string | null;
   plan: string | null;
   messages: ChatMessage[];
+  /** The last tool calls, started and ended, for watchers (`recentToolCalls` in the view). */
+  toolLog: ToolCallRecord[];
   /** Calls of the last model response not yet executed. */
   pendingToolCalls: ToolCall[];
   /** Results decided without running the tool (rejected by the user, stopped by the loop guard). */
@@ -165,6 +167,7 @@ export function initialSnapshot(input: ResolvedInput, now: string): RunSnapshot 
       { role: 'system', content: input.systemPrompt ?? DEFAULT_SYSTEM_PROMPT },
       { role: 'user', content: input.prompt },
     ],
+    toolLog: [],
     pendingToolCalls: [],
     presetResults: [],
     lastToolResults: [],
@@ -262,6 +265,7 @@ function withDefaults(carried: RunSnapshot): RunSnapshot {
       wrapUp: carried.features?.wrapUp ?? false,
     },
     wrapUpSent: carried.wrapUpSent ?? false,
+    toolLog: carried.toolLog ?? [],
     chain: carried.chain ?? null,
   };
 }

@@ -29,6 +29,7 @@ export function publicView(s: RunSnapshot, includeMessages: boolean): RunStateVi
     deadline: s.deadline,
     workRemainingMs: s.workRemainingMs,
     approvalDeadline: s.approvalDeadline,
+    recentToolCalls: s.toolLog,
     queuedMessages: s.queuedMessages,
     plan: s.plan,
     lastCritique: s.lastCritique,
