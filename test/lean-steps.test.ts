@@ -6,6 +6,7 @@
 import { existsSync, mkdtempSync, readFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
+import { defaultPayloadConverter } from '@temporalio/common';
 import { temporal } from '@temporalio/proto';
 import { Worker } from '@temporalio/worker';
 import { approveUpdate, stateQuery } from '../src/common/messages';
@@ -48,6 +49,9 @@ test('a pure tool runs as a local activity; a tool with side effects stays a tas
   // Three model calls and writeFile went through the task queue; readFile ran inside a workflow task.
   expect(scheduledActivities(all)).toEqual(['callModel', 'callModel', 'executeTool', 'callModel']);
   expect(localActivityMarkers(all)).toHaveLength(1);
+  // The local call carries the same readable summary as a task-queue tool, for the UI's timeline.
+  const summary = localActivityMarkers(all)[0].userMetadata?.summary;
+  expect(summary && defaultPayloadConverter.fromPayload(summary as never)).toBe('tool readFile {"path":"hello.txt"}');
   // The run waited on the model and on writeFile, so those states reached the search attribute; readFile's did not.
   expect(agentStateUpserts(all)).toEqual(['STREAMING', 'TOOL_EXECUTING', 'STREAMING', 'COMPLETED']);
   await expect(Worker.runReplayHistory({ workflowBundle: h.bundle }, { events: all }, handle.workflowId)).resolves.toBeUndefined();

@@ -41,7 +41,8 @@ const toolOptions: ActivityOptions = {
 
 const activities = proxyActivities<AgentActivities>(modelCallOptions);
 /** Tools the model activity marked `local` (pure, answering in milliseconds): no task-queue round trip, no extra task. */
-const localActivities = proxyLocalActivities<AgentActivities>({ startToCloseTimeout: toolOptions.startToCloseTimeout, retry: toolOptions.retry });
+const localToolOptions = { startToCloseTimeout: toolOptions.startToCloseTimeout, retry: toolOptions.retry };
+const localActivities = proxyLocalActivities<AgentActivities>(localToolOptions);
 
 /** The outcome of work that ABORT or TIMEOUT cancelled: it describes nothing any more. */
 export const CANCELLED = Symbol('cancelled');
@@ -77,7 +78,7 @@ export function createEffects(lean: boolean): Effects {
   function runTool(request: ToolRequest): Promise<ToolResult> {
     const { call } = request;
     const run = local(request)
-      ? localActivities.executeTool(request)
+      ? localActivities.executeTool.executeWithOptions({ ...localToolOptions, summary: toolCallSummary(call) }, [request]) // the UI names it
       : activities.executeTool.executeWithOptions(
           { ...toolOptions, ...(call.timeoutMs ? { startToCloseTimeout: call.timeoutMs } : {}), summary: toolCallSummary(call) },
           [request],
