@@ -15,6 +15,8 @@ import { ensureSearchAttributes, isServerUp, startDevServer } from './lib/dev-se
 
 const PROMPT = process.env.DEMO_PROMPT ?? 'Look around the workspace, read the most useful file, and tell me what it says.';
 const UI_URL = process.env.TEMPORAL_UI_URL ?? 'http://localhost:8233';
+/** The scripted model's pace with --slow: 0.4 s a text chunk, 2 s before a tool call. */
+const SLOW_PACE_MS = 400;
 
 const WELCOME = `# Welcome to the durable agent worker
 Every agent run is a Temporal workflow driven by an explicit state machine.
@@ -32,7 +34,9 @@ function seedWorkspace(dir: string): boolean {
 async function main(): Promise<void> {
   // The demo prints the run itself; the SDK speaks up only for warnings.
   Runtime.install({ logger: new DefaultLogger('WARN') });
-  const config = workerConfig(process.env);
+  // `npm start -- --slow`: the scripted model takes its time, so that pause, abort and approval can be tried by hand.
+  const slow = process.argv.includes('--slow');
+  const config = workerConfig(slow ? { SCRIPTED_MODEL_PACE_MS: String(SLOW_PACE_MS), ...process.env } : process.env);
   const { temporal } = config;
   if (await isServerUp(temporal.address, temporal.namespace)) {
     await ensureSearchAttributes(temporal.address, temporal.namespace);
@@ -59,7 +63,9 @@ async function main(): Promise<void> {
   try {
     const run = await client.start({ prompt: PROMPT });
     const link = `${UI_URL}/namespaces/${temporal.namespace}/workflows/${encodeURIComponent(run.workflowId)}`;
-    console.log(`demo: started run ${run.workflowId} on task queue ${temporal.taskQueue}\n`);
+    console.log(`demo: started run ${run.workflowId} on task queue ${temporal.taskQueue}`);
+    if (slow) console.log(`demo: slow pace; from another terminal try: npm run agent -- pause ${run.workflowId} (then resume, or abort)`);
+    console.log('');
     await run.watch(humanWatchPrinter((text) => process.stdout.write(text)));
     // watch printed the answer or the reason; the result only decides the exit code.
     await run.result().catch((err: unknown) => {

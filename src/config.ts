@@ -34,6 +34,11 @@ export interface LlmSettings {
   model?: string;
   /** `LLM_CONTEXT_WINDOW_TOKENS`: the context window of the models the worker calls; unset, the table in common/models.ts. */
   contextWindowTokens?: number;
+  /**
+   * `SCRIPTED_MODEL_PACE_MS`: with the scripted model, each streamed chunk of the demo's text waits this long and each
+   * tool call five times as long, so that pause, abort and approval can be tried by hand. @default 0 (the demo's own pace)
+   */
+  scriptedPaceMs?: number;
 }
 
 /** The envconfig profile: `temporal.toml` overlaid by the TEMPORAL_* variables of `env`. */
@@ -82,11 +87,16 @@ export function llmSettings(env: NodeJS.ProcessEnv = process.env): LlmSettings {
   if (window && !(/^\d+$/.test(window) && Number(window) > 0 && Number.isSafeInteger(Number(window)))) {
     throw new Error(`LLM_CONTEXT_WINDOW_TOKENS must be a positive whole number of tokens, got ${JSON.stringify(env.LLM_CONTEXT_WINDOW_TOKENS)}`);
   }
+  const pace = env.SCRIPTED_MODEL_PACE_MS?.trim();
+  if (pace && !(/^\d+$/.test(pace) && Number(pace) <= 60_000)) {
+    throw new Error(`SCRIPTED_MODEL_PACE_MS must be a whole number of milliseconds up to 60000, got ${JSON.stringify(env.SCRIPTED_MODEL_PACE_MS)}`);
+  }
   return {
     baseURL: env.LLM_BASE_URL || undefined,
     apiKey: env.LLM_API_KEY || undefined,
     model: env.LLM_MODEL || undefined,
     ...(window ? { contextWindowTokens: Number(window) } : {}),
+    ...(pace ? { scriptedPaceMs: Number(pace) } : {}),
   };
 }
 

@@ -54,6 +54,7 @@ test('a worker reads each of its variables', () => {
 
 test.each([
   [{ LLM_CONTEXT_WINDOW_TOKENS: '8k' }, /^LLM_CONTEXT_WINDOW_TOKENS must be a positive whole number/],
+  [{ SCRIPTED_MODEL_PACE_MS: 'slow' }, /^SCRIPTED_MODEL_PACE_MS must be a whole number of milliseconds/],
   [{ AGENT_CLAIM_CHECK: 'maybe' }, /^AGENT_CLAIM_CHECK must be on or off/],
   [{ AGENT_CLAIM_CHECK_THRESHOLD: '32k' }, /^AGENT_CLAIM_CHECK_THRESHOLD must be a number of bytes/],
   [{ AGENT_ENCRYPTION_KEY_ID: 'k1' }, /^AGENT_ENCRYPTION_KEY_ID is set but AGENT_ENCRYPTION_KEYS is empty/],

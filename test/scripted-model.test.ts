@@ -440,3 +440,25 @@ describe('scripted model', () => {
     });
   });
 });
+
+describe('the demo at a slow pace (SCRIPTED_MODEL_PACE_MS, npm start -- --slow)', () => {
+  it('waits before a tool call and between text chunks, so a person can pause or abort', async () => {
+    const model = await startScriptedModel({ demoPaceMs: 150 });
+    const client = new OpenAI({ baseURL: model.url, apiKey: 'scripted', maxRetries: 0 });
+    try {
+      let started = Date.now();
+      const call = await client.chat.completions.create({ model: DEMO_SCRIPT_NAME, messages: [user('Look around the workspace.')], tools: fsTools });
+      expect(call.choices[0].message.tool_calls?.[0]).toMatchObject({ function: { name: 'listFiles' } });
+      expect(Date.now() - started).toBeGreaterThanOrEqual(5 * 150 - 20);
+      started = Date.now();
+      const stream = await client.chat.completions.create({ model: DEMO_SCRIPT_NAME, messages: [user('Make a plan.')], stream: true });
+      const arrivals: number[] = [];
+      for await (const chunk of stream) if (chunk.choices[0]?.delta.content) arrivals.push(Date.now() - started);
+      expect(arrivals.length).toBeGreaterThan(3);
+      // The pace is the point here: chunks arrive about 150 ms apart, not all at once.
+      expect(arrivals.at(-1)! - arrivals[0]).toBeGreaterThanOrEqual((arrivals.length - 1) * 150 - 50);
+    } finally {
+      await model.close();
+    }
+  });
+});

@@ -18,6 +18,13 @@ export const demoScript: Script = ({ request }) => {
   return hasTools ? nextAction(messages) : answerWithoutTools(messages);
 };
 
+/** The demo at a slower pace: each text chunk waits `paceMs`, each tool call `5 * paceMs` before it is sent. */
+export const pacedDemoScript = (paceMs: number): Script => (context) => {
+  const step = demoScript(context);
+  if (!('text' in step) && !('toolCalls' in step)) return step;
+  return 'toolCalls' in step && step.toolCalls ? { ...step, firstChunkDelayMs: 5 * paceMs } : { ...step, chunkSize: 6, chunkDelayMs: paceMs };
+};
+
 /** Text steps stream slowly so the demo visibly streams. */
 const say = (text: string): ResponseStep => ({ text, chunkSize: 6, chunkDelayMs: 25 });
 const call = (name: string, args: Record<string, unknown>): ResponseStep => ({ toolCalls: [{ name, arguments: args }] });

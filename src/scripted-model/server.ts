@@ -1,6 +1,6 @@
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { demoScript } from './demo-script';
+import { demoScript, pacedDemoScript } from './demo-script';
 import { isErrorStep, isRecordedError, textOf } from './types';
 import type {
   ErrorStep,
@@ -55,7 +55,7 @@ export async function startScriptedModel(opts: ScriptedModelOptions = {}): Promi
   const register = (name: string, script: Script): void => {
     scripts.set(name, { script, calls: 0 });
   };
-  register(DEMO_SCRIPT_NAME, demoScript);
+  register(DEMO_SCRIPT_NAME, opts.demoPaceMs ? pacedDemoScript(opts.demoPaceMs) : demoScript);
   for (const [name, script] of Object.entries(opts.scripts ?? {})) register(name, script);
 
   const handle = async (req: http.IncomingMessage, res: http.ServerResponse): Promise<void> => {

@@ -118,6 +118,8 @@ export interface ScriptedModelOptions {
   host?: string;
   /** Registered on top of the built-in `scripted-demo` script. */
   scripts?: Record<string, Script>;
+  /** The demo script's pace: each text chunk waits this long, each tool call five times as long. @default its own (25 ms a chunk) */
+  demoPaceMs?: number;
 }
 
 export const isErrorStep = (step: ScriptStep): step is ErrorStep => 'error' in step && step.error !== undefined;
