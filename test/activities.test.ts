@@ -17,6 +17,10 @@ import { UNKNOWN_TOOL, type ChatMessage, type CritiqueRequest, type ModelRequest
 import { llmSettings } from '../src/config';
 import { startScriptedModel, type ScriptedModel } from '../src/scripted-model';
 import { openAIClient } from '../src/worker';
+import { QuietLogger } from './support/quiet-logger';
+
+/** Expected failures and undeliverable deltas (a mock environment has no client) stay quiet. */
+const quiet = { logger: new QuietLogger() };
 
 let model: ScriptedModel;
 let openai: OpenAI;
@@ -33,7 +37,7 @@ beforeAll(async () => {
 afterAll(async () => model?.close());
 
 /** A mock context with the heartbeat timeout the workflow gives model calls, compaction and the critic. */
-const modelCallEnv = () => new MockActivityEnvironment({ heartbeatTimeoutMs: 5_000 });
+const modelCallEnv = () => new MockActivityEnvironment({ heartbeatTimeoutMs: 5_000 }, quiet);
 
 /** Heartbeat details an environment records. */
 const heartbeatsOf = (env: MockActivityEnvironment): unknown[] => {
@@ -56,7 +60,7 @@ async function cancelAfterFirstHeartbeat(env: MockActivityEnvironment, beats: un
 /** Run an activity in a fresh mock context, keeping its result type. */
 const runIn = <P extends unknown[], R>(env: MockActivityEnvironment, fn: (...args: P) => Promise<R>, ...args: P): Promise<R> =>
   env.run<P, R, typeof fn>(fn, ...args);
-const act = <P extends unknown[], R>(fn: (...args: P) => Promise<R>, ...args: P) => runIn(new MockActivityEnvironment(), fn, ...args);
+const act = <P extends unknown[], R>(fn: (...args: P) => Promise<R>, ...args: P) => runIn(new MockActivityEnvironment(undefined, quiet), fn, ...args);
 
 const request = (model: string, extra: Partial<ModelRequest> = {}): ModelRequest => ({
   purpose: 'respond',
@@ -114,7 +118,7 @@ describe('model error classification', () => {
 describe('callModel', () => {
   test('a call that ends within a second sends no heartbeat; a pure fast tool call is marked local', async () => {
     model.register('quick', [{ toolCalls: [{ id: 'q1', name: 'listFiles', arguments: {} }, { id: 'q2', name: 'writeFile', arguments: { path: 'b', content: 'c' } }] }]);
-    const env = new MockActivityEnvironment();
+    const env = new MockActivityEnvironment(undefined, quiet);
     const heartbeats: unknown[] = [];
     env.on('heartbeat', (d: unknown) => heartbeats.push(d));
     const response = await runIn(env, activities.callModel, request('quick'));
@@ -143,7 +147,7 @@ describe('callModel', () => {
   test('streams text and tool calls, collects usage and heartbeats while streaming', async () => {
     // About 2 s of stream: the first heartbeat comes after a second.
     model.register('stream', [{ text: 'Looking.', toolCalls: [{ id: 't1', name: 'readFile', arguments: { path: 'a.txt' } }], chunkSize: 2, chunkDelayMs: 300 }]);
-    const env = new MockActivityEnvironment();
+    const env = new MockActivityEnvironment(undefined, quiet);
     const heartbeats: unknown[] = [];
     env.on('heartbeat', (d: unknown) => heartbeats.push(d));
     const response = await runIn(env, activities.callModel, request('stream', { tools: ['readFile'] }));
@@ -158,7 +162,7 @@ describe('callModel', () => {
 
   test('cancellation aborts the HTTP stream', async () => {
     model.register('long', [{ text: 'y'.repeat(500), chunkSize: 1, chunkDelayMs: 50 }]);
-    const env = new MockActivityEnvironment();
+    const env = new MockActivityEnvironment(undefined, quiet);
     const running = runIn(env, activities.callModel, request('long'));
     await new Promise((r) => setTimeout(r, 500));
     env.cancel('CANCELLED');
@@ -301,7 +305,7 @@ describe('tools', () => {
 
     test('heartbeats while it works, and its signal aborts within a second of cancellation', async () => {
       const tools = slowTools();
-      const env = new MockActivityEnvironment({ heartbeatTimeoutMs: 30_000 });
+      const env = new MockActivityEnvironment({ heartbeatTimeoutMs: 30_000 }, quiet);
       const beats = heartbeatsOf(env);
       const running = runIn(env, tools.executeTool, call('slowCheck'));
       await pause(2_300);
@@ -314,7 +318,7 @@ describe('tools', () => {
 
     test('a tool that ignores its signal still ends as cancelled at once', async () => {
       const tools = slowTools();
-      const env = new MockActivityEnvironment({ heartbeatTimeoutMs: 30_000 });
+      const env = new MockActivityEnvironment({ heartbeatTimeoutMs: 30_000 }, quiet);
       const beats = heartbeatsOf(env);
       const running = runIn(env, tools.executeTool, call('deafCheck'));
       expect(await cancelAfterFirstHeartbeat(env, beats, running)).toBeLessThan(1_000);

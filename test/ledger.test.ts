@@ -7,6 +7,7 @@ import { z } from 'zod';
 import { createActivities, defineTool, RetryableToolError, SqliteToolLedger, UNKNOWN_OUTCOME } from '../src/activities';
 import type { ToolRequest, ToolResult } from '../src/common/chat';
 import { openAIClient } from '../src/worker';
+import { QuietLogger } from './support/quiet-logger';
 
 const tmp = () => mkdtempSync(path.join(os.tmpdir(), 'ledger-'));
 
@@ -49,7 +50,7 @@ describe('executeTool with a ledger', () => {
   const ledger = new SqliteToolLedger(path.join(tmp(), 'ledger.sqlite'));
   const activities = createActivities({ openai: openAIClient({ baseURL: 'http://127.0.0.1:9/v1' }), defaultModel: 'x', workspace: tmp(), tools: [send, look], ledger });
   const run = (request: ToolRequest, workflowId = 'wf-1') =>
-    new MockActivityEnvironment({ workflowExecution: { workflowId, runId: 'r' } }).run<[ToolRequest], ToolResult, typeof activities.executeTool>(activities.executeTool, request);
+    new MockActivityEnvironment({ workflowExecution: { workflowId, runId: 'r' } }, { logger: new QuietLogger() }).run<[ToolRequest], ToolResult, typeof activities.executeTool>(activities.executeTool, request);
   const call = (callNumber: number, id = 'c1', name = 'send'): ToolRequest => ({ call: { id, name, arguments: '{"to":"ann"}' }, callNumber });
 
   beforeEach(() => {

@@ -8,7 +8,7 @@ import os from 'node:os';
 import path from 'node:path';
 import type { WorkflowHandle } from '@temporalio/client';
 import { TestWorkflowEnvironment } from '@temporalio/testing';
-import { bundleWorkflowCode, DefaultLogger, Runtime, Worker, type WorkflowBundle } from '@temporalio/worker';
+import { bundleWorkflowCode, Runtime, Worker, type WorkflowBundle } from '@temporalio/worker';
 import type { DataConverter } from '@temporalio/common';
 import type { AgentDefinition, Tool } from '../../src/activities';
 import { claimCheckDataConverter, ConversationStore, FsBlobStore } from '../../src/codec';
@@ -17,6 +17,7 @@ import type { AgentRunInput } from '../../src/common/input';
 import { stateQuery, type RunStateView } from '../../src/common/messages';
 import { startScriptedModel, type ScriptedModel } from '../../src/scripted-model';
 import { agentWorkerOptions, openAIClient } from '../../src/worker';
+import { QuietLogger } from './quiet-logger';
 import { testServerAddress } from './temporal';
 
 export interface AgentHarness {
@@ -56,7 +57,7 @@ export async function waitFor<T>(probe: () => Promise<T | undefined> | T | undef
 /** Keep test output to warnings; the runtime can be installed once per process, so a second file skips it. */
 export function quietRuntime(): void {
   try {
-    Runtime.install({ logger: new DefaultLogger('WARN') });
+    Runtime.install({ logger: new QuietLogger() });
   } catch {
     // already installed by an earlier test file in this process
   }
