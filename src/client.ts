@@ -19,7 +19,8 @@ import {
   WorkflowUpdateFailedError,
   type WorkflowHandle,
 } from '@temporalio/client';
-import { defineSearchAttributeKey, type DataConverter } from '@temporalio/common';
+import { defaultPayloadConverter, defineSearchAttributeKey, type DataConverter } from '@temporalio/common';
+import { temporal } from '@temporalio/proto';
 import { decodeOptionalFailureToOptionalError } from '@temporalio/common/lib/internal-non-workflow';
 import { optionalTsToDate } from '@temporalio/common/lib/time';
 import type { z } from 'zod';
@@ -550,18 +551,31 @@ export class AgentClient {
       throw new InvalidAgentInputError(`Invalid list options: state: must be one of ${Object.values(AgentState).join(', ')}`);
     }
     const query = `WorkflowType="${WORKFLOW_TYPE}"` + (opts.state ? ` AND ${AGENT_STATE_SEARCH_ATTRIBUTE}="${opts.state}"` : '');
+    // The raw listing: the SDK's decodes every run's memo, and one run whose memo this client cannot decode (another
+    // key, another blob store) would fail the whole list. Search attributes are never encoded.
     const runs: AgentRunSummary[] = [];
-    for await (const info of this.client.workflow.list({ query, pageSize: Math.min(limit, 1_000) })) {
-      const legacy = info.searchAttributes?.[AGENT_STATE_SEARCH_ATTRIBUTE]?.[0];
-      runs.push({
-        workflowId: info.workflowId,
-        runId: info.runId,
-        status: info.status.name,
-        agentState: info.typedSearchAttributes?.get(agentStateKey) ?? (typeof legacy === 'string' ? legacy : undefined),
-        startTime: info.startTime,
+    let nextPageToken: Uint8Array | undefined;
+    do {
+      const page = await this.client.workflowService.listWorkflowExecutions({
+        namespace: this.client.options.namespace,
+        query,
+        pageSize: Math.min(limit, 1_000),
+        nextPageToken,
       });
-      if (runs.length >= limit) break;
-    }
+      for (const e of page.executions ?? []) {
+        const state = e.searchAttributes?.indexedFields?.[AGENT_STATE_SEARCH_ATTRIBUTE];
+        const value: unknown = state ? defaultPayloadConverter.fromPayload(state) : undefined;
+        runs.push({
+          workflowId: e.execution?.workflowId ?? '',
+          runId: e.execution?.runId ?? '',
+          status: (temporal.api.enums.v1.WorkflowExecutionStatus[e.status ?? 0] ?? '').replace(/^WORKFLOW_EXECUTION_STATUS_/, ''),
+          agentState: typeof value === 'string' ? value : Array.isArray(value) && typeof value[0] === 'string' ? value[0] : undefined,
+          startTime: optionalTsToDate(e.startTime) ?? new Date(0),
+        });
+        if (runs.length >= limit) return runs;
+      }
+      nextPageToken = page.nextPageToken?.length ? page.nextPageToken : undefined;
+    } while (nextPageToken);
     return runs;
   }
 

@@ -280,6 +280,18 @@ describe('the production worker and client on the real server, encrypted', () =>
     }
   });
 
+  test('the stored copy of the state is encrypted too (or claim-checked), and a client without the keys still lists the run', async () => {
+    // The SDK's describe would decode the memo; read the raw one.
+    const description = await raw.workflowService.describeWorkflowExecution({ namespace: 'default', execution: { workflowId: completedId } });
+    const memo = description.workflowExecutionInfo?.memo?.fields?.agentState;
+    // Encrypted, or (above the claim-check threshold) a reference to an encrypted blob: never the answer in clear.
+    expect(memo).toBeDefined();
+    expect(isEncrypted(memo as Payload) || text(memo!.metadata?.encoding) === CLAIM_CHECK_ENCODING).toBe(true);
+    expect(Buffer.from(temporal.api.common.v1.Payload.encode(memo!).finish()).includes(FILE_SECRET)).toBe(false);
+    const listed = await new AgentClient(raw, 'any').list({ state: 'COMPLETED', limit: 1_000 });
+    expect(listed.find((r) => r.workflowId === completedId)).toMatchObject({ status: 'COMPLETED', agentState: 'COMPLETED' });
+  });
+
   test('a failure message is encrypted too, and the client still reads the reason', async () => {
     const run = await agents.start({ prompt: 'Go.', model: FAIL });
     const err = await run.result().catch((e: unknown) => e);
