@@ -319,8 +319,10 @@ export class AgentRunHandle {
   /** The view with the activities being retried, from the server's description of the run, while it works. */
   private async withRetries(view: RunStateView): Promise<RunStateView> {
     if (!WORKING_STATES.includes(view.state)) return view;
-    const { raw } = await this.workflow.describe();
-    const converter = this.workflow.client.options.loadedDataConverter;
+    // The raw description: the SDK's would decode the memo too, which this needs not.
+    const { client } = this.workflow;
+    const raw = await client.workflowService.describeWorkflowExecution({ namespace: client.options.namespace, execution: { workflowId: this.workflowId, runId: this.runId } });
+    const converter = client.options.loadedDataConverter;
     const retrying: RetryInfo[] = [];
     for (const a of raw.pendingActivities ?? []) {
       if ((a.attempt ?? 1) <= 1 && !a.lastFailure) continue;
