@@ -2,6 +2,7 @@
  * The agent CLI's commands: a thin shell over `AgentClient`; every command takes `--json`. Errors print one line to
  * stderr and exit 1. The process is `src/bin/agent.ts` (`npm run agent -- <command>`).
  */
+import path from 'node:path';
 import { Command, CommanderError, InvalidArgumentError } from 'commander';
 import {
   AgentClient,
@@ -179,6 +180,24 @@ function buildProgram(deps: CliDeps, state: { exitCode: number }): Command {
       });
       if (o.json) printJson(diff);
       else print(formatDiff(diff));
+    });
+
+  command('check-deploy', 'replay the open runs against this code (or --workflows): would the deploy break any?')
+    .option('--workflows <path>', 'the workflows module about to be deployed (default: this package\'s)')
+    .option('--limit <n>', 'at most this many open runs', integer, 100)
+    .option('--recent <n>', 'also this many recent closed runs', integer, 0)
+    .option('--query <query>', 'a visibility query the runs must also match, e.g. TaskQueue="agent-runs"')
+    .action(async (o: JsonOption & { workflows?: string; limit: number; recent: number; query?: string }) => {
+      // Loaded here only: replay needs the worker's native core, which the other commands do without.
+      const { checkDeploy } = await import('./check-deploy');
+      const workflows = o.workflows ? { workflowsPath: path.resolve(o.workflows) } : undefined;
+      const result = await withClient((client) => checkDeploy({ client: client.client, workflows, limit: o.limit, recentClosed: o.recent, query: o.query }));
+      if (o.json) printJson(result);
+      else {
+        print(`replayed ${result.checked.length} run(s): ${result.failures.length === 0 ? 'all replay with this code' : `${result.failures.length} would fail`}`);
+        for (const f of result.failures) print(`  ${f.workflowId} (${f.runId}): ${oneLine(f.error, 300)}`);
+      }
+      if (result.failures.length > 0) state.exitCode = 1;
     });
 
   command('fork <workflowId>', 'start a new run from the snapshot a run had right after a step')

@@ -27,6 +27,10 @@ export type { AgentSpec } from './common/agents';
 export { agentPlugin, AgentPlugin, AGENT_PLUGIN_NAME } from './plugin';
 export type { AgentPluginOptions } from './plugin';
 
+/** Before a deploy: replay the open runs' histories against the workflow code about to be deployed (`agent check-deploy`). */
+export { checkDeploy } from './check-deploy';
+export type { DeployCheckOptions, DeployCheckResult } from './check-deploy';
+
 /** Failure types a backend matches on (`InvalidInput`, `AgentRunFailed`, `UnknownAgent`, the model's error classes). */
 export { FailureType, ModelErrorType } from './common/failures';
 

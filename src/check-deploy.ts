@@ -1,0 +1,67 @@
+/**
+ * "Will this deploy break waiting runs?" Downloads the histories of the open agent runs (and, on request, of recent
+ * closed ones) and replays them against the workflow code about to be deployed. A run whose history the new code
+ * cannot replay would fail its next workflow task after the deploy: it is reported with the first divergence.
+ */
+import type { Client } from '@temporalio/client';
+import { Worker, type ReplayWorkerOptions } from '@temporalio/worker';
+import { WORKFLOW_TYPE } from './common/constants';
+import { WORKFLOWS_PATH } from './workflow-bundle';
+
+export interface DeployCheckOptions {
+  /** A client of the namespace to check, with the data converter the workers use (payloads must decode). */
+  client: Client;
+  /** The workflow code to deploy: a bundle, or the path of a workflows module to bundle. @default this package's workflow code */
+  workflows?: Pick<ReplayWorkerOptions, 'workflowBundle' | 'workflowsPath'>;
+  /** At most this many open runs. @default 100 */
+  limit?: number;
+  /** Also this many of the most recent closed runs (a sample of what the code saw lately). @default 0 */
+  recentClosed?: number;
+  /** Only runs of this workflow type. @default agentRun */
+  workflowType?: string;
+  /** A visibility query the runs must also match, e.g. `TaskQueue="agent-runs"`. */
+  query?: string;
+}
+
+export interface DeployCheckResult {
+  /** Runs whose histories were replayed. */
+  checked: Array<{ workflowId: string; runId: string }>;
+  /** Runs the new code cannot replay, with the first divergence. */
+  failures: Array<{ workflowId: string; runId: string; error: string }>;
+}
+
+export async function checkDeploy(options: DeployCheckOptions): Promise<DeployCheckResult> {
+  const { client } = options;
+  const base = `WorkflowType="${options.workflowType ?? WORKFLOW_TYPE}"${options.query ? ` AND (${options.query})` : ''}`;
+  const runs = [
+    ...(await listRuns(client, `${base} AND ExecutionStatus="Running"`, options.limit ?? 100)),
+    ...(options.recentClosed ? await listRuns(client, `${base} AND ExecutionStatus!="Running"`, options.recentClosed) : []),
+  ];
+  async function* histories() {
+    for (const run of runs) yield { workflowId: run.workflowId, history: await client.workflow.getHandle(run.workflowId, run.runId).fetchHistory() };
+  }
+  const failures: DeployCheckResult['failures'] = [];
+  const replay = Worker.runReplayHistories(
+    { ...(options.workflows ?? { workflowsPath: WORKFLOWS_PATH }), dataConverter: client.options.dataConverter, replayName: 'check-deploy' },
+    histories(),
+  );
+  for await (const result of replay) {
+    if (result.error) failures.push({ workflowId: result.workflowId, runId: result.runId, error: result.error.message });
+  }
+  return { checked: runs, failures };
+}
+
+/** Runs by a visibility query, newest first, read raw (no memo decoding: a run this client cannot decode still lists). */
+async function listRuns(client: Client, query: string, limit: number): Promise<Array<{ workflowId: string; runId: string }>> {
+  const runs: Array<{ workflowId: string; runId: string }> = [];
+  let nextPageToken: Uint8Array | undefined;
+  do {
+    const page = await client.workflowService.listWorkflowExecutions({ namespace: client.options.namespace, query, pageSize: Math.min(limit, 1_000), nextPageToken });
+    for (const e of page.executions ?? []) {
+      runs.push({ workflowId: e.execution?.workflowId ?? '', runId: e.execution?.runId ?? '' });
+      if (runs.length >= limit) return runs;
+    }
+    nextPageToken = page.nextPageToken?.length ? page.nextPageToken : undefined;
+  } while (nextPageToken);
+  return runs;
+}
