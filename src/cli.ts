@@ -141,9 +141,10 @@ function buildProgram(deps: CliDeps, state: { exitCode: number }): Command {
   command('approve <workflowId> <toolCallId>', 'approve (or reject) a tool call waiting for approval')
     .option('--reject', 'reject the call instead')
     .option('--feedback <text>', 'note for the model')
-    .action(async (workflowId: string, toolCallId: string, o: JsonOption & { reject?: boolean; feedback?: string }) => {
+    .option('--arguments <json>', 'approve with these arguments (a JSON object) instead of the model\'s; checked against the tool\'s schema', jsonObject)
+    .action(async (workflowId: string, toolCallId: string, o: JsonOption & { reject?: boolean; feedback?: string; arguments?: Record<string, unknown> }) => {
       const result = await withClient((client) =>
-        client.handle(workflowId).approve({ toolCallId, approved: !o.reject, feedback: o.feedback }),
+        client.handle(workflowId).approve({ toolCallId, approved: !o.reject, feedback: o.feedback, ...(o.arguments ? { arguments: o.arguments } : {}) }),
       );
       if (o.json) printJson(result);
       else print(`${result.approved ? 'approved' : 'rejected'} ${result.toolCallId} (${result.remaining} still waiting)`);
@@ -285,6 +286,17 @@ function describeError(err: unknown): string {
 function stepNumber(name: string, value: string): number {
   if (!/^\d+$/.test(value.trim())) throw new Error(`${name} must be a step number (see \`agent history\`), got "${value}"`);
   return Number(value);
+}
+
+function jsonObject(value: string): Record<string, unknown> {
+  let parsed: unknown;
+  try {
+    parsed = JSON.parse(value);
+  } catch {
+    throw new InvalidArgumentError('expected a JSON object, e.g. \'{"path":"a.txt"}\'');
+  }
+  if (typeof parsed !== 'object' || parsed === null || Array.isArray(parsed)) throw new InvalidArgumentError('expected a JSON object');
+  return parsed as Record<string, unknown>;
 }
 
 function integer(value: string): number {

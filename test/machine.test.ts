@@ -812,3 +812,40 @@ describe('tool calls for watchers', () => {
     expect(view(done).recentToolCalls).toEqual(done.toolLog);
   });
 });
+
+describe('approving with edited arguments', () => {
+  const schema = { type: 'object', properties: { path: { type: 'string' }, content: { type: 'string' } }, required: ['path', 'content'], additionalProperties: false };
+  const waiting = () => {
+    const guarded = { ...call('w1', 'writeFile', { path: 'a.txt', content: 'model text' }), parameters: schema };
+    return step(run(snapshot({ approval: { tools: ['writeFile'] } }), { type: 'START' }), { type: 'MODEL_RESPONDED', response: response('', [guarded]) }).snapshot;
+  };
+
+  test('the call runs with the edited arguments, and the model is told they were edited', () => {
+    const s = waiting();
+    expect(view(s).pendingApproval[0].parameters).toEqual(schema);
+    const r = step(s, { type: 'APPROVAL', toolCallId: 'w1', approved: true, feedback: 'use b.txt', arguments: { path: 'b.txt', content: 'mine' } });
+    const edited = JSON.stringify({ path: 'b.txt', content: 'mine' });
+    expect(work(r.commands)).toEqual([{ type: 'runTools', calls: [expect.objectContaining({ id: 'w1', arguments: edited, edited: true })] }]);
+    expect(r.snapshot.toolLog.at(-1)).toMatchObject({ toolCallId: 'w1', arguments: edited, edited: true });
+    const done = step(r.snapshot, { type: 'TOOLS_DONE', results: [{ toolCallId: 'w1', name: 'writeFile', ok: true, content: 'wrote 4 bytes to b.txt' }] }).snapshot;
+    expect(done.messages.find((m) => m.role === 'tool')?.content).toBe(`(The user approved this call with edited arguments: ${edited})\nwrote 4 bytes to b.txt`);
+  });
+
+  test('an invalid edit is refused naming the field; an edit needs an approval and a known schema', () => {
+    const s = waiting();
+    expect(transition(s, { type: 'APPROVAL', toolCallId: 'w1', approved: true, arguments: { path: 3, content: 'x' } }, at(1))).toEqual({
+      ok: false,
+      error: expect.stringMatching(/^edited arguments of writeFile are invalid: path: /),
+    });
+    expect(transition(s, { type: 'APPROVAL', toolCallId: 'w1', approved: true, arguments: { path: 'b.txt' } }, at(1))).toMatchObject({ ok: false, error: expect.stringContaining('content') });
+    expect(transition(s, { type: 'APPROVAL', toolCallId: 'w1', approved: false, arguments: { path: 'b.txt', content: 'x' } }, at(1))).toEqual({
+      ok: false,
+      error: 'edited arguments come with an approval, not a rejection',
+    });
+    const noSchema = step(run(snapshot({ approval: { tools: ['writeFile'] } }), { type: 'START' }), { type: 'MODEL_RESPONDED', response: response('', [call('w2', 'writeFile')]) }).snapshot;
+    expect(transition(noSchema, { type: 'APPROVAL', toolCallId: 'w2', approved: true, arguments: { path: 'x' } }, at(1))).toEqual({
+      ok: false,
+      error: 'arguments of writeFile cannot be edited: the worker sent no schema for it',
+    });
+  });
+});

@@ -3,6 +3,8 @@ import { existsSync, readFileSync } from 'node:fs';
 import path from 'node:path';
 import { WorkflowUpdateFailedError } from '@temporalio/client';
 import { Worker } from '@temporalio/worker';
+import { defaultPayloadConverter } from '@temporalio/common';
+import { AgentClient } from '../src/client';
 import { abortSignal, approveUpdate, pauseSignal, resumeSignal, sendMessageUpdate, stateQuery, type AgentRunResult } from '../src/common/messages';
 import { sleep, startAgentHarness, waitFor, type AgentHarness } from './support/agent-harness';
 import { failureOf } from './support/failures';
@@ -112,7 +114,10 @@ test('approval holds a guarded tool until approve', async () => {
   );
   const handle = await h.start({ prompt: 'Write approved.txt', model: 'writer', approval: { tools: ['writeFile'] } });
   const waiting = await h.waitForState(handle, (s) => s.state === 'AWAITING_APPROVAL');
-  expect(waiting.pendingApproval).toEqual([{ toolCallId: 'w1', kind: 'tool', name: 'writeFile', arguments: '{"path":"approved.txt","content":"yes"}' }]);
+  expect(waiting.pendingApproval).toEqual([
+    // The tool's schema comes along, so that a front end can offer to edit the arguments.
+    { toolCallId: 'w1', kind: 'tool', name: 'writeFile', arguments: '{"path":"approved.txt","content":"yes"}', parameters: expect.objectContaining({ type: 'object', required: ['path', 'content'] }) },
+  ]);
 
   await sleep(500);
   expect(existsSync(path.join(h.workspace, 'approved.txt'))).toBe(false);
@@ -127,6 +132,40 @@ test('approval holds a guarded tool until approve', async () => {
   const result = await handle.result();
   expect(result.answer).toBe('done: wrote 3 bytes to approved.txt');
   expect(readFileSync(path.join(h.workspace, 'approved.txt'), 'utf8')).toBe('yes');
+});
+
+test('approve with edited arguments runs the tool with them; an invalid edit is refused before history, naming the field', async () => {
+  h.model.register('edited-writer', ({ callIndex, request }) =>
+    callIndex === 0
+      ? { toolCalls: [{ id: 'w1', name: 'writeFile', arguments: { path: 'model.txt', content: 'from the model' } }] }
+      : { text: `done: ${toolMessages(request)[0].content}` },
+  );
+  const handle = await h.start({ prompt: 'Write a file', model: 'edited-writer', approval: { tools: ['writeFile'] } });
+  await h.waitForState(handle, (s) => s.state === 'AWAITING_APPROVAL');
+  const run = new AgentClient(h.env.client, h.taskQueue).handle(handle.workflowId);
+
+  await expect(run.approve({ toolCallId: 'w1', approved: true, arguments: { path: 'edited.txt', content: 42 } })).rejects.toThrow(
+    /edited arguments of writeFile are invalid: content: /,
+  );
+  const updatesBefore = (await handle.fetchHistory()).events?.filter((e) => e.workflowExecutionUpdateAcceptedEventAttributes).length;
+  expect(updatesBefore).toBe(0); // the refused edit left no trace in history
+
+  await run.approve({ toolCallId: 'w1', approved: true, feedback: 'not there', arguments: { path: 'edited.txt', content: 'from a person' } });
+  const result = await run.result();
+  expect(readFileSync(path.join(h.workspace, 'edited.txt'), 'utf8')).toBe('from a person');
+  expect(existsSync(path.join(h.workspace, 'model.txt'))).toBe(false);
+  expect(result.answer).toMatch(/^done: \(The user approved this call with edited arguments: \{"path":"edited.txt","content":"from a person"\}\)\nwrote 13 bytes to edited.txt$/);
+  const view = await run.state();
+  expect(view.recentToolCalls.at(-1)).toMatchObject({ toolCallId: 'w1', edited: true, arguments: '{"path":"edited.txt","content":"from a person"}' });
+  // History keeps the person's decision: the update's input, with the edit and the feedback.
+  const accepted = (await handle.fetchHistory()).events?.find((e) => e.workflowExecutionUpdateAcceptedEventAttributes);
+  const payload = accepted?.workflowExecutionUpdateAcceptedEventAttributes?.acceptedRequest?.input?.args?.payloads?.[0];
+  expect(payload && defaultPayloadConverter.fromPayload(payload as never)).toEqual({
+    toolCallId: 'w1',
+    approved: true,
+    feedback: 'not there',
+    arguments: { path: 'edited.txt', content: 'from a person' },
+  });
 });
 
 test('pause and resume hold the run between steps', async () => {

@@ -155,7 +155,7 @@ export function createCallModel(deps: ModelDeps) {
       const contextWindowTokens = deps.contextWindowTokens ?? knownContextWindow(answeredBy);
       return {
         text: assembler.text,
-        toolCalls: assembler.toolCalls(request.callNumber).map((c) => deps.tools.withHints(c)),
+        toolCalls: assembler.toolCalls(request.callNumber).map((c) => deps.tools.withHints(c, guarded(request.approvalTools, c.name))),
         usage: usageOf(assembler.usage),
         finishReason: assembler.finishReason,
         model: answeredBy,
@@ -276,3 +276,6 @@ class DeltaPublisher {
     this.timer = undefined;
   }
 }
+
+/** Whether a call of `name` waits for approval in the run that asked (`*`: every tool). */
+const guarded = (approvalTools: string[] | undefined, name: string): boolean => !!approvalTools && (approvalTools.includes('*') || approvalTools.includes(name));

@@ -13,6 +13,10 @@ export interface ToolCall {
   local?: true;
   /** Set by the model activity for a registered tool that declares how long one call may take (its start-to-close). */
   timeoutMs?: number;
+  /** Set by the model activity on a call the run must have approved: the tool's JSON schema, which edited arguments must pass. */
+  parameters?: Record<string, unknown>;
+  /** Set by the machine when a person approved the call with edited arguments (`arguments` holds them). */
+  edited?: true;
 }
 
 export type ChatMessage =
@@ -58,6 +62,8 @@ export interface ModelRequest {
    * `UnknownTool` before any request to the model when one is not in its registry.
    */
   checkTools?: string[];
+  /** Tools whose calls wait for approval (`*`: every tool): their calls come back with the tool's schema (`parameters`). */
+  approvalTools?: string[];
 }
 
 /** A conversation a model call stored: the content hash of its chain node, and how many messages it holds. */

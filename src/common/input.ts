@@ -152,8 +152,20 @@ export const parseAgentRunInput = (value: unknown): ParseResult<ResolvedInput> =
 
 export const AbortInputSchema = z.object({ reason: z.string().max(1_000).optional() }).strict();
 export const ApproveInputSchema = z
-  .object({ toolCallId: z.string().min(1), approved: z.boolean(), feedback: z.string().max(10_000).optional() })
+  .object({
+    toolCallId: z.string().min(1),
+    approved: z.boolean(),
+    feedback: z.string().max(10_000).optional(),
+    /** Approve with these arguments instead of the model's; they must pass the tool's schema. */
+    arguments: z.record(z.string(), z.unknown()).optional(),
+  })
   .strict();
+
+/** Why `args` do not pass a tool's JSON `schema` (each field named), or null when they do. */
+export function argumentsProblem(schema: Record<string, unknown>, args: unknown): string | null {
+  const result = z.fromJSONSchema(schema as Parameters<typeof z.fromJSONSchema>[0]).safeParse(args);
+  return result.success ? null : describeZodError(result.error);
+}
 export const SendMessageInputSchema = z.object({ text: z.string().trim().min(1).max(100_000) }).strict();
 
 export type AbortInput = z.input<typeof AbortInputSchema>;

@@ -23,7 +23,10 @@ export interface PendingApproval {
   name: string;
   /** The call's arguments as JSON; for `budget`, the reason. */
   arguments: string;
-  decision?: { approved: boolean; feedback?: string };
+  /** The tool's JSON schema, when the worker knows it: `approve` may then send edited `arguments`, which must pass it. */
+  parameters?: Record<string, unknown>;
+  /** `arguments`: the edited arguments a person approved the call with, as JSON. */
+  decision?: { approved: boolean; feedback?: string; arguments?: string };
 }
 
 /** One tool call, as watchers see it: started when the run entered TOOL_EXECUTING, ended with TOOLS_DONE. */
@@ -32,6 +35,8 @@ export interface ToolCallRecord {
   name: string;
   /** The arguments as JSON, cut at 200 characters. */
   arguments: string;
+  /** A person approved it with edited arguments (those above). */
+  edited?: true;
   /** The step that started it (the way into TOOL_EXECUTING), and when. */
   startStep: number;
   startedAt: string;

@@ -55,8 +55,8 @@ export function setRunHandlers(run: HandledRun): void {
   setHandler(
     approveUpdate,
     (raw) => {
-      const { toolCallId, approved, feedback } = ApproveInputSchema.parse(raw);
-      run.dispatch({ type: 'APPROVAL', toolCallId, approved, feedback });
+      const { toolCallId, approved, feedback, arguments: edited } = ApproveInputSchema.parse(raw);
+      run.dispatch({ type: 'APPROVAL', toolCallId, approved, feedback, ...(edited !== undefined ? { arguments: edited } : {}) });
       return { toolCallId, approved, remaining: undecided(run.current()).length };
     },
     { validator: (raw) => refuseUnlessAccepted({ type: 'APPROVAL', ...parseOrThrow(ApproveInputSchema, raw, 'approve input') }) },

@@ -24,6 +24,7 @@ import { calibrated, confident, CONTINUE_PROMPT, continued, lastAssistantText, w
 import type { ModelStep, Phase, RunSnapshot, WorkPhase } from './snapshot';
 import type { ToolCallRecord } from '../common/view';
 import { FailureType, ModelErrorType } from '../common/failures';
+import { argumentsProblem } from '../common/input';
 import { AgentState, CritiqueAction, type CritiqueDecision, isTerminal, WORK_STATES } from '../common/states';
 
 export { CONTINUE_PROMPT } from './responses';
@@ -46,7 +47,8 @@ export type AgentEvent =
   | { type: 'CRITIC_FAILED'; error: string }
   | { type: 'COMPACTED'; result: CompactionResult }
   | { type: 'COMPACTION_FAILED'; error: string }
-  | { type: 'APPROVAL'; toolCallId: string; approved: boolean; feedback?: string }
+  /** `arguments`: approve with these instead of the model's (they must pass the tool's schema). */
+  | { type: 'APPROVAL'; toolCallId: string; approved: boolean; feedback?: string; arguments?: Record<string, unknown> }
   | { type: 'PAUSE' }
   | { type: 'RESUME' }
   | { type: 'ABORT'; reason?: string }
@@ -313,7 +315,7 @@ function handle(s: RunSnapshot, e: AgentEvent, now: string): TransitionResult {
         failuresInARow: anyFailed ? s.failuresInARow + 1 : 0,
         pendingToolCalls: [],
         presetResults: [],
-        messages: [...s.messages, ...results.map((r) => ({ role: 'tool' as const, toolCallId: r.toolCallId, content: r.content }))],
+        messages: [...s.messages, ...results.map((r) => ({ role: 'tool' as const, toolCallId: r.toolCallId, content: withEdit(s, r) }))],
       };
       return enter(next, plain(S.CRITIQUE), e, now);
     }
@@ -347,15 +349,23 @@ function handle(s: RunSnapshot, e: AgentEvent, now: string): TransitionResult {
         return reject(`toolCallId ${e.toolCallId} is not waiting for approval (waiting: ${waiting.join(', ') || 'none'})`);
       }
       if (pending.decision) return reject(`toolCallId ${e.toolCallId} was already ${pending.decision.approved ? 'approved' : 'rejected'}`);
+      if (e.arguments !== undefined) {
+        const problem = editProblem(pending, e.approved, e.arguments);
+        if (problem) return reject(problem);
+      }
       if (pending.kind === 'budget') {
         if (!e.approved) return fail(s, e, now, `${s.reason}; extending the budget was declined${e.feedback ? `: ${e.feedback}` : ''}`);
         return enter({ ...s, budgetGrants: s.budgetGrants + 1 }, phase.then, e, now);
       }
-      const decision = { approved: e.approved, ...(e.feedback !== undefined ? { feedback: e.feedback } : {}) };
+      const edited = e.arguments !== undefined ? { arguments: JSON.stringify(e.arguments) } : {};
+      const decision = { approved: e.approved, ...(e.feedback !== undefined ? { feedback: e.feedback } : {}), ...edited };
       const decided = phase.pending.map((p) => (p === pending ? { ...p, decision } : p));
       if (decided.some((p) => !p.decision)) return ok({ ...s, phase: { ...phase, pending: decided } });
       const rejected = decided.filter((p) => !p.decision?.approved);
-      const next: RunSnapshot = { ...s };
+      // Approved with edited arguments: the call runs with them, marked so that the model is told.
+      const editedArgs = new Map(decided.filter((p) => p.decision?.arguments !== undefined).map((p) => [p.toolCallId, p.decision!.arguments!]));
+      const pendingToolCalls = s.pendingToolCalls.map((c) => (editedArgs.has(c.id) ? { ...c, arguments: editedArgs.get(c.id)!, edited: true as const } : c));
+      const next: RunSnapshot = { ...s, pendingToolCalls };
       next.presetResults = [
         ...s.presetResults,
         ...rejected.map((p) => ({
@@ -445,7 +455,7 @@ function processResponse(s: RunSnapshot, e: AgentEvent, now: string): Transition
   const next = { ...s, toolSignatures: signatures };
   const guarded = calls.filter((c) => needsApproval(s, c.name));
   if (guarded.length > 0) {
-    const pending = guarded.map((c) => ({ toolCallId: c.id, kind: 'tool' as const, name: c.name, arguments: c.arguments }));
+    const pending = guarded.map((c) => ({ toolCallId: c.id, kind: 'tool' as const, name: c.name, arguments: c.arguments, ...(c.parameters ? { parameters: c.parameters } : {}) }));
     return enter(next, { type: S.AWAITING_APPROVAL, pending, then: plain(S.TOOL_EXECUTING) }, e, now);
   }
   return enter(next, plain(S.TOOL_EXECUTING), e, now);
@@ -587,6 +597,20 @@ export function resumeAt(s: RunSnapshot, now: string): { snapshot: RunSnapshot; 
   return { snapshot, commands: [...timer, ...commandsFor(snapshot)] };
 }
 
+/** Why edited arguments cannot be taken: only with an approval, for a tool whose schema is known, and passing it. */
+function editProblem(pending: { name: string; parameters?: Record<string, unknown> }, approved: boolean, args: Record<string, unknown>): string | null {
+  if (!approved) return 'edited arguments come with an approval, not a rejection';
+  if (!pending.parameters) return `arguments of ${pending.name} cannot be edited: the worker sent no schema for it`;
+  const problem = argumentsProblem(pending.parameters, args);
+  return problem ? `edited arguments of ${pending.name} are invalid: ${problem}` : null;
+}
+
+/** A tool's result as the model reads it: after edited arguments, it is told what ran. */
+function withEdit(s: RunSnapshot, r: ToolResult): string {
+  const call = s.pendingToolCalls.find((c) => c.id === r.toolCallId);
+  return call?.edited ? `(The user approved this call with edited arguments: ${call.arguments})\n${r.content}` : r.content;
+}
+
 /** Tool calls watchers see: the last TOOL_LOG_SIZE. */
 const TOOL_LOG_SIZE = 20;
 const clip200 = (text: string) => (text.length > 200 ? `${text.slice(0, 199)}…` : text);
@@ -596,7 +620,7 @@ function toolsStarted(s: RunSnapshot, now: string): ToolCallRecord[] {
   const preset = new Set(s.presetResults.map((r) => r.toolCallId));
   const started = s.pendingToolCalls
     .filter((c) => !preset.has(c.id))
-    .map((c): ToolCallRecord => ({ toolCallId: c.id, name: c.name, arguments: clip200(c.arguments), startStep: s.step, startedAt: now, endStep: null, endedAt: null, ok: null, output: null }));
+    .map((c): ToolCallRecord => ({ toolCallId: c.id, name: c.name, arguments: clip200(c.arguments), ...(c.edited ? { edited: true as const } : {}), startStep: s.step, startedAt: now, endStep: null, endedAt: null, ok: null, output: null }));
   return [...s.toolLog, ...started].slice(-TOOL_LOG_SIZE);
 }
 

@@ -27,6 +27,7 @@ function providerLimits(s: RunSnapshot): Pick<ModelRequest, 'maxOutputTokens' | 
   return {
     ...(s.options.maxOutputTokens !== undefined ? { maxOutputTokens: s.options.maxOutputTokens } : {}),
     ...(named.length > 0 ? { checkTools: [...new Set(named)] } : {}),
+    ...(s.options.approvalTools.length > 0 ? { approvalTools: s.options.approvalTools } : {}),
   };
 }
 

@@ -88,14 +88,27 @@ export class ToolRegistry {
     return this.tools.get(name)?.timeoutMs;
   }
 
-  /** The call as the run should schedule it: marked `local` (runsLocally) and with the tool's `timeoutMs`, when they apply. */
-  withHints(call: ToolCall): ToolCall {
+  /**
+   * The call as the run should schedule it: marked `local` (runsLocally) and with the tool's `timeoutMs`, when they
+   * apply, and, for a call that waits for approval (`guarded`), the tool's schema, which edited arguments must pass.
+   */
+  withHints(call: ToolCall, guarded = false): ToolCall {
     const timeoutMs = this.timeoutOf(call.name);
+    const parameters = guarded ? this.schemaOf(call.name) : undefined;
     return {
       ...call,
       ...(this.runsLocally(call.name) ? { local: true as const } : {}),
       ...(timeoutMs !== undefined ? { timeoutMs } : {}),
+      ...(parameters ? { parameters } : {}),
     };
+  }
+
+  /** A registered tool's parameters as JSON Schema (what the model is sent). */
+  schemaOf(name: string): Record<string, unknown> | undefined {
+    const tool = this.tools.get(name);
+    if (!tool) return undefined;
+    const { $schema: _ignored, ...schema } = tool.jsonSchema ?? (z.toJSONSchema(tool.parameters) as Record<string, unknown>);
+    return schema;
   }
 
   /** The names, each once, that no registered tool has. */
