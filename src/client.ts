@@ -321,10 +321,13 @@ export class AgentRunHandle {
     if (!WORKING_STATES.includes(view.state)) return view;
     // The raw description: the SDK's would decode the memo too, which this needs not.
     const { client } = this.workflow;
-    const raw = await client.workflowService.describeWorkflowExecution({ namespace: client.options.namespace, execution: { workflowId: this.workflowId, runId: this.runId } });
+    const described = await client.workflowService
+      .describeWorkflowExecution({ namespace: client.options.namespace, execution: { workflowId: this.workflowId, runId: this.runId } })
+      .catch(() => undefined); // best effort: the live state stands on its own
+    if (!described) return view;
     const converter = client.options.loadedDataConverter;
     const retrying: RetryInfo[] = [];
-    for (const a of raw.pendingActivities ?? []) {
+    for (const a of described.pendingActivities ?? []) {
       if ((a.attempt ?? 1) <= 1 && !a.lastFailure) continue;
       const error = await decodeOptionalFailureToOptionalError(converter, a.lastFailure);
       const type = error instanceof ApplicationFailure ? (error.type ?? null) : null;
