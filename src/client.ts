@@ -356,18 +356,24 @@ export class AgentRunHandle {
     const connection = this.workflow.client.connection;
     const query = () => this.workflow.query(stateQuery, { includeMessages: opts.includeMessages ?? false });
     const signal = opts.signal;
+    // One deadline for every attempt: the stored copy, the fallback, must still answer within 10 s.
+    const deadline = Date.now() + timeoutMs;
+    const timedOut = () => new AgentQueryTimeoutError(this.workflowId, timeoutMs, this.taskQueue);
     for (let attempt = 0; ; attempt++) {
       signal?.throwIfAborted();
       try {
-        return await connection.withDeadline(Date.now() + timeoutMs, () =>
+        return await connection.withDeadline(deadline, () =>
           signal ? perCall(signal, (callSignal) => connection.withAbortSignal(callSignal, query)) : query(),
         );
       } catch (err) {
         signal?.throwIfAborted();
         if (err instanceof WorkflowNotFoundError) throw new AgentRunNotFoundError(this.workflowId);
-        if (isGrpcDeadlineError(err)) throw new AgentQueryTimeoutError(this.workflowId, timeoutMs, this.taskQueue);
-        if (err instanceof QueryNotRegisteredError || attempt >= retries) throw err;
-        await pause(QUERY_RETRY_DELAY_MS * 2 ** attempt, signal);
+        if (isGrpcDeadlineError(err)) throw timedOut();
+        // No worker polls the run's task queue: asking again cannot help.
+        if (err instanceof QueryNotRegisteredError || isNoWorkerError(err) || attempt >= retries) throw err;
+        const delay = QUERY_RETRY_DELAY_MS * 2 ** attempt;
+        if (Date.now() + delay >= deadline) throw timedOut();
+        await pause(delay, signal);
       }
     }
   }
