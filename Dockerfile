@@ -16,9 +16,10 @@ COPY package.json package-lock.json ./
 RUN npm ci --no-audit --no-fund || npm install --no-audit --no-fund
 COPY tsconfig.json tsconfig.build.json ./
 COPY src ./src
-# Compiled to dist/ so the runtime needs neither tsx nor TypeScript; the workflow code bundled once here rather than
-# by webpack at every worker boot (AGENT_WORKFLOW_BUNDLE_DIR below); then the dev dependencies go.
-RUN npx tsc -p tsconfig.build.json \
+# Compiled to dist/ (with the gateway's web page, src/gateway/ui) so the runtime needs neither tsx nor TypeScript;
+# the workflow code bundled once here rather than by webpack at every worker boot (AGENT_WORKFLOW_BUNDLE_DIR below);
+# then the dev dependencies go.
+RUN npm run build \
   && node dist/bin/build-workflows.js dist/workflow-bundles \
   && npm prune --omit=dev --no-audit --no-fund
 # The Temporal core bridge ships a native library for five platforms; keep this one's (saves about 120 MB).

@@ -45,7 +45,8 @@ import {
   resumeSignal,
   sendMessageUpdate,
   snapshotAtQuery,
-  runSnapshotAtQuery,
+  stateAtQuery,
+  stateSnapshotAtQuery,
   stateQuery,
   type AgentRunResult,
   type ApproveResult,
@@ -380,7 +381,15 @@ export class AgentRunHandle {
 
   /** Time travel: the run's snapshot right after `step` (see `state().transitions`); messages on request. */
   async snapshotAt(step: number, opts: { includeMessages?: boolean } = {}): Promise<RunStateView> {
-    return this.guard(() => this.workflow.query(snapshotAtQuery, { step, includeMessages: opts.includeMessages ?? false }));
+    const args = { step, includeMessages: opts.includeMessages ?? false };
+    return this.guard(() =>
+      // A worker from before 0.2 serves the same view as `snapshotAt`.
+      this.workflow.query(stateAtQuery, args).catch((err: unknown) => {
+        // The SDK reports a handler's own failure (a step the run does not hold) as this error type too.
+        if (err instanceof QueryNotRegisteredError && /did not register a handler for stateAt\b/.test(err.message)) return this.workflow.query(snapshotAtQuery, args);
+        throw err;
+      }),
+    );
   }
 
   /** Asks the run to stop: work in flight is cancelled and the run ends ABORTED. */
@@ -544,7 +553,7 @@ export class AgentClient {
     const view = await source.snapshotAt(fromStep, { includeMessages: true });
     if (isTerminal(view.state)) throw new InvalidAgentInputError(`step ${fromStep} of ${workflowId} is ${view.state}: fork from an earlier step`);
     const task = view.messages?.find((m) => m.role === 'user')?.content ?? `fork of ${workflowId}`;
-    const snapshot = await this.client.workflow.getHandle(workflowId).query(runSnapshotAtQuery, { step: fromStep });
+    const snapshot = await this.client.workflow.getHandle(workflowId).query(stateSnapshotAtQuery, { step: fromStep });
     const resume = { kind: 'fork' as const, snapshot: snapshot as NonNullable<AgentRunInput['resume']>['snapshot'], origin: { workflowId, step: fromStep } };
     return this.start({ prompt: task, resume }, { workflowId: opts.workflowId ?? `${workflowId}-fork-${fromStep}-${randomUUID().slice(0, 6)}` });
   }

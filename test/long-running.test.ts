@@ -5,7 +5,7 @@ import path from 'node:path';
 import { runCli } from '../src/cli';
 import { AgentClient } from '../src/client';
 import { WORKFLOW_TYPE } from '../src/common/constants';
-import { approveUpdate, resumeSignal, runSnapshotAtQuery, sendMessageUpdate, snapshotAtQuery, stateQuery } from '../src/common/messages';
+import { approveUpdate, resumeSignal, stateSnapshotAtQuery, sendMessageUpdate, stateAtQuery, stateQuery } from '../src/common/messages';
 import { startAgentHarness, type AgentHarness } from './support/agent-harness';
 
 let h: AgentHarness;
@@ -67,16 +67,16 @@ test('time travel: every step is queryable, and a run forked from a step carries
   const final = await original.query(stateQuery);
 
   // Step 3 is the way into TOOL_EXECUTING: the tool call is pending, nothing executed yet.
-  const atStep3 = await original.query(snapshotAtQuery, { step: 3, includeMessages: true });
+  const atStep3 = await original.query(stateAtQuery, { step: 3, includeMessages: true });
   expect(atStep3).toMatchObject({ state: 'TOOL_EXECUTING', step: 3, toolCalls: 0 });
   expect(atStep3.messages?.at(-1)).toMatchObject({ role: 'assistant', toolCalls: [expect.objectContaining({ name: 'readFile' })] });
   expect(final.transitions[2]).toMatchObject({ to: 'TOOL_EXECUTING' });
-  const atStep1 = await original.query(snapshotAtQuery, { step: 1 });
+  const atStep1 = await original.query(stateAtQuery, { step: 1 });
   expect(atStep1).toMatchObject({ state: 'STREAMING', loops: 1 });
-  await expect(original.query(snapshotAtQuery, { step: final.step + 1 })).rejects.toThrow(/is not in this run/);
+  await expect(original.query(stateAtQuery, { step: final.step + 1 })).rejects.toThrow(/is not in this run/);
 
   // The view is for clients; a fork carries the run's own snapshot of that step.
-  const carried = await original.query(runSnapshotAtQuery, { step: 3 });
+  const carried = await original.query(stateSnapshotAtQuery, { step: 3 });
   expect(carried).toMatchObject({ schemaVersion: 2, step: 3, phase: { type: 'TOOL_EXECUTING' } });
   const requestsBefore = h.model.requests('traveller').length;
   const fork = await h.env.client.workflow.start(WORKFLOW_TYPE, {

@@ -10,7 +10,7 @@ import path from 'node:path';
 import type { WorkflowHandle } from '@temporalio/client';
 import type { Browser, Page } from 'playwright-core';
 import { startDevServer, type DevServerHandle } from '../scripts/lib/dev-server';
-import { startAgentHarness, type AgentHarness } from './support/agent-harness';
+import { startAgentHarness, waitFor, type AgentHarness } from './support/agent-harness';
 import { freePort } from '../scripts/lib/free-port';
 import { chromiumSkipReason as skipReason, launchChromium, UI_TIMEOUT_MS, withScreenshot as saveShot } from './support/browser';
 
@@ -102,11 +102,13 @@ uiTest("the run's page shows the current details the workflow sets", () =>
     await details.getByText('awaiting approval: writeFile (w1)').waitFor();
   }), TEST_TIMEOUT_MS);
 
-uiTest("the Queries tab runs the state query and shows the run's view", () =>
+uiTest("the Queries tab leads with the state query, runs it without an argument, and shows the run's view", () =>
   withScreenshot('state-query.png', async () => {
     await openRunTab(waiting.workflowId, 'Queries');
-    await page.getByTestId('query-select-button').click();
-    await page.getByRole('option', { name: 'state', exact: true }).click();
+    // The UI lists queries by name and preselects the first: `state`, which needs no argument, so Run Query as it is.
+    await waitFor(async () => (await page.getByTestId('query-select').inputValue()) === 'state' || undefined, UI_TIMEOUT_MS, 'the preselected query');
+    const names = await page.locator('#query-select-select [role=option] .menu-item-wrapper > span').allTextContents();
+    expect(names.filter((name) => !name.startsWith('__'))).toEqual(['state', 'stateAt', 'stateSnapshotAt']);
     await page.getByRole('button', { name: 'Run Query' }).click();
     const result = page.getByRole('textbox', { name: 'Query Result' });
     await result.locator('.cm-line', { hasText: '"state": "AWAITING_APPROVAL"' }).waitFor();

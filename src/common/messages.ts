@@ -48,10 +48,15 @@ export interface AgentRunResult {
 }
 
 export const stateQuery = defineQuery<RunStateView, [StateQueryOptions?]>('state');
-/** Time travel: the run's snapshot right after a step (a step is a state change; see `transitions`). */
+/**
+ * Time travel: the state view right after a step (a step is a state change; see `transitions`). Named to sort after
+ * `state`, which the Temporal UI's Queries tab, listing queries by name, then preselects.
+ */
+export const stateAtQuery = defineQuery<RunStateView, [{ step: number; includeMessages?: boolean }]>('stateAt');
+/** @deprecated `stateAt`'s name on workers before 0.2; the client falls back to it when a worker does not know `stateAt`. */
 export const snapshotAtQuery = defineQuery<RunStateView, [{ step: number; includeMessages?: boolean }]>('snapshotAt');
 /** A run's internal snapshot right after a step, as a new run carries on from it (`AgentClient.fork`); its shape is the worker's own. */
-export const runSnapshotAtQuery = defineQuery<CarriedSnapshot, [{ step: number }]>('runSnapshotAt');
+export const stateSnapshotAtQuery = defineQuery<CarriedSnapshot, [{ step: number }]>('stateSnapshotAt');
 export const abortSignal = defineSignal<[AbortInput?]>('abort');
 export const pauseSignal = defineSignal('pause');
 export const resumeSignal = defineSignal('resume');

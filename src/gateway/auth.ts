@@ -2,9 +2,10 @@
 import { createHash, timingSafeEqual } from 'node:crypto';
 import type { FastifyInstance } from 'fastify';
 import { HttpError } from './errors';
+import { UI_ROUTES } from './routes/ui';
 
-/** Routes served without a token: liveness and the API description. */
-export const PUBLIC_ROUTES: ReadonlySet<string> = new Set(['/healthz', '/openapi.json']);
+/** Routes served without a token: liveness, the API description and the web page's static files (which hold no data). */
+export const PUBLIC_ROUTES: ReadonlySet<string> = new Set(['/healthz', '/openapi.json', ...UI_ROUTES]);
 
 /**
  * Whether an `Authorization` header carries the token. Both sides are hashed first so that the comparison is

@@ -9,6 +9,7 @@ import { registerAuth } from './auth';
 import type { GatewayContext } from './context';
 import { toHttpError } from './errors';
 import { registerRoutes } from './routes';
+import { registerUiRoutes } from './routes/ui';
 
 export { HttpError, type ErrorBody } from './errors';
 export { openApiDocument } from './openapi';
@@ -26,6 +27,8 @@ export interface GatewayOptions {
   pollIntervalMs?: number;
   /** Largest request body in bytes. @default 1048576 */
   bodyLimit?: number;
+  /** Serve the web page for runs at `/ui` (its data still needs the token). @default true */
+  ui?: boolean;
 }
 
 /** Builds the gateway; call `listen` to serve, or `inject` to test. Closing it ends open streams and result waits. */
@@ -50,6 +53,7 @@ export function buildGateway(opts: GatewayOptions): FastifyInstance {
   );
   registerAuth(app, opts.token);
   registerRoutes(app, ctx);
+  if (opts.ui ?? true) registerUiRoutes(app);
   app.addHook('preClose', async () => {
     for (const request of ctx.inflight) request.abort(new Error('the gateway is closing'));
   });

@@ -10,9 +10,9 @@ import {
   approveUpdate,
   pauseSignal,
   resumeSignal,
-  runSnapshotAtQuery,
+  stateSnapshotAtQuery,
   sendMessageUpdate,
-  snapshotAtQuery,
+  stateAtQuery,
   stateQuery,
   streamDeltaSignal,
   type CarriedSnapshot,
@@ -37,9 +37,17 @@ export function setRunHandlers(run: HandledRun): void {
     const result = transition(run.current(), event, new Date().toISOString());
     if (!result.ok) throw new Error(result.error);
   };
-  setHandler(stateQuery, (options) => publicView(run.current(), options?.includeMessages ?? false));
-  setHandler(snapshotAtQuery, ({ step, includeMessages }) => publicView(run.at(step), includeMessages ?? false));
-  setHandler(runSnapshotAtQuery, ({ step }) => run.at(step) as RunSnapshot & CarriedSnapshot);
+  // Descriptions show in `temporal workflow metadata` and the UI. The UI lists queries by name: the internal one is
+  // named to sort after `state`.
+  setHandler(stateQuery, (options) => publicView(run.current(), options?.includeMessages ?? false), {
+    description: 'The run as clients see it (README, "The public contract"). Optional argument: { "includeMessages": true }.',
+  });
+  setHandler(stateAtQuery, ({ step, includeMessages }) => publicView(run.at(step), includeMessages ?? false), {
+    description: 'The state view right after a step (time travel). Argument: { "step": <number> }.',
+  });
+  setHandler(stateSnapshotAtQuery, ({ step }) => run.at(step) as RunSnapshot & CarriedSnapshot, {
+    description: "Internal: the run's versioned snapshot after a step, which fork carries into a new run. Argument: { \"step\": <number> }.",
+  });
   setHandler(abortSignal, (raw) => {
     const parsed = parseWith(AbortInputSchema, raw ?? {}, 'abort input');
     run.dispatch({ type: 'ABORT', reason: parsed.ok ? parsed.value.reason : undefined });

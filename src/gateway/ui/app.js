@@ -1,0 +1,433 @@
+/*
+ * The gateway's web page: the list of runs at /ui, one run at /ui/runs/<workflowId>. Plain browser JavaScript, no
+ * build step; every value from the server goes into the page as text, never as HTML.
+ *
+ * What it shows is authoritative: the status, approvals, tool calls and timeline are drawn only from the run's
+ * state (GET /v1/runs/:id), fetched when the page opens, after every (re)connection of the event stream, on every
+ * event that says the run moved, and every few seconds in any case. The event stream (GET /v1/runs/:id/events)
+ * brings the text as it streams, and is resumed with Last-Event-ID after a drop. So after a reconnect the page
+ * shows the run as it is, not as it was when the connection broke.
+ */
+'use strict';
+
+const TOKEN_KEY = 'durable-agent-worker.gateway-token';
+const STATES = ['IDLE', 'PLANNING', 'STREAMING', 'PROCESSING', 'TOOL_EXECUTING', 'AWAITING_APPROVAL', 'CRITIQUE', 'COMPACTING', 'PAUSED', 'COMPLETED', 'FAILED', 'ABORTED'];
+const TERMINAL = ['COMPLETED', 'FAILED', 'ABORTED'];
+const POLL_MS = 2000;
+const RECONNECT_MS = 1000;
+
+const $ = (id) => document.getElementById(id);
+
+/** An element with text children (strings become text nodes) and attributes. */
+function el(tag, attrs, ...children) {
+  const node = document.createElement(tag);
+  for (const [key, value] of Object.entries(attrs ?? {})) {
+    if (value === undefined || value === null || value === false) continue;
+    if (key === 'class') node.className = value;
+    else if (key.startsWith('on')) node.addEventListener(key.slice(2), value);
+    else node.setAttribute(key, value === true ? '' : String(value));
+  }
+  for (const child of children.flat()) {
+    if (child === undefined || child === null) continue;
+    node.append(typeof child === 'string' || typeof child === 'number' ? document.createTextNode(String(child)) : child);
+  }
+  return node;
+}
+
+const time = (iso) => (iso ? new Date(iso).toLocaleTimeString() : '');
+const isTerminal = (view) => TERMINAL.includes(view.state) && !view.conversationOpen;
+
+class ApiError extends Error {
+  constructor(status, code, message) {
+    super(message);
+    this.status = status;
+    this.code = code;
+  }
+}
+
+function authHeaders() {
+  const token = sessionStorage.getItem(TOKEN_KEY);
+  return token ? { authorization: `Bearer ${token}` } : {};
+}
+
+/** A JSON route of the gateway; its `{ error: { code, message } }` becomes an ApiError. A 401 asks for the token. */
+async function api(method, path, body) {
+  const headers = { accept: 'application/json', ...authHeaders() };
+  if (body !== undefined) headers['content-type'] = 'application/json';
+  const res = await fetch(path, { method, headers, body: body === undefined ? undefined : JSON.stringify(body) });
+  const data = await res.json().catch(() => null);
+  if (!res.ok) {
+    const error = new ApiError(res.status, data?.error?.code ?? 'http_error', data?.error?.message ?? `HTTP ${res.status}`);
+    if (res.status === 401) askForToken(error.message);
+    throw error;
+  }
+  return data;
+}
+
+// ---- the token -------------------------------------------------------------------------------------------------
+
+let started = false;
+
+function askForToken(message) {
+  $('login').hidden = false;
+  $('login-error').textContent = sessionStorage.getItem(TOKEN_KEY) ? message : '';
+  $('list-page').hidden = true;
+  $('run-page').hidden = true;
+  $('token').focus();
+}
+
+$('login').addEventListener('submit', (event) => {
+  event.preventDefault();
+  sessionStorage.setItem(TOKEN_KEY, $('token').value.trim());
+  $('login').hidden = true;
+  if (started) location.reload();
+  else start();
+});
+
+// ---- the list of runs --------------------------------------------------------------------------------------------
+
+function listPage() {
+  const filter = $('state-filter');
+  for (const state of STATES) filter.append(el('option', { value: state }, state));
+  filter.value = new URLSearchParams(location.search).get('state') ?? '';
+  filter.addEventListener('change', () => {
+    history.replaceState(null, '', filter.value ? `/ui?state=${filter.value}` : '/ui');
+    refresh();
+  });
+
+  async function refresh() {
+    const query = new URLSearchParams({ limit: '100' });
+    if (filter.value) query.set('state', filter.value);
+    try {
+      const { runs } = await api('GET', `/v1/runs?${query}`);
+      $('list-page').hidden = false;
+      const rows = runs.map((run) =>
+        el('tr', { 'data-workflow-id': run.workflowId },
+          el('td', {}, el('a', { href: `/ui/runs/${encodeURIComponent(run.workflowId)}` }, run.workflowId)),
+          el('td', {}, el('span', { class: `state state-${run.agentState ?? 'unknown'}` }, run.agentState ?? '?')),
+          el('td', {}, run.status),
+          el('td', {}, new Date(run.startTime).toLocaleString()),
+        ),
+      );
+      document.querySelector('#runs tbody').replaceChildren(...rows);
+      $('list-empty').hidden = rows.length > 0;
+      $('list-updated').textContent = `updated ${new Date().toLocaleTimeString()}`;
+      setConnection('live', 'connected');
+    } catch (err) {
+      if (err.status !== 401) setConnection('offline', `cannot reach the gateway: ${err.message}`);
+    }
+  }
+  refresh();
+  setInterval(refresh, POLL_MS);
+}
+
+// ---- one run -----------------------------------------------------------------------------------------------------
+
+function runPage(workflowId) {
+  const runPath = `/v1/runs/${encodeURIComponent(workflowId)}`;
+  $('crumb').textContent = ` / ${workflowId}`;
+  document.title = `${workflowId} · agent run`;
+
+  /** The latest state view: the page's one source of truth for everything but the streaming text. */
+  let view = null;
+  /** The streamed text: whose call and attempt it is, and the text. */
+  let text = { key: '', value: '' };
+  let approvalsKey = null;
+  let refreshing = null;
+  let again = false;
+  /** The stream's resume cursor, and whether following is over (the run ended or is gone). */
+  let lastEventId = null;
+  let stopped = false;
+
+  /** Fetches the state and redraws; calls made while one is in flight run once more after it, never in parallel. */
+  function refreshState() {
+    if (refreshing) {
+      again = true;
+      return refreshing;
+    }
+    refreshing = (async () => {
+      try {
+        do {
+          again = false;
+          render(await api('GET', runPath));
+        } while (again);
+      } catch (err) {
+        if (err.status === 404) showGone(err.message);
+        else if (err.status !== 401) markStale(err.message);
+      } finally {
+        refreshing = null;
+      }
+    })();
+    return refreshing;
+  }
+
+  function render(next) {
+    view = next;
+    $('run-page').hidden = false;
+    const state = $('state');
+    state.textContent = view.state;
+    state.className = `state state-${view.state}`;
+    $('state-since').textContent = `since ${time(view.stateSince)} · step ${view.step}`;
+    $('updated').textContent = `as of ${new Date().toLocaleTimeString()}`;
+    $('updated').classList.remove('stale');
+
+    $('stored').hidden = !view.stored;
+    if (view.stored) $('stored').textContent = `Stored copy from ${time(view.stored.at)}: ${view.stored.reason}`;
+    const retrying = view.retrying ?? [];
+    $('retrying').hidden = retrying.length === 0;
+    $('retrying').textContent = retrying
+      .map((r) => `${r.activity}: attempt ${r.attempt}` + (r.lastFailure ? ` after ${r.lastFailure.type ?? 'an error'}: ${r.lastFailure.message}` : '') + (r.nextAttemptAt ? `, next at ${time(r.nextAttemptAt)}` : ''))
+      .join('; ');
+
+    const counters = [
+      ['model calls', `${view.loops} / ${view.limits.maxLoops}`],
+      ['tool calls', `${view.toolCalls} / ${view.limits.maxToolCalls}`],
+      ['tokens', `${view.usage.totalTokens}`],
+      ['cost', `$${view.usage.costUsd.toFixed(4)}`],
+      ['model', view.lastModel ?? '—'],
+    ];
+    if (view.state === 'PAUSED' && view.resumeTo) counters.push(['resumes in', view.resumeTo]);
+    if (view.pauseRequested) counters.push(['pause', 'requested']);
+    $('counters').replaceChildren(...counters.flatMap(([k, v]) => [el('dt', {}, k), el('dd', {}, v)]));
+    showLine($('reason'), view.reason && `Reason: ${view.reason}`);
+    showLine($('last-error'), view.lastError && `Last error: ${view.lastError}`);
+
+    const ended = isTerminal(view);
+    $('pause').disabled = ended || view.state === 'PAUSED' || view.pauseRequested;
+    $('resume').disabled = ended || view.state !== 'PAUSED';
+    $('abort').disabled = ended;
+    $('abort-reason').disabled = ended;
+
+    renderApprovals();
+    renderText();
+    renderTools();
+    renderTimeline();
+  }
+
+  function showLine(node, value) {
+    node.hidden = !value;
+    node.textContent = value || '';
+  }
+
+  function markStale(message) {
+    $('updated').textContent = view ? `as of ${$('updated').textContent.replace(/^as of /, '')}; cannot reach the gateway: ${message}` : message;
+    $('updated').classList.add('stale');
+    setConnection('offline', `cannot reach the gateway: ${message}`);
+  }
+
+  function showGone(message) {
+    $('run-page').hidden = false;
+    $('state').textContent = 'not found';
+    $('state').className = 'state state-unknown';
+    $('state-since').textContent = message;
+    stopped = true;
+  }
+
+  // Re-drawn only when the calls waiting change, so that an edit being typed is not wiped by the next refresh.
+  function renderApprovals() {
+    const pending = view.state === 'AWAITING_APPROVAL' ? view.pendingApproval.filter((p) => !p.decision) : [];
+    const key = pending.map((p) => p.toolCallId).join('\n');
+    if (key === approvalsKey) return;
+    approvalsKey = key;
+    $('approvals').hidden = pending.length === 0;
+    $('approval-list').replaceChildren(...pending.map(approvalCard));
+  }
+
+  function approvalCard(p) {
+    const args = el('textarea', { rows: 4, 'aria-label': `arguments of ${p.name}`, disabled: p.kind !== 'tool' || !p.parameters });
+    args.value = p.kind === 'tool' ? prettyJson(p.arguments) : p.arguments;
+    const feedback = el('input', { type: 'text', placeholder: 'feedback for the model (optional)', 'aria-label': `feedback on ${p.name}`, maxlength: 10000 });
+    const result = el('span', { class: 'error' });
+    const decide = async (approved) => {
+      const body = { toolCallId: p.toolCallId, approved };
+      if (feedback.value.trim()) body.feedback = feedback.value.trim();
+      if (approved && p.kind === 'tool' && !args.disabled && args.value.trim() !== prettyJson(p.arguments).trim()) {
+        try {
+          body.arguments = JSON.parse(args.value);
+        } catch (err) {
+          result.textContent = `the arguments are not JSON: ${err.message}`;
+          return;
+        }
+      }
+      result.textContent = '';
+      try {
+        await api('POST', `${runPath}/approvals`, body);
+        card.classList.add('decided');
+      } catch (err) {
+        result.textContent = err.message;
+      }
+      await refreshState();
+    };
+    const card = el('div', { class: 'approval', 'data-tool-call-id': p.toolCallId },
+      el('div', {}, el('strong', {}, p.kind === 'budget' ? 'Budget' : p.name), ' ', el('span', { class: 'muted' }, p.toolCallId)),
+      args,
+      feedback,
+      el('div', {},
+        el('button', { type: 'button', onclick: () => decide(true) }, 'Approve'),
+        ' ',
+        el('button', { type: 'button', class: 'danger', onclick: () => decide(false) }, 'Reject'),
+        ' ',
+        result,
+      ),
+    );
+    return card;
+  }
+
+  function prettyJson(json) {
+    try {
+      return JSON.stringify(JSON.parse(json), null, 2);
+    } catch {
+      return json;
+    }
+  }
+
+  /** The streamed text, caught up from the state when the stream lagged or the page (re)connected. */
+  function renderText() {
+    const key = view.stream ? `${view.stream.callNumber}.${view.stream.attempt}` : '';
+    if (key !== text.key || view.partialText.length > text.value.length) text = { key, value: view.partialText };
+    $('text-title').textContent = view.answer !== null && text.value === view.answer ? 'Answer' : view.stream ? `Text of model call ${view.stream.callNumber}` : 'Text';
+    $('live-text').textContent = text.value || (view.lastText ?? '');
+  }
+
+  /**
+   * A text event: its id (the stream's cursor) ends with the offset its text ends at, so it is placed where it
+   * belongs whether the page already has that part (from the state) or not. A gap is filled from the state.
+   */
+  function onText(event, id) {
+    const key = `${event.callNumber}.${event.attempt}`;
+    const end = Number(id?.split('.')[3]);
+    const start = Number.isFinite(end) ? end - event.text.length : key === text.key ? text.value.length : 0;
+    const current = key === text.key ? text.value : '';
+    if (start > current.length) {
+      refreshState();
+      return;
+    }
+    text = { key, value: current.slice(0, start) + event.text + current.slice(start + event.text.length) };
+    $('live-text').textContent = text.value;
+  }
+
+  function renderTools() {
+    const rows = view.recentToolCalls.map((t) =>
+      el('tr', { 'data-tool-call-id': t.toolCallId },
+        el('td', {}, t.startStep),
+        el('td', {}, t.name),
+        el('td', { class: 'mono' }, t.arguments, t.edited ? el('span', { class: 'tag' }, 'edited') : null),
+        el('td', {}, t.ok === null ? 'running…' : t.ok ? 'ok' : 'failed'),
+        el('td', {}, t.endedAt ? `${Date.parse(t.endedAt) - Date.parse(t.startedAt)} ms` : ''),
+        el('td', { class: 'mono' }, t.output ?? ''),
+      ),
+    );
+    document.querySelector('#tools tbody').replaceChildren(...rows);
+  }
+
+  function renderTimeline() {
+    const first = view.step - view.transitions.length + 1;
+    $('timeline').setAttribute('start', String(first));
+    $('timeline').replaceChildren(
+      ...view.transitions.map((t) => el('li', {}, el('span', { class: 'mono' }, time(t.at)), ` ${t.from} → ${t.to} `, el('span', { class: 'muted' }, t.event))),
+    );
+  }
+
+  for (const name of ['pause', 'resume']) {
+    $(name).addEventListener('click', () => control(name, undefined));
+  }
+  $('abort').addEventListener('click', () => {
+    const reason = $('abort-reason').value.trim();
+    control('abort', reason ? { reason } : {});
+  });
+
+  async function control(name, body) {
+    try {
+      await api('POST', `${runPath}/${name}`, body);
+      $('control-result').textContent = `${name} sent`;
+    } catch (err) {
+      $('control-result').textContent = `${name} refused: ${err.message}`;
+    }
+    await refreshState();
+  }
+
+  // ---- the event stream: text as it streams, and a nudge to re-read the state on everything else ----
+
+  async function follow() {
+    while (!stopped) {
+      try {
+        const headers = { accept: 'text/event-stream', ...authHeaders() };
+        if (lastEventId) headers['last-event-id'] = lastEventId;
+        const res = await fetch(`${runPath}/events`, { headers });
+        if (!res.ok) {
+          const data = await res.json().catch(() => null);
+          if (res.status === 401) return askForToken(data?.error?.message ?? 'unauthorized');
+          if (res.status === 404) return showGone(data?.error?.message ?? 'no such run');
+          throw new Error(data?.error?.message ?? `HTTP ${res.status}`);
+        }
+        setConnection('live', 'following the run');
+        // What happened while the stream was down is in the state, not in the events the cursor skips.
+        await refreshState();
+        for await (const message of sseMessages(res.body)) {
+          if (message.id) lastEventId = message.id;
+          if (message.event === 'text') onText(message.data, message.id);
+          else if (message.event === 'restart') text = { key: `${message.data.callNumber}.${message.data.attempt}`, value: '' };
+          else if (message.event === 'end') {
+            stopped = true;
+            setConnection('ended', 'the run ended');
+          } else if (message.event === 'error') {
+            throw new Error(message.data?.error?.message ?? 'stream error');
+          }
+          if (message.event && message.event !== 'text') refreshState();
+        }
+      } catch (err) {
+        if (!stopped) setConnection('offline', `event stream lost (${err.message}); reconnecting`);
+      }
+      if (!stopped) await new Promise((resolve) => setTimeout(resolve, RECONNECT_MS));
+    }
+    await refreshState();
+  }
+
+  refreshState();
+  follow();
+  // A safety net under the stream: a stream that is silently stuck still cannot leave the status behind.
+  const poll = setInterval(() => {
+    if (view && isTerminal(view) && stopped) clearInterval(poll);
+    else refreshState();
+  }, POLL_MS);
+}
+
+/** Server-Sent Events from a fetch body: `{ event, id, data }` per message; comments (heartbeats) are skipped. */
+async function* sseMessages(body) {
+  const reader = body.pipeThrough(new TextDecoderStream()).getReader();
+  let buffer = '';
+  for (;;) {
+    const { value, done } = await reader.read();
+    if (done) return;
+    buffer += value;
+    for (let end = buffer.indexOf('\n\n'); end >= 0; end = buffer.indexOf('\n\n')) {
+      const message = {};
+      for (const line of buffer.slice(0, end).split('\n')) {
+        const colon = line.indexOf(':');
+        if (colon === 0) continue;
+        const field = colon < 0 ? line : line.slice(0, colon);
+        const value = colon < 0 ? '' : line.slice(colon + 1).replace(/^ /, '');
+        if (field === 'data') message.data = JSON.parse(value);
+        else if (field === 'event' || field === 'id') message[field] = value;
+      }
+      buffer = buffer.slice(end + 2);
+      if (message.event || message.data !== undefined) yield message;
+    }
+  }
+}
+
+function setConnection(kind, title) {
+  const node = $('connection');
+  node.className = `connection connection-${kind}`;
+  node.textContent = kind;
+  node.title = title;
+}
+
+function start() {
+  started = true;
+  const match = /^\/ui\/runs\/([^/]+)\/?$/.exec(location.pathname);
+  if (match) runPage(decodeURIComponent(match[1]));
+  else listPage();
+}
+
+start();

@@ -1,0 +1,196 @@
+/**
+ * The gateway's web page (/ui) in a real headless Chromium, on a real worker, dev server and gateway: the token
+ * form, the list of runs, a run's page while it streams, while it waits for approval, approved with edited
+ * arguments, aborted, and after the gateway went away and came back while the run moved on (the page's status is
+ * the run's, not the one it had when the connection broke). Screenshots go to test-results/ui/page-*.png.
+ */
+import { readFileSync } from 'node:fs';
+import type { AddressInfo } from 'node:net';
+import path from 'node:path';
+import type { FastifyInstance } from 'fastify';
+import type { Browser, BrowserContext, Page } from 'playwright-core';
+import { AgentClient } from '../src/client';
+import type { RunStateView } from '../src/common/messages';
+import { buildGateway } from '../src/gateway';
+import { startAgentHarness, waitFor, type AgentHarness } from './support/agent-harness';
+import { chromiumSkipReason as skipReason, launchChromium, withScreenshot } from './support/browser';
+
+if (skipReason) console.warn(`test/ui-page.test.ts skipped: ${skipReason}`);
+const uiTest = skipReason ? test.skip : test;
+
+const TOKEN = 'ui-page-test-token';
+const PAGE_TIMEOUT_MS = 20_000;
+let h: AgentHarness;
+let agents: AgentClient;
+let gateway: FastifyInstance;
+let port = 0;
+let base: string;
+let browser: Browser;
+let context: BrowserContext;
+
+async function startGateway(): Promise<void> {
+  gateway = buildGateway({ agents, token: TOKEN, heartbeatMs: 1_000, pollIntervalMs: 100 });
+  await gateway.listen({ port, host: '127.0.0.1' });
+  port = (gateway.server.address() as AddressInfo).port;
+  base = `http://127.0.0.1:${port}`;
+}
+
+beforeAll(async () => {
+  if (skipReason) return;
+  h = await startAgentHarness();
+  agents = new AgentClient(h.env.client, h.taskQueue);
+  // Text streamed slowly enough to be seen streaming, then a write that needs a person's approval; once the write
+  // is done (a tool message in the conversation), the answer.
+  h.model.register('page-writer', ({ request }) =>
+    !(request.messages as Array<{ role: string }>).some((m) => m.role === 'tool')
+      ? { text: 'I will write the draft to out.txt now. '.repeat(4), chunkSize: 6, chunkDelayMs: 120, toolCalls: [{ id: 'w1', name: 'writeFile', arguments: { path: 'out.txt', content: 'draft by the model' } }] }
+      : { text: 'The file is written.' },
+  );
+  // A long stream to abort in the middle of.
+  h.model.register('page-talker', () => ({ text: 'One more sentence about durable agents. '.repeat(60), chunkSize: 8, chunkDelayMs: 150 }));
+  await startGateway();
+  browser = await launchChromium();
+  context = await browser.newContext({ viewport: { width: 1280, height: 900 } });
+  context.setDefaultTimeout(PAGE_TIMEOUT_MS);
+}, 120_000);
+
+afterAll(async () => {
+  await browser?.close();
+  await gateway?.close();
+  await h?.close();
+});
+
+const authed = { authorization: `Bearer ${TOKEN}` };
+
+async function startRun(input: object): Promise<string> {
+  const res = await fetch(`${base}/v1/runs`, { method: 'POST', headers: { ...authed, 'content-type': 'application/json' }, body: JSON.stringify(input) });
+  expect(res.status).toBe(201);
+  return ((await res.json()) as { workflowId: string }).workflowId;
+}
+
+const apiState = async (id: string): Promise<RunStateView> => (await (await fetch(`${base}/v1/runs/${encodeURIComponent(id)}`, { headers: authed })).json()) as RunStateView;
+
+/** A page that has been given the token through the form, as a person would. */
+async function openPage(url: string): Promise<Page> {
+  const page = await context.newPage();
+  await page.goto(`${base}${url}`);
+  await page.locator('#token').fill(TOKEN);
+  await page.getByRole('button', { name: 'Use token' }).click();
+  return page;
+}
+
+/** The page shows `state`, and so does the run's state endpoint: the page does not drift from the run. */
+async function expectState(page: Page, id: string, state: string): Promise<void> {
+  await page.getByTestId('state').filter({ hasText: new RegExp(`^${state}$`) }).waitFor();
+  expect((await apiState(id)).state).toBe(state);
+}
+
+uiTest('the page is served without the token, holds no data, and forbids inline and foreign scripts; the API still needs the token', async () => {
+  const page = await fetch(`${base}/ui/runs/some-run`);
+  expect(page.status).toBe(200);
+  expect(page.headers.get('content-type')).toMatch(/^text\/html/);
+  expect(page.headers.get('content-security-policy')).toContain("script-src 'self'");
+  expect(await page.text()).toBe(readFileSync(path.resolve(__dirname, '../src/gateway/ui/index.html'), 'utf8'));
+  expect((await fetch(`${base}/ui/assets/app.js`)).headers.get('content-type')).toMatch(/^text\/javascript/);
+  expect((await fetch(`${base}/v1/runs`)).status).toBe(401);
+  expect((await fetch(`${base}/ui/anything-else`)).status).toBe(401);
+});
+
+uiTest('a run streams, waits for approval, is approved with edited arguments from the page, and completes with them', async () => {
+  const id = await startRun({ prompt: 'Write a draft to out.txt', model: 'page-writer', approval: { tools: ['writeFile'] } });
+
+  // The list, behind the token form.
+  const list = await openPage('/ui');
+  const row = list.locator(`tr[data-workflow-id="${id}"]`);
+  await row.waitFor();
+  await withScreenshot(list, 'page-list.png', async () => {
+    await row.getByRole('link', { name: id }).click();
+    await list.waitForURL(`${base}/ui/runs/${id}`);
+  });
+  const page = list;
+
+  await withScreenshot(page, 'page-streaming.png', async () => {
+    await expectState(page, id, 'STREAMING');
+    // Part of the text is on the page before the call has ended.
+    await waitFor(async () => ((await page.getByTestId('live-text').textContent())?.length ?? 0) > 10 || undefined, PAGE_TIMEOUT_MS, 'streamed text');
+    expect((await apiState(id)).state).toBe('STREAMING');
+  });
+
+  await withScreenshot(page, 'page-awaiting-approval.png', async () => {
+    await expectState(page, id, 'AWAITING_APPROVAL');
+    await page.locator('.approval[data-tool-call-id="w1"]').waitFor();
+    expect(await page.getByTestId('live-text').textContent()).toBe('I will write the draft to out.txt now. '.repeat(4));
+  });
+
+  // A person edits the arguments and explains why.
+  const card = page.locator('.approval[data-tool-call-id="w1"]');
+  const edited = JSON.stringify({ path: 'out.txt', content: 'edited by a person' }, null, 2);
+  await card.getByRole('textbox', { name: 'arguments of writeFile' }).fill('{ "path": 42 }');
+  await card.getByRole('button', { name: 'Approve' }).click();
+  // The schema check names the field, and the run still waits.
+  await card.locator('.error').filter({ hasText: /path/ }).waitFor();
+  expect((await apiState(id)).state).toBe('AWAITING_APPROVAL');
+  await card.getByRole('textbox', { name: 'arguments of writeFile' }).fill(edited);
+  await card.getByRole('textbox', { name: 'feedback on writeFile' }).fill('keep it short');
+
+  await withScreenshot(page, 'page-after-approval.png', async () => {
+    await card.getByRole('button', { name: 'Approve' }).click();
+    await expectState(page, id, 'COMPLETED');
+    const tool = page.locator('#tools tr[data-tool-call-id="w1"]');
+    await tool.filter({ hasText: 'edited' }).waitFor();
+    await tool.filter({ hasText: 'ok' }).waitFor();
+    await page.getByTestId('live-text').filter({ hasText: 'The file is written.' }).waitFor();
+    await page.locator('#timeline li').filter({ hasText: 'AWAITING_APPROVAL → TOOL_EXECUTING' }).waitFor();
+  });
+  expect(readFileSync(path.join(h.workspace, 'out.txt'), 'utf8')).toBe('edited by a person');
+  const state = await apiState(id);
+  expect(state.pendingApproval).toEqual([]);
+  expect(state.recentToolCalls[0]).toMatchObject({ name: 'writeFile', edited: true, ok: true });
+  expect(await page.locator('#pause').isDisabled()).toBe(true);
+  await page.close();
+});
+
+uiTest('abort from the page: the run ends ABORTED with the reason, and the page keeps the text produced so far', async () => {
+  const id = await startRun({ prompt: 'Talk for a while', model: 'page-talker' });
+  const page = await openPage(`/ui/runs/${encodeURIComponent(id)}`);
+  await expectState(page, id, 'STREAMING');
+  await waitFor(async () => ((await page.getByTestId('live-text').textContent())?.length ?? 0) > 40 || undefined, PAGE_TIMEOUT_MS, 'streamed text');
+
+  await withScreenshot(page, 'page-aborted.png', async () => {
+    await page.locator('#abort-reason').fill('enough, thanks');
+    await page.getByRole('button', { name: 'Abort' }).click();
+    await expectState(page, id, 'ABORTED');
+    await page.locator('#reason').filter({ hasText: 'enough, thanks' }).waitFor();
+    expect(await page.locator('#abort').isDisabled()).toBe(true);
+    expect((await page.getByTestId('live-text').textContent())?.length).toBeGreaterThan(40);
+  });
+  const result = await agents.handle(id).result();
+  expect(result.status).toBe('ABORTED');
+  expect(result.partialText?.length).toBeGreaterThan(40);
+  await page.close();
+});
+
+uiTest('the gateway goes away while the run moves on: the page says it is offline, then reconnects and shows the run as it is', async () => {
+  const id = await startRun({ prompt: 'Write a draft to out.txt', model: 'page-writer', approval: { tools: ['writeFile'] } });
+  const page = await openPage(`/ui/runs/${encodeURIComponent(id)}`);
+  await expectState(page, id, 'AWAITING_APPROVAL');
+  await page.getByTestId('connection').filter({ hasText: 'live' }).waitFor();
+
+  await gateway.close();
+  await page.getByTestId('connection').filter({ hasText: 'offline' }).waitFor();
+  // Decided elsewhere (another service, the CLI) while the page cannot reach the gateway.
+  await agents.handle(id).approve({ toolCallId: 'w1', approved: true });
+  expect((await agents.handle(id).result()).status).toBe('COMPLETED');
+  await page.getByTestId('updated').filter({ hasText: 'cannot reach the gateway' }).waitFor();
+  // What the page shows while offline is marked stale; it still says the last state it saw.
+  expect(await page.getByTestId('state').textContent()).toBe('AWAITING_APPROVAL');
+
+  await withScreenshot(page, 'page-reconnected.png', async () => {
+    await startGateway();
+    await expectState(page, id, 'COMPLETED');
+    await page.getByTestId('connection').filter({ hasText: /live|ended/ }).waitFor();
+    expect(await page.locator('#approvals').isHidden()).toBe(true);
+    await page.getByTestId('live-text').filter({ hasText: 'The file is written.' }).waitFor();
+  });
+  await page.close();
+});
