@@ -1,9 +1,13 @@
 /** The dev server started by the jest global setup answers and has the project's search attributes. */
 import { execFile } from 'node:child_process';
+import { chmodSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
 import { promisify } from 'node:util';
 import { Connection } from '@temporalio/client';
 import { AGENT_STATE_SEARCH_ATTRIBUTE } from '../src/common/constants';
-import { ensureSearchAttributes, isServerUp } from '../scripts/lib/dev-server';
+import { ensureSearchAttributes, isServerUp, startDevServer } from '../scripts/lib/dev-server';
+import { freePort } from '../scripts/lib/free-port';
 import { ensureTemporalCli } from '../scripts/lib/temporal-cli';
 import { testServerAddress } from './support/temporal';
 
@@ -46,4 +50,22 @@ test('ensureSearchAttributes adds the attribute where missing and is idempotent'
 
   const after = await connection.operatorService.listSearchAttributes({ namespace });
   expect(after.customAttributes?.[AGENT_STATE_SEARCH_ATTRIBUTE]).toBe(KEYWORD);
+});
+
+test('a server that exits during startup is started once more, and the error shows the start of its panic', async () => {
+  const dir = mkdtempSync(path.join(os.tmpdir(), 'dev-server-test-'));
+  try {
+    // A stand-in for the CLI that panics at once and counts its starts.
+    const cli = path.join(dir, 'temporal');
+    writeFileSync(cli, `#!/bin/sh\necho start >> "${dir}/starts"\necho "panic: listen tcp 127.0.0.1:1: bind: address already in use"\necho "goroutine 1 [running]:"\nexit 2\n`);
+    chmodSync(cli, 0o755);
+    const warn = jest.spyOn(console, 'warn').mockImplementation(() => undefined);
+    const failure = startDevServer({ cliPath: cli, port: await freePort(), headless: true, dbFile: path.join(dir, 'db.sqlite') });
+    await expect(failure).rejects.toThrow(/exited early \(code 2\)[\s\S]*panic: listen tcp 127\.0\.0\.1:1: bind: address already in use/);
+    expect(readFileSync(path.join(dir, 'starts'), 'utf8').trim().split('\n')).toHaveLength(2);
+    expect(warn).toHaveBeenCalledWith(expect.stringMatching(/exited early .*; starting it once more$/));
+  } finally {
+    jest.restoreAllMocks();
+    rmSync(dir, { recursive: true, force: true });
+  }
 });

@@ -51,8 +51,25 @@ export interface DevServerHandle {
   stop(): Promise<void>;
 }
 
-/** Starts `temporal server start-dev` and resolves once the frontend answers and the search attributes are visible. */
+/**
+ * Starts `temporal server start-dev` and resolves once the frontend answers and the search attributes are visible.
+ * A server that exits during startup is started once more: the dev server picks free ports for its internal
+ * services itself, and on a busy machine one of them can be taken before it binds it (seen once in CI as a panic
+ * during startup, never reproduced in 8 starts in a row).
+ */
 export async function startDevServer(opts: DevServerOptions = {}): Promise<DevServerHandle> {
+  try {
+    return await startDevServerOnce(opts);
+  } catch (err) {
+    if (!(err instanceof ExitedEarly)) throw err;
+    console.warn(`${err.message.split('\n')[0]}; starting it once more`);
+    return startDevServerOnce(opts);
+  }
+}
+
+class ExitedEarly extends Error {}
+
+async function startDevServerOnce(opts: DevServerOptions): Promise<DevServerHandle> {
   const port = opts.port ?? 7233;
   const uiPort = opts.uiPort ?? 8233;
   const namespace = opts.namespace ?? 'default';
@@ -106,16 +123,21 @@ export async function startDevServer(opts: DevServerOptions = {}): Promise<DevSe
   };
 
   const deadline = Date.now() + READY_TIMEOUT_MS;
+  let early = false;
   try {
     await waitUntil('the frontend to answer', deadline, async () => {
-      if (exitCode !== undefined) throw new Error(`server exited early (code ${exitCode})`);
+      if (exitCode !== undefined) {
+        early = true;
+        throw new Error(`server exited early (code ${exitCode})`);
+      }
       return isServerUp(address, namespace);
     });
     await ensureSearchAttributes(address, namespace, { deadline });
   } catch (err) {
     await stop();
     const reason = err instanceof Error ? err.message : String(err);
-    throw new Error(`Temporal dev server on ${address} did not become ready: ${reason}\n--- server log tail ---\n${logTail()}`);
+    const message = `Temporal dev server on ${address} did not become ready: ${reason}\n--- server log ---\n${logTail()}`;
+    throw early ? new ExitedEarly(message) : new Error(message);
   }
 
   return {
@@ -191,7 +213,7 @@ function spawnServer(
     const child = spawn(cli, args, { stdio: ['ignore', fd, fd], detached });
     closeSync(fd); // The child holds its own copy.
     if (detached) child.unref();
-    return { child, logTail: () => readFileSync(logFile, 'utf8').slice(-LOG_TAIL_CHARS) };
+    return { child, logTail: () => excerpt(readFileSync(logFile, 'utf8')) };
   }
   if (detached) {
     // Pipes would tie the server to this process, so without a log file its output is dropped.
@@ -199,14 +221,23 @@ function spawnServer(
     child.unref();
     return { child, logTail: () => '(no log file given)' };
   }
-  let tail = '';
+  let log = '';
   const child = spawn(cli, args, { stdio: ['ignore', 'pipe', 'pipe'] });
   const keep = (chunk: Buffer) => {
-    tail = (tail + chunk.toString('utf8')).slice(-LOG_TAIL_CHARS);
+    // The start of a panic says why; the rest of it is a stack trace of the server's startup.
+    log = log.length < 64 * LOG_TAIL_CHARS ? log + chunk.toString('utf8') : log.slice(0, LOG_TAIL_CHARS) + log.slice(-LOG_TAIL_CHARS) + chunk.toString('utf8');
   };
   child.stdout!.on('data', keep);
   child.stderr!.on('data', keep);
-  return { child, logTail: () => tail };
+  return { child, logTail: () => excerpt(log) };
+}
+
+/** The log's last lines, and the first lines of a panic when there is one. */
+function excerpt(log: string): string {
+  const panic = log.search(/^panic:|^fatal error:/m);
+  const tail = log.slice(-LOG_TAIL_CHARS);
+  if (panic < 0 || panic >= log.length - LOG_TAIL_CHARS) return tail;
+  return `${log.slice(panic, panic + 1_500)}\n[...]\n${tail}`;
 }
 
 async function waitUntil(what: string, deadline: number, check: () => Promise<boolean>): Promise<void> {
