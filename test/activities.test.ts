@@ -1,5 +1,5 @@
 /** Activities in a mock activity context, against the scripted model over real HTTP with the real `openai` client. */
-import { mkdirSync, mkdtempSync, symlinkSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, mkdtempSync, symlinkSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { setTimeout as waitUnlessAborted } from 'node:timers/promises';
@@ -177,6 +177,47 @@ describe('callModel', () => {
     expect(err).toBeInstanceOf(ApplicationFailure);
     expect((err as ApplicationFailure).type).toBe(ModelErrorType.Timeout);
     expect((err as ApplicationFailure).nonRetryable).toBe(false);
+  });
+});
+
+describe('callModel: runLocalTools', () => {
+  test("runs the answer's calls of local tools and answers with their results; side effects, approvals and throws are left to the run", async () => {
+    let flakyCalls = 0;
+    const flaky = defineTool({
+      name: 'flaky',
+      description: 'a local tool that asks to be retried',
+      parameters: z.object({}),
+      sideEffects: false,
+      local: true,
+      execute: async () => {
+        flakyCalls++;
+        throw new RetryableToolError('busy');
+      },
+    });
+    const withFlaky = createActivities({ openai, defaultModel: 'unset', workspace, tools: [flaky] });
+    model.register('local-calls', [
+      {
+        toolCalls: [
+          { id: 'r1', name: 'readFile', arguments: { path: 'a.txt' } },
+          { id: 'r2', name: 'readFile', arguments: { path: 'missing.txt' } },
+          { id: 'w1', name: 'writeFile', arguments: { path: 'b.txt', content: 'x' } },
+          { id: 'l1', name: 'listFiles', arguments: {} },
+          { id: 'f1', name: 'flaky', arguments: {} },
+        ],
+      },
+    ]);
+    const response = await act(withFlaky.callModel, request('local-calls', { runLocalTools: true, approvalTools: ['listFiles'] }));
+    expect(response.toolCalls.map((c) => c.id)).toEqual(['r1', 'r2', 'w1', 'l1', 'f1']);
+    expect(response.toolResults).toEqual([
+      { toolCallId: 'r1', name: 'readFile', ok: true, content: 'alpha' },
+      { toolCallId: 'r2', name: 'readFile', ok: false, content: expect.stringMatching(/^Error: .*missing\.txt/) },
+    ]);
+    expect(flakyCalls).toBe(1);
+    // writeFile has side effects: it waits for the run's own activity.
+    expect(existsSync(path.join(workspace, 'b.txt'))).toBe(false);
+
+    model.register('local-calls-off', [{ toolCalls: [{ id: 'r1', name: 'readFile', arguments: { path: 'a.txt' } }] }]);
+    expect((await act(activities.callModel, request('local-calls-off'))).toolResults).toBeUndefined();
   });
 });
 

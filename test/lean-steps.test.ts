@@ -1,7 +1,8 @@
 /**
- * The `lean-steps` patch on the real dev server: tools marked `local` run as local activities, others stay task-queue
+ * The `lean-steps` and `inline-local-tools` patches on the real dev server: calls of tools marked `local` run inside
+ * the model call that asked for them (or as local activities when they waited for approval), others stay task-queue
  * activities, and the AgentState search attribute is written before the run waits instead of on every transition.
- * Runs started before the patch replay the old way (test/histories/before-lean-steps, test/replay.test.ts).
+ * Runs started before the patches replay the old way (test/histories/before-*, test/replay.test.ts).
  */
 import { existsSync, mkdtempSync, readFileSync } from 'node:fs';
 import os from 'node:os';
@@ -33,7 +34,7 @@ const agentStateUpserts = (all: temporal.api.history.v1.IHistoryEvent[]) =>
     .filter((data) => data != null) // patched() upserts TemporalChangeVersion on its own
     .map((data) => JSON.parse(Buffer.from(data).toString()));
 
-test('a pure tool runs as a local activity; a tool with side effects stays a task-queue activity', async () => {
+test('a pure tool runs inside the model call that asked for it; a tool with side effects stays a task-queue activity', async () => {
   h.model.register('read-then-write', ({ callIndex, request }) => {
     if (callIndex === 0) return { toolCalls: [{ name: 'readFile', arguments: { path: 'hello.txt' } }] };
     if (callIndex === 1) return { toolCalls: [{ name: 'writeFile', arguments: { path: 'copy.txt', content: 'copied' } }] };
@@ -46,15 +47,38 @@ test('a pure tool runs as a local activity; a tool with side effects stays a tas
   expect(result.answer).toBe('Hello from the workspace\nsecond line\n | wrote 6 bytes to copy.txt');
   expect(readFileSync(path.join(h.workspace, 'copy.txt'), 'utf8')).toBe('copied');
   const all = await events(handle);
-  // Three model calls and writeFile went through the task queue; readFile ran inside a workflow task.
+  // Three model calls and writeFile went through the task queue; readFile ran inside the first model call: no local
+  // activity, and from that call's completion to the next call one workflow task and nothing else.
   expect(scheduledActivities(all)).toEqual(['callModel', 'callModel', 'executeTool', 'callModel']);
-  expect(localActivityMarkers(all)).toHaveLength(1);
-  // The local call carries the same readable summary as a task-queue tool, for the UI's timeline.
-  const summary = localActivityMarkers(all)[0].userMetadata?.summary;
-  expect(summary && defaultPayloadConverter.fromPayload(summary as never)).toBe('tool readFile {"path":"hello.txt"}');
+  expect(localActivityMarkers(all)).toHaveLength(0);
+  const firstDone = all.findIndex((e) => e.eventType === EventType.EVENT_TYPE_ACTIVITY_TASK_COMPLETED);
+  const secondCall = all.findIndex((e, i) => i > firstDone && e.eventType === EventType.EVENT_TYPE_ACTIVITY_TASK_SCHEDULED);
+  expect(all.slice(firstDone + 1, secondCall).map((e) => EventType[e.eventType!])).toEqual([
+    'EVENT_TYPE_WORKFLOW_TASK_SCHEDULED',
+    'EVENT_TYPE_WORKFLOW_TASK_STARTED',
+    'EVENT_TYPE_WORKFLOW_TASK_COMPLETED',
+  ]);
+  const tool = (await handle.query(stateQuery)).recentToolCalls[0];
+  expect(tool).toMatchObject({ name: 'readFile', ok: true, output: 'Hello from the workspace\nsecond line\n' });
   // The run waited on the model and on writeFile, so those states reached the search attribute; readFile's did not.
   expect(agentStateUpserts(all)).toEqual(['STREAMING', 'TOOL_EXECUTING', 'STREAMING', 'COMPLETED']);
   await expect(Worker.runReplayHistory({ workflowBundle: h.bundle }, { events: all }, handle.workflowId)).resolves.toBeUndefined();
+});
+
+test('a pure tool that waits for approval runs after it, as a local activity with a readable summary, never before', async () => {
+  h.model.register('guarded-read', ({ callIndex }) =>
+    callIndex === 0 ? { toolCalls: [{ id: 'r1', name: 'readFile', arguments: { path: 'hello.txt' } }] } : { text: 'read' },
+  );
+  const handle = await h.start({ prompt: 'Read hello.txt', model: 'guarded-read', approval: { tools: ['readFile'] } });
+  await h.waitForState(handle, (s) => s.state === 'AWAITING_APPROVAL');
+  expect((await handle.query(stateQuery)).recentToolCalls).toEqual([]);
+  await handle.executeUpdate(approveUpdate, { args: [{ toolCallId: 'r1', approved: true }] });
+  expect((await handle.result()).answer).toBe('read');
+  const markers = localActivityMarkers(await events(handle));
+  expect(markers).toHaveLength(1);
+  // The local call carries the same readable summary as a task-queue tool, for the UI's timeline.
+  const summary = markers[0].userMetadata?.summary;
+  expect(summary && defaultPayloadConverter.fromPayload(summary as never)).toBe('tool readFile {"path":"hello.txt"}');
 });
 
 test('the search attribute is written before the run waits, not on every transition, and ends with the final state', async () => {

@@ -17,11 +17,13 @@ import {
   type ModelRequest,
   type ModelResponse,
   type ToolCall,
+  type ToolResult,
 } from '../common/chat';
 import { streamDeltaSignal } from '../common/messages';
 import { knownContextWindow } from '../common/models';
 import { classifyModelError, streamStalled, streamTruncated } from './errors';
 import { startHeartbeat } from './heartbeat';
+import { recordToolCall } from './metrics';
 import { usageOf } from './usage';
 import type { ToolRegistry } from './tools/registry';
 
@@ -153,14 +155,18 @@ export function createCallModel(deps: ModelDeps) {
       const conversation = request.chain && (await storeConversation(request, messages, deps.conversations, ctx));
       const answeredBy = assembler.model || model;
       const contextWindowTokens = deps.contextWindowTokens ?? knownContextWindow(answeredBy);
+      const toolCalls = assembler.toolCalls(request.callNumber).map((c) => deps.tools.withHints(c, guarded(request.approvalTools, c.name)));
+      // A call that offered no tools (a plan) gets none run: the run answers such calls itself.
+      const toolResults = request.runLocalTools && request.tools?.length !== 0 ? await runLocalTools(toolCalls, request.tools, deps, ctx) : undefined;
       return {
         text: assembler.text,
-        toolCalls: assembler.toolCalls(request.callNumber).map((c) => deps.tools.withHints(c, guarded(request.approvalTools, c.name))),
+        toolCalls,
         usage: usageOf(assembler.usage),
         finishReason: assembler.finishReason,
         model: answeredBy,
         ...(conversation ? { conversation } : {}),
         ...(contextWindowTokens !== undefined ? { contextWindowTokens } : {}),
+        ...(toolResults?.length ? { toolResults } : {}),
       };
     } catch (err) {
       if (ctx.cancellationSignal.aborted) throw new CancelledFailure('model call cancelled');
@@ -279,3 +285,20 @@ class DeltaPublisher {
 
 /** Whether a call of `name` waits for approval in the run that asked (`*`: every tool). */
 const guarded = (approvalTools: string[] | undefined, name: string): boolean => !!approvalTools && (approvalTools.includes('*') || approvalTools.includes(name));
+
+/**
+ * The answer's calls of `local` tools (pure: no side effects, so running one whose result the run then does not use
+ * costs nothing), run one after another, as `executeTool` runs them. A call that waits for approval is not run before
+ * a person decides; a call that throws (a RetryableToolError, or a bug) is left to the run's local activity, which
+ * retries it and reports what it says.
+ */
+async function runLocalTools(calls: ToolCall[], allowed: string[] | undefined, deps: ModelDeps, ctx: Context): Promise<ToolResult[]> {
+  const results: ToolResult[] = [];
+  for (const call of calls) {
+    if (!call.local || call.parameters) continue;
+    const idempotencyKey = `${ctx.info.workflowExecution?.workflowId ?? ctx.info.activityId}/${call.id}`;
+    const result = await deps.tools.run(call, { idempotencyKey, signal: ctx.cancellationSignal }, allowed).catch(() => undefined);
+    if (result) results.push(recordToolCall(result));
+  }
+  return results;
+}

@@ -64,6 +64,12 @@ export interface ModelRequest {
   checkTools?: string[];
   /** Tools whose calls wait for approval (`*`: every tool): their calls come back with the tool's schema (`parameters`). */
   approvalTools?: string[];
+  /**
+   * Run the answer's calls of `local` tools (pure, answering in milliseconds) at once, in this activity, and answer
+   * with their results in `toolResults`: the run then needs no local activity, and no second workflow activation,
+   * for them. Calls that wait for approval are left to the run.
+   */
+  runLocalTools?: boolean;
 }
 
 /** A conversation a model call stored: the content hash of its chain node, and how many messages it holds. */
@@ -85,6 +91,8 @@ export interface ModelResponse {
   conversation?: ConversationRef;
   /** The context window the worker knows for the model that answered (LLM_CONTEXT_WINDOW_TOKENS or the table of known models). */
   contextWindowTokens?: number;
+  /** With `runLocalTools`: the results of the answer's `local` tool calls, each as `executeTool` would have answered it. */
+  toolResults?: ToolResult[];
 }
 
 /** The model activity's failure type when a run names tools the worker does not have. */

@@ -45,6 +45,8 @@ const Patch = {
   WrapUp: 'wrap-up',
   /** A copy of the state view in the memo when the run waits for a person or ends, served with no worker running. */
   StateMemo: 'state-memo',
+  /** `local` tool calls run inside the model call that asked for them; no local activity, no second activation (effects.ts). */
+  InlineLocalTools: 'inline-local-tools',
 } as const;
 
 const now = () => new Date().toISOString();
@@ -55,7 +57,7 @@ export async function agentRun(rawInput: unknown): Promise<AgentRunResult> {
   let snapshot: RunSnapshot = input.ok ? initialSnapshot(input.value, now()) : blankSnapshot(now());
   snapshot.features = { noProgressGuard: patched(Patch.NoProgressGuard), realProviders: patched(Patch.RealProviders), conversationChain: false, wrapUp: false };
   const lean = patched(Patch.LeanSteps);
-  const effects = createEffects(lean);
+  const effects = createEffects(lean, lean && patched(Patch.InlineLocalTools));
   snapshot.features.conversationChain = patched(Patch.ConversationChain);
   snapshot.features.wrapUp = patched(Patch.WrapUp);
   const publisher = createPublisher(lean, patched(Patch.StateMemo));

@@ -1,7 +1,14 @@
 /**
  * Running the machine's work commands as activities and turning each outcome into an event. Activity option
- * profiles live here; `createEffects(lean)` picks once whether tools marked `local` run as local activities
- * (`patched('lean-steps')`), so the interpreter never branches on it.
+ * profiles live here; `createEffects(lean, inline)` picks once whether tools marked `local` run as local activities
+ * (`patched('lean-steps')`) and whether the model call runs them itself (`patched('inline-local-tools')`), so the
+ * interpreter never branches on either.
+ *
+ * Inline local tools: the model call is asked to run its answer's calls of `local` tools (pure, fast) and to answer
+ * with their results. The machine still decides which calls run (limits, approvals, the loop guard): `runTools` takes
+ * a result from the model call only for a call the model made as it stands (not one a person edited), and runs any
+ * other as before. A step of a model call and a local tool is then one workflow activation instead of two, with no
+ * local activity (BENCHMARKS.md).
  */
 import {
   ActivityFailure,
@@ -57,9 +64,12 @@ export interface Effects {
   cancel(): void;
 }
 
-export function createEffects(lean: boolean): Effects {
+export function createEffects(lean: boolean, inline = false): Effects {
   let work: CancellationScope | undefined;
   const local = (r: ToolRequest) => lean && r.call.local === true;
+  /** Results the last model call ran itself (inline), by tool call id. */
+  let ranByModelCall = new Map<string, ToolResult>();
+  const ranAlready = (r: ToolRequest) => (r.call.edited ? undefined : ranByModelCall.get(r.call.id));
 
   /** Run activity work in a scope that `cancel` can cancel. */
   async function cancellable<T>(fn: () => Promise<T>): Promise<T | typeof CANCELLED> {
@@ -95,17 +105,22 @@ export function createEffects(lean: boolean): Effects {
     async run(command) {
       switch (command.type) {
         case 'callModel': {
-          const { request } = command;
+          const request = inline ? { ...command.request, runLocalTools: true } : command.request;
           const summary = modelCallSummary(request.purpose, request.callNumber);
+          ranByModelCall = new Map();
           const outcome = await cancellable(() => activities.callModel.executeWithOptions({ ...modelCallOptions, summary }, [request])).catch(
             (err: unknown) => ({ failed: err }),
           );
           if (outcome === CANCELLED) return CANCELLED;
           if ('failed' in outcome) return modelFailure(failureType(outcome.failed), failureMessage(outcome.failed));
-          return request.purpose === 'plan' ? { type: 'PLAN_READY', response: outcome } : { type: 'MODEL_RESPONDED', response: outcome };
+          const { toolResults, ...response } = outcome;
+          ranByModelCall = new Map((toolResults ?? []).map((r) => [r.toolCallId, r]));
+          return request.purpose === 'plan' ? { type: 'PLAN_READY', response } : { type: 'MODEL_RESPONDED', response };
         }
         case 'runTools': {
-          const results = await cancellable(() => Promise.all(command.requests.map(runTool)));
+          // All of them run by the model call already: no activity, so the run moves on in this activation.
+          if (command.requests.every(ranAlready)) return { type: 'TOOLS_DONE', results: command.requests.map((r) => ranAlready(r)!) };
+          const results = await cancellable(() => Promise.all(command.requests.map((r) => ranAlready(r) ?? runTool(r))));
           return results === CANCELLED ? CANCELLED : { type: 'TOOLS_DONE', results };
         }
         case 'critique': {
