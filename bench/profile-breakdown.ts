@@ -30,35 +30,36 @@ interface CpuProfile {
 }
 
 /**
- * Phases, first match wins, tried from the innermost frame outwards. A frame in no phase (a builtin, an anonymous
- * function in node's internals) passes the sample to its caller.
+ * Phases in order of precedence: a sample belongs to the first phase that any frame of its stack matches, so the
+ * SDK's promise hook counts as itself even when workflow code created the promise, and an `openai` call as itself
+ * even inside the activity that made it. Node's internals come last: they are where most work bottoms out.
  */
 const PHASES: Array<[phase: string, test: (f: CallFrame) => boolean]> = [
   ['(garbage collector)', (f) => f.functionName === '(garbage collector)'],
   ['(idle)', (f) => f.functionName === '(idle)'],
-  ['(program: native, incl. the core bridge)', (f) => f.functionName === '(program)'],
-  ['sandbox: promise hook and stack capture', (f) => /worker\/lib\/workflow\/(vm-shared|vm)\.js/.test(f.url) && /hook|stack|promise/i.test(f.functionName)],
-  ['logging and sinks', (f) => /worker\/lib\/(logger|sinks|workflow\/logger)|workflow\/lib\/(logs|sinks)|DefaultLogger|winston|pino/.test(f.url)],
+  ['(program: native code, incl. the core bridge)', (f) => f.functionName === '(program)'],
+  ['sandbox: promise hook and stack capture (SDK)', (f) => f.url.includes('promise_hooks') || (/worker\/lib\/workflow\/vm-shared\.js/.test(f.url) && /^(init|settled|Error\.prepareStackTrace|formatCallsiteName)$/.test(f.functionName))],
+  ['logging and sinks', (f) => /worker\/lib\/(logger|sinks)|common\/lib\/logger|workflow\/lib\/(logs|sinks)/.test(f.url) || f.functionName === 'processSinkCalls'],
   ['interceptors and tracing', (f) => /interceptors-opentelemetry|@opentelemetry|src\/observability/.test(f.url)],
-  ['heartbeats', (f) => /src\/activities\/heartbeat/.test(f.url) || /heartbeat/i.test(f.functionName)],
-  ['openai client', (f) => /node_modules\/openai\//.test(f.url)],
-  ['HTTP to the model (undici, sockets)', (f) => /undici|node:internal\/(http|net|tls|stream_base)|_http_/.test(f.url)],
+  ['heartbeats', (f) => /src\/activities\/heartbeat/.test(f.url)],
+  ['openai client (request building, streaming parse)', (f) => /node_modules\/openai\//.test(f.url)],
+  ['HTTP to the model (undici, sockets)', (f) => /undici/.test(f.url)],
   ['codecs (claim check, conversation store, blobs)', (f) => /src\/codec\//.test(f.url)],
-  ['payload conversion (JSON, converters)', (f) => /common\/lib\/converter|payload-converter|data-converter/.test(f.url) || /^JSON\.(parse|stringify)$|^(parse|stringify)$/.test(f.functionName)],
+  ['payload conversion (converters, JSON)', (f) => /common\/lib\/converter|payload-converter|data-converter/.test(f.url)],
   ['protobuf encode/decode', (f) => /@temporalio\/proto|protobufjs/.test(f.url)],
-  ['workflow code (this product, in the sandbox)', (f) => /src\/(workflows|common)\//.test(f.url) || /workflow-bundle|\.agent-workflows|workflow-bundles/.test(f.url)],
-  ['workflow SDK in the sandbox (activation, commands)', (f) => /@temporalio\/workflow\//.test(f.url)],
-  ['worker: workflow threads, vm, activations', (f) => /worker\/lib\/workflow\//.test(f.url)],
-  ['worker: activities', (f) => /worker\/lib\/activity|src\/activities\//.test(f.url)],
-  ['worker: polling, core bridge glue', (f) => /@temporalio\/(worker|core-bridge|client|common)\//.test(f.url)],
-  ['rxjs (the worker\'s pipelines)', (f) => /node_modules\/rxjs\//.test(f.url)],
+  ['workflow code (this product, in the sandbox)', (f) => /src\/(workflows|common)\//.test(f.url) || (/workflows\.js$/.test(f.url) && /^(agentRun|dispatch|transition|microstep|publicView|run|runTool|cancellable|handle|beforeWait|write|store|currentDetails)$/.test(f.functionName))],
+  ['workflow SDK in the sandbox (activation, commands)', (f) => /workflows\.js$|@temporalio\/workflow\//.test(f.url)],
+  ['worker: workflow thread, vm, activation messages', (f) => /worker\/lib\/workflow\//.test(f.url)],
+  ['activities (model call, tools)', (f) => /worker\/lib\/activity|src\/activities\//.test(f.url)],
+  ['worker: polling, core bridge glue, activation handling', (f) => /@temporalio\/(worker|core-bridge|client|common)\/|node_modules\/rxjs\//.test(f.url)],
+  ['process startup (module loading)', (f) => /modules\/(cjs|esm)|tsx\/dist/.test(f.url)],
   ['node internals', (f) => /^node:|^internal\//.test(f.url)],
 ];
 
 function phaseOf(profile: CpuProfile, byId: Map<number, ProfileNode>, id: number): string {
-  for (let node = byId.get(id); node; node = node.parent === undefined ? undefined : byId.get(node.parent)) {
-    for (const [phase, test] of PHASES) if (test(node.callFrame)) return phase;
-  }
+  const frames: CallFrame[] = [];
+  for (let node = byId.get(id); node; node = node.parent === undefined ? undefined : byId.get(node.parent)) frames.push(node.callFrame);
+  for (const [phase, test] of PHASES) if (frames.some(test)) return phase;
   return 'other';
 }
 

@@ -27,7 +27,10 @@ const server: OursProfile = {
 /** `before` with the same deployment choices as `server`: what the src changes alone bought. */
 const beforeServer: OursProfile = { ...server, name: 'before-server', srcRef: before.srcRef };
 
-export const PROFILES: Record<string, OursProfile> = { before, baseline, prebundled, server, 'before-server': beforeServer };
+/** `prebundled` on the code before the model call ran local tools itself (issue 14's first cut, commit a8979f1). */
+const beforeInline: OursProfile = { ...prebundled, name: 'before-inline', srcRef: 'a8979f1' };
+
+export const PROFILES: Record<string, OursProfile> = { before, baseline, prebundled, server, 'before-server': beforeServer, 'before-inline': beforeInline };
 
 /** The profile the bench reports as "ours": the product as its Docker image runs it, on a dev server as it comes. */
 export const TUNED = 'prebundled';
