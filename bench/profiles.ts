@@ -30,7 +30,22 @@ const beforeServer: OursProfile = { ...server, name: 'before-server', srcRef: be
 /** `prebundled` on the code before the model call ran local tools itself (issue 14's first cut, commit a8979f1). */
 const beforeInline: OursProfile = { ...prebundled, name: 'before-inline', srcRef: 'a8979f1' };
 
-export const PROFILES: Record<string, OursProfile> = { before, baseline, prebundled, server, 'before-server': beforeServer, 'before-inline': beforeInline };
+/** `prebundled` on a dev server with Temporal's own task queue read rates (20 a second), not the project's 1000. */
+const stockServer: OursProfile = {
+  ...prebundled,
+  name: 'stock-server',
+  server: { dynamicConfig: ['history.transferProcessorMaxPollRPS=20', 'history.timerProcessorMaxPollRPS=20', 'history.visibilityProcessorMaxPollRPS=20'] },
+};
+
+export const PROFILES: Record<string, OursProfile> = {
+  before,
+  baseline,
+  prebundled,
+  server,
+  'before-server': beforeServer,
+  'before-inline': beforeInline,
+  'stock-server': stockServer,
+};
 
 /** The profile the bench reports as "ours": the product as its Docker image runs it, on a dev server as it comes. */
 export const TUNED = 'prebundled';

@@ -14,6 +14,13 @@ const INDEXED_VALUE_TYPE_KEYWORD = 2;
 const REQUIRED_SEARCH_ATTRIBUTES: Record<string, number> = { [AGENT_STATE_SEARCH_ATTRIBUTE]: INDEXED_VALUE_TYPE_KEYWORD };
 
 const READY_TIMEOUT_MS = 60_000;
+
+/** The local dev server's task queue read rates (per second; the server's default is 20 each). */
+export const LOCAL_QUEUE_POLL_RATES = [
+  'history.transferProcessorMaxPollRPS=1000',
+  'history.timerProcessorMaxPollRPS=1000',
+  'history.visibilityProcessorMaxPollRPS=1000',
+];
 const POLL_INTERVAL_MS = 250;
 const STOP_GRACE_MS = 10_000;
 const LOG_TAIL_CHARS = 4_000;
@@ -98,6 +105,10 @@ async function startDevServerOnce(opts: DevServerOptions): Promise<DevServerHand
     '--search-attribute', `${AGENT_STATE_SEARCH_ATTRIBUTE}=Keyword`,
     ...(namespace === 'default' ? [] : ['--namespace', namespace]),
     '--log-level', 'warn',
+    // The dev server has one history shard, and each of its task queues reads new tasks at most 20 times a second by
+    // default: a run whose steps follow one another then waits up to 50 ms a step for its workflow task to be
+    // dispatched, from about its 40th step on (BENCHMARKS.md). A production cluster spreads runs over many shards.
+    ...LOCAL_QUEUE_POLL_RATES.flatMap((setting) => ['--dynamic-config-value', setting]),
     ...(opts.extraArgs ?? []),
   ];
 
