@@ -290,7 +290,14 @@ async function main(): Promise<void> {
           cpuPerStepMs,
         };
         results.c[label] = fig;
-        log(`c: ${label} ${fig.completed}/${fig.runs} in ${(wallMs / 1000).toFixed(1)} s (${(fig.efficiency * 100).toFixed(0)}% of ideal), RSS ${(fig.peakRssBytes / 2 ** 20).toFixed(0)} MiB`);
+        // The floor runs first (SYSTEMS' order), so every later system is also measured against it in this run.
+        const floor = results.c.floor;
+        const ofFloor = floor && label !== 'floor' ? `, ${((100 * fig.throughput) / floor.throughput).toFixed(0)}% of the floor's throughput` : '';
+        const cpu = Object.values(cpuPerStepMs).reduce((a, b) => a + b, 0);
+        log(
+          `c: ${label} ${fig.completed}/${fig.runs} in ${(wallMs / 1000).toFixed(1)} s (${(fig.efficiency * 100).toFixed(0)}% of ideal${ofFloor}), ` +
+            `CPU ${cpu.toFixed(1)} ms a step, RSS ${(fig.peakRssBytes / 2 ** 20).toFixed(0)} MiB`,
+        );
       });
     }
 
