@@ -23,31 +23,12 @@ import { setRunHandlers } from './handlers';
 import { namesAgent, withAgent } from './start-input';
 import { awaitsMessage, isRunning, recordRejection, resumeAt, transition, type AgentCommand, type AgentEvent, type WorkCommand } from './machine';
 import { recordStateDuration } from './metrics';
+import { Patch, readPatches } from './patches';
 import { createPublisher } from './publisher';
 import { carriedSnapshot, carryOn, carryOver, snapshotAt } from './resume';
 import { createRunTimer } from './run-timer';
 import { blankSnapshot, initialSnapshot, type RunSnapshot } from './snapshot';
 import { runResult } from './view';
-
-/** Patches, each fixed when a run starts, so that runs begun before a change replay with the behaviour they had. */
-const Patch = {
-  /** Ends runs whose critic keeps asking for another attempt (see guards.isStuckInSetbacks). */
-  NoProgressGuard: 'no-progress-guard',
-  /** Continues as new when the history grows long. */
-  ContinueAsNew: 'continue-as-new',
-  /** Search attribute and details written before a wait, not on every transition; `local` tools as local activities. */
-  LeanSteps: 'lean-steps',
-  /** Model calls send a reference to the stored conversation and only the messages since (chain.ts). */
-  ConversationChain: 'conversation-chain',
-  /** Working-time and approval clocks in the machine, continued cut-off answers, proactive compaction, critic confidence. */
-  RealProviders: 'real-providers',
-  /** The model is told once, near a limit (limits.wrapUpAt), to conclude with what it has. */
-  WrapUp: 'wrap-up',
-  /** A copy of the state view in the memo when the run waits for a person or ends, served with no worker running. */
-  StateMemo: 'state-memo',
-  /** `local` tool calls run inside the model call that asked for them; no local activity, no second activation (effects.ts). */
-  InlineLocalTools: 'inline-local-tools',
-} as const;
 
 const now = () => new Date().toISOString();
 
@@ -55,12 +36,11 @@ export async function agentRun(rawInput: unknown): Promise<AgentRunResult> {
   // Only a start that names an agent awaits here (its spec, from the worker); other runs keep their history unchanged.
   const input = namesAgent(rawInput) ? await withAgent(rawInput) : parseAgentRunInput(rawInput);
   let snapshot: RunSnapshot = input.ok ? initialSnapshot(input.value, now()) : blankSnapshot(now());
-  snapshot.features = { noProgressGuard: patched(Patch.NoProgressGuard), realProviders: patched(Patch.RealProviders), conversationChain: false, wrapUp: false };
-  const lean = patched(Patch.LeanSteps);
-  const effects = createEffects(lean, lean && patched(Patch.InlineLocalTools));
-  snapshot.features.conversationChain = patched(Patch.ConversationChain);
-  snapshot.features.wrapUp = patched(Patch.WrapUp);
-  const publisher = createPublisher(lean, patched(Patch.StateMemo));
+  const patches = readPatches();
+  const { noProgressGuard, realProviders, conversationChain, wrapUp } = patches;
+  snapshot.features = { noProgressGuard, realProviders, conversationChain, wrapUp };
+  const effects = createEffects(patches.lean, patches.inlineLocalTools);
+  const publisher = createPublisher(patches.lean, patches.stateMemo);
   const timer = createRunTimer(snapshot.features.realProviders, () => dispatch({ type: 'TIMEOUT' }, true));
   const queue: WorkCommand[] = [];
   // Time travel: the snapshot this run began from and every event applied since; any step is a fold away.
@@ -133,7 +113,7 @@ export async function agentRun(rawInput: unknown): Promise<AgentRunResult> {
         await condition(() => queue.length > 0 || !isRunning(snapshot));
         continue;
       }
-      if (command.type === 'callModel' && historyIsLong() && patched(Patch.ContinueAsNew)) {
+      if (command.type === 'callModel' && historyIsLong() && (patches.continueAsNew ?? patched(Patch.ContinueAsNew))) {
         // A model step is a safe boundary: nothing is in flight, and the new run starts this very call.
         await condition(allHandlersFinished);
         await continueAsNew<typeof agentRun>({ ...input.value, resume: { kind: 'continue', snapshot: carryOver(snapshot) } });

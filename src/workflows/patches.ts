@@ -1,0 +1,60 @@
+/**
+ * The run's patches: each behaviour change that alters history is switched on by a `patched()` marker, read once
+ * when a run starts, so that runs begun before the change replay with the behaviour they had. How a patch is retired:
+ * README, "Tests".
+ */
+import { patched } from '@temporalio/workflow';
+
+/** Every patch of `agentRun`, by name. */
+export const Patch = {
+  /** Ends runs whose critic keeps asking for another attempt (see guards.isStuckInSetbacks). */
+  NoProgressGuard: 'no-progress-guard',
+  /** Continues as new when the history grows long. */
+  ContinueAsNew: 'continue-as-new',
+  /** Search attribute and details written before a wait, not on every transition; `local` tools as local activities. */
+  LeanSteps: 'lean-steps',
+  /** Model calls send a reference to the stored conversation and only the messages since (chain.ts). */
+  ConversationChain: 'conversation-chain',
+  /** Working-time and approval clocks in the machine, continued cut-off answers, proactive compaction, critic confidence. */
+  RealProviders: 'real-providers',
+  /** The model is told once, near a limit (limits.wrapUpAt), to conclude with what it has. */
+  WrapUp: 'wrap-up',
+  /** A copy of the state view in the memo when the run waits for a person or ends, served with no worker running. */
+  StateMemo: 'state-memo',
+  /** `local` tool calls run inside the model call that asked for them; no local activity, no second activation (effects.ts). */
+  InlineLocalTools: 'inline-local-tools',
+  /**
+   * Every patch above at once, for runs started from this code on: one marker (and one `TemporalChangeVersion`
+   * upsert) a run instead of eight. Runs started before it find no such marker and read each patch as before.
+   */
+  AllOf2026_11: 'features-2026-11',
+} as const;
+
+/** What each patch decided for this run, read once at its start. */
+export interface RunPatches {
+  noProgressGuard: boolean;
+  realProviders: boolean;
+  lean: boolean;
+  inlineLocalTools: boolean;
+  conversationChain: boolean;
+  wrapUp: boolean;
+  stateMemo: boolean;
+  /** Asked only when the run is about to continue as new (its marker goes where that happens): undefined until then. */
+  continueAsNew: boolean | undefined;
+}
+
+export function readPatches(): RunPatches {
+  if (patched(Patch.AllOf2026_11)) {
+    return { noProgressGuard: true, realProviders: true, lean: true, inlineLocalTools: true, conversationChain: true, wrapUp: true, stateMemo: true, continueAsNew: true };
+  }
+  // In the order the runs that recorded these markers asked for them.
+  const noProgressGuard = patched(Patch.NoProgressGuard);
+  const realProviders = patched(Patch.RealProviders);
+  const lean = patched(Patch.LeanSteps);
+  const inlineLocalTools = lean && patched(Patch.InlineLocalTools);
+  const conversationChain = patched(Patch.ConversationChain);
+  const wrapUp = patched(Patch.WrapUp);
+  const stateMemo = patched(Patch.StateMemo);
+  return { noProgressGuard, realProviders, lean, inlineLocalTools, conversationChain, wrapUp, stateMemo, continueAsNew: undefined };
+}
+
