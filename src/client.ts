@@ -262,6 +262,9 @@ function textEvents(previous: RunStateView | undefined, next: RunStateView): Wat
 const clamp = (n: number, min: number, max: number) => Math.min(Math.max(n, min), max);
 
 /** One run as `list` reports it. */
+/** Runs a page of `AgentClient.list` asks the server for. */
+const LIST_PAGE_SIZE = 200;
+
 export interface AgentRunSummary {
   workflowId: string;
   runId: string;
@@ -579,7 +582,8 @@ export class AgentClient {
       const page = await this.client.workflowService.listWorkflowExecutions({
         namespace: this.client.options.namespace,
         query,
-        pageSize: Math.min(limit, 1_000),
+        // Each run's memo holds its stored state (a few kB): 200 a page keeps a reply under gRPC's 4 MB limit.
+        pageSize: Math.min(limit, LIST_PAGE_SIZE),
         nextPageToken,
       });
       for (const e of page.executions ?? []) {

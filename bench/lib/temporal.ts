@@ -164,13 +164,23 @@ export async function waitForTaskQueue(
   const statuses: Record<string, number> = {};
   const closeTimes = new Map<string, number>();
   let lastCloseMs = 0;
-  for await (const info of client.workflow.list({ query, pageSize: 1_000 })) {
-    // Continue-as-new closes earlier runs of the same id; the latest run's close is the end of the agent run.
-    if (info.status.name === 'CONTINUED_AS_NEW' || !ids.has(info.workflowId)) continue;
-    statuses[info.status.name] = (statuses[info.status.name] ?? 0) + 1;
-    const close = info.closeTime?.getTime() ?? 0;
-    closeTimes.set(info.workflowId, close);
-    lastCloseMs = Math.max(lastCloseMs, close);
-  }
+  // The raw listing: the SDK's list decodes every run's memo, which the product's runs write with the worker's codec
+  // (its stored state), and this client has a plain converter.
+  let nextPageToken: Uint8Array | undefined;
+  do {
+    // 200 a page: each run carries its stored state (a few kB of memo), and a reply must stay under gRPC's 4 MB.
+    const page = await client.workflowService.listWorkflowExecutions({ namespace: client.options.namespace, query, pageSize: 200, nextPageToken });
+    for (const e of page.executions ?? []) {
+      const status = (temporal.api.enums.v1.WorkflowExecutionStatus[e.status ?? 0] ?? '').replace(/^WORKFLOW_EXECUTION_STATUS_/, '');
+      const workflowId = e.execution?.workflowId ?? '';
+      // Continue-as-new closes earlier runs of the same id; the latest run's close is the end of the agent run.
+      if (status === 'CONTINUED_AS_NEW' || !ids.has(workflowId)) continue;
+      statuses[status] = (statuses[status] ?? 0) + 1;
+      const close = e.closeTime ? Number(e.closeTime.seconds ?? 0) * 1000 + Math.floor((e.closeTime.nanos ?? 0) / 1e6) : 0;
+      closeTimes.set(workflowId, close);
+      lastCloseMs = Math.max(lastCloseMs, close);
+    }
+    nextPageToken = page.nextPageToken?.length ? page.nextPageToken : undefined;
+  } while (nextPageToken);
   return { lastCloseMs, statuses, closeTimes };
 }
