@@ -261,10 +261,10 @@ function textEvents(previous: RunStateView | undefined, next: RunStateView): Wat
 
 const clamp = (n: number, min: number, max: number) => Math.min(Math.max(n, min), max);
 
-/** One run as `list` reports it. */
 /** Runs a page of `AgentClient.list` asks the server for. */
 const LIST_PAGE_SIZE = 200;
 
+/** One run as `list` reports it. */
 export interface AgentRunSummary {
   workflowId: string;
   runId: string;
