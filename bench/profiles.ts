@@ -3,6 +3,7 @@
  * a deployment chooses: a prebuilt workflow bundle, dev server settings. `TUNED` is what the bench reports as the
  * product; `before` keeps the figures of the code before the tuning in BENCHMARKS.md measurable in the same run.
  */
+import { LOCAL_QUEUE_POLL_RATES } from '../scripts/lib/dev-server';
 import type { OursProfile } from './systems';
 
 /** The product before the tuning (commit 03fc755): SDK default worker options, an upsert on every transition, every tool a task-queue activity, a 15 s model heartbeat timeout, bundling at boot. */
@@ -34,7 +35,7 @@ const beforeInline: OursProfile = { ...prebundled, name: 'before-inline', srcRef
 const stockServer: OursProfile = {
   ...prebundled,
   name: 'stock-server',
-  server: { dynamicConfig: ['history.transferProcessorMaxPollRPS=20', 'history.timerProcessorMaxPollRPS=20', 'history.visibilityProcessorMaxPollRPS=20'] },
+  server: { dynamicConfig: LOCAL_QUEUE_POLL_RATES.map((setting) => setting.replace(/=\d+$/, '=20')) },
 };
 
 export const PROFILES: Record<string, OursProfile> = {

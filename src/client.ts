@@ -261,8 +261,25 @@ function textEvents(previous: RunStateView | undefined, next: RunStateView): Wat
 
 const clamp = (n: number, min: number, max: number) => Math.min(Math.max(n, min), max);
 
-/** Runs a page of `AgentClient.list` asks the server for. */
+/** Runs a page of a listing asks the server for: each run's memo holds its stored state (a few kB), and 200 keep a reply under gRPC's 4 MB. */
 const LIST_PAGE_SIZE = 200;
+
+/**
+ * The raw listing of `query`, page by page: unlike the SDK's `workflow.list`, it decodes no memo, so one run whose memo
+ * this client cannot decode (another key, another blob store) cannot fail the whole list.
+ */
+export async function* rawExecutions(client: Client, query: string, pageSize = LIST_PAGE_SIZE): AsyncGenerator<temporal.api.workflow.v1.IWorkflowExecutionInfo> {
+  let nextPageToken: Uint8Array | undefined;
+  do {
+    const page = await client.workflowService.listWorkflowExecutions({ namespace: client.options.namespace, query, pageSize, nextPageToken });
+    yield* page.executions ?? [];
+    nextPageToken = page.nextPageToken?.length ? page.nextPageToken : undefined;
+  } while (nextPageToken);
+}
+
+/** A listed execution's status as the SDK names it: `RUNNING`, `COMPLETED`, `CONTINUED_AS_NEW`, ... */
+export const executionStatus = (e: temporal.api.workflow.v1.IWorkflowExecutionInfo): string =>
+  (temporal.api.enums.v1.WorkflowExecutionStatus[e.status ?? 0] ?? '').replace(/^WORKFLOW_EXECUTION_STATUS_/, '');
 
 /** One run as `list` reports it. */
 export interface AgentRunSummary {
@@ -577,29 +594,18 @@ export class AgentClient {
     // The raw listing: the SDK's decodes every run's memo, and one run whose memo this client cannot decode (another
     // key, another blob store) would fail the whole list. Search attributes are never encoded.
     const runs: AgentRunSummary[] = [];
-    let nextPageToken: Uint8Array | undefined;
-    do {
-      const page = await this.client.workflowService.listWorkflowExecutions({
-        namespace: this.client.options.namespace,
-        query,
-        // Each run's memo holds its stored state (a few kB): 200 a page keeps a reply under gRPC's 4 MB limit.
-        pageSize: Math.min(limit, LIST_PAGE_SIZE),
-        nextPageToken,
+    for await (const e of rawExecutions(this.client, query, Math.min(limit, LIST_PAGE_SIZE))) {
+      const state = e.searchAttributes?.indexedFields?.[AGENT_STATE_SEARCH_ATTRIBUTE];
+      const value: unknown = state ? defaultPayloadConverter.fromPayload(state) : undefined;
+      runs.push({
+        workflowId: e.execution?.workflowId ?? '',
+        runId: e.execution?.runId ?? '',
+        status: executionStatus(e),
+        agentState: typeof value === 'string' ? value : Array.isArray(value) && typeof value[0] === 'string' ? value[0] : undefined,
+        startTime: optionalTsToDate(e.startTime) ?? new Date(0),
       });
-      for (const e of page.executions ?? []) {
-        const state = e.searchAttributes?.indexedFields?.[AGENT_STATE_SEARCH_ATTRIBUTE];
-        const value: unknown = state ? defaultPayloadConverter.fromPayload(state) : undefined;
-        runs.push({
-          workflowId: e.execution?.workflowId ?? '',
-          runId: e.execution?.runId ?? '',
-          status: (temporal.api.enums.v1.WorkflowExecutionStatus[e.status ?? 0] ?? '').replace(/^WORKFLOW_EXECUTION_STATUS_/, ''),
-          agentState: typeof value === 'string' ? value : Array.isArray(value) && typeof value[0] === 'string' ? value[0] : undefined,
-          startTime: optionalTsToDate(e.startTime) ?? new Date(0),
-        });
-        if (runs.length >= limit) return runs;
-      }
-      nextPageToken = page.nextPageToken?.length ? page.nextPageToken : undefined;
-    } while (nextPageToken);
+      if (runs.length >= limit) return runs;
+    }
     return runs;
   }
 

@@ -6,10 +6,12 @@ import path from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { Client, Connection } from '@temporalio/client';
 import type { DataConverter } from '@temporalio/common';
+import { optionalTsToDate } from '@temporalio/common/lib/time';
 import { temporal } from '@temporalio/proto';
 import { bundleWorkflowCode } from '@temporalio/worker';
 import { startDevServer, type DevServerHandle } from '../../scripts/lib/dev-server';
 import { freePort } from '../../scripts/lib/free-port';
+import { executionStatus, rawExecutions } from '../../src/client';
 
 
 export interface ServerTuning {
@@ -164,23 +166,17 @@ export async function waitForTaskQueue(
   const statuses: Record<string, number> = {};
   const closeTimes = new Map<string, number>();
   let lastCloseMs = 0;
-  // The raw listing: the SDK's list decodes every run's memo, which the product's runs write with the worker's codec
-  // (its stored state), and this client has a plain converter.
-  let nextPageToken: Uint8Array | undefined;
-  do {
-    // 200 a page: each run carries its stored state (a few kB of memo), and a reply must stay under gRPC's 4 MB.
-    const page = await client.workflowService.listWorkflowExecutions({ namespace: client.options.namespace, query, pageSize: 200, nextPageToken });
-    for (const e of page.executions ?? []) {
-      const status = (temporal.api.enums.v1.WorkflowExecutionStatus[e.status ?? 0] ?? '').replace(/^WORKFLOW_EXECUTION_STATUS_/, '');
-      const workflowId = e.execution?.workflowId ?? '';
-      // Continue-as-new closes earlier runs of the same id; the latest run's close is the end of the agent run.
-      if (status === 'CONTINUED_AS_NEW' || !ids.has(workflowId)) continue;
-      statuses[status] = (statuses[status] ?? 0) + 1;
-      const close = e.closeTime ? Number(e.closeTime.seconds ?? 0) * 1000 + Math.floor((e.closeTime.nanos ?? 0) / 1e6) : 0;
-      closeTimes.set(workflowId, close);
-      lastCloseMs = Math.max(lastCloseMs, close);
-    }
-    nextPageToken = page.nextPageToken?.length ? page.nextPageToken : undefined;
-  } while (nextPageToken);
+  // The raw listing: the product's runs write their stored state into the memo with the worker's codec, which this
+  // client, with a plain converter, could not decode.
+  for await (const e of rawExecutions(client, query)) {
+    const status = executionStatus(e);
+    const workflowId = e.execution?.workflowId ?? '';
+    // Continue-as-new closes earlier runs of the same id; the latest run's close is the end of the agent run.
+    if (status === 'CONTINUED_AS_NEW' || !ids.has(workflowId)) continue;
+    statuses[status] = (statuses[status] ?? 0) + 1;
+    const close = optionalTsToDate(e.closeTime)?.getTime() ?? 0;
+    closeTimes.set(workflowId, close);
+    lastCloseMs = Math.max(lastCloseMs, close);
+  }
   return { lastCloseMs, statuses, closeTimes };
 }

@@ -235,8 +235,8 @@ function spawnServer(
   let log = '';
   const child = spawn(cli, args, { stdio: ['ignore', 'pipe', 'pipe'] });
   const keep = (chunk: Buffer) => {
-    // The start of a panic says why; the rest of it is a stack trace of the server's startup.
-    log = log.length < 64 * LOG_TAIL_CHARS ? log + chunk.toString('utf8') : log.slice(0, LOG_TAIL_CHARS) + log.slice(-LOG_TAIL_CHARS) + chunk.toString('utf8');
+    // Enough to hold a whole panic, whose start says why (the rest is a stack trace of the server's startup).
+    log = (log + chunk.toString('utf8')).slice(-64 * LOG_TAIL_CHARS);
   };
   child.stdout!.on('data', keep);
   child.stderr!.on('data', keep);
