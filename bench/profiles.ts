@@ -31,6 +31,9 @@ const beforeServer: OursProfile = { ...server, name: 'before-server', srcRef: be
 /** `prebundled` on the code before the model call ran local tools itself (issue 14's first cut, commit a8979f1). */
 const beforeInline: OursProfile = { ...prebundled, name: 'before-inline', srcRef: 'a8979f1' };
 
+/** `prebundled` on the code before zod and the input schemas were preloaded once per worker (commit c68b603). */
+const beforePreload: OursProfile = { ...prebundled, name: 'before-preload', srcRef: 'c68b603' };
+
 /** `prebundled` on a dev server with Temporal's own task queue read rates (20 a second), not the project's 1000. */
 const stockServer: OursProfile = {
   ...prebundled,
@@ -45,6 +48,7 @@ export const PROFILES: Record<string, OursProfile> = {
   server,
   'before-server': beforeServer,
   'before-inline': beforeInline,
+  'before-preload': beforePreload,
   'stock-server': stockServer,
 };
 

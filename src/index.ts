@@ -23,6 +23,16 @@ export type { AgentDefinition } from './activities/agents';
 export { applyAgent } from './common/agents';
 export type { AgentSpec } from './common/agents';
 
+/**
+ * Crash recovery for a worker of your own: `new InflightActivities(file)` writes down the activity attempts in flight
+ * (`interceptor()`), and `recover(connection, namespace)` at start hands back those a crashed process on this host
+ * left, for an immediate retry (`createAgentWorker` and `agentPlugin({ inflight })` do both).
+ */
+export { InflightActivities } from './activities/inflight';
+export type { Orphan, RecoveryReport } from './activities/inflight';
+export { SqliteToolLedger } from './activities/tools/ledger';
+export type { ToolLedger } from './activities/tools/ledger';
+
 /** A Temporal plugin for a worker (and client) you already run: `Worker.create({ ..., plugins: [agentPlugin({ tools })] })`. */
 export { agentPlugin, AgentPlugin, AGENT_PLUGIN_NAME } from './plugin';
 export type { AgentPluginOptions } from './plugin';

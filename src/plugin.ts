@@ -8,14 +8,15 @@
  */
 import type { DataConverter } from '@temporalio/common';
 import { SimplePlugin } from '@temporalio/plugin';
-import type { ReplayWorkerOptions, WorkerOptions, WorkflowBundleOption } from '@temporalio/worker';
+import type { NativeConnection, ReplayWorkerOptions, Worker, WorkerOptions, WorkflowBundleOption } from '@temporalio/worker';
 import type OpenAI from 'openai';
 import { type ActivityDeps, type AgentDefinition, type Tool, type ToolLedger } from './activities';
+import type { InflightActivities } from './activities/inflight';
 import { createConversationStore, createDataConverter } from './codec';
 import type { ConversationStore } from './codec/conversation-store';
 import { codecSettings, llmSettings, workspaceDir } from './config';
 import { agentWorkerOptions, DEFAULT_MODEL, openAIClient } from './worker';
-import { WORKFLOWS_PATH } from './workflow-bundle';
+import { bundleAtBoot } from './workflow-bundle';
 
 export const AGENT_PLUGIN_NAME = 'durable-agent-worker';
 
@@ -35,6 +36,12 @@ export interface AgentPluginOptions {
   workspace?: string;
   /** Durable record of side-effecting tool calls (`SqliteToolLedger`); without one such tools run on every attempt. */
   ledger?: ToolLedger;
+  /**
+   * The journal of this worker's activity attempts in flight (`new InflightActivities(ledgerFile)`): the plugin adds its
+   * interceptor, and when the worker starts it hands back the attempts a crashed worker process on this host left, so
+   * they are retried at once instead of at their heartbeat timeout. Yours to close after the worker stops.
+   */
+  inflight?: InflightActivities;
   /** Where chained conversations live; without one every model call carries the whole conversation. */
   conversations?: ConversationStore;
   /**
@@ -75,12 +82,24 @@ export class AgentPlugin extends SimplePlugin {
   override configureWorker(options: WorkerOptions): WorkerOptions {
     const configured = super.configureWorker(options);
     const { activities, ...tuning } = agentWorkerOptions(this.deps());
+    const { inflight } = this.agentOptions;
+    if (inflight) this.recovery = { connection: configured.connection, namespace: configured.namespace ?? 'default' };
     return {
       ...tuning,
       ...configured,
       ...this.workflowCode(configured),
       activities: { ...(configured.activities ?? {}), ...activities },
+      ...(inflight ? { interceptors: { ...configured.interceptors, activity: [inflight.interceptor(), ...(configured.interceptors?.activity ?? [])] } } : {}),
     };
+  }
+
+  private recovery?: { connection?: NativeConnection; namespace: string };
+
+  /** Hands back what a crashed worker process on this host left in flight (`inflight`), then runs the worker. */
+  override async runWorker(worker: Worker, next: (w: Worker) => Promise<void>): Promise<void> {
+    const { inflight } = this.agentOptions;
+    if (inflight && this.recovery?.connection) await inflight.recover(this.recovery.connection, this.recovery.namespace);
+    return super.runWorker(worker, next);
   }
 
   override configureReplayWorker(options: ReplayWorkerOptions): ReplayWorkerOptions {
@@ -88,9 +107,9 @@ export class AgentPlugin extends SimplePlugin {
     return { ...configured, ...this.workflowCode(configured) };
   }
 
-  private workflowCode(options: Pick<WorkerOptions, 'workflowsPath' | 'workflowBundle'>): Pick<WorkerOptions, 'workflowsPath' | 'workflowBundle'> {
+  private workflowCode(options: Pick<WorkerOptions, 'workflowsPath' | 'workflowBundle'>): Pick<WorkerOptions, 'workflowsPath' | 'workflowBundle' | 'bundlerOptions'> {
     if (options.workflowsPath !== undefined || options.workflowBundle !== undefined) return {};
-    return this.agentOptions.workflowBundle ? { workflowBundle: this.agentOptions.workflowBundle } : { workflowsPath: WORKFLOWS_PATH };
+    return this.agentOptions.workflowBundle ? { workflowBundle: this.agentOptions.workflowBundle } : bundleAtBoot();
   }
 }
 

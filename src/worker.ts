@@ -6,6 +6,7 @@
 import { NativeConnection, Worker, type WorkerOptions } from '@temporalio/worker';
 import OpenAI from 'openai';
 import { createActivities, readableErrorBodies, SqliteToolLedger, type ActivityDeps, type AgentDefinition, type Tool } from './activities';
+import { InflightActivities, type RecoveryReport } from './activities/inflight';
 import { connectMcpServers, parseMcpServers, type McpServerInfo, type McpTools } from './activities/tools/mcp';
 import { createConversationStore, createDataConverter } from './codec';
 import { usesScriptedModel, workerConfig, type CodecSettings, type TemporalSettings, type WorkerConfig } from './config';
@@ -60,6 +61,11 @@ export interface AgentWorker {
   mcpServers: McpServerInfo[];
   /** The settings the worker runs with: the options over the environment. */
   config: WorkerConfig;
+  /**
+   * What the worker found at start of the activities a crashed worker process on this host left in flight (recorded
+   * beside the tool ledger), and handed back to the server for an immediate retry instead of their heartbeat timeout.
+   */
+  recovered: RecoveryReport;
   /** Runs until `shutdown()` (or SIGINT, SIGTERM), then closes the connection it opened, the scripted model and the MCP clients. */
   run(): Promise<void>;
   /** Starts a graceful shutdown; does nothing once the worker is stopping. */
@@ -146,6 +152,8 @@ export async function createAgentWorker(options: AgentWorkerOptions = {}): Promi
   const baseURL = scripted?.url ?? llm.baseURL ?? 'https://api.openai.com/v1';
   const model = llm.model ?? (scripted ? DEMO_SCRIPT_NAME : DEFAULT_MODEL);
   const ledger = new SqliteToolLedger(config.ledgerFile);
+  // Beside the ledger, as durable as it: an in-memory ledger has no next process to hand anything to.
+  const inflight = config.ledgerFile === ':memory:' ? undefined : new InflightActivities(config.ledgerFile);
   const given = isNativeConnection(options.connection) ? options.connection : undefined;
   let mcp: McpTools | undefined;
   let ownTracing: Tracing | undefined;
@@ -156,16 +164,20 @@ export async function createAgentWorker(options: AgentWorkerOptions = {}): Promi
     await mcp?.close();
     await ownTracing?.shutdown();
     ledger.close();
+    inflight?.close();
   };
   try {
     // TLS, mTLS and API keys by envconfig's conventions (TEMPORAL_API_KEY, TEMPORAL_TLS_*, temporal.toml profiles).
     connection = given ?? (await NativeConnection.connect(nativeConnectionOptions(temporal)));
+    // Before anything slow (MCP servers, the workflow bundle): the handed-back attempts are queued while this worker boots.
+    const recovered = (await inflight?.recover(connection, temporal.namespace)) ?? { handedBack: [], alreadyEnded: 0, failed: [] };
     const servers = config.mcpServers;
     mcp = await connectMcpServers(servers ? parseMcpServers(servers.value, servers.source) : []);
     ownTracing = options.tracing ? undefined : configuredTracing(config.observability);
     const tracing = options.tracing ?? ownTracing;
     const dataConverter = createDataConverter(config.codecs);
     const bundleDir = config.workflowBundleDir;
+    const traced = tracing ? tracingWorkerOptions(tracing, bundleDir === undefined) : undefined;
     const worker = await Worker.create({
       connection,
       namespace: temporal.namespace,
@@ -174,7 +186,8 @@ export async function createAgentWorker(options: AgentWorkerOptions = {}): Promi
       shutdownGraceTime: SHUTDOWN_GRACE_TIME,
       // Large payloads (the conversation every model call carries) go to the blob store; history keeps references.
       dataConverter,
-      ...(tracing ? tracingWorkerOptions(tracing, bundleDir === undefined) : {}),
+      ...traced,
+      interceptors: { ...traced?.interceptors, activity: [...(inflight ? [inflight.interceptor()] : []), ...(traced?.interceptors.activity ?? [])] },
       ...agentWorkerOptions({
         openai: openAIClient({ baseURL, apiKey: llm.apiKey }),
         defaultModel: model,
@@ -190,6 +203,7 @@ export async function createAgentWorker(options: AgentWorkerOptions = {}): Promi
       worker,
       model,
       config,
+      recovered,
       scriptedModelUrl: scripted?.url,
       mcpServers: mcp.servers,
       async run() {

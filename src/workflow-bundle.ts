@@ -6,23 +6,39 @@
  */
 import fs from 'node:fs';
 import path from 'node:path';
-import { bundleWorkflowCode, type WorkerOptions } from '@temporalio/worker';
+import { bundleWorkflowCode, type BundleOptions, type WorkerOptions, type WorkflowBundle } from '@temporalio/worker';
 import { WORKFLOW_TRACING_MODULE } from './observability/tracing';
 
 export const WORKFLOWS_PATH = require.resolve('./workflows');
 
 export const bundleFile = (dir: string, tracing: boolean): string => path.join(dir, tracing ? 'workflows-tracing.js' : 'workflows.js');
 
+/**
+ * Modules the worker's shared V8 context loads once, not once per run (`preloadModules`, with the SDK's default
+ * `reuseV8Context`): zod, which the run's input schemas are built with. The SDK deep-freezes preloaded modules, so
+ * only a library with no per-run state qualifies, and not our schemas: zod defines some of a schema's properties
+ * lazily, on first use, which a frozen schema refuses ("object is not extensible").
+ */
+export const PRELOAD_MODULES: readonly string[] = ['zod'];
+
+const quietBundler: BundleOptions['logger'] = { trace() {}, debug() {}, info() {}, warn: console.warn, error: console.error, log() {} };
+
+/** The agent workflows bundled as workers run them (with the preloaded modules); `tracing` adds the OpenTelemetry workflow interceptors. */
+export function bundleAgentWorkflows(options: { tracing?: boolean; logger?: BundleOptions['logger'] } = {}): Promise<WorkflowBundle> {
+  return bundleWorkflowCode({
+    workflowsPath: WORKFLOWS_PATH,
+    workflowInterceptorModules: options.tracing ? [WORKFLOW_TRACING_MODULE] : [],
+    preloadModules: [...PRELOAD_MODULES],
+    logger: options.logger ?? quietBundler,
+  });
+}
+
 /** Writes both bundles into `dir`; returns their paths. */
 export async function buildWorkflowBundles(dir: string): Promise<string[]> {
   fs.mkdirSync(dir, { recursive: true });
   const files: string[] = [];
   for (const tracing of [false, true]) {
-    const { code } = await bundleWorkflowCode({
-      workflowsPath: WORKFLOWS_PATH,
-      workflowInterceptorModules: tracing ? [WORKFLOW_TRACING_MODULE] : [],
-      logger: { trace() {}, debug() {}, info() {}, warn: console.warn, error: console.error, log() {} },
-    });
+    const { code } = await bundleAgentWorkflows({ tracing });
     const file = bundleFile(dir, tracing);
     fs.writeFileSync(file, code);
     files.push(file);
@@ -30,13 +46,19 @@ export async function buildWorkflowBundles(dir: string): Promise<string[]> {
   return files;
 }
 
+/** What a worker that bundles at boot passes (`workflowsPath` and the preloaded modules). */
+export const bundleAtBoot = (): Pick<WorkerOptions, 'workflowsPath' | 'bundlerOptions'> => ({
+  workflowsPath: WORKFLOWS_PATH,
+  bundlerOptions: { preloadModules: [...PRELOAD_MODULES] },
+});
+
 /**
  * The worker's workflow code: the prebuilt bundle in `bundleDir` (AGENT_WORKFLOW_BUNDLE_DIR) that matches its
  * tracing, or, without one, the sources bundled at boot. A bundle is built from the sources of its day: rebuild it
  * with the code, as the image build does.
  */
-export function workflowCode(bundleDir: string | undefined, tracing: boolean): Pick<WorkerOptions, 'workflowsPath' | 'workflowBundle'> {
-  if (!bundleDir) return { workflowsPath: WORKFLOWS_PATH };
+export function workflowCode(bundleDir: string | undefined, tracing: boolean): Pick<WorkerOptions, 'workflowsPath' | 'workflowBundle' | 'bundlerOptions'> {
+  if (!bundleDir) return bundleAtBoot();
   const file = bundleFile(path.resolve(bundleDir), tracing);
   if (!fs.existsSync(file)) {
     throw new Error(`AGENT_WORKFLOW_BUNDLE_DIR is ${bundleDir}, which has no ${path.basename(file)}: build it with \`npm run build:workflows -- ${bundleDir}\``);

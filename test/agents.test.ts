@@ -7,7 +7,7 @@
 import { randomUUID } from 'node:crypto';
 import { Client } from '@temporalio/client';
 import { temporal } from '@temporalio/proto';
-import { Worker } from '@temporalio/worker';
+import { NativeConnection, Worker } from '@temporalio/worker';
 import { z } from 'zod';
 import { defineAgent, defineTool } from '../src/activities';
 import { AgentClient } from '../src/client';
@@ -15,8 +15,13 @@ import { WORKFLOW_TYPE } from '../src/common/constants';
 import { FailureType } from '../src/common/failures';
 import { stateQuery } from '../src/common/messages';
 import { agentPlugin } from '../src/plugin';
-import { startAgentHarness, type AgentHarness } from './support/agent-harness';
+import { InflightActivities, thisProcess } from '../src/activities/inflight';
+import { mkdtempSync } from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { startAgentHarness, waitFor, type AgentHarness } from './support/agent-harness';
 import { failureOf } from './support/failures';
+import { testServerAddress } from './support/temporal';
 
 const EventType = temporal.api.enums.v1.EventType;
 
@@ -138,3 +143,40 @@ test('agentPlugin on a plain Worker.create adds the workflow, the activities, th
   expect(first.body.messages[0]).toEqual({ role: 'system', content: 'You forecast.' });
   expect(toolNames(first.body)).toEqual(['weather']);
 }, 90_000);
+
+test('agentPlugin({ inflight }): a worker that starts hands back the attempt a crashed worker process of this host left, and the run goes on at once', async () => {
+  // The first call would take a minute; the retry answers at once.
+  h.model.register('inflight-model', ({ callIndex }) => (callIndex === 0 ? { text: 'too late', firstChunkDelayMs: 60_000 } : { text: 'Handed back and answered.' }));
+  const file = path.join(mkdtempSync(path.join(os.tmpdir(), 'inflight-')), 'tool-ledger.sqlite');
+  const llm = { baseURL: h.model.url, apiKey: 'scripted', model: 'inflight-model' };
+  const taskQueue = `inflight-${randomUUID()}`;
+  // Worker A writes its attempts down as a process that is gone (this pid with a start time it never had): the
+  // worker a crash took down, still polling here only because a test cannot kill its own process.
+  const gone = new InflightActivities(file, { ...thisProcess(), start: '0' });
+  const crashed = await Worker.create({ connection: h.env.nativeConnection, taskQueue, plugins: [agentPlugin({ llm, workspace: h.workspace, dataConverter: h.dataConverter, inflight: gone })] });
+  const crashedRun = crashed.run();
+  const client = new Client({ connection: h.env.connection, dataConverter: h.dataConverter });
+  const handle = await client.workflow.start(WORKFLOW_TYPE, { taskQueue, workflowId: `inflight-${randomUUID()}`, args: [{ prompt: 'Answer.' }] });
+  await waitFor(() => (h.model.requests('inflight-model').length ? true : undefined), 20_000, 'the first model call');
+  expect(gone.rows()).toHaveLength(1);
+
+  // The restarted worker, on a connection of its own (one process may not poll a task queue twice on one connection).
+  const journal = new InflightActivities(file);
+  const connection = await NativeConnection.connect({ address: testServerAddress() });
+  try {
+    const restarted = await Worker.create({ connection, taskQueue, plugins: [agentPlugin({ llm, workspace: h.workspace, dataConverter: h.dataConverter, inflight: journal })] });
+    const result = await restarted.runUntil(handle.result());
+    expect(result).toMatchObject({ status: 'COMPLETED', answer: 'Handed back and answered.' });
+  } finally {
+    crashed.shutdown();
+    await crashedRun;
+    await connection.close();
+  }
+  const started = (await handle.fetchHistory()).events!.flatMap((e) => (e.activityTaskStartedEventAttributes ? [e.activityTaskStartedEventAttributes] : []));
+  expect(started.map((a) => a.attempt)).toEqual([2]);
+  expect(started[0].lastFailure?.applicationFailureInfo?.type).toBe(FailureType.WorkerCrashed);
+  expect(journal.rows()).toEqual([]);
+  gone.close();
+  journal.close();
+}, 60_000);
+

@@ -5,6 +5,7 @@ import path from 'node:path';
 import { MockActivityEnvironment } from '@temporalio/testing';
 import { z } from 'zod';
 import { createActivities, defineTool, RetryableToolError, SqliteToolLedger, UNKNOWN_OUTCOME } from '../src/activities';
+import { InflightActivities, isGone, processStart, thisProcess, type ProcessId } from '../src/activities/inflight';
 import type { ToolRequest, ToolResult } from '../src/common/chat';
 import { openAIClient } from '../src/worker';
 import { QuietLogger } from './support/quiet-logger';
@@ -91,5 +92,38 @@ describe('executeTool with a ledger', () => {
     await run(call(5, 'c5', 'look'));
     await run(call(5, 'c5', 'look'));
     expect(executions).toEqual(['look', 'look']);
+  });
+});
+
+describe('InflightActivities (the journal of activity attempts in flight, beside the ledger)', () => {
+  const token = (n: number) => new Uint8Array([1, 2, 3, n]);
+
+  test('a dead process of this host leaves orphans; a live one, another host and this process do not', () => {
+    const file = path.join(tmp(), 'ledger.sqlite');
+    const self = thisProcess();
+    // This pid with a start time it never had: the process a restarted container's pid 1 replaced.
+    const dead: ProcessId = { ...self, start: '0' };
+    const otherHost: ProcessId = { ...dead, host: `${self.host}-elsewhere` };
+    const crashed = new InflightActivities(file, dead);
+    crashed.begin(token(1), 'wf-1', 'callModel');
+    crashed.begin(token(2), 'wf-2', 'executeTool');
+    crashed.end(token(2)); // finished before the crash
+    new InflightActivities(file, otherHost).begin(token(3), 'wf-3', 'callModel');
+    const now = new InflightActivities(file, self);
+    now.begin(token(4), 'wf-4', 'callModel');
+
+    expect(now.rows().map((r) => r.workflowId).sort()).toEqual(['wf-1', 'wf-3', 'wf-4']);
+    expect(now.orphans()).toEqual([expect.objectContaining({ workflowId: 'wf-1', activityType: 'callModel', owner: `${self.host}/${self.pid}/0`, taskToken: token(1) })]);
+    expect(isGone(dead, self)).toBe(true);
+    expect(isGone(otherHost, self)).toBe(false);
+    expect(isGone(self, self)).toBe(false);
+    expect(isGone({ host: self.host, pid: 1, start: processStart(1) }, self)).toBe(false); // init, alive
+  });
+
+  test('the start time of a process comes from /proc, whatever its command name holds', () => {
+    const start = processStart(process.pid);
+    expect(start).toMatch(/^\d+$/);
+    expect(processStart(process.pid)).toBe(start);
+    expect(processStart(2 ** 22 + 1)).toBeUndefined(); // above pid_max: no such process
   });
 });

@@ -73,13 +73,13 @@ export function srcAt(ref: string): string {
 const prepared = new Set<string>();
 
 /** Builds the product's workflow bundle once (as a deploy would) and writes it to a file a worker can load. */
-export async function buildOursBundle(workflowsPath = require.resolve('../../src/workflows')): Promise<string> {
+export async function buildOursBundle(srcDir?: string): Promise<string> {
   const noop = () => undefined;
   const logger = { trace: noop, debug: noop, info: noop, warn: noop, error: console.error, log: noop };
-  const { code } = await bundleWorkflowCode({
-    workflowsPath,
-    logger,
-  });
+  // Bundled as that code's own workers bundle it: with its bundleAgentWorkflows (preloaded modules) where it has one.
+  const src = srcDir ?? path.resolve(__dirname, '../../src');
+  const own = require(path.join(src, 'workflow-bundle')) as { bundleAgentWorkflows?: (o: { logger: typeof logger }) => Promise<{ code: string }> };
+  const { code } = own.bundleAgentWorkflows ? await own.bundleAgentWorkflows({ logger }) : await bundleWorkflowCode({ workflowsPath: path.join(src, 'workflows'), logger });
   const file = path.join(mkdtempSync(path.join(os.tmpdir(), 'bench-bundle-')), 'workflows.js');
   writeFileSync(file, code);
   return file;

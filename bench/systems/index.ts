@@ -305,7 +305,7 @@ export class OursSystem extends TemporalSystem {
     // An earlier commit's workflows are always bundled ahead: its worker would otherwise bundle today's src/.
     if (this.profile.prebundle || ref) {
       const key = ref ?? 'HEAD';
-      if (!bundles.has(key)) bundles.set(key, buildOursBundle(this.srcDir && path.join(this.srcDir, 'workflows')));
+      if (!bundles.has(key)) bundles.set(key, buildOursBundle(this.srcDir));
       this.bundlePath = await bundles.get(key)!;
     }
     await super.start(ctx);
@@ -318,6 +318,7 @@ export class OursSystem extends TemporalSystem {
       modelUrl: this.ctx.modelUrl,
       workspace: this.ctx.workspace,
       blobDir: this.blobDir,
+      ledgerFile: path.join(this.dir, 'tool-ledger.sqlite'),
       bundlePath: this.bundlePath,
       srcDir: this.srcDir,
       logLevel: this.profile.logLevel,

@@ -9,6 +9,7 @@ import { serve } from '../lib/serve';
 
 import type * as CodecModule from '../../src/codec';
 import type * as WorkerModule from '../../src/worker';
+import type * as InflightModule from '../../src/activities/inflight';
 
 /** What the driver passes; everything under `tuning` is a plain worker option or a harness-only switch. */
 export interface OursWorkerConfig {
@@ -17,6 +18,8 @@ export interface OursWorkerConfig {
   modelUrl: string;
   workspace: string;
   blobDir: string;
+  /** The tool ledger's SQLite file, where the worker writes down its activities in flight (as createAgentWorker does). */
+  ledgerFile: string;
   /** An earlier commit's src/ (profile `srcRef`) whose activities and codec to load instead of today's. */
   srcDir?: string;
   /** A workflow bundle built ahead of time (`bundleWorkflowCode`); absent, the worker bundles at boot as production does. */
@@ -53,6 +56,9 @@ async function main(): Promise<void> {
   const { agentWorkerOptions, openAIClient, SHUTDOWN_GRACE_TIME } = require(path.join(src, 'worker')) as Partial<typeof WorkerModule> & Pick<typeof WorkerModule, 'agentWorkerOptions' | 'openAIClient'>;
   if (config.logLevel) Runtime.install({ logger: new DefaultLogger(config.logLevel) });
   const connection = await NativeConnection.connect({ address: config.address });
+  // As createAgentWorker does: hand back what a crashed worker left in flight, and write down this one's (absent before).
+  const inflight = loadInflight(src, config.ledgerFile);
+  await inflight?.recover(connection, 'default');
   const store = new FsBlobStore(config.blobDir);
   const dataConverter = claimCheckDataConverter({ store, thresholdBytes: config.claimCheckThresholdBytes });
   const worker = await Worker.create({
@@ -69,6 +75,7 @@ async function main(): Promise<void> {
     }),
     // As createAgentWorker sets it (absent before the tuning: the SDK's 0).
     ...(SHUTDOWN_GRACE_TIME ? { shutdownGraceTime: SHUTDOWN_GRACE_TIME } : {}),
+    ...(inflight ? { interceptors: { activity: [inflight.interceptor()] } } : {}),
     ...config.workerOptions,
   });
   const running = worker.run().finally(() => connection.close());
@@ -80,6 +87,16 @@ async function main(): Promise<void> {
   });
   await running;
   process.exit(0);
+}
+
+function loadInflight(src: string, file: string): InstanceType<typeof InflightModule.InflightActivities> | undefined {
+  let module: typeof InflightModule;
+  try {
+    module = require(path.join(src, 'activities/inflight')) as typeof InflightModule;
+  } catch {
+    return undefined; // code from before the journal
+  }
+  return new module.InflightActivities(file);
 }
 
 main().catch((err) => {

@@ -13,6 +13,11 @@ async function main(): Promise<void> {
   const { say } = installWorkerRuntime(config.observability);
   const agent = await createAgentWorker({ config });
   const { temporal, observability, codecs } = config;
+  const { handedBack, failed } = agent.recovered;
+  if (handedBack.length) {
+    say(`worker: handed back ${handedBack.length} activity attempt(s) that a crashed worker process on this host left in flight; the server retries them now (${handedBack.map((o) => `${o.activityType} of ${o.workflowId}`).join(', ')})`);
+  }
+  for (const { orphan, error } of failed) say(`worker: could not hand back ${orphan.activityType} of ${orphan.workflowId} (${error}); it is retried at its heartbeat timeout`);
   if (agent.scriptedModelUrl) {
     say(`worker: no LLM_API_KEY or LLM_BASE_URL, so runs use the scripted model at ${agent.scriptedModelUrl} (offline demo, not a real LLM)`);
   }

@@ -35,5 +35,7 @@ export const FailureType = {
   CompactionImpossible: 'CompactionImpossible',
   /** The model critic did not answer with a decision; the run falls back to the rule critic. */
   CritiqueUnparsable: 'CritiqueUnparsable',
+  /** An activity's worker process died mid-attempt; the next worker on its host handed the attempt back (retried at once). */
+  WorkerCrashed: 'WorkerCrashed',
 } as const;
 export type FailureType = (typeof FailureType)[keyof typeof FailureType];

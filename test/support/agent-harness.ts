@@ -8,7 +8,7 @@ import os from 'node:os';
 import path from 'node:path';
 import type { WorkflowHandle } from '@temporalio/client';
 import { TestWorkflowEnvironment } from '@temporalio/testing';
-import { bundleWorkflowCode, Runtime, Worker, type WorkflowBundle } from '@temporalio/worker';
+import { Runtime, Worker, type WorkflowBundle } from '@temporalio/worker';
 import type { DataConverter } from '@temporalio/common';
 import type { AgentDefinition, Tool } from '../../src/activities';
 import { claimCheckDataConverter, ConversationStore, FsBlobStore } from '../../src/codec';
@@ -17,6 +17,7 @@ import type { AgentRunInput } from '../../src/common/input';
 import { stateQuery, type RunStateView } from '../../src/common/messages';
 import { startScriptedModel, type ScriptedModel } from '../../src/scripted-model';
 import { agentWorkerOptions, openAIClient } from '../../src/worker';
+import { bundleAgentWorkflows } from '../../src/workflow-bundle';
 import { QuietLogger } from './quiet-logger';
 import { testServerAddress } from './temporal';
 
@@ -64,7 +65,8 @@ export function quietRuntime(): void {
 }
 
 let bundlePromise: Promise<WorkflowBundle> | undefined;
-export const workflowBundle = () => (bundlePromise ??= bundleWorkflowCode({ workflowsPath: require.resolve('../../src/workflows'), logger: quietLogger }));
+/** The workflows bundled as workers run them (`bundleAgentWorkflows`: with the preloaded modules). */
+export const workflowBundle = () => (bundlePromise ??= bundleAgentWorkflows({ logger: quietLogger }));
 
 const noop = () => undefined;
 const quietLogger = { trace: noop, debug: noop, info: noop, warn: noop, error: console.error, log: noop };

@@ -37,17 +37,23 @@ function whenUnlocked<T>(fn: () => T): T {
   }
 }
 
+/** The ledger's SQLite file (created with its directory), in WAL mode with `synchronous` as given. */
+export function openLedgerFile(file: string, synchronous: 'FULL' | 'NORMAL'): Database.Database {
+  if (file !== ':memory:') mkdirSync(path.dirname(file), { recursive: true });
+  const db = new Database(file, { timeout: BUSY_TIMEOUT_MS });
+  // Workers on one host share the ledger and start together: switching to WAL takes a lock SQLite does not wait
+  // for, so a worker whose neighbour holds it tries again rather than fail to start.
+  whenUnlocked(() => db.pragma('journal_mode = WAL'));
+  db.pragma(`synchronous = ${synchronous}`);
+  return db;
+}
+
 export class SqliteToolLedger implements ToolLedger {
   private readonly db: Database.Database;
 
   constructor(file: string) {
-    if (file !== ':memory:') mkdirSync(path.dirname(file), { recursive: true });
-    this.db = new Database(file, { timeout: BUSY_TIMEOUT_MS });
-    // Workers on one host share the ledger and start together: switching to WAL takes a lock SQLite does not wait
-    // for, so a worker whose neighbour holds it tries again rather than fail to start.
-    whenUnlocked(() => this.db.pragma('journal_mode = WAL'));
     // A recorded effect must survive a crash right after it is written.
-    this.db.pragma('synchronous = FULL');
+    this.db = openLedgerFile(file, 'FULL');
     this.db.exec(`CREATE TABLE IF NOT EXISTS tool_calls (
       key TEXT PRIMARY KEY,
       tool TEXT NOT NULL,
