@@ -15,11 +15,13 @@ export const bundleFile = (dir: string, tracing: boolean): string => path.join(d
 
 /**
  * Modules the worker's shared V8 context loads once, not once per run (`preloadModules`, with the SDK's default
- * `reuseV8Context`): zod, which the run's input schemas are built with. The SDK deep-freezes preloaded modules, so
- * only a library with no per-run state qualifies, and not our schemas: zod defines some of a schema's properties
- * lazily, on first use, which a frozen schema refuses ("object is not extensible").
+ * `reuseV8Context`): zod, and `oncePerWorker`'s cache, which keeps the run's input schemas built by the first run for
+ * every later one. Instantiated for each run, they cost about 0.4 MB and 170 schema objects a run (BENCHMARKS.md).
+ * The SDK deep-freezes a preloaded module's exports, so only modules with no per-run state qualify; our schema
+ * modules do not (zod defines some of a schema's properties on first use, which a frozen schema refuses), hence
+ * the cache, whose schemas are built after the freeze.
  */
-export const PRELOAD_MODULES: readonly string[] = ['zod'];
+export const PRELOAD_MODULES: readonly string[] = ['zod', require.resolve('./common/once-per-worker')];
 
 const quietBundler: BundleOptions['logger'] = { trace() {}, debug() {}, info() {}, warn: console.warn, error: console.error, log() {} };
 

@@ -4,6 +4,7 @@
  * (`applyAgent`). `defineAgent` (activities/agents.ts) builds specs; the workflow merges them (workflows/start-input.ts).
  */
 import { z } from 'zod';
+import { oncePerWorker } from './once-per-worker';
 import {
   AGENT_NAME_PATTERN,
   AGENT_NAME_RULE,
@@ -16,33 +17,34 @@ import {
   type ParseResult,
 } from './input';
 
-const run = AgentRunInputSchema.shape;
-
 /**
  * An agent as JSON: a name, its instructions (the run's system prompt) and any of the run's settings. Values are
  * kept as given, without the run's defaults, so that a start field overrides only what it names.
  */
-export const AgentSpecSchema = z
-  .object({
-    name: z.string().regex(AGENT_NAME_PATTERN, AGENT_NAME_RULE),
-    /** For people: what the agent is for (listed by the worker, never sent to the model). */
-    description: z.string().max(1_000).optional(),
-    /** The system prompt of the agent's runs; a run's `systemPrompt` replaces it. */
-    instructions: z.string().trim().min(1, 'must be a non-empty string'),
-    model: run.model,
-    tools: run.tools,
-    limits: LimitsSchema.partial().optional(),
-    plan: z.boolean().optional(),
-    critique: z.enum(['rules', 'model']).optional(),
-    critiqueMinConfidence: z.number().min(0).max(1).optional(),
-    maxOutputTokens: run.maxOutputTokens,
-    contextWindowTokens: run.contextWindowTokens,
-    compaction: CompactionSchema.partial().optional(),
-    approval: ApprovalSchema.optional(),
-    budget: BudgetSchema.optional(),
-    keepOpenMs: z.number().int().min(0).max(30 * 24 * 3600_000).optional(),
-  })
-  .strict();
+export const AgentSpecSchema = oncePerWorker('common/agents', () => {
+  const run = AgentRunInputSchema.shape;
+  return z
+    .object({
+      name: z.string().regex(AGENT_NAME_PATTERN, AGENT_NAME_RULE),
+      /** For people: what the agent is for (listed by the worker, never sent to the model). */
+      description: z.string().max(1_000).optional(),
+      /** The system prompt of the agent's runs; a run's `systemPrompt` replaces it. */
+      instructions: z.string().trim().min(1, 'must be a non-empty string'),
+      model: run.model,
+      tools: run.tools,
+      limits: LimitsSchema.partial().optional(),
+      plan: z.boolean().optional(),
+      critique: z.enum(['rules', 'model']).optional(),
+      critiqueMinConfidence: z.number().min(0).max(1).optional(),
+      maxOutputTokens: run.maxOutputTokens,
+      contextWindowTokens: run.contextWindowTokens,
+      compaction: CompactionSchema.partial().optional(),
+      approval: ApprovalSchema.optional(),
+      budget: BudgetSchema.optional(),
+      keepOpenMs: z.number().int().min(0).max(30 * 24 * 3600_000).optional(),
+    })
+    .strict();
+});
 
 /** An agent's definition as JSON (what `resolveAgent` returns); `defineAgent` also takes tool objects. */
 export type AgentSpec = z.input<typeof AgentSpecSchema>;

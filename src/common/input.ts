@@ -1,121 +1,126 @@
 import { z } from 'zod';
+import { oncePerWorker } from './once-per-worker';
 
 /** What an agent may be called: a word that is safe in a CLI flag, a URL and a log line. */
 export const AGENT_NAME_PATTERN = /^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$/;
 export const AGENT_NAME_RULE = 'must be 1-64 characters of [A-Za-z0-9_.-], starting with a letter or digit';
 
-/** The three lines of defence every run has, plus the repetition guard. */
-export const LimitsSchema = z
-  .object({
-    /** Model calls (planning and answering) before the run fails. @default 50 */
-    maxLoops: z.number().int().min(1).max(10_000).default(50),
-    /** Tool calls before the run fails. @default 100 */
-    maxToolCalls: z.number().int().min(1).max(100_000).default(100),
-    /**
-     * The run's working time, on a durable timer: time spent waiting for a person (AWAITING_APPROVAL, PAUSED) does not
-     * count. @default 300000 (5 minutes)
-     */
-    timeoutMs: z.number().int().min(1_000).max(30 * 24 * 3600_000).default(300_000),
-    /** Longest wait for one approval (AWAITING_APPROVAL) before the run fails with a reason that says so. @default none: waits until decided */
-    approvalTimeoutMs: z.number().int().min(1_000).max(365 * 24 * 3600_000).optional(),
-    /** How many times the same tool call (or cycle of calls) may repeat before the model is warned; once more ends the run. @default 3 */
-    maxRepeats: z.number().int().min(2).max(100).default(3),
-    /**
-     * Share of `maxLoops`, `maxToolCalls` and the budget at which the model is told, once, to conclude with what it
-     * has rather than run into the limit; 1 never tells it. @default 0.8
-     */
-    wrapUpAt: z.number().min(0.1).max(1).default(0.8),
-    /** History events after which the run continues as new at the next model step (Temporal's own suggestion also counts). @default 10000 */
-    historyEvents: z.number().int().min(100).max(50_000).default(10_000),
-  })
-  .strict();
+// Built once per worker, not once per run (once-per-worker.ts).
+export const { LimitsSchema, PriceSchema, BudgetSchema, ApprovalSchema, CompactionSchema, AgentRunInputSchema } = oncePerWorker('common/input', () => {
+  /** The three lines of defence every run has, plus the repetition guard. */
+  const LimitsSchema = z
+    .object({
+      /** Model calls (planning and answering) before the run fails. @default 50 */
+      maxLoops: z.number().int().min(1).max(10_000).default(50),
+      /** Tool calls before the run fails. @default 100 */
+      maxToolCalls: z.number().int().min(1).max(100_000).default(100),
+      /**
+       * The run's working time, on a durable timer: time spent waiting for a person (AWAITING_APPROVAL, PAUSED) does not
+       * count. @default 300000 (5 minutes)
+       */
+      timeoutMs: z.number().int().min(1_000).max(30 * 24 * 3600_000).default(300_000),
+      /** Longest wait for one approval (AWAITING_APPROVAL) before the run fails with a reason that says so. @default none: waits until decided */
+      approvalTimeoutMs: z.number().int().min(1_000).max(365 * 24 * 3600_000).optional(),
+      /** How many times the same tool call (or cycle of calls) may repeat before the model is warned; once more ends the run. @default 3 */
+      maxRepeats: z.number().int().min(2).max(100).default(3),
+      /**
+       * Share of `maxLoops`, `maxToolCalls` and the budget at which the model is told, once, to conclude with what it
+       * has rather than run into the limit; 1 never tells it. @default 0.8
+       */
+      wrapUpAt: z.number().min(0.1).max(1).default(0.8),
+      /** History events after which the run continues as new at the next model step (Temporal's own suggestion also counts). @default 10000 */
+      historyEvents: z.number().int().min(100).max(50_000).default(10_000),
+    })
+    .strict();
 
-export const PriceSchema = z
-  .object({ inputPerMTok: z.number().min(0), outputPerMTok: z.number().min(0) })
-  .strict();
+  const PriceSchema = z
+    .object({ inputPerMTok: z.number().min(0), outputPerMTok: z.number().min(0) })
+    .strict();
 
-/** Per-run spending limits, reserved before each model call. */
-export const BudgetSchema = z
-  .object({
-    /** Total tokens (prompt and completion) the run may use. */
-    maxTokens: z.number().int().min(1).optional(),
-    /** Total cost in US dollars, from the price table. */
-    maxCostUsd: z.number().positive().optional(),
-    /** Completion tokens reserved for each call on top of its estimated prompt. @default 1024 */
-    reserveOutputTokens: z.number().int().min(0).max(1_000_000).default(1024),
-    /** `fail` ends the run; `approve` waits for an `approve` of toolCallId `budget`, which extends the budget by its original size. @default 'fail' */
-    onExceed: z.enum(['fail', 'approve']).default('fail'),
-    /** USD per million tokens by model name (longest prefix wins), over the defaults in prices.ts. */
-    prices: z.record(z.string().min(1), PriceSchema).optional(),
-  })
-  .strict()
-  .refine((b) => b.maxTokens !== undefined || b.maxCostUsd !== undefined, { message: 'set maxTokens, maxCostUsd or both' });
+  /** Per-run spending limits, reserved before each model call. */
+  const BudgetSchema = z
+    .object({
+      /** Total tokens (prompt and completion) the run may use. */
+      maxTokens: z.number().int().min(1).optional(),
+      /** Total cost in US dollars, from the price table. */
+      maxCostUsd: z.number().positive().optional(),
+      /** Completion tokens reserved for each call on top of its estimated prompt. @default 1024 */
+      reserveOutputTokens: z.number().int().min(0).max(1_000_000).default(1024),
+      /** `fail` ends the run; `approve` waits for an `approve` of toolCallId `budget`, which extends the budget by its original size. @default 'fail' */
+      onExceed: z.enum(['fail', 'approve']).default('fail'),
+      /** USD per million tokens by model name (longest prefix wins), over the defaults in prices.ts. */
+      prices: z.record(z.string().min(1), PriceSchema).optional(),
+    })
+    .strict()
+    .refine((b) => b.maxTokens !== undefined || b.maxCostUsd !== undefined, { message: 'set maxTokens, maxCostUsd or both' });
 
-export const ApprovalSchema = z
-  .object({
-    /** Tool names whose calls wait for an `approve` update; `*` guards every tool. */
-    tools: z.array(z.string().min(1)).min(1),
-  })
-  .strict();
+  const ApprovalSchema = z
+    .object({
+      /** Tool names whose calls wait for an `approve` update; `*` guards every tool. */
+      tools: z.array(z.string().min(1)).min(1),
+    })
+    .strict();
 
-/** When the run summarises older turns before the model would refuse them (needs a known context window). */
-export const CompactionSchema = z
-  .object({
-    /** Share of the context window the next request may fill before the run compacts first. @default 0.8 */
-    threshold: z.number().min(0.1).max(1).default(0.8),
-    /** Most recent messages kept verbatim by a compaction. @default 6 */
-    keepRecentMessages: z.number().int().min(1).max(1_000).default(6),
-  })
-  .strict();
+  /** When the run summarises older turns before the model would refuse them (needs a known context window). */
+  const CompactionSchema = z
+    .object({
+      /** Share of the context window the next request may fill before the run compacts first. @default 0.8 */
+      threshold: z.number().min(0.1).max(1).default(0.8),
+      /** Most recent messages kept verbatim by a compaction. @default 6 */
+      keepRecentMessages: z.number().int().min(1).max(1_000).default(6),
+    })
+    .strict();
 
-/** The one input object of the `agentRun` workflow. */
-export const AgentRunInputSchema = z
-  .object({
-    prompt: z.string().trim().min(1, 'must be a non-empty string'),
-    /**
-     * A named agent registered in the worker (`defineAgent`): its instructions, tools, model and settings, under the
-     * fields given here (common/agents.ts, `applyAgent`). The client checks only the shape; the worker knows the names.
-     */
-    agent: z.string().regex(AGENT_NAME_PATTERN, AGENT_NAME_RULE).optional(),
-    /** Model name for this run; the worker's `LLM_MODEL` when absent. */
-    model: z.string().min(1).optional(),
-    systemPrompt: z.string().min(1).optional(),
-    limits: LimitsSchema.default(() => LimitsSchema.parse({})),
-    /** Tool names this run may use; every tool of the worker's registry when absent. */
-    tools: z.array(z.string().min(1)).optional(),
-    /** Ask the model for a plan before the first answer. @default false */
-    plan: z.boolean().default(false),
-    /** `rules` is free and deterministic; `model` asks the model to judge a final answer. @default 'rules' */
-    critique: z.enum(['rules', 'model']).default('rules'),
-    /** A critic's `complete` with a lower confidence is taken as `retry`. @default 0.5 */
-    critiqueMinConfidence: z.number().min(0).max(1).default(0.5),
-    /** Longest answer per model call in tokens, sent as the provider's output limit; a text answer cut off by it is continued. */
-    maxOutputTokens: z.number().int().min(1).max(1_000_000).optional(),
-    /**
-     * The model's context window in tokens. With it (or a model the worker knows), the run compacts before a request
-     * would fill `compaction.threshold` of it, instead of waiting for the provider to refuse.
-     */
-    contextWindowTokens: z.number().int().min(256).max(100_000_000).optional(),
-    compaction: CompactionSchema.default(() => CompactionSchema.parse({})),
-    approval: ApprovalSchema.optional(),
-    budget: BudgetSchema.optional(),
-    /** After an answer, how long the run stays open for a `sendMessage` that continues the conversation. @default 0 */
-    keepOpenMs: z.number().int().min(0).max(30 * 24 * 3600_000).default(0),
-    /** Set by the workflow itself when it continues as new, and by `fork`: the snapshot to carry on from. */
-    resume: z
-      .object({
-        kind: z.enum(['continue', 'fork']),
-        /** A run snapshot (version 2, or 1 from runs begun before); checked for its version, state and step, the rest is the workflow's own output. */
-        snapshot: z.discriminatedUnion('schemaVersion', [
-          z.looseObject({ schemaVersion: z.literal(1), state: z.string(), step: z.number().int().min(0) }),
-          z.looseObject({ schemaVersion: z.literal(2), phase: z.looseObject({ type: z.string() }), step: z.number().int().min(0) }),
-        ]),
-        origin: z.object({ workflowId: z.string(), step: z.number().int().min(0) }).strict().optional(),
-      })
-      .strict()
-      .optional(),
-  })
-  .strict();
+  /** The one input object of the `agentRun` workflow. */
+  const AgentRunInputSchema = z
+    .object({
+      prompt: z.string().trim().min(1, 'must be a non-empty string'),
+      /**
+       * A named agent registered in the worker (`defineAgent`): its instructions, tools, model and settings, under the
+       * fields given here (common/agents.ts, `applyAgent`). The client checks only the shape; the worker knows the names.
+       */
+      agent: z.string().regex(AGENT_NAME_PATTERN, AGENT_NAME_RULE).optional(),
+      /** Model name for this run; the worker's `LLM_MODEL` when absent. */
+      model: z.string().min(1).optional(),
+      systemPrompt: z.string().min(1).optional(),
+      limits: LimitsSchema.default(() => LimitsSchema.parse({})),
+      /** Tool names this run may use; every tool of the worker's registry when absent. */
+      tools: z.array(z.string().min(1)).optional(),
+      /** Ask the model for a plan before the first answer. @default false */
+      plan: z.boolean().default(false),
+      /** `rules` is free and deterministic; `model` asks the model to judge a final answer. @default 'rules' */
+      critique: z.enum(['rules', 'model']).default('rules'),
+      /** A critic's `complete` with a lower confidence is taken as `retry`. @default 0.5 */
+      critiqueMinConfidence: z.number().min(0).max(1).default(0.5),
+      /** Longest answer per model call in tokens, sent as the provider's output limit; a text answer cut off by it is continued. */
+      maxOutputTokens: z.number().int().min(1).max(1_000_000).optional(),
+      /**
+       * The model's context window in tokens. With it (or a model the worker knows), the run compacts before a request
+       * would fill `compaction.threshold` of it, instead of waiting for the provider to refuse.
+       */
+      contextWindowTokens: z.number().int().min(256).max(100_000_000).optional(),
+      compaction: CompactionSchema.default(() => CompactionSchema.parse({})),
+      approval: ApprovalSchema.optional(),
+      budget: BudgetSchema.optional(),
+      /** After an answer, how long the run stays open for a `sendMessage` that continues the conversation. @default 0 */
+      keepOpenMs: z.number().int().min(0).max(30 * 24 * 3600_000).default(0),
+      /** Set by the workflow itself when it continues as new, and by `fork`: the snapshot to carry on from. */
+      resume: z
+        .object({
+          kind: z.enum(['continue', 'fork']),
+          /** A run snapshot (version 2, or 1 from runs begun before); checked for its version, state and step, the rest is the workflow's own output. */
+          snapshot: z.discriminatedUnion('schemaVersion', [
+            z.looseObject({ schemaVersion: z.literal(1), state: z.string(), step: z.number().int().min(0) }),
+            z.looseObject({ schemaVersion: z.literal(2), phase: z.looseObject({ type: z.string() }), step: z.number().int().min(0) }),
+          ]),
+          origin: z.object({ workflowId: z.string(), step: z.number().int().min(0) }).strict().optional(),
+        })
+        .strict()
+        .optional(),
+    })
+    .strict();
+  return { LimitsSchema, PriceSchema, BudgetSchema, ApprovalSchema, CompactionSchema, AgentRunInputSchema };
+});
 
 export type AgentRunInput = z.input<typeof AgentRunInputSchema>;
 export type ResolvedInput = z.output<typeof AgentRunInputSchema>;
@@ -150,29 +155,31 @@ export function parseOrThrow<T extends z.ZodType>(schema: T, value: unknown, wha
 export const parseAgentRunInput = (value: unknown): ParseResult<ResolvedInput> =>
   parseWith(AgentRunInputSchema, value, 'agentRun input');
 
-export const AbortInputSchema = z.object({ reason: z.string().max(1_000).optional() }).strict();
-export const ApproveInputSchema = z
-  .object({
-    toolCallId: z.string().min(1),
-    approved: z.boolean(),
-    feedback: z.string().max(10_000).optional(),
-    /** Approve with these arguments instead of the model's; they must pass the tool's schema. */
-    arguments: z.record(z.string(), z.unknown()).optional(),
-  })
-  .strict();
+export const AbortInputSchema = oncePerWorker('common/input:abort', () => z.object({ reason: z.string().max(1_000).optional() }).strict());
+export const ApproveInputSchema = oncePerWorker('common/input:approve', () =>
+  z
+    .object({
+      toolCallId: z.string().min(1),
+      approved: z.boolean(),
+      feedback: z.string().max(10_000).optional(),
+      /** Approve with these arguments instead of the model's; they must pass the tool's schema. */
+      arguments: z.record(z.string(), z.unknown()).optional(),
+    })
+    .strict(),
+);
 
 /** Why `args` do not pass a tool's JSON `schema` (each field named), or null when they do. */
 export function argumentsProblem(schema: Record<string, unknown>, args: unknown): string | null {
   const result = z.fromJSONSchema(schema as Parameters<typeof z.fromJSONSchema>[0]).safeParse(args);
   return result.success ? null : describeZodError(result.error);
 }
-export const SendMessageInputSchema = z.object({ text: z.string().trim().min(1).max(100_000) }).strict();
+export const SendMessageInputSchema = oncePerWorker('common/input:sendMessage', () => z.object({ text: z.string().trim().min(1).max(100_000) }).strict());
 
 export type AbortInput = z.input<typeof AbortInputSchema>;
 export type ApproveInput = z.input<typeof ApproveInputSchema>;
 export type SendMessageInput = z.input<typeof SendMessageInputSchema>;
 
 /** The model activity's batches of streamed text (an internal signal, validated all the same). */
-export const StreamDeltaSchema = z
-  .object({ callNumber: z.number().int().min(1), attempt: z.number().int().min(1), text: z.string().max(1_000_000) })
-  .strict();
+export const StreamDeltaSchema = oncePerWorker('common/input:streamDelta', () =>
+  z.object({ callNumber: z.number().int().min(1), attempt: z.number().int().min(1), text: z.string().max(1_000_000) }).strict(),
+);

@@ -4,6 +4,7 @@
  */
 import { defineQuery } from '@temporalio/workflow';
 import { z } from 'zod';
+import { oncePerWorker } from './once-per-worker';
 import { LimitsSchema, parseWith, type ParseResult } from './input';
 
 export const PLAN_EXECUTE_WORKFLOW_TYPE = 'planExecute';
@@ -11,36 +12,7 @@ export const AGENT_PIPELINE_WORKFLOW_TYPE = 'agentPipeline';
 /** The `AgentState` value of a pattern while its children run. */
 export const RUNNING_CHILDREN = 'RUNNING_CHILDREN';
 
-const task = z.string().trim().min(1, 'must be a non-empty string');
-const tools = z.array(z.string().min(1));
-
-export const PlanExecuteInputSchema = z
-  .object({
-    task,
-    /** Model of every child; the worker's `LLM_MODEL` when absent. */
-    model: z.string().min(1).optional(),
-    /** Most steps the planner may propose; extra steps are dropped. @default 5 */
-    maxSteps: z.number().int().min(1).max(20).default(5),
-    /** Tools of the executors (the planner and the synthesiser get none); every tool when absent. */
-    tools: tools.optional(),
-    /** Limits of each child run. */
-    limits: LimitsSchema.optional(),
-  })
-  .strict();
-
-/** A stage name becomes part of the child's workflow id, so it is kept to a safe alphabet. */
-const stageName = z.string().regex(/^[A-Za-z0-9][A-Za-z0-9_-]{0,39}$/, 'must be 1-40 letters, digits, _ or -, starting with a letter or digit');
-
-export const StageSchema = z
-  .object({
-    name: stageName,
-    instructions: z.string().trim().min(1, 'must be a non-empty string'),
-    model: z.string().min(1).optional(),
-    tools: tools.optional(),
-  })
-  .strict();
-
-export const DEFAULT_STAGES: z.output<typeof StageSchema>[] = [
+export const DEFAULT_STAGES: { name: string; instructions: string; model?: string; tools?: string[] }[] = [
   {
     name: 'designer',
     instructions: 'Design a solution to the task: the approach, the parts and how they fit together, and the risks. Do not write the full implementation.',
@@ -55,24 +27,57 @@ export const DEFAULT_STAGES: z.output<typeof StageSchema>[] = [
   },
 ];
 
-export const AgentPipelineInputSchema = z
-  .object({
-    task,
-    /** Stages in order; each gets the task and the previous stage's output. @default designer, coder, reviewer */
-    stages: z
-      .array(StageSchema)
-      .min(1)
-      .max(20)
-      .refine((stages) => new Set(stages.map((s) => s.name)).size === stages.length, 'stage names must be unique')
-      .default(() => DEFAULT_STAGES.map((s) => ({ ...s }))),
-    /** Model of stages that name none; the worker's `LLM_MODEL` when absent. */
-    model: z.string().min(1).optional(),
-    /** Tools of stages that name none; every tool when absent. */
-    tools: tools.optional(),
-    /** Limits of each child run. */
-    limits: LimitsSchema.optional(),
-  })
-  .strict();
+// Built once per worker, not once per run (once-per-worker.ts).
+export const { PlanExecuteInputSchema, StageSchema, AgentPipelineInputSchema } = oncePerWorker('common/patterns', () => {
+  const task = z.string().trim().min(1, 'must be a non-empty string');
+  const tools = z.array(z.string().min(1));
+
+  const PlanExecuteInputSchema = z
+    .object({
+      task,
+      /** Model of every child; the worker's `LLM_MODEL` when absent. */
+      model: z.string().min(1).optional(),
+      /** Most steps the planner may propose; extra steps are dropped. @default 5 */
+      maxSteps: z.number().int().min(1).max(20).default(5),
+      /** Tools of the executors (the planner and the synthesiser get none); every tool when absent. */
+      tools: tools.optional(),
+      /** Limits of each child run. */
+      limits: LimitsSchema.optional(),
+    })
+    .strict();
+
+  /** A stage name becomes part of the child's workflow id, so it is kept to a safe alphabet. */
+  const stageName = z.string().regex(/^[A-Za-z0-9][A-Za-z0-9_-]{0,39}$/, 'must be 1-40 letters, digits, _ or -, starting with a letter or digit');
+
+  const StageSchema = z
+    .object({
+      name: stageName,
+      instructions: z.string().trim().min(1, 'must be a non-empty string'),
+      model: z.string().min(1).optional(),
+      tools: tools.optional(),
+    })
+    .strict();
+
+  const AgentPipelineInputSchema = z
+    .object({
+      task,
+      /** Stages in order; each gets the task and the previous stage's output. @default designer, coder, reviewer */
+      stages: z
+        .array(StageSchema)
+        .min(1)
+        .max(20)
+        .refine((stages) => new Set(stages.map((s) => s.name)).size === stages.length, 'stage names must be unique')
+        .default(() => DEFAULT_STAGES.map((s) => ({ ...s }))),
+      /** Model of stages that name none; the worker's `LLM_MODEL` when absent. */
+      model: z.string().min(1).optional(),
+      /** Tools of stages that name none; every tool when absent. */
+      tools: tools.optional(),
+      /** Limits of each child run. */
+      limits: LimitsSchema.optional(),
+    })
+    .strict();
+  return { PlanExecuteInputSchema, StageSchema, AgentPipelineInputSchema };
+});
 
 export type PlanExecuteInput = z.input<typeof PlanExecuteInputSchema>;
 export type AgentPipelineInput = z.input<typeof AgentPipelineInputSchema>;
