@@ -8,7 +8,7 @@ import { Client, Connection } from '@temporalio/client';
 import type { DataConverter } from '@temporalio/common';
 import { optionalTsToDate } from '@temporalio/common/lib/time';
 import { temporal } from '@temporalio/proto';
-import { bundleWorkflowCode } from '@temporalio/worker';
+import { bundleWorkflowCode, type BundleOptions } from '@temporalio/worker';
 import { startDevServer, type DevServerHandle } from '../../scripts/lib/dev-server';
 import { freePort } from '../../scripts/lib/free-port';
 import { executionStatus, rawExecutions } from '../../src/client';
@@ -78,11 +78,21 @@ export async function buildOursBundle(srcDir?: string): Promise<string> {
   const logger = { trace: noop, debug: noop, info: noop, warn: noop, error: console.error, log: noop };
   // Bundled as that code's own workers bundle it: with its bundleAgentWorkflows (preloaded modules) where it has one.
   const src = srcDir ?? path.resolve(__dirname, '../../src');
-  const own = require(path.join(src, 'workflow-bundle')) as { bundleAgentWorkflows?: (o: { logger: typeof logger }) => Promise<{ code: string }> };
-  const { code } = own.bundleAgentWorkflows ? await own.bundleAgentWorkflows({ logger }) : await bundleWorkflowCode({ workflowsPath: path.join(src, 'workflows'), logger });
+  const { code } = await (ownBundler(src)?.({ logger }) ?? bundleWorkflowCode({ workflowsPath: path.join(src, 'workflows'), logger }));
   const file = path.join(mkdtempSync(path.join(os.tmpdir(), 'bench-bundle-')), 'workflows.js');
   writeFileSync(file, code);
   return file;
+}
+
+type Bundler = (o: { logger: BundleOptions['logger'] }) => Promise<{ code: string }>;
+
+/** That src/'s `bundleAgentWorkflows`, or undefined for code from before it (bundled with the SDK's defaults). */
+function ownBundler(src: string): Bundler | undefined {
+  try {
+    return (require(path.join(src, 'workflow-bundle')) as { bundleAgentWorkflows?: Bundler }).bundleAgentWorkflows;
+  } catch {
+    return undefined;
+  }
 }
 
 /** Every run of a workflow id, oldest first, following continue-as-new back from the latest. */
