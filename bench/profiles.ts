@@ -12,8 +12,14 @@ const before: OursProfile = { name: 'before', srcRef: '03fc755' };
 /** Exactly what `npm run worker` does today: the product's worker options, INFO logs, bundling at boot. */
 const baseline: OursProfile = { name: 'baseline' };
 
-/** As the Docker image runs it: the workflow bundle built once ahead of time (AGENT_WORKFLOW_BUNDLE_DIR). */
-const prebundled: OursProfile = { ...baseline, name: 'prebundled', prebundle: true };
+/**
+ * As the Docker image runs it: the workflow bundle built once ahead of time (AGENT_WORKFLOW_BUNDLE_DIR), and the
+ * worker process running JavaScript (`node dist/bin/worker.js`), not TypeScript through tsx.
+ */
+const prebundled: OursProfile = { ...baseline, name: 'prebundled', prebundle: true, compiled: true };
+
+/** `prebundled` with its worker process running TypeScript through tsx, as the bench ran every profile until 2026-11-25. */
+const prebundledTsx: OursProfile = { ...prebundled, name: 'prebundled-tsx', compiled: false };
 
 /** The dev server's SQLite with a larger page cache and memory-mapped I/O, and eager activity dispatch on. */
 const server: OursProfile = {
@@ -34,6 +40,12 @@ const beforeInline: OursProfile = { ...prebundled, name: 'before-inline', srcRef
 /** `prebundled` on the code before zod and the input schemas were preloaded once per worker (commit c68b603). */
 const beforePreload: OursProfile = { ...prebundled, name: 'before-preload', srcRef: 'c68b603' };
 
+/** `prebundled` without the image's `--enable-source-maps`: what mapping stack traces back to the sources costs. */
+const noSourceMaps: OursProfile = { ...prebundled, name: 'no-source-maps', sourceMaps: false };
+
+/** `prebundled` without the journal of activities in flight (crash recovery): what writing it down costs a step. */
+const noJournal: OursProfile = { ...prebundled, name: 'no-journal', journal: false };
+
 /** `prebundled` on a dev server with Temporal's own task queue read rates (20 a second), not the project's 1000. */
 const stockServer: OursProfile = {
   ...prebundled,
@@ -45,10 +57,13 @@ export const PROFILES: Record<string, OursProfile> = {
   before,
   baseline,
   prebundled,
+  'prebundled-tsx': prebundledTsx,
   server,
   'before-server': beforeServer,
   'before-inline': beforeInline,
   'before-preload': beforePreload,
+  'no-journal': noJournal,
+  'no-source-maps': noSourceMaps,
   'stock-server': stockServer,
 };
 

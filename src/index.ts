@@ -11,6 +11,11 @@ export type { AgentWorker, AgentWorkerOptions, ConnectionSettings, ModelOptions 
 
 /** For a Temporal worker of your own that bundles `durable-agent-worker/workflows`: the activities and their tuning. */
 export { agentWorkerOptions, openAIClient } from './worker';
+/**
+ * The workflow code bundled as the agent's own workers bundle it: `bundleAgentWorkflows()` for `workflowBundle`, or
+ * `bundleAtBoot()` (`workflowsPath` and `bundlerOptions`), with `PRELOAD_MODULES` loaded once per worker, not per run.
+ */
+export { bundleAgentWorkflows, bundleAtBoot, buildWorkflowBundles, PRELOAD_MODULES } from './workflow-bundle';
 export type { ActivityDeps } from './activities';
 
 /** Tools: `defineTool({ name, description, parameters: z.object(...), sideEffects, execute })`. */

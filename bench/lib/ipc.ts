@@ -25,6 +25,8 @@ export interface Child {
 export interface SpawnOptions {
   /** `tsx` runs a TypeScript file from the project's tree; `node` runs a peer's plain JavaScript from its own node_modules. */
   runtime: 'tsx' | 'node';
+  /** More node flags for the child. */
+  nodeArgs?: string[];
   env?: Record<string, string>;
   cwd?: string;
   args?: string[];
@@ -38,7 +40,7 @@ export async function spawnChild(file: string, opts: SpawnOptions): Promise<Chil
   const proc = fork(file, opts.args ?? [], {
     cwd: opts.cwd ?? PROJECT_ROOT,
     // BENCH_CPU_PROF=<dir> writes a V8 CPU profile of every child when it exits, for finding where a step's time goes.
-    execArgv: [...(opts.runtime === 'tsx' ? ['--import', 'tsx'] : []), ...(process.env.BENCH_CPU_PROF ? ['--cpu-prof', '--cpu-prof-dir', process.env.BENCH_CPU_PROF] : [])],
+    execArgv: [...(opts.runtime === 'tsx' ? ['--import', 'tsx'] : []), ...(opts.nodeArgs ?? []), ...(process.env.BENCH_CPU_PROF ? ['--cpu-prof', '--cpu-prof-dir', process.env.BENCH_CPU_PROF] : [])],
     env: { ...process.env, ...opts.env },
     stdio: ['ignore', out, 'pipe', 'ipc'],
     serialization: 'advanced',

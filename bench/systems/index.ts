@@ -10,6 +10,7 @@ import { claimCheckDataConverter, FsBlobStore } from '../../src/codec';
 import { WORKFLOW_TYPE } from '../../src/common/constants';
 import type { AgentRunInput } from '../../src/common/input';
 import { BENCH_DIR, peakRss, spawnChild, stopChild, type Child } from '../lib/ipc';
+import { COMPILED_NODE_ARGS, compiledOursWorker } from '../lib/compiled';
 import { buildOursBundle, historyBytesPerStep, srcAt, historyChain, startBenchServer, waitForTaskQueue, type BenchServer, type HistoryBytes, type ServerTuning } from '../lib/temporal';
 import { BENCH_MODEL, promptOf, READ_FILE_TOOL, SYSTEM_PROMPT, TOOL_NAME } from '../lib/workload';
 import type { OursWorkerConfig } from './ours-worker';
@@ -280,6 +281,12 @@ export interface OursProfile {
   srcRef?: string;
   /** Claim-check threshold (AGENT_CLAIM_CHECK_THRESHOLD in production). @default 32768 */
   claimCheckThresholdBytes?: number;
+  /** Write down activities in flight for crash recovery, as createAgentWorker does (InflightActivities). @default true */
+  journal?: boolean;
+  /** The worker process runs today's src/ as JavaScript, as the Docker image does, instead of TypeScript through tsx (bench/lib/compiled.ts). */
+  compiled?: boolean;
+  /** With `compiled`, run node with the image's `--enable-source-maps`. @default true */
+  sourceMaps?: boolean;
 }
 
 const bundles = new Map<string, Promise<string>>();
@@ -318,15 +325,17 @@ export class OursSystem extends TemporalSystem {
       modelUrl: this.ctx.modelUrl,
       workspace: this.ctx.workspace,
       blobDir: this.blobDir,
-      ledgerFile: path.join(this.dir, 'tool-ledger.sqlite'),
+      ledgerFile: this.profile.journal === false ? undefined : path.join(this.dir, 'tool-ledger.sqlite'),
       bundlePath: this.bundlePath,
       srcDir: this.srcDir,
       logLevel: this.profile.logLevel,
       claimCheckThresholdBytes: this.profile.claimCheckThresholdBytes,
       workerOptions: this.profile.workerOptions,
     };
-    return spawnChild(path.join(BENCH_DIR, 'systems/ours-worker.ts'), {
-      runtime: 'tsx',
+    const compiled = this.profile.compiled && !this.srcDir;
+    return spawnChild(compiled ? compiledOursWorker() : path.join(BENCH_DIR, 'systems/ours-worker.ts'), {
+      runtime: compiled ? 'node' : 'tsx',
+      nodeArgs: compiled && this.profile.sourceMaps !== false ? COMPILED_NODE_ARGS : [],
       env: { BENCH_WORKER: JSON.stringify(config) },
       stdoutFile: path.join(this.dir, 'worker.log'),
     });

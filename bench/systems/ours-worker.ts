@@ -18,8 +18,8 @@ export interface OursWorkerConfig {
   modelUrl: string;
   workspace: string;
   blobDir: string;
-  /** The tool ledger's SQLite file, where the worker writes down its activities in flight (as createAgentWorker does). */
-  ledgerFile: string;
+  /** The tool ledger's SQLite file, where the worker writes down its activities in flight (as createAgentWorker does); absent, it does not. */
+  ledgerFile?: string;
   /** An earlier commit's src/ (profile `srcRef`) whose activities and codec to load instead of today's. */
   srcDir?: string;
   /** A workflow bundle built ahead of time (`bundleWorkflowCode`); absent, the worker bundles at boot as production does. */
@@ -57,7 +57,7 @@ async function main(): Promise<void> {
   if (config.logLevel) Runtime.install({ logger: new DefaultLogger(config.logLevel) });
   const connection = await NativeConnection.connect({ address: config.address });
   // As createAgentWorker does: hand back what a crashed worker left in flight, and write down this one's (absent before).
-  const inflight = loadInflight(src, config.ledgerFile);
+  const inflight = config.ledgerFile ? loadInflight(src, config.ledgerFile) : undefined;
   await inflight?.recover(connection, 'default');
   const store = new FsBlobStore(config.blobDir);
   const dataConverter = claimCheckDataConverter({ store, thresholdBytes: config.claimCheckThresholdBytes });

@@ -1,0 +1,42 @@
+/**
+ * The worker process as the Docker image runs it: JavaScript (`node dist/bin/worker.js`), not TypeScript through tsx,
+ * whose loader and on-the-fly transpiling add about half a second to a worker's start (bench (d)). The product's src/
+ * and the bench's worker entry are transpiled file by file with the project's compiler options (as `npm run build`
+ * emits them, without type checking or declarations) into bench/.scratch/compiled, in the same layout, so the
+ * entry's relative paths (`../../src`) resolve there and its imports to the project's node_modules.
+ */
+
+/** The image's node flags (Dockerfile `CMD`): stack traces mapped back to the sources. */
+export const COMPILED_NODE_ARGS = ['--enable-source-maps'];
+import { mkdirSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
+import path from 'node:path';
+import ts from 'typescript';
+
+const ROOT = path.resolve(__dirname, '../..');
+const OUT = path.join(ROOT, 'bench/.scratch/compiled');
+
+let compiled: string | undefined;
+
+/** Transpiles src/ and the bench worker once per bench run; returns the compiled worker entry. */
+export function compiledOursWorker(): string {
+  if (compiled) return compiled;
+  const config = ts.readConfigFile(path.join(ROOT, 'tsconfig.json'), ts.sys.readFile).config;
+  const { options } = ts.convertCompilerOptionsFromJson(config.compilerOptions, ROOT);
+  for (const file of [...tsFiles(path.join(ROOT, 'src')), path.join(ROOT, 'bench/systems/ours-worker.ts'), path.join(ROOT, 'bench/lib/serve.ts')]) {
+    // With their sources inlined, as the build's own maps: the image runs `node --enable-source-maps` (compiledNodeArgs).
+    const compilerOptions = { ...options, noEmit: false, sourceMap: false, inlineSourceMap: true, inlineSources: true };
+    const { outputText } = ts.transpileModule(readFileSync(file, 'utf8'), { compilerOptions, fileName: file });
+    const out = path.join(OUT, path.relative(ROOT, file)).replace(/\.ts$/, '.js');
+    mkdirSync(path.dirname(out), { recursive: true });
+    writeFileSync(out, outputText);
+  }
+  return (compiled = path.join(OUT, 'bench/systems/ours-worker.js'));
+}
+
+function tsFiles(dir: string): string[] {
+  return readdirSync(dir, { withFileTypes: true }).flatMap((e) => {
+    const p = path.join(dir, e.name);
+    if (e.isDirectory()) return tsFiles(p);
+    return e.name.endsWith('.ts') && !e.name.endsWith('.d.ts') ? [p] : [];
+  });
+}
