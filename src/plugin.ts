@@ -39,7 +39,8 @@ export interface AgentPluginOptions {
   /**
    * The journal of this worker's activity attempts in flight (`new InflightActivities(ledgerFile)`): the plugin adds its
    * interceptor, and when the worker starts it hands back the attempts a crashed worker process on this host left, so
-   * they are retried at once instead of at their heartbeat timeout. Yours to close after the worker stops.
+   * they are retried at once instead of at their heartbeat timeout (with the worker's `connection` option; without
+   * one, the interceptor only). Yours to close after the worker stops.
    */
   inflight?: InflightActivities;
   /** Where chained conversations live; without one every model call carries the whole conversation. */

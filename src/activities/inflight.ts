@@ -178,15 +178,27 @@ export class InflightActivities {
         execute: async (input, next) => {
           const { info } = ctx;
           if (info.isLocal) return next(input);
-          this.begin(info.taskToken, info.workflowExecution?.workflowId ?? '', info.activityType);
+          // Recovery only makes a retry sooner: a journal that cannot be written (a locked or full disk) must not fail
+          // the work, which then falls back to its heartbeat timeout.
+          const written = this.attempt(() => this.begin(info.taskToken, info.workflowExecution?.workflowId ?? '', info.activityType), ctx.log);
           try {
             return await next(input);
           } finally {
-            this.end(info.taskToken);
+            if (written) this.attempt(() => this.end(info.taskToken), ctx.log);
           }
         },
       },
     });
+  }
+
+  private attempt(write: () => void, log: { warn(message: string, attrs?: Record<string, unknown>): void }): boolean {
+    try {
+      write();
+      return true;
+    } catch (err) {
+      log.warn('could not write the journal of activities in flight; a crash now retries this attempt at its heartbeat timeout', { error: String(err) });
+      return false;
+    }
   }
 
   close(): void {
