@@ -116,7 +116,7 @@ export class InflightActivities {
     this.remove.run(Buffer.from(taskToken));
   }
 
-  /** This process's activities in flight, and the orphans of processes on this host that are gone. */
+  /** Every attempt the journal holds, of every owner: this process, others that run, and the gone. */
   rows(): Orphan[] {
     const rows = this.db.prepare(`SELECT task_token, owner, workflow_id, activity_type, started_at FROM activities_in_flight`).all() as {
       task_token: Buffer;
