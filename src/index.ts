@@ -30,7 +30,7 @@ export type { AgentSpec } from './common/agents';
 
 /**
  * Crash recovery for a worker of your own: `new InflightActivities(file)` writes down the activity attempts in flight
- * (`interceptor()`), and `recover(connection, namespace)` at start hands back those a crashed process on this host
+ * (`addTo(interceptors)`), and `recover(connection, namespace)` at start hands back those a crashed process on this host
  * left, for an immediate retry (`createAgentWorker` and `agentPlugin({ inflight })` do both).
  */
 export { InflightActivities } from './activities/inflight';

@@ -90,7 +90,7 @@ export class AgentPlugin extends SimplePlugin {
       ...configured,
       ...this.workflowCode(configured),
       activities: { ...(configured.activities ?? {}), ...activities },
-      ...(inflight ? { interceptors: { ...configured.interceptors, activity: [inflight.interceptor(), ...(configured.interceptors?.activity ?? [])] } } : {}),
+      ...(inflight ? { interceptors: inflight.addTo(configured.interceptors) } : {}),
     };
   }
 

@@ -187,7 +187,7 @@ export async function createAgentWorker(options: AgentWorkerOptions = {}): Promi
       // Large payloads (the conversation every model call carries) go to the blob store; history keeps references.
       dataConverter,
       ...traced,
-      interceptors: { ...traced?.interceptors, activity: [...(inflight ? [inflight.interceptor()] : []), ...(traced?.interceptors.activity ?? [])] },
+      ...(inflight ? { interceptors: inflight.addTo(traced?.interceptors) } : {}),
       ...agentWorkerOptions({
         openai: openAIClient({ baseURL, apiKey: llm.apiKey }),
         defaultModel: model,

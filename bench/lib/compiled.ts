@@ -5,12 +5,12 @@
  * emits them, without type checking or declarations) into bench/.scratch/compiled, in the same layout, so the
  * entry's relative paths (`../../src`) resolve there and its imports to the project's node_modules.
  */
-
-/** The image's node flags (Dockerfile `CMD`): stack traces mapped back to the sources. */
-export const COMPILED_NODE_ARGS = ['--enable-source-maps'];
 import { mkdirSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import ts from 'typescript';
+
+/** The image's node flags (Dockerfile `CMD`): stack traces mapped back to the sources. */
+export const COMPILED_NODE_ARGS = ['--enable-source-maps'];
 
 const ROOT = path.resolve(__dirname, '../..');
 const OUT = path.join(ROOT, 'bench/.scratch/compiled');
@@ -22,9 +22,9 @@ export function compiledOursWorker(): string {
   if (compiled) return compiled;
   const config = ts.readConfigFile(path.join(ROOT, 'tsconfig.json'), ts.sys.readFile).config;
   const { options } = ts.convertCompilerOptionsFromJson(config.compilerOptions, ROOT);
+  // With their sources inlined, as the build's own maps: the image runs `node --enable-source-maps` (COMPILED_NODE_ARGS).
+  const compilerOptions = { ...options, noEmit: false, sourceMap: false, inlineSourceMap: true, inlineSources: true };
   for (const file of [...tsFiles(path.join(ROOT, 'src')), path.join(ROOT, 'bench/systems/ours-worker.ts'), path.join(ROOT, 'bench/lib/serve.ts')]) {
-    // With their sources inlined, as the build's own maps: the image runs `node --enable-source-maps` (compiledNodeArgs).
-    const compilerOptions = { ...options, noEmit: false, sourceMap: false, inlineSourceMap: true, inlineSources: true };
     const { outputText } = ts.transpileModule(readFileSync(file, 'utf8'), { compilerOptions, fileName: file });
     const out = path.join(OUT, path.relative(ROOT, file)).replace(/\.ts$/, '.js');
     mkdirSync(path.dirname(out), { recursive: true });

@@ -75,7 +75,7 @@ async function main(): Promise<void> {
     }),
     // As createAgentWorker sets it (absent before the tuning: the SDK's 0).
     ...(SHUTDOWN_GRACE_TIME ? { shutdownGraceTime: SHUTDOWN_GRACE_TIME } : {}),
-    ...(inflight ? { interceptors: { activity: [inflight.interceptor()] } } : {}),
+    ...(inflight ? { interceptors: inflight.addTo() } : {}),
     ...config.workerOptions,
   });
   const running = worker.run().finally(() => connection.close());

@@ -13,7 +13,7 @@
 import { readFileSync } from 'node:fs';
 import os from 'node:os';
 import { msToTs } from '@temporalio/common/lib/time';
-import type { ActivityInterceptorsFactory, NativeConnection } from '@temporalio/worker';
+import type { ActivityInterceptorsFactory, NativeConnection, WorkerInterceptors } from '@temporalio/worker';
 import type Database from 'better-sqlite3';
 import { FailureType } from '../common/failures';
 import { openLedgerFile } from './tools/ledger';
@@ -189,6 +189,11 @@ export class InflightActivities {
         },
       },
     });
+  }
+
+  /** `interceptors` with this journal's activity interceptor first (a worker's `interceptors` option). */
+  addTo(interceptors: WorkerInterceptors = {}): WorkerInterceptors {
+    return { ...interceptors, activity: [this.interceptor(), ...(interceptors.activity ?? [])] };
   }
 
   private attempt(write: () => void, log: { warn(message: string, attrs?: Record<string, unknown>): void }): boolean {
