@@ -284,10 +284,15 @@ const AGENT_RUN_INPUT: ObjectSpec = {
   resume: nestedObject(RESUME),
 };
 
+/** `z.record(z.string(), z.unknown())`: any plain object, whatever its keys and values; anything else is refused. */
+const anyRecord: FieldSpec = { valid: fc.dictionary(dataKey(), fc.jsonValue({ maxDepth: 1 }), { maxKeys: 3 }), invalid: here(notAnObject) };
+
 const APPROVE_INPUT: ObjectSpec = {
   toolCallId: { ...nonEmptyString, required: true },
   approved: { ...boolean, required: true },
   feedback: boundedString(10_000),
+  // Approve with edits: without it in the spec, an "unknown key" the fuzzer names `arguments` is a real field.
+  arguments: anyRecord,
 };
 
 const SEND_MESSAGE_INPUT: ObjectSpec = {
