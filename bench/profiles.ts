@@ -31,6 +31,40 @@ const server: OursProfile = {
   },
 };
 
+/** `prebundled` with eager activity dispatch on the dev server: a workflow task's completion carries the activity task back. */
+const eager: OursProfile = {
+  ...prebundled,
+  name: 'eager',
+  server: { dynamicConfig: ['system.enableActivityEagerExecution=true'] },
+};
+
+/** `prebundled` with one partition per task queue on the dev server (Temporal's default is 4 read and 4 write partitions). */
+const ONE_PARTITION = ['matching.numTaskqueueReadPartitions=1', 'matching.numTaskqueueWritePartitions=1'];
+const onePartition: OursProfile = { ...prebundled, name: 'one-partition', server: { dynamicConfig: ONE_PARTITION } };
+
+/** Both: eager activity dispatch and one partition per task queue. */
+const eagerOnePartition: OursProfile = {
+  ...prebundled,
+  name: 'eager-one-partition',
+  server: { dynamicConfig: ['system.enableActivityEagerExecution=true', ...ONE_PARTITION] },
+};
+
+/** `prebundled` with a larger young generation for V8 (semi-spaces of 64 MB, Node 20's default is 16): fewer scavenges. */
+const semiSpace64: OursProfile = { ...prebundled, name: 'semi-space-64', nodeArgs: ['--max-semi-space-size=64'] };
+
+/**
+ * An experiment, not a mode of the product: `prebundled` with every model call run as a local activity
+ * (bench/lib/local-model-calls.ts), to measure what a step costs when the model's answer needs no activity on the server.
+ */
+const localModel: OursProfile = {
+  ...prebundled,
+  name: 'local-model',
+  workflowInterceptorModules: [require.resolve('./lib/local-model-calls')],
+};
+
+/** `local-model` with a workflow task slot for each of (c)'s 1,000 runs: a local activity holds its run's slot until it ends. */
+const localModelSlots: OursProfile = { ...localModel, name: 'local-model-slots', workerOptions: { maxConcurrentWorkflowTaskExecutions: 1_000 } };
+
 /** `before` with the same deployment choices as `server`: what the src changes alone bought. */
 const beforeServer: OursProfile = { ...server, name: 'before-server', srcRef: before.srcRef };
 
@@ -59,6 +93,12 @@ export const PROFILES: Record<string, OursProfile> = {
   prebundled,
   'prebundled-tsx': prebundledTsx,
   server,
+  eager,
+  'local-model': localModel,
+  'local-model-slots': localModelSlots,
+  'semi-space-64': semiSpace64,
+  'one-partition': onePartition,
+  'eager-one-partition': eagerOnePartition,
   'before-server': beforeServer,
   'before-inline': beforeInline,
   'before-preload': beforePreload,

@@ -160,6 +160,27 @@ describe('callModel', () => {
     expect(sent.body.stream_options).toEqual({ include_usage: true });
   });
 
+  test('as a local activity it streams no deltas: a signal would fail its own workflow task', async () => {
+    // The mock environment has no client, so an attempted delta shows as a warning; the answer comes back either way.
+    const deltaAttempts = async (isLocal: boolean): Promise<number> => {
+      const name = `deltas-${isLocal}`;
+      model.register(name, [{ text: 'Some text.', chunkSize: 3 }]);
+      const warnings: string[] = [];
+      const logger = new QuietLogger();
+      const log = logger.log.bind(logger);
+      logger.log = (level, message, meta) => {
+        if (level === 'WARN') warnings.push(message);
+        log(level, message, meta);
+      };
+      const env = new MockActivityEnvironment({ isLocal, heartbeatTimeoutMs: isLocal ? undefined : 5_000 }, { logger });
+      const response = await runIn(env, activities.callModel, request(name));
+      expect(response.text).toBe('Some text.');
+      return warnings.filter((m) => m === 'stream delta not delivered').length;
+    };
+    expect(await deltaAttempts(false)).toBe(1);
+    expect(await deltaAttempts(true)).toBe(0);
+  });
+
   test('cancellation aborts the HTTP stream', async () => {
     model.register('long', [{ text: 'y'.repeat(500), chunkSize: 1, chunkDelayMs: 50 }]);
     const env = new MockActivityEnvironment(undefined, quiet);

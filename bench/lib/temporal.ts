@@ -1,5 +1,5 @@
 /** The Temporal side of the bench: a dev server per system, workflow bundles, and history bytes per step. */
-import { execFileSync } from 'node:child_process';
+import { execFileSync, spawn } from 'node:child_process';
 import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
@@ -39,6 +39,7 @@ export async function startBenchServer(tuning: ServerTuning = {}, dataConverter?
     ...(tuning.dynamicConfig ?? []).flatMap((d) => ['--dynamic-config-value', d]),
   ];
   const handle = await startDevServer({ port: await freePort(), headless: true, dbFile, extraArgs, logFile: path.join(dir, 'server.log') });
+  const stopPerf = process.env.BENCH_SERVER_PERF ? recordServerCpu(handle.pid, process.env.BENCH_SERVER_PERF) : undefined;
   const connection = await Connection.connect({ address: handle.address });
   const client = new Client({ connection, dataConverter });
   return {
@@ -49,8 +50,25 @@ export async function startBenchServer(tuning: ServerTuning = {}, dataConverter?
     connection,
     async stop() {
       await connection.close().catch(() => undefined);
+      await stopPerf?.();
       await handle.stop();
     },
+  };
+}
+
+/**
+ * `BENCH_SERVER_PERF=<dir>`: samples the dev server's CPU with Linux `perf` (call stacks by frame pointer, which Go
+ * keeps) from the moment it is ready until the bench stops it, into `<dir>/server-<pid>.data`. The dev server has no
+ * pprof endpoint; `bench/server-profile` reads the file against the binary's Go symbol table.
+ */
+function recordServerCpu(pid: number, dir: string): () => Promise<void> {
+  mkdirSync(dir, { recursive: true });
+  const perf = spawn('perf', ['record', '-F', '997', '-g', '-p', String(pid), '-o', path.join(dir, `server-${pid}.data`)], { stdio: 'ignore' });
+  perf.on('error', (err) => console.error(`BENCH_SERVER_PERF: cannot run perf (apt install linux-perf): ${err.message}`));
+  const exited = new Promise<void>((resolve) => perf.once('close', () => resolve()));
+  return async () => {
+    perf.kill('SIGINT'); // perf writes its file on SIGINT
+    await Promise.race([exited, sleep(30_000)]);
   };
 }
 
@@ -72,13 +90,23 @@ export function srcAt(ref: string): string {
 
 const prepared = new Set<string>();
 
-/** Builds the product's workflow bundle once (as a deploy would) and writes it to a file a worker can load. */
-export async function buildOursBundle(srcDir?: string): Promise<string> {
+/**
+ * Builds the product's workflow bundle once (as a deploy would) and writes it to a file a worker can load.
+ * `interceptorModules`: workflow interceptor modules to bundle with today's src/ (bench experiments).
+ */
+export async function buildOursBundle(srcDir?: string, interceptorModules: string[] = []): Promise<string> {
   const noop = () => undefined;
   const logger = { trace: noop, debug: noop, info: noop, warn: noop, error: console.error, log: noop };
   // Bundled as that code's own workers bundle it: with its bundleAgentWorkflows (preloaded modules) where it has one.
   const src = srcDir ?? path.resolve(__dirname, '../../src');
-  const { code } = await (ownBundler(src)?.({ logger }) ?? bundleWorkflowCode({ workflowsPath: path.join(src, 'workflows'), logger }));
+  const { code } = interceptorModules.length
+    ? await bundleWorkflowCode({
+        workflowsPath: path.join(src, 'workflows'),
+        workflowInterceptorModules: interceptorModules,
+        preloadModules: [...(require(path.join(src, 'workflow-bundle')) as { PRELOAD_MODULES: string[] }).PRELOAD_MODULES],
+        logger,
+      })
+    : await (ownBundler(src)?.({ logger }) ?? bundleWorkflowCode({ workflowsPath: path.join(src, 'workflows'), logger }));
   const file = path.join(mkdtempSync(path.join(os.tmpdir(), 'bench-bundle-')), 'workflows.js');
   writeFileSync(file, code);
   return file;

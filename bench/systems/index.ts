@@ -287,6 +287,10 @@ export interface OursProfile {
   compiled?: boolean;
   /** With `compiled`, run node with the image's `--enable-source-maps`. @default true */
   sourceMaps?: boolean;
+  /** More node flags for the worker process (V8 heap settings, say), after the image's. */
+  nodeArgs?: string[];
+  /** Workflow interceptor modules bundled with today's src/ (bench experiments; implies `prebundle`). */
+  workflowInterceptorModules?: string[];
 }
 
 const bundles = new Map<string, Promise<string>>();
@@ -310,9 +314,10 @@ export class OursSystem extends TemporalSystem {
     const ref = this.profile.srcRef;
     if (ref) this.srcDir = srcAt(ref);
     // An earlier commit's workflows are always bundled ahead: its worker would otherwise bundle today's src/.
-    if (this.profile.prebundle || ref) {
-      const key = ref ?? 'HEAD';
-      if (!bundles.has(key)) bundles.set(key, buildOursBundle(this.srcDir));
+    const interceptors = this.profile.workflowInterceptorModules ?? [];
+    if (this.profile.prebundle || ref || interceptors.length) {
+      const key = [ref ?? 'HEAD', ...interceptors].join(' ');
+      if (!bundles.has(key)) bundles.set(key, buildOursBundle(this.srcDir, interceptors));
       this.bundlePath = await bundles.get(key)!;
     }
     await super.start(ctx);
@@ -335,7 +340,7 @@ export class OursSystem extends TemporalSystem {
     const compiled = this.profile.compiled && !this.srcDir;
     return spawnChild(compiled ? compiledOursWorker() : path.join(BENCH_DIR, 'systems/ours-worker.ts'), {
       runtime: compiled ? 'node' : 'tsx',
-      nodeArgs: compiled && this.profile.sourceMaps !== false ? COMPILED_NODE_ARGS : [],
+      nodeArgs: [...(compiled && this.profile.sourceMaps !== false ? COMPILED_NODE_ARGS : []), ...(this.profile.nodeArgs ?? [])],
       env: { BENCH_WORKER: JSON.stringify(config) },
       stdoutFile: path.join(this.dir, 'worker.log'),
     });

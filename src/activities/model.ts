@@ -115,7 +115,9 @@ export function createCallModel(deps: ModelDeps) {
     ctx.cancellationSignal.addEventListener('abort', onCancel);
 
     const assembler = new CompletionAssembler();
-    const publisher = new DeltaPublisher(ctx, request.callNumber, flushMs);
+    // A local activity runs inside its workflow's task: a signal to that workflow would fail the task, which then
+    // waits for the next one (seen with bench's local-model profile). Its text is not streamed, only returned.
+    const publisher = ctx.info.isLocal ? undefined : new DeltaPublisher(ctx, request.callNumber, flushMs);
     const providerFailures = providerFailuresSoFar(ctx);
     const beat = () => ({ callNumber: request.callNumber, chars: assembler.text.length, providerFailures });
     const stopHeartbeat = startHeartbeat(beat);
@@ -145,13 +147,14 @@ export function createCallModel(deps: ModelDeps) {
       );
       for await (const chunk of stream) {
         armIdle();
-        publisher.push(assembler.add(chunk));
+        const text = assembler.add(chunk);
+        publisher?.push(text);
       }
       // An aborted stream ends its iteration without an error: never return a cut-off answer as a result.
       if (controller.signal.aborted) throw new Error('stream aborted');
       // Nor one a proxy ended early: a complete answer always says why it finished.
       if (assembler.finishReason === null) throw streamTruncated(assembler.text.length);
-      await publisher.flush();
+      await publisher?.flush();
       const conversation = request.chain && (await storeConversation(request, messages, deps.conversations, ctx));
       const answeredBy = assembler.model || model;
       const contextWindowTokens = deps.contextWindowTokens ?? knownContextWindow(answeredBy);
@@ -184,7 +187,7 @@ export function createCallModel(deps: ModelDeps) {
     } finally {
       clearTimeout(idle);
       stopHeartbeat();
-      publisher.stop();
+      publisher?.stop();
       ctx.cancellationSignal.removeEventListener('abort', onCancel);
     }
   };

@@ -1,0 +1,3 @@
+module benchserverprofile
+
+go 1.22
