@@ -2,9 +2,9 @@
  * A bench-only experiment, not a mode of the product: a workflow interceptor that runs each `callModel` as a local
  * activity instead of a task-queue activity (profile `local-model`). It measures what a step would cost if a model
  * answer were recorded as a marker when the workflow task completes, instead of through an activity of its own on
- * the server. What that gives up is in BENCHMARKS.md ("What a step would cost with the model call as a local
- * activity"): a crash redoes the model calls since the last completed workflow task, and queries and signals wait
- * for that task to complete.
+ * the server. What that gives up is in BENCHMARKS.md ("Where the server's CPU goes, and a step with the model call
+ * as a local activity"): a crash redoes the model calls since the last completed workflow task, queries and signals
+ * wait for that task to complete, and each run holds a workflow task slot while its model call runs.
  */
 import { proxyLocalActivities, type WorkflowInterceptorsFactory } from '@temporalio/workflow';
 
