@@ -169,11 +169,17 @@ describe('the worker process', () => {
       throw new Error(`${err.message}\n--- agent metrics ---\n${ours}`);
     });
 
-    // Every stdout line is a JSON object; the workflow's transition logs carry the run's ids.
-    const entries = stdout.map((line) => JSON.parse(line) as Record<string, unknown>);
-    expect(entries.every((e) => typeof e.time === 'string' && typeof e.level === 'string' && typeof e.message === 'string')).toBe(true);
-    const transition = entries.find((e) => e.message === 'IDLE -> STREAMING' && e.workflowId === id!);
-    expect(transition).toMatchObject({ level: 'INFO', workflowType: 'agentRun', runId: expect.any(String), event: 'START' });
+    // Every stdout line is a JSON object; the workflow's transition logs carry the run's ids. The lines cross a pipe
+    // from the worker process, so they may reach this one after the run's result did (measured: 100-150 ms later).
+    const parsed = () => stdout.map((line) => JSON.parse(line) as Record<string, unknown>);
+    const transitionOf = (to: string) => parsed().find((e) => e.message === to && e.workflowId === id!);
+    await waitFor(() => (transitionOf('CRITIQUE -> COMPLETED') ? true : undefined), 10_000, "the run's last transition in the worker's log").catch(
+      (err: Error) => {
+        throw new Error(err.message + context());
+      },
+    );
+    expect(parsed().every((e) => typeof e.time === 'string' && typeof e.level === 'string' && typeof e.message === 'string')).toBe(true);
+    expect(transitionOf('IDLE -> STREAMING')).toMatchObject({ level: 'INFO', workflowType: 'agentRun', runId: expect.any(String), event: 'START' });
 
     child.kill('SIGTERM');
     await waitFor(() => (child!.exitCode !== null || child!.signalCode !== null ? true : undefined), 20_000, 'the worker to exit');
