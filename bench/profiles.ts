@@ -87,6 +87,21 @@ const stockServer: OursProfile = {
   server: { dynamicConfig: LOCAL_QUEUE_POLL_RATES.map((setting) => setting.replace(/=\d+$/, '=20')) },
 };
 
+/** `prebundled` on a dev server whose Go garbage collector runs a quarter as often (GOGC=400; Go's default is 100). */
+const goGc: OursProfile = { ...prebundled, name: 'go-gc', server: { env: { GOGC: '400' } } };
+
+/** `prebundled` on a dev server limited to one OS thread running Go code at a time (GOMAXPROCS=1; Go's default is the cores). */
+const goOneProc: OursProfile = { ...prebundled, name: 'go-one-proc', server: { env: { GOMAXPROCS: '1' } } };
+
+/** Both Go runtime settings. */
+const goTuned: OursProfile = { ...prebundled, name: 'go-tuned', server: { env: { GOGC: '400', GOMAXPROCS: '1' } } };
+
+/** `prebundled` with the worker's Rust core on one tokio worker thread (tokio's default is one a core). */
+const tokioOne: OursProfile = { ...prebundled, name: 'tokio-one', env: { TOKIO_WORKER_THREADS: '1' } };
+
+/** `prebundled` with workflows run on the worker's main thread (the SDK's `debugMode`): no activation messages between threads, no execution time limit. */
+const mainThread: OursProfile = { ...prebundled, name: 'main-thread', workerOptions: { debugMode: true } };
+
 export const PROFILES: Record<string, OursProfile> = {
   before,
   baseline,
@@ -105,6 +120,11 @@ export const PROFILES: Record<string, OursProfile> = {
   'no-journal': noJournal,
   'no-source-maps': noSourceMaps,
   'stock-server': stockServer,
+  'go-gc': goGc,
+  'go-one-proc': goOneProc,
+  'go-tuned': goTuned,
+  'tokio-one': tokioOne,
+  'main-thread': mainThread,
 };
 
 /** The profile the bench reports as "ours": the product as its Docker image runs it, on a dev server as it comes. */

@@ -19,6 +19,8 @@ export interface ServerTuning {
   pragmas?: string[];
   /** `--dynamic-config-value KEY=VALUE` settings. */
   dynamicConfig?: string[];
+  /** Environment of the server process: the Go runtime's `GOGC`, `GOMAXPROCS`. */
+  env?: Record<string, string>;
 }
 
 export interface BenchServer {
@@ -38,7 +40,7 @@ export async function startBenchServer(tuning: ServerTuning = {}, dataConverter?
     ...(tuning.pragmas ?? []).flatMap((p) => ['--sqlite-pragma', p]),
     ...(tuning.dynamicConfig ?? []).flatMap((d) => ['--dynamic-config-value', d]),
   ];
-  const handle = await startDevServer({ port: await freePort(), headless: true, dbFile, extraArgs, logFile: path.join(dir, 'server.log') });
+  const handle = await startDevServer({ port: await freePort(), headless: true, dbFile, extraArgs, env: tuning.env, logFile: path.join(dir, 'server.log') });
   const stopPerf = process.env.BENCH_SERVER_PERF ? recordServerCpu(handle.pid, process.env.BENCH_SERVER_PERF) : undefined;
   const connection = await Connection.connect({ address: handle.address });
   const client = new Client({ connection, dataConverter });

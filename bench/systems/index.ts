@@ -289,6 +289,8 @@ export interface OursProfile {
   sourceMaps?: boolean;
   /** More node flags for the worker process (V8 heap settings, say), after the image's. */
   nodeArgs?: string[];
+  /** More environment for the worker process (the Rust core's `TOKIO_WORKER_THREADS`, say). */
+  env?: Record<string, string>;
   /** Workflow interceptor modules bundled with today's src/ (bench experiments; implies `prebundle`). */
   workflowInterceptorModules?: string[];
 }
@@ -341,7 +343,7 @@ export class OursSystem extends TemporalSystem {
     return spawnChild(compiled ? compiledOursWorker() : path.join(BENCH_DIR, 'systems/ours-worker.ts'), {
       runtime: compiled ? 'node' : 'tsx',
       nodeArgs: [...(compiled && this.profile.sourceMaps !== false ? COMPILED_NODE_ARGS : []), ...(this.profile.nodeArgs ?? [])],
-      env: { BENCH_WORKER: JSON.stringify(config) },
+      env: { ...this.profile.env, BENCH_WORKER: JSON.stringify(config) },
       stdoutFile: path.join(this.dir, 'worker.log'),
     });
   }

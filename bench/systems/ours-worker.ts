@@ -44,6 +44,7 @@ export interface OursWorkerConfig {
       | 'reuseV8Context'
       | 'workflowThreadPoolSize'
       | 'shutdownGraceTime'
+      | 'debugMode'
     >
   >;
 }

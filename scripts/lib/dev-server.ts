@@ -46,6 +46,8 @@ export interface DevServerOptions {
   uiCodecEndpoint?: string;
   /** More `start-dev` arguments after the defaults (e.g. `--sqlite-pragma`, `--dynamic-config-value`); a later pragma overrides. */
   extraArgs?: string[];
+  /** More environment for the server process (Go runtime settings such as `GOGC`), over this process's own. */
+  env?: Record<string, string>;
 }
 
 export interface DevServerHandle {
@@ -112,7 +114,7 @@ async function startDevServerOnce(opts: DevServerOptions): Promise<DevServerHand
     ...(opts.extraArgs ?? []),
   ];
 
-  const { child, logTail } = spawnServer(cli, args, logFile, opts.detached ?? false);
+  const { child, logTail } = spawnServer(cli, args, logFile, opts.detached ?? false, opts.env);
   let exitCode: number | null | undefined;
   const exited = new Promise<number | null>((resolve) => {
     child.once('exit', (code, signal) => {
@@ -217,23 +219,25 @@ function spawnServer(
   args: string[],
   logFile: string | undefined,
   detached: boolean,
+  extraEnv: Record<string, string> = {},
 ): { child: ChildProcess; logTail: () => string } {
+  const env = { ...process.env, ...extraEnv };
   if (logFile) {
     mkdirSync(path.dirname(logFile), { recursive: true });
     const fd = openSync(logFile, 'a');
-    const child = spawn(cli, args, { stdio: ['ignore', fd, fd], detached });
+    const child = spawn(cli, args, { stdio: ['ignore', fd, fd], detached, env });
     closeSync(fd); // The child holds its own copy.
     if (detached) child.unref();
     return { child, logTail: () => excerpt(readFileSync(logFile, 'utf8')) };
   }
   if (detached) {
     // Pipes would tie the server to this process, so without a log file its output is dropped.
-    const child = spawn(cli, args, { stdio: 'ignore', detached });
+    const child = spawn(cli, args, { stdio: 'ignore', detached, env });
     child.unref();
     return { child, logTail: () => '(no log file given)' };
   }
   let log = '';
-  const child = spawn(cli, args, { stdio: ['ignore', 'pipe', 'pipe'] });
+  const child = spawn(cli, args, { stdio: ['ignore', 'pipe', 'pipe'], env });
   const keep = (chunk: Buffer) => {
     // Enough to hold a whole panic, whose start says why (the rest is a stack trace of the server's startup).
     log = (log + chunk.toString('utf8')).slice(-64 * LOG_TAIL_CHARS);
