@@ -59,7 +59,7 @@ beforeAll(async () => {
   await npm(['run', 'build'], ROOT);
   const [packed] = JSON.parse(await npm(['pack', '--json', '--ignore-scripts', '--pack-destination', dir], ROOT)) as { filename: string; files: { path: string }[] }[];
   const files = packed.files.map((f) => f.path);
-  expect(files.filter((p) => !p.startsWith('dist/') && !p.startsWith('docs/')).sort()).toEqual(['README.md', 'package.json']);
+  expect(files.filter((p) => !p.startsWith('dist/') && !p.startsWith('docs/')).sort()).toEqual(['LICENSE', 'README.md', 'package.json']);
   expect(files).toEqual(expect.arrayContaining(['dist/index.d.ts', 'dist/client-entry.d.ts', 'dist/workflows/index.js', 'dist/bin/agent.js']));
   writeFileSync(path.join(project, 'package.json'), JSON.stringify({ name: 'consumer', private: true }));
   // The example's own dependencies too, for its type-check; the repository's versions, so the npm cache has them.
