@@ -20,11 +20,13 @@ import { markdownReport } from './lib/report';
 import { percentile, STEP_WINDOW_HALF, windowMedian } from './lib/stats';
 import { stepTimes, writeWorkspace, type Arrival } from './lib/workload';
 import { PEER_WORKER_OPTIONS, PROFILES, TUNED } from './profiles';
-import { AiSdkSystem, FloorSystem, LangGraphSystem, OursSystem, type BenchSystem, type RunSpec } from './systems';
+import { AiSdkSystem, FloorSystem, LangGraphSystem, OursSystem, TemporalFloorSystem, type BenchSystem, type RunSpec } from './systems';
 import type { BenchResults, FigureA, FigureB, FigureC, FigureD } from './lib/report';
 
-const SYSTEMS = ['floor', 'ours', 'langgraph', 'temporal-ai-sdk'] as const;
+const SYSTEMS = ['floor', 'ours', 'langgraph', 'temporal-ai-sdk', 'temporal-floor'] as const;
 type SystemName = (typeof SYSTEMS)[number];
+/** `temporal-floor` (what a server round trip a step costs by itself) is an experiment for figures a and c: asked for by name. */
+const DEFAULT_SYSTEMS: SystemName[] = ['floor', 'ours', 'langgraph', 'temporal-ai-sdk'];
 
 interface Options {
   quick: boolean;
@@ -51,7 +53,7 @@ function parseOptions(argv: string[]): Options {
   const program = new Command('bench')
     .option('--quick', 'small sizes: a few minutes instead of the full run', false)
     .option('--figures <list>', 'which figures: a (overhead), b (long run), c (concurrency), d (restart)', 'a,b,c,d')
-    .option('--systems <list>', `which systems: ${SYSTEMS.join(', ')}`, SYSTEMS.join(','))
+    .option('--systems <list>', `which systems: ${SYSTEMS.join(', ')}`, DEFAULT_SYSTEMS.join(','))
     .option('--profiles <list>', `tuning profiles of this product: ${Object.keys(PROFILES).join(', ')}`, `before,${TUNED}`)
     .option('--tool-bytes <n>', 'characters each tool call returns', '1024')
     .option('--overhead-runs <n>', '(a) sequential runs at zero model latency')
@@ -107,6 +109,7 @@ function systemFactories(opts: Options): Array<{ label: string; make: () => Benc
     if (s === 'floor') out.push({ label: 'floor', make: () => new FloorSystem() });
     if (s === 'ours') for (const p of opts.profiles) out.push({ label: `ours:${p}`, make: () => new OursSystem(PROFILES[p]) });
     if (s === 'langgraph') out.push({ label: `langgraph:${opts.langgraphDurability}`, make: () => new LangGraphSystem({ durability: opts.langgraphDurability }) });
+    if (s === 'temporal-floor') out.push({ label: 'temporal-floor', make: () => new TemporalFloorSystem() });
     if (s === 'temporal-ai-sdk') out.push({ label: 'temporal-ai-sdk', make: () => new AiSdkSystem({ workerOptions: PEER_WORKER_OPTIONS }) });
   }
   return out;

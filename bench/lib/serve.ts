@@ -17,3 +17,19 @@ export function serve(handlers: Handlers): void {
   process.on('disconnect', () => process.exit(0));
   process.send?.({ type: 'ready' });
 }
+
+/**
+ * A worker child's life: the worker runs until the driver asks it to shut down (it drains), then the connection
+ * closes and the process exits.
+ */
+export async function serveWorker(worker: { run(): Promise<void>; shutdown(): void }, connection: { close(): Promise<void> }): Promise<never> {
+  const running = worker.run().finally(() => connection.close());
+  serve({
+    shutdown: async () => {
+      worker.shutdown();
+      await running;
+    },
+  });
+  await running;
+  process.exit(0);
+}

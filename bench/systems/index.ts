@@ -14,6 +14,7 @@ import { COMPILED_NODE_ARGS, compiledOursWorker } from '../lib/compiled';
 import { buildOursBundle, historyBytesPerStep, srcAt, historyChain, startBenchServer, waitForTaskQueue, type BenchServer, type HistoryBytes, type ServerTuning } from '../lib/temporal';
 import { BENCH_MODEL, promptOf, READ_FILE_TOOL, SYSTEM_PROMPT, TOOL_NAME } from '../lib/workload';
 import type { OursWorkerConfig } from './ours-worker';
+import type { TemporalFloorWorkerConfig } from './temporal-floor-worker';
 
 export interface RunSpec {
   runId: string;
@@ -402,3 +403,27 @@ export class AiSdkSystem extends TemporalSystem {
   }
 }
 
+
+/**
+ * The least a Temporal agent can be (`temporal-floor-workflows.ts`): one activity a step, holding the plain loop's
+ * model call and tool calls, and a workflow that only keeps the conversation. It runs on this project's SDK with the
+ * product's worker options, against a dev server as the project starts it, so the gap between it and the floor is
+ * what one server round trip a step costs, whatever runs inside the workflow.
+ */
+export class TemporalFloorSystem extends TemporalSystem {
+  readonly name = 'temporal-floor';
+  protected readonly modelActivity = 'step';
+
+  protected spawnWorker(): Promise<Child> {
+    const config: TemporalFloorWorkerConfig = { address: this.server.address, taskQueue: this.taskQueue, modelUrl: this.ctx.modelUrl, workspace: this.ctx.workspace };
+    return spawnChild(path.join(BENCH_DIR, 'systems/temporal-floor-worker.ts'), {
+      runtime: 'tsx',
+      env: { BENCH_WORKER: JSON.stringify(config) },
+      stdoutFile: path.join(this.dir, 'worker.log'),
+    });
+  }
+
+  protected async startRun(run: RunSpec): Promise<void> {
+    await this.client.workflow.start('temporalFloor', { taskQueue: this.taskQueue, workflowId: run.runId, args: [SYSTEM_PROMPT, promptOf(run.runId, run.steps)] });
+  }
+}

@@ -5,7 +5,7 @@
  */
 import path from 'node:path';
 import { NativeConnection, Runtime, DefaultLogger, Worker, type WorkerOptions } from '@temporalio/worker';
-import { serve } from '../lib/serve';
+import { serveWorker } from '../lib/serve';
 
 import type * as CodecModule from '../../src/codec';
 import type * as WorkerModule from '../../src/worker';
@@ -79,15 +79,7 @@ async function main(): Promise<void> {
     ...(inflight ? { interceptors: inflight.addTo() } : {}),
     ...config.workerOptions,
   });
-  const running = worker.run().finally(() => connection.close());
-  serve({
-    shutdown: async () => {
-      worker.shutdown();
-      await running;
-    },
-  });
-  await running;
-  process.exit(0);
+  await serveWorker(worker, connection);
 }
 
 function loadInflight(src: string, file: string): InstanceType<typeof InflightModule.InflightActivities> | undefined {
