@@ -403,7 +403,6 @@ export class AiSdkSystem extends TemporalSystem {
   }
 }
 
-
 /**
  * The least a Temporal agent can be (`temporal-floor-workflows.ts`): one activity a step, holding the plain loop's
  * model call and tool calls, and a workflow that only keeps the conversation. It runs on this project's SDK with the
