@@ -1,6 +1,6 @@
 # syntax=docker/dockerfile:1
 # Worker image, also used for the codec server (`node dist/bin/codec-server.js`); see docs/deployment.md.
-# Node 22 LTS: Node 20 left support in April 2026, and cookie 2 (fastify, through light-my-request) declares Node >= 22.
+# Node 22 LTS: Node 20 left support in April 2026 (package.json's engines still accept 20.19+; CI tests on 20).
 ARG NODE_IMAGE=node:22.22.2-bookworm-slim
 
 FROM ${NODE_IMAGE} AS build
@@ -11,9 +11,8 @@ RUN apt-get update \
   && rm -rf /var/lib/apt/lists/*
 WORKDIR /app
 COPY package.json package-lock.json ./
-# The lock lacks other platforms' optional @swc/core and unrs-resolver binaries, which `npm ci` refuses; `npm install`
-# accepts that lock and still installs its pinned versions (as .ci/run does).
-RUN npm ci --no-audit --no-fund || npm install --no-audit --no-fund
+# Exactly the lock; package.json's allowScripts lets better-sqlite3 build its native module (as .ci/run installs).
+RUN npm ci --no-audit --no-fund
 COPY tsconfig.json tsconfig.build.json ./
 COPY src ./src
 # Compiled to dist/ (with the gateway's web page, src/gateway/ui) so the runtime needs neither tsx nor TypeScript;

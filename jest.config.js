@@ -11,7 +11,7 @@
  * one dev server (global-setup-slow.ts starts it through global-setup.ts, which starts nothing when it is already up)
  * and one teardown, which runs after the last test of both.
  */
-const UNIT = ['machine', 'agents-unit', 'input-fuzz', 'cli', 'codec-server', 'config', 'connection', 'activities', 'ledger', 'provider-errors', 'scripted-model', 'worker-options'];
+const UNIT = ['machine', 'real-model-launch', 'agents-unit', 'input-fuzz', 'cli', 'codec-server', 'config', 'connection', 'activities', 'ledger', 'provider-errors', 'scripted-model', 'worker-options'];
 const SLOW = ['chaos', 'long-run-500', 'ui', 'ui-page', 'ui-codec', 'real-model', 'package'];
 const files = (names) => names.map((name) => `<rootDir>/test/${name}.test.ts`);
 const ignored = (names) => names.map((name) => `/test/${name}\\.test\\.ts$`);

@@ -23,11 +23,11 @@ let dir: string;
 let project: string;
 let model: ScriptedModel;
 
-/** `npm` in `cwd`; the output is kept for the failure message. */
-async function npm(args: string[], cwd: string): Promise<string> {
-  const { stdout } = await run('npm', args, { cwd, maxBuffer: 64 * 1024 * 1024, env: { ...process.env, npm_config_update_notifier: 'false' } });
-  return stdout;
+/** `npm` in `cwd`; stdout, and stderr for the warnings. */
+async function npmWithWarnings(args: string[], cwd: string): Promise<{ stdout: string; stderr: string }> {
+  return run('npm', args, { cwd, maxBuffer: 64 * 1024 * 1024, env: { ...process.env, npm_config_update_notifier: 'false' } });
 }
+const npm = async (args: string[], cwd: string): Promise<string> => (await npmWithWarnings(args, cwd)).stdout;
 
 /** Runs `node file` in the consumer project; resolves with stdout, rejects with stderr on a non-zero exit. */
 function node(file: string, env: NodeJS.ProcessEnv = {}, timeoutMs = 2 * MINUTES): Promise<string> {
@@ -61,10 +61,13 @@ beforeAll(async () => {
   const files = packed.files.map((f) => f.path);
   expect(files.filter((p) => !p.startsWith('dist/') && !p.startsWith('docs/')).sort()).toEqual(['LICENSE', 'README.md', 'package.json']);
   expect(files).toEqual(expect.arrayContaining(['dist/index.d.ts', 'dist/client-entry.d.ts', 'dist/workflows/index.js', 'dist/bin/agent.js']));
-  writeFileSync(path.join(project, 'package.json'), JSON.stringify({ name: 'consumer', private: true }));
+  // What docs/embedding.md tells a service to add: the install scripts it approves, and cookie 1 on Node 20.
+  const { allowScripts, overrides } = JSON.parse(/```json consumer-package\n([\s\S]*?)```/.exec(readFileSync(path.join(ROOT, 'docs', 'embedding.md'), 'utf8'))![1]);
+  writeFileSync(path.join(project, 'package.json'), JSON.stringify({ name: 'consumer', private: true, allowScripts, overrides }));
   // The example's own dependencies too, for its type-check; the repository's versions, so the npm cache has them.
   const extras = ['zod', 'fastify', '@types/node'].map((name) => `${name}@${dependencyVersion(name)}`);
-  await npm(['install', '--prefer-offline', '--no-audit', '--no-fund', path.join(dir, packed.filename), ...extras], project);
+  const { stderr } = await npmWithWarnings(['install', '--prefer-offline', '--no-audit', '--no-fund', path.join(dir, packed.filename), ...extras], project);
+  expect(stderr).not.toMatch(/EBADENGINE|not yet covered by allowScripts/);
   model = await startScriptedModel();
   model.register(SCRIPT, ({ request }) => {
     const result = request.messages.find((m: { role: string }) => m.role === 'tool');

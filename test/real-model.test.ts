@@ -3,11 +3,12 @@
  * llama-server with SmolLM2-135M-Instruct (scripts/lib/real-model.ts). Compatibility with a real server's streams,
  * usage, tool calls, disconnects and context errors; everything deterministic stays with the scripted model.
  */
+import { spawnSync } from 'node:child_process';
 import type { WorkflowHandle } from '@temporalio/client';
 import { z } from 'zod';
 import { defineTool } from '../src/activities/tools/registry';
 import { abortSignal, stateQuery, type AgentRunResult, type RunStateView } from '../src/common/messages';
-import { startRealModel, type RealModelServer } from '../scripts/lib/real-model';
+import { ensureRealModel, startRealModel, type RealModelServer } from '../scripts/lib/real-model';
 import { startAgentHarness, waitFor, type AgentHarness } from './support/agent-harness';
 
 /** Small enough that a tool result of a few thousand words overflows it. */
@@ -65,6 +66,16 @@ async function resultOf(handle: WorkflowHandle): Promise<AgentRunResult> {
     throw new Error(`${(err as { cause?: Error }).cause?.message ?? String(err)}\n  transitions: ${events(s).join(', ')}\n  last messages:\n    ${tail.join('\n    ')}`);
   }
 }
+
+test('the cached llama-server is portable: no AVX-512 or AMX instruction that a CPU of this kind may lack or fault on', async () => {
+  const { serverPath } = await ensureRealModel();
+  // A native build on a CPU with AMX compiled ggml's tile kernels, which died with SIGSEGV on the first matmul.
+  const disassembly = spawnSync('objdump', ['-d', '--no-show-raw-insn', serverPath], { encoding: 'utf8', maxBuffer: 2 ** 31 - 1 });
+  expect(disassembly.status).toBe(0);
+  expect(disassembly.stdout).toMatch(/\bvfmadd\w*ps\b.*%ymm/);
+  expect(disassembly.stdout).not.toMatch(/\b(ldtilecfg|tileloadd\w*|tdpb\w*)\b/);
+  expect(disassembly.stdout).not.toMatch(/%zmm\d/);
+}, 120_000);
 
 test('a plain answer completes with the usage the server reported', async () => {
   const handle = await h.start({ prompt: 'What is the capital of France? Answer in one sentence.', tools: ['listFiles'] });

