@@ -16,7 +16,7 @@ import {
 } from './client';
 import { parseAgentRunInput, type AgentRunInput } from './common/input';
 import type { AgentRunResult, RunStateView } from './common/messages';
-import { diffSnapshots, formatDiff, stepsOf } from './time-travel';
+import { formatDiff } from './time-travel';
 import { AgentState } from './common/states';
 import type { PendingApproval } from './common/view';
 
@@ -165,20 +165,17 @@ function buildProgram(deps: CliDeps, state: { exitCode: number }): Command {
       if (outcome.status === 'FAILED') state.exitCode = 1;
     });
 
-  command('history <workflowId>', 'list the steps of a run (each a state change), for diff and fork')
+  command('history <workflowId>', 'list the steps of a run (each a state change; step 0 is the run before its start), for diff and fork')
     .action(async (workflowId: string, o: JsonOption) => {
-      const steps = stepsOf(await withClient((client) => client.handle(workflowId).state()));
+      const steps = await withClient((client) => client.handle(workflowId).steps());
       if (o.json) printJson(steps);
       else for (const s of steps) print(`${String(s.step).padStart(4)}  ${clock(s.at)}  ${s.from} -> ${s.to} (${s.event})`);
     });
 
-  command('diff <workflowId> <stepA> <stepB>', 'show what changed in a run between two steps')
+  command('diff <workflowId> <stepA> <stepB>', 'show what changed in a run between two steps: each added (+), removed (-) or changed value with its path')
     .action(async (workflowId: string, a: string, b: string, o: JsonOption) => {
       const [from, to] = [stepNumber('stepA', a), stepNumber('stepB', b)];
-      const diff = await withClient(async (client) => {
-        const run = client.handle(workflowId);
-        return diffSnapshots(await run.snapshotAt(from, { includeMessages: true }), await run.snapshotAt(to, { includeMessages: true }));
-      });
+      const diff = await withClient((client) => client.handle(workflowId).diff(from, to));
       if (o.json) printJson(diff);
       else print(formatDiff(diff));
     });
@@ -202,7 +199,7 @@ function buildProgram(deps: CliDeps, state: { exitCode: number }): Command {
     });
 
   command('fork <workflowId>', 'start a new run from the snapshot a run had right after a step')
-    .requiredOption('--from-step <n>', 'the step to carry on from', integer)
+    .requiredOption('--from-step <n>', 'the step to carry on from (0: a fresh run of the same input; not the last, where the run ended)', integer)
     .option('--id <workflowId>', 'workflow id of the new run')
     .option('--watch', 'follow the new run until it ends')
     .action(async (workflowId: string, o: JsonOption & { fromStep: number; id?: string; watch?: boolean }) => {

@@ -13,6 +13,7 @@ export {
   AgentQueryTimeoutError,
   AgentRunEndedError,
   AgentRunNotFoundError,
+  AgentStepNotFoundError,
   AgentUpdateRejectedError,
   InvalidAgentInputError,
   failureReason,
@@ -20,6 +21,9 @@ export {
   runFailure,
 } from './client';
 export type { RunFailure } from './client';
+
+/** Time travel's answers: `AgentRunHandle.steps()` and `diff(from, to)`. */
+export type { DiffEntry, SnapshotDiff, StepRecord } from './time-travel';
 
 /** A run's input, its result and the view its `state` query answers (fields are added, never removed, in a major version). */
 export type { AgentRunInput, ApproveInput } from './common/input';

@@ -55,6 +55,7 @@ import {
 } from './common/messages';
 import type { PendingApproval, RetryInfo, TransitionRecord } from './common/view';
 import { AgentState, isTerminal } from './common/states';
+import { diffSnapshots, stepsOf, type SnapshotDiff, type StepRecord } from './time-travel';
 
 const agentStateKey = defineSearchAttributeKey(AGENT_STATE_SEARCH_ATTRIBUTE, 'KEYWORD');
 
@@ -123,6 +124,22 @@ export class AgentQueryTimeoutError extends Error {
     );
   }
 }
+
+/** Time travel asked for a step the run does not hold; the message is the workflow's, with the steps it holds. */
+export class AgentStepNotFoundError extends Error {
+  override readonly name = 'AgentStepNotFoundError';
+  constructor(
+    readonly workflowId: string,
+    readonly step: number,
+    message: string,
+    options?: { cause?: unknown },
+  ) {
+    super(message, options);
+  }
+}
+
+/** The workflow's message for a step it does not hold (`resume.ts`, `snapshotAt`). */
+const STEP_NOT_IN_RUN = /step -?\d+ is not in this run[^\n]*/;
 
 /** Why a run failed, unwrapped from the `WorkflowFailedError` that `result()` rejects with. */
 export interface RunFailure {
@@ -409,7 +426,22 @@ export class AgentRunHandle {
         if (err instanceof QueryNotRegisteredError && /did not register a handler for stateAt\b/.test(err.message)) return this.workflow.query(snapshotAtQuery, args);
         throw err;
       }),
-    );
+    ).catch((err: unknown) => {
+      throw stepNotFound(this.workflowId, step, err) ?? err;
+    });
+  }
+
+  /** Time travel: the run's steps as far as its state still lists them (a continued run keeps the recent end). */
+  async steps(): Promise<StepRecord[]> {
+    return stepsOf(await this.state());
+  }
+
+  /** Time travel: what changed between two steps, each change with its path (see `diffSnapshots`). */
+  async diff(from: number, to: number): Promise<SnapshotDiff> {
+    for (const [name, step] of [['from', from], ['to', to]] as const) checkStep(name, step);
+    // One after the other: with both at once on a just-closed run, one was seen to wait 30 s for a worker and fail.
+    const a = await this.snapshotAt(from, { includeMessages: true });
+    return diffSnapshots(a, await this.snapshotAt(to, { includeMessages: true }));
   }
 
   /** Asks the run to stop: work in flight is cancelled and the run ends ABORTED. */
@@ -566,14 +598,23 @@ export class AgentClient {
 
   /**
    * Time travel: a new run that carries on from step `fromStep` of another, with the snapshot it had right after that
-   * step (conversation included). The original is untouched; the fork's `state().origin` names it.
+   * step (conversation included). The original is untouched; the fork's `state().origin` names it. Step 0 is the
+   * run before its start: a fork from it starts at once, a fresh run of the same input. A step the run does not hold
+   * rejects with `AgentStepNotFoundError`, its last (ended) step and a negative one with `InvalidAgentInputError`.
    */
   async fork(workflowId: string, fromStep: number, opts: StartOptions = {}): Promise<AgentRunHandle> {
+    checkStep('fromStep', fromStep);
     const source = this.handle(workflowId);
-    const view = await source.snapshotAt(fromStep, { includeMessages: true });
+    let view = await source.snapshotAt(fromStep, { includeMessages: true });
+    // Step 0 is the run before its start, which nothing moves on from: carry the start (step 1), which follows from it alone.
+    const carried = view.state === AgentState.IDLE ? fromStep + 1 : fromStep;
+    if (carried !== fromStep) {
+      view = await source.snapshotAt(carried, { includeMessages: true });
+      if (isTerminal(view.state)) throw new InvalidAgentInputError(`step ${fromStep} of ${workflowId} cannot be forked: the run ended ${view.state} at its start`);
+    }
     if (isTerminal(view.state)) throw new InvalidAgentInputError(`step ${fromStep} of ${workflowId} is ${view.state}: fork from an earlier step`);
     const task = view.messages?.find((m) => m.role === 'user')?.content ?? `fork of ${workflowId}`;
-    const snapshot = await this.client.workflow.getHandle(workflowId).query(stateSnapshotAtQuery, { step: fromStep });
+    const snapshot = await this.client.workflow.getHandle(workflowId).query(stateSnapshotAtQuery, { step: carried });
     const resume = { kind: 'fork' as const, snapshot: snapshot as NonNullable<AgentRunInput['resume']>['snapshot'], origin: { workflowId, step: fromStep } };
     return this.start({ prompt: task, resume }, { workflowId: opts.workflowId ?? `${workflowId}-fork-${fromStep}-${randomUUID().slice(0, 6)}` });
   }
@@ -621,6 +662,18 @@ export const isAlreadyStarted = (err: unknown): err is WorkflowExecutionAlreadyS
 
 /** The fields of `o` that are set: `{ address: undefined }` from a caller leaves the default in place. */
 const definedOnly = <T extends object>(o: T): Partial<T> => Object.fromEntries(Object.entries(o).filter(([, v]) => v !== undefined)) as Partial<T>;
+
+/** A step number as time travel takes it: steps count from 0, the run before its start. */
+function checkStep(name: string, step: number): void {
+  if (!Number.isInteger(step) || step < 0) throw new InvalidAgentInputError(`${name} must be a step number (0 or more), got ${step}`);
+}
+
+/** The workflow's refusal of a step it does not hold, as `AgentStepNotFoundError`; `undefined` for any other error. */
+function stepNotFound(workflowId: string, step: number, err: unknown): AgentStepNotFoundError | undefined {
+  if (!(err instanceof Error)) return undefined;
+  const match = STEP_NOT_IN_RUN.exec(`${err.message}\n${(err.cause as Error | undefined)?.message ?? ''}`);
+  return match ? new AgentStepNotFoundError(workflowId, step, match[0], { cause: err }) : undefined;
+}
 
 function validate<T extends z.ZodType>(schema: T, value: unknown, what: string): z.output<T> {
   const parsed = parseWith(schema, value, what);

@@ -12,37 +12,91 @@ export function stepsOf(view: RunStateView): StepRecord[] {
   return view.transitions.map((t, i) => ({ step: first + i, ...t }));
 }
 
+/** One difference between two snapshots, at the deepest path where they differ. */
+export interface DiffEntry {
+  /** A field, then `.key` and `[index]` down to what differs, e.g. `messages[3]` or `usage.totalTokens`. */
+  path: string;
+  /** `added`: only `to` has it; `removed`: only `from`; `changed`: both, with different values. */
+  kind: 'added' | 'removed' | 'changed';
+  before?: unknown;
+  after?: unknown;
+}
+
 export interface SnapshotDiff {
   from: number;
   to: number;
-  /** Top-level fields whose value differs, with both values. */
+  /** Every difference, down to the entry or value that differs; `transitions` and `stateSince` are left out (`agent history` lists them). */
+  changes: DiffEntry[];
+  /** Top-level fields whose value differs, with both values whole (`messages` left out). */
   changed: Array<{ field: string; before: unknown; after: unknown }>;
   /** Messages present at `to` and not at `from`, when both carry the conversation and it only grew. */
   addedMessages?: unknown[];
 }
 
 /** Fields that describe how the snapshot is kept rather than what the run did. */
-const SKIPPED = new Set(['transitions', 'messages', 'stateSince']);
+const SKIPPED = new Set(['transitions', 'stateSince']);
 
 export function diffSnapshots(a: RunStateView, b: RunStateView): SnapshotDiff {
+  const [before, after] = [a as unknown as Record<string, unknown>, b as unknown as Record<string, unknown>];
   const fields = [...new Set([...Object.keys(a), ...Object.keys(b)])].filter((f) => !SKIPPED.has(f)).sort();
+  const changes: DiffEntry[] = [];
+  for (const field of fields) walk(field, before[field], after[field], changes);
   const changed = fields
-    .map((field) => ({ field, before: (a as unknown as Record<string, unknown>)[field], after: (b as unknown as Record<string, unknown>)[field] }))
-    .filter(({ before, after }) => JSON.stringify(before) !== JSON.stringify(after));
-  const diff: SnapshotDiff = { from: a.step, to: b.step, changed };
+    .filter((field) => field !== 'messages')
+    .map((field) => ({ field, before: before[field], after: after[field] }))
+    .filter(({ before, after }) => !same(before, after));
+  const diff: SnapshotDiff = { from: a.step, to: b.step, changes, changed };
   if (a.messages && b.messages) {
-    const grew = a.messages.every((m, i) => JSON.stringify(m) === JSON.stringify(b.messages![i]));
+    const grew = a.messages.every((m, i) => same(m, b.messages![i]));
     if (grew) diff.addedMessages = b.messages.slice(a.messages.length);
   }
   return diff;
 }
 
-const clip = (text: string, max = 160) => (text.length > max ? `${text.slice(0, max - 1)}…` : text);
+const same = (x: unknown, y: unknown) => JSON.stringify(x) === JSON.stringify(y);
+const isRecord = (v: unknown): v is Record<string, unknown> => typeof v === 'object' && v !== null && !Array.isArray(v);
+const key = (path: string, k: string) => (/^[A-Za-z_$][\w$]*$/.test(k) ? `${path}.${k}` : `${path}[${JSON.stringify(k)}]`);
 
+/** Arrays entry by entry and objects key by key, so that an entry added to a long array shows as that entry. */
+function walk(path: string, x: unknown, y: unknown, out: DiffEntry[]): void {
+  if (same(x, y)) return;
+  if (x === undefined) out.push({ path, kind: 'added', after: y });
+  else if (y === undefined) out.push({ path, kind: 'removed', before: x });
+  else if (Array.isArray(x) && Array.isArray(y)) for (let i = 0; i < Math.max(x.length, y.length); i++) walk(`${path}[${i}]`, x[i], y[i], out);
+  else if (isRecord(x) && isRecord(y)) for (const k of new Set([...Object.keys(x), ...Object.keys(y)])) walk(key(path, k), x[k], y[k], out);
+  else out.push({ path, kind: 'changed', before: x, after: y });
+}
+
+const MAX = 160;
+
+/** A value's JSON, cut to MAX characters from a little before `at` (where two values start to differ). */
+function excerpt(value: unknown, at = 0): string {
+  const text = JSON.stringify(value) ?? 'undefined';
+  if (text.length <= MAX) return text;
+  const start = Math.max(0, Math.min(at - 40, text.length - MAX + 1));
+  const end = start + MAX - 1;
+  return `${start > 0 ? '…' : ''}${text.slice(start, end)}${end < text.length ? '…' : ''}`;
+}
+
+/** Where two values' JSON texts first differ. */
+function firstDifference(x: unknown, y: unknown): number {
+  const [a, b] = [JSON.stringify(x) ?? '', JSON.stringify(y) ?? ''];
+  let i = 0;
+  while (i < a.length && i < b.length && a[i] === b[i]) i++;
+  return i;
+}
+
+/** One line a change: `path: before -> after`, `+ path: value` (added), `- path: value` (removed). */
 export function formatDiff(diff: SnapshotDiff): string {
   const lines = [`step ${diff.from} -> step ${diff.to}`];
-  for (const { field, before, after } of diff.changed) lines.push(`  ${field}: ${clip(JSON.stringify(before) ?? 'undefined')} -> ${clip(JSON.stringify(after) ?? 'undefined')}`);
-  for (const m of diff.addedMessages ?? []) lines.push(`  + message ${clip(JSON.stringify(m))}`);
+  for (const c of diff.changes) {
+    if (c.kind === 'added') lines.push(`  + ${c.path}: ${excerpt(c.after)}`);
+    else if (c.kind === 'removed') lines.push(`  - ${c.path}: ${excerpt(c.before)}`);
+    else {
+      const at = firstDifference(c.before, c.after);
+      lines.push(`  ${c.path}: ${excerpt(c.before, at)} -> ${excerpt(c.after, at)}`);
+    }
+  }
   if (lines.length === 1) lines.push('  (no change)');
   return lines.join('\n');
 }

@@ -168,7 +168,7 @@ describe('from the client and the CLI', () => {
     expect(diff.out).toContain('step 3 -> step 4');
     expect(diff.out).toContain('state: "TOOL_EXECUTING" -> "CRITIQUE"');
     expect(diff.out).toContain('toolCalls: 0 -> 1');
-    expect(diff.out).toMatch(/\+ message \{"role":"tool","toolCallId":"[^"]+","content":"Hello from the workspace/);
+    expect(diff.out).toMatch(/\+ messages\[3\]: \{"role":"tool","toolCallId":"[^"]+","content":"Hello from the workspace/);
 
     const fork = await cli('fork', run.workflowId, '--from-step', '4', '--json');
     const forked = JSON.parse(fork.out);

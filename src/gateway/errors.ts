@@ -4,6 +4,7 @@ import {
   AgentQueryTimeoutError,
   AgentRunEndedError,
   AgentRunNotFoundError,
+  AgentStepNotFoundError,
   AgentUpdateRejectedError,
   InvalidAgentInputError,
   isAlreadyStarted,
@@ -41,6 +42,7 @@ export function toHttpError(err: unknown): HttpError | undefined {
   if (err instanceof HttpError) return err;
   if (err instanceof InvalidAgentInputError) return new HttpError(400, 'invalid_input', err.message);
   if (err instanceof AgentRunNotFoundError) return new HttpError(404, 'run_not_found', err.message);
+  if (err instanceof AgentStepNotFoundError) return new HttpError(404, 'step_not_found', err.message);
   if (err instanceof AgentRunEndedError) return new HttpError(409, 'run_ended', err.message, { status: err.status });
   if (err instanceof AgentUpdateRejectedError) return new HttpError(409, 'update_rejected', err.reason, { update: err.update });
   if (err instanceof AgentQueryTimeoutError) return new HttpError(504, 'query_timeout', err.message);

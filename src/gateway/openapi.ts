@@ -4,7 +4,7 @@
  */
 import { z } from 'zod';
 import { AgentState } from '../common/states';
-import { AbortBodySchema, ApproveBodySchema, SendMessageBodySchema, StartRunBodySchema } from './schemas';
+import { AbortBodySchema, ApproveBodySchema, ForkBodySchema, SendMessageBodySchema, StartRunBodySchema } from './schemas';
 
 type Json = Record<string, unknown>;
 
@@ -202,6 +202,54 @@ const schemas: Record<string, Json> = {
       },
     },
   },
+  StepList: {
+    type: 'object',
+    required: ['steps'],
+    properties: {
+      steps: {
+        type: 'array',
+        description: 'Each step is one state change, numbered from 1 (step 0 is the run before its start). A run that continued as new lists its recent end.',
+        items: { allOf: [ref('Transition'), { type: 'object', required: ['step'], properties: { step: { type: 'integer' } } }] },
+      },
+    },
+  },
+  SnapshotDiff: {
+    type: 'object',
+    required: ['from', 'to', 'changes', 'changed'],
+    properties: {
+      from: { type: 'integer' },
+      to: { type: 'integer' },
+      changes: {
+        type: 'array',
+        description: 'Every difference between the two state views (with messages), at the deepest path where they differ; `transitions` and `stateSince` are left out.',
+        items: {
+          type: 'object',
+          required: ['path', 'kind'],
+          properties: {
+            path: { type: 'string', description: 'A field, then `.key` and `[index]` down to what differs, e.g. `messages[3]`, `usage.totalTokens`.' },
+            kind: { enum: ['added', 'removed', 'changed'] },
+            before: { description: 'The value at `from` (not for `added`).' },
+            after: { description: 'The value at `to` (not for `removed`).' },
+          },
+        },
+      },
+      changed: {
+        type: 'array',
+        description: 'Top-level fields that differ, with both values whole (`messages` left out).',
+        items: { type: 'object', required: ['field'], properties: { field: { type: 'string' }, before: {}, after: {} } },
+      },
+      addedMessages: { type: 'array', items: { type: 'object' }, description: 'Messages at `to` and not at `from`, when the conversation only grew.' },
+    },
+  },
+  RunForked: {
+    type: 'object',
+    required: ['workflowId', 'runId', 'forkedFrom'],
+    properties: {
+      workflowId: { type: 'string' },
+      runId: { type: 'string' },
+      forkedFrom: { type: 'object', required: ['workflowId', 'step'], properties: { workflowId: { type: 'string' }, step: { type: 'integer' } } },
+    },
+  },
   SignalSent: {
     type: 'object',
     required: ['workflowId', 'signal', 'sent'],
@@ -311,6 +359,39 @@ function buildDocument(): Json {
           summary: 'Time travel: the run\'s state right after a step',
           parameters: [idParam, { name: 'step', in: 'path', required: true, schema: { type: 'integer', minimum: 0 } }, messagesParam],
           responses: { '200': ok('State view at the step.', ref('RunState')), ...errors(400, 401, 404, 503) },
+        },
+      },
+      '/v1/runs/{id}/steps': {
+        get: {
+          operationId: 'listRunSteps',
+          summary: 'Time travel: the run\'s steps (its state changes), for diff and fork',
+          parameters: [idParam],
+          responses: { '200': ok('Steps, oldest first.', ref('StepList')), ...errors(400, 401, 404, 503, 504) },
+        },
+      },
+      '/v1/runs/{id}/diff': {
+        get: {
+          operationId: 'diffRunSteps',
+          summary: 'Time travel: what changed in the run between two steps',
+          parameters: [
+            idParam,
+            { name: 'from', in: 'query', required: true, schema: { type: 'integer', minimum: 0 } },
+            { name: 'to', in: 'query', required: true, schema: { type: 'integer', minimum: 0 } },
+          ],
+          responses: { '200': ok('Each added, removed or changed value with its path.', ref('SnapshotDiff')), ...errors(400, 401, 404, 503) },
+        },
+      },
+      '/v1/runs/{id}/fork': {
+        post: {
+          operationId: 'forkRun',
+          summary: 'Time travel: start a new run from the run\'s state right after a step',
+          description:
+            'The new run carries the snapshot of that step (conversation included) and its `origin` names the run and step. Step 0 is the ' +
+            'run before its start: a fork from it is a fresh run of the same input. The last step, where the run ended, is refused ' +
+            '(400 `invalid_input`); a step the run does not hold is 404 `step_not_found`.',
+          parameters: [idParam],
+          requestBody: body(ForkBodySchema),
+          responses: { '201': ok('Started; `Location` is the new run\'s URL.', ref('RunForked')), ...errors(400, 401, 404, 409, 503) },
         },
       },
       '/v1/runs/{id}/abort': signal('abort', 'Abort the run (work in flight is cancelled; the run ends ABORTED)', body(AbortBodySchema, false)),

@@ -16,9 +16,11 @@ export { AbortInputSchema as AbortBodySchema, ApproveInputSchema as ApproveBodyS
 
 const flag = z.enum(['1', '0', 'true', 'false']).transform((v) => v === '1' || v === 'true');
 
+const workflowIdSchema = z.string().regex(/^[A-Za-z0-9._:@/-]{1,200}$/, 'must be 1-200 characters of [A-Za-z0-9._:@/-]');
+
 export const StartRunQuerySchema = z.object({
   /** Idempotent start: a second POST with the same id while the run is open is refused with 409. @default `agent-<12 hex chars>` */
-  workflowId: z.string().regex(/^[A-Za-z0-9._:@/-]{1,200}$/, 'must be 1-200 characters of [A-Za-z0-9._:@/-]').optional(),
+  workflowId: workflowIdSchema.optional(),
 });
 export const MessagesQuerySchema = z.object({ messages: flag.optional() });
 export const ListQuerySchema = z.object({
@@ -27,6 +29,17 @@ export const ListQuerySchema = z.object({
 });
 export const RunParamsSchema = z.object({ id: z.string().min(1) });
 export const StepParamsSchema = RunParamsSchema.extend({ step: z.coerce.number().int().min(0) });
+const stepNumber = z.coerce.number().int().min(0);
+export const DiffQuerySchema = z.object({ from: stepNumber, to: stepNumber });
+/** The body of `POST /v1/runs/:id/fork`, as `AgentClient.fork` takes it. */
+export const ForkBodySchema = z
+  .object({
+    /** The step to carry on from: 0 is the run before its start (a fresh run of the same input); the last, where it ended, is refused. */
+    fromStep: z.number().int().min(0),
+    /** The new run's workflow id. @default `<id>-fork-<step>-<6 hex chars>` */
+    workflowId: workflowIdSchema.optional(),
+  })
+  .strict();
 
 /** Parses or throws a 400 whose message names each bad field, e.g. `Invalid query: limit: Too small: ...`. */
 export function parseOr400<T extends z.ZodType>(schema: T, value: unknown, what: string): z.output<T> {

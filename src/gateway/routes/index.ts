@@ -5,10 +5,12 @@ import { registerControlRoutes } from './control';
 import { registerEventRoutes } from './events';
 import { registerMetaRoutes } from './meta';
 import { registerRunRoutes } from './runs';
+import { registerTimeTravelRoutes } from './time-travel';
 
 export function registerRoutes(app: FastifyInstance, ctx: GatewayContext): void {
   registerMetaRoutes(app);
   registerRunRoutes(app, ctx);
+  registerTimeTravelRoutes(app, ctx);
   registerControlRoutes(app, ctx);
   registerEventRoutes(app, ctx);
 }

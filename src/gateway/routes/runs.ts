@@ -1,14 +1,11 @@
-/** Starting runs, reading them and waiting for them: `/v1/runs`, `/v1/runs/:id`, `/result`, `/steps/:step`. */
+/** Starting runs, reading them and waiting for them: `/v1/runs`, `/v1/runs/:id`, `/result` (time travel: `time-travel.ts`). */
 import { setMaxListeners } from 'node:events';
 import type { FastifyInstance } from 'fastify';
 import { runFailure } from '../../client';
 import type { AgentRunInput } from '../../common/input';
 import { abortOnClose, type GatewayContext } from '../context';
 import { HttpError } from '../errors';
-import { ListQuerySchema, MessagesQuerySchema, parseOr400, RunParamsSchema, StartRunBodySchema, StartRunQuerySchema, StepParamsSchema } from '../schemas';
-
-/** The workflow's message when `snapshotAt` is asked for a step the run does not hold. */
-const STEP_NOT_IN_RUN = /step \d+ is not in this run[^\n]*/;
+import { ListQuerySchema, MessagesQuerySchema, parseOr400, RunParamsSchema, StartRunBodySchema, StartRunQuerySchema } from '../schemas';
 
 export function registerRunRoutes(app: FastifyInstance, ctx: GatewayContext): void {
   const { agents } = ctx;
@@ -48,18 +45,6 @@ export function registerRunRoutes(app: FastifyInstance, ctx: GatewayContext): vo
       throw err;
     } finally {
       dispose();
-    }
-  });
-
-  app.get('/v1/runs/:id/steps/:step', async (request) => {
-    const { id, step } = parseOr400(StepParamsSchema, request.params, 'path');
-    const { messages } = parseOr400(MessagesQuerySchema, request.query, 'query');
-    try {
-      return await agents.handle(id).snapshotAt(step, { includeMessages: messages ?? false });
-    } catch (err) {
-      const notInRun = err instanceof Error ? STEP_NOT_IN_RUN.exec(`${err.message}\n${(err.cause as Error | undefined)?.message ?? ''}`) : null;
-      if (notInRun) throw new HttpError(404, 'step_not_found', notInRun[0]);
-      throw err;
     }
   });
 }
