@@ -368,7 +368,8 @@ function handle(s: RunSnapshot, e: AgentEvent, now: string): TransitionResult {
       }
       if (pending.kind === 'budget') {
         if (!e.approved) return fail(s, e, now, `${s.reason}; extending the budget was declined${e.feedback ? `: ${e.feedback}` : ''}`);
-        const told = s.features.approvalNotes && e.feedback?.trim() ? [{ role: 'user' as const, content: `The user approved going over the budget. Their feedback: ${e.feedback}` }] : [];
+        const feedback = s.features.approvalNotes ? e.feedback?.trim() : undefined;
+        const told = feedback ? [{ role: 'user' as const, content: `The user approved going over the budget. Their feedback: ${feedback}` }] : [];
         return enter({ ...s, budgetGrants: s.budgetGrants + 1, messages: [...s.messages, ...told] }, phase.then, e, now);
       }
       const edited = e.arguments !== undefined ? { arguments: JSON.stringify(e.arguments) } : {};
