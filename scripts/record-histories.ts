@@ -51,6 +51,31 @@ const SCENARIOS: Scenario[] = [
     },
   },
   {
+    // approval-notes: an edit with feedback and a rejection with feedback, told in one user message after the results.
+    name: 'approval-feedback',
+    script: ({ callIndex }) =>
+      callIndex === 0
+        ? {
+            toolCalls: [
+              { id: 'w1', name: 'writeFile', arguments: { path: 'model.txt', content: 'hi' } },
+              { id: 'w2', name: 'writeFile', arguments: { path: 'other.txt', content: 'no' } },
+            ],
+          }
+        : { text: 'written' },
+    input: { prompt: 'Write two files', approval: { tools: ['writeFile'] } },
+    drive: async (h, handle) => {
+      await h.waitForState(handle, (s) => s.state === 'AWAITING_APPROVAL');
+      await handle.executeUpdate(approveUpdate, { args: [{ toolCallId: 'w1', approved: true, feedback: 'a better name', arguments: { path: 'person.txt', content: 'hi' } }] });
+      await handle.executeUpdate(approveUpdate, { args: [{ toolCallId: 'w2', approved: false, feedback: 'one file is enough' }] });
+    },
+  },
+  {
+    // unknown-tools-uncounted: the worker refuses the model call before any request.
+    name: 'unknown-tools',
+    script: [],
+    input: { prompt: 'Use a tool this worker lacks', tools: ['bogusTool'] },
+  },
+  {
     name: 'pause-resume',
     script: ({ callIndex }) => (callIndex === 0 ? { toolCalls: [{ name: 'listFiles', arguments: {} }], firstChunkDelayMs: 500 } : { text: 'done' }),
     input: { prompt: 'List, then answer' },

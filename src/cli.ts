@@ -87,7 +87,7 @@ function buildProgram(deps: CliDeps, state: { exitCode: number }): Command {
     .option('--plan', 'ask the model for a plan first')
     .option('--critique <mode>', 'rules | model')
     .option('--approve-tools <names>', 'comma-separated tools whose calls wait for approval (* for all)')
-    .option('--max-loops <n>', 'model calls before the run fails', integer)
+    .option('--max-loops <n>', 'loops (model calls for planning and answering, counted as they start) before the run fails', integer)
     .option('--max-tool-calls <n>', 'tool calls before the run fails', integer)
     .option('--timeout-ms <n>', 'wall-clock budget of the run', integer)
     .option('--tools <names>', 'comma-separated tools the run may use (default: all)')
@@ -140,7 +140,7 @@ function buildProgram(deps: CliDeps, state: { exitCode: number }): Command {
 
   command('approve <workflowId> <toolCallId>', 'approve (or reject) a tool call waiting for approval')
     .option('--reject', 'reject the call instead')
-    .option('--feedback <text>', 'note for the model')
+    .option('--feedback <text>', 'note for the model, with an approval or a rejection: it reads it in one user message after the turn\'s tool results')
     .option('--arguments <json>', 'approve with these arguments (a JSON object) instead of the model\'s; checked against the tool\'s schema', jsonObject)
     .action(async (workflowId: string, toolCallId: string, o: JsonOption & { reject?: boolean; feedback?: string; arguments?: Record<string, unknown> }) => {
       const result = await withClient((client) =>
@@ -341,8 +341,15 @@ const approvalLine = (p: PendingApproval): string =>
   `${p.toolCallId}  ${p.name} ${oneLine(p.arguments, 100)}` +
   (p.decision ? `  [${p.decision.approved ? 'approved' : 'rejected'}]` : '');
 
+/** Model calls are those answered (`usage.modelCalls`); loops are the model steps begun, the `limits.maxLoops` counter. */
 const counters = (r: Pick<AgentRunResult, 'loops' | 'toolCalls' | 'usage'>): string =>
-  `model calls ${r.loops}, tool calls ${r.toolCalls}, tokens ${r.usage.totalTokens}`;
+  `model calls ${r.usage.modelCalls}, loops ${r.loops}, tool calls ${r.toolCalls}, tokens ${r.usage.totalTokens}`;
+
+/** A run refused for bad input never started: it applied no limits (its view holds placeholders). */
+const inputRefused = (v: RunStateView): boolean => v.transitions.some((t) => t.event === 'INVALID_INPUT');
+
+/** A counter with its limit, or alone when the run applied none. */
+const ofLimit = (v: RunStateView, count: number, limit: number): string => (inputRefused(v) ? `${count}` : `${count}/${limit}`);
 
 /** Prints watch events as they come: transitions and notes on their own lines, streamed text inline as it grows. */
 export function humanWatchPrinter(write: (text: string) => void): (event: WatchEvent) => void {
@@ -418,8 +425,8 @@ function formatState(workflowId: string, v: RunStateView): string {
   const lines = [
     ...(v.stored ? [`(stored copy from ${v.stored.at}; ${v.stored.reason})`] : []),
     `${workflowId}  ${v.state} since ${clock(v.stateSince)} (step ${v.step})`,
-    `  model calls ${v.loops}/${v.limits.maxLoops}, tool calls ${v.toolCalls}/${v.limits.maxToolCalls}, ` +
-      `tokens ${v.usage.totalTokens}, messages ${v.messageCount}`,
+    `  model calls ${v.usage.modelCalls}, loops ${ofLimit(v, v.loops, v.limits.maxLoops)}, tool calls ${ofLimit(v, v.toolCalls, v.limits.maxToolCalls)}, ` +
+      `tokens ${v.usage.totalTokens}, messages ${v.messageCount}${inputRefused(v) ? ' (input refused: no limits applied)' : ''}`,
   ];
   if (v.pauseRequested) lines.push('  pause requested');
   for (const r of v.retrying ?? []) {

@@ -151,7 +151,7 @@ describe('humanWatchPrinter', () => {
       '  | Hi',
       'HH:MM:SS.mmm  STREAMING -> PROCESSING (MODEL_RESPONDED)',
       'FAILED: loop limit reached',
-      '  model calls 2, tool calls 1, tokens 0',
+      '  model calls 0, loops 2, tool calls 1, tokens 0',
       '',
     ]);
   });

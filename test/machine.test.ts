@@ -3,9 +3,10 @@ import path from 'node:path';
 import type { ModelResponse, ToolCall } from '../src/common/chat';
 import { parseAgentRunInput, type AgentRunInput } from '../src/common/input';
 import { ruleCritique } from '../src/workflows/critic';
-import { modelRequest } from '../src/workflows/requests';
+import { currentDetails, modelRequest } from '../src/workflows/requests';
 import { findRepetition, toolSignature } from '../src/workflows/guards';
 import {
+  APPROVAL_NOTE_HEAD,
   commandsFor,
   CONTINUE_PROMPT,
   freshClocks,
@@ -121,6 +122,7 @@ function sampleEvent(type: AgentEventType): AgentEvent {
     case 'MODEL_RESPONDED':
       return { type, response: response('ok') };
     case 'MODEL_FAILED':
+    case 'UNKNOWN_TOOLS':
     case 'CRITIC_FAILED':
     case 'CONTEXT_OVERFLOW':
     case 'CHAIN_UNAVAILABLE':
@@ -151,7 +153,7 @@ describe('transition table', () => {
 
   test.each(cases.filter((c) => c.targets.length > 0))('$state accepts $type', ({ state, type, targets }) => {
     // PAUSED keeps TIMEOUT for runs begun before `real-providers`, whose clock runs on while paused.
-    const s = state === AgentState.PAUSED && type === 'TIMEOUT' ? { ...snapshotIn(state), features: { noProgressGuard: true, realProviders: false, conversationChain: true, wrapUp: true } } : snapshotIn(state);
+    const s = state === AgentState.PAUSED && type === 'TIMEOUT' ? { ...snapshotIn(state), features: { noProgressGuard: true, realProviders: false, conversationChain: true, wrapUp: true, approvalNotes: true, unknownToolsUncounted: true } } : snapshotIn(state);
     const r = transition({ ...s, pauseRequested: type === 'PAUSE' ? false : s.pauseRequested }, sampleEvent(type), at(1));
     expect(r.ok).toBe(true);
     if (!r.ok) return;
@@ -285,7 +287,7 @@ describe('a run through the machine', () => {
     expect(s.phase.type).toBe('FAILED');
     expect(s.reason).toBe('no progress: the critic asked for another attempt 4 times in a row (last: retry, still wrong)');
     // Runs started before the guard existed (no patch marker) keep going until maxLoops.
-    let old = run({ ...judged(), features: { noProgressGuard: false, realProviders: true, conversationChain: true, wrapUp: true } }, { type: 'START' });
+    let old = run({ ...judged(), features: { noProgressGuard: false, realProviders: true, conversationChain: true, wrapUp: true, approvalNotes: true, unknownToolsUncounted: true } }, { type: 'START' });
     for (let i = 1; i <= 5; i++) old = attempt(old);
     expect(old.phase.type).toBe('STREAMING');
   });
@@ -324,10 +326,11 @@ describe('a run through the machine', () => {
         { toolCallId: 'w1', name: 'writeFile', ok: true, content: 'w' },
       ],
     });
-    expect(s.messages.slice(-3)).toEqual([
+    expect(s.messages.slice(-4)).toEqual([
       { role: 'tool', toolCallId: 'w1', content: 'w' },
-      { role: 'tool', toolCallId: 'w2', content: 'The user rejected this call: not there' },
+      { role: 'tool', toolCallId: 'w2', content: 'The user rejected this call.' },
       { role: 'tool', toolCallId: 'r1', content: 'r' },
+      { role: 'user', content: `${APPROVAL_NOTE_HEAD}\n- writeFile (call w2): rejected. Feedback: not there` },
     ]);
     expect(s.toolCalls).toBe(2);
   });
@@ -670,7 +673,7 @@ describe('a fork\'s clocks', () => {
     expect(freshClocks({ ...s, phase: { type: 'AWAITING_APPROVAL', pending: [], then: { type: 'TOOL_EXECUTING' } } }, at(10))).toEqual({ deadline: null, workRemainingMs: 600_000, approvalDeadline: at(70) });
     expect(freshClocks({ ...s, phase: { type: 'PAUSED' } as Phase }, at(10))).toEqual({ deadline: null, workRemainingMs: 600_000, approvalDeadline: null });
     // Before `real-providers`, the clock ran in every state.
-    const before = { ...s, phase: { type: 'PAUSED', resumeTo: { type: 'STREAMING' } } as Phase, features: { noProgressGuard: true, realProviders: false, conversationChain: true, wrapUp: true } };
+    const before = { ...s, phase: { type: 'PAUSED', resumeTo: { type: 'STREAMING' } } as Phase, features: { noProgressGuard: true, realProviders: false, conversationChain: true, wrapUp: true, approvalNotes: true, unknownToolsUncounted: true } };
     expect(freshClocks(before, at(10))).toEqual({ deadline: at(610), workRemainingMs: null, approvalDeadline: null });
   });
 });
@@ -703,7 +706,7 @@ describe('the conversation chain', () => {
     expect([retried.snapshot.phase.type, retried.snapshot.step, retried.snapshot.chain]).toEqual(['STREAMING', chained.step, null]);
     expect(callOf(retried.commands)).toMatchObject({ chain: {}, messages: chained.messages, callNumber: 1 });
     // Runs begun before chaining send every message, with no chain at all.
-    const before = step({ ...snapshot(), features: { noProgressGuard: true, realProviders: true, conversationChain: false, wrapUp: false } }, { type: 'START' });
+    const before = step({ ...snapshot(), features: { noProgressGuard: true, realProviders: true, conversationChain: false, wrapUp: false, approvalNotes: false, unknownToolsUncounted: false } }, { type: 'START' });
     expect(callOf(before.commands)).not.toHaveProperty('chain');
   });
 
@@ -724,7 +727,7 @@ describe('snapshots of version 1 (runs begun before the phase)', () => {
     const paused = loadSnapshot(fixture('paused'));
     expect([paused.schemaVersion, paused.phase]).toEqual([2, { type: 'PAUSED', resumeTo: { type: 'TOOL_EXECUTING' } }]);
     expect(paused).not.toHaveProperty('resumeTo');
-    expect(paused.features).toEqual({ noProgressGuard: true, realProviders: true, conversationChain: false, wrapUp: false });
+    expect(paused.features).toEqual({ noProgressGuard: true, realProviders: true, conversationChain: false, wrapUp: false, approvalNotes: false, unknownToolsUncounted: false });
     const resumed = step(paused, { type: 'RESUME' });
     expect(work(resumed.commands)).toEqual([{ type: 'runTools', calls: [expect.objectContaining({ id: 'call_l1', name: 'listFiles' })] }]);
 
@@ -820,7 +823,7 @@ describe('approving with edited arguments', () => {
     return step(run(snapshot({ approval: { tools: ['writeFile'] } }), { type: 'START' }), { type: 'MODEL_RESPONDED', response: response('', [guarded]) }).snapshot;
   };
 
-  test('the call runs with the edited arguments, and the model is told they were edited', () => {
+  test('the call runs with the edited arguments; its tool message is the output alone, and a user message after it says what ran', () => {
     const s = waiting();
     expect(view(s).pendingApproval[0].parameters).toEqual(schema);
     const r = step(s, { type: 'APPROVAL', toolCallId: 'w1', approved: true, feedback: 'use b.txt', arguments: { path: 'b.txt', content: 'mine' } });
@@ -828,7 +831,19 @@ describe('approving with edited arguments', () => {
     expect(work(r.commands)).toEqual([{ type: 'runTools', calls: [expect.objectContaining({ id: 'w1', arguments: edited, edited: true })] }]);
     expect(r.snapshot.toolLog.at(-1)).toMatchObject({ toolCallId: 'w1', arguments: edited, edited: true });
     const done = step(r.snapshot, { type: 'TOOLS_DONE', results: [{ toolCallId: 'w1', name: 'writeFile', ok: true, content: 'wrote 4 bytes to b.txt' }] }).snapshot;
-    expect(done.messages.find((m) => m.role === 'tool')?.content).toBe(`(The user approved this call with edited arguments: ${edited})\nwrote 4 bytes to b.txt`);
+    expect(done.messages.slice(-2)).toEqual([
+      { role: 'tool', toolCallId: 'w1', content: 'wrote 4 bytes to b.txt' },
+      { role: 'user', content: `${APPROVAL_NOTE_HEAD}\n- writeFile (call w1): approved with edited arguments; it ran with ${edited}. Feedback: use b.txt` },
+    ]);
+    expect(done.approvalNote).toBeNull();
+  });
+
+  test('runs begun before approval notes keep the note in the tool message, and drop an approval\'s feedback', () => {
+    const s = { ...waiting(), features: { ...waiting().features, approvalNotes: false } };
+    const r = step(s, { type: 'APPROVAL', toolCallId: 'w1', approved: true, feedback: 'use b.txt', arguments: { path: 'b.txt', content: 'mine' } });
+    const done = step(r.snapshot, { type: 'TOOLS_DONE', results: [{ toolCallId: 'w1', name: 'writeFile', ok: true, content: 'wrote 4 bytes to b.txt' }] }).snapshot;
+    const edited = JSON.stringify({ path: 'b.txt', content: 'mine' });
+    expect(done.messages.at(-1)).toEqual({ role: 'tool', toolCallId: 'w1', content: `(The user approved this call with edited arguments: ${edited})\nwrote 4 bytes to b.txt` });
   });
 
   test('an invalid edit is refused naming the field; an edit needs an approval and a known schema', () => {
@@ -847,5 +862,87 @@ describe('approving with edited arguments', () => {
       ok: false,
       error: 'arguments of writeFile cannot be edited: the worker sent no schema for it',
     });
+  });
+});
+
+describe("a person's decisions reach the model in one user message after the turn's tool results", () => {
+  const calls = [call('w1', 'writeFile', { path: 'x', content: '1' }), call('w2', 'writeFile', { path: 'y', content: '2' })];
+  const decide = (decisions: Array<Omit<Extract<AgentEvent, { type: 'APPROVAL' }>, 'type'>>, features: Partial<RunSnapshot['features']> = {}) => {
+    const base = snapshot({ approval: { tools: ['writeFile'] } });
+    let s = run({ ...base, features: { ...base.features, ...features } }, { type: 'START' }, { type: 'MODEL_RESPONDED', response: response('', calls) });
+    s = run(s, ...decisions.map((d): AgentEvent => ({ type: 'APPROVAL', ...d })));
+    const ran = s.pendingToolCalls.filter((c) => !s.presetResults.some((r) => r.toolCallId === c.id));
+    return run(s, { type: 'TOOLS_DONE', results: ran.map((c) => ({ toolCallId: c.id, name: c.name, ok: true, content: `out ${c.id}` })) }).messages;
+  };
+  const tools = (messages: RunSnapshot['messages']) => messages.filter((m) => m.role === 'tool').map((m) => m.content);
+
+  test.each<[string, Parameters<typeof decide>[0], string[], string | null]>([
+    ['approvals with no feedback: no note', [{ toolCallId: 'w1', approved: true }, { toolCallId: 'w2', approved: true }], ['out w1', 'out w2'], null],
+    [
+      'an approval with feedback',
+      [{ toolCallId: 'w1', approved: true, feedback: 'fine, but ask next time' }, { toolCallId: 'w2', approved: true }],
+      ['out w1', 'out w2'],
+      '- writeFile (call w1): approved. Feedback: fine, but ask next time',
+    ],
+    [
+      'a rejection with feedback and an approval with feedback, in the order of the calls',
+      [{ toolCallId: 'w2', approved: false, feedback: 'not y' }, { toolCallId: 'w1', approved: true, feedback: 'ok' }],
+      ['out w1', 'The user rejected this call.'],
+      '- writeFile (call w1): approved. Feedback: ok\n- writeFile (call w2): rejected. Feedback: not y',
+    ],
+    ['a rejection with no feedback: the tool message says it all', [{ toolCallId: 'w1', approved: true }, { toolCallId: 'w2', approved: false }], ['out w1', 'The user rejected this call.'], null],
+    ['blank feedback is none', [{ toolCallId: 'w1', approved: true, feedback: '  ' }, { toolCallId: 'w2', approved: true }], ['out w1', 'out w2'], null],
+  ])('%s', (_name, decisions, toolMessages, note) => {
+    const messages = decide(decisions);
+    expect(tools(messages)).toEqual(toolMessages);
+    expect(messages.at(-1)).toEqual(note === null ? expect.objectContaining({ role: 'tool' }) : { role: 'user', content: `${APPROVAL_NOTE_HEAD}\n${note}` });
+  });
+
+  test('runs begun before approval notes: a rejection carries its feedback, an approval drops it', () => {
+    const messages = decide([{ toolCallId: 'w1', approved: true, feedback: 'ok' }, { toolCallId: 'w2', approved: false, feedback: 'not y' }], { approvalNotes: false });
+    expect(tools(messages)).toEqual(['out w1', 'The user rejected this call: not y']);
+    expect(messages.at(-1)?.role).toBe('tool');
+  });
+
+  test("a budget approval's feedback is a user message before the next model call", () => {
+    const big = { ...response('answer'), usage: { promptTokens: 1_300, completionTokens: 1_300, totalTokens: 2_600 } };
+    let s = run(judged({ budget: { maxTokens: 3_000, reserveOutputTokens: 500, onExceed: 'approve' } }), { type: 'START' });
+    s = run(s, { type: 'MODEL_RESPONDED', response: big }, { type: 'CRITIQUE_DONE', decision: { action: 'retry', reason: 'r', confidence: 1 } });
+    expect(s.phase.type).toBe('AWAITING_APPROVAL');
+    const approved = step(s, { type: 'APPROVAL', toolCallId: 'budget', approved: true, feedback: 'one more try' });
+    const request = approved.commands.find((c) => c.type === 'callModel');
+    expect(request?.type === 'callModel' && request.request.messages.at(-1)).toEqual({ role: 'user', content: 'The user approved going over the budget. Their feedback: one more try' });
+  });
+});
+
+describe('a model call the worker refuses for unknown tools', () => {
+  const refused = (features: Partial<RunSnapshot['features']> = {}) => {
+    const base = snapshot();
+    const started = run({ ...base, features: { ...base.features, ...features } }, { type: 'START' });
+    expect(started.loops).toBe(1);
+    return run(started, { type: 'UNKNOWN_TOOLS', error: 'unknown tools: bogus; this worker has: readFile' });
+  };
+
+  test('is not counted, and the reason names the tools', () => {
+    const s = refused();
+    expect(view(s)).toMatchObject({ state: 'FAILED', loops: 0, stream: null, usage: expect.objectContaining({ modelCalls: 0 }) });
+    expect(s.reason).toBe('no model call was made: unknown tools: bogus; this worker has: readFile');
+    expect(s.transitions.at(-1)).toMatchObject({ from: 'STREAMING', to: 'FAILED', event: 'UNKNOWN_TOOLS' });
+  });
+
+  test('in runs begun before the change, counts as a failed model call', () => {
+    const s = refused({ unknownToolsUncounted: false });
+    expect([s.loops, s.reason]).toEqual([1, 'model call failed: unknown tools: bogus; this worker has: readFile']);
+  });
+});
+
+describe("the Temporal UI's current details count what happened", () => {
+  const counts = (s: RunSnapshot) => currentDetails(s).split('\n')[1];
+  test.each<[string, () => RunSnapshot, string]>([
+    ['a run under way: answered calls, loops against maxLoops', () => run(snapshot(), { type: 'START' }, { type: 'MODEL_RESPONDED', response: response('', [call('r1')]) }), 'step 3, model calls 1, loops 1/50, tool calls 0/100, tokens 15'],
+    ['refused for unknown tools: no call counted', () => run(snapshot(), { type: 'START' }, { type: 'UNKNOWN_TOOLS', error: 'unknown tools: x' }), 'step 2, model calls 0, loops 0/50, tool calls 0/100, tokens 0'],
+    ['refused for bad input: no limits', () => run(snapshot(), { type: 'INVALID_INPUT', error: 'prompt: empty' }), 'step 1, model calls 0, loops 0, tool calls 0, tokens 0 (input refused: no limits applied)'],
+  ])('%s', (_name, make, expected) => {
+    expect(counts(make())).toBe(expected);
   });
 });

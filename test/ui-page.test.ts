@@ -143,10 +143,39 @@ uiTest('a run streams, waits for approval, is approved with edited arguments fro
     await page.locator('#timeline li').filter({ hasText: 'AWAITING_APPROVAL → TOOL_EXECUTING' }).waitFor();
   });
   expect(readFileSync(path.join(h.workspace, 'out.txt'), 'utf8')).toBe('edited by a person');
+  // The feedback typed on the page reaches the model, after the tool's own output.
+  const told = h.model.requests('page-writer').at(-1)!.body.messages as Array<{ role: string; content: string }>;
+  expect(told.at(-1)).toMatchObject({ role: 'user', content: expect.stringMatching(/^- writeFile \(call w1\): approved with edited arguments; .*\. Feedback: keep it short$/m) });
+  expect(told.at(-2)).toEqual({ role: 'tool', tool_call_id: 'w1', content: 'wrote 18 bytes to out.txt' });
   const state = await apiState(id);
   expect(state.pendingApproval).toEqual([]);
   expect(state.recentToolCalls[0]).toMatchObject({ name: 'writeFile', edited: true, ok: true });
   expect(await page.locator('#pause').isDisabled()).toBe(true);
+  await page.close();
+});
+
+uiTest('the counters say what happened: a run refused for unknown tools counts no model call, one refused for bad input shows no limits', async () => {
+  const counters = async (page: Page) => (await page.locator('#counters').innerText()).replace(/\s+/g, ' ');
+  const unknown = await agents.start({ prompt: 'Use it', model: 'page-writer', tools: ['bogusTool'] });
+  await unknown.result().catch(() => undefined);
+  const page = await openPage(`/ui/runs/${encodeURIComponent(unknown.workflowId)}`);
+  await expectState(page, unknown.workflowId, 'FAILED');
+  await withScreenshot(page, 'page-unknown-tools.png', async () => {
+    expect(await counters(page)).toContain('model calls 0 loops 0 / 50 tool calls 0 / 100');
+    await page.locator('#reason').filter({ hasText: /^Reason: no model call was made: unknown tools: bogusTool;/ }).waitFor();
+  });
+
+  // The client refuses bad input before starting; a raw start gets through to the workflow, which refuses it.
+  const refused = await h.start({ prompt: '' });
+  await refused.result().catch(() => undefined);
+  await page.goto(`${base}/ui/runs/${encodeURIComponent(refused.workflowId)}`);
+  await expectState(page, refused.workflowId, 'FAILED');
+  await withScreenshot(page, 'page-input-refused.png', async () => {
+    const text = await counters(page);
+    expect(text).toContain('model calls 0 loops 0 tool calls 0');
+    expect(text).toContain('limits none: the input was refused');
+    expect(text).not.toMatch(/\d \/ \d/);
+  });
   await page.close();
 });
 

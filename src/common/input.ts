@@ -161,6 +161,7 @@ export const ApproveInputSchema = oncePerWorker('common/input:approve', () =>
     .object({
       toolCallId: z.string().min(1),
       approved: z.boolean(),
+      /** Told to the model with the decision, in one user message after the turn's tool results. */
       feedback: z.string().max(10_000).optional(),
       /** Approve with these arguments instead of the model's; they must pass the tool's schema. */
       arguments: z.record(z.string(), z.unknown()).optional(),

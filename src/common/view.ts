@@ -48,7 +48,11 @@ export interface ToolCallRecord {
 }
 
 /** Tokens and money spent by the run: its model calls, the model critic's and compaction's. */
-export type RunUsage = Usage & { modelCalls: number; costUsd: number };
+export type RunUsage = Usage & {
+  /** Model calls for planning and answering that answered (the critic's and compaction's are not counted). */
+  modelCalls: number;
+  costUsd: number;
+};
 
 /** The `state` query's answer. Fields are added, never changed or removed, within a major version of the package. */
 export interface RunStateView {
@@ -57,10 +61,14 @@ export interface RunStateView {
   stateSince: string;
   /** State changes so far (the index of the last entry of `transitions`, counting those of runs it continued). */
   step: number;
-  /** Model calls made for planning and answering (the `maxLoops` counter). */
+  /**
+   * Model calls for planning and answering, counted as each starts (the `maxLoops` counter); `usage.modelCalls` counts
+   * those that answered. A call the worker refused before any request (unknown tools) is not counted.
+   */
   loops: number;
   toolCalls: number;
   usage: RunUsage;
+  /** A run refused for bad input (its one transition is INVALID_INPUT) applied none: its limits are placeholders. */
   limits: Limits;
   /** Every state change of this run (a continued run keeps the last 100 of the runs before). */
   transitions: TransitionRecord[];

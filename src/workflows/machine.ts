@@ -21,7 +21,7 @@ import { addMs, clocks, timerDue } from './clocks';
 import { ruleCritique } from './critic';
 import { compactionRequest, critiqueRequest, modelRequest } from './requests';
 import { calibrated, confident, CONTINUE_PROMPT, continued, lastAssistantText, withResponseUsage, withSideUsage } from './responses';
-import type { ModelStep, Phase, RunSnapshot, WorkPhase } from './snapshot';
+import type { ModelStep, PendingApproval, Phase, RunSnapshot, WorkPhase } from './snapshot';
 import type { ToolCallRecord } from '../common/view';
 import { FailureType, ModelErrorType } from '../common/failures';
 import { argumentsProblem } from '../common/input';
@@ -36,6 +36,8 @@ export type AgentEvent =
   | { type: 'PLAN_READY'; response: ModelResponse }
   | { type: 'MODEL_RESPONDED'; response: ModelResponse }
   | { type: 'MODEL_FAILED'; error: string }
+  /** The worker refused the model call before any request: the run names tools its registry lacks. */
+  | { type: 'UNKNOWN_TOOLS'; error: string }
   | { type: 'CONTEXT_OVERFLOW'; error: string }
   /** The worker cannot read the chained conversation back: the call is made again with every message. */
   | { type: 'CHAIN_UNAVAILABLE'; error: string }
@@ -105,6 +107,7 @@ export const TRANSITIONS: Readonly<Record<AgentState, Targets>> = {
     PLAN_READY: [S.STREAMING, ...MODEL_STEP_DETOURS],
     CONTEXT_OVERFLOW: [S.COMPACTING, S.PAUSED, S.FAILED],
     MODEL_FAILED: [S.FAILED],
+    UNKNOWN_TOOLS: [S.FAILED],
   },
   STREAMING: {
     ...whileRunning(S.STREAMING),
@@ -112,6 +115,7 @@ export const TRANSITIONS: Readonly<Record<AgentState, Targets>> = {
     CONTEXT_OVERFLOW: [S.COMPACTING, S.PAUSED, S.FAILED],
     CHAIN_UNAVAILABLE: [S.STREAMING],
     MODEL_FAILED: [S.FAILED],
+    UNKNOWN_TOOLS: [S.FAILED],
   },
   PROCESSING: {
     ...whileRunning(S.PROCESSING),
@@ -235,6 +239,7 @@ function microstep(s: RunSnapshot, event: AgentEvent, now: string): TransitionRe
 export function modelFailure(errorType: string | undefined, error: string): AgentEvent {
   if (errorType === ModelErrorType.ContextOverflow) return { type: 'CONTEXT_OVERFLOW', error };
   if (errorType === FailureType.ConversationUnavailable) return { type: 'CHAIN_UNAVAILABLE', error };
+  if (errorType === FailureType.UnknownTool) return { type: 'UNKNOWN_TOOLS', error };
   return { type: 'MODEL_FAILED', error };
 }
 
@@ -285,6 +290,13 @@ function handle(s: RunSnapshot, e: AgentEvent, now: string): TransitionResult {
     case 'MODEL_FAILED':
       return fail(s, e, now, `model call failed: ${e.error}`);
 
+    case 'UNKNOWN_TOOLS': {
+      if (!s.features.unknownToolsUncounted) return fail(s, e, now, `model call failed: ${e.error}`);
+      // No request was made: the call the way into this step counted is taken back.
+      const loops = s.loops - 1;
+      return fail({ ...s, loops, stream: loops > 0 ? { callNumber: loops, attempt: 1 } : null }, e, now, `no model call was made: ${e.error}`);
+    }
+
     case 'CHAIN_UNAVAILABLE': {
       // This worker cannot read the chain back: send everything, and start a new chain.
       const next: RunSnapshot = { ...s, chain: null, partialText: '' };
@@ -315,7 +327,8 @@ function handle(s: RunSnapshot, e: AgentEvent, now: string): TransitionResult {
         failuresInARow: anyFailed ? s.failuresInARow + 1 : 0,
         pendingToolCalls: [],
         presetResults: [],
-        messages: [...s.messages, ...results.map((r) => ({ role: 'tool' as const, toolCallId: r.toolCallId, content: withEdit(s, r) }))],
+        messages: [...s.messages, ...results.map((r) => ({ role: 'tool' as const, toolCallId: r.toolCallId, content: s.features.approvalNotes ? r.content : withEdit(s, r) })), ...noteMessage(s)],
+        approvalNote: null,
       };
       return enter(next, plain(S.CRITIQUE), e, now);
     }
@@ -355,7 +368,9 @@ function handle(s: RunSnapshot, e: AgentEvent, now: string): TransitionResult {
       }
       if (pending.kind === 'budget') {
         if (!e.approved) return fail(s, e, now, `${s.reason}; extending the budget was declined${e.feedback ? `: ${e.feedback}` : ''}`);
-        return enter({ ...s, budgetGrants: s.budgetGrants + 1 }, phase.then, e, now);
+        const feedback = s.features.approvalNotes ? e.feedback?.trim() : undefined;
+        const told = feedback ? [{ role: 'user' as const, content: `The user approved going over the budget. Their feedback: ${feedback}` }] : [];
+        return enter({ ...s, budgetGrants: s.budgetGrants + 1, messages: [...s.messages, ...told] }, phase.then, e, now);
       }
       const edited = e.arguments !== undefined ? { arguments: JSON.stringify(e.arguments) } : {};
       const decision = { approved: e.approved, ...(e.feedback !== undefined ? { feedback: e.feedback } : {}), ...edited };
@@ -365,14 +380,16 @@ function handle(s: RunSnapshot, e: AgentEvent, now: string): TransitionResult {
       // Approved with edited arguments: the call runs with them, marked so that the model is told.
       const editedArgs = new Map(decided.filter((p) => p.decision?.arguments !== undefined).map((p) => [p.toolCallId, p.decision!.arguments!]));
       const pendingToolCalls = s.pendingToolCalls.map((c) => (editedArgs.has(c.id) ? { ...c, arguments: editedArgs.get(c.id)!, edited: true as const } : c));
-      const next: RunSnapshot = { ...s, pendingToolCalls };
+      const notes = s.features.approvalNotes;
+      const next: RunSnapshot = { ...s, pendingToolCalls, approvalNote: notes ? approvalNote(decided) : null };
       next.presetResults = [
         ...s.presetResults,
         ...rejected.map((p) => ({
           toolCallId: p.toolCallId,
           name: p.name,
           ok: false,
-          content: `The user rejected this call${p.decision?.feedback ? `: ${p.decision.feedback}` : '.'}`,
+          // With approval notes the feedback is in the note, beside that of every other decision.
+          content: `The user rejected this call${!notes && p.decision?.feedback ? `: ${p.decision.feedback}` : '.'}`,
         })),
       ];
       return enter(next, phase.then, e, now);
@@ -605,7 +622,28 @@ function editProblem(pending: { name: string; parameters?: Record<string, unknow
   return problem ? `edited arguments of ${pending.name} are invalid: ${problem}` : null;
 }
 
-/** A tool's result as the model reads it: after edited arguments, it is told what ran. */
+/**
+ * What a person decided on a turn's calls, for the model: each call approved with edited arguments (and the
+ * arguments it ran with), and the feedback of each decision that has one. Null when there is nothing to tell.
+ */
+export function approvalNote(decided: PendingApproval[]): string | null {
+  const lines = decided.flatMap((p) => {
+    const d = p.decision;
+    const feedback = d?.feedback?.trim();
+    if (!d || (d.arguments === undefined && !feedback)) return [];
+    const verdict = !d.approved ? 'rejected' : d.arguments !== undefined ? `approved with edited arguments; it ran with ${d.arguments}` : 'approved';
+    return [`- ${p.name} (call ${p.toolCallId}): ${verdict}.${feedback ? ` Feedback: ${feedback}` : ''}`];
+  });
+  return lines.length > 0 ? `${APPROVAL_NOTE_HEAD}\n${lines.join('\n')}` : null;
+}
+
+/** The first line of the user message that carries a person's decisions on a turn's tool calls. */
+export const APPROVAL_NOTE_HEAD = "The user's decisions on your tool calls in this turn:";
+
+/** The approval note as the user message that follows the turn's tool results. */
+const noteMessage = (s: RunSnapshot) => (s.features.approvalNotes && s.approvalNote ? [{ role: 'user' as const, content: s.approvalNote }] : []);
+
+/** A tool's result as the model reads it in runs begun before approval notes: after edited arguments, it is told what ran. */
 function withEdit(s: RunSnapshot, r: ToolResult): string {
   const call = s.pendingToolCalls.find((c) => c.id === r.toolCallId);
   return call?.edited ? `(The user approved this call with edited arguments: ${call.arguments})\n${r.content}` : r.content;

@@ -28,6 +28,19 @@ export const Patch = {
    * upsert) a run instead of eight. Runs started before it find no such marker and read each patch as before.
    */
   AllOf2026_11: 'features-2026-11',
+  // The two below came with `AllOf2026_12` and are only ever read through it: no run recorded their own markers.
+  /**
+   * A person's decisions reach the model in one user message after the turn's tool results (feedback, edited
+   * arguments); tool messages hold the tool's output only.
+   */
+  ApprovalNotes: 'approval-notes',
+  /** A model call refused for unknown tools (no request made) is not counted, and the run's reason names the tools. */
+  UnknownToolsUncounted: 'unknown-tools-uncounted',
+  /**
+   * Every patch above at once, for runs started from this code on; runs that recorded `features-2026-11` read it
+   * and keep the two patches above off.
+   */
+  AllOf2026_12: 'features-2026-12',
 } as const;
 
 /** What each patch decided for this run, read once at its start. */
@@ -39,14 +52,16 @@ export interface RunPatches {
   conversationChain: boolean;
   wrapUp: boolean;
   stateMemo: boolean;
+  approvalNotes: boolean;
+  unknownToolsUncounted: boolean;
   /** Asked only when the run is about to continue as new (its marker goes where that happens): undefined until then. */
   continueAsNew: boolean | undefined;
 }
 
 export function readPatches(): RunPatches {
-  if (patched(Patch.AllOf2026_11)) {
-    return { noProgressGuard: true, realProviders: true, lean: true, inlineLocalTools: true, conversationChain: true, wrapUp: true, stateMemo: true, continueAsNew: true };
-  }
+  const all2026_11 = { noProgressGuard: true, realProviders: true, lean: true, inlineLocalTools: true, conversationChain: true, wrapUp: true, stateMemo: true, continueAsNew: true };
+  if (patched(Patch.AllOf2026_12)) return { ...all2026_11, approvalNotes: true, unknownToolsUncounted: true };
+  if (patched(Patch.AllOf2026_11)) return { ...all2026_11, approvalNotes: false, unknownToolsUncounted: false };
   // In the order the runs that recorded these markers asked for them.
   const noProgressGuard = patched(Patch.NoProgressGuard);
   const realProviders = patched(Patch.RealProviders);
@@ -55,6 +70,6 @@ export function readPatches(): RunPatches {
   const conversationChain = patched(Patch.ConversationChain);
   const wrapUp = patched(Patch.WrapUp);
   const stateMemo = patched(Patch.StateMemo);
-  return { noProgressGuard, realProviders, lean, inlineLocalTools, conversationChain, wrapUp, stateMemo, continueAsNew: undefined };
+  return { noProgressGuard, realProviders, lean, inlineLocalTools, conversationChain, wrapUp, stateMemo, approvalNotes: false, unknownToolsUncounted: false, continueAsNew: undefined };
 }
 

@@ -49,9 +49,13 @@ export const toolCallSummary = (call: ToolCall) => clip(`tool ${call.name} ${cal
 
 /** A few readable lines for the UI's current details. */
 export function currentDetails(s: RunSnapshot): string {
+  // A run refused for bad input applied no limits: its snapshot's are placeholders.
+  const refused = s.transitions.some((t) => t.event === 'INVALID_INPUT');
+  const ofLimit = (count: number, limit: number) => (refused ? `${count}` : `${count}/${limit}`);
   const lines = [
     `**${s.phase.type}** since ${s.stateSince}`,
-    `step ${s.step}, model calls ${s.loops}/${s.limits.maxLoops}, tool calls ${s.toolCalls}/${s.limits.maxToolCalls}, tokens ${s.usage.totalTokens}`,
+    `step ${s.step}, model calls ${s.usage.modelCalls}, loops ${ofLimit(s.loops, s.limits.maxLoops)}, tool calls ${ofLimit(s.toolCalls, s.limits.maxToolCalls)}, ` +
+      `tokens ${s.usage.totalTokens}${refused ? ' (input refused: no limits applied)' : ''}`,
   ];
   if (s.phase.type === AgentState.AWAITING_APPROVAL) lines.push(`awaiting approval: ${s.phase.pending.map((p) => `${p.name} (${p.toolCallId})`).join(', ')}`);
   if (s.reason) lines.push(`reason: ${clip(s.reason, 300)}`);

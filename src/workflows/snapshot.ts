@@ -105,7 +105,12 @@ export interface RunSnapshot {
    * Behaviour switched on by `patched()` markers, fixed when the run starts so that older runs replay unchanged.
    * `conversationChain` is decided by each run of a continued chain for itself.
    */
-  features: { noProgressGuard: boolean; realProviders: boolean; conversationChain: boolean; wrapUp: boolean };
+  features: { noProgressGuard: boolean; realProviders: boolean; conversationChain: boolean; wrapUp: boolean; approvalNotes: boolean; unknownToolsUncounted: boolean };
+  /**
+   * What a person decided on the calls now running (feedback, edited arguments), told to the model in one user
+   * message after their results (features.approvalNotes); null when there is nothing to tell.
+   */
+  approvalNote: string | null;
   /** The model was told it is close to a limit (`limits.wrapUpAt`); it is told once. */
   wrapUpSent: boolean;
   /** The conversation the last model call stored (features.conversationChain); null when the next call must send every message. */
@@ -176,7 +181,8 @@ export function initialSnapshot(input: ResolvedInput, now: string): RunSnapshot 
     failuresInARow: 0,
     overflowsInARow: 0,
     setbacksInARow: 0,
-    features: { noProgressGuard: true, realProviders: true, conversationChain: true, wrapUp: true },
+    features: { noProgressGuard: true, realProviders: true, conversationChain: true, wrapUp: true, approvalNotes: true, unknownToolsUncounted: true },
+    approvalNote: null,
     wrapUpSent: false,
     chain: null,
     pauseRequested: false,
@@ -263,7 +269,10 @@ function withDefaults(carried: RunSnapshot): RunSnapshot {
       realProviders: carried.features?.realProviders ?? false,
       conversationChain: carried.features?.conversationChain ?? false,
       wrapUp: carried.features?.wrapUp ?? false,
+      approvalNotes: carried.features?.approvalNotes ?? false,
+      unknownToolsUncounted: carried.features?.unknownToolsUncounted ?? false,
     },
+    approvalNote: carried.approvalNote ?? null,
     wrapUpSent: carried.wrapUpSent ?? false,
     toolLog: carried.toolLog ?? [],
     chain: carried.chain ?? null,

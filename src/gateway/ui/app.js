@@ -179,13 +179,19 @@ function runPage(workflowId) {
       .map((r) => `${r.activity}: attempt ${r.attempt}` + (r.lastFailure ? ` after ${r.lastFailure.type ?? 'an error'}: ${r.lastFailure.message}` : '') + (r.nextAttemptAt ? `, next at ${time(r.nextAttemptAt)}` : ''))
       .join('; ');
 
+    // Model calls are those answered; loops count model steps as they start (limits.maxLoops). A run refused for
+    // bad input applied no limits.
+    const refused = view.transitions.some((t) => t.event === 'INVALID_INPUT');
+    const ofLimit = (count, limit) => (refused ? `${count}` : `${count} / ${limit}`);
     const counters = [
-      ['model calls', `${view.loops} / ${view.limits.maxLoops}`],
-      ['tool calls', `${view.toolCalls} / ${view.limits.maxToolCalls}`],
+      ['model calls', `${view.usage.modelCalls}`],
+      ['loops', ofLimit(view.loops, view.limits.maxLoops)],
+      ['tool calls', ofLimit(view.toolCalls, view.limits.maxToolCalls)],
       ['tokens', `${view.usage.totalTokens}`],
       ['cost', `$${view.usage.costUsd.toFixed(4)}`],
       ['model', view.lastModel ?? '—'],
     ];
+    if (refused) counters.push(['limits', 'none: the input was refused']);
     if (view.state === 'PAUSED' && view.resumeTo) counters.push(['resumes in', view.resumeTo]);
     if (view.pauseRequested) counters.push(['pause', 'requested']);
     $('counters').replaceChildren(...counters.flatMap(([k, v]) => [el('dt', {}, k), el('dd', {}, v)]));
