@@ -17,9 +17,10 @@ import {
   WorkflowFailedError,
   WorkflowNotFoundError,
   WorkflowUpdateFailedError,
+  WorkflowUpdateRPCTimeoutOrCancelledError,
   type WorkflowHandle,
 } from '@temporalio/client';
-import { defaultPayloadConverter, defineSearchAttributeKey, type DataConverter } from '@temporalio/common';
+import { defaultPayloadConverter, defineSearchAttributeKey, type DataConverter, type UpdateDefinition } from '@temporalio/common';
 import { temporal } from '@temporalio/proto';
 import { decodeOptionalFailureToOptionalError } from '@temporalio/common/lib/internal-non-workflow';
 import { optionalTsToDate } from '@temporalio/common/lib/time';
@@ -39,10 +40,10 @@ import {
   type ApproveInput,
 } from './common/input';
 import {
-  abortSignal,
+  abortUpdate,
   approveUpdate,
-  pauseSignal,
-  resumeSignal,
+  pauseUpdate,
+  resumeUpdate,
   sendMessageUpdate,
   snapshotAtQuery,
   stateAtQuery,
@@ -50,6 +51,7 @@ import {
   stateQuery,
   type AgentRunResult,
   type ApproveResult,
+  type ControlResult,
   type RunStateView,
   type SendMessageResult,
 } from './common/messages';
@@ -67,6 +69,10 @@ const QUERY_TIMEOUT_MS = 5_000;
 /** Retries of a failed `state` query (the first workflow task not yet done, a worker restarting). */
 const QUERY_RETRIES = 3;
 const QUERY_RETRY_DELAY_MS = 250;
+/** How long a control (approve, sendMessage, abort, pause, resume) waits for the run to take it, unless told. */
+export const DEFAULT_CONTROL_TIMEOUT_MS = 10_000;
+/** Past a control's deadline the client listens this much longer, so that the answer to one taken just in time still arrives. */
+const CONTROL_GRACE_MS = 1_000;
 const SUMMARY_CHARS = 80;
 const DEFAULT_LIST_LIMIT = 20;
 
@@ -122,6 +128,38 @@ export class AgentQueryTimeoutError extends Error {
         (taskQueue ? ` (is a worker polling task queue ${taskQueue}?)` : ' (is a worker running?)'),
     );
   }
+}
+
+/**
+ * No run took a control (approve, sendMessage, abort, pause, resume) by its deadline. Nothing was recorded, and the
+ * run refuses the control if a worker delivers it later: the deadline travels with it.
+ */
+export class AgentControlTimeoutError extends Error {
+  override readonly name = 'AgentControlTimeoutError';
+  constructor(
+    readonly workflowId: string,
+    readonly control: string,
+    readonly timeoutMs: number,
+    readonly taskQueue: string | undefined,
+    /** Whether a worker polled the run's task queue since the control was sent; undefined when that could not be checked. */
+    readonly workerPolling: boolean | undefined,
+  ) {
+    super(
+      (workerPolling === false
+        ? `no worker is polling task queue ${taskQueue}: ${control} did not reach ${workflowId} within ${timeoutMs} ms`
+        : `${workflowId} did not answer ${control} within ${timeoutMs} ms` + (workerPolling ? ` (workers poll task queue ${taskQueue}: busy, or failing on this run?)` : '')) +
+        '; nothing was recorded, and the run will refuse it if it arrives later',
+    );
+  }
+}
+
+/** Options of the controls: `approve`, `sendMessage`, `abort`, `pause`, `resume`. */
+export interface ControlOptions {
+  /**
+   * How long the run has to take the control. The deadline is sent with it and the run refuses it after that, so a
+   * control that waited for a worker never takes effect later. @default 10000 (`DEFAULT_CONTROL_TIMEOUT_MS`)
+   */
+  timeoutMs?: number;
 }
 
 /** Why a run failed, unwrapped from the `WorkflowFailedError` that `result()` rejects with. */
@@ -412,32 +450,37 @@ export class AgentRunHandle {
     );
   }
 
+  /*
+   * The controls below are updates that carry a deadline (`ControlOptions.timeoutMs`). Each resolves once the run has
+   * taken the control; it rejects with `AgentUpdateRejectedError` when the run refuses it (the machine's reason, e.g.
+   * `a pause is already requested`) and with `AgentControlTimeoutError` when no run took it by the deadline. Either
+   * way nothing was recorded.
+   */
+
   /** Asks the run to stop: work in flight is cancelled and the run ends ABORTED. */
-  async abort(reason?: string): Promise<void> {
+  async abort(reason?: string, opts: ControlOptions = {}): Promise<ControlResult> {
     const input = validate(AbortInputSchema, reason === undefined ? {} : { reason }, 'abort input');
-    await this.guard(() => this.workflow.signal(abortSignal, input));
+    return this.control(abortUpdate, input, opts);
   }
 
-  /** Asks the run to pause before its next piece of work; a signal, so a refusal shows only in `state().rejectedEvents`. */
-  async pause(): Promise<void> {
-    await this.guard(() => this.workflow.signal(pauseSignal));
+  /** Asks the run to pause before its next piece of work (`pauseRequested` while work is in flight). */
+  async pause(opts: ControlOptions = {}): Promise<ControlResult> {
+    return this.control(pauseUpdate, {}, opts);
   }
 
   /** Resumes a paused run (or cancels a pending pause). */
-  async resume(): Promise<void> {
-    await this.guard(() => this.workflow.signal(resumeSignal));
+  async resume(opts: ControlOptions = {}): Promise<ControlResult> {
+    return this.control(resumeUpdate, {}, opts);
   }
 
-  /** Decides one tool call that waits for approval. Rejects with `AgentUpdateRejectedError` if the run is not waiting for it. */
-  async approve(input: ApproveInput): Promise<ApproveResult> {
-    const args = validate(ApproveInputSchema, input, 'approve input');
-    return this.update('approve', () => this.workflow.executeUpdate(approveUpdate, { args: [args] }));
+  /** Decides one tool call that waits for approval. */
+  async approve(input: ApproveInput, opts: ControlOptions = {}): Promise<ApproveResult> {
+    return this.control(approveUpdate, validate(ApproveInputSchema, input, 'approve input'), opts);
   }
 
   /** Queues a user message for the model's next call. */
-  async sendMessage(text: string): Promise<SendMessageResult> {
-    const args = validate(SendMessageInputSchema, { text }, 'sendMessage input');
-    return this.update('sendMessage', () => this.workflow.executeUpdate(sendMessageUpdate, { args: [args] }));
+  async sendMessage(text: string, opts: ControlOptions = {}): Promise<SendMessageResult> {
+    return this.control(sendMessageUpdate, validate(SendMessageInputSchema, { text }, 'sendMessage input'), opts);
   }
 
   /**
@@ -485,6 +528,42 @@ export class AgentRunHandle {
       const state = status === 'COMPLETED' ? await this.workflow.result().then((r: AgentRunResult) => r.status, () => undefined) : undefined;
       throw new AgentRunEndedError(this.workflowId, status, state);
     }
+  }
+
+  /** Sends a control update with its deadline and waits for the run's answer until then (and a grace to hear it). */
+  private async control<A extends { deadline?: string }, R>(def: UpdateDefinition<R, [A]>, input: Omit<A, 'deadline'>, opts: ControlOptions): Promise<R> {
+    const timeoutMs = opts.timeoutMs ?? DEFAULT_CONTROL_TIMEOUT_MS;
+    if (!Number.isInteger(timeoutMs) || timeoutMs < 1) throw new InvalidAgentInputError(`Invalid control options: timeoutMs: must be a positive integer, got ${timeoutMs}`);
+    const sentAt = Date.now();
+    const args = { ...input, deadline: new Date(sentAt + timeoutMs).toISOString() } as A;
+    const connection = this.workflow.client.connection;
+    try {
+      return await this.update(def.name, () => connection.withDeadline(sentAt + timeoutMs + CONTROL_GRACE_MS, () => this.workflow.executeUpdate(def, { args: [args] })));
+    } catch (err) {
+      if (!(err instanceof WorkflowUpdateRPCTimeoutOrCancelledError || isGrpcDeadlineError(err))) throw err;
+      const { taskQueue, polling } = await this.pollersSince(sentAt);
+      throw new AgentControlTimeoutError(this.workflowId, def.name, timeoutMs, taskQueue, polling);
+    }
+  }
+
+  /** The run's task queue, and whether a worker has polled it (for workflow tasks) since `since`; undefined if unknown. */
+  private async pollersSince(since: number): Promise<{ taskQueue: string | undefined; polling: boolean | undefined }> {
+    const { client } = this.workflow;
+    const namespace = client.options.namespace;
+    const described = await client.workflowService
+      .describeWorkflowExecution({ namespace, execution: { workflowId: this.workflowId, runId: this.runId } })
+      .catch(() => undefined);
+    const taskQueue = described?.executionConfig?.taskQueue?.name ?? this.taskQueue;
+    if (!taskQueue) return { taskQueue, polling: undefined };
+    const queue = await client.workflowService
+      .describeTaskQueue({
+        namespace,
+        taskQueue: { name: taskQueue, kind: temporal.api.enums.v1.TaskQueueKind.TASK_QUEUE_KIND_NORMAL },
+        taskQueueType: temporal.api.enums.v1.TaskQueueType.TASK_QUEUE_TYPE_WORKFLOW,
+      })
+      .catch(() => undefined);
+    if (!queue) return { taskQueue, polling: undefined };
+    return { taskQueue, polling: (queue.pollers ?? []).some((p) => (optionalTsToDate(p.lastAccessTime)?.getTime() ?? 0) >= since) };
   }
 
   private async update<T>(name: string, fn: () => Promise<T>): Promise<T> {
