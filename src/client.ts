@@ -10,6 +10,8 @@ import {
   Client,
   Connection,
   isGrpcDeadlineError,
+  isGrpcServiceError,
+  ServiceError,
   QueryNotRegisteredError,
   TerminatedFailure,
   TimeoutFailure,
@@ -73,6 +75,9 @@ const QUERY_RETRY_DELAY_MS = 250;
 export const DEFAULT_CONTROL_TIMEOUT_MS = 10_000;
 /** Past a control's deadline the client listens this much longer, so that the answer to one taken just in time still arrives. */
 const CONTROL_GRACE_MS = 1_000;
+/** First wait before a control is sent again after the server dropped it with the workflow task that carried it. */
+const CONTROL_RETRY_DELAY_MS = 100;
+const GRPC_FAILED_PRECONDITION = 9;
 const SUMMARY_CHARS = 80;
 const DEFAULT_LIST_LIMIT = 20;
 
@@ -537,12 +542,20 @@ export class AgentRunHandle {
     const sentAt = Date.now();
     const args = { ...input, deadline: new Date(sentAt + timeoutMs).toISOString() } as A;
     const connection = this.workflow.client.connection;
-    try {
-      return await this.update(def.name, () => connection.withDeadline(sentAt + timeoutMs + CONTROL_GRACE_MS, () => this.workflow.executeUpdate(def, { args: [args] })));
-    } catch (err) {
-      if (!(err instanceof WorkflowUpdateRPCTimeoutOrCancelledError || isGrpcDeadlineError(err))) throw err;
-      const { taskQueue, polling } = await this.pollersSince(sentAt);
-      throw new AgentControlTimeoutError(this.workflowId, def.name, timeoutMs, taskQueue, polling);
+    for (let attempt = 0; ; attempt++) {
+      try {
+        return await this.update(def.name, () => connection.withDeadline(sentAt + timeoutMs + CONTROL_GRACE_MS, () => this.workflow.executeUpdate(def, { args: [args] })));
+      } catch (err) {
+        const delay = CONTROL_RETRY_DELAY_MS * 2 ** Math.min(attempt, 4);
+        // Not accepted, so not recorded: the same control, with the same deadline, may go again.
+        if (isDroppedWithWorkflowTask(err) && Date.now() + delay < sentAt + timeoutMs) {
+          await sleep(delay);
+          continue;
+        }
+        if (!(err instanceof WorkflowUpdateRPCTimeoutOrCancelledError || isGrpcDeadlineError(err) || isDroppedWithWorkflowTask(err))) throw err;
+        const { taskQueue, polling } = await this.pollersSince(sentAt);
+        throw new AgentControlTimeoutError(this.workflowId, def.name, timeoutMs, taskQueue, polling);
+      }
     }
   }
 
@@ -734,6 +747,16 @@ async function pause(ms: number, signal: AbortSignal | undefined): Promise<void>
 function summarize(prompt: string): string {
   const line = prompt.replace(/\s+/g, ' ').trim();
   return line.length > SUMMARY_CHARS ? `${line.slice(0, SUMMARY_CHARS - 3)}...` : line;
+}
+
+/**
+ * The server dropped an update with the workflow task that carried it, before accepting it (FAILED_PRECONDITION,
+ * "unexpected workflow task failure"). A run that ends on the update (abort) while signals arrive meets this: the
+ * server refuses to close it over unhandled events (UnhandledCommand) and fails that workflow task.
+ */
+function isDroppedWithWorkflowTask(err: unknown): boolean {
+  const grpc = err instanceof ServiceError ? err.cause : err;
+  return isGrpcServiceError(grpc) && grpc.code === GRPC_FAILED_PRECONDITION;
 }
 
 /** The server's answer when no worker polls the run's task queue: a query cannot be answered until one does. */

@@ -68,3 +68,15 @@ test('pause, resume and abort answer where the run stands, and a refusal is an e
     expect(Object.keys(doc.paths[`/v1/runs/{id}/${path}`].post.responses)).toEqual(expect.arrayContaining(['409', '504']));
   }
 }, 60_000);
+
+test('an abort while text streams in ends the run, though the server drops a workflow task that would close it over new signals', async () => {
+  h.model.register('control-chatty', () => ({ text: 'One more sentence about durable agents. '.repeat(60), chunkSize: 8, chunkDelayMs: 20 }));
+  const client = new AgentClient(h.env.client, h.taskQueue);
+  // Text arrives every 100 ms: about one abort in two meets the server's UnhandledCommand, and the client sends it again.
+  for (let i = 0; i < 4; i++) {
+    const run = await client.start({ prompt: 'talk', model: 'control-chatty' });
+    await h.waitForState(h.env.client.workflow.getHandle(run.workflowId), (s) => s.partialText.length > 40);
+    expect(await run.abort('enough')).toEqual({ state: 'ABORTED', pauseRequested: false });
+    expect(await run.result()).toMatchObject({ status: 'ABORTED', reason: 'aborted: enough' });
+  }
+}, 90_000);
