@@ -7,7 +7,16 @@ import { mkdirSync, mkdtempSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import type { WorkflowHandle } from '@temporalio/client';
-import { abortSignal, approveUpdate, pauseSignal, resumeSignal, sendMessageUpdate } from '../src/common/messages';
+import {
+  abortSignal,
+  abortUpdate,
+  approveUpdate,
+  pauseSignal,
+  pauseUpdate,
+  resumeSignal,
+  resumeUpdate,
+  sendMessageUpdate,
+} from '../src/common/messages';
 import { defineAgent } from '../src/activities';
 import type { Script } from '../src/scripted-model';
 import { startAgentHarness, type AgentHarness } from '../test/support/agent-harness';
@@ -133,6 +142,26 @@ const SCENARIOS: Scenario[] = [
     drive: async (h, handle) => {
       await h.waitForState(handle, (s) => s.partialText.length > 0);
       await handle.signal(abortSignal, { reason: 'recorded abort' });
+    },
+  },
+  {
+    // The controls as clients send them since 0.2: updates with a deadline, which replay long after it has passed.
+    name: 'control-updates',
+    script: ({ callIndex }) =>
+      callIndex === 0
+        ? { toolCalls: [{ id: 'w1', name: 'writeFile', arguments: { path: 'out.txt', content: 'hi' } }] }
+        : { text: 'y'.repeat(400), chunkSize: 2, chunkDelayMs: 50 },
+    input: { prompt: 'Write out.txt, then talk', approval: { tools: ['writeFile'] } },
+    drive: async (h, handle) => {
+      const deadline = () => new Date(Date.now() + 10_000).toISOString();
+      await h.waitForState(handle, (s) => s.state === 'AWAITING_APPROVAL');
+      await handle.executeUpdate(pauseUpdate, { args: [{ deadline: deadline() }] });
+      await handle.executeUpdate(approveUpdate, { args: [{ toolCallId: 'w1', approved: true, deadline: deadline() }] });
+      await h.waitForState(handle, (s) => s.state === 'PAUSED');
+      await handle.executeUpdate(resumeUpdate, { args: [{ deadline: deadline() }] });
+      await h.waitForState(handle, (s) => s.partialText.length > 0);
+      await handle.executeUpdate(sendMessageUpdate, { args: [{ text: 'Stop soon.', deadline: deadline() }] });
+      await handle.executeUpdate(abortUpdate, { args: [{ reason: 'recorded abort', deadline: deadline() }] });
     },
   },
 ];

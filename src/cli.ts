@@ -6,6 +6,7 @@ import path from 'node:path';
 import { Command, CommanderError, InvalidArgumentError } from 'commander';
 import {
   AgentClient,
+  DEFAULT_CONTROL_TIMEOUT_MS,
   failureReason,
   InvalidAgentInputError,
   isAlreadyStarted,
@@ -15,7 +16,7 @@ import {
   type WatchEvent,
 } from './client';
 import { parseAgentRunInput, type AgentRunInput } from './common/input';
-import type { AgentRunResult, RunStateView } from './common/messages';
+import type { AgentRunResult, ControlResult, RunStateView } from './common/messages';
 import { formatDiff } from './time-travel';
 import { AgentState } from './common/states';
 import type { PendingApproval } from './common/view';
@@ -53,6 +54,10 @@ export async function runCli(argv: string[], overrides: Partial<CliDeps> = {}): 
 
 interface JsonOption {
   json?: boolean;
+}
+
+interface ControlFlags extends JsonOption {
+  waitMs?: number;
 }
 
 function buildProgram(deps: CliDeps, state: { exitCode: number }): Command {
@@ -119,40 +124,53 @@ function buildProgram(deps: CliDeps, state: { exitCode: number }): Command {
       state.exitCode = await withClient((client) => watch(client.handle(workflowId), o.json));
     });
 
-  command('abort <workflowId>', 'abort a run')
+  /** The control commands wait this long for the run to take the control; later, the run refuses it. */
+  const control = (nameAndArgs: string, description: string) =>
+    command(nameAndArgs, description).option(
+      '--wait-ms <n>',
+      `how long the run has to take it (default ${DEFAULT_CONTROL_TIMEOUT_MS}); past that the command fails, nothing is recorded, and the run refuses it if it arrives later`,
+      integer,
+    );
+  /** One line for an accepted abort, pause or resume: where the run stands now. */
+  const printControl = (workflowId: string, name: string, result: ControlResult, json: boolean | undefined) => {
+    if (json) printJson({ workflowId, signal: name, sent: true, ...result });
+    else print(`${name} accepted by ${workflowId}: ${result.state}${result.pauseRequested ? ', pause requested' : ''}`);
+  };
+
+  control('abort <workflowId>', 'abort a run (exit 1 if it refuses, e.g. it has ended)')
     .option('--reason <reason>', 'why (kept as the run\'s reason)')
-    .action(async (workflowId: string, o: JsonOption & { reason?: string }) => {
-      await withClient((client) => client.handle(workflowId).abort(o.reason));
-      if (o.json) printJson({ workflowId, signal: 'abort', sent: true });
-      else print(`abort sent to ${workflowId}`);
+    .action(async (workflowId: string, o: ControlFlags & { reason?: string }) => {
+      const result = await withClient((client) => client.handle(workflowId).abort(o.reason, { timeoutMs: o.waitMs }));
+      printControl(workflowId, 'abort', result, o.json);
     });
 
   for (const [name, verb] of [
-    ['pause', 'pause a run before its next piece of work'],
-    ['resume', 'resume a paused run'],
+    ['pause', 'pause a run before its next piece of work (exit 1 if it refuses, e.g. a pause is already requested)'],
+    ['resume', 'resume a paused run, or cancel a requested pause (exit 1 if there is neither)'],
   ] as const) {
-    command(`${name} <workflowId>`, verb).action(async (workflowId: string, o: JsonOption) => {
-      await withClient((client) => client.handle(workflowId)[name]());
-      if (o.json) printJson({ workflowId, signal: name, sent: true });
-      else print(`${name} sent to ${workflowId}`);
+    control(`${name} <workflowId>`, verb).action(async (workflowId: string, o: ControlFlags) => {
+      const result = await withClient((client) => client.handle(workflowId)[name]({ timeoutMs: o.waitMs }));
+      printControl(workflowId, name, result, o.json);
     });
   }
 
-  command('approve <workflowId> <toolCallId>', 'approve (or reject) a tool call waiting for approval')
+  control('approve <workflowId> <toolCallId>', 'approve (or reject) a tool call waiting for approval')
     .option('--reject', 'reject the call instead')
     .option('--feedback <text>', 'note for the model, with an approval or a rejection: it reads it in one user message after the turn\'s tool results')
     .option('--arguments <json>', 'approve with these arguments (a JSON object) instead of the model\'s; checked against the tool\'s schema', jsonObject)
-    .action(async (workflowId: string, toolCallId: string, o: JsonOption & { reject?: boolean; feedback?: string; arguments?: Record<string, unknown> }) => {
+    .action(async (workflowId: string, toolCallId: string, o: ControlFlags & { reject?: boolean; feedback?: string; arguments?: Record<string, unknown> }) => {
       const result = await withClient((client) =>
-        client.handle(workflowId).approve({ toolCallId, approved: !o.reject, feedback: o.feedback, ...(o.arguments ? { arguments: o.arguments } : {}) }),
+        client
+          .handle(workflowId)
+          .approve({ toolCallId, approved: !o.reject, feedback: o.feedback, ...(o.arguments ? { arguments: o.arguments } : {}) }, { timeoutMs: o.waitMs }),
       );
       if (o.json) printJson(result);
       else print(`${result.approved ? 'approved' : 'rejected'} ${result.toolCallId} (${result.remaining} still waiting)`);
     });
 
-  command('send <workflowId> <text>', 'send a message to the model, handed over before its next call')
-    .action(async (workflowId: string, text: string, o: JsonOption) => {
-      const result = await withClient((client) => client.handle(workflowId).sendMessage(text));
+  control('send <workflowId> <text>', 'send a message to the model, handed over before its next call')
+    .action(async (workflowId: string, text: string, o: ControlFlags) => {
+      const result = await withClient((client) => client.handle(workflowId).sendMessage(text, { timeoutMs: o.waitMs }));
       if (o.json) printJson(result);
       else print(`message queued (${result.queued} waiting for the next model call)`);
     });

@@ -5,11 +5,12 @@
  */
 
 /** The client: `AgentClient.connect()` (TEMPORAL_* settings by default), `start`, `handle(id)`, `list`, `fork`. */
-export { AgentClient, AgentRunHandle, agentDataConverter, diffState } from './client';
-export type { AgentRunSummary, ConnectOptions, ListOptions, StartOptions, StateOptions, WatchEvent, WatchOptions } from './client';
+export { AgentClient, AgentRunHandle, agentDataConverter, diffState, DEFAULT_CONTROL_TIMEOUT_MS } from './client';
+export type { AgentRunSummary, ConnectOptions, ControlOptions, ListOptions, StartOptions, StateOptions, WatchEvent, WatchOptions } from './client';
 
 /** Errors the client throws, and helpers that unwrap why a run failed. */
 export {
+  AgentControlTimeoutError,
   AgentQueryTimeoutError,
   AgentRunEndedError,
   AgentRunNotFoundError,
@@ -27,7 +28,7 @@ export type { DiffEntry, SnapshotDiff, StepRecord } from './time-travel';
 
 /** A run's input, its result and the view its `state` query answers (fields are added, never removed, in a major version). */
 export type { AgentRunInput, ApproveInput } from './common/input';
-export type { AgentRunResult, ApproveResult, SendMessageResult } from './common/messages';
+export type { AgentRunResult, ApproveResult, ControlResult, SendMessageResult } from './common/messages';
 export type { PendingApproval, RunStateView, RunUsage, TransitionRecord } from './common/view';
 export { AgentState, isTerminal } from './common/states';
 

@@ -10,6 +10,8 @@ import {
   Client,
   Connection,
   isGrpcDeadlineError,
+  isGrpcServiceError,
+  ServiceError,
   QueryNotRegisteredError,
   TerminatedFailure,
   TimeoutFailure,
@@ -17,9 +19,10 @@ import {
   WorkflowFailedError,
   WorkflowNotFoundError,
   WorkflowUpdateFailedError,
+  WorkflowUpdateRPCTimeoutOrCancelledError,
   type WorkflowHandle,
 } from '@temporalio/client';
-import { defaultPayloadConverter, defineSearchAttributeKey, type DataConverter } from '@temporalio/common';
+import { defaultPayloadConverter, defineSearchAttributeKey, type DataConverter, type UpdateDefinition } from '@temporalio/common';
 import { temporal } from '@temporalio/proto';
 import { decodeOptionalFailureToOptionalError } from '@temporalio/common/lib/internal-non-workflow';
 import { optionalTsToDate } from '@temporalio/common/lib/time';
@@ -39,10 +42,10 @@ import {
   type ApproveInput,
 } from './common/input';
 import {
-  abortSignal,
+  abortUpdate,
   approveUpdate,
-  pauseSignal,
-  resumeSignal,
+  pauseUpdate,
+  resumeUpdate,
   sendMessageUpdate,
   snapshotAtQuery,
   stateAtQuery,
@@ -50,6 +53,7 @@ import {
   stateQuery,
   type AgentRunResult,
   type ApproveResult,
+  type ControlResult,
   type RunStateView,
   type SendMessageResult,
 } from './common/messages';
@@ -68,6 +72,13 @@ const QUERY_TIMEOUT_MS = 5_000;
 /** Retries of a failed `state` query (the first workflow task not yet done, a worker restarting). */
 const QUERY_RETRIES = 3;
 const QUERY_RETRY_DELAY_MS = 250;
+/** How long a control (approve, sendMessage, abort, pause, resume) waits for the run to take it, unless told. */
+export const DEFAULT_CONTROL_TIMEOUT_MS = 10_000;
+/** Past a control's deadline the client listens this much longer, so that the answer to one taken just in time still arrives. */
+const CONTROL_GRACE_MS = 1_000;
+/** First wait before a control is sent again after the server dropped it with the workflow task that carried it. */
+const CONTROL_RETRY_DELAY_MS = 100;
+const GRPC_FAILED_PRECONDITION = 9;
 const SUMMARY_CHARS = 80;
 const DEFAULT_LIST_LIMIT = 20;
 
@@ -140,6 +151,38 @@ export class AgentStepNotFoundError extends Error {
 
 /** The workflow's message for a step it does not hold (`resume.ts`, `snapshotAt`). */
 const STEP_NOT_IN_RUN = /step -?\d+ is not in this run[^\n]*/;
+
+/**
+ * No run took a control (approve, sendMessage, abort, pause, resume) by its deadline. Nothing was recorded, and the
+ * run refuses the control if a worker delivers it later: the deadline travels with it.
+ */
+export class AgentControlTimeoutError extends Error {
+  override readonly name = 'AgentControlTimeoutError';
+  constructor(
+    readonly workflowId: string,
+    readonly control: string,
+    readonly timeoutMs: number,
+    readonly taskQueue: string | undefined,
+    /** Whether a worker polled the run's task queue since the control was sent; undefined when that could not be checked. */
+    readonly workerPolling: boolean | undefined,
+  ) {
+    super(
+      (workerPolling === false
+        ? `no worker is polling task queue ${taskQueue}: ${control} did not reach ${workflowId} within ${timeoutMs} ms`
+        : `${workflowId} did not answer ${control} within ${timeoutMs} ms` + (workerPolling ? ` (workers poll task queue ${taskQueue}: busy, or failing on this run?)` : '')) +
+        '; nothing was recorded, and the run will refuse it if it arrives later',
+    );
+  }
+}
+
+/** Options of the controls: `approve`, `sendMessage`, `abort`, `pause`, `resume`. */
+export interface ControlOptions {
+  /**
+   * How long the run has to take the control. The deadline is sent with it and the run refuses it after that, so a
+   * control that waited for a worker never takes effect later. @default 10000 (`DEFAULT_CONTROL_TIMEOUT_MS`)
+   */
+  timeoutMs?: number;
+}
 
 /** Why a run failed, unwrapped from the `WorkflowFailedError` that `result()` rejects with. */
 export interface RunFailure {
@@ -444,32 +487,37 @@ export class AgentRunHandle {
     return diffSnapshots(a, await this.snapshotAt(to, { includeMessages: true }));
   }
 
+  /*
+   * The controls below are updates that carry a deadline (`ControlOptions.timeoutMs`). Each resolves once the run has
+   * taken the control; it rejects with `AgentUpdateRejectedError` when the run refuses it (the machine's reason, e.g.
+   * `a pause is already requested`) and with `AgentControlTimeoutError` when no run took it by the deadline. Either
+   * way nothing was recorded.
+   */
+
   /** Asks the run to stop: work in flight is cancelled and the run ends ABORTED. */
-  async abort(reason?: string): Promise<void> {
+  async abort(reason?: string, opts: ControlOptions = {}): Promise<ControlResult> {
     const input = validate(AbortInputSchema, reason === undefined ? {} : { reason }, 'abort input');
-    await this.guard(() => this.workflow.signal(abortSignal, input));
+    return this.control(abortUpdate, input, opts);
   }
 
-  /** Asks the run to pause before its next piece of work; a signal, so a refusal shows only in `state().rejectedEvents`. */
-  async pause(): Promise<void> {
-    await this.guard(() => this.workflow.signal(pauseSignal));
+  /** Asks the run to pause before its next piece of work (`pauseRequested` while work is in flight). */
+  async pause(opts: ControlOptions = {}): Promise<ControlResult> {
+    return this.control(pauseUpdate, {}, opts);
   }
 
   /** Resumes a paused run (or cancels a pending pause). */
-  async resume(): Promise<void> {
-    await this.guard(() => this.workflow.signal(resumeSignal));
+  async resume(opts: ControlOptions = {}): Promise<ControlResult> {
+    return this.control(resumeUpdate, {}, opts);
   }
 
-  /** Decides one tool call that waits for approval. Rejects with `AgentUpdateRejectedError` if the run is not waiting for it. */
-  async approve(input: ApproveInput): Promise<ApproveResult> {
-    const args = validate(ApproveInputSchema, input, 'approve input');
-    return this.update('approve', () => this.workflow.executeUpdate(approveUpdate, { args: [args] }));
+  /** Decides one tool call that waits for approval. */
+  async approve(input: ApproveInput, opts: ControlOptions = {}): Promise<ApproveResult> {
+    return this.control(approveUpdate, validate(ApproveInputSchema, input, 'approve input'), opts);
   }
 
   /** Queues a user message for the model's next call. */
-  async sendMessage(text: string): Promise<SendMessageResult> {
-    const args = validate(SendMessageInputSchema, { text }, 'sendMessage input');
-    return this.update('sendMessage', () => this.workflow.executeUpdate(sendMessageUpdate, { args: [args] }));
+  async sendMessage(text: string, opts: ControlOptions = {}): Promise<SendMessageResult> {
+    return this.control(sendMessageUpdate, validate(SendMessageInputSchema, { text }, 'sendMessage input'), opts);
   }
 
   /**
@@ -517,6 +565,50 @@ export class AgentRunHandle {
       const state = status === 'COMPLETED' ? await this.workflow.result().then((r: AgentRunResult) => r.status, () => undefined) : undefined;
       throw new AgentRunEndedError(this.workflowId, status, state);
     }
+  }
+
+  /** Sends a control update with its deadline and waits for the run's answer until then (and a grace to hear it). */
+  private async control<A extends { deadline?: string }, R>(def: UpdateDefinition<R, [A]>, input: Omit<A, 'deadline'>, opts: ControlOptions): Promise<R> {
+    const timeoutMs = opts.timeoutMs ?? DEFAULT_CONTROL_TIMEOUT_MS;
+    if (!Number.isInteger(timeoutMs) || timeoutMs < 1) throw new InvalidAgentInputError(`Invalid control options: timeoutMs: must be a positive integer, got ${timeoutMs}`);
+    const sentAt = Date.now();
+    const args = { ...input, deadline: new Date(sentAt + timeoutMs).toISOString() } as A;
+    const connection = this.workflow.client.connection;
+    for (let attempt = 0; ; attempt++) {
+      try {
+        return await this.update(def.name, () => connection.withDeadline(sentAt + timeoutMs + CONTROL_GRACE_MS, () => this.workflow.executeUpdate(def, { args: [args] })));
+      } catch (err) {
+        const delay = CONTROL_RETRY_DELAY_MS * 2 ** Math.min(attempt, 4);
+        // Not accepted, so not recorded: the same control, with the same deadline, may go again.
+        if (isDroppedWithWorkflowTask(err) && Date.now() + delay < sentAt + timeoutMs) {
+          await sleep(delay);
+          continue;
+        }
+        if (!(err instanceof WorkflowUpdateRPCTimeoutOrCancelledError || isGrpcDeadlineError(err) || isDroppedWithWorkflowTask(err))) throw err;
+        const { taskQueue, polling } = await this.pollersSince(sentAt);
+        throw new AgentControlTimeoutError(this.workflowId, def.name, timeoutMs, taskQueue, polling);
+      }
+    }
+  }
+
+  /** The run's task queue, and whether a worker has polled it (for workflow tasks) since `since`; undefined if unknown. */
+  private async pollersSince(since: number): Promise<{ taskQueue: string | undefined; polling: boolean | undefined }> {
+    const { client } = this.workflow;
+    const namespace = client.options.namespace;
+    const described = await client.workflowService
+      .describeWorkflowExecution({ namespace, execution: { workflowId: this.workflowId, runId: this.runId } })
+      .catch(() => undefined);
+    const taskQueue = described?.executionConfig?.taskQueue?.name ?? this.taskQueue;
+    if (!taskQueue) return { taskQueue, polling: undefined };
+    const queue = await client.workflowService
+      .describeTaskQueue({
+        namespace,
+        taskQueue: { name: taskQueue, kind: temporal.api.enums.v1.TaskQueueKind.TASK_QUEUE_KIND_NORMAL },
+        taskQueueType: temporal.api.enums.v1.TaskQueueType.TASK_QUEUE_TYPE_WORKFLOW,
+      })
+      .catch(() => undefined);
+    if (!queue) return { taskQueue, polling: undefined };
+    return { taskQueue, polling: (queue.pollers ?? []).some((p) => (optionalTsToDate(p.lastAccessTime)?.getTime() ?? 0) >= since) };
   }
 
   private async update<T>(name: string, fn: () => Promise<T>): Promise<T> {
@@ -708,6 +800,16 @@ async function pause(ms: number, signal: AbortSignal | undefined): Promise<void>
 function summarize(prompt: string): string {
   const line = prompt.replace(/\s+/g, ' ').trim();
   return line.length > SUMMARY_CHARS ? `${line.slice(0, SUMMARY_CHARS - 3)}...` : line;
+}
+
+/**
+ * The server dropped an update with the workflow task that carried it, before accepting it (FAILED_PRECONDITION,
+ * "unexpected workflow task failure"). A run that ends on the update (abort) while signals arrive meets this: the
+ * server refuses to close it over unhandled events (UnhandledCommand) and fails that workflow task.
+ */
+function isDroppedWithWorkflowTask(err: unknown): boolean {
+  const grpc = err instanceof ServiceError ? err.cause : err;
+  return isGrpcServiceError(grpc) && grpc.code === GRPC_FAILED_PRECONDITION;
 }
 
 /** The server's answer when no worker polls the run's task queue: a query cannot be answered until one does. */

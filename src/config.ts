@@ -193,6 +193,8 @@ export interface GatewaySettings {
   host: string;
   /** `GATEWAY_TOKEN`; `null` only with `GATEWAY_INSECURE=1`. */
   token: string | null;
+  /** `GATEWAY_CONTROL_TIMEOUT_MS`: how long a control waits for the run to take it. @default 10000 */
+  controlTimeoutMs: number;
 }
 
 /** HTTP gateway settings; refuses to run without a token unless GATEWAY_INSECURE=1 says so. */
@@ -203,7 +205,9 @@ export function gatewaySettings(env: NodeJS.ProcessEnv = process.env): GatewaySe
   if (!token && env.GATEWAY_INSECURE !== '1') {
     throw new Error('GATEWAY_TOKEN is required (set GATEWAY_INSECURE=1 to run without authentication, on a trusted network only)');
   }
-  return { port: Number(port), host: env.GATEWAY_HOST || '127.0.0.1', token };
+  const controlTimeout = (env.GATEWAY_CONTROL_TIMEOUT_MS || '10000').trim();
+  if (!/^[1-9]\d*$/.test(controlTimeout)) throw new Error(`GATEWAY_CONTROL_TIMEOUT_MS must be a positive number of milliseconds, got ${JSON.stringify(env.GATEWAY_CONTROL_TIMEOUT_MS)}`);
+  return { port: Number(port), host: env.GATEWAY_HOST || '127.0.0.1', token, controlTimeoutMs: Number(controlTimeout) };
 }
 
 export const DEFAULT_CODEC_SERVER_PORT = 8081;

@@ -71,10 +71,16 @@ test.each([
 });
 
 test('the gateway needs a token unless GATEWAY_INSECURE=1, and a port number', () => {
-  expect(gatewaySettings({ GATEWAY_TOKEN: ' t ' })).toEqual({ port: 8080, host: '127.0.0.1', token: 't' });
-  expect(gatewaySettings({ GATEWAY_INSECURE: '1', GATEWAY_PORT: '9000', GATEWAY_HOST: '0.0.0.0' })).toEqual({ port: 9000, host: '0.0.0.0', token: null });
+  expect(gatewaySettings({ GATEWAY_TOKEN: ' t ' })).toEqual({ port: 8080, host: '127.0.0.1', token: 't', controlTimeoutMs: 10_000 });
+  expect(gatewaySettings({ GATEWAY_INSECURE: '1', GATEWAY_PORT: '9000', GATEWAY_HOST: '0.0.0.0', GATEWAY_CONTROL_TIMEOUT_MS: '2500' })).toEqual({
+    port: 9000,
+    host: '0.0.0.0',
+    token: null,
+    controlTimeoutMs: 2_500,
+  });
   expect(() => gatewaySettings({})).toThrow(/^GATEWAY_TOKEN is required/);
   expect(() => gatewaySettings({ GATEWAY_TOKEN: 't', GATEWAY_PORT: '70000' })).toThrow(/^GATEWAY_PORT must be a port number, got "70000"/);
+  expect(() => gatewaySettings({ GATEWAY_TOKEN: 't', GATEWAY_CONTROL_TIMEOUT_MS: '0' })).toThrow(/^GATEWAY_CONTROL_TIMEOUT_MS must be a positive number of milliseconds, got "0"/);
 });
 
 test('the codec server needs a long token; origins default to the dev server UI and lose trailing slashes', () => {

@@ -115,7 +115,7 @@ test('OpenAPI: every documented route exists, every route is documented, the sta
   bare.addHook('onRoute', (r) => {
     for (const m of [r.method].flat()) if (m !== 'HEAD') registered.push(`${m} ${r.url}`);
   });
-  registerRoutes(bare, { agents: {} as AgentClient, heartbeatMs: 1, pollIntervalMs: 1, inflight: new Set() });
+  registerRoutes(bare, { agents: {} as AgentClient, heartbeatMs: 1, pollIntervalMs: 1, controlTimeoutMs: 1, inflight: new Set() });
   await bare.ready();
   expect(registered.sort()).toEqual([...documented].sort());
   await bare.close();

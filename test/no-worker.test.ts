@@ -1,8 +1,11 @@
-/** With every worker stopped, `state` still answers from the copy the run stored: client, CLI and gateway. */
+/**
+ * With every worker stopped, `state` still answers from the copy the run stored, and a control fails at its deadline
+ * and is never applied later: client, CLI and gateway.
+ */
 import { runCli } from '../src/cli';
-import { AgentClient } from '../src/client';
+import { AgentClient, AgentControlTimeoutError } from '../src/client';
 import { buildGateway } from '../src/gateway/index';
-import { startAgentHarness, type AgentHarness } from './support/agent-harness';
+import { sleep, startAgentHarness, type AgentHarness } from './support/agent-harness';
 
 // As in gateway.test.ts: light-my-request's cookie dependency is ESM only; inject needs no cookies here.
 jest.mock(`${__dirname}/../node_modules/light-my-request/node_modules/cookie/dist/index.js`, () => ({
@@ -49,4 +52,70 @@ test('state of a completed run and of a run waiting for approval answers within 
   expect(res.statusCode).toBe(200);
   expect(res.json()).toMatchObject({ state: 'COMPLETED', stored: { reason: expect.stringMatching(/^no worker is answering/) } });
   await app.close();
+}, 90_000);
+
+test('a control sent while no worker runs fails at its deadline, says so, and is not applied when a worker comes back', async () => {
+  h.model.register('late-controls', ({ callIndex }) =>
+    callIndex === 0 ? { toolCalls: [{ id: 'w1', name: 'writeFile', arguments: { path: 'late.txt', content: 'a' } }] } : { text: 'written' },
+  );
+  await h.startWorker(); // the test above stopped it
+  const client = new AgentClient(h.env.client, h.taskQueue);
+  const run = await client.start({ prompt: 'write', model: 'late-controls', approval: { tools: ['writeFile'] } });
+  await h.waitForState(h.env.client.workflow.getHandle(run.workflowId), (s) => s.state === 'AWAITING_APPROVAL');
+  await h.stopWorker();
+
+  const timeoutMs = 1_500;
+  const noWorker = new RegExp(`^no worker is polling task queue ${h.taskQueue}: \\w+ did not reach ${run.workflowId} within ${timeoutMs} ms; nothing was recorded`);
+  const handle = client.handle(run.workflowId);
+  const started = Date.now();
+  const outcomes = await Promise.allSettled([
+    handle.approve({ toolCallId: 'w1', approved: true }, { timeoutMs }),
+    handle.sendMessage('a late message', { timeoutMs }),
+    handle.pause({ timeoutMs }),
+    handle.abort('a late abort', { timeoutMs }),
+  ]);
+  const elapsed = Date.now() - started;
+  expect(elapsed).toBeGreaterThanOrEqual(timeoutMs);
+  expect(elapsed).toBeLessThan(timeoutMs + 4_000);
+  for (const [outcome, control] of outcomes.map((o, i) => [o, ['approve', 'sendMessage', 'pause', 'abort'][i]] as const)) {
+    expect(outcome.status).toBe('rejected');
+    const err = (outcome as PromiseRejectedResult).reason;
+    expect(err).toBeInstanceOf(AgentControlTimeoutError);
+    expect(err).toMatchObject({ control, workerPolling: false, taskQueue: h.taskQueue, message: expect.stringMatching(noWorker) });
+  }
+
+  let out = '';
+  let err = '';
+  const cli = (...argv: string[]) => runCli(argv, { connect: async () => client, out: (t) => (out += t), err: (t) => (err += t) });
+  expect(await cli('approve', run.workflowId, 'w1', '--reject', '--wait-ms', String(timeoutMs))).toBe(1);
+  expect(await cli('resume', run.workflowId, '--wait-ms', String(timeoutMs))).toBe(1);
+  expect(out).toBe('');
+  expect(err.trim().split('\n')).toEqual([expect.stringMatching(/^error: no worker is polling task queue .*approve did not reach/), expect.stringMatching(/^error: no worker is polling .*resume did not reach/)]);
+
+  const app = buildGateway({ agents: client, token: 't', controlTimeoutMs: timeoutMs });
+  const post = (path: string, payload?: object) =>
+    app.inject({ method: 'POST', url: `/v1/runs/${run.workflowId}/${path}`, headers: { authorization: 'Bearer t' }, ...(payload ? { payload } : {}) });
+  for (const [path, payload, control] of [
+    ['approvals', { toolCallId: 'w1', approved: false }, 'approve'],
+    ['abort', { reason: 'late over HTTP' }, 'abort'],
+  ] as const) {
+    const res = await post(path, payload);
+    expect([res.statusCode, res.json()]).toEqual([
+      504,
+      { error: { code: 'control_timeout', message: expect.stringMatching(noWorker), control, taskQueue: h.taskQueue, workerPolling: false } },
+    ]);
+  }
+  await app.close();
+
+  // Every deadline has passed: the worker that starts now gets the waiting updates and refuses each of them.
+  await h.startWorker();
+  await sleep(500);
+  const view = await handle.state();
+  expect(view).toMatchObject({ state: 'AWAITING_APPROVAL', pauseRequested: false, queuedMessages: [], rejectedEvents: [] });
+  expect(view.pendingApproval).toEqual([expect.not.objectContaining({ decision: expect.anything() })]);
+  // Had any late approval been applied, this one would be refused as already decided.
+  expect(await handle.approve({ toolCallId: 'w1', approved: true })).toEqual({ toolCallId: 'w1', approved: true, remaining: 0 });
+  expect(await handle.result()).toMatchObject({ status: 'COMPLETED', answer: 'written' });
+  const end = await handle.state({ includeMessages: true });
+  expect(end.messages?.filter((m) => m.role === 'user').map((m) => m.content)).toEqual(['write']);
 }, 90_000);

@@ -166,6 +166,7 @@ test('approve with edited arguments runs the tool with them; an invalid edit is 
     approved: true,
     feedback: 'not there',
     arguments: { path: 'edited.txt', content: 'from a person' },
+    deadline: expect.stringMatching(/^\d{4}-\d\d-\d\dT/), // the client's: the run refuses the update after it
   });
 });
 

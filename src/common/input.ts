@@ -180,6 +180,24 @@ export type AbortInput = z.input<typeof AbortInputSchema>;
 export type ApproveInput = z.input<typeof ApproveInputSchema>;
 export type SendMessageInput = z.input<typeof SendMessageInputSchema>;
 
+/**
+ * A control update's deadline, set by the client: the run refuses an update whose delivery comes later (by workflow
+ * time), so one that waited for a worker past the point where the client gave up is never applied. Optional: old
+ * clients send none.
+ */
+const deadline = () => z.iso.datetime({ offset: true }).optional();
+/** The arguments of the control updates: each input as clients give it, plus the deadline. */
+export const AbortUpdateSchema = oncePerWorker('common/input:abortUpdate', () => AbortInputSchema.extend({ deadline: deadline() }));
+export const ApproveUpdateSchema = oncePerWorker('common/input:approveUpdate', () => ApproveInputSchema.extend({ deadline: deadline() }));
+export const SendMessageUpdateSchema = oncePerWorker('common/input:sendMessageUpdate', () => SendMessageInputSchema.extend({ deadline: deadline() }));
+/** The argument of the pause and resume updates. */
+export const ControlUpdateSchema = oncePerWorker('common/input:controlUpdate', () => z.object({ deadline: deadline() }).strict());
+
+export type AbortUpdateInput = z.input<typeof AbortUpdateSchema>;
+export type ApproveUpdateInput = z.input<typeof ApproveUpdateSchema>;
+export type SendMessageUpdateInput = z.input<typeof SendMessageUpdateSchema>;
+export type ControlUpdateInput = z.input<typeof ControlUpdateSchema>;
+
 /** The model activity's batches of streamed text (an internal signal, validated all the same). */
 export const StreamDeltaSchema = oncePerWorker('common/input:streamDelta', () =>
   z.object({ callNumber: z.number().int().min(1), attempt: z.number().int().min(1), text: z.string().max(1_000_000) }).strict(),

@@ -3,7 +3,8 @@
  * Wire names equal the constant names without their kind suffix.
  */
 import { defineQuery, defineSignal, defineUpdate } from '@temporalio/workflow';
-import type { AbortInput, ApproveInput, SendMessageInput } from './input';
+import type { AbortInput, AbortUpdateInput, ApproveUpdateInput, ControlUpdateInput, SendMessageUpdateInput } from './input';
+import type { AgentState } from './states';
 import type { RunStateView, RunUsage } from './view';
 
 export type { RunStateView } from './view';
@@ -32,6 +33,13 @@ export interface SendMessageResult {
   queued: number;
 }
 
+/** What the abort, pause and resume updates answer: the run took the control, and this is where it stands now. */
+export interface ControlResult {
+  state: AgentState;
+  /** A pause that waits for the work in flight to end. */
+  pauseRequested: boolean;
+}
+
 /** What the workflow returns when the run completes or is aborted; a failed run fails the workflow. */
 export interface AgentRunResult {
   /** FAILED only inside the `AgentRunFailed` failure's details: a failed run fails the workflow. */
@@ -57,9 +65,17 @@ export const stateAtQuery = defineQuery<RunStateView, [{ step: number; includeMe
 export const snapshotAtQuery = defineQuery<RunStateView, [{ step: number; includeMessages?: boolean }]>('snapshotAt');
 /** A run's internal snapshot right after a step, as a new run carries on from it (`AgentClient.fork`); its shape is the worker's own. */
 export const stateSnapshotAtQuery = defineQuery<CarriedSnapshot, [{ step: number }]>('stateSnapshotAt');
+/**
+ * The signals of clients before 0.2, still handled: a signal is recorded at once and applied whenever a worker takes
+ * it, and a refusal shows only in `rejectedEvents`. Clients send the updates below instead.
+ */
 export const abortSignal = defineSignal<[AbortInput?]>('abort');
 export const pauseSignal = defineSignal('pause');
 export const resumeSignal = defineSignal('resume');
 export const streamDeltaSignal = defineSignal<[StreamDelta]>('streamDelta');
-export const approveUpdate = defineUpdate<ApproveResult, [ApproveInput]>('approve');
-export const sendMessageUpdate = defineUpdate<SendMessageResult, [SendMessageInput]>('sendMessage');
+// Control updates: refused (never recorded) when the machine refuses the event or when delivered after `deadline`.
+export const approveUpdate = defineUpdate<ApproveResult, [ApproveUpdateInput]>('approve');
+export const sendMessageUpdate = defineUpdate<SendMessageResult, [SendMessageUpdateInput]>('sendMessage');
+export const abortUpdate = defineUpdate<ControlResult, [AbortUpdateInput]>('abort');
+export const pauseUpdate = defineUpdate<ControlResult, [ControlUpdateInput]>('pause');
+export const resumeUpdate = defineUpdate<ControlResult, [ControlUpdateInput]>('resume');

@@ -8,6 +8,8 @@ export interface GatewayContext {
   heartbeatMs: number;
   /** Time between two `state` queries of an SSE stream's watch. */
   pollIntervalMs: number;
+  /** How long a control (approval, message, abort, pause, resume) waits for the run to take it. */
+  controlTimeoutMs: number;
   /** Long requests (SSE streams, result waits) in flight; closing the gateway aborts them. */
   inflight: Set<AbortController>;
 }

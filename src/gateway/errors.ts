@@ -1,6 +1,7 @@
 /** The gateway's one error shape, `{ error: { code, message } }`, and the mapping of client errors to HTTP statuses. */
 import { isGrpcServiceError, ServiceError } from '@temporalio/client';
 import {
+  AgentControlTimeoutError,
   AgentQueryTimeoutError,
   AgentRunEndedError,
   AgentRunNotFoundError,
@@ -46,6 +47,9 @@ export function toHttpError(err: unknown): HttpError | undefined {
   if (err instanceof AgentRunEndedError) return new HttpError(409, 'run_ended', err.message, { status: err.status });
   if (err instanceof AgentUpdateRejectedError) return new HttpError(409, 'update_rejected', err.reason, { update: err.update });
   if (err instanceof AgentQueryTimeoutError) return new HttpError(504, 'query_timeout', err.message);
+  if (err instanceof AgentControlTimeoutError) {
+    return new HttpError(504, 'control_timeout', err.message, { control: err.control, taskQueue: err.taskQueue ?? null, workerPolling: err.workerPolling ?? null });
+  }
   if (isAlreadyStarted(err)) return new HttpError(409, 'already_started', `an agent run with id ${err.workflowId} is already running`);
   if (isUnavailable(err)) return new HttpError(503, 'temporal_unavailable', 'the Temporal server is unavailable');
   const status = (err as { statusCode?: unknown } | null)?.statusCode;

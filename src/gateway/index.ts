@@ -4,7 +4,7 @@
  * `{ error: { code, message } }`, bearer-token auth. See docs/gateway.md.
  */
 import Fastify, { type FastifyInstance } from 'fastify';
-import type { AgentClient } from '../client';
+import { DEFAULT_CONTROL_TIMEOUT_MS, type AgentClient } from '../client';
 import { registerAuth } from './auth';
 import type { GatewayContext } from './context';
 import { toHttpError } from './errors';
@@ -25,6 +25,11 @@ export interface GatewayOptions {
   heartbeatMs?: number;
   /** Time between two state queries of an SSE stream. @default 250 */
   pollIntervalMs?: number;
+  /**
+   * How long a control (approval, message, abort, pause, resume) waits for the run to take it: later, the request
+   * fails with 504 `control_timeout` and the run refuses it. @default 10000 (`DEFAULT_CONTROL_TIMEOUT_MS`)
+   */
+  controlTimeoutMs?: number;
   /** Largest request body in bytes. @default 1048576 */
   bodyLimit?: number;
   /** Serve the web page for runs at `/ui` (its data still needs the token). @default true */
@@ -39,6 +44,7 @@ export function buildGateway(opts: GatewayOptions): FastifyInstance {
     agents: opts.agents,
     heartbeatMs: opts.heartbeatMs ?? 15_000,
     pollIntervalMs: opts.pollIntervalMs ?? 250,
+    controlTimeoutMs: opts.controlTimeoutMs ?? DEFAULT_CONTROL_TIMEOUT_MS,
     inflight: new Set(),
   };
 

@@ -39,10 +39,12 @@ const ERROR_RESPONSES: Record<number, string> = {
   400: 'Invalid input: the message names each bad field.',
   401: 'Missing or wrong bearer token.',
   404: 'No run with this id (`run_not_found`), or no such step (`step_not_found`).',
-  409: 'The run has ended (`run_ended`), refused the update (`update_rejected`, the message is the workflow\'s reason), or is already running (`already_started`).',
+  409: 'The run has ended (`run_ended`), refused the control (`update_rejected`: `message` is the run\'s reason, `update` the control), or is already running (`already_started`).',
   422: 'The run failed (`run_failed`): `message` is the workflow\'s reason, `failureType` its failure type, `result` its counters when known.',
   503: 'The Temporal server is unavailable.',
-  504: 'No worker answered the state query in time.',
+  504:
+    'No worker answered the state query in time (`query_timeout`), or no run took a control by its deadline (`control_timeout`: nothing was ' +
+    'recorded and the run refuses it later; `workerPolling` false means no worker polls `taskQueue`).',
 };
 
 const schemas: Record<string, Json> = {
@@ -252,8 +254,14 @@ const schemas: Record<string, Json> = {
   },
   SignalSent: {
     type: 'object',
-    required: ['workflowId', 'signal', 'sent'],
-    properties: { workflowId: { type: 'string' }, signal: { enum: ['abort', 'pause', 'resume'] }, sent: { const: true } },
+    required: ['workflowId', 'signal', 'sent', 'state', 'pauseRequested'],
+    properties: {
+      workflowId: { type: 'string' },
+      signal: { enum: ['abort', 'pause', 'resume'], description: 'The control the run took.' },
+      sent: { const: true },
+      state: { enum: agentStates, description: 'The run\'s state right after it took the control.' },
+      pauseRequested: { type: 'boolean', description: 'A pause waits for the work in flight to end.' },
+    },
   },
   ApproveResult: {
     type: 'object',
@@ -281,7 +289,10 @@ function buildDocument(): Json {
       summary,
       parameters: [idParam],
       ...(requestBody ? { requestBody } : {}),
-      responses: { '202': ok('The signal was sent; the run acts on it at its next step.', ref('SignalSent')), ...errors(400, 401, 404, 409, 503) },
+      responses: {
+        '202': ok('The run took the control (a pause takes effect before its next piece of work).', ref('SignalSent')),
+        ...errors(400, 401, 404, 409, 503, 504),
+      },
     },
   });
   return {
@@ -403,7 +414,7 @@ function buildDocument(): Json {
           summary: 'Approve or reject a tool call waiting for approval',
           parameters: [idParam],
           requestBody: body(ApproveBodySchema),
-          responses: { '200': ok('Decided.', ref('ApproveResult')), ...errors(400, 401, 404, 409, 503) },
+          responses: { '200': ok('Decided.', ref('ApproveResult')), ...errors(400, 401, 404, 409, 503, 504) },
         },
       },
       '/v1/runs/{id}/messages': {
@@ -412,7 +423,7 @@ function buildDocument(): Json {
           summary: 'Queue a user message for the model\'s next call',
           parameters: [idParam],
           requestBody: body(SendMessageBodySchema),
-          responses: { '200': ok('Queued.', ref('SendMessageResult')), ...errors(400, 401, 404, 409, 503) },
+          responses: { '200': ok('Queued.', ref('SendMessageResult')), ...errors(400, 401, 404, 409, 503, 504) },
         },
       },
     },

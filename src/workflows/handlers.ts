@@ -4,18 +4,31 @@
  * run of the event, so the checks live in one place and a refused update never reaches history.
  */
 import { setHandler } from '@temporalio/workflow';
-import { AbortInputSchema, ApproveInputSchema, parseOrThrow, parseWith, SendMessageInputSchema, StreamDeltaSchema } from '../common/input';
+import {
+  AbortInputSchema,
+  AbortUpdateSchema,
+  ApproveUpdateSchema,
+  ControlUpdateSchema,
+  parseOrThrow,
+  parseWith,
+  SendMessageUpdateSchema,
+  StreamDeltaSchema,
+} from '../common/input';
 import {
   abortSignal,
+  abortUpdate,
   approveUpdate,
   pauseSignal,
+  pauseUpdate,
   resumeSignal,
+  resumeUpdate,
   stateSnapshotAtQuery,
   sendMessageUpdate,
   stateAtQuery,
   stateQuery,
   streamDeltaSignal,
   type CarriedSnapshot,
+  type ControlResult,
 } from '../common/messages';
 import { transition, undecided, type AgentEvent } from './machine';
 import type { RunSnapshot } from './snapshot';
@@ -32,11 +45,20 @@ export interface HandledRun {
   refuse(event: AgentEvent, error: string): void;
 }
 
+/**
+ * Whether an update comes after the deadline its client gave it. Workflow time is the time of the workflow task that
+ * delivers the update, the same on every replay (and validators do not run on replay).
+ */
+const isPastDeadline = (deadline: string | undefined, now: number): boolean => deadline !== undefined && now > Date.parse(deadline);
+
 export function setRunHandlers(run: HandledRun): void {
-  const refuseUnlessAccepted = (event: AgentEvent): void => {
+  /** The validator of every control update: on time, and an event the machine accepts now (a dry run). */
+  const refuseUnlessAccepted = (update: string, event: AgentEvent, deadline: string | undefined): void => {
+    if (isPastDeadline(deadline, Date.now())) throw new Error(`${update} came after its deadline ${deadline}, when no worker had taken it: not applied`);
     const result = transition(run.current(), event, new Date().toISOString());
     if (!result.ok) throw new Error(result.error);
   };
+  const controlResult = (): ControlResult => ({ state: run.current().phase.type, pauseRequested: run.current().pauseRequested });
   // Descriptions show in `temporal workflow metadata` and the UI. The UI lists queries by name: the internal one is
   // named to sort after `state`.
   setHandler(stateQuery, (options) => publicView(run.current(), options?.includeMessages ?? false), {
@@ -63,18 +85,55 @@ export function setRunHandlers(run: HandledRun): void {
   setHandler(
     approveUpdate,
     (raw) => {
-      const { toolCallId, approved, feedback, arguments: edited } = ApproveInputSchema.parse(raw);
+      const { toolCallId, approved, feedback, arguments: edited } = ApproveUpdateSchema.parse(raw);
       run.dispatch({ type: 'APPROVAL', toolCallId, approved, feedback, ...(edited !== undefined ? { arguments: edited } : {}) });
       return { toolCallId, approved, remaining: undecided(run.current()).length };
     },
-    { validator: (raw) => refuseUnlessAccepted({ type: 'APPROVAL', ...parseOrThrow(ApproveInputSchema, raw, 'approve input') }) },
+    {
+      validator: (raw) => {
+        const { deadline, ...input } = parseOrThrow(ApproveUpdateSchema, raw, 'approve input');
+        refuseUnlessAccepted('approve', { type: 'APPROVAL', ...input }, deadline);
+      },
+    },
   );
   setHandler(
     sendMessageUpdate,
     (raw) => {
-      run.dispatch({ type: 'MESSAGE', text: SendMessageInputSchema.parse(raw).text });
+      run.dispatch({ type: 'MESSAGE', text: SendMessageUpdateSchema.parse(raw).text });
       return { queued: run.current().queuedMessages.length };
     },
-    { validator: (raw) => refuseUnlessAccepted({ type: 'MESSAGE', text: parseOrThrow(SendMessageInputSchema, raw, 'sendMessage input').text }) },
+    {
+      validator: (raw) => {
+        const { text, deadline } = parseOrThrow(SendMessageUpdateSchema, raw, 'sendMessage input');
+        refuseUnlessAccepted('sendMessage', { type: 'MESSAGE', text }, deadline);
+      },
+    },
   );
+  // The signals' updates, which say whether the run took the control.
+  setHandler(
+    abortUpdate,
+    (raw) => {
+      run.dispatch({ type: 'ABORT', reason: AbortUpdateSchema.parse(raw ?? {}).reason });
+      return controlResult();
+    },
+    {
+      validator: (raw) => {
+        const { reason, deadline } = parseOrThrow(AbortUpdateSchema, raw ?? {}, 'abort input');
+        refuseUnlessAccepted('abort', { type: 'ABORT', reason }, deadline);
+      },
+    },
+  );
+  for (const [update, type] of [
+    [pauseUpdate, 'PAUSE'],
+    [resumeUpdate, 'RESUME'],
+  ] as const) {
+    setHandler(
+      update,
+      () => {
+        run.dispatch({ type });
+        return controlResult();
+      },
+      { validator: (raw) => refuseUnlessAccepted(update.name, { type }, parseOrThrow(ControlUpdateSchema, raw ?? {}, `${update.name} input`).deadline) },
+    );
+  }
 }

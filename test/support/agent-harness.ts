@@ -35,6 +35,8 @@ export interface AgentHarness {
   waitForState(handle: WorkflowHandle, predicate: (s: RunStateView) => boolean, timeoutMs?: number): Promise<RunStateView>;
   /** Stop the worker (the server, the client and the scripted model stay): no one answers queries any more. */
   stopWorker(): Promise<void>;
+  /** Start a new worker on the same task queue after `stopWorker` (a no-op while one runs). */
+  startWorker(): Promise<void>;
   close(): Promise<void>;
 }
 
@@ -103,23 +105,25 @@ export async function startAgentHarness(
   const env = await TestWorkflowEnvironment.createFromExistingServer({ address: testServerAddress(), client: { dataConverter } });
   const taskQueue = `test-${randomUUID()}`;
   const bundle = await workflowBundle();
-  const worker = await Worker.create({
-    connection: env.nativeConnection,
-    taskQueue,
-    workflowBundle: bundle,
-    dataConverter,
-    ...agentWorkerOptions({
-      openai: openAIClient(options.llm ? { baseURL: options.llm.baseURL } : { baseURL: model.url, apiKey: 'scripted' }),
-      defaultModel: options.llm?.model ?? 'unset',
-      workspace,
-      deltaFlushMs: 100,
-      streamIdleTimeoutMs: options.streamIdleTimeoutMs,
-      tools: options.tools,
-      agents: options.agents,
-      conversations: options.conversations === false ? undefined : new ConversationStore(blobStore, { dataConverter, maxCached: options.conversationCache }),
-    }),
-  });
-  const running = worker.run();
+  const createWorker = () =>
+    Worker.create({
+      connection: env.nativeConnection,
+      taskQueue,
+      workflowBundle: bundle,
+      dataConverter,
+      ...agentWorkerOptions({
+        openai: openAIClient(options.llm ? { baseURL: options.llm.baseURL } : { baseURL: model.url, apiKey: 'scripted' }),
+        defaultModel: options.llm?.model ?? 'unset',
+        workspace,
+        deltaFlushMs: 100,
+        streamIdleTimeoutMs: options.streamIdleTimeoutMs,
+        tools: options.tools,
+        agents: options.agents,
+        conversations: options.conversations === false ? undefined : new ConversationStore(blobStore, { dataConverter, maxCached: options.conversationCache }),
+      }),
+    });
+  let worker = await createWorker();
+  let running = worker.run();
 
   const harness: AgentHarness = {
     env,
@@ -138,6 +142,12 @@ export async function startAgentHarness(
     async stopWorker() {
       if (worker.getState() === 'RUNNING') worker.shutdown();
       await running;
+    },
+    async startWorker() {
+      if (worker.getState() === 'RUNNING') return;
+      await running;
+      worker = await createWorker();
+      running = worker.run();
     },
     async close() {
       if (worker.getState() === 'RUNNING') worker.shutdown();

@@ -1,33 +1,37 @@
-/** Steering a run: abort, pause and resume (signals, 202), approvals and messages (updates, 200 or 409 with the reason). */
+/**
+ * Steering a run: abort, pause and resume (202 with where the run stands), approvals and messages (200); each an
+ * update with the gateway's deadline: 409 when the run refuses it, 504 when no run took it in time.
+ */
 import type { FastifyInstance } from 'fastify';
 import type { GatewayContext } from '../context';
 import { AbortBodySchema, ApproveBodySchema, parseOr400, RunParamsSchema, SendMessageBodySchema } from '../schemas';
 
-export function registerControlRoutes(app: FastifyInstance, { agents }: GatewayContext): void {
+export function registerControlRoutes(app: FastifyInstance, { agents, controlTimeoutMs }: GatewayContext): void {
   const run = (params: unknown) => agents.handle(parseOr400(RunParamsSchema, params, 'path').id);
+  const opts = { timeoutMs: controlTimeoutMs };
 
   app.post('/v1/runs/:id/abort', async (request, reply) => {
     const handle = run(request.params);
     const { reason } = parseOr400(AbortBodySchema, request.body ?? {}, 'abort input');
-    await handle.abort(reason);
-    return reply.code(202).send({ workflowId: handle.workflowId, signal: 'abort', sent: true });
+    const result = await handle.abort(reason, opts);
+    return reply.code(202).send({ workflowId: handle.workflowId, signal: 'abort', sent: true, ...result });
   });
 
   for (const name of ['pause', 'resume'] as const) {
     app.post(`/v1/runs/:id/${name}`, async (request, reply) => {
       const handle = run(request.params);
-      await handle[name]();
-      return reply.code(202).send({ workflowId: handle.workflowId, signal: name, sent: true });
+      const result = await handle[name](opts);
+      return reply.code(202).send({ workflowId: handle.workflowId, signal: name, sent: true, ...result });
     });
   }
 
   app.post('/v1/runs/:id/approvals', async (request) => {
     const handle = run(request.params);
-    return handle.approve(parseOr400(ApproveBodySchema, request.body, 'approve input'));
+    return handle.approve(parseOr400(ApproveBodySchema, request.body, 'approve input'), opts);
   });
 
   app.post('/v1/runs/:id/messages', async (request) => {
     const handle = run(request.params);
-    return handle.sendMessage(parseOr400(SendMessageBodySchema, request.body, 'sendMessage input').text);
+    return handle.sendMessage(parseOr400(SendMessageBodySchema, request.body, 'sendMessage input').text, opts);
   });
 }
