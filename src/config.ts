@@ -193,6 +193,8 @@ export interface GatewaySettings {
   host: string;
   /** `GATEWAY_TOKEN`; `null` only with `GATEWAY_INSECURE=1`. */
   token: string | null;
+  /** `GATEWAY_CORS_ORIGINS`: comma-separated origins whose pages may call the gateway, or `*`. @default none (no CORS) */
+  corsOrigins: string[];
 }
 
 /** HTTP gateway settings; refuses to run without a token unless GATEWAY_INSECURE=1 says so. */
@@ -203,7 +205,13 @@ export function gatewaySettings(env: NodeJS.ProcessEnv = process.env): GatewaySe
   if (!token && env.GATEWAY_INSECURE !== '1') {
     throw new Error('GATEWAY_TOKEN is required (set GATEWAY_INSECURE=1 to run without authentication, on a trusted network only)');
   }
-  return { port: Number(port), host: env.GATEWAY_HOST || '127.0.0.1', token };
+  const corsOrigins = (env.GATEWAY_CORS_ORIGINS ?? '').split(',').map((o) => o.trim().replace(/\/+$/, '')).filter(Boolean);
+  for (const origin of corsOrigins) {
+    if (origin !== '*' && !/^https?:\/\/[^/?#\s]+$/.test(origin)) {
+      throw new Error(`GATEWAY_CORS_ORIGINS: ${JSON.stringify(origin)} is not an origin (scheme://host[:port], e.g. https://app.example.com, or *)`);
+    }
+  }
+  return { port: Number(port), host: env.GATEWAY_HOST || '127.0.0.1', token, corsOrigins };
 }
 
 export const DEFAULT_CODEC_SERVER_PORT = 8081;
