@@ -214,7 +214,7 @@ function buildProgram(deps: CliDeps, state: { exitCode: number }): Command {
       });
     });
 
-  command('list', 'list agent runs, newest first')
+  command('list', 'list agent runs: open ones first (newest first), then the most recently closed')
     .option('--state <state>', 'only runs in this AgentState (e.g. AWAITING_APPROVAL)')
     .option('--limit <n>', 'most runs to show (default 20)', integer)
     .action(async (o: JsonOption & { state?: string; limit?: number }) => {

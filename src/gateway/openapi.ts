@@ -199,6 +199,7 @@ const schemas: Record<string, Json> = {
             status: { type: 'string', description: 'Temporal execution status: RUNNING, COMPLETED, FAILED, TERMINATED, ...' },
             agentState: { enum: agentStates, description: 'The `AgentState` search attribute.' },
             startTime: { type: 'string', format: 'date-time' },
+            closeTime: { type: 'string', format: 'date-time', description: 'Only once the run has closed.' },
           },
         },
       },
@@ -292,7 +293,7 @@ function buildDocument(): Json {
         },
         get: {
           operationId: 'listRuns',
-          summary: 'List runs, newest first',
+          summary: 'List runs: open runs first (newest first), then closed runs (most recently closed first)',
           parameters: [
             { name: 'state', in: 'query', description: 'Only runs whose `AgentState` is this.', schema: { enum: agentStates } },
             { name: 'limit', in: 'query', description: 'Most runs returned (default 20).', schema: { type: 'integer', minimum: 1, maximum: 1000 } },
