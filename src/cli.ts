@@ -190,7 +190,8 @@ function buildProgram(deps: CliDeps, state: { exitCode: number }): Command {
     .option('--query <query>', 'a visibility query the runs must also match, e.g. TaskQueue="agent-runs"')
     .action(async (o: JsonOption & { workflows?: string; limit: number; recent: number; query?: string }) => {
       // Loaded here only: replay needs the worker's native core, which the other commands do without.
-      const { checkDeploy } = await import('./check-deploy');
+      const { checkDeploy, quietReplayLogs } = await import('./check-deploy');
+      quietReplayLogs();
       const workflows = o.workflows ? { workflowsPath: path.resolve(o.workflows) } : undefined;
       const result = await withClient((client) => checkDeploy({ client: client.client, workflows, limit: o.limit, recentClosed: o.recent, query: o.query }));
       if (o.json) printJson(result);
