@@ -11,10 +11,9 @@ import { AgentClient, failureReason } from '../src/client';
 import { workerConfig } from '../src/config';
 import { DefaultLogger, Runtime } from '@temporalio/worker';
 import { createAgentWorker } from '../src/worker';
-import { ensureSearchAttributes, isServerUp, startDevServer } from './lib/dev-server';
+import { ensureSearchAttributes, isServerUp, startDevServer, temporalUiUrl, type DevServerHandle } from './lib/dev-server';
 
 const PROMPT = process.env.DEMO_PROMPT ?? 'Look around the workspace, read the most useful file, and tell me what it says.';
-const UI_URL = process.env.TEMPORAL_UI_URL ?? 'http://localhost:8233';
 /** The scripted model's pace with --slow: 0.4 s a text chunk, 2 s before a tool call. */
 const SLOW_PACE_MS = 400;
 
@@ -38,11 +37,12 @@ async function main(): Promise<void> {
   const slow = process.argv.includes('--slow');
   const config = workerConfig(slow ? { SCRIPTED_MODEL_PACE_MS: String(SLOW_PACE_MS), ...process.env } : process.env);
   const { temporal } = config;
+  let server: DevServerHandle | undefined;
   if (await isServerUp(temporal.address, temporal.namespace)) {
     await ensureSearchAttributes(temporal.address, temporal.namespace);
   } else {
     console.log(`demo: no Temporal server answers on ${temporal.address}; starting the local dev server (first start installs the temporal CLI)`);
-    const server = await startDevServer({ detached: true, logFile: '.temporal/server.log' });
+    server = await startDevServer({ detached: true, logFile: '.temporal/server.log' });
     temporal.address = server.address;
     console.log(`demo: dev server ready on ${server.address}, UI ${server.uiUrl}; it keeps running after the demo (stop it with: kill ${server.pid})`);
   }
@@ -62,7 +62,10 @@ async function main(): Promise<void> {
   let exitCode = 0;
   try {
     const run = await client.start({ prompt: PROMPT });
-    const link = `${UI_URL}/namespaces/${temporal.namespace}/workflows/${encodeURIComponent(run.workflowId)}`;
+    const ui = await temporalUiUrl(temporal.address, process.env, server);
+    const link = ui
+      ? `Temporal UI: ${ui}/namespaces/${temporal.namespace}/workflows/${encodeURIComponent(run.workflowId)}`
+      : `Temporal UI: not found beside ${temporal.address} (set TEMPORAL_UI_URL to get the run's link)`;
     console.log(`demo: started run ${run.workflowId} on task queue ${temporal.taskQueue}`);
     if (slow) console.log(`demo: slow pace; from another terminal try: npm run agent -- pause ${run.workflowId} (then resume, or abort)`);
     console.log('');
@@ -72,7 +75,7 @@ async function main(): Promise<void> {
       exitCode = 1;
       console.log(`the run failed: ${failureReason(err)}`);
     });
-    console.log(`\nTemporal UI: ${link}`);
+    console.log(`\n${link}`);
   } finally {
     await client.close();
     agent.shutdown();

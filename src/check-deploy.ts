@@ -4,9 +4,9 @@
  * cannot replay would fail its next workflow task after the deploy: it is reported with the first divergence.
  */
 import type { Client } from '@temporalio/client';
-import { Worker, type ReplayWorkerOptions } from '@temporalio/worker';
+import { bundleWorkflowCode, DefaultLogger, Runtime, Worker, type ReplayWorkerOptions } from '@temporalio/worker';
 import { WORKFLOW_TYPE } from './common/constants';
-import { WORKFLOWS_PATH } from './workflow-bundle';
+import { quietBundler, WORKFLOWS_PATH } from './workflow-bundle';
 
 export interface DeployCheckOptions {
   /** A client of the namespace to check, with the data converter the workers use (payloads must decode). */
@@ -42,13 +42,32 @@ export async function checkDeploy(options: DeployCheckOptions): Promise<DeployCh
   }
   const failures: DeployCheckResult['failures'] = [];
   const replay = Worker.runReplayHistories(
-    { ...(options.workflows ?? { workflowsPath: WORKFLOWS_PATH }), dataConverter: client.options.dataConverter, replayName: 'check-deploy' },
+    { workflowBundle: await workflowCode(options.workflows), dataConverter: client.options.dataConverter, replayName: 'check-deploy' },
     histories(),
   );
   for await (const result of replay) {
     if (result.error) failures.push({ workflowId: result.workflowId, runId: result.runId, error: result.error.message });
   }
   return { checked: runs, failures };
+}
+
+/** The code to replay: a bundle as given, or the sources bundled here without webpack's module-by-module report. */
+async function workflowCode(workflows: DeployCheckOptions['workflows']): Promise<NonNullable<ReplayWorkerOptions['workflowBundle']>> {
+  if (workflows?.workflowBundle) return workflows.workflowBundle;
+  return bundleWorkflowCode({ workflowsPath: workflows?.workflowsPath ?? WORKFLOWS_PATH, logger: quietBundler });
+}
+
+/**
+ * For the CLI: the replay worker's state changes (RUNNING, DRAINING, ...) and the core's warning for each run that
+ * fails replay are not worth lines beside the verdict, which reports those runs. Only where nothing has set up the
+ * SDK's runtime yet; an embedding program keeps its own logging.
+ */
+export function quietReplayLogs(): void {
+  try {
+    Runtime.install({ logger: new DefaultLogger('WARN'), telemetryOptions: { logging: { filter: { core: 'ERROR', other: 'ERROR' } } } });
+  } catch {
+    // Already installed by the program that embeds us: its logger, its choice.
+  }
 }
 
 /** Runs by a visibility query, newest first, read raw (no memo decoding: a run this client cannot decode still lists). */

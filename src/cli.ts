@@ -205,7 +205,8 @@ function buildProgram(deps: CliDeps, state: { exitCode: number }): Command {
     .option('--query <query>', 'a visibility query the runs must also match, e.g. TaskQueue="agent-runs"')
     .action(async (o: JsonOption & { workflows?: string; limit: number; recent: number; query?: string }) => {
       // Loaded here only: replay needs the worker's native core, which the other commands do without.
-      const { checkDeploy } = await import('./check-deploy');
+      const { checkDeploy, quietReplayLogs } = await import('./check-deploy');
+      quietReplayLogs();
       const workflows = o.workflows ? { workflowsPath: path.resolve(o.workflows) } : undefined;
       const result = await withClient((client) => checkDeploy({ client: client.client, workflows, limit: o.limit, recentClosed: o.recent, query: o.query }));
       if (o.json) printJson(result);
@@ -229,7 +230,7 @@ function buildProgram(deps: CliDeps, state: { exitCode: number }): Command {
       });
     });
 
-  command('list', 'list agent runs, newest first')
+  command('list', 'list agent runs: open ones first (newest first), then the most recently closed')
     .option('--state <state>', 'only runs in this AgentState (e.g. AWAITING_APPROVAL)')
     .option('--limit <n>', 'most runs to show (default 20)', integer)
     .action(async (o: JsonOption & { state?: string; limit?: number }) => {

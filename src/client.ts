@@ -350,6 +350,8 @@ export interface AgentRunSummary {
   /** The `AgentState` search attribute: the run's state at its last transition. */
   agentState: string | undefined;
   startTime: Date;
+  /** When the run closed; `undefined` while it is open. */
+  closeTime?: Date;
 }
 
 /** Options of `AgentClient.list`. */
@@ -716,7 +718,10 @@ export class AgentClient {
     return new AgentRunHandle(this.client.workflow.getHandle(workflowId), undefined, this.taskQueue);
   }
 
-  /** Agent runs in visibility, newest first as the server orders them, optionally only those in one `AgentState`. */
+  /**
+   * Agent runs in visibility as the server orders them (its SQL store takes no ORDER BY): open runs first, newest
+   * first, then closed runs, the most recently closed first. Optionally only those in one `AgentState`.
+   */
   async list(opts: ListOptions = {}): Promise<AgentRunSummary[]> {
     const limit = opts.limit ?? DEFAULT_LIST_LIMIT;
     if (!Number.isInteger(limit) || limit < 1) throw new InvalidAgentInputError(`Invalid list options: limit: must be a positive integer`);
@@ -736,6 +741,7 @@ export class AgentClient {
         status: executionStatus(e),
         agentState: typeof value === 'string' ? value : Array.isArray(value) && typeof value[0] === 'string' ? value[0] : undefined,
         startTime: optionalTsToDate(e.startTime) ?? new Date(0),
+        ...(e.closeTime ? { closeTime: optionalTsToDate(e.closeTime) } : {}),
       });
       if (runs.length >= limit) return runs;
     }

@@ -195,6 +195,8 @@ export interface GatewaySettings {
   token: string | null;
   /** `GATEWAY_CONTROL_TIMEOUT_MS`: how long a control waits for the run to take it. @default 10000 */
   controlTimeoutMs: number;
+  /** `GATEWAY_CORS_ORIGINS`: comma-separated origins whose pages may call the gateway, or `*`. @default none (no CORS) */
+  corsOrigins: string[];
 }
 
 /** HTTP gateway settings; refuses to run without a token unless GATEWAY_INSECURE=1 says so. */
@@ -207,7 +209,13 @@ export function gatewaySettings(env: NodeJS.ProcessEnv = process.env): GatewaySe
   }
   const controlTimeout = (env.GATEWAY_CONTROL_TIMEOUT_MS || '10000').trim();
   if (!/^[1-9]\d*$/.test(controlTimeout)) throw new Error(`GATEWAY_CONTROL_TIMEOUT_MS must be a positive number of milliseconds, got ${JSON.stringify(env.GATEWAY_CONTROL_TIMEOUT_MS)}`);
-  return { port: Number(port), host: env.GATEWAY_HOST || '127.0.0.1', token, controlTimeoutMs: Number(controlTimeout) };
+  const corsOrigins = (env.GATEWAY_CORS_ORIGINS ?? '').split(',').map((o) => o.trim().replace(/\/+$/, '')).filter(Boolean);
+  for (const origin of corsOrigins) {
+    if (origin !== '*' && !/^https?:\/\/[^/?#\s]+$/.test(origin)) {
+      throw new Error(`GATEWAY_CORS_ORIGINS: ${JSON.stringify(origin)} is not an origin (scheme://host[:port], e.g. https://app.example.com, or *)`);
+    }
+  }
+  return { port: Number(port), host: env.GATEWAY_HOST || '127.0.0.1', token, controlTimeoutMs: Number(controlTimeout), corsOrigins };
 }
 
 export const DEFAULT_CODEC_SERVER_PORT = 8081;

@@ -23,7 +23,8 @@ export const bundleFile = (dir: string, tracing: boolean): string => path.join(d
  */
 export const PRELOAD_MODULES: readonly string[] = ['zod', require.resolve('./common/once-per-worker')];
 
-const quietBundler: BundleOptions['logger'] = { trace() {}, debug() {}, info() {}, warn: console.warn, error: console.error, log() {} };
+/** Webpack's report of every module bundled is noise to whoever runs this: only its warnings and errors are shown. */
+export const quietBundler: BundleOptions['logger'] = { trace() {}, debug() {}, info() {}, warn: console.warn, error: console.error, log() {} };
 
 /** The agent workflows bundled as workers run them (with the preloaded modules); `tracing` adds the OpenTelemetry workflow interceptors. */
 export function bundleAgentWorkflows(options: { tracing?: boolean; logger?: BundleOptions['logger'] } = {}): Promise<WorkflowBundle> {

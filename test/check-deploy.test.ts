@@ -1,9 +1,12 @@
 /** `checkDeploy` and `agent check-deploy` on the real server: open runs replayed against the code about to be deployed. */
+import { execFile } from 'node:child_process';
 import path from 'node:path';
+import { promisify } from 'node:util';
 import { checkDeploy } from '../src/check-deploy';
 import { runCli } from '../src/cli';
 import { AgentClient } from '../src/client';
 import { startAgentHarness, type AgentHarness } from './support/agent-harness';
+import { testServerAddress } from './support/temporal';
 
 let h: AgentHarness;
 beforeAll(async () => {
@@ -31,4 +34,14 @@ test('a waiting run replays with today\'s code, and not with a change that would
   expect(await cli('check-deploy', '--workflows', CHANGED, '--query', mine)).toBe(1);
   expect(out).toContain(`replayed 1 run(s): 1 would fail`);
   expect(out).toContain(waiting.workflowId);
+
+  // As a person runs it: the verdict is what the terminal shows, not webpack's report and the replay worker's states.
+  const run = promisify(execFile)(process.execPath, ['--import', 'tsx', 'src/bin/agent.ts', 'check-deploy', '--workflows', CHANGED, '--query', mine], {
+    cwd: path.resolve(__dirname, '..'),
+    env: { ...process.env, TEMPORAL_ADDRESS: testServerAddress() },
+  });
+  const failed = await run.then(() => undefined, (err: { code: number; stdout: string; stderr: string }) => err);
+  expect(failed?.code).toBe(1);
+  expect(failed?.stdout.trim().split('\n')).toEqual(['replayed 1 run(s): 1 would fail', expect.stringContaining(waiting.workflowId)]);
+  expect(failed?.stderr).toBe('');
 }, 120_000);

@@ -71,16 +71,26 @@ test.each([
 });
 
 test('the gateway needs a token unless GATEWAY_INSECURE=1, and a port number', () => {
-  expect(gatewaySettings({ GATEWAY_TOKEN: ' t ' })).toEqual({ port: 8080, host: '127.0.0.1', token: 't', controlTimeoutMs: 10_000 });
+  expect(gatewaySettings({ GATEWAY_TOKEN: ' t ' })).toEqual({ port: 8080, host: '127.0.0.1', token: 't', controlTimeoutMs: 10_000, corsOrigins: [] });
   expect(gatewaySettings({ GATEWAY_INSECURE: '1', GATEWAY_PORT: '9000', GATEWAY_HOST: '0.0.0.0', GATEWAY_CONTROL_TIMEOUT_MS: '2500' })).toEqual({
     port: 9000,
     host: '0.0.0.0',
     token: null,
     controlTimeoutMs: 2_500,
+    corsOrigins: [],
   });
   expect(() => gatewaySettings({})).toThrow(/^GATEWAY_TOKEN is required/);
   expect(() => gatewaySettings({ GATEWAY_TOKEN: 't', GATEWAY_PORT: '70000' })).toThrow(/^GATEWAY_PORT must be a port number, got "70000"/);
   expect(() => gatewaySettings({ GATEWAY_TOKEN: 't', GATEWAY_CONTROL_TIMEOUT_MS: '0' })).toThrow(/^GATEWAY_CONTROL_TIMEOUT_MS must be a positive number of milliseconds, got "0"/);
+});
+
+test('gateway CORS is off by default; GATEWAY_CORS_ORIGINS lists origins (trailing slashes dropped) or *, and refuses what is not an origin', () => {
+  const cors = (value: string) => gatewaySettings({ GATEWAY_TOKEN: 't', GATEWAY_CORS_ORIGINS: value }).corsOrigins;
+  expect(cors(' https://app.example.com/, http://localhost:5173 ')).toEqual(['https://app.example.com', 'http://localhost:5173']);
+  expect(cors('*')).toEqual(['*']);
+  expect(cors('')).toEqual([]);
+  expect(() => cors('app.example.com')).toThrow(/^GATEWAY_CORS_ORIGINS: "app.example.com" is not an origin/);
+  expect(() => cors('https://app.example.com/path')).toThrow(/is not an origin/);
 });
 
 test('the codec server needs a long token; origins default to the dev server UI and lose trailing slashes', () => {

@@ -6,7 +6,7 @@ import path from 'node:path';
 import { promisify } from 'node:util';
 import { Connection } from '@temporalio/client';
 import { AGENT_STATE_SEARCH_ATTRIBUTE } from '../src/common/constants';
-import { ensureSearchAttributes, isServerUp, startDevServer } from '../scripts/lib/dev-server';
+import { ensureSearchAttributes, isServerUp, startDevServer, temporalUiUrl } from '../scripts/lib/dev-server';
 import { freePort } from '../scripts/lib/free-port';
 import { ensureTemporalCli } from '../scripts/lib/temporal-cli';
 import { testServerAddress } from './support/temporal';
@@ -69,3 +69,26 @@ test('a server that exits during startup is started once more, and the error sho
     rmSync(dir, { recursive: true, force: true });
   }
 });
+
+test('temporalUiUrl (the demo\'s link): the UI where a running server has it, not a fixed 8233', async () => {
+  const dir = mkdtempSync(path.join(os.tmpdir(), 'dev-server-ui-'));
+  // A frontend port whose UI port (+ 1000, start-dev's default) is not 8233 and is free.
+  let port = await freePort();
+  while (port < 2_000 || port + 1000 > 65_535 || port + 1000 === 8233) port = await freePort();
+  const server = await startDevServer({ cliPath: await ensureTemporalCli(), port, uiPort: port + 1000, dbFile: path.join(dir, 'db.sqlite') });
+  try {
+    const address = `127.0.0.1:${port}`;
+    expect(await temporalUiUrl(address, {}, server)).toBe(`http://127.0.0.1:${port + 1000}`);
+    // A server someone else started: found where start-dev puts its UI.
+    const ui = await temporalUiUrl(address, {});
+    expect(ui).toBe(`http://127.0.0.1:${port + 1000}`);
+    expect((await fetch(ui!)).ok).toBe(true);
+    expect(await temporalUiUrl(address, { TEMPORAL_UI_URL: 'https://temporal.example.com/' })).toBe('https://temporal.example.com');
+    expect(await temporalUiUrl(address, { TEMPORAL_UI_PORT: '9999' })).toBe('http://127.0.0.1:9999');
+    // The test server is headless: no UI to link to, and no made-up link.
+    expect(await temporalUiUrl(testServerAddress(), {})).toBeUndefined();
+  } finally {
+    await server.stop();
+    rmSync(dir, { recursive: true, force: true });
+  }
+}, 90_000);

@@ -8,6 +8,7 @@ import { buildGateway, openApiDocument } from '../src/gateway/index';
 import { bodySchema } from '../src/gateway/openapi';
 import { registerRoutes } from '../src/gateway/routes';
 import { EventCursor, parseCursor } from '../src/gateway/sse-cursor';
+import { streamTokens } from '../src/gateway/stream-token';
 import { sleep, startAgentHarness, waitFor, type AgentHarness } from './support/agent-harness';
 
 // `inject` (light-my-request) requires cookie@2, an ES module that jest's CommonJS runtime cannot load (Node itself
@@ -115,7 +116,7 @@ test('OpenAPI: every documented route exists, every route is documented, the sta
   bare.addHook('onRoute', (r) => {
     for (const m of [r.method].flat()) if (m !== 'HEAD') registered.push(`${m} ${r.url}`);
   });
-  registerRoutes(bare, { agents: {} as AgentClient, heartbeatMs: 1, pollIntervalMs: 1, controlTimeoutMs: 1, inflight: new Set() });
+  registerRoutes(bare, { agents: {} as AgentClient, heartbeatMs: 1, pollIntervalMs: 1, controlTimeoutMs: 1, inflight: new Set(), streamTokens: streamTokens(null, 1) });
   await bare.ready();
   expect(registered.sort()).toEqual([...documented].sort());
   await bare.close();
@@ -126,6 +127,13 @@ test('OpenAPI: every documented route exists, every route is documented, the sta
   expect(start).toEqual({ ...bodySchema(AgentRunInputSchema), properties });
   expect(start.required).toEqual(['prompt']);
   expect(doc.paths['/v1/runs/{id}/approvals'].post.requestBody.content['application/json'].schema.required).toEqual(['toolCallId', 'approved']);
+
+  // Every event kind the stream sends (WatchEvent's types and the stream's own error), and 415 wherever a body goes.
+  const sse = doc.paths['/v1/runs/{id}/events'].get.description as string;
+  for (const kind of ['transition', 'text', 'restart', 'approval', 'toolStart', 'toolEnd', 'retry', 'end', 'error']) expect([kind, sse.includes(`\`${kind}\``)]).toEqual([kind, true]);
+  for (const [path, ops] of Object.entries(doc.paths)) {
+    for (const [method, op] of Object.entries(ops)) if (op.requestBody) expect([method, path, op.responses['415']]).toEqual([method, path, expect.anything()]);
+  }
 });
 
 test('start -> state -> result, time travel; 400 names the field; unknown run 404', async () => {
@@ -306,3 +314,98 @@ test('the SSE cursor drops what a reconnecting client saw and tells it about a r
   ]);
   expect(parseCursor('garbage')).toBeUndefined();
 });
+
+test('a non-JSON body is 415 with the content type named, not a 400 from the schema check', async () => {
+  for (const type of ['text/plain', 'text/plain; charset=utf-8', 'application/x-www-form-urlencoded']) {
+    const res = await app.inject({ method: 'POST', url: '/v1/runs', headers: { ...auth, 'content-type': type }, payload: '{"prompt":"hi"}' });
+    expect([res.statusCode, res.json()]).toEqual([415, { error: { code: 'unsupported_media_type', message: expect.stringContaining(`Content-Type: ${type}`) } }]);
+    expect(res.json().error.message).toContain('application/json');
+  }
+});
+
+test('CORS, off by default: only the listed origins get preflights answered and the headers on answers and streams', async () => {
+  h.model.register('gw-cors', [{ text: 'cross-origin' }]);
+  const id = await startRun({ prompt: 'hi', model: 'gw-cors' });
+  const spa = 'http://spa.example:5173';
+  const preflight = (url: string, origin: string) =>
+    fetch(url, { method: 'OPTIONS', headers: { origin, 'access-control-request-method': 'POST', 'access-control-request-headers': 'authorization,content-type' } });
+
+  // The gateway built without corsOrigins sends no CORS header: a browser keeps other origins out.
+  const closed = await preflight(`${baseUrl}/v1/runs`, spa);
+  expect(closed.headers.get('access-control-allow-origin')).toBeNull();
+  expect((await fetch(`${baseUrl}/v1/runs`, { headers: { ...auth, origin: spa } })).headers.get('access-control-allow-origin')).toBeNull();
+
+  const open = buildGateway({ agents: new AgentClient(h.env.client, h.taskQueue), token: TOKEN, corsOrigins: [spa], pollIntervalMs: 100 });
+  await open.listen({ port: 0, host: '127.0.0.1' });
+  const openUrl = `http://127.0.0.1:${(open.server.address() as AddressInfo).port}`;
+  try {
+    // The preflight carries no token and is answered before authentication.
+    const ok = await preflight(`${openUrl}/v1/runs`, spa);
+    expect(ok.status).toBe(204);
+    expect(ok.headers.get('access-control-allow-origin')).toBe(spa);
+    expect(ok.headers.get('access-control-allow-headers')).toMatch(/authorization/);
+    expect(ok.headers.get('access-control-allow-methods')).toMatch(/POST/);
+    expect((await preflight(`${openUrl}/v1/runs`, 'http://elsewhere.example')).headers.get('access-control-allow-origin')).toBeNull();
+
+    const state = await fetch(`${openUrl}/v1/runs/${id}`, { headers: { ...auth, origin: spa } });
+    expect([state.status, state.headers.get('access-control-allow-origin')]).toEqual([200, spa]);
+    // An error is readable cross-origin too, so the page can show why.
+    const refused = await fetch(`${openUrl}/v1/runs/${id}`, { headers: { origin: spa } });
+    expect([refused.status, refused.headers.get('access-control-allow-origin')]).toEqual([401, spa]);
+    // The event stream writes its own head: the CORS headers must be in it.
+    const stream = await fetch(`${openUrl}/v1/runs/${id}/events`, { headers: { ...auth, origin: spa } });
+    expect([stream.status, stream.headers.get('access-control-allow-origin')]).toEqual([200, spa]);
+    expect((await readSse(stream)).filter((m) => m.event).at(-1)?.event).toBe('end');
+  } finally {
+    await open.close();
+  }
+});
+
+test('stream tokens: one run, a few minutes, accepted as ?token= on that run\'s events only; expired, other-run and tampered ones are 401 with the reason', async () => {
+  h.model.register('gw-token', () => ({ text: 'streamed to a browser' }));
+  const [id, other] = [await startRun({ prompt: 'a', model: 'gw-token' }), await startRun({ prompt: 'b', model: 'gw-token' })];
+  const issued = await fetch(`${baseUrl}/v1/runs/${id}/stream-token`, { method: 'POST', headers: auth });
+  expect(issued.status).toBe(201);
+  const { token, expiresAt, workflowId } = (await issued.json()) as { token: string; expiresAt: string; workflowId: string };
+  expect(workflowId).toBe(id);
+  expect(Date.parse(expiresAt) - Date.now()).toBeGreaterThan(4 * 60_000);
+  expect(Date.parse(expiresAt) - Date.now()).toBeLessThanOrEqual(5 * 60_000);
+  expect((await fetch(`${baseUrl}/v1/runs/${id}/stream-token`, { method: 'POST' })).status).toBe(401);
+  const unknown = await fetch(`${baseUrl}/v1/runs/no-such-run/stream-token`, { method: 'POST', headers: auth });
+  expect([unknown.status, ((await unknown.json()) as any).error.code]).toEqual([404, 'run_not_found']);
+
+  const stream = (run: string, t: string, extra = '') => fetch(`${baseUrl}/v1/runs/${encodeURIComponent(run)}/events?token=${encodeURIComponent(t)}${extra}`);
+  const valid = await stream(id, token);
+  expect(valid.status).toBe(200);
+  const messages = (await readSse(valid)).filter((m) => m.event);
+  expect(messages.at(-1)).toMatchObject({ event: 'end', data: { state: { answer: 'streamed to a browser' } } });
+  // A new EventSource cannot send Last-Event-ID: ?lastEventId= resumes the same way.
+  expect((await readSse(await stream(id, token, `&lastEventId=${messages.at(-1)!.id}`))).filter((m) => m.event).map((m) => m.event)).toEqual(['end']);
+
+  const refused = async (res: Response, message: RegExp) => {
+    expect(res.status).toBe(401);
+    expect(res.headers.get('www-authenticate')).toBe('Bearer');
+    expect(await res.json()).toEqual({ error: { code: 'unauthorized', message: expect.stringMatching(message) } });
+  };
+  await refused(await stream(other, token), new RegExp(`for run ${id}, not ${other}`));
+  const [payload, signature] = token.split('.');
+  const forged = Buffer.from(JSON.stringify({ ...JSON.parse(Buffer.from(payload, 'base64url').toString()), run: other })).toString('base64url');
+  await refused(await stream(other, `${forged}.${signature}`), /signature does not match/);
+  await refused(await stream(id, `${payload}.${signature.slice(0, -2)}AA`), /signature does not match/);
+  await refused(await stream(id, 'not-a-token'), /malformed/);
+  await refused(await fetch(`${baseUrl}/v1/runs/${id}?token=${token}`), /only by GET \/v1\/runs\/:id\/events/);
+
+  // Another gateway token signs with another key; a short lifetime expires.
+  const brief = buildGateway({ agents: new AgentClient(h.env.client, h.taskQueue), token: `${TOKEN}-rotated`, streamTokenTtlMs: 50 });
+  try {
+    await refused(toResponse(await brief.inject({ method: 'GET', url: `/v1/runs/${id}/events?token=${token}` })), /signature does not match/);
+    const short = (await brief.inject({ method: 'POST', url: `/v1/runs/${id}/stream-token`, headers: { authorization: `Bearer ${TOKEN}-rotated` } })).json().token;
+    await sleep(100);
+    await refused(toResponse(await brief.inject({ method: 'GET', url: `/v1/runs/${id}/events?token=${short}` })), /expired at .*POST \/v1\/runs\/:id\/stream-token/);
+  } finally {
+    await brief.close();
+  }
+});
+
+const toResponse = (res: { statusCode: number; headers: Record<string, unknown>; body: string }) =>
+  new Response(res.body, { status: res.statusCode, headers: Object.entries(res.headers).map(([k, v]) => [k, String(v)]) });

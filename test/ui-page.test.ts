@@ -5,6 +5,7 @@
  * the run's, not the one it had when the connection broke). Screenshots go to test-results/ui/page-*.png.
  */
 import { readFileSync } from 'node:fs';
+import { createServer } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import path from 'node:path';
 import type { FastifyInstance } from 'fastify';
@@ -83,6 +84,15 @@ async function openPage(url: string): Promise<Page> {
 async function expectState(page: Page, id: string, state: string): Promise<void> {
   await page.getByTestId('state').filter({ hasText: new RegExp(`^${state}$`) }).waitFor();
   expect((await apiState(id)).state).toBe(state);
+}
+
+/** A run waiting for approval of its write, and its page, live. */
+async function pageOfWaitingRun(): Promise<{ id: string; page: Page }> {
+  const id = await startRun({ prompt: 'Write a draft to out.txt', model: 'page-writer', approval: { tools: ['writeFile'] } });
+  const page = await openPage(`/ui/runs/${encodeURIComponent(id)}`);
+  await expectState(page, id, 'AWAITING_APPROVAL');
+  await page.getByTestId('connection').filter({ hasText: 'live' }).waitFor();
+  return { id, page };
 }
 
 uiTest('the page is served without the token, holds no data, and forbids inline and foreign scripts; the API still needs the token', async () => {
@@ -200,10 +210,7 @@ uiTest('abort from the page: the run ends ABORTED with the reason, and the page 
 });
 
 uiTest('the gateway goes away while the run moves on: the page says it is offline, then reconnects and shows the run as it is', async () => {
-  const id = await startRun({ prompt: 'Write a draft to out.txt', model: 'page-writer', approval: { tools: ['writeFile'] } });
-  const page = await openPage(`/ui/runs/${encodeURIComponent(id)}`);
-  await expectState(page, id, 'AWAITING_APPROVAL');
-  await page.getByTestId('connection').filter({ hasText: 'live' }).waitFor();
+  const { id, page } = await pageOfWaitingRun();
 
   await gateway.close();
   await page.getByTestId('connection').filter({ hasText: 'offline' }).waitFor();
@@ -222,4 +229,121 @@ uiTest('the gateway goes away while the run moves on: the page says it is offlin
     await page.getByTestId('live-text').filter({ hasText: 'The file is written.' }).waitFor();
   });
   await page.close();
+});
+
+uiTest('the sign-in page shows no empty connection pill, and /favicon.ico needs no token', async () => {
+  const page = await context.newPage();
+  const favicons: number[] = [];
+  page.on('response', (res) => res.url().endsWith('/favicon.ico') && favicons.push(res.status()));
+  await page.goto(`${base}/ui`);
+  await page.locator('#token').waitFor();
+  expect(await page.getByTestId('connection').isVisible()).toBe(false);
+  const favicon = await fetch(`${base}/favicon.ico`);
+  expect(favicon.status).toBe(204);
+  expect(favicons.every((status) => status === 204)).toBe(true);
+  // Once the page talks to the gateway, the pill is there.
+  await page.locator('#token').fill(TOKEN);
+  await page.getByRole('button', { name: 'Use token' }).click();
+  await page.getByTestId('connection').filter({ hasText: 'live' }).waitFor();
+  await page.close();
+});
+
+uiTest('an unknown run: the page says so and its controls are off', async () => {
+  const page = await openPage('/ui/runs/no-such-run');
+  await withScreenshot(page, 'page-unknown-run.png', async () => {
+    await page.getByTestId('state').filter({ hasText: /^unknown run$/ }).waitFor();
+    for (const id of ['#pause', '#resume', '#abort', '#abort-reason']) expect([id, await page.locator(id).isDisabled()]).toEqual([id, true]);
+  });
+  await page.close();
+});
+
+uiTest('offline: one notice however many polls fail, and errors of requests that got no answer go once the gateway answers', async () => {
+  const { id, page } = await pageOfWaitingRun();
+  const card = page.locator('.approval[data-tool-call-id="w1"]');
+
+  await gateway.close();
+  await page.getByTestId('connection').filter({ hasText: 'offline' }).waitFor();
+  await card.getByRole('button', { name: 'Approve' }).click();
+  await card.locator('.error').filter({ hasText: /\S/ }).waitFor();
+  // Three polls of the state (2 s apart) fail: the notice is said once.
+  await page.waitForTimeout(6_500);
+  const updated = (await page.getByTestId('updated').textContent()) ?? '';
+  expect(updated.match(/cannot reach the gateway/g)).toHaveLength(1);
+  expect(updated).toMatch(/^as of /);
+
+  await withScreenshot(page, 'page-back-online.png', async () => {
+    await startGateway();
+    await page.getByTestId('connection').filter({ hasText: 'live' }).waitFor();
+    await page.getByTestId('updated').filter({ hasNotText: 'cannot reach' }).waitFor();
+    // The run still waits (nobody approved): the same card, without the stale error.
+    expect(await card.locator('.error').textContent()).toBe('');
+    expect((await apiState(id)).state).toBe('AWAITING_APPROVAL');
+  });
+  await card.getByRole('button', { name: 'Approve' }).click();
+  await expectState(page, id, 'COMPLETED');
+  await page.close();
+});
+
+uiTest('the list says its order, open runs first then the most recently closed, and shows it', async () => {
+  h.model.register('page-quick', () => ({ text: 'done' }));
+  const open = await startRun({ prompt: 'Write a draft to out.txt', model: 'page-writer', approval: { tools: ['writeFile'] } });
+  const closed = await startRun({ prompt: 'quick', model: 'page-quick' });
+  await agents.handle(closed).result();
+  const page = await openPage('/ui');
+  await page.getByText('open runs first, then the most recently closed').waitFor();
+  // The visibility store catches up with the close after a moment.
+  await page.locator(`tr[data-workflow-id="${closed}"] td:nth-child(5)`).filter({ hasText: /\d/ }).waitFor();
+  const ids = await page.locator('#runs tbody tr').evaluateAll((rows) => rows.map((r) => r.getAttribute('data-workflow-id')));
+  expect(ids.indexOf(open)).toBeGreaterThanOrEqual(0);
+  // Started later, closed: after the open one, which "newest first" would not put it.
+  expect(ids.indexOf(open)).toBeLessThan(ids.indexOf(closed));
+  const closedCells = await page.locator('#runs tbody tr td:nth-child(5)').allTextContents();
+  const firstClosed = closedCells.findIndex((c) => c !== '');
+  expect(closedCells.slice(firstClosed).every((c) => c !== '')).toBe(true);
+  await agents.handle(open).abort('test over');
+  await page.close();
+});
+
+uiTest('a page on another origin follows a run with the snippet of docs/gateway.md: CORS and a stream token, in Chromium', async () => {
+  h.model.register('page-spa', () => ({ text: 'Followed from another origin.', chunkSize: 5, chunkDelayMs: 50 }));
+  const docs = readFileSync(path.resolve(__dirname, '../docs/gateway.md'), 'utf8');
+  const snippet = /## Browsers on another origin[\s\S]*?```js\n([\s\S]*?)```/.exec(docs)![1];
+  let script = '';
+  const spa = createServer((req, res) => {
+    if (req.url === '/') res.writeHead(200, { 'content-type': 'text/html' }).end('<!doctype html><title>spa</title><script src="/spa.js"></script>');
+    else if (req.url === '/spa.js') res.writeHead(200, { 'content-type': 'text/javascript' }).end(script);
+    else res.writeHead(404).end();
+  });
+  await new Promise<void>((resolve) => spa.listen(0, '127.0.0.1', resolve));
+  const origin = `http://127.0.0.1:${(spa.address() as AddressInfo).port}`;
+  const cors = buildGateway({ agents, token: TOKEN, corsOrigins: [origin], pollIntervalMs: 100 });
+  await cors.listen({ port: 0, host: '127.0.0.1' });
+  const gatewayUrl = `http://127.0.0.1:${(cors.server.address() as AddressInfo).port}`;
+  const page = await context.newPage();
+  try {
+    const id = await startRun({ prompt: 'hi', model: 'page-spa' });
+    script = snippet
+      .replace("const GATEWAY = 'https://agents.example.com';", `const GATEWAY = ${JSON.stringify(gatewayUrl)}; const gatewayToken = ${JSON.stringify(TOKEN)};`)
+      .replace("follow('agent-1a2b3c4d5e6f', (type, data) => console.log(type, data));", `window.followed = []; follow(${JSON.stringify(id)}, (type, data) => window.followed.push({ type, data }));`);
+    expect(script).toContain(gatewayUrl);
+    expect(script).toContain('window.followed');
+    await page.goto(`${origin}/`);
+    const followed = await waitFor(
+      async () => {
+        const events = await page.evaluate(() => (globalThis as { followed?: Array<{ type: string; data: any }> }).followed ?? []);
+        return events.some((e) => e.type === 'end') ? events : undefined;
+      },
+      PAGE_TIMEOUT_MS,
+      'the end event in the other origin\'s page',
+    );
+    expect(followed.filter((e) => e.type === 'text').map((e) => e.data.text).join('')).toBe('Followed from another origin.');
+    expect(followed.at(-1)!.data.state.answer).toBe('Followed from another origin.');
+    // The gateway built without corsOrigins is closed to that page.
+    const blocked = await page.evaluate(async (url) => fetch(url).then(() => 'allowed', (err: Error) => err.message), `${base}/healthz`);
+    expect(blocked).not.toBe('allowed');
+  } finally {
+    await page.close();
+    await cors.close();
+    spa.close();
+  }
 });

@@ -181,6 +181,22 @@ export async function isServerUp(address: string, namespace = 'default'): Promis
 }
 
 /**
+ * Where the Web UI of the server at `address` is: `TEMPORAL_UI_URL`, else the UI of a server this process started,
+ * else `TEMPORAL_UI_PORT` (what `npm run server` and docker compose read), else the port `start-dev` gives it by
+ * default (the frontend's + 1000) if something answers there. `undefined` when none of these finds it.
+ */
+export async function temporalUiUrl(address: string, env: NodeJS.ProcessEnv = process.env, started?: DevServerHandle): Promise<string | undefined> {
+  if (env.TEMPORAL_UI_URL?.trim()) return env.TEMPORAL_UI_URL.trim().replace(/\/+$/, '');
+  if (started?.uiUrl) return started.uiUrl;
+  const match = /^\[?(.*?)\]?:(\d+)$/.exec(address);
+  if (!match) return undefined;
+  const host = match[1] === '0.0.0.0' ? '127.0.0.1' : match[1];
+  if (env.TEMPORAL_UI_PORT?.trim()) return `http://${host}:${env.TEMPORAL_UI_PORT.trim()}`;
+  const uiPort = Number(match[2]) + 1000;
+  return (await isPortOpen(host, uiPort)) ? `http://${host}:${uiPort}` : undefined;
+}
+
+/**
  * Registers the project's search attributes on `namespace` and waits until they are listed.
  * Needed on every start because `start-dev --search-attribute` is skipped when the db file already exists.
  * Uses the operator gRPC API rather than the CLI so TEMPORAL_* env vars and CLI profiles cannot redirect it.

@@ -1,7 +1,8 @@
 #!/usr/bin/env node
 /**
  * The HTTP gateway process: `npm run gateway`. GATEWAY_PORT (8080), GATEWAY_HOST (127.0.0.1), GATEWAY_TOKEN
- * (required unless GATEWAY_INSECURE=1), GATEWAY_CONTROL_TIMEOUT_MS (10000), and the TEMPORAL_* settings of `AgentClient.connect`.
+ * (required unless GATEWAY_INSECURE=1), GATEWAY_CONTROL_TIMEOUT_MS (10000), GATEWAY_CORS_ORIGINS (none), and the TEMPORAL_* settings of
+ * `AgentClient.connect`.
  */
 import { AgentClient } from '../client';
 import { gatewaySettings } from '../config';
@@ -11,7 +12,7 @@ async function main(): Promise<void> {
   const settings = gatewaySettings(process.env);
   if (settings.token === null) console.warn('GATEWAY_INSECURE=1: the gateway accepts requests without a token');
   const agents = await AgentClient.connect();
-  const app = buildGateway({ agents, token: settings.token, controlTimeoutMs: settings.controlTimeoutMs, logger: true });
+  const app = buildGateway({ agents, token: settings.token, controlTimeoutMs: settings.controlTimeoutMs, corsOrigins: settings.corsOrigins, logger: true });
   const stop = async () => {
     await app.close();
     await agents.close();

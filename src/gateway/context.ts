@@ -1,6 +1,7 @@
 /** What every route needs: the agent client, the stream settings, and the requests to cut short on shutdown. */
 import type { FastifyReply } from 'fastify';
 import type { AgentClient } from '../client';
+import type { StreamTokens } from './stream-token';
 
 export interface GatewayContext {
   agents: AgentClient;
@@ -12,6 +13,8 @@ export interface GatewayContext {
   controlTimeoutMs: number;
   /** Long requests (SSE streams, result waits) in flight; closing the gateway aborts them. */
   inflight: Set<AbortController>;
+  /** Issues and checks the `?token=` of event streams (`POST /v1/runs/:id/stream-token`). */
+  streamTokens: StreamTokens;
 }
 
 /**

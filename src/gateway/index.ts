@@ -3,13 +3,15 @@
  * client. JSON routes under `/v1/runs`, Server-Sent Events for following a run, one error shape
  * `{ error: { code, message } }`, bearer-token auth. See docs/gateway.md.
  */
-import Fastify, { type FastifyInstance } from 'fastify';
+import cors from '@fastify/cors';
+import Fastify, { type FastifyInstance, type FastifyRequest } from 'fastify';
 import { DEFAULT_CONTROL_TIMEOUT_MS, type AgentClient } from '../client';
 import { registerAuth } from './auth';
 import type { GatewayContext } from './context';
-import { toHttpError } from './errors';
+import { HttpError, toHttpError } from './errors';
 import { registerRoutes } from './routes';
 import { registerUiRoutes } from './routes/ui';
+import { streamTokens } from './stream-token';
 
 export { HttpError, type ErrorBody } from './errors';
 export { openApiDocument } from './openapi';
@@ -34,22 +36,35 @@ export interface GatewayOptions {
   bodyLimit?: number;
   /** Serve the web page for runs at `/ui` (its data still needs the token). @default true */
   ui?: boolean;
+  /**
+   * Origins whose pages may call the gateway from a browser (CORS), e.g. `https://app.example.com`; `*` for any.
+   * Empty: no CORS headers, so browsers allow only same-origin calls. @default []
+   */
+  corsOrigins?: string[];
+  /** How long a stream token from `POST /v1/runs/:id/stream-token` is accepted. @default 300000 */
+  streamTokenTtlMs?: number;
 }
+
+/** Stream tokens travel in the query string: they are cut from the URLs the logger writes. */
+const logSerializers = {
+  req: (request: FastifyRequest) => ({ method: request.method, url: request.url.replace(/([?&]token=)[^&]*/g, '$1[redacted]'), remoteAddress: request.ip }),
+};
 
 /** Builds the gateway; call `listen` to serve, or `inject` to test. Closing it ends open streams and result waits. */
 export function buildGateway(opts: GatewayOptions): FastifyInstance {
   if (opts.token !== null && !opts.token.trim()) throw new Error('the gateway token must be a non-empty string (or null to turn authentication off)');
-  const app = Fastify({ logger: opts.logger ?? false, bodyLimit: opts.bodyLimit ?? 1_048_576 });
+  const app = Fastify({ logger: opts.logger ? { serializers: logSerializers } : false, bodyLimit: opts.bodyLimit ?? 1_048_576 });
   const ctx: GatewayContext = {
     agents: opts.agents,
     heartbeatMs: opts.heartbeatMs ?? 15_000,
     pollIntervalMs: opts.pollIntervalMs ?? 250,
     controlTimeoutMs: opts.controlTimeoutMs ?? DEFAULT_CONTROL_TIMEOUT_MS,
     inflight: new Set(),
+    streamTokens: streamTokens(opts.token, opts.streamTokenTtlMs ?? 300_000),
   };
 
   app.setErrorHandler((err, request, reply) => {
-    const http = toHttpError(err);
+    const http = unsupportedMediaType(err, request) ?? toHttpError(err);
     if (http) return reply.code(http.statusCode).send(http.body());
     request.log.error({ err }, 'unexpected error');
     return reply.code(500).send({ error: { code: 'internal', message: 'internal error' } });
@@ -57,11 +72,42 @@ export function buildGateway(opts: GatewayOptions): FastifyInstance {
   app.setNotFoundHandler((request, reply) =>
     reply.code(404).send({ error: { code: 'route_not_found', message: `no route ${request.method} ${request.url.split('?')[0]}` } }),
   );
-  registerAuth(app, opts.token);
+  if (opts.corsOrigins?.length) registerCors(app, opts.corsOrigins);
+  registerAuth(app, opts.token, ctx.streamTokens);
+  registerJsonOnly(app);
   registerRoutes(app, ctx);
   if (opts.ui ?? true) registerUiRoutes(app);
   app.addHook('preClose', async () => {
     for (const request of ctx.inflight) request.abort(new Error('the gateway is closing'));
   });
   return app;
+}
+
+/**
+ * CORS for the listed origins. Its hook answers preflights before the auth hook (a preflight carries no token);
+ * no credentials mode, since the gateway authenticates with a header, not cookies.
+ */
+function registerCors(app: FastifyInstance, origins: string[]): void {
+  void app.register(cors, {
+    origin: origins.includes('*') ? '*' : origins,
+    methods: ['GET', 'POST'],
+    allowedHeaders: ['authorization', 'content-type', 'last-event-id'],
+    exposedHeaders: ['location', 'www-authenticate'],
+    maxAge: 600,
+  });
+}
+
+/**
+ * JSON bodies only: Fastify would hand a `text/plain` body to the routes as a string, and the schema check would
+ * answer 400 for what is a wrong content type.
+ */
+function registerJsonOnly(app: FastifyInstance): void {
+  app.removeContentTypeParser('text/plain');
+}
+
+/** Fastify's 415 says only "Unsupported Media Type": this one names the type sent and the one expected. */
+function unsupportedMediaType(err: unknown, request: FastifyRequest): HttpError | undefined {
+  if ((err as { code?: unknown } | null)?.code !== 'FST_ERR_CTP_INVALID_MEDIA_TYPE') return undefined;
+  const sent = request.headers['content-type'] ? `Content-Type: ${request.headers['content-type']}` : 'no Content-Type';
+  return new HttpError(415, 'unsupported_media_type', `the body must be JSON (Content-Type: application/json); the request has ${sent}`);
 }

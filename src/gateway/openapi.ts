@@ -5,6 +5,7 @@
 import { z } from 'zod';
 import { AgentState } from '../common/states';
 import { AbortBodySchema, ApproveBodySchema, ForkBodySchema, SendMessageBodySchema, StartRunBodySchema } from './schemas';
+import type { SseEvent } from './sse-cursor';
 
 type Json = Record<string, unknown>;
 
@@ -37,7 +38,8 @@ const agentStates = Object.values(AgentState);
 
 const ERROR_RESPONSES: Record<number, string> = {
   400: 'Invalid input: the message names each bad field.',
-  401: 'Missing or wrong bearer token.',
+  415: 'The body is not JSON: `Content-Type` must be `application/json`.',
+  401: 'Missing or wrong bearer token (or, on the event stream, a stream token that expired, is for another run or was altered: the message says which).',
   404: 'No run with this id (`run_not_found`), or no such step (`step_not_found`).',
   409: 'The run has ended (`run_ended`), refused the control (`update_rejected`: `message` is the run\'s reason, `update` the control), or is already running (`already_started`).',
   422: 'The run failed (`run_failed`): `message` is the workflow\'s reason, `failureType` its failure type, `result` its counters when known.',
@@ -199,6 +201,7 @@ const schemas: Record<string, Json> = {
             status: { type: 'string', description: 'Temporal execution status: RUNNING, COMPLETED, FAILED, TERMINATED, ...' },
             agentState: { enum: agentStates, description: 'The `AgentState` search attribute.' },
             startTime: { type: 'string', format: 'date-time' },
+            closeTime: { type: 'string', format: 'date-time', description: 'Only once the run has closed.' },
           },
         },
       },
@@ -268,6 +271,11 @@ const schemas: Record<string, Json> = {
     required: ['toolCallId', 'approved', 'remaining'],
     properties: { toolCallId: { type: 'string' }, approved: { type: 'boolean' }, remaining: { type: 'integer', description: 'Approvals still outstanding.' } },
   },
+  StreamToken: {
+    type: 'object',
+    required: ['workflowId', 'token', 'expiresAt'],
+    properties: { workflowId: { type: 'string' }, token: { type: 'string' }, expiresAt: { type: 'string', format: 'date-time' } },
+  },
   SendMessageResult: {
     type: 'object',
     required: ['queued'],
@@ -275,11 +283,28 @@ const schemas: Record<string, Json> = {
   },
 };
 
+/**
+ * Every event kind the stream sends, with its data. Keyed by the stream's own event type, so a kind added to
+ * `WatchEvent` fails the type check until it is described here.
+ */
+const SSE_EVENTS: Record<SseEvent['type'], string> = {
+  transition: '`{ type, step, transition: { from, to, event, at } }`',
+  text: '`{ type, text, callNumber, attempt }`, the text streamed since the previous `text` of that call and attempt',
+  restart: '`{ type, callNumber, attempt }`, the call was retried: discard its text',
+  approval: '`{ type, pending: [...] }`, tool calls that started waiting for approval',
+  toolStart: '`{ type, step, toolCallId, name, arguments, at }`',
+  toolEnd: '`{ type, step, toolCallId, name, ok, durationMs, output, at }`',
+  retry: '`{ type, retry: { activity, attempt, lastFailure, nextAttemptAt } }`, once per attempt of a retried activity',
+  end: '`{ type, state }`, the final view; the stream closes',
+  error: '`{ error: { code, message } }`, the watch failed; the stream closes',
+};
+
 const SSE_DESCRIPTION = [
-  'Server-Sent Events: `transition`, `text`, `restart`, `approval`, then `end` (or `error`), each with `data:` one JSON',
-  'object and `id:` a resume cursor `<step>.<callNumber>.<attempt>.<chars>`. Reconnecting with `Last-Event-ID` sends',
-  'only transitions after that step and text after that many characters. A `: heartbeat` comment comes every 15 s.',
-  'See docs/gateway.md.',
+  'Server-Sent Events, each with `data:` one JSON object and `id:` a resume cursor `<step>.<callNumber>.<attempt>.<chars>`.',
+  `Events: ${Object.entries(SSE_EVENTS).map(([type, data]) => `\`${type}\` ${data}`).join('; ')}.`,
+  'Reconnecting with `Last-Event-ID` (or `?lastEventId=`) sends only transitions after that step and text after that',
+  'many characters. A `: heartbeat` comment comes every 15 s. A browser\'s EventSource, which cannot send the',
+  'Authorization header, passes a token from `POST /v1/runs/{id}/stream-token` as `?token=`. See docs/gateway.md.',
 ].join(' ');
 
 function buildDocument(): Json {
@@ -327,7 +352,7 @@ function buildDocument(): Json {
         },
         get: {
           operationId: 'listRuns',
-          summary: 'List runs, newest first',
+          summary: 'List runs: open runs first (newest first), then closed runs (most recently closed first)',
           parameters: [
             { name: 'state', in: 'query', description: 'Only runs whose `AgentState` is this.', schema: { enum: agentStates } },
             { name: 'limit', in: 'query', description: 'Most runs returned (default 20).', schema: { type: 'integer', minimum: 1, maximum: 1000 } },
@@ -357,11 +382,22 @@ function buildDocument(): Json {
           operationId: 'streamRunEvents',
           summary: 'Follow the run (Server-Sent Events)',
           description: SSE_DESCRIPTION,
+          security: [{ bearer: [] }, { streamToken: [] }],
           parameters: [
             idParam,
             { name: 'Last-Event-ID', in: 'header', description: 'Resume after this event id.', schema: { type: 'string' } },
+            { name: 'lastEventId', in: 'query', description: 'The same, for a new EventSource (which cannot set the header); the header wins.', schema: { type: 'string' } },
           ],
           responses: { '200': { description: 'An event stream.', content: { 'text/event-stream': { schema: { type: 'string' } } } }, ...errors(401, 404, 503, 504) },
+        },
+      },
+      '/v1/runs/{id}/stream-token': {
+        post: {
+          operationId: 'createStreamToken',
+          summary: 'A short-lived token for this run\'s event stream, for browsers',
+          description: 'The token is accepted as `?token=` by `GET /v1/runs/{id}/events` of this run only, until `expiresAt` (5 minutes by default). It is signed with a key derived from the gateway token, so any gateway with that token accepts it.',
+          parameters: [idParam],
+          responses: { '201': ok('Issued.', ref('StreamToken')), ...errors(400, 401, 404, 503) },
         },
       },
       '/v1/runs/{id}/steps/{step}': {
@@ -428,7 +464,10 @@ function buildDocument(): Json {
       },
     },
     components: {
-      securitySchemes: { bearer: { type: 'http', scheme: 'bearer', description: 'The gateway\'s GATEWAY_TOKEN.' } },
+      securitySchemes: {
+        bearer: { type: 'http', scheme: 'bearer', description: 'The gateway\'s GATEWAY_TOKEN.' },
+        streamToken: { type: 'apiKey', in: 'query', name: 'token', description: 'A token from `POST /v1/runs/{id}/stream-token`, for that run\'s event stream only.' },
+      },
       schemas,
       responses: Object.fromEntries(
         Object.entries(ERROR_RESPONSES).map(([status, description]) => [`E${status}`, ok(description, ref('Error'))]),
@@ -437,6 +476,16 @@ function buildDocument(): Json {
   };
 }
 
+/** Every operation that takes a body answers 415 to a body that is not JSON (the gateway has no other parser). */
+function withUnsupportedMediaType(doc: Json): Json {
+  for (const path of Object.values(doc.paths as Record<string, Record<string, Json>>)) {
+    for (const operation of Object.values(path)) {
+      if (operation.requestBody) Object.assign(operation.responses as Json, errors(415));
+    }
+  }
+  return doc;
+}
+
 let cached: Json | undefined;
 /** The document, built once. */
-export const openApiDocument = (): Json => (cached ??= buildDocument());
+export const openApiDocument = (): Json => (cached ??= withUnsupportedMediaType(buildDocument()));

@@ -1,11 +1,17 @@
 /**
+ * `POST /v1/runs/:id/stream-token`: a short-lived token for that run's stream, for browsers (see ../stream-token.ts).
+ *
  * `GET /v1/runs/:id/events`: Server-Sent Events built on `AgentRunHandle.watch`. The response opens once the first
  * state view arrives (an unknown run is still a JSON 404), carries one SSE event per watch event with a resume
  * cursor as its id, a heartbeat comment every `heartbeatMs`, and ends after `end`, on an error, when the client
  * goes away or when the gateway closes. The watch loop stops with the response.
  */
 import { once } from 'node:events';
+import type { OutgoingHttpHeaders } from 'node:http';
 import type { FastifyInstance } from 'fastify';
+import { WorkflowNotFoundError } from '@temporalio/client';
+import { z } from 'zod';
+import { AgentRunNotFoundError } from '../../client';
 import { abortOnClose, type GatewayContext } from '../context';
 import { toHttpError } from '../errors';
 import { parseOr400, RunParamsSchema } from '../schemas';
@@ -24,11 +30,24 @@ const SSE_HEADERS = {
 
 export const formatSseEvent = (e: SseEvent): string => `event: ${e.type}\nid: ${e.id}\ndata: ${JSON.stringify(e.data)}\n\n`;
 
+/** A new EventSource cannot set `Last-Event-ID`, so a page that reopens one (with a fresh token) passes it here. */
+const EventsQuerySchema = z.object({ token: z.string().optional(), lastEventId: z.string().optional() });
+
 export function registerEventRoutes(app: FastifyInstance, ctx: GatewayContext): void {
+  app.post('/v1/runs/:id/stream-token', async (request, reply) => {
+    const { id } = parseOr400(RunParamsSchema, request.params, 'path');
+    // An unknown run is a 404 here, so that a page renewing its token stops instead of asking again and again.
+    await ctx.agents.client.workflow.getHandle(id).describe().catch((err: unknown) => {
+      throw err instanceof WorkflowNotFoundError ? new AgentRunNotFoundError(id) : err;
+    });
+    return reply.code(201).send({ workflowId: id, ...ctx.streamTokens.issue(id) });
+  });
+
   app.get('/v1/runs/:id/events', async (request, reply) => {
     const { id } = parseOr400(RunParamsSchema, request.params, 'path');
-    const lastEventId = request.headers['last-event-id'];
-    const cursor = new EventCursor(parseCursor(Array.isArray(lastEventId) ? lastEventId[0] : lastEventId));
+    const query = parseOr400(EventsQuerySchema, request.query, 'query');
+    const header = request.headers['last-event-id'];
+    const cursor = new EventCursor(parseCursor((Array.isArray(header) ? header[0] : header) ?? query.lastEventId));
     const raw = reply.raw;
     const { signal, dispose } = abortOnClose(ctx, reply);
     let heartbeat: NodeJS.Timeout | undefined;
@@ -41,7 +60,8 @@ export function registerEventRoutes(app: FastifyInstance, ctx: GatewayContext): 
     };
     const open = () => {
       reply.hijack();
-      raw.writeHead(200, SSE_HEADERS);
+      // The headers hooks set (CORS) go too: a hijacked reply sends only what is written here.
+      raw.writeHead(200, { ...(reply.getHeaders() as OutgoingHttpHeaders), ...SSE_HEADERS });
       raw.write(`retry: ${RETRY_MS}\n\n`);
       opened = true;
       heartbeat = setInterval(() => writable() && raw.write(': heartbeat\n\n'), ctx.heartbeatMs);

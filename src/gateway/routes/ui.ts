@@ -8,7 +8,7 @@ import path from 'node:path';
 import type { FastifyInstance, FastifyReply } from 'fastify';
 
 /** The page's routes; the auth hook lets them through without a token. */
-export const UI_ROUTES = ['/ui', '/ui/runs/:id', '/ui/assets/app.js', '/ui/assets/app.css'] as const;
+export const UI_ROUTES = ['/ui', '/ui/runs/:id', '/ui/assets/app.js', '/ui/assets/app.css', '/favicon.ico'] as const;
 
 const UI_DIR = path.join(__dirname, '..', 'ui');
 
@@ -36,4 +36,6 @@ export function registerUiRoutes(app: FastifyInstance): void {
   app.get('/ui/runs/:id', async (_request, reply) => send(reply, 'text/html; charset=utf-8', files.html));
   app.get('/ui/assets/app.js', async (_request, reply) => send(reply, 'text/javascript; charset=utf-8', files.js));
   app.get('/ui/assets/app.css', async (_request, reply) => send(reply, 'text/css; charset=utf-8', files.css));
+  // Browsers ask for it on their own, without the token: no icon, and no 401 in the console.
+  app.get('/favicon.ico', async (_request, reply) => reply.code(204).header('cache-control', 'public, max-age=86400').send());
 }

@@ -69,6 +69,7 @@ async function api(method, path, body) {
 let started = false;
 
 function askForToken(message) {
+  clearConnection();
   $('login').hidden = false;
   $('login-error').textContent = sessionStorage.getItem(TOKEN_KEY) ? message : '';
   $('list-page').hidden = true;
@@ -95,6 +96,9 @@ function listPage() {
     refresh();
   });
 
+  /** When the list last arrived: the stale notice says so once, however many polls fail. */
+  let updatedAt = null;
+
   async function refresh() {
     const query = new URLSearchParams({ limit: '100' });
     if (filter.value) query.set('state', filter.value);
@@ -107,14 +111,21 @@ function listPage() {
           el('td', {}, el('span', { class: `state state-${run.agentState ?? 'unknown'}` }, run.agentState ?? '?')),
           el('td', {}, run.status),
           el('td', {}, new Date(run.startTime).toLocaleString()),
+          el('td', {}, run.closeTime ? new Date(run.closeTime).toLocaleString() : ''),
         ),
       );
       document.querySelector('#runs tbody').replaceChildren(...rows);
       $('list-empty').hidden = rows.length > 0;
-      $('list-updated').textContent = `updated ${new Date().toLocaleTimeString()}`;
+      updatedAt = new Date().toLocaleTimeString();
+      $('list-updated').textContent = `updated ${updatedAt}`;
+      $('list-updated').classList.remove('stale');
       setConnection('live', 'connected');
     } catch (err) {
-      if (err.status !== 401) setConnection('offline', `cannot reach the gateway: ${err.message}`);
+      if (err.status === 401) return;
+      // One notice, replaced on each failed poll, beside the time of the last list that arrived.
+      $('list-updated').textContent = updatedAt ? `updated ${updatedAt}; ${offlineText(err)}` : offlineText(err);
+      $('list-updated').classList.add('stale');
+      setConnection('offline', offlineText(err));
     }
   }
   refresh();
@@ -138,6 +149,8 @@ function runPage(workflowId) {
   /** The stream's resume cursor, and whether following is over (the run ended or is gone). */
   let lastEventId = null;
   let stopped = false;
+  /** When the state last arrived: the stale notice says "as of" this, once, however many polls fail. */
+  let updatedAt = null;
 
   /** Fetches the state and redraws; calls made while one is in flight run once more after it, never in parallel. */
   function refreshState() {
@@ -153,7 +166,7 @@ function runPage(workflowId) {
         } while (again);
       } catch (err) {
         if (err.status === 404) showGone(err.message);
-        else if (err.status !== 401) markStale(err.message);
+        else if (err.status !== 401) markStale(err);
       } finally {
         refreshing = null;
       }
@@ -168,8 +181,10 @@ function runPage(workflowId) {
     state.textContent = view.state;
     state.className = `state state-${view.state}`;
     $('state-since').textContent = `since ${time(view.stateSince)} · step ${view.step}`;
-    $('updated').textContent = `as of ${new Date().toLocaleTimeString()}`;
+    updatedAt = new Date().toLocaleTimeString();
+    $('updated').textContent = `as of ${updatedAt}`;
     $('updated').classList.remove('stale');
+    clearOfflineErrors();
 
     $('stored').hidden = !view.stored;
     if (view.stored) $('stored').textContent = `Stored copy from ${time(view.stored.at)}: ${view.stored.reason}`;
@@ -215,18 +230,21 @@ function runPage(workflowId) {
     node.textContent = value || '';
   }
 
-  function markStale(message) {
-    $('updated').textContent = view ? `as of ${$('updated').textContent.replace(/^as of /, '')}; cannot reach the gateway: ${message}` : message;
+  function markStale(err) {
+    $('updated').textContent = updatedAt ? `as of ${updatedAt}; ${offlineText(err)}` : offlineText(err);
     $('updated').classList.add('stale');
-    setConnection('offline', `cannot reach the gateway: ${message}`);
+    setConnection('offline', offlineText(err));
   }
 
+  /** No run has this id: nothing to steer, so the controls are off. */
   function showGone(message) {
     $('run-page').hidden = false;
-    $('state').textContent = 'not found';
+    $('state').textContent = 'unknown run';
     $('state').className = 'state state-unknown';
     $('state-since').textContent = message;
+    for (const id of ['pause', 'resume', 'abort', 'abort-reason']) $(id).disabled = true;
     stopped = true;
+    setConnection('ended', 'no run with this id');
   }
 
   // Re-drawn only when the calls waiting change, so that an edit being typed is not wiped by the next refresh.
@@ -260,7 +278,7 @@ function runPage(workflowId) {
         await api('POST', `${runPath}/approvals`, body);
         card.classList.add('decided');
       } catch (err) {
-        result.textContent = err.message;
+        showError(result, err);
       }
       await refreshState();
     };
@@ -347,7 +365,7 @@ function runPage(workflowId) {
       await api('POST', `${runPath}/${name}`, body);
       $('control-result').textContent = `${name} sent`;
     } catch (err) {
-      $('control-result').textContent = `${name} refused: ${err.message}`;
+      showError($('control-result'), err, `${name} refused: `);
     }
     await refreshState();
   }
@@ -420,6 +438,30 @@ async function* sseMessages(body) {
       if (message.event || message.data !== undefined) yield message;
     }
   }
+}
+
+/** An answer from the gateway is shown as it is; a failed fetch (no answer at all) says the gateway is unreachable. */
+const offlineText = (err) => (err instanceof ApiError ? err.message : `cannot reach the gateway: ${err.message}`);
+
+/** Errors of a request that got no answer are marked, and cleared once the gateway answers again. */
+function showError(node, err, prefix = '') {
+  node.textContent = prefix + offlineText(err);
+  if (err instanceof ApiError) delete node.dataset.offline;
+  else node.dataset.offline = 'true';
+}
+
+function clearOfflineErrors() {
+  for (const node of document.querySelectorAll('[data-offline]')) {
+    node.textContent = '';
+    delete node.dataset.offline;
+  }
+}
+
+function clearConnection() {
+  const node = $('connection');
+  node.className = 'connection';
+  node.textContent = '';
+  node.title = '';
 }
 
 function setConnection(kind, title) {
