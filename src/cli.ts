@@ -134,6 +134,7 @@ function buildProgram(deps: CliDeps, state: { exitCode: number }): Command {
   /** One line for an accepted abort, pause or resume: where the run stands now. */
   const printControl = (workflowId: string, name: string, result: ControlResult, json: boolean | undefined) => {
     if (json) printJson({ workflowId, signal: name, sent: true, ...result });
+    else if (result.delivery === 'signal') print(`${name} sent to ${workflowId} as a signal (the run has no ${name} update): it applies at the run's next step`);
     else print(`${name} accepted by ${workflowId}: ${result.state}${result.pauseRequested ? ', pause requested' : ''}`);
   };
 

@@ -42,8 +42,11 @@ import {
   type ApproveInput,
 } from './common/input';
 import {
+  abortSignal,
   abortUpdate,
   approveUpdate,
+  pauseSignal,
+  resumeSignal,
   pauseUpdate,
   resumeUpdate,
   sendMessageUpdate,
@@ -148,6 +151,9 @@ export class AgentStepNotFoundError extends Error {
     super(message, options);
   }
 }
+
+/** The SDK's refusal of an update that the workflow registered no handler for. */
+const NO_UPDATE_HANDLER = /No registered handler for update/;
 
 /** The workflow's message for a step it does not hold (`resume.ts`, `snapshotAt`). */
 const STEP_NOT_IN_RUN = /step -?\d+ is not in this run[^\n]*/;
@@ -499,17 +505,17 @@ export class AgentRunHandle {
   /** Asks the run to stop: work in flight is cancelled and the run ends ABORTED. */
   async abort(reason?: string, opts: ControlOptions = {}): Promise<ControlResult> {
     const input = validate(AbortInputSchema, reason === undefined ? {} : { reason }, 'abort input');
-    return this.control(abortUpdate, input, opts);
+    return this.withSignalFallback(this.control(abortUpdate, input, opts), () => this.workflow.signal(abortSignal, input));
   }
 
   /** Asks the run to pause before its next piece of work (`pauseRequested` while work is in flight). */
   async pause(opts: ControlOptions = {}): Promise<ControlResult> {
-    return this.control(pauseUpdate, {}, opts);
+    return this.withSignalFallback(this.control(pauseUpdate, {}, opts), () => this.workflow.signal(pauseSignal));
   }
 
   /** Resumes a paused run (or cancels a pending pause). */
   async resume(opts: ControlOptions = {}): Promise<ControlResult> {
-    return this.control(resumeUpdate, {}, opts);
+    return this.withSignalFallback(this.control(resumeUpdate, {}, opts), () => this.workflow.signal(resumeSignal));
   }
 
   /** Decides one tool call that waits for approval. */
@@ -566,6 +572,20 @@ export class AgentRunHandle {
       // The result is kept by the server: no worker is needed to tell ABORTED from COMPLETED.
       const state = status === 'COMPLETED' ? await this.workflow.result().then((r: AgentRunResult) => r.status, () => undefined) : undefined;
       throw new AgentRunEndedError(this.workflowId, status, state);
+    }
+  }
+
+  /**
+   * Abort, pause and resume to a run that has no such update (a sub-agent pattern, or a worker from before control
+   * updates, mid rolling deploy) go as the signal those runs handle, so an operator can always stop a run.
+   */
+  private async withSignalFallback(update: Promise<ControlResult>, signal: () => Promise<void>): Promise<ControlResult> {
+    try {
+      return await update;
+    } catch (err) {
+      if (!(err instanceof AgentUpdateRejectedError && NO_UPDATE_HANDLER.test(err.reason))) throw err;
+      await this.guard(signal);
+      return { state: null, pauseRequested: false, delivery: 'signal' };
     }
   }
 

@@ -2,7 +2,10 @@
 import { randomUUID } from 'node:crypto';
 import type { WorkflowHandle } from '@temporalio/client';
 import { Worker } from '@temporalio/worker';
+import { runCli } from '../src/cli';
+import { AgentClient } from '../src/client';
 import { abortSignal, stateQuery, type AgentRunResult } from '../src/common/messages';
+import { buildGateway } from '../src/gateway/index';
 import {
   type AgentPipelineInput,
   type AgentPipelineResult,
@@ -177,6 +180,32 @@ describe('agentPipeline', () => {
     expect(prompts[2]).toContain('Output of the previous stage (coder):\ncoder-output');
     await expectChildrenOf(id, ['designer', 'coder', 'reviewer']);
     expect((await handle.describe()).searchAttributes.AgentState).toEqual(['COMPLETED']);
+  });
+
+  test('the client, CLI and gateway abort a pattern, which has no abort update, with the signal it handles', async () => {
+    h.model.register('pe-slow-controls', ({ request }) =>
+      userPrompt(request).startsWith('You are the planner') ? { text: '1. slow' } : { text: 'x'.repeat(2_000), chunkSize: 2, chunkDelayMs: 100 },
+    );
+    const client = new AgentClient(h.env.client, h.taskQueue);
+    const viaClient = await start<PlanExecuteResult>('planExecute', { task: 'Take your time', model: 'pe-slow-controls' });
+    await waitUntilStreaming(viaClient, 'step-1');
+    expect(await client.handle(viaClient.workflowId).abort('enough')).toEqual({ state: null, pauseRequested: false, delivery: 'signal' });
+    expect(await viaClient.result()).toMatchObject({ status: 'ABORTED', reason: 'aborted: enough' });
+
+    const viaCli = await start<PlanExecuteResult>('planExecute', { task: 'Take your time', model: 'pe-slow-controls' });
+    await waitUntilStreaming(viaCli, 'step-1');
+    let out = '';
+    const code = await runCli(['abort', viaCli.workflowId, '--reason', 'stop'], { connect: async () => client, out: (t) => (out += t), err: (t) => (out += t) });
+    expect({ code, out }).toEqual({ code: 0, out: expect.stringContaining(`abort sent to ${viaCli.workflowId} as a signal`) });
+    expect(await viaCli.result()).toMatchObject({ status: 'ABORTED', reason: 'aborted: stop' });
+
+    const viaGateway = await start<PlanExecuteResult>('planExecute', { task: 'Take your time', model: 'pe-slow-controls' });
+    await waitUntilStreaming(viaGateway, 'step-1');
+    const app = buildGateway({ agents: client, token: null });
+    const res = await app.inject({ method: 'POST', url: `/v1/runs/${encodeURIComponent(viaGateway.workflowId)}/abort`, payload: { reason: 'halt' } });
+    expect({ status: res.statusCode, body: res.json() }).toEqual({ status: 202, body: expect.objectContaining({ delivery: 'signal', state: null }) });
+    expect(await viaGateway.result()).toMatchObject({ status: 'ABORTED', reason: 'aborted: halt' });
+    await app.close();
   });
 
   test('custom stages with their own models; abort cancels the running stage', async () => {

@@ -35,9 +35,16 @@ export interface SendMessageResult {
 
 /** What the abort, pause and resume updates answer: the run took the control, and this is where it stands now. */
 export interface ControlResult {
-  state: AgentState;
+  /** Null when the control went as a signal (`delivery`): it takes effect at the run's next step, not yet. */
+  state: AgentState | null;
   /** A pause that waits for the work in flight to end. */
   pauseRequested: boolean;
+  /**
+   * `signal` when the run has no such update: a sub-agent pattern, or a worker from before control updates during a
+   * rolling deploy. The signal is recorded at once and applied whenever a worker takes it; a refusal shows only in
+   * `rejectedEvents`, and it has no deadline. Absent when the run took the update.
+   */
+  delivery?: 'signal';
 }
 
 /** What the workflow returns when the run completes or is aborted; a failed run fails the workflow. */

@@ -262,8 +262,9 @@ const schemas: Record<string, Json> = {
       workflowId: { type: 'string' },
       signal: { enum: ['abort', 'pause', 'resume'], description: 'The control the run took.' },
       sent: { const: true },
-      state: { enum: agentStates, description: 'The run\'s state right after it took the control.' },
+      state: { enum: [...agentStates, null], description: 'The run\'s state right after it took the control; null when it went as a signal.' },
       pauseRequested: { type: 'boolean', description: 'A pause waits for the work in flight to end.' },
+      delivery: { const: 'signal', description: 'Present when the run has no such update (a sub-agent pattern, or a worker from before control updates): sent as a signal, applied at its next step, no deadline.' },
     },
   },
   ApproveResult: {
