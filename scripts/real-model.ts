@@ -1,6 +1,6 @@
 /**
  * Serves a real model offline: llama.cpp's llama-server with SmolLM2-135M-Instruct, built and cached on first use.
- * Usage: npm run real-model                  (PORT=8080, REAL_MODEL_CONTEXT=8192, REAL_MODEL_MAX_TOKENS=512)
+ * Usage: npm run real-model                  (PORT=8080, REAL_MODEL_CONTEXT=8192, REAL_MODEL_MAX_TOKENS=512, REAL_MODEL_THREADS=1)
  *        npm run setup:real-model            (only provision it, as CI does)
  */
 import { ensureRealModel, realModelCacheDir, startRealModel } from './lib/real-model';
@@ -23,8 +23,9 @@ async function main(): Promise<void> {
   const port = intFromEnv('PORT', 8080, 1, 65535);
   const contextSize = intFromEnv('REAL_MODEL_CONTEXT', 8192, 256, 8192);
   const maxTokens = intFromEnv('REAL_MODEL_MAX_TOKENS', 512, 1, contextSize);
+  const threads = intFromEnv('REAL_MODEL_THREADS', 1, 1, 256);
 
-  const server = await startRealModel({ port, contextSize, maxTokens });
+  const server = await startRealModel({ port, contextSize, maxTokens, threads });
   console.log(`llama-server with ${server.model} (${contextSize}-token context, answers up to ${maxTokens} tokens) on ${server.url}`);
   console.log('Run a worker against it in another terminal:');
   console.log(`  LLM_BASE_URL=${server.url} LLM_API_KEY=none LLM_MODEL=${server.model} npm run worker`);

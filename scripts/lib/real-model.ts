@@ -382,6 +382,12 @@ export interface RealModelServerOptions {
   port?: number;
   /** Server output goes here (appended). @default kept in memory */
   logFile?: string;
+  /**
+   * Threads for generation and prompt (`-t`). ggml's threads spin at every barrier, so a second thread on a machine
+   * whose cores are busy (2 cores shared with the dev server, the worker and jest) made generation 3-15x slower:
+   * 3.6 against 53 tokens a second, measured under that load. @default 1
+   */
+  threads?: number;
   /** More llama-server arguments after the defaults. */
   extraArgs?: string[];
 }
@@ -439,6 +445,7 @@ export async function launchLlamaServer(paths: RealModelPaths, opts: RealModelSe
     '--temp', '0',
     '-n', String(opts.maxTokens),
     '-c', String(opts.contextSize),
+    '-t', String(opts.threads ?? 1),
     // One slot: the whole -c is one conversation's window, and a request in flight is visible in /slots.
     '-np', '1',
     '--host', '127.0.0.1', '--port', String(port),
