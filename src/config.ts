@@ -186,6 +186,25 @@ export function codecSettings(env: NodeJS.ProcessEnv = process.env): CodecSettin
   return { claimCheck, ...(encryption ? { encryption } : {}) };
 }
 
+/** Where runs' live streams go (src/stream). */
+export interface StreamSettings {
+  /** `AGENT_STREAM_REDIS_URL`: Redis Streams, for workers and gateways alike. */
+  redisUrl?: string;
+  /** `AGENT_STREAM_URL`: a worker without Redis publishes to this gateway's hub; unset (and no Redis), it publishes nothing. */
+  gatewayUrl?: string;
+  /** `AGENT_STREAM_TOKEN`, else `GATEWAY_TOKEN`: the token the worker presents to the gateway. */
+  token?: string;
+}
+
+export function streamSettings(env: NodeJS.ProcessEnv = process.env): StreamSettings {
+  const redisUrl = env.AGENT_STREAM_REDIS_URL?.trim();
+  if (redisUrl && !/^rediss?:\/\//.test(redisUrl)) throw new Error(`AGENT_STREAM_REDIS_URL must be a redis:// or rediss:// URL, got ${JSON.stringify(redisUrl)}`);
+  const gatewayUrl = env.AGENT_STREAM_URL?.trim();
+  if (gatewayUrl && !/^https?:\/\/[^\s]+$/.test(gatewayUrl)) throw new Error(`AGENT_STREAM_URL must be the gateway's http(s):// URL, got ${JSON.stringify(gatewayUrl)}`);
+  const token = env.AGENT_STREAM_TOKEN?.trim() || env.GATEWAY_TOKEN?.trim();
+  return { ...(redisUrl ? { redisUrl } : {}), ...(gatewayUrl ? { gatewayUrl } : {}), ...(token ? { token } : {}) };
+}
+
 export interface GatewaySettings {
   /** `GATEWAY_PORT`. @default 8080 */
   port: number;

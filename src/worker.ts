@@ -9,10 +9,11 @@ import { createActivities, readableErrorBodies, SqliteToolLedger, type ActivityD
 import { InflightActivities, type RecoveryReport } from './activities/inflight';
 import { connectMcpServers, parseMcpServers, type McpServerInfo, type McpTools } from './activities/tools/mcp';
 import { createConversationStore, createDataConverter } from './codec';
-import { usesScriptedModel, workerConfig, type CodecSettings, type TemporalSettings, type WorkerConfig } from './config';
+import { streamSettings, usesScriptedModel, workerConfig, type CodecSettings, type TemporalSettings, type WorkerConfig } from './config';
 import { nativeConnectionOptions } from './connection';
 import { configuredTracing, tracingWorkerOptions, type Tracing } from './observability/tracing';
 import { DEMO_SCRIPT_NAME, startScriptedModel, type ScriptedModel } from './scripted-model';
+import { httpTarget, liveStream, RedisChannel, streamSinks, type LiveStream } from './stream';
 import { workflowCode } from './workflow-bundle';
 
 /** Used when neither the run nor `LLM_MODEL` names a model. */
@@ -29,9 +30,11 @@ export function agentWorkerOptions(
   | 'maxConcurrentLocalActivityExecutions'
   | 'workflowTaskPollerBehavior'
   | 'activityTaskPollerBehavior'
+  | 'sinks'
 > {
   return {
     activities: createActivities(deps),
+    sinks: streamSinks(deps.stream),
     // Cancellation reaches an activity on its next heartbeat; keep that within a second so abort is prompt.
     maxHeartbeatThrottleInterval: '1 second',
     // A model call waits on the network, not the CPU: the SDK's 100 slots would cap a worker at 100 calls in flight
@@ -117,11 +120,29 @@ export interface AgentWorkerOptions {
   codecs?: CodecSettings;
   /** Prebuilt workflow bundles (`agent-build-workflows DIR`, `npm run build:workflows`); unset, the worker bundles its workflow code at boot. @default AGENT_WORKFLOW_BUNDLE_DIR */
   workflowBundleDir?: string;
+  /** Where runs' live streams go; replaces AGENT_STREAM_REDIS_URL and AGENT_STREAM_URL. */
+  stream?: LiveStream;
   /** Replaces the tracing the config asks for (AGENT_TRACING), and stays the caller's to shut down. */
   tracing?: Tracing;
 }
 
 const isNativeConnection = (c: AgentWorkerOptions['connection']): c is NativeConnection => c instanceof NativeConnection;
+
+/** The live stream the environment asks for: Redis (`AGENT_STREAM_REDIS_URL`), the gateway's hub (`AGENT_STREAM_URL`), or none. */
+function configuredStream(env: NodeJS.ProcessEnv, opened: (channel: RedisChannel) => void): LiveStream | undefined {
+  const settings = streamSettings(env);
+  if (settings.redisUrl) {
+    let reported = false;
+    const onError = (err: Error) => {
+      if (!reported) console.warn(`stream channel (redis): ${err.message}`);
+      reported = true;
+    };
+    const channel = RedisChannel.open({ url: settings.redisUrl, onError });
+    opened(channel);
+    return liveStream(channel);
+  }
+  return settings.gatewayUrl ? liveStream(httpTarget(settings.gatewayUrl, settings.token)) : undefined;
+}
 
 /** The settings a worker runs with: `options` over `options.config`, else over the environment. Pure but for reading `env`. */
 export function resolveWorkerConfig(options: AgentWorkerOptions = {}): WorkerConfig {
@@ -158,7 +179,9 @@ export async function createAgentWorker(options: AgentWorkerOptions = {}): Promi
   let mcp: McpTools | undefined;
   let ownTracing: Tracing | undefined;
   let connection: NativeConnection | undefined;
+  let channel: RedisChannel | undefined;
   const release = async () => {
+    await channel?.close();
     if (!given) await connection?.close();
     await scripted?.close();
     await mcp?.close();
@@ -178,6 +201,18 @@ export async function createAgentWorker(options: AgentWorkerOptions = {}): Promi
     const dataConverter = createDataConverter(config.codecs);
     const bundleDir = config.workflowBundleDir;
     const traced = tracing ? tracingWorkerOptions(tracing, bundleDir === undefined) : undefined;
+    const live = options.stream ?? configuredStream(options.env ?? process.env, (c) => (channel = c));
+    const workerOptions = agentWorkerOptions({
+      openai: openAIClient({ baseURL, apiKey: llm.apiKey }),
+      defaultModel: model,
+      contextWindowTokens: llm.contextWindowTokens,
+      workspace: config.workspace,
+      tools: [...(options.tools ?? []), ...mcp.tools],
+      agents: options.agents,
+      ledger,
+      conversations: createConversationStore(dataConverter, config.codecs.claimCheck),
+      stream: live,
+    });
     const worker = await Worker.create({
       connection,
       namespace: temporal.namespace,
@@ -188,16 +223,8 @@ export async function createAgentWorker(options: AgentWorkerOptions = {}): Promi
       dataConverter,
       ...traced,
       ...(inflight ? { interceptors: inflight.addTo(traced?.interceptors) } : {}),
-      ...agentWorkerOptions({
-        openai: openAIClient({ baseURL, apiKey: llm.apiKey }),
-        defaultModel: model,
-        contextWindowTokens: llm.contextWindowTokens,
-        workspace: config.workspace,
-        tools: [...(options.tools ?? []), ...mcp.tools],
-        agents: options.agents,
-        ledger,
-        conversations: createConversationStore(dataConverter, config.codecs.claimCheck),
-      }),
+      ...workerOptions,
+      sinks: { ...traced?.sinks, ...workerOptions.sinks },
     });
     return {
       worker,

@@ -2,6 +2,7 @@
  * Activities of the agent worker, built by a factory so the worker injects real clients and tests their own.
  * Worker-side code: never import this from workflow code except as `import type`.
  */
+import type { LiveStream } from '../stream/publisher';
 import { CancelledFailure, Context } from '@temporalio/activity';
 import type OpenAI from 'openai';
 import type { ConversationStore } from '../codec/conversation-store';
@@ -31,6 +32,9 @@ export interface ActivityDeps {
   ledger?: ToolLedger;
   streamIdleTimeoutMs?: number;
   deltaFlushMs?: number;
+  /** The live stream text is published to as it arrives (src/stream); absent: text reaches watchers through the state only. */
+  stream?: LiveStream;
+  streamedDeltaFlushMs?: number;
   /** Chained conversations (codec/conversation-store.ts), in the claim check's blob store. */
   conversations?: ConversationStore;
   /** `LLM_CONTEXT_WINDOW_TOKENS`: the context window of the models this worker calls; absent: the table of known models. */

@@ -21,6 +21,7 @@ import {
 } from '../common/chat';
 import { streamDeltaSignal } from '../common/messages';
 import { knownContextWindow } from '../common/models';
+import type { LiveStream } from '../stream/publisher';
 import { classifyModelError, streamStalled, streamTruncated } from './errors';
 import { startHeartbeat } from './heartbeat';
 import { recordToolCall } from './metrics';
@@ -36,6 +37,13 @@ export interface ModelDeps {
   streamIdleTimeoutMs?: number;
   /** How often streamed text is sent to the run. @default 250 */
   deltaFlushMs?: number;
+  /**
+   * The live stream (src/stream): text goes there as it arrives, and while it is healthy the run gets only the first
+   * delta of a call and then one every `streamedDeltaFlushMs` (its `partialText` for state readers).
+   */
+  stream?: LiveStream;
+  /** How often streamed text is sent to the run while the live stream carries it. @default 3000 */
+  streamedDeltaFlushMs?: number;
   /** Where chained conversations live (a request with `chain`); without one, runs send the whole conversation. */
   conversations?: ConversationStore;
   /** The context window of every model this worker calls (`LLM_CONTEXT_WINDOW_TOKENS`); absent: the table of known models. */
@@ -117,7 +125,13 @@ export function createCallModel(deps: ModelDeps) {
     const assembler = new CompletionAssembler();
     // A local activity runs inside its workflow's task: a signal to that workflow would fail the task, which then
     // waits for the next one (seen with bench's local-model profile). Its text is not streamed, only returned.
-    const publisher = ctx.info.isLocal ? undefined : new DeltaPublisher(ctx, request.callNumber, flushMs);
+    const live = ctx.info.isLocal ? undefined : deps.stream;
+    const runId = ctx.info.workflowExecution?.workflowId ?? '';
+    const { callNumber } = request;
+    const { attempt } = ctx.info;
+    const interval = () => (live?.healthy ? (deps.streamedDeltaFlushMs ?? 3_000) : flushMs);
+    const publisher = ctx.info.isLocal ? undefined : new DeltaPublisher(ctx, callNumber, interval, !!live);
+    if (attempt > 1) live?.publish(runId, [{ type: 'restart', callNumber, attempt }]);
     const providerFailures = providerFailuresSoFar(ctx);
     const beat = () => ({ callNumber: request.callNumber, chars: assembler.text.length, providerFailures });
     const stopHeartbeat = startHeartbeat(beat);
@@ -148,6 +162,7 @@ export function createCallModel(deps: ModelDeps) {
       for await (const chunk of stream) {
         armIdle();
         const text = assembler.add(chunk);
+        if (text) live?.publish(runId, [{ type: 'text', text, callNumber, attempt }]);
         publisher?.push(text);
       }
       // An aborted stream ends its iteration without an error: never return a cut-off answer as a result.
@@ -175,6 +190,8 @@ export function createCallModel(deps: ModelDeps) {
       if (ctx.cancellationSignal.aborted) throw new CancelledFailure('model call cancelled');
       const failure = stalled ? streamStalled(idleTimeoutMs) : classifyModelError(err, [deps.openai.apiKey]);
       if (failure.nonRetryable) throw failure;
+      const retry = { activity: 'callModel', attempt: attempt + 1, lastFailure: { type: failure.type ?? null, message: failure.message }, nextAttemptAt: null };
+      live?.publish(runId, [{ type: 'retry', retry }]);
       // The count goes with the last heartbeat, which the worker flushes with the failure; the next attempt reads it.
       const failures = providerFailures + 1;
       ctx.heartbeat({ ...beat(), providerFailures: failures });
@@ -241,30 +258,36 @@ async function storeConversation(
 }
 
 /**
- * Sends streamed text to the run as `streamDelta` signals, batched, so the `state` query can show it.
+ * Sends streamed text to the run as `streamDelta` signals, batched, so the `state` query can show it. With a live
+ * stream the batches are seconds apart: each one is a history event, and watchers get the text from the stream.
  * Best effort: the final answer comes back as the activity result, so a lost delta loses nothing.
  */
 class DeltaPublisher {
   private buffer = '';
   private timer: NodeJS.Timeout | undefined;
   private inFlight: Promise<void> = Promise.resolve();
+  private sent = false;
 
   constructor(
     private readonly ctx: Context,
     private readonly callNumber: number,
-    private readonly flushMs: number,
+    private readonly flushMs: () => number,
+    /** The live stream carries the text: the first delta goes at once (the run shows the call has begun). */
+    private readonly firstAtOnce: boolean,
   ) {}
 
   push(text: string): void {
     if (!text) return;
     this.buffer += text;
-    this.timer ??= setTimeout(() => void this.flush(), this.flushMs);
+    if (this.firstAtOnce && !this.sent) void this.flush();
+    else this.timer ??= setTimeout(() => void this.flush(), this.flushMs());
   }
 
   flush(): Promise<void> {
     clearTimeout(this.timer);
     this.timer = undefined;
     if (this.buffer) {
+      this.sent = true;
       const delta = { callNumber: this.callNumber, attempt: this.ctx.info.attempt, text: this.buffer };
       this.buffer = '';
       const workflowId = this.ctx.info.workflowExecution?.workflowId;

@@ -2,19 +2,30 @@
 /**
  * The HTTP gateway process: `npm run gateway`. GATEWAY_PORT (8080), GATEWAY_HOST (127.0.0.1), GATEWAY_TOKEN
  * (required unless GATEWAY_INSECURE=1), GATEWAY_CONTROL_TIMEOUT_MS (10000), GATEWAY_CORS_ORIGINS (none), and the TEMPORAL_* settings of
- * `AgentClient.connect`.
+ * `AgentClient.connect`; AGENT_STREAM_REDIS_URL (the stream channel; unset: the in-memory hub workers publish to with
+ * AGENT_STREAM_URL).
  */
 import { AgentClient } from '../client';
-import { gatewaySettings } from '../config';
+import { gatewaySettings, streamSettings } from '../config';
 import { buildGateway } from '../gateway';
+import { MemoryHub, RedisChannel, type StreamChannel } from '../stream';
 
 async function main(): Promise<void> {
   const settings = gatewaySettings(process.env);
   if (settings.token === null) console.warn('GATEWAY_INSECURE=1: the gateway accepts requests without a token');
+  const { redisUrl } = streamSettings(process.env);
+  let reported = false;
+  const onError = (err: Error) => {
+    if (!reported) console.warn(`stream channel (redis): ${err.message}; streams poll the state until it is back`);
+    reported = true;
+  };
+  // Redis when configured; else the embedded hub, which workers reach with AGENT_STREAM_URL.
+  const stream: StreamChannel = redisUrl ? RedisChannel.open({ url: redisUrl, onError }) : new MemoryHub();
   const agents = await AgentClient.connect();
-  const app = buildGateway({ agents, token: settings.token, controlTimeoutMs: settings.controlTimeoutMs, corsOrigins: settings.corsOrigins, logger: true });
+  const app = buildGateway({ agents, token: settings.token, controlTimeoutMs: settings.controlTimeoutMs, corsOrigins: settings.corsOrigins, logger: true, stream });
   const stop = async () => {
     await app.close();
+    await stream.close();
     await agents.close();
   };
   for (const signal of ['SIGINT', 'SIGTERM'] as const) {

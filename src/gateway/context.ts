@@ -1,6 +1,7 @@
 /** What every route needs: the agent client, the stream settings, and the requests to cut short on shutdown. */
 import type { FastifyReply } from 'fastify';
 import type { AgentClient } from '../client';
+import type { StreamChannel } from '../stream/channel';
 import type { StreamTokens } from './stream-token';
 
 export interface GatewayContext {
@@ -13,6 +14,10 @@ export interface GatewayContext {
   controlTimeoutMs: number;
   /** Long requests (SSE streams, result waits) in flight; closing the gateway aborts them. */
   inflight: Set<AbortController>;
+  /** Where runs' events are published (src/stream); absent: every stream polls the state. */
+  stream?: StreamChannel;
+  /** How long a stream waits for a running run's first published event before it polls instead. */
+  attachWaitMs?: number;
   /** Issues and checks the `?token=` of event streams (`POST /v1/runs/:id/stream-token`). */
   streamTokens: StreamTokens;
 }

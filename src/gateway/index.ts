@@ -10,7 +10,9 @@ import { registerAuth } from './auth';
 import type { GatewayContext } from './context';
 import { HttpError, toHttpError } from './errors';
 import { registerRoutes } from './routes';
+import { registerStreamPublishRoute } from './routes/stream-publish';
 import { registerUiRoutes } from './routes/ui';
+import type { StreamChannel } from '../stream/channel';
 import { streamTokens } from './stream-token';
 
 export { HttpError, type ErrorBody } from './errors';
@@ -41,6 +43,13 @@ export interface GatewayOptions {
    * Empty: no CORS headers, so browsers allow only same-origin calls. @default []
    */
   corsOrigins?: string[];
+  /**
+   * The stream channel SSE streams are served from (`MemoryHub`, `RedisChannel`); workers publish to it, to the hub
+   * through `POST /internal/v1/streams/:id`. Absent: every stream polls the run's state. @default none
+   */
+  stream?: StreamChannel;
+  /** How long a stream waits for a running run's first published event before polling its state instead. @default 1000 */
+  attachWaitMs?: number;
   /** How long a stream token from `POST /v1/runs/:id/stream-token` is accepted. @default 300000 */
   streamTokenTtlMs?: number;
 }
@@ -61,6 +70,8 @@ export function buildGateway(opts: GatewayOptions): FastifyInstance {
     controlTimeoutMs: opts.controlTimeoutMs ?? DEFAULT_CONTROL_TIMEOUT_MS,
     inflight: new Set(),
     streamTokens: streamTokens(opts.token, opts.streamTokenTtlMs ?? 300_000),
+    ...(opts.stream ? { stream: opts.stream } : {}),
+    attachWaitMs: opts.attachWaitMs ?? 1_000,
   };
 
   app.setErrorHandler((err, request, reply) => {
@@ -76,6 +87,7 @@ export function buildGateway(opts: GatewayOptions): FastifyInstance {
   registerAuth(app, opts.token, ctx.streamTokens);
   registerJsonOnly(app);
   registerRoutes(app, ctx);
+  if (opts.stream) registerStreamPublishRoute(app, opts.stream);
   if (opts.ui ?? true) registerUiRoutes(app);
   app.addHook('preClose', async () => {
     for (const request of ctx.inflight) request.abort(new Error('the gateway is closing'));

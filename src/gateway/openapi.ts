@@ -298,10 +298,13 @@ const SSE_EVENTS: Record<SseEvent['type'], string> = {
   retry: '`{ type, retry: { activity, attempt, lastFailure, nextAttemptAt } }`, once per attempt of a retried activity',
   end: '`{ type, state }`, the final view; the stream closes',
   error: '`{ error: { code, message } }`, the watch failed; the stream closes',
+  gap: '`{ reason, state }`, events were lost to this watcher (it read too slowly, or the channel no longer has them): redraw from `state`; newer events follow',
+  stream: "`{ status: 'degraded', reason }`, the stream channel cannot serve this run: the events that follow come from polling the state",
 };
 
 const SSE_DESCRIPTION = [
-  'Server-Sent Events, each with `data:` one JSON object and `id:` a resume cursor `<step>.<callNumber>.<attempt>.<chars>`.',
+  'Server-Sent Events, each with `data:` one JSON object and `id:` its offset `<n>-<n>` in the run\'s stream when the gateway has a stream channel,',
+  'else (and after a `stream` degraded event) a resume cursor `<step>.<callNumber>.<attempt>.<chars>`. `?from=now` starts a channel stream at the next event.',
   `Events: ${Object.entries(SSE_EVENTS).map(([type, data]) => `\`${type}\` ${data}`).join('; ')}.`,
   'Reconnecting with `Last-Event-ID` (or `?lastEventId=`) sends only transitions after that step and text after that',
   'many characters. A `: heartbeat` comment comes every 15 s. A browser\'s EventSource, which cannot send the',

@@ -17,7 +17,8 @@ export interface StreamCursor {
 
 /** One event as sent: `event:` is `type`, `id:` is `id`, `data:` is the JSON of `data`. */
 export interface SseEvent {
-  type: WatchEvent['type'] | 'error';
+  /** `stream` and `gap` come only on a stream served from the channel (src/gateway/live-events.ts). */
+  type: WatchEvent['type'] | 'error' | 'stream' | 'gap';
   id: string;
   data: unknown;
 }

@@ -28,6 +28,7 @@ import { createPublisher } from './publisher';
 import { carriedSnapshot, carryOn, carryOver, snapshotAt } from './resume';
 import { createRunTimer } from './run-timer';
 import { blankSnapshot, initialSnapshot, type RunSnapshot } from './snapshot';
+import { createStreamPublisher } from './stream';
 import { runResult } from './view';
 
 const now = () => new Date().toISOString();
@@ -41,6 +42,7 @@ export async function agentRun(rawInput: unknown): Promise<AgentRunResult> {
   snapshot.features = { noProgressGuard, realProviders, conversationChain, wrapUp, approvalNotes, unknownToolsUncounted };
   const effects = createEffects(patches.lean, patches.inlineLocalTools);
   const publisher = createPublisher(patches.lean, patches.stateMemo);
+  let live = createStreamPublisher();
   const timer = createRunTimer(snapshot.features.realProviders, () => dispatch({ type: 'TIMEOUT' }, true));
   const queue: WorkCommand[] = [];
   // Time travel: the snapshot this run began from and every event applied since; any step is a fold away.
@@ -65,6 +67,7 @@ export async function agentRun(rawInput: unknown): Promise<AgentRunResult> {
     changes.forEach((t, i) => recordStateDuration(t.from, i === 0 ? before.stateSince : changes[i - 1].at, t.at));
     // A signal or update may move a run that waits on an activity (pause, abort): shown now, not after the call.
     if (changes.length > 0) publisher.transitioned(snapshot, changes, external);
+    if (snapshot.step !== before.step) live.stepped(snapshot);
   }
 
   /** The timer and cancellation at once; work in turn, by the loop below. */
@@ -97,7 +100,10 @@ export async function agentRun(rawInput: unknown): Promise<AgentRunResult> {
   timer.started(carriedDeadline !== null ? Math.max(0, Date.parse(carriedDeadline) - Date.now()) : snapshot.limits.timeoutMs);
   if (resume) {
     const resumed = resumeAt(carryOn(resume, snapshot.features, workflowInfo().workflowId, now()), now());
+    // A continued run's stream already has what it carries; a fork's stream is new.
+    if (resume.kind === 'continue') live = createStreamPublisher(carried);
     snapshot = base = resumed.snapshot;
+    live.stepped(snapshot);
     run(resumed.commands);
     publisher.carriedOn(snapshot);
   } else {

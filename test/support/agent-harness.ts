@@ -17,6 +17,7 @@ import type { AgentRunInput } from '../../src/common/input';
 import { stateQuery, type RunStateView } from '../../src/common/messages';
 import { startScriptedModel, type ScriptedModel } from '../../src/scripted-model';
 import { agentWorkerOptions, openAIClient } from '../../src/worker';
+import type { LiveStream } from '../../src/stream';
 import { bundleAgentWorkflows } from '../../src/workflow-bundle';
 import { QuietLogger } from './quiet-logger';
 import { testServerAddress } from './temporal';
@@ -88,6 +89,8 @@ export interface AgentHarnessOptions {
   conversationCache?: number;
   /** A real OpenAI-compatible endpoint and model name for the worker instead of the scripted model (test/real-model.test.ts). */
   llm?: { baseURL: string; model: string };
+  /** The live stream the worker publishes to (src/stream). @default none */
+  stream?: LiveStream;
 }
 
 export async function startAgentHarness(
@@ -116,6 +119,7 @@ export async function startAgentHarness(
         defaultModel: options.llm?.model ?? 'unset',
         workspace,
         deltaFlushMs: 100,
+        stream: options.stream,
         streamIdleTimeoutMs: options.streamIdleTimeoutMs,
         tools: options.tools,
         agents: options.agents,

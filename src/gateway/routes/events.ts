@@ -15,6 +15,8 @@ import { AgentRunNotFoundError } from '../../client';
 import { abortOnClose, type GatewayContext } from '../context';
 import { toHttpError } from '../errors';
 import { parseOr400, RunParamsSchema } from '../schemas';
+import { isOffset, START } from '../../stream/channel';
+import { serveLive } from '../live-events';
 import { EventCursor, parseCursor, type SseEvent } from '../sse-cursor';
 
 /** How long a browser's EventSource waits before reconnecting. */
@@ -30,8 +32,11 @@ const SSE_HEADERS = {
 
 export const formatSseEvent = (e: SseEvent): string => `event: ${e.type}\nid: ${e.id}\ndata: ${JSON.stringify(e.data)}\n\n`;
 
-/** A new EventSource cannot set `Last-Event-ID`, so a page that reopens one (with a fresh token) passes it here. */
-const EventsQuerySchema = z.object({ token: z.string().optional(), lastEventId: z.string().optional() });
+/**
+ * A new EventSource cannot set `Last-Event-ID`, so a page that reopens one (with a fresh token) passes it here.
+ * `from=now`: a stream served from the channel starts with the next event instead of the run's first.
+ */
+const EventsQuerySchema = z.object({ token: z.string().optional(), lastEventId: z.string().optional(), from: z.enum(['start', 'now']).optional() });
 
 export function registerEventRoutes(app: FastifyInstance, ctx: GatewayContext): void {
   app.post('/v1/runs/:id/stream-token', async (request, reply) => {
@@ -47,7 +52,8 @@ export function registerEventRoutes(app: FastifyInstance, ctx: GatewayContext): 
     const { id } = parseOr400(RunParamsSchema, request.params, 'path');
     const query = parseOr400(EventsQuerySchema, request.query, 'query');
     const header = request.headers['last-event-id'];
-    const cursor = new EventCursor(parseCursor((Array.isArray(header) ? header[0] : header) ?? query.lastEventId));
+    const lastEventId = (Array.isArray(header) ? header[0] : header) ?? query.lastEventId;
+    let cursor = new EventCursor(parseCursor(lastEventId));
     const raw = reply.raw;
     const { signal, dispose } = abortOnClose(ctx, reply);
     let heartbeat: NodeJS.Timeout | undefined;
@@ -68,6 +74,23 @@ export function registerEventRoutes(app: FastifyInstance, ctx: GatewayContext): 
     };
 
     try {
+      // A stream with a channel, unless the watcher resumes a polled stream (its id is a cursor, not an offset).
+      if (ctx.stream && (lastEventId === undefined || isOffset(lastEventId))) {
+        const handle = ctx.agents.handle(id);
+        const view = await handle.state({ signal });
+        const after = isOffset(lastEventId) ? lastEventId.trim() : query.from === 'now' ? ((await ctx.stream.head(id).catch(() => null)) ?? START) : START;
+        const fallback = await serveLive(ctx.stream, id, after, view, ctx.attachWaitMs ?? 1_000, {
+          open: () => opened || open(),
+          write: (type, eventId, data) => write(`event: ${type}\nid: ${eventId}\ndata: ${JSON.stringify(data)}\n\n`),
+          state: () => handle.state({ signal }),
+          signal,
+        });
+        if (!fallback) return;
+        if (!opened) open();
+        request.log.warn({ run: id, reason: fallback.reason }, 'SSE stream degraded to polling the state');
+        cursor = new EventCursor(fallback.cursor);
+        await write(formatSseEvent({ type: 'stream', id: cursor.id, data: { status: 'degraded', reason: fallback.reason } }));
+      }
       await ctx.agents.handle(id).watch(
         async (event) => {
           for (const e of cursor.next(event)) await write(formatSseEvent(e));

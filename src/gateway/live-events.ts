@@ -1,0 +1,85 @@
+/**
+ * The event stream served from the stream channel (src/stream): one state read when a watcher attaches, then the
+ * run's events as they are published, each with its offset as SSE id. Nothing is asked of the run while it is
+ * quiet. Returns where the watcher is when the channel cannot serve it, so that the caller goes on by polling.
+ */
+import type { StreamEvent } from '../common/stream';
+import type { RunStateView } from '../common/view';
+import { isTerminal } from '../common/states';
+import type { StreamChannel } from '../stream/channel';
+import type { StreamCursor } from './sse-cursor';
+
+export interface LiveIo {
+  /** Opens the response (once). */
+  open(): void;
+  write(type: string, id: string, data: unknown): Promise<void>;
+  /** The run's state now (a gap: events were lost to this watcher). */
+  state(): Promise<RunStateView>;
+  signal: AbortSignal;
+}
+
+/** Why the channel did not serve (to the end) a watcher: it then gets the state by polling, marked `degraded`. */
+export interface Fallback {
+  reason: string;
+  /** What the watcher has seen, as the polling stream's cursor. */
+  cursor: StreamCursor | undefined;
+}
+
+/**
+ * Serves `runId` from `after` until its `end`; resolves `undefined` when done (or the client left), or a fallback.
+ * `attachWaitMs`: how long a channel that has no stream for a running run is given to show one (its first events
+ * may be on their way); a run no worker publishes for is then polled.
+ */
+export async function serveLive(channel: StreamChannel, runId: string, after: string, view: RunStateView, attachWaitMs: number, io: LiveIo): Promise<Fallback | undefined> {
+  const head = await channel.head(runId).catch((err: unknown) => ({ down: String(err) }));
+  if (typeof head === 'object' && head !== null) return { reason: `the stream channel is down: ${head.down}`, cursor: undefined };
+  const sub = channel.subscribe(runId, after);
+  const items = sub[Symbol.asyncIterator]();
+  const stop = () => sub.close();
+  io.signal.addEventListener('abort', stop, { once: true });
+  try {
+    let next = items.next();
+    if (head === null) {
+      const first = await Promise.race([next, delay(isTerminal(view.state) ? 0 : attachWaitMs)]);
+      if (!first) return { reason: 'no stream is published for this run', cursor: undefined };
+    }
+    io.open();
+    let cursor: StreamCursor | undefined;
+    let lastId = after;
+    for (;;) {
+      const { value: item, done } = await next;
+      if (done) return undefined;
+      if (item.kind === 'down') return { reason: `the stream channel is down: ${item.reason}`, cursor };
+      if (item.kind === 'gap') {
+        const state = await io.state();
+        cursor = state.stream ? { step: state.step, ...state.stream, chars: state.partialText.length } : { step: state.step, callNumber: 0, attempt: 0, chars: 0 };
+        await io.write('gap', lastId, { reason: item.reason, state });
+      } else {
+        lastId = item.offset;
+        cursor = advance(cursor, item.event);
+        await io.write(item.event.type, item.offset, item.event);
+        if (item.event.type === 'end') return undefined;
+      }
+      next = items.next();
+    }
+  } finally {
+    io.signal.removeEventListener('abort', stop);
+    stop();
+  }
+}
+
+/** The polling stream's cursor after an event the watcher got from the channel. */
+function advance(c: StreamCursor = { step: 0, callNumber: 0, attempt: 0, chars: 0 }, e: StreamEvent): StreamCursor {
+  switch (e.type) {
+    case 'transition':
+      return { ...c, step: Math.max(c.step, e.step) };
+    case 'restart':
+      return { ...c, callNumber: e.callNumber, attempt: e.attempt, chars: 0 };
+    case 'text':
+      return e.callNumber === c.callNumber && e.attempt === c.attempt ? { ...c, chars: c.chars + e.text.length } : { ...c, callNumber: e.callNumber, attempt: e.attempt, chars: e.text.length };
+    default:
+      return c;
+  }
+}
+
+const delay = (ms: number): Promise<undefined> => new Promise((resolve) => setTimeout(() => resolve(undefined), ms).unref());

@@ -1,0 +1,106 @@
+/**
+ * The worker's side of the stream: `LiveStream.publish` never throws, never waits and never slows the caller. Each
+ * run's events go out in order, one request at a time, those that pile up meanwhile in the next; while the channel
+ * fails they are dropped (bounded), counted, and the first failure is logged once. Watchers then read the state.
+ */
+import type { StreamEvent } from '../common/stream';
+import type { StreamChannel } from './channel';
+
+/** Where a worker publishes: a channel, or the gateway's hub over HTTP. */
+export type PublishTarget = Pick<StreamChannel, 'publish'>;
+
+/** Events one request carries at most (the gateway's route takes 1,000). */
+const MAX_BATCH = 500;
+
+/** Events a run may have waiting while its previous publish is in flight; past it the oldest are dropped. */
+const MAX_PENDING = 10_000;
+
+export interface LiveStream {
+  publish(runId: string, events: StreamEvent[]): void;
+  /** Whether the last publish went through: while not, the model activity signals text at the old pace for polling watchers. */
+  readonly healthy: boolean;
+  /** Events dropped because the channel failed. */
+  readonly failures: number;
+  /** Waits for what is in flight (tests, shutdown). */
+  drain(): Promise<void>;
+}
+
+export interface Logger {
+  warn(message: string, meta?: Record<string, unknown>): void;
+  info(message: string, meta?: Record<string, unknown>): void;
+}
+
+export function liveStream(target: PublishTarget, log: Logger = console): LiveStream {
+  const pending = new Map<string, StreamEvent[]>();
+  const inFlight = new Map<string, Promise<void>>();
+  let healthy = true;
+  let failures = 0;
+  let reported = false;
+
+  const send = (runId: string): void => {
+    const waiting = pending.get(runId);
+    if (!waiting?.length || inFlight.has(runId)) return;
+    const events = waiting.splice(0, MAX_BATCH);
+    if (waiting.length === 0) pending.delete(runId);
+    const done = target.publish(runId, events).then(
+      () => {
+        if (!healthy) log.info('stream channel is back', { dropped: failures });
+        healthy = true;
+        reported = false;
+      },
+      (err: unknown) => {
+        healthy = false;
+        failures += events.length;
+        if (!reported) log.warn('stream channel failed: watchers fall back to the state until it is back', { error: String(err) });
+        reported = true;
+      },
+    );
+    inFlight.set(
+      runId,
+      done.finally(() => {
+        inFlight.delete(runId);
+        send(runId);
+      }),
+    );
+  };
+
+  return {
+    publish(runId, events) {
+      if (events.length === 0) return;
+      const queued = pending.get(runId) ?? [];
+      queued.push(...events);
+      if (queued.length > MAX_PENDING) {
+        failures += queued.length - MAX_PENDING;
+        queued.splice(0, queued.length - MAX_PENDING);
+      }
+      pending.set(runId, queued);
+      send(runId);
+    },
+    get healthy() {
+      return healthy;
+    },
+    get failures() {
+      return failures;
+    },
+    async drain() {
+      while (inFlight.size > 0) await Promise.all(inFlight.values());
+    },
+  };
+}
+
+/** Publishes to the gateway's hub: `POST <url>/internal/v1/streams/:id` with the gateway's token. */
+export function httpTarget(url: string, token: string | undefined, timeoutMs = 2_000): PublishTarget {
+  const base = url.replace(/\/+$/, '');
+  return {
+    async publish(runId, events) {
+      const res = await fetch(`${base}/internal/v1/streams/${encodeURIComponent(runId)}`, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json', ...(token ? { authorization: `Bearer ${token}` } : {}) },
+        body: JSON.stringify({ events }),
+        signal: AbortSignal.timeout(timeoutMs),
+      });
+      if (!res.ok) throw new Error(`the gateway answered ${res.status}: ${(await res.text()).slice(0, 200)}`);
+      return ((await res.json()) as { offsets: string[] }).offsets;
+    },
+  };
+}

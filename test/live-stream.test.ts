@@ -1,0 +1,255 @@
+/**
+ * The live stream beside history (issue 24), through the gateway's SSE on a real worker and dev server: with the
+ * embedded hub (the worker publishes over HTTP) and with a real Redis server started here.
+ */
+import { spawn, type ChildProcess } from 'node:child_process';
+import type { AddressInfo } from 'node:net';
+import { createServer } from 'node:net';
+import type { FastifyInstance } from 'fastify';
+import { AgentClient } from '../src/client';
+import { buildGateway } from '../src/gateway/index';
+import { compareOffsets, httpTarget, liveStream, MemoryHub, RedisChannel, type LiveStream, type PublishTarget, type StreamChannel } from '../src/stream';
+import { sleep, startAgentHarness, waitFor, type AgentHarness } from './support/agent-harness';
+
+const TOKEN = 'live-stream-token';
+const auth = { authorization: `Bearer ${TOKEN}` };
+
+interface SseMessage {
+  event?: string;
+  id?: string;
+  data?: any;
+}
+
+/** Reads an SSE response until it closes, or until `stop` (then cancels it). `pause` runs before each read. */
+async function readSse(res: Response, stop: (m: SseMessage) => boolean = () => false, pause?: () => Promise<void>): Promise<SseMessage[]> {
+  const reader = res.body!.getReader();
+  const decoder = new TextDecoder();
+  const messages: SseMessage[] = [];
+  let buffer = '';
+  for (;;) {
+    await pause?.();
+    const { value, done } = await reader.read();
+    if (done) return messages;
+    buffer += decoder.decode(value, { stream: true });
+    for (let end = buffer.indexOf('\n\n'); end >= 0; end = buffer.indexOf('\n\n')) {
+      const message: SseMessage = {};
+      for (const line of buffer.slice(0, end).split('\n')) {
+        const [, field, value] = /^([^:]*):? ?(.*)$/.exec(line)!;
+        if (field === 'data') message.data = JSON.parse(value);
+        else if (field === 'event' || field === 'id') message[field] = value;
+      }
+      buffer = buffer.slice(end + 2);
+      if (message.event) messages.push(message);
+      if (message.event && stop(message)) {
+        await reader.cancel();
+        return messages;
+      }
+    }
+  }
+}
+
+const freePort = () =>
+  new Promise<number>((resolve) => {
+    const s = createServer().listen(0, '127.0.0.1', () => {
+      const { port } = s.address() as AddressInfo;
+      s.close(() => resolve(port));
+    });
+  });
+
+async function startRedis(port: number): Promise<ChildProcess> {
+  const proc = spawn('redis-server', ['--port', String(port), '--bind', '127.0.0.1', '--save', '', '--appendonly', 'no'], { stdio: 'ignore' });
+  await waitFor(
+    () =>
+      new Promise<true | undefined>((resolve) => {
+        const sock = require('node:net').connect(port, '127.0.0.1');
+        sock.once('connect', () => (sock.destroy(), resolve(true)));
+        sock.once('error', () => resolve(undefined));
+      }),
+    10_000,
+    'redis-server',
+  );
+  return proc;
+}
+
+/** A gateway over `channel` with a worker publishing to `target` (set once the gateway listens). */
+async function setUp(channel: StreamChannel, target: (baseUrl: string) => PublishTarget) {
+  let publishTo: PublishTarget | undefined;
+  const stream: LiveStream = liveStream({ publish: (id, e) => publishTo!.publish(id, e) }, { warn: () => undefined, info: () => undefined });
+  const h = await startAgentHarness(undefined, { stream });
+  const app = buildGateway({ agents: new AgentClient(h.env.client, h.taskQueue), token: TOKEN, heartbeatMs: 200, pollIntervalMs: 100, stream: channel });
+  await app.listen({ port: 0, host: '127.0.0.1' });
+  const baseUrl = `http://127.0.0.1:${(app.server.address() as AddressInfo).port}`;
+  publishTo = target(baseUrl);
+  return { h, app, baseUrl, stream, channel };
+}
+
+interface Env {
+  h: AgentHarness;
+  app: FastifyInstance;
+  baseUrl: string;
+  stream: LiveStream;
+  channel: StreamChannel;
+}
+
+const startRun = async (env: Env, input: object): Promise<string> => {
+  const res = await env.app.inject({ method: 'POST', url: '/v1/runs', headers: auth, payload: input });
+  expect(res.statusCode).toBe(201);
+  return res.json().workflowId;
+};
+const events = (env: Env, id: string, headers: Record<string, string> = {}, query = '') =>
+  fetch(`${env.baseUrl}/v1/runs/${encodeURIComponent(id)}/events${query}`, { headers: { ...auth, ...headers } });
+const textOf = (ms: SseMessage[]) =>
+  ms
+    .filter((m) => m.event === 'text')
+    .map((m) => m.data.text)
+    .join('');
+const isOffsetId = (id: string | undefined) => /^\d+-\d+$/.test(id ?? '');
+
+/** The behaviours both channels must have. */
+function channelContract(name: string, env: () => Env) {
+  test(`${name}: offsets rise; two watchers get the same stream; re-attach from any id gives no duplicate and no gap`, async () => {
+    const e = env();
+    const answer = Array.from({ length: 30 }, (_, i) => `w${i} `).join('');
+    e.h.model.register(`${name}-slow`, [{ text: answer, chunkSize: 3, chunkDelayMs: 20 }]);
+    const id = await startRun(e, { prompt: 'talk', model: `${name}-slow` });
+    const [a, b] = await Promise.all([readSse(await events(e, id)), readSse(await events(e, id))]);
+
+    expect(a.at(-1)).toMatchObject({ event: 'end', data: { state: { state: 'COMPLETED', answer } } });
+    expect(a.every((m) => isOffsetId(m.id))).toBe(true);
+    for (let i = 1; i < a.length; i++) expect(compareOffsets(a[i].id!, a[i - 1].id!)).toBeGreaterThan(0);
+    expect(b).toEqual(a);
+    expect(textOf(a)).toBe(answer);
+    const kinds = a.map((m) => (m.event === 'transition' ? `to:${m.data.transition.to}` : m.event));
+    expect(kinds.indexOf('text')).toBeGreaterThan(kinds.indexOf('to:STREAMING'));
+    expect(a.filter((m) => m.event === 'transition').map((m) => m.data.step)).toEqual(a.at(-1)!.data.state.transitions.map((_: unknown, i: number) => i + 1));
+
+    // Re-attach after every event in turn: what was read plus what comes is the whole stream, exactly.
+    for (const at of [0, 3, Math.floor(a.length / 2), a.length - 2]) {
+      const rest = await readSse(await events(e, id, { 'last-event-id': a[at].id! }));
+      expect([...a.slice(0, at + 1), ...rest]).toEqual(a);
+    }
+    // A late joiner from now gets nothing of a finished run's past.
+    const late = await fetch(`${e.baseUrl}/v1/runs/${id}/events?from=now`, { headers: auth, signal: AbortSignal.timeout(1_500) })
+      .then((r) => readSse(r))
+      .catch(() => []);
+    expect(late).toEqual([]);
+  });
+
+  test(`${name}: a watcher that does not read gets a gap marker with the state, while another keeps receiving`, async () => {
+    const e = env();
+    const answer = 'x'.repeat(3_000);
+    e.h.model.register(`${name}-big`, [{ text: answer, chunkSize: 1, chunkDelayMs: 0 }]);
+    const id = await startRun(e, { prompt: 'talk', model: `${name}-big` });
+    const channel = e.channel;
+    // Below the gateway: one subscriber reads at once, one (of 100 items at most) not until the run has ended.
+    const fast = channel.subscribe(id, '0-0', { bufferSize: 10_000 });
+    const slow = channel.subscribe(id, '0-0', { bufferSize: 100 });
+    const fastItems: string[] = [];
+    let fastText = '';
+    for await (const item of fast) {
+      fastItems.push(item.kind === 'event' ? item.event.type : item.kind);
+      if (item.kind === 'event' && item.event.type === 'text') fastText += item.event.text;
+      if (item.kind === 'event' && item.event.type === 'end') break;
+    }
+    const slowItems: string[] = [];
+    for await (const item of slow) {
+      slowItems.push(item.kind === 'event' ? item.event.type : item.kind);
+      if (item.kind === 'event' && item.event.type === 'end') break;
+    }
+    expect(fastItems).not.toContain('gap');
+    expect(fastText).toBe(answer);
+    expect(slowItems).toContain('gap');
+    expect(slowItems.length).toBeLessThanOrEqual(102);
+    expect(slowItems.at(-1)).toBe('end');
+  });
+}
+
+describe('embedded hub (workers publish over HTTP)', () => {
+  let e: Env;
+  const hub = new MemoryHub();
+  beforeAll(async () => {
+    e = await setUp(hub, (url) => httpTarget(url, TOKEN));
+  });
+  afterAll(async () => {
+    await e?.app.close();
+    await e?.h.close();
+  });
+  channelContract('hub', () => e);
+
+  test('hub: the internal route takes only the gateway token; a run that no one publishes is polled, marked degraded', async () => {
+    const refused = await fetch(`${e.baseUrl}/internal/v1/streams/x`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: '{"events":[{"type":"text"}]}' });
+    expect(refused.status).toBe(401);
+    const hubless = buildGateway({ agents: new AgentClient(e.h.env.client, e.h.taskQueue), token: TOKEN, pollIntervalMs: 100, stream: new MemoryHub(), attachWaitMs: 300 });
+    await hubless.listen({ port: 0, host: '127.0.0.1' });
+    try {
+      e.h.model.register('hub-unpublished', [{ text: 'polled answer', chunkSize: 2, chunkDelayMs: 20 }]);
+      const id = await startRun(e, { prompt: 'talk', model: 'hub-unpublished' });
+      const ms = await readSse(await fetch(`http://127.0.0.1:${(hubless.server.address() as AddressInfo).port}/v1/runs/${id}/events`, { headers: auth }));
+      expect(ms[0]).toMatchObject({ event: 'stream', data: { status: 'degraded' } });
+      expect(ms.at(-1)).toMatchObject({ event: 'end', data: { state: { answer: 'polled answer' } } });
+      expect(textOf(ms)).toBe('polled answer');
+    } finally {
+      await hubless.close();
+    }
+  });
+});
+
+describe('Redis Streams (a real redis-server)', () => {
+  let e: Env;
+  let redis: ChildProcess;
+  let channel: RedisChannel;
+  let workerChannel: RedisChannel;
+  beforeAll(async () => {
+    const port = await freePort();
+    redis = await startRedis(port);
+    const url = `redis://127.0.0.1:${port}`;
+    channel = RedisChannel.open({ url });
+    workerChannel = RedisChannel.open({ url });
+    await Promise.all([channel.ready, workerChannel.ready]);
+    e = await setUp(channel, () => workerChannel);
+  });
+  afterAll(async () => {
+    await e?.app.close();
+    await e?.h.close();
+    await channel?.close();
+    await workerChannel?.close();
+    redis?.kill('SIGKILL');
+  });
+  channelContract('redis', () => e);
+
+  test('redis: another gateway instance serves the same offsets (re-attach after a gateway restart)', async () => {
+    e.h.model.register('redis-two', [{ text: 'one two three four five', chunkSize: 3, chunkDelayMs: 10 }]);
+    const id = await startRun(e, { prompt: 'talk', model: 'redis-two' });
+    const first = await readSse(await events(e, id));
+    const other = buildGateway({ agents: new AgentClient(e.h.env.client, e.h.taskQueue), token: TOKEN, stream: channel });
+    await other.listen({ port: 0, host: '127.0.0.1' });
+    try {
+      const url = `http://127.0.0.1:${(other.server.address() as AddressInfo).port}/v1/runs/${id}/events`;
+      const rest = await readSse(await fetch(url, { headers: { ...auth, 'last-event-id': first[2].id! } }));
+      expect([...first.slice(0, 3), ...rest]).toEqual(first);
+    } finally {
+      await other.close();
+    }
+  });
+
+  // Last: it stops the server.
+  test('redis: the channel goes down mid-run: the run completes, the watcher falls back to the state, marked degraded', async () => {
+    const answer = Array.from({ length: 40 }, (_, i) => `t${i} `).join('');
+    e.h.model.register('redis-down', [{ text: answer, chunkSize: 4, chunkDelayMs: 50 }]);
+    const id = await startRun(e, { prompt: 'talk', model: 'redis-down' });
+    let killed = false;
+    const ms = await readSse(await events(e, id), undefined, async () => {
+      if (killed) return;
+      killed = true;
+      await sleep(300); // a few text events in
+      redis.kill('SIGKILL');
+    });
+    const degraded = ms.findIndex((m) => m.event === 'stream');
+    expect(degraded).toBeGreaterThanOrEqual(0);
+    expect(ms[degraded].data.status).toBe('degraded');
+    expect(ms.at(-1)).toMatchObject({ event: 'end', data: { state: { state: 'COMPLETED', answer } } });
+    // What came from the channel and what came from polling join without a duplicate or a gap.
+    expect(textOf(ms)).toBe(answer);
+    expect(e.stream.failures).toBeGreaterThan(0);
+  });
+});
