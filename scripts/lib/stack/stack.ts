@@ -167,12 +167,18 @@ export async function stackUp(opts: StackOptions): Promise<StackUpResult> {
   };
   const save = () => writeState(opts.dir, state);
 
+  const serverPorts = [ports.frontend, ports.frontendHttp, ports.frontendMembership, ports.history, ports.historyMembership, ports.matching, ports.matchingMembership, ports.internalWorker, ports.internalWorkerMembership];
+  const llmSet = ['LLM_BASE_URL', 'LLM_API_KEY'].some((k) => (opts.workerEnv[k] ?? process.env[k])?.trim());
+  // Every port checked before anything starts, so a refusal leaves nothing half up.
+  if (!isRunning(state.processes.postgres)) await refuseTakenPorts('PostgreSQL', [ports.postgres]);
+  if (!isRunning(state.processes.temporal)) await refuseTakenPorts('the Temporal Server', serverPorts, ports.frontend);
+  if (!llmSet && !isRunning(state.processes['scripted-model'])) await refuseTakenPorts('the scripted model', [ports.scriptedModel]);
+
   const server = await timed('build', () => ensureTemporalServer({ log: opts.log }));
   const bin = postgresBinDir();
 
   // PostgreSQL.
   if (!isRunning(state.processes.postgres)) {
-    await refuseTakenPorts('PostgreSQL', [ports.postgres]);
     await timed('postgres', async () => {
       initPostgres(l.postgres, bin);
       state.processes.postgres = startPostgres(l.postgres, bin);
@@ -186,8 +192,6 @@ export async function stackUp(opts: StackOptions): Promise<StackUpResult> {
   // Temporal Server.
   const address = `127.0.0.1:${ports.frontend}`;
   if (!isRunning(state.processes.temporal)) {
-    const serverPorts = [ports.frontend, ports.frontendHttp, ports.frontendMembership, ports.history, ports.historyMembership, ports.matching, ports.matchingMembership, ports.internalWorker, ports.internalWorkerMembership];
-    await refuseTakenPorts('the Temporal Server', serverPorts, ports.frontend);
     await timed('temporal', async () => {
       const log = path.join(l.logs, 'temporal.log');
       const pid = spawnDetached(server.serverPath, ['--config-file', server.configTemplate, '--allow-no-auth', 'start'], {
@@ -206,13 +210,20 @@ export async function stackUp(opts: StackOptions): Promise<StackUpResult> {
   }
   await timed('namespace', async () => {
     await ensureNamespace(address, opts.namespace);
-    await ensureSearchAttributes(address, opts.namespace, { deadline: Date.now() + 60_000 });
+    // A new namespace reaches the server's namespace cache some seconds after it is stored (10 s refresh).
+    await waitUntil(`namespace ${opts.namespace} to accept search attributes`, 60_000, () =>
+      ensureSearchAttributes(address, opts.namespace, { deadline: Date.now() + 30_000 }).then(
+        () => true,
+        (err: unknown) => {
+          if (/not found/i.test(String(err))) return false;
+          throw err;
+        },
+      ),
+    );
   });
 
   // The model the workers call, then the workers.
-  const llmSet = ['LLM_BASE_URL', 'LLM_API_KEY'].some((k) => (opts.workerEnv[k] ?? process.env[k])?.trim());
   if (!llmSet && !isRunning(state.processes['scripted-model'])) {
-    await refuseTakenPorts('the scripted model', [ports.scriptedModel]);
     const log = path.join(l.logs, 'scripted-model.log');
     const pid = spawnDetached(process.execPath, ['--import', 'tsx', 'scripts/scripted-model.ts'], { cwd: PROJECT_ROOT, env: { ...process.env, PORT: String(ports.scriptedModel) }, logFile: log });
     state.processes['scripted-model'] = { pid, marker: 'scripted-model', log, ports: [ports.scriptedModel], startedAt: new Date().toISOString() };
@@ -258,6 +269,8 @@ export function temporalServerEnv(ports: StackPorts): NodeJS.ProcessEnv {
     PATH: process.env.PATH ?? '',
     DB: 'postgres12',
     DB_PORT: String(ports.postgres),
+    // The template reads the visibility store's port from POSTGRES_PORT, not DB_PORT (compose's 5432 is its default).
+    POSTGRES_PORT: String(ports.postgres),
     POSTGRES_SEEDS: '127.0.0.1',
     POSTGRES_USER,
     POSTGRES_PWD: POSTGRES_PASSWORD,

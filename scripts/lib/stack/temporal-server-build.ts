@@ -93,11 +93,12 @@ export async function ensureTemporalServer(options: EnsureTemporalServerOptions 
       writeFileSync(path.join(l.module, 'go.mod'), 'module durable-agent-worker/temporal-server-build\n\ngo 1.26\n');
     }
     log(`temporal server build: resolving ${MODULE}@v${TEMPORAL_SERVER_VERSION} with ${GO_TOOLCHAIN} (log: ${path.join(l.logs, 'resolve.log')})`);
-    run('go', ['get', `${PACKAGES.server}@v${TEMPORAL_SERVER_VERSION}`], { cwd: l.module, env, step: 'resolve', logFile: path.join(l.logs, 'resolve.log') });
+    run('go', ['get', ...Object.values(PACKAGES).map((pkg) => `${pkg}@v${TEMPORAL_SERVER_VERSION}`)], { cwd: l.module, env, step: 'resolve', logFile: path.join(l.logs, 'resolve.log') });
     mkdirSync(path.dirname(l.paths.serverPath), { recursive: true });
     for (const [pkg, out] of [[PACKAGES.server, l.paths.serverPath], [PACKAGES.sqlTool, l.paths.sqlToolPath]] as const) {
       const logFile = path.join(l.logs, `build-${path.basename(out)}.log`);
-      log(`temporal server build: go build ${pkg} (the server takes about 3 minutes on 2 cores; log: ${logFile})`);
+      const hint = pkg === PACKAGES.server ? 'takes 3 to 12 minutes on 2 cores the first time; ' : '';
+      log(`temporal server build: go build ${pkg} (${hint}log: ${logFile})`);
       // Built beside the target and renamed, so a half-written binary never passes for a built one.
       run('go', ['build', '-o', `${out}.part`, pkg], { cwd: l.module, env, step: 'build', logFile });
       renameSync(`${out}.part`, out);
