@@ -1,8 +1,8 @@
 import { chmodSync, mkdtempSync } from 'node:fs';
+import net from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
-import { freePort } from '../scripts/lib/free-port';
-import { DEFAULT_PORTS, stackUp, type StackPorts } from '../scripts/lib/stack/stack';
+import { DEFAULT_PORTS, stackDown, stackUp, type StackPorts } from '../scripts/lib/stack/stack';
 
 /** What the production tier's test files read from the environment (set below, in the jest process). */
 export const PRODUCTION_ENV = {
@@ -15,17 +15,27 @@ export const PRODUCTION_ENV = {
 export const PRODUCTION_MODEL = 'production';
 export const PRODUCTION_TASK_QUEUE = 'production-tier';
 
-/** Distinct free ports for every listener of the stack, so it runs beside a dev server or a stack on 7233. */
+/**
+ * Distinct free ports for every listener of the stack, so it runs beside a dev server or a stack on 7233. Below 32768:
+ * the server stores its membership ports in a PostgreSQL smallint, so an ephemeral port from the OS is refused.
+ */
 async function freePorts(): Promise<StackPorts> {
-  const taken = new Set<number>();
+  const names = Object.keys(DEFAULT_PORTS);
+  let candidate = 20_000 + Math.floor(Math.random() * 10_000);
   const entries: Array<[string, number]> = [];
-  for (const name of Object.keys(DEFAULT_PORTS)) {
-    let port = await freePort();
-    while (taken.has(port)) port = await freePort();
-    taken.add(port);
-    entries.push([name, port]);
+  for (const name of names) {
+    while (!(await isFree(candidate))) candidate++;
+    entries.push([name, candidate++]);
   }
   return Object.fromEntries(entries) as unknown as StackPorts;
+}
+
+function isFree(port: number): Promise<boolean> {
+  return new Promise((resolve) => {
+    const probe = net.createServer();
+    probe.once('error', () => resolve(false));
+    probe.listen(port, '127.0.0.1', () => probe.close(() => resolve(true)));
+  });
 }
 
 /**
@@ -40,7 +50,8 @@ export default async function globalSetup(): Promise<void> {
   const ports = await freePorts();
   const effects = path.join(dir, 'effects.jsonl');
   const t0 = Date.now();
-  const { address, timings } = await stackUp({
+  // Jest runs no teardown when the setup fails: stop whatever came up.
+  const up = stackUp({
     dir,
     ports,
     namespace: 'default',
@@ -54,6 +65,10 @@ export default async function globalSetup(): Promise<void> {
       CHAOS_EFFECTS_FILE: effects,
     },
     log: (line) => console.log(line),
+  });
+  const { address, timings } = await up.catch(async (err: unknown) => {
+    await stackDown(dir, () => undefined);
+    throw err;
   });
   Object.assign(process.env, {
     [PRODUCTION_ENV.dir]: dir,
