@@ -2,8 +2,8 @@
  * The production tier: agent runs on the stack of `npm run stack` (the Temporal Server on PostgreSQL, two worker
  * processes sharing a workspace, a tool ledger and a blob store), which the project's global setup brings up. Each
  * run does two side effects (`recordEffect`, which appends a line per real execution) and answers. kill -9 of a
- * worker mid-run, then kill -9 of the Temporal Server mid-run and a restart: every run completes, and no side effect
- * is done twice.
+ * worker, kill -9 of the Temporal Server, and PostgreSQL stopped in `fast` and in `immediate` mode, each mid-run and
+ * followed by `up`: every run completes, and no side effect is done twice. Figures in RELIABILITY.md.
  */
 import { randomUUID } from 'node:crypto';
 import os from 'node:os';
@@ -11,7 +11,7 @@ import path from 'node:path';
 import { Client, Connection, type WorkflowHandle } from '@temporalio/client';
 import { temporal } from '@temporalio/proto';
 import { effectFigures } from '../chaos/effects';
-import { readState, stackUp, type StackState } from '../scripts/lib/stack/stack';
+import { readState, stackUp, stopStackPostgres, type StackState } from '../scripts/lib/stack/stack';
 import { createDataConverter } from '../src/codec';
 import { codecSettings } from '../src/config';
 import { WORKFLOW_TYPE } from '../src/common/constants';
@@ -166,5 +166,29 @@ test('kill -9 of the Temporal Server mid-run, then a restart: every run complete
     `server kill -9: restart answered in ${((answeringAt - restartAt) / 1000).toFixed(1)} s, ` +
       `first run completed ${((firstDoneAt - answeringAt) / 1000).toFixed(1)} s later, ` +
       `all ${RUNS} runs completed ${((doneAt - killedAt) / 1000).toFixed(1)} s after the kill (3 s of it down on purpose)`,
+  );
+}, 600_000);
+
+test.each(['fast', 'immediate'] as const)('PostgreSQL stopped in %s mode mid-run, then restarted: every run completes, no side effect done twice', async (mode) => {
+  const runs = await startRuns(`p${mode}${Date.now()}`);
+  const tag = runs[0].id.replace(/-0$/, '');
+  await waitFor(() => (completedCalls(tag) >= (RUNS * CALLS_PER_RUN) / 3 ? true : undefined), 120_000, 'a third of the model calls');
+  const stoppedAt = Date.now();
+  stopStackPostgres(dir, mode);
+  await new Promise((resolve) => setTimeout(resolve, 3_000));
+
+  const restartAt = Date.now();
+  const { started } = await upAgain();
+  const answeringAt = Date.now();
+  expect(started).toContain('postgres');
+  await Promise.race(runs.map((r) => r.handle.result()));
+  const firstDoneAt = Date.now();
+
+  await expectAllCompletedOnce(runs);
+  const doneAt = Date.now();
+  console.log(
+    `PostgreSQL stop -m ${mode}: up again (${started.join(', ')}) in ${((answeringAt - restartAt) / 1000).toFixed(1)} s, ` +
+      `first run completed ${((firstDoneAt - answeringAt) / 1000).toFixed(1)} s later, ` +
+      `all ${RUNS} runs completed ${((doneAt - stoppedAt) / 1000).toFixed(1)} s after the stop (3 s of it down on purpose)`,
   );
 }, 600_000);
