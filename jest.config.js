@@ -4,7 +4,11 @@
  * `integration` (`npm run test:integration`): workflows on a real dev server, which its global setup starts.
  * `slow` (`npm run test:slow`): minutes each: the chaos short form, the 500-model-call run, the Web UI in Chromium,
  * the packed package installed into a fresh project, and the real-model tier, whose llama-server its global setup
- * provisions. `npm test` runs all three.
+ * provisions. `npm test` runs these three.
+ * `production` (`npm run test:production`): agent runs on the stack of `npm run stack` (PostgreSQL, the Temporal Server
+ * built from source, two workers), which its global setup brings up on free ports and its teardown stops; kill -9 of
+ * a worker and of the server. Not in `npm test`: the first run builds the server (minutes), and each run starts a
+ * whole cluster.
  *
  * Jest runs a project's global setup only when one of that project's tests runs, so `jest test/machine.test.ts`
  * starts no server. It runs each distinct setup and teardown module once per run: `integration` and `slow` share
@@ -13,6 +17,7 @@
  */
 const UNIT = ['machine', 'real-model-launch', 'agents-unit', 'input-fuzz', 'cli', 'codec-server', 'config', 'connection', 'activities', 'ledger', 'provider-errors', 'scripted-model', 'worker-options'];
 const SLOW = ['chaos', 'long-run-500', 'ui', 'ui-page', 'ui-codec', 'real-model', 'package'];
+const PRODUCTION = ['production'];
 const files = (names) => names.map((name) => `<rootDir>/test/${name}.test.ts`);
 const ignored = (names) => names.map((name) => `/test/${name}\\.test\\.ts$`);
 
@@ -38,9 +43,16 @@ module.exports = {
       ...devServer,
       displayName: 'integration',
       testMatch: ['<rootDir>/test/**/*.test.ts'],
-      testPathIgnorePatterns: ['/node_modules/', ...ignored(UNIT), ...ignored(SLOW)],
+      testPathIgnorePatterns: ['/node_modules/', ...ignored(UNIT), ...ignored(SLOW), ...ignored(PRODUCTION)],
       globalSetup: '<rootDir>/test/global-setup.ts',
     },
     { ...shared, ...devServer, displayName: 'slow', testMatch: files(SLOW), globalSetup: '<rootDir>/test/global-setup-slow.ts' },
+    {
+      ...shared,
+      displayName: 'production',
+      testMatch: files(PRODUCTION),
+      globalSetup: '<rootDir>/test/global-setup-production.ts',
+      globalTeardown: '<rootDir>/test/global-teardown-production.ts',
+    },
   ],
 };

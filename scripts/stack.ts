@@ -1,0 +1,60 @@
+/**
+ * `npm run stack -- up | down | status`: PostgreSQL, the Temporal Server on it, the scripted model and two workers as
+ * plain processes, with data and logs in .stack/ (docs/deployment.md, "Production stack").
+ */
+import path from 'node:path';
+import { readState, stackDown, stackOptionsFromEnv, stackStatus, stackUp } from './lib/stack/stack';
+import { TEMPORAL_SERVER_VERSION } from './lib/stack/temporal-server-build';
+
+const USAGE = 'usage: npm run stack -- up | down | status';
+
+async function main(): Promise<void> {
+  const command = process.argv[2];
+  const opts = stackOptionsFromEnv(process.env);
+  const rel = (p: string) => path.relative(process.cwd(), p) || '.';
+  switch (command) {
+    case 'up': {
+      const t0 = Date.now();
+      const { address, started, timings } = await stackUp(opts);
+      const took = ((Date.now() - t0) / 1000).toFixed(1);
+      console.log(started.length ? `stack up in ${took} s (started ${started.join(', ')})` : `stack already up (checked in ${took} s)`);
+      const steps = Object.entries(timings).map(([k, ms]) => `${k} ${(ms / 1000).toFixed(1)} s`).join(', ');
+      if (started.length) console.log(`  steps: ${steps}`);
+      await printStatus(rel);
+      console.log(`Temporal Server ${TEMPORAL_SERVER_VERSION} on ${address}: every command works as with the dev server (e.g. npm run agent -- run "...").`);
+      return;
+    }
+    case 'down':
+      await stackDown(opts.dir);
+      console.log(`stack down; data kept in ${rel(opts.dir)} (npm run stack -- up resumes it)`);
+      return;
+    case 'status': {
+      const up = await printStatus(rel);
+      process.exitCode = up ? 0 : 3;
+      return;
+    }
+    default:
+      console.error(USAGE);
+      process.exitCode = 2;
+  }
+
+  async function printStatus(relative: (p: string) => string): Promise<boolean> {
+    const status = await stackStatus(opts.dir);
+    const state = readState(opts.dir);
+    if (status.components.length === 0) {
+      console.log(`stack: nothing running (no processes recorded in ${relative(opts.dir)})`);
+      return false;
+    }
+    for (const c of status.components) {
+      const ports = c.ports.length ? ` ports ${c.ports.join(',')}` : '';
+      console.log(`  ${c.name.padEnd(15)} ${c.running ? 'running' : 'STOPPED'} pid ${c.pid}${ports}  log ${c.log ? relative(c.log) : '-'}`);
+    }
+    console.log(`  frontend ${status.address} ${status.frontendAnswers ? 'answers' : 'does NOT answer'} (namespace ${state?.namespace}, task queue ${state?.taskQueue})`);
+    return status.frontendAnswers && status.components.every((c) => c.running);
+  }
+}
+
+main().catch((err: unknown) => {
+  console.error(err instanceof Error ? err.message : err);
+  process.exit(1);
+});
