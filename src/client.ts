@@ -73,6 +73,8 @@ const WORKING_STATES: readonly string[] = [AgentState.PLANNING, AgentState.STREA
 
 /** Long enough for a busy worker, short enough that the stored copy still answers within 10 s. */
 const QUERY_TIMEOUT_MS = 5_000;
+/** Time-travel queries replay the run on a worker, which takes longer than `state` on a long run. */
+const TIME_TRAVEL_TIMEOUT_MS = 15_000;
 /** Retries of a failed `state` query (the first workflow task not yet done, a worker restarting). */
 const QUERY_RETRIES = 3;
 const QUERY_RETRY_DELAY_MS = 250;
@@ -132,9 +134,10 @@ export class AgentQueryTimeoutError extends Error {
     readonly workflowId: string,
     readonly timeoutMs: number,
     taskQueue: string | undefined,
+    query = 'state',
   ) {
     super(
-      `no worker answered the state query of ${workflowId} within ${timeoutMs} ms` +
+      `no worker answered the ${query} query of ${workflowId} within ${timeoutMs} ms` +
         (taskQueue ? ` (is a worker polling task queue ${taskQueue}?)` : ' (is a worker running?)'),
     );
   }
@@ -386,19 +389,39 @@ export class AgentRunHandle {
     }
   }
 
-  /** Time travel: the run's snapshot right after `step` (see `state().transitions`); messages on request. */
-  async snapshotAt(step: number, opts: { includeMessages?: boolean } = {}): Promise<RunStateView> {
+  /**
+   * Time travel: the run's snapshot right after `step` (see `state().transitions`); messages on request. A worker
+   * replays the run to answer, so with none running this rejects with `AgentQueryTimeoutError` after `timeoutMs`.
+   */
+  async snapshotAt(step: number, opts: { includeMessages?: boolean; timeoutMs?: number } = {}): Promise<RunStateView> {
     const args = { step, includeMessages: opts.includeMessages ?? false };
-    return this.guard(() =>
-      // A worker from before 0.2 serves the same view as `snapshotAt`.
-      this.workflow.query(stateAtQuery, args).catch((err: unknown) => {
-        // The SDK reports a handler's own failure (a step the run does not hold) as this error type too.
-        if (err instanceof QueryNotRegisteredError && /did not register a handler for stateAt\b/.test(err.message)) return this.workflow.query(snapshotAtQuery, args);
-        throw err;
-      }),
+    return this.timeTravelQuery('stateAt', opts.timeoutMs, () =>
+      this.guard(() =>
+        // A worker from before 0.2 serves the same view as `snapshotAt`.
+        this.workflow.query(stateAtQuery, args).catch((err: unknown) => {
+          // The SDK reports a handler's own failure (a step the run does not hold) as this error type too.
+          if (err instanceof QueryNotRegisteredError && /did not register a handler for stateAt\b/.test(err.message)) return this.workflow.query(snapshotAtQuery, args);
+          throw err;
+        }),
+      ),
     ).catch((err: unknown) => {
       throw stepNotFound(this.workflowId, step, err) ?? err;
     });
+  }
+
+  /** The internal snapshot of a step, which `AgentClient.fork` carries into a new run; bounded like `snapshotAt`. */
+  stateSnapshotAt(step: number, timeoutMs?: number): Promise<unknown> {
+    return this.timeTravelQuery('stateSnapshotAt', timeoutMs, () => this.guard(() => this.workflow.query(stateSnapshotAtQuery, { step })));
+  }
+
+  /** A query answered by replaying the run: one deadline, and no worker within it is `AgentQueryTimeoutError`. */
+  private async timeTravelQuery<T>(name: string, timeoutMs = TIME_TRAVEL_TIMEOUT_MS, query: () => Promise<T>): Promise<T> {
+    try {
+      return await this.workflow.client.connection.withDeadline(Date.now() + timeoutMs, query);
+    } catch (err) {
+      if (isGrpcDeadlineError(err) || isNoWorkerError(err)) throw new AgentQueryTimeoutError(this.workflowId, timeoutMs, this.taskQueue, name);
+      throw err;
+    }
   }
 
   /** Time travel: the run's steps as far as its state still lists them (a continued run keeps the recent end). */
@@ -647,7 +670,7 @@ export class AgentClient {
     }
     if (isTerminal(view.state)) throw new InvalidAgentInputError(`step ${fromStep} of ${workflowId} is ${view.state}: fork from an earlier step`);
     const task = view.messages?.find((m) => m.role === 'user')?.content ?? `fork of ${workflowId}`;
-    const snapshot = await this.client.workflow.getHandle(workflowId).query(stateSnapshotAtQuery, { step: carried });
+    const snapshot = await source.stateSnapshotAt(carried);
     const resume = { kind: 'fork' as const, snapshot: snapshot as NonNullable<AgentRunInput['resume']>['snapshot'], origin: { workflowId, step: fromStep } };
     return this.start({ prompt: task, resume }, { workflowId: opts.workflowId ?? `${workflowId}-fork-${fromStep}-${randomUUID().slice(0, 6)}` });
   }

@@ -7,11 +7,6 @@ import { AgentClient, AgentRunEndedError, AgentUpdateRejectedError } from '../sr
 import { buildGateway, openApiDocument } from '../src/gateway/index';
 import { startAgentHarness, type AgentHarness } from './support/agent-harness';
 
-// As in gateway.test.ts: light-my-request's cookie dependency is ESM only; inject needs no cookies here.
-jest.mock(`${__dirname}/../node_modules/light-my-request/node_modules/cookie/dist/index.js`, () => ({
-  stringifySetCookie: ({ name, value }: { name: string; value: string }) => `${name}=${encodeURIComponent(value)}`,
-}));
-
 let h: AgentHarness;
 beforeAll(async () => {
   h = await startAgentHarness();

@@ -12,11 +12,6 @@ import { APPROVAL_NOTE_HEAD } from '../src/workflows/machine';
 import { startAgentHarness, type AgentHarness } from './support/agent-harness';
 import { failureOf } from './support/failures';
 
-// As in gateway.test.ts: light-my-request's cookie dependency is ESM only; inject needs no cookies here.
-jest.mock(`${__dirname}/../node_modules/light-my-request/node_modules/cookie/dist/index.js`, () => ({
-  stringifySetCookie: ({ name, value }: { name: string; value: string }) => `${name}=${encodeURIComponent(value)}`,
-}));
-
 const TOKEN = 't';
 let h: AgentHarness;
 let agents: AgentClient;

@@ -11,12 +11,6 @@ import { EventCursor, parseCursor } from '../src/gateway/sse-cursor';
 import { streamTokens } from '../src/gateway/stream-token';
 import { sleep, startAgentHarness, waitFor, type AgentHarness } from './support/agent-harness';
 
-// `inject` (light-my-request) requires cookie@2, an ES module that jest's CommonJS runtime cannot load (Node itself
-// can). It is used only to encode an inject request's `cookies` option, which these tests do not use.
-jest.mock(`${__dirname}/../node_modules/light-my-request/node_modules/cookie/dist/index.js`, () => ({
-  stringifySetCookie: ({ name, value }: { name: string; value: string }) => `${name}=${encodeURIComponent(value)}`,
-}));
-
 const TOKEN = 'gateway-test-token';
 let h: AgentHarness;
 let app: FastifyInstance;

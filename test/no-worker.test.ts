@@ -7,11 +7,6 @@ import { AgentClient, AgentControlTimeoutError } from '../src/client';
 import { buildGateway } from '../src/gateway/index';
 import { sleep, startAgentHarness, type AgentHarness } from './support/agent-harness';
 
-// As in gateway.test.ts: light-my-request's cookie dependency is ESM only; inject needs no cookies here.
-jest.mock(`${__dirname}/../node_modules/light-my-request/node_modules/cookie/dist/index.js`, () => ({
-  stringifySetCookie: ({ name, value }: { name: string; value: string }) => `${name}=${encodeURIComponent(value)}`,
-}));
-
 let h: AgentHarness;
 beforeAll(async () => {
   h = await startAgentHarness();
@@ -51,8 +46,15 @@ test('state of a completed run and of a run waiting for approval answers within 
   const res = await app.inject({ method: 'GET', url: `/v1/runs/${done.workflowId}`, headers: { authorization: 'Bearer t' } });
   expect(res.statusCode).toBe(200);
   expect(res.json()).toMatchObject({ state: 'COMPLETED', stored: { reason: expect.stringMatching(/^no worker is answering/) } });
+
+  // Time travel replays the run on a worker: with none, a timeout that says so (504), not a 30 s hang and a 500.
+  const travel = Date.now();
+  await expect(client.handle(done.workflowId).snapshotAt(1, { timeoutMs: 2_000 })).rejects.toThrow(/^no worker answered the stateAt query of .* within 2000 ms/);
+  expect(Date.now() - travel).toBeLessThan(6_000);
+  const step = await app.inject({ method: 'GET', url: `/v1/runs/${done.workflowId}/steps/1`, headers: { authorization: 'Bearer t' } });
+  expect({ status: step.statusCode, code: step.json().error.code }).toEqual({ status: 504, code: 'query_timeout' });
   await app.close();
-}, 90_000);
+}, 120_000);
 
 test('a control sent while no worker runs fails at its deadline, says so, and is not applied when a worker comes back', async () => {
   h.model.register('late-controls', ({ callIndex }) =>

@@ -15,12 +15,6 @@ import { initialSnapshot } from '../src/workflows/snapshot';
 import { publicView } from '../src/workflows/view';
 import { startAgentHarness, type AgentHarness } from './support/agent-harness';
 
-// `inject` (light-my-request) requires cookie@2, an ES module that jest's CommonJS runtime cannot load (Node itself
-// can). It is used only to encode an inject request's `cookies` option, which these tests do not use.
-jest.mock(`${__dirname}/../node_modules/light-my-request/node_modules/cookie/dist/index.js`, () => ({
-  stringifySetCookie: ({ name, value }: { name: string; value: string }) => `${name}=${encodeURIComponent(value)}`,
-}));
-
 const TOKEN = 'time-travel-token';
 let h: AgentHarness;
 let agents: AgentClient;

@@ -89,7 +89,7 @@ async function startDevServerOnce(opts: DevServerOptions): Promise<DevServerHand
 
   // Otherwise our readiness probe could be answered by the other process and we would return a handle to it.
   for (const p of opts.headless ? [port] : [port, uiPort]) {
-    if (await isPortOpen('127.0.0.1', p)) throw new Error(`Cannot start the Temporal dev server: port ${p} on 127.0.0.1 is already in use`);
+    if (await isPortOpen(p)) throw new Error(`Cannot start the Temporal dev server: port ${p} on 127.0.0.1 is already in use`);
   }
 
   mkdirSync(path.dirname(dbFile), { recursive: true });
@@ -166,7 +166,7 @@ async function startDevServerOnce(opts: DevServerOptions): Promise<DevServerHand
 export async function isServerUp(address: string, namespace = 'default'): Promise<boolean> {
   // The TCP probe fails at once on a closed port; a gRPC connect would wait out its whole timeout.
   const match = /^\[?(.*?)\]?:(\d+)$/.exec(address);
-  if (match && !(await isPortOpen(match[1], Number(match[2])))) return false;
+  if (match && !(await isPortOpen(Number(match[2]), match[1]))) return false;
   let connection: Connection | undefined;
   try {
     connection = await Connection.connect({ address, connectTimeout: 1_000 });
@@ -193,7 +193,7 @@ export async function temporalUiUrl(address: string, env: NodeJS.ProcessEnv = pr
   const host = match[1] === '0.0.0.0' ? '127.0.0.1' : match[1];
   if (env.TEMPORAL_UI_PORT?.trim()) return `http://${host}:${env.TEMPORAL_UI_PORT.trim()}`;
   const uiPort = Number(match[2]) + 1000;
-  return (await isPortOpen(host, uiPort)) ? `http://${host}:${uiPort}` : undefined;
+  return (await isPortOpen(uiPort, host)) ? `http://${host}:${uiPort}` : undefined;
 }
 
 /**
@@ -279,7 +279,8 @@ async function waitUntil(what: string, deadline: number, check: () => Promise<bo
   }
 }
 
-function isPortOpen(host: string, port: number): Promise<boolean> {
+/** Whether something accepts TCP connections on `host:port` (a connect within a second). */
+export function isPortOpen(port: number, host = '127.0.0.1'): Promise<boolean> {
   return new Promise((resolve) => {
     const socket = net.connect({ host, port, timeout: 1_000 });
     const done = (open: boolean) => {

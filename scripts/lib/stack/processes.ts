@@ -1,7 +1,6 @@
 /** The stack's long-lived processes: started detached with their output in a log file, found again by pid. */
 import { spawn } from 'node:child_process';
 import { closeSync, mkdirSync, openSync, readFileSync } from 'node:fs';
-import net from 'node:net';
 import path from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { isAlive } from '../lock';
@@ -85,18 +84,6 @@ export function logTail(file: string, chars = 3_000): string {
   }
 }
 
-export function isPortOpen(port: number, host = '127.0.0.1'): Promise<boolean> {
-  return new Promise((resolve) => {
-    const socket = net.connect({ host, port, timeout: 1_000 });
-    const done = (open: boolean) => {
-      socket.destroy();
-      resolve(open);
-    };
-    socket.once('connect', () => done(true));
-    socket.once('error', () => done(false));
-    socket.once('timeout', () => done(false));
-  });
-}
 
 /** Polls `check` until it returns true; fails with `what` and, when given, the tail of `logFile`. */
 export async function waitUntil(what: string, timeoutMs: number, check: () => Promise<boolean> | boolean, logFile?: string): Promise<void> {

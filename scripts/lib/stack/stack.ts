@@ -15,10 +15,10 @@ import { msToTs } from '@temporalio/common/lib/time';
 import { DEFAULT_TASK_QUEUE } from '../../../src/common/constants';
 import { DEMO_SCRIPT_NAME } from '../../../src/scripted-model';
 import { buildWorkflowBundles } from '../../../src/workflow-bundle';
-import { ensureSearchAttributes } from '../dev-server';
+import { ensureSearchAttributes, isPortOpen } from '../dev-server';
 import { PROJECT_ROOT } from '../temporal-cli';
 import { initPostgres, isPostgresReady, POSTGRES_PASSWORD, POSTGRES_USER, postgresBinDir, startPostgres, stopPostgres, type PostgresLayout, type PostgresStopMode } from './postgres';
-import { isPortOpen, isRunning, spawnDetached, stopProcess, waitUntil, type ProcessRecord } from './processes';
+import { isRunning, spawnDetached, stopProcess, waitUntil, type ProcessRecord } from './processes';
 import { ensureTemporalServer, type TemporalServerPaths } from './temporal-server-build';
 
 /** Every port the stack listens on, all on 127.0.0.1. */
