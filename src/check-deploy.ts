@@ -7,6 +7,7 @@ import type { Client } from '@temporalio/client';
 import { bundleWorkflowCode, DefaultLogger, Runtime, Worker, type ReplayWorkerOptions } from '@temporalio/worker';
 import { WORKFLOW_TYPE } from './common/constants';
 import { quietBundler, WORKFLOWS_PATH } from './workflow-bundle';
+import { streamSinks } from './stream/sinks';
 
 export interface DeployCheckOptions {
   /** A client of the namespace to check, with the data converter the workers use (payloads must decode). */
@@ -42,7 +43,8 @@ export async function checkDeploy(options: DeployCheckOptions): Promise<DeployCh
   }
   const failures: DeployCheckResult['failures'] = [];
   const replay = Worker.runReplayHistories(
-    { workflowBundle: await workflowCode(options.workflows), dataConverter: client.options.dataConverter, replayName: 'check-deploy' },
+    // The stream sink registered (it is not called while replaying), or every replayed step logs an unregistered sink.
+    { workflowBundle: await workflowCode(options.workflows), dataConverter: client.options.dataConverter, replayName: 'check-deploy', sinks: streamSinks(undefined) },
     histories(),
   );
   for await (const result of replay) {

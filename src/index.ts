@@ -38,6 +38,13 @@ export type { Orphan, RecoveryReport } from './activities/inflight';
 export { SqliteToolLedger } from './activities/tools/ledger';
 export type { ToolLedger } from './activities/tools/ledger';
 
+/**
+ * The worker's end of the workflow's `stream` sink, which `agentWorkerOptions` and `agentPlugin` register: pass
+ * `sinks: streamSinks(undefined)` to `Worker.runReplayHistories` of agent runs, or each replayed step logs an
+ * unregistered sink.
+ */
+export { streamSinks } from './stream/sinks';
+
 /** A Temporal plugin for a worker (and client) you already run: `Worker.create({ ..., plugins: [agentPlugin({ tools })] })`. */
 export { agentPlugin, AgentPlugin, AGENT_PLUGIN_NAME } from './plugin';
 export type { AgentPluginOptions } from './plugin';

@@ -17,6 +17,7 @@ import type { ConversationStore } from './codec/conversation-store';
 import { codecSettings, llmSettings, workspaceDir } from './config';
 import { agentWorkerOptions, DEFAULT_MODEL, openAIClient } from './worker';
 import { bundleAtBoot } from './workflow-bundle';
+import { streamSinks } from './stream/sinks';
 
 export const AGENT_PLUGIN_NAME = 'durable-agent-worker';
 
@@ -90,6 +91,7 @@ export class AgentPlugin extends SimplePlugin {
       ...configured,
       ...this.workflowCode(configured),
       activities: { ...(configured.activities ?? {}), ...activities },
+      sinks: { ...tuning.sinks, ...configured.sinks },
       ...(inflight ? { interceptors: inflight.addTo(configured.interceptors) } : {}),
     };
   }
@@ -105,7 +107,8 @@ export class AgentPlugin extends SimplePlugin {
 
   override configureReplayWorker(options: ReplayWorkerOptions): ReplayWorkerOptions {
     const configured = super.configureReplayWorker(options);
-    return { ...configured, ...this.workflowCode(configured) };
+    // The workflow calls its `stream` sink at every step; unregistered, each call would log an error while replaying.
+    return { ...configured, ...this.workflowCode(configured), sinks: { ...streamSinks(undefined), ...configured.sinks } };
   }
 
   private workflowCode(options: Pick<WorkerOptions, 'workflowsPath' | 'workflowBundle'>): Pick<WorkerOptions, 'workflowsPath' | 'workflowBundle' | 'bundlerOptions'> {

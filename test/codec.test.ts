@@ -29,6 +29,7 @@ import { startScriptedModel, type ScriptedModel } from '../src/scripted-model';
 import { agentWorkerOptions, openAIClient } from '../src/worker';
 import { quietRuntime, workflowBundle } from './support/agent-harness';
 import { testServerAddress } from './support/temporal';
+import { streamSinks } from '../src/stream/sinks';
 
 const utf8 = new TextEncoder();
 const tempDir = (prefix: string) => mkdtempSync(path.join(os.tmpdir(), prefix));
@@ -378,7 +379,7 @@ describe('agentRun on the real server', () => {
     const view = await handle.query(stateQuery, { includeMessages: true });
     expect(view.messages?.filter((m) => m.role === 'tool').map((m) => String(m.content).split('\n')[0])).toEqual(markers);
     await expect(
-      Worker.runReplayHistory({ workflowBundle: await workflowBundle(), dataConverter }, history, handle.workflowId),
+      Worker.runReplayHistory({ workflowBundle: await workflowBundle(), dataConverter, sinks: streamSinks(undefined) }, history, handle.workflowId),
     ).resolves.toBeUndefined();
   });
 

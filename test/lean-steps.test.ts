@@ -13,6 +13,7 @@ import { Worker } from '@temporalio/worker';
 import { approveUpdate, stateQuery } from '../src/common/messages';
 import { workflowCode } from '../src/workflow-bundle';
 import { startAgentHarness, waitFor, type AgentHarness } from './support/agent-harness';
+import { streamSinks } from '../src/stream/sinks';
 
 const EventType = temporal.api.enums.v1.EventType;
 
@@ -62,7 +63,7 @@ test('a pure tool runs inside the model call that asked for it; a tool with side
   expect(tool).toMatchObject({ name: 'readFile', ok: true, output: 'Hello from the workspace\nsecond line\n' });
   // The run waited on the model and on writeFile, so those states reached the search attribute; readFile's did not.
   expect(agentStateUpserts(all)).toEqual(['STREAMING', 'TOOL_EXECUTING', 'STREAMING', 'COMPLETED']);
-  await expect(Worker.runReplayHistory({ workflowBundle: h.bundle }, { events: all }, handle.workflowId)).resolves.toBeUndefined();
+  await expect(Worker.runReplayHistory({ workflowBundle: h.bundle, sinks: streamSinks(undefined) }, { events: all }, handle.workflowId)).resolves.toBeUndefined();
 });
 
 test('a pure tool that waits for approval runs after it, as a local activity with a readable summary, never before', async () => {

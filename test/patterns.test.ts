@@ -16,6 +16,7 @@ import {
 import { parseSteps } from '../src/workflows/patterns/prompts';
 import { startAgentHarness, waitFor, type AgentHarness } from './support/agent-harness';
 import { failureOf } from './support/failures';
+import { streamSinks } from '../src/stream/sinks';
 
 let h: AgentHarness;
 beforeAll(async () => {
@@ -110,7 +111,7 @@ describe('planExecute', () => {
     expect(listed).toEqual([`${id}/planner`, `${id}/step-1`, `${id}/step-2`, `${id}/synthesiser`].sort());
 
     const history = await handle.fetchHistory();
-    await expect(Worker.runReplayHistory({ workflowBundle: h.bundle }, history, id)).resolves.toBeUndefined();
+    await expect(Worker.runReplayHistory({ workflowBundle: h.bundle, sinks: streamSinks(undefined) }, history, id)).resolves.toBeUndefined();
   });
 
   test('abort cancels the running child and ends ABORTED without a throw', async () => {

@@ -1,6 +1,7 @@
 /** createAgentWorker's options over the environment (resolveWorkerConfig): what each option overrides, and what it leaves. */
 import path from 'node:path';
 import { workerConfig } from '../src/config';
+import { agentPlugin } from '../src/plugin';
 import { resolveWorkerConfig } from '../src/worker';
 
 const env: NodeJS.ProcessEnv = {
@@ -48,4 +49,14 @@ test('a whole config replaces the environment as the base', () => {
   expect(config.llm).toEqual({});
   expect(config.workspace).toBe('ws');
   expect(config.ledgerFile).toBe(path.resolve('./.agent/tool-ledger.sqlite'));
+});
+
+test('the plugin registers the workflow stream sink on workers and replay workers, beside sinks of their own', () => {
+  const own = { audit: { record: { fn: () => undefined } } };
+  const plugin = agentPlugin({ llm: { baseURL: 'http://127.0.0.1:1/v1', apiKey: 'none', model: 'm' } });
+  const replay = plugin.configureReplayWorker({ sinks: own });
+  expect(Object.keys(replay.sinks ?? {}).sort()).toEqual(['audit', 'stream']);
+  expect(replay.sinks?.stream?.publish?.callDuringReplay).toBe(false);
+  const worker = plugin.configureWorker({ taskQueue: 'q', sinks: own });
+  expect(Object.keys(worker.sinks ?? {}).sort()).toEqual(['audit', 'stream']);
 });

@@ -8,6 +8,7 @@ import { AgentClient } from '../src/client';
 import { abortSignal, approveUpdate, pauseSignal, resumeSignal, sendMessageUpdate, stateQuery, type AgentRunResult } from '../src/common/messages';
 import { sleep, startAgentHarness, waitFor, type AgentHarness } from './support/agent-harness';
 import { failureOf } from './support/failures';
+import { streamSinks } from '../src/stream/sinks';
 
 let h: AgentHarness;
 beforeAll(async () => {
@@ -51,7 +52,7 @@ test('a run lists files and answers', async () => {
 
   // The recorded history replays deterministically against the same workflow code.
   const history = await handle.fetchHistory();
-  await expect(Worker.runReplayHistory({ workflowBundle: h.bundle }, history, handle.workflowId)).resolves.toBeUndefined();
+  await expect(Worker.runReplayHistory({ workflowBundle: h.bundle, sinks: streamSinks(undefined) }, history, handle.workflowId)).resolves.toBeUndefined();
 });
 
 test('a model that calls readFile forever is stopped by the loop guard, with a reason', async () => {
