@@ -10,10 +10,13 @@ import type { StreamEvent } from '../common/stream';
 import type { PendingApproval, RunStateView } from '../common/view';
 import type { EventFormat } from './routes/events';
 
-/** A UI message chunk as the AI SDK's `UIMessageChunk` defines it (ai 7.x; test/ui-message-stream.test.ts checks it fits), the types this stream sends. */
+/**
+ * A UI message chunk as the AI SDK's `UIMessageChunk` defines it, the types this stream sends: ai 6.x, the line that
+ * supports Node 20 (7.x wants Node 22); test/ui-message-stream.test.ts checks that it fits.
+ */
 export type Chunk =
   | { type: 'start'; messageId: string }
-  | { type: 'start-step' | 'finish-step' | 'reset-step' }
+  | { type: 'start-step' | 'finish-step' }
   | { type: 'text-start' | 'text-end'; id: string }
   | { type: 'text-delta'; id: string; delta: string }
   | { type: 'tool-input-available'; toolCallId: string; toolName: string; input: unknown; dynamic: true }
@@ -54,7 +57,7 @@ export function uiMessageStreamFormat(runId: string): EventFormat {
         const out: Chunk[] = [];
         if (text !== id) {
           out.push(...endText());
-          // One step per model call, so that a restart (reset-step) removes only that call's text.
+          // One step per model call.
           if (call !== t.callNumber) out.push(...(call === undefined ? [] : [{ type: 'finish-step' } as Chunk]), { type: 'start-step' });
           call = t.callNumber;
           text = id;
@@ -63,10 +66,11 @@ export function uiMessageStreamFormat(runId: string): EventFormat {
         return t.text ? [...out, { type: 'text-delta', id, delta: t.text }] : out;
       }
       case 'restart': {
+        // ai 6 cannot take a part back: the text the failed attempt streamed stays, closed, and the retry's text
+        // follows in a part of its own after this marker.
         const r = e as Extract<StreamEvent, { type: 'restart' }>;
         if (call !== r.callNumber) return [];
-        text = undefined;
-        return [{ type: 'reset-step' }];
+        return [...endText(), { type: 'data-restart', data, transient: true }];
       }
       case 'toolStart': {
         const t = e as Extract<StreamEvent, { type: 'toolStart' }>;

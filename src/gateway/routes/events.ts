@@ -71,78 +71,76 @@ const watchFormat: EventFormat = { event: (type, id, data) => formatSseEvent({ t
 
 /** The events of run `:id`, from the channel or by polling, resumed after `Last-Event-ID`, written in `format`. */
 export async function serveRunEvents(ctx: GatewayContext, request: FastifyRequest, reply: FastifyReply, format: EventFormat): Promise<void> {
-  {
-    const { id } = parseOr400(RunParamsSchema, request.params, 'path');
-    const query = parseOr400(EventsQuerySchema, request.query, 'query');
-    const header = request.headers['last-event-id'];
-    const lastEventId = (Array.isArray(header) ? header[0] : header) ?? query.lastEventId;
-    let cursor = new EventCursor(parseCursor(lastEventId));
-    const raw = reply.raw;
-    const { signal, dispose } = abortOnClose(ctx, reply);
-    let heartbeat: NodeJS.Timeout | undefined;
-    let opened = false;
+  const { id } = parseOr400(RunParamsSchema, request.params, 'path');
+  const query = parseOr400(EventsQuerySchema, request.query, 'query');
+  const header = request.headers['last-event-id'];
+  const lastEventId = (Array.isArray(header) ? header[0] : header) ?? query.lastEventId;
+  let cursor = new EventCursor(parseCursor(lastEventId));
+  const raw = reply.raw;
+  const { signal, dispose } = abortOnClose(ctx, reply);
+  let heartbeat: NodeJS.Timeout | undefined;
+  let opened = false;
 
-    const writable = () => !raw.destroyed && !raw.writableEnded;
-    const write = async (chunk: string) => {
-      // A slow reader holds the watch back instead of piling events up in memory.
-      if (writable() && !raw.write(chunk)) await once(raw, 'drain', { signal });
-    };
-    const open = () => {
-      reply.hijack();
-      // The headers hooks set (CORS) go too: a hijacked reply sends only what is written here.
-      raw.writeHead(200, { ...(reply.getHeaders() as OutgoingHttpHeaders), ...SSE_HEADERS, ...format.headers });
-      raw.write(`retry: ${RETRY_MS}\n\n${format.start?.() ?? ''}`);
-      opened = true;
-      heartbeat = setInterval(() => writable() && raw.write(': heartbeat\n\n'), ctx.heartbeatMs);
-    };
+  const writable = () => !raw.destroyed && !raw.writableEnded;
+  const write = async (chunk: string) => {
+    // A slow reader holds the watch back instead of piling events up in memory.
+    if (writable() && !raw.write(chunk)) await once(raw, 'drain', { signal });
+  };
+  const open = () => {
+    reply.hijack();
+    // The headers hooks set (CORS) go too: a hijacked reply sends only what is written here.
+    raw.writeHead(200, { ...(reply.getHeaders() as OutgoingHttpHeaders), ...SSE_HEADERS, ...format.headers });
+    raw.write(`retry: ${RETRY_MS}\n\n${format.start?.() ?? ''}`);
+    opened = true;
+    heartbeat = setInterval(() => writable() && raw.write(': heartbeat\n\n'), ctx.heartbeatMs);
+  };
 
-    try {
-      // A stream with a channel, unless the watcher resumes a polled stream (its id is a cursor, not an offset).
-      if (ctx.stream && (lastEventId === undefined || isOffset(lastEventId))) {
-        const handle = ctx.agents.handle(id);
-        const view = await handle.state({ signal });
-        const after = isOffset(lastEventId) ? lastEventId.trim() : query.from === 'now' ? ((await ctx.stream.head(id).catch(() => null)) ?? START) : START;
-        const fallback = await serveLive(ctx.stream, id, after, view, ctx.attachWaitMs ?? 1_000, {
-          open: () => opened || open(),
-          write: (type, eventId, data) => write(format.event(type, eventId, data)),
-          state: () => handle.state({ signal }),
-          signal,
-        });
-        if (!fallback) return;
-        if (!opened) open();
-        request.log.warn({ run: id, reason: fallback.reason }, 'SSE stream degraded to polling the state');
-        cursor = new EventCursor(fallback.cursor);
-        await write(format.event('stream', cursor.id, { status: 'degraded', reason: fallback.reason }));
-      }
-      await ctx.agents.handle(id).watch(
-        async (event) => {
-          for (const e of cursor.next(event)) await write(format.event(e.type, e.id, e.data));
-        },
-        {
-          signal,
-          intervalMs: ctx.pollIntervalMs,
-          onView: (view) => {
-            if (!opened) open();
-            cursor.observe(view);
-          },
-        },
-      );
-    } catch (err) {
-      if (signal.aborted) {
-        if (!opened) reply.hijack();
-      } else if (!opened) {
-        throw err; // nothing sent yet: an ordinary JSON error
-      } else {
-        const http = toHttpError(err);
-        if (!http) request.log.error({ err }, 'SSE watch failed');
-        const e = cursor.error(http?.code ?? 'internal', http?.message ?? 'internal error');
-        await write(format.event(e.type, e.id, e.data)).catch(() => undefined);
-      }
-    } finally {
-      clearInterval(heartbeat);
-      dispose();
-      if (opened && format.end && writable()) raw.write(format.end());
-      if (opened || signal.aborted) raw.end();
+  try {
+    // A stream with a channel, unless the watcher resumes a polled stream (its id is a cursor, not an offset).
+    if (ctx.stream && (lastEventId === undefined || isOffset(lastEventId))) {
+      const handle = ctx.agents.handle(id);
+      const view = await handle.state({ signal });
+      const after = isOffset(lastEventId) ? lastEventId.trim() : query.from === 'now' ? ((await ctx.stream.head(id).catch(() => null)) ?? START) : START;
+      const fallback = await serveLive(ctx.stream, id, after, view, ctx.attachWaitMs ?? 1_000, {
+        open: () => opened || open(),
+        write: (type, eventId, data) => write(format.event(type, eventId, data)),
+        state: () => handle.state({ signal }),
+        signal,
+      });
+      if (!fallback) return;
+      if (!opened) open();
+      request.log.warn({ run: id, reason: fallback.reason }, 'SSE stream degraded to polling the state');
+      cursor = new EventCursor(fallback.cursor);
+      await write(format.event('stream', cursor.id, { status: 'degraded', reason: fallback.reason }));
     }
+    await ctx.agents.handle(id).watch(
+      async (event) => {
+        for (const e of cursor.next(event)) await write(format.event(e.type, e.id, e.data));
+      },
+      {
+        signal,
+        intervalMs: ctx.pollIntervalMs,
+        onView: (view) => {
+          if (!opened) open();
+          cursor.observe(view);
+        },
+      },
+    );
+  } catch (err) {
+    if (signal.aborted) {
+      if (!opened) reply.hijack();
+    } else if (!opened) {
+      throw err; // nothing sent yet: an ordinary JSON error
+    } else {
+      const http = toHttpError(err);
+      if (!http) request.log.error({ err }, 'SSE watch failed');
+      const e = cursor.error(http?.code ?? 'internal', http?.message ?? 'internal error');
+      await write(format.event(e.type, e.id, e.data)).catch(() => undefined);
+    }
+  } finally {
+    clearInterval(heartbeat);
+    dispose();
+    if (opened && format.end && writable()) raw.write(format.end());
+    if (opened || signal.aborted) raw.end();
   }
 }
