@@ -395,6 +395,20 @@ function buildDocument(): Json {
           responses: { '200': { description: 'An event stream.', content: { 'text/event-stream': { schema: { type: 'string' } } } }, ...errors(401, 404, 503, 504) },
         },
       },
+      '/v1/runs/{id}/ui-message-stream': {
+        get: {
+          operationId: 'streamRunUiMessages',
+          summary: 'Follow the run as the Vercel AI SDK\'s UI message stream (protocol v1), for useChat',
+          description: [
+            'The events of `GET /v1/runs/{id}/events` mapped to UI message chunks (`x-vercel-ai-ui-message-stream: v1`): `start` (messageId: the run id),',
+            'one step per model call with its `text-start`/`text-delta`/`text-end`, `tool-input-available`, `tool-output-available` or `tool-output-error` (dynamic tools),',
+            '`tool-approval-request`, `data-restart` before the text of a retried model call, `finish`, `abort` or `error` at the end, then `[DONE]`. Retries, gaps and degraded notices are transient `data-*` parts.',
+            'The last chunk of each event carries the event\'s id; a `Last-Event-ID` resumes after it.',
+          ].join(' '),
+          parameters: [idParam, { name: 'Last-Event-ID', in: 'header', description: 'Resume after this event id.', schema: { type: 'string' } }],
+          responses: { '200': { description: 'A UI message stream.', content: { 'text/event-stream': { schema: { type: 'string' } } } }, ...errors(401, 404, 503, 504) },
+        },
+      },
       '/v1/runs/{id}/stream-token': {
         post: {
           operationId: 'createStreamToken',

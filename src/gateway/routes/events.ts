@@ -5,10 +5,12 @@
  * state view arrives (an unknown run is still a JSON 404), carries one SSE event per watch event with a resume
  * cursor as its id, a heartbeat comment every `heartbeatMs`, and ends after `end`, on an error, when the client
  * goes away or when the gateway closes. The watch loop stops with the response.
+ *
+ * `GET /v1/runs/:id/ui-message-stream`: the same events as the Vercel AI SDK's UI message stream (../ui-message-stream.ts).
  */
 import { once } from 'node:events';
 import type { OutgoingHttpHeaders } from 'node:http';
-import type { FastifyInstance } from 'fastify';
+import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { WorkflowNotFoundError } from '@temporalio/client';
 import { z } from 'zod';
 import { AgentRunNotFoundError } from '../../client';
@@ -17,6 +19,7 @@ import { toHttpError } from '../errors';
 import { parseOr400, RunParamsSchema } from '../schemas';
 import { isOffset, START } from '../../stream/channel';
 import { serveLive } from '../live-events';
+import { uiMessageStreamFormat } from '../ui-message-stream';
 import { EventCursor, parseCursor, type SseEvent } from '../sse-cursor';
 
 /** How long a browser's EventSource waits before reconnecting. */
@@ -48,76 +51,96 @@ export function registerEventRoutes(app: FastifyInstance, ctx: GatewayContext): 
     return reply.code(201).send({ workflowId: id, ...ctx.streamTokens.issue(id) });
   });
 
-  app.get('/v1/runs/:id/events', async (request, reply) => {
-    const { id } = parseOr400(RunParamsSchema, request.params, 'path');
-    const query = parseOr400(EventsQuerySchema, request.query, 'query');
-    const header = request.headers['last-event-id'];
-    const lastEventId = (Array.isArray(header) ? header[0] : header) ?? query.lastEventId;
-    let cursor = new EventCursor(parseCursor(lastEventId));
-    const raw = reply.raw;
-    const { signal, dispose } = abortOnClose(ctx, reply);
-    let heartbeat: NodeJS.Timeout | undefined;
-    let opened = false;
+  app.get('/v1/runs/:id/events', (request, reply) => serveRunEvents(ctx, request, reply, watchFormat));
+  app.get('/v1/runs/:id/ui-message-stream', (request, reply) =>
+    serveRunEvents(ctx, request, reply, uiMessageStreamFormat(parseOr400(RunParamsSchema, request.params, 'path').id)),
+  );
+}
 
-    const writable = () => !raw.destroyed && !raw.writableEnded;
-    const write = async (chunk: string) => {
-      // A slow reader holds the watch back instead of piling events up in memory.
-      if (writable() && !raw.write(chunk)) await once(raw, 'drain', { signal });
-    };
-    const open = () => {
-      reply.hijack();
-      // The headers hooks set (CORS) go too: a hijacked reply sends only what is written here.
-      raw.writeHead(200, { ...(reply.getHeaders() as OutgoingHttpHeaders), ...SSE_HEADERS });
-      raw.write(`retry: ${RETRY_MS}\n\n`);
-      opened = true;
-      heartbeat = setInterval(() => writable() && raw.write(': heartbeat\n\n'), ctx.heartbeatMs);
-    };
+/** How a stream of run events is written: the default is one SSE event per event; ../ui-message-stream.ts maps them. */
+export interface EventFormat {
+  headers?: Record<string, string>;
+  /** The SSE text for one event (`gap`, `stream` and `error` included), after `start` when first called. */
+  event(type: string, id: string, data: unknown): string;
+  /** Written once when the response opens, and once after the last event. */
+  start?(): string;
+  end?(): string;
+}
 
-    try {
-      // A stream with a channel, unless the watcher resumes a polled stream (its id is a cursor, not an offset).
-      if (ctx.stream && (lastEventId === undefined || isOffset(lastEventId))) {
-        const handle = ctx.agents.handle(id);
-        const view = await handle.state({ signal });
-        const after = isOffset(lastEventId) ? lastEventId.trim() : query.from === 'now' ? ((await ctx.stream.head(id).catch(() => null)) ?? START) : START;
-        const fallback = await serveLive(ctx.stream, id, after, view, ctx.attachWaitMs ?? 1_000, {
-          open: () => opened || open(),
-          write: (type, eventId, data) => write(`event: ${type}\nid: ${eventId}\ndata: ${JSON.stringify(data)}\n\n`),
-          state: () => handle.state({ signal }),
-          signal,
-        });
-        if (!fallback) return;
-        if (!opened) open();
-        request.log.warn({ run: id, reason: fallback.reason }, 'SSE stream degraded to polling the state');
-        cursor = new EventCursor(fallback.cursor);
-        await write(formatSseEvent({ type: 'stream', id: cursor.id, data: { status: 'degraded', reason: fallback.reason } }));
-      }
-      await ctx.agents.handle(id).watch(
-        async (event) => {
-          for (const e of cursor.next(event)) await write(formatSseEvent(e));
-        },
-        {
-          signal,
-          intervalMs: ctx.pollIntervalMs,
-          onView: (view) => {
-            if (!opened) open();
-            cursor.observe(view);
-          },
-        },
-      );
-    } catch (err) {
-      if (signal.aborted) {
-        if (!opened) reply.hijack();
-      } else if (!opened) {
-        throw err; // nothing sent yet: an ordinary JSON error
-      } else {
-        const http = toHttpError(err);
-        if (!http) request.log.error({ err }, 'SSE watch failed');
-        await write(formatSseEvent(cursor.error(http?.code ?? 'internal', http?.message ?? 'internal error'))).catch(() => undefined);
-      }
-    } finally {
-      clearInterval(heartbeat);
-      dispose();
-      if (opened || signal.aborted) raw.end();
+const watchFormat: EventFormat = { event: (type, id, data) => formatSseEvent({ type: type as SseEvent['type'], id, data }) };
+
+/** The events of run `:id`, from the channel or by polling, resumed after `Last-Event-ID`, written in `format`. */
+export async function serveRunEvents(ctx: GatewayContext, request: FastifyRequest, reply: FastifyReply, format: EventFormat): Promise<void> {
+  const { id } = parseOr400(RunParamsSchema, request.params, 'path');
+  const query = parseOr400(EventsQuerySchema, request.query, 'query');
+  const header = request.headers['last-event-id'];
+  const lastEventId = (Array.isArray(header) ? header[0] : header) ?? query.lastEventId;
+  let cursor = new EventCursor(parseCursor(lastEventId));
+  const raw = reply.raw;
+  const { signal, dispose } = abortOnClose(ctx, reply);
+  let heartbeat: NodeJS.Timeout | undefined;
+  let opened = false;
+
+  const writable = () => !raw.destroyed && !raw.writableEnded;
+  const write = async (chunk: string) => {
+    // A slow reader holds the watch back instead of piling events up in memory.
+    if (writable() && !raw.write(chunk)) await once(raw, 'drain', { signal });
+  };
+  const open = () => {
+    reply.hijack();
+    // The headers hooks set (CORS) go too: a hijacked reply sends only what is written here.
+    raw.writeHead(200, { ...(reply.getHeaders() as OutgoingHttpHeaders), ...SSE_HEADERS, ...format.headers });
+    raw.write(`retry: ${RETRY_MS}\n\n${format.start?.() ?? ''}`);
+    opened = true;
+    heartbeat = setInterval(() => writable() && raw.write(': heartbeat\n\n'), ctx.heartbeatMs);
+  };
+
+  try {
+    // A stream with a channel, unless the watcher resumes a polled stream (its id is a cursor, not an offset).
+    if (ctx.stream && (lastEventId === undefined || isOffset(lastEventId))) {
+      const handle = ctx.agents.handle(id);
+      const view = await handle.state({ signal });
+      const after = isOffset(lastEventId) ? lastEventId.trim() : query.from === 'now' ? ((await ctx.stream.head(id).catch(() => null)) ?? START) : START;
+      const fallback = await serveLive(ctx.stream, id, after, view, ctx.attachWaitMs ?? 1_000, {
+        open: () => opened || open(),
+        write: (type, eventId, data) => write(format.event(type, eventId, data)),
+        state: () => handle.state({ signal }),
+        signal,
+      });
+      if (!fallback) return;
+      if (!opened) open();
+      request.log.warn({ run: id, reason: fallback.reason }, 'SSE stream degraded to polling the state');
+      cursor = new EventCursor(fallback.cursor);
+      await write(format.event('stream', cursor.id, { status: 'degraded', reason: fallback.reason }));
     }
-  });
+    await ctx.agents.handle(id).watch(
+      async (event) => {
+        for (const e of cursor.next(event)) await write(format.event(e.type, e.id, e.data));
+      },
+      {
+        signal,
+        intervalMs: ctx.pollIntervalMs,
+        onView: (view) => {
+          if (!opened) open();
+          cursor.observe(view);
+        },
+      },
+    );
+  } catch (err) {
+    if (signal.aborted) {
+      if (!opened) reply.hijack();
+    } else if (!opened) {
+      throw err; // nothing sent yet: an ordinary JSON error
+    } else {
+      const http = toHttpError(err);
+      if (!http) request.log.error({ err }, 'SSE watch failed');
+      const e = cursor.error(http?.code ?? 'internal', http?.message ?? 'internal error');
+      await write(format.event(e.type, e.id, e.data)).catch(() => undefined);
+    }
+  } finally {
+    clearInterval(heartbeat);
+    dispose();
+    if (opened && format.end && writable()) raw.write(format.end());
+    if (opened || signal.aborted) raw.end();
+  }
 }
