@@ -5,7 +5,7 @@
  */
 import type { FastifyInstance, InjectOptions } from 'fastify';
 import { runCli } from '../src/cli';
-import { AgentClient } from '../src/client';
+import { AgentClient, type AgentRunHandle } from '../src/client';
 import { parseAgentRunInput } from '../src/common/input';
 import type { RunStateView } from '../src/common/messages';
 import type { ToolCallRecord } from '../src/common/view';
@@ -89,7 +89,10 @@ test('the recorded run: a tool call, then an answer; its steps as the client, th
 
 test('client: a fork from every step of the run starts and completes; step 0 is a fresh run of the same input', async () => {
   const before = h.model.requests(MODEL).length;
-  const forks = await Promise.all(forkable().map((step) => agents.fork(source.workflowId, step)));
+  // One fork at a time: each replays the closed run on the worker, and eight at once on a loaded machine (CI) left
+  // one of those replays waiting past the 15 s time-travel deadline.
+  const forks: AgentRunHandle[] = [];
+  for (const step of forkable()) forks.push(await agents.fork(source.workflowId, step));
   const results = await Promise.all(forks.map((f) => settled(f.workflowId)));
   for (const [step, result] of results.entries()) expect([step, result]).toEqual([step, expect.objectContaining({ status: 'COMPLETED', answer: ANSWER, toolCalls: 1 })]);
 
@@ -112,7 +115,8 @@ test('client: a fork from the last step, past it or before 0 is refused with an 
 });
 
 test('CLI: agent fork from every step starts a run that completes; the last, past it and -1 exit 1 with one clear line', async () => {
-  const started = await Promise.all(forkable().map((step) => cli('fork', source.workflowId, '--from-step', String(step), '--json')));
+  const started = [];
+  for (const step of forkable()) started.push(await cli('fork', source.workflowId, '--from-step', String(step), '--json'));
   for (const [step, r] of started.entries()) {
     expect([step, r.code, r.err]).toEqual([step, 0, '']);
     const forked = JSON.parse(r.out);
@@ -132,7 +136,8 @@ test('CLI: agent fork from every step starts a run that completes; the last, pas
 
 test('gateway: POST /fork from every step starts a run that completes; the last, past it and -1 are refused', async () => {
   const { workflowId, last } = source;
-  const started = await Promise.all(forkable().map((step) => api('POST', `/v1/runs/${workflowId}/fork`, { fromStep: step })));
+  const started = [];
+  for (const step of forkable()) started.push(await api('POST', `/v1/runs/${workflowId}/fork`, { fromStep: step }));
   for (const [step, r] of started.entries()) {
     expect([step, r.status]).toEqual([step, 201]);
     expect(r.body).toEqual({ workflowId: expect.any(String), runId: expect.any(String), forkedFrom: { workflowId, step } });
