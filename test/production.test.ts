@@ -3,7 +3,8 @@
  * processes sharing a workspace, a tool ledger and a blob store), which the project's global setup brings up. Each
  * run does two side effects (`recordEffect`, which appends a line per real execution) and answers. kill -9 of a
  * worker, kill -9 of the Temporal Server, and PostgreSQL stopped in `fast` and in `immediate` mode, each mid-run and
- * followed by `up`: every run completes, and no side effect is done twice. Figures in RELIABILITY.md.
+ * followed by `up`; a worker on a lost host (its network namespace deleted) and one partitioned for 30 s: every run
+ * completes, and no side effect is done twice. Figures in RELIABILITY.md.
  */
 import { randomUUID } from 'node:crypto';
 import os from 'node:os';
@@ -11,7 +12,10 @@ import path from 'node:path';
 import { Client, Connection, type WorkflowHandle } from '@temporalio/client';
 import { temporal } from '@temporalio/proto';
 import { effectFigures } from '../chaos/effects';
-import { readState, stackUp, stopStackPostgres, type StackState } from '../scripts/lib/stack/stack';
+import { setTimeout as sleep } from 'node:timers/promises';
+import { spawnDetached, stopProcess, type ProcessRecord } from '../scripts/lib/stack/processes';
+import { readState, stackUp, stackWorkerEnv, stopStackPostgres, waitForPoller, type StackState } from '../scripts/lib/stack/stack';
+import { PROJECT_ROOT } from '../scripts/lib/temporal-cli';
 import { createDataConverter } from '../src/codec';
 import { codecSettings } from '../src/config';
 import { WORKFLOW_TYPE } from '../src/common/constants';
@@ -19,6 +23,7 @@ import type { AgentRunResult } from '../src/common/messages';
 import { startScriptedModel, textOf, type ScriptedModel } from '../src/scripted-model';
 import { PRODUCTION_ENV, PRODUCTION_MODEL } from './global-setup-production';
 import { waitFor } from './support/agent-harness';
+import { addHost, deleteHost, forward, removeStaleHosts, setLink, type Host } from './support/netns';
 
 const RUNS = 6;
 /** Each run makes three model calls: effect a, effect b, answer. */
@@ -62,6 +67,14 @@ function state(): StackState {
   return s;
 }
 
+/** What the global setup gives its workers over the stack's own environment; `modelHost` is where they reach the model. */
+const workerEnv = (modelHost = '127.0.0.1'): NodeJS.ProcessEnv => ({
+  LLM_BASE_URL: `http://${modelHost}:${state().ports.scriptedModel}/v1`,
+  LLM_API_KEY: 'scripted',
+  LLM_MODEL: PRODUCTION_MODEL,
+  CHAOS_EFFECTS_FILE: env(PRODUCTION_ENV.effects),
+});
+
 /** The same options as the global setup's `up`, so a second `up` restarts only what died. */
 function upAgain(): ReturnType<typeof stackUp> {
   const s = state();
@@ -72,7 +85,7 @@ function upAgain(): ReturnType<typeof stackUp> {
     taskQueue: s.taskQueue,
     workers: 2,
     workerScript: 'chaos/worker.ts',
-    workerEnv: { LLM_BASE_URL: `http://127.0.0.1:${s.ports.scriptedModel}/v1`, LLM_API_KEY: 'scripted', LLM_MODEL: PRODUCTION_MODEL, CHAOS_EFFECTS_FILE: env(PRODUCTION_ENV.effects) },
+    workerEnv: workerEnv(),
     log: () => undefined,
   });
 }
@@ -192,3 +205,135 @@ test.each(['fast', 'immediate'] as const)('PostgreSQL stopped in %s mode mid-run
       `all ${RUNS} runs completed ${((doneAt - stoppedAt) / 1000).toFixed(1)} s after the stop (3 s of it down on purpose)`,
   );
 }, 600_000);
+
+/**
+ * A worker on a host of its own (a network namespace, support/netns.ts) beside worker-1; worker-2 is stopped for these
+ * tests, so worker-1 is the one survivor. They run last: worker-2 stays down.
+ */
+describe('a worker on another host', () => {
+  const forwarders: Array<{ close: () => Promise<void> }> = [];
+  beforeAll(async () => {
+    removeStaleHosts();
+    await stopProcess(state().processes['worker-2'], 40_000);
+  });
+  afterAll(async () => {
+    await Promise.all(forwarders.map((f) => f.close()));
+    removeStaleHosts();
+  });
+
+  /** Namespace `daw-<n>` with a stack worker in it, reaching the frontend and the model through the veth. */
+  async function hostedWorker(n: number): Promise<{ host: Host; worker: ProcessRecord }> {
+    const host = addHost(n);
+    const s = state();
+    for (const port of [s.ports.frontend, s.ports.scriptedModel]) forwarders.push(await forward(host.hostAddress, port));
+    const address = `${host.hostAddress}:${s.ports.frontend}`;
+    const workerProcessEnv = stackWorkerEnv({ dir, namespace: s.namespace, taskQueue: s.taskQueue, workerEnv: workerEnv(host.hostAddress) }, s.ports, address);
+    const log = path.join(dir, 'logs', `${host.ns}.log`);
+    // `ip netns exec` execs the command in place: the pid is the worker's, and so is its identity.
+    const pid = spawnDetached('ip', ['netns', 'exec', host.ns, process.execPath, '--import', 'tsx', 'chaos/worker.ts'], { cwd: PROJECT_ROOT, env: workerProcessEnv, logFile: log });
+    const worker: ProcessRecord = { pid, marker: 'chaos/worker.ts', log, ports: [], startedAt: new Date().toISOString() };
+    await waitForPoller(env(PRODUCTION_ENV.address), s.namespace, s.taskQueue, worker);
+    return { host, worker };
+  }
+
+  interface InFlight {
+    handle: WorkflowHandle;
+    activityId: string;
+    activityType: string;
+    attempt: number;
+    startedAt: number;
+  }
+  async function inFlightOn(runs: Array<{ handle: WorkflowHandle }>, identity: string): Promise<InFlight[]> {
+    const described = await Promise.all(runs.map(async ({ handle }) => ({ handle, pending: (await handle.describe()).raw.pendingActivities ?? [] })));
+    return described.flatMap(({ handle, pending }) =>
+      pending
+        .filter((a) => a.state === temporal.api.enums.v1.PendingActivityState.PENDING_ACTIVITY_STATE_STARTED && a.lastWorkerIdentity === identity)
+        .map((a) => ({ handle, activityId: a.activityId!, activityType: a.activityType?.name ?? '?', attempt: a.attempt ?? 1, startedAt: ms(a.lastStartedTime) })),
+    );
+  }
+  const ms = (t: { seconds?: unknown; nanos?: number | null } | null | undefined) => Number(t?.seconds ?? 0) * 1000 + Math.floor((t?.nanos ?? 0) / 1e6);
+
+  /** When the server started the next attempt of `a` (pending, or already completed and in the history); null when `a` finished before the fault. */
+  async function nextAttemptStartedAt(a: InFlight): Promise<{ at: number; identity: string } | null | undefined> {
+    const { raw } = await a.handle.describe();
+    const pending = (raw.pendingActivities ?? []).find((p) => p.activityId === a.activityId);
+    if (pending) {
+      const restarted = (pending.attempt ?? 1) > a.attempt && pending.state === temporal.api.enums.v1.PendingActivityState.PENDING_ACTIVITY_STATE_STARTED;
+      return restarted ? { at: ms(pending.lastStartedTime), identity: pending.lastWorkerIdentity ?? '?' } : undefined;
+    }
+    const events = (await a.handle.fetchHistory()).events ?? [];
+    const scheduled = events.find((e) => e.activityTaskScheduledEventAttributes?.activityId === a.activityId);
+    const started = events.find((e) => scheduled && Number(e.activityTaskStartedEventAttributes?.scheduledEventId) === Number(scheduled.eventId));
+    if (!started) return undefined;
+    const attrs = started.activityTaskStartedEventAttributes!;
+    return (attrs.attempt ?? 1) > a.attempt ? { at: ms(started.eventTime), identity: attrs.identity ?? '?' } : null;
+  }
+
+  /** For each activity in flight at the fault that did not finish first: its type and how long until its next attempt started. */
+  async function takeoverTimes(inFlight: InFlight[], faultAt: number): Promise<Array<{ type: string; ms: number; identity: string }>> {
+    const next = await Promise.all(inFlight.map((a) => waitFor(() => nextAttemptStartedAt(a), 120_000, `the next attempt of ${a.activityType}`)));
+    const retried = inFlight.flatMap((a, i) => (next[i] ? [{ type: a.activityType, ms: next[i].at - faultAt, identity: next[i].identity }] : []));
+    expect(retried.length).toBeGreaterThan(0);
+    return retried;
+  }
+
+  async function waitForInFlight(runs: Array<{ id: string; handle: WorkflowHandle }>, worker: ProcessRecord): Promise<InFlight[]> {
+    const tag = runs[0].id.replace(/-0$/, '');
+    await waitFor(() => (completedCalls(tag) >= (RUNS * CALLS_PER_RUN) / 3 ? true : undefined), 120_000, 'a third of the model calls');
+    // The fault lands while a model call that started there under 600 ms ago runs: its first chunk comes after 1 s, so
+    // it is still in flight, and the server must retry it elsewhere (a 200 ms tool call may finish in the meantime).
+    const young = (a: InFlight) => a.activityType === 'callModel' && Date.now() - a.startedAt < 600;
+    let inFlight: InFlight[] = [];
+    await waitFor(async () => ((inFlight = await inFlightOn(runs, identityOf(worker.pid))).some(young) ? true : undefined), 60_000, 'a model call starting on the hosted worker');
+    return inFlight;
+  }
+
+  test('a lost host (its namespace deleted with the worker and its disk): every run completes on the survivor, no side effect done twice', async () => {
+    const { host, worker } = await hostedWorker(1);
+    const survivor = state().processes['worker-1'];
+    const runs = await startRuns(`h${Date.now()}`);
+    const inFlight = await waitForInFlight(runs, worker);
+    deleteHost(host.ns);
+    const lostAt = Date.now();
+
+    const takeovers = await takeoverTimes(inFlight, lostAt);
+    await expectAllCompletedOnce(runs);
+    const doneMs = Date.now() - lostAt;
+    const starts = (await Promise.all(runs.map((r) => r.handle.fetchHistory()))).flatMap((h) => (h.events ?? []).filter((e) => e.activityTaskStartedEventAttributes));
+    const after = starts.filter((e) => ms(e.eventTime) > lostAt + 1_000);
+    expect(after.length).toBeGreaterThan(0);
+    expect(after.every((e) => e.activityTaskStartedEventAttributes!.identity === identityOf(survivor.pid))).toBe(true);
+    expect(takeovers.map((t) => t.identity)).toEqual(takeovers.map(() => identityOf(survivor.pid)));
+    console.log(
+      `lost host: in flight there ${takeovers.map((t) => `${t.type} retried ${(t.ms / 1000).toFixed(1)} s after the loss`).join(', ')}; ` +
+        `all ${RUNS} runs completed ${(doneMs / 1000).toFixed(1)} s after it`,
+    );
+  }, 600_000);
+
+  test('a 30 s partition between a worker and the server, then healed: every run completes, no side effect done twice', async () => {
+    const { host, worker } = await hostedWorker(2);
+    const runs = await startRuns(`n${Date.now()}`);
+    const inFlight = await waitForInFlight(runs, worker);
+    setLink(host, 'down');
+    const cutAt = Date.now();
+    await sleep(30_000);
+    setLink(host, 'up');
+    const healedAt = Date.now();
+
+    const takeovers = await takeoverTimes(inFlight, cutAt);
+    // Healed: the worker polls the task queue again.
+    const identity = identityOf(worker.pid);
+    const rejoinedAt = await waitFor(async () => {
+      const { pollers } = await connection.workflowService.describeTaskQueue({ namespace: state().namespace, taskQueue: { name: state().taskQueue }, taskQueueType: 1 });
+      const seen = (pollers ?? []).find((p) => p.identity === identity);
+      return seen && ms(seen.lastAccessTime) > healedAt ? ms(seen.lastAccessTime) : undefined;
+    }, 180_000, 'the healed worker to poll again');
+    await expectAllCompletedOnce(runs);
+    const doneMs = Date.now() - cutAt;
+    console.log(
+      `partition of 30 s: in flight there ${takeovers.map((t) => `${t.type} retried ${(t.ms / 1000).toFixed(1)} s after the cut by ${t.identity === identityOf(worker.pid) ? 'the partitioned worker' : 'worker-1'}`).join(', ')}; ` +
+        `the worker polled again ${((rejoinedAt - healedAt) / 1000).toFixed(1)} s after the heal; all ${RUNS} runs completed ${(doneMs / 1000).toFixed(1)} s after the cut`,
+    );
+    deleteHost(host.ns);
+  }, 600_000);
+});

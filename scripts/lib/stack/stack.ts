@@ -237,18 +237,7 @@ export async function stackUp(opts: StackOptions): Promise<StackUpResult> {
     // Bundled once for all of them, from today's sources, instead of by each worker at boot.
     await timed('bundle', () => buildWorkflowBundles(l.bundles));
     await timed('workers', async () => {
-      const env: NodeJS.ProcessEnv = {
-        ...process.env,
-        TEMPORAL_ADDRESS: address,
-        TEMPORAL_NAMESPACE: opts.namespace,
-        TEMPORAL_TASK_QUEUE: opts.taskQueue,
-        AGENT_WORKSPACE: l.workspace,
-        AGENT_LEDGER: path.join(l.agentState, 'tool-ledger.sqlite'),
-        AGENT_BLOB_DIR: path.join(l.agentState, 'blobs'),
-        AGENT_WORKFLOW_BUNDLE_DIR: l.bundles,
-        ...(llmSet ? {} : { LLM_BASE_URL: `http://127.0.0.1:${ports.scriptedModel}/v1`, LLM_API_KEY: 'scripted', LLM_MODEL: DEMO_SCRIPT_NAME }),
-        ...opts.workerEnv,
-      };
+      const env = stackWorkerEnv(opts, ports, address, llmSet);
       for (const name of toStart) {
         const log = path.join(l.logs, `${name}.log`);
         const pid = spawnDetached(process.execPath, ['--import', 'tsx', opts.workerScript], { cwd: PROJECT_ROOT, env, logFile: log });
@@ -261,6 +250,23 @@ export async function stackUp(opts: StackOptions): Promise<StackUpResult> {
   }
   save();
   return { state, address, started, timings };
+}
+
+/** The environment of the stack's workers: its server, workspace, ledger, blob store and bundles, and the model. */
+export function stackWorkerEnv(opts: Pick<StackOptions, 'dir' | 'namespace' | 'taskQueue' | 'workerEnv'>, ports: StackPorts, address: string, llmSet = true): NodeJS.ProcessEnv {
+  const l = layout(opts.dir, ports);
+  return {
+    ...process.env,
+    TEMPORAL_ADDRESS: address,
+    TEMPORAL_NAMESPACE: opts.namespace,
+    TEMPORAL_TASK_QUEUE: opts.taskQueue,
+    AGENT_WORKSPACE: l.workspace,
+    AGENT_LEDGER: path.join(l.agentState, 'tool-ledger.sqlite'),
+    AGENT_BLOB_DIR: path.join(l.agentState, 'blobs'),
+    AGENT_WORKFLOW_BUNDLE_DIR: l.bundles,
+    ...(llmSet ? {} : { LLM_BASE_URL: `http://127.0.0.1:${ports.scriptedModel}/v1`, LLM_API_KEY: 'scripted', LLM_MODEL: DEMO_SCRIPT_NAME }),
+    ...opts.workerEnv,
+  };
 }
 
 /** The environment compose gives its `temporal` service (docker-compose.yml), plus the ports of this stack. */
@@ -348,7 +354,7 @@ async function ensureNamespace(address: string, namespace: string): Promise<void
 }
 
 /** A worker is up when the server lists it among the pollers of its task queue. */
-async function waitForPoller(address: string, namespace: string, taskQueue: string, worker: ProcessRecord): Promise<void> {
+export async function waitForPoller(address: string, namespace: string, taskQueue: string, worker: ProcessRecord): Promise<void> {
   const identity = `${worker.pid}@${os.hostname()}`;
   const connection = await Connection.connect({ address, connectTimeout: 5_000 });
   try {
