@@ -10,6 +10,7 @@ import { registerRoutes } from '../src/gateway/routes';
 import { EventCursor, parseCursor } from '../src/gateway/sse-cursor';
 import { streamTokens } from '../src/gateway/stream-token';
 import { sleep, startAgentHarness, waitFor, type AgentHarness } from './support/agent-harness';
+import { readSse } from './support/sse';
 
 const TOKEN = 'gateway-test-token';
 let h: AgentHarness;
@@ -46,40 +47,6 @@ const waitForState = (id: string, predicate: (s: RunStateView) => boolean) =>
     return predicate(body) ? (body as RunStateView) : undefined;
   }, 20_000, `run ${id} state`);
 
-interface SseMessage {
-  event?: string;
-  id?: string;
-  data?: any;
-  comment?: string;
-}
-
-/** Reads an SSE response until it closes or `stop` says so (then cancels it). */
-async function readSse(res: Response, stop: (m: SseMessage) => boolean = () => false): Promise<SseMessage[]> {
-  const reader = res.body!.getReader();
-  const decoder = new TextDecoder();
-  const messages: SseMessage[] = [];
-  let buffer = '';
-  for (;;) {
-    const { value, done } = await reader.read();
-    if (done) return messages;
-    buffer += decoder.decode(value, { stream: true });
-    for (let end = buffer.indexOf('\n\n'); end >= 0; end = buffer.indexOf('\n\n')) {
-      const message: SseMessage = {};
-      for (const line of buffer.slice(0, end).split('\n')) {
-        const [, field, value] = /^([^:]*):? ?(.*)$/.exec(line)!;
-        if (field === '') message.comment = value;
-        else if (field === 'data') message.data = JSON.parse(value);
-        else if (field === 'event' || field === 'id') message[field] = value;
-      }
-      buffer = buffer.slice(end + 2);
-      messages.push(message);
-      if (stop(message)) {
-        await reader.cancel();
-        return messages;
-      }
-    }
-  }
-}
 const events = (id: string, headers: Record<string, string> = {}, signal?: AbortSignal) =>
   fetch(`${baseUrl}/v1/runs/${encodeURIComponent(id)}/events`, { headers: { ...auth, ...headers }, signal });
 

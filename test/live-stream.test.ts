@@ -10,43 +10,14 @@ import { AgentClient } from '../src/client';
 import { buildGateway } from '../src/gateway/index';
 import { compareOffsets, httpTarget, liveStream, MemoryHub, RedisChannel, type LiveStream, type PublishTarget, type StreamChannel } from '../src/stream';
 import { sleep, startAgentHarness, waitFor, type AgentHarness } from './support/agent-harness';
+import { readSse as readEvents, type SseMessage } from './support/sse';
 
 const TOKEN = 'live-stream-token';
 const auth = { authorization: `Bearer ${TOKEN}` };
 
-interface SseMessage {
-  event?: string;
-  id?: string;
-  data?: any;
-}
-
-/** Reads an SSE response until it closes, or until `stop` (then cancels it). `pause` runs before each read. */
-async function readSse(res: Response, stop: (m: SseMessage) => boolean = () => false, pause?: () => Promise<void>): Promise<SseMessage[]> {
-  const reader = res.body!.getReader();
-  const decoder = new TextDecoder();
-  const messages: SseMessage[] = [];
-  let buffer = '';
-  for (;;) {
-    await pause?.();
-    const { value, done } = await reader.read();
-    if (done) return messages;
-    buffer += decoder.decode(value, { stream: true });
-    for (let end = buffer.indexOf('\n\n'); end >= 0; end = buffer.indexOf('\n\n')) {
-      const message: SseMessage = {};
-      for (const line of buffer.slice(0, end).split('\n')) {
-        const [, field, value] = /^([^:]*):? ?(.*)$/.exec(line)!;
-        if (field === 'data') message.data = JSON.parse(value);
-        else if (field === 'event' || field === 'id') message[field] = value;
-      }
-      buffer = buffer.slice(end + 2);
-      if (message.event) messages.push(message);
-      if (message.event && stop(message)) {
-        await reader.cancel();
-        return messages;
-      }
-    }
-  }
-}
+/** The events of an SSE response (no comments) until it closes, or until `stop` (then cancels it). `pause` runs before each read. */
+const readSse = async (res: Response, stop: (m: SseMessage) => boolean = () => false, pause?: () => Promise<void>): Promise<SseMessage[]> =>
+  (await readEvents(res, (m) => !!m.event && stop(m), pause)).filter((m) => m.event);
 
 const freePort = () =>
   new Promise<number>((resolve) => {
