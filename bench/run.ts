@@ -17,6 +17,7 @@ import { Command } from 'commander';
 import { BENCH_DIR, cpuTimeMs, spawnChild, stopChild, type Child } from './lib/ipc';
 import { LoadMonitor, machineInfo } from './lib/machine';
 import { markdownReport } from './lib/report';
+import { stopBenchStack, type ServerKind } from './lib/temporal';
 import { percentile, STEP_WINDOW_HALF, windowMedian } from './lib/stats';
 import { stepTimes, writeWorkspace, type Arrival } from './lib/workload';
 import { PEER_WORKER_OPTIONS, PROFILES, TUNED } from './profiles';
@@ -32,6 +33,7 @@ interface Options {
   quick: boolean;
   figures: string[];
   systems: SystemName[];
+  servers: ServerKind[];
   profiles: string[];
   toolBytes: number;
   overheadRuns: number;
@@ -53,6 +55,7 @@ function parseOptions(argv: string[]): Options {
   const program = new Command('bench')
     .option('--quick', 'small sizes: a few minutes instead of the full run', false)
     .option('--figures <list>', 'which figures: a (overhead), b (long run), c (concurrency), d (restart)', 'a,b,c,d')
+    .option('--server <list>', 'where the Temporal systems run: dev (a dev server on SQLite per system), stack (npm run stack\'s PostgreSQL cluster), or both', 'dev')
     .option('--systems <list>', `which systems: ${SYSTEMS.join(', ')}`, DEFAULT_SYSTEMS.join(','))
     .option('--profiles <list>', `tuning profiles of this product: ${Object.keys(PROFILES).join(', ')}`, `before,${TUNED}`)
     .option('--tool-bytes <n>', 'characters each tool call returns', '1024')
@@ -75,12 +78,15 @@ function parseOptions(argv: string[]): Options {
   const longSteps = num(o.longSteps, 500, 100);
   const systems = list(o.systems) as SystemName[];
   for (const s of systems) if (!SYSTEMS.includes(s)) throw new Error(`unknown system ${s}`);
+  const servers = list(o.server) as ServerKind[];
+  for (const s of servers) if (s !== 'dev' && s !== 'stack') throw new Error(`unknown server ${s}: dev or stack`);
   const profiles = list(o.profiles);
   for (const p of profiles) if (!PROFILES[p]) throw new Error(`unknown profile ${p}; known: ${Object.keys(PROFILES).join(', ')}`);
   return {
     quick,
     figures: list(o.figures),
     systems,
+    servers,
     profiles,
     toolBytes: Number(o.toolBytes),
     overheadRuns: num(o.overheadRuns, 5, 2),
@@ -102,15 +108,25 @@ const log = (msg: string) => console.log(`[bench ${new Date().toISOString().slic
 let seq = 0;
 const runId = (tag: string) => `${tag}-${process.pid}-${++seq}-${Math.random().toString(36).slice(2, 8)}`;
 
-/** The systems to measure: each entry builds a fresh instance (fresh server, worker, database) per figure. */
+/**
+ * The systems to measure: each entry builds a fresh instance (fresh worker and database; a fresh dev server, or the
+ * bench's cluster) per figure. A Temporal system runs once per `--server`; on the cluster its label ends in `@stack`.
+ */
 function systemFactories(opts: Options): Array<{ label: string; make: () => BenchSystem }> {
   const out: Array<{ label: string; make: () => BenchSystem }> = [];
+  const onServers = (label: string, make: () => OursSystem | TemporalFloorSystem | AiSdkSystem) => {
+    for (const kind of opts.servers)
+      out.push({
+        label: kind === 'dev' ? label : `${label}@${kind}`,
+        make: () => Object.assign(make(), { serverKind: kind }),
+      });
+  };
   for (const s of opts.systems) {
     if (s === 'floor') out.push({ label: 'floor', make: () => new FloorSystem() });
-    if (s === 'ours') for (const p of opts.profiles) out.push({ label: `ours:${p}`, make: () => new OursSystem(PROFILES[p]) });
+    if (s === 'ours') for (const p of opts.profiles) onServers(`ours:${p}`, () => new OursSystem(PROFILES[p]));
     if (s === 'langgraph') out.push({ label: `langgraph:${opts.langgraphDurability}`, make: () => new LangGraphSystem({ durability: opts.langgraphDurability }) });
-    if (s === 'temporal-floor') out.push({ label: 'temporal-floor', make: () => new TemporalFloorSystem() });
-    if (s === 'temporal-ai-sdk') out.push({ label: 'temporal-ai-sdk', make: () => new AiSdkSystem({ workerOptions: PEER_WORKER_OPTIONS }) });
+    if (s === 'temporal-floor') onServers('temporal-floor', () => new TemporalFloorSystem());
+    if (s === 'temporal-ai-sdk') onServers('temporal-ai-sdk', () => new AiSdkSystem({ workerOptions: PEER_WORKER_OPTIONS }));
   }
   return out;
 }
@@ -186,7 +202,7 @@ async function main(): Promise<void> {
   /** Runs `fn` on a fresh started instance of each system, then stops it; a failure is recorded and the bench goes on. */
   const each = async (figure: string, fn: (sys: BenchSystem, label: string) => Promise<void>) => {
     for (const { label, make } of systemFactories(opts)) {
-      const missing = ensurePeer(label.split(':')[0]);
+      const missing = ensurePeer(label.split(/[:@]/)[0]);
       if (missing) {
         results.skipped[label] = missing;
         continue;
@@ -334,6 +350,7 @@ async function main(): Promise<void> {
     }
   } finally {
     await stopChild(model);
+    await stopBenchStack().catch((err: unknown) => log(`stopping the bench's cluster: ${String(err)}`));
     save();
     rmSync(scratch, { recursive: true, force: true });
   }

@@ -112,16 +112,26 @@ export function peakRss(pid: number): number | undefined {
   }
 }
 
-/** CPU time (user + system) a live process has used so far, in ms; 0 once it is gone. */
+/** CPU time (user + system) a live process and its descendants have used so far, in ms; 0 once it is gone. */
 export function cpuTimeMs(pid: number): number {
   try {
-    // Fields after the command name, which is in parentheses and may hold spaces: utime and stime are fields 14 and 15.
+    // Fields after the command name, which is in parentheses and may hold spaces: utime, stime, cutime and cstime are
+    // fields 14 to 17. The children's share counts too (PostgreSQL's backends are the postmaster's children): the ones
+    // it has reaped through cutime and cstime, the live ones read one by one.
     const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
     const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
-    const ticks = Number(fields[11]) + Number(fields[12]);
-    return (ticks * 1000) / CLOCK_TICKS;
+    const ticks = Number(fields[11]) + Number(fields[12]) + Number(fields[13]) + Number(fields[14]);
+    return (ticks * 1000) / CLOCK_TICKS + liveChildren(pid).reduce((sum, child) => sum + cpuTimeMs(child), 0);
   } catch {
     return 0;
+  }
+}
+
+function liveChildren(pid: number): number[] {
+  try {
+    return readFileSync(`/proc/${pid}/task/${pid}/children`, 'utf8').split(' ').filter(Boolean).map(Number);
+  } catch {
+    return [];
   }
 }
 

@@ -43,6 +43,10 @@ export interface FigureC {
   cpuPerStepMs: Record<string, number>;
 }
 
+/** What `@stack` in a system's label means, under the tables that have such systems. */
+const STACK_NOTE =
+  '`@stack`: on `npm run stack`\'s cluster (Temporal Server 1.32.2, all services in one process, on PostgreSQL 15 with advanced visibility, on this machine); without it, on the `temporal` CLI\'s dev server (SQLite). On the stack the server\'s CPU is the Temporal Server\'s, and PostgreSQL\'s (the postmaster and its backends) is its own column.';
+
 export type FigureD = { crash?: Restart; graceful?: Restart; note?: string };
 
 export interface BenchResults {
@@ -66,7 +70,7 @@ const percent = (x: number | undefined) => (x === undefined || !Number.isFinite(
 
 /** The share of the ideal that `cores` allow at the batch's CPU per step (agent process plus server), at most 100%. */
 export function cpuCeiling(c: FigureC, cores: number): number | undefined {
-  const cpu = (c.cpuPerStepMs?.worker ?? c.cpuPerStepMs?.runner ?? 0) + (c.cpuPerStepMs?.server ?? 0);
+  const cpu = (c.cpuPerStepMs?.worker ?? c.cpuPerStepMs?.runner ?? 0) + (c.cpuPerStepMs?.server ?? 0) + (c.cpuPerStepMs?.database ?? 0);
   if (!cpu) return undefined;
   const demand = (c.runs * 1000) / c.latencyMs;
   return Math.min(1, (cores * 1000) / cpu / demand);
@@ -84,18 +88,20 @@ export function markdownReport(r: BenchResults): string {
   out.push(`Workload: every step is one model call (streamed, tool call only) and one \`readFile\` of ${o.toolBytes} characters; the last call answers.`, '');
 
   const floorA = r.a.floor;
+  const onStack = [...Object.keys(r.a), ...Object.keys(r.c)].some((l) => l.endsWith('@stack'));
   if (Object.keys(r.a).length) {
     out.push(`### (a) Durable overhead per step at zero model latency (${o.overheadRuns} runs of ${o.overheadSteps} steps each, after a warm-up run)`, '');
     out.push(
-      row(['system', 'step p50 ms', 'step p99 ms', 'overhead p50 ms', 'overhead p99 ms', 'CPU ms/step: agent process', 'CPU ms/step: Temporal server']),
-      row(['---', '---:', '---:', '---:', '---:', '---:', '---:']),
+      row(['system', 'step p50 ms', 'step p99 ms', 'overhead p50 ms', 'overhead p99 ms', 'CPU ms/step: agent process', 'CPU ms/step: Temporal server', ...(onStack ? ['CPU ms/step: PostgreSQL'] : [])]),
+      row(['---', '---:', '---:', '---:', '---:', '---:', '---:', ...(onStack ? ['---:'] : [])]),
     );
     for (const [label, a] of Object.entries(r.a)) {
       const over = (x: number, f: number | undefined) => (f === undefined || label === 'floor' ? '-' : ms(x - f, 2));
       const cpu = a.cpuPerStepMs ?? {};
-      out.push(row([label, ms(a.p50, 2), ms(a.p99, 2), over(a.p50, floorA?.p50), over(a.p99, floorA?.p99), ms(cpu.worker ?? cpu.runner, 2), cpu.server === undefined ? '-' : ms(cpu.server, 2)]));
+      out.push(row([label, ms(a.p50, 2), ms(a.p99, 2), over(a.p50, floorA?.p50), over(a.p99, floorA?.p99), ms(cpu.worker ?? cpu.runner, 2), cpu.server === undefined ? '-' : ms(cpu.server, 2), ...(onStack ? [cpu.database === undefined ? '-' : ms(cpu.database, 2)] : [])]));
     }
     out.push('', 'The model server\'s CPU is the same for every system and is not counted. CPU time depends much less on the rest of the machine\'s load than step times do.');
+    if (onStack) out.push(STACK_NOTE);
     out.push('');
   }
 
@@ -159,8 +165,8 @@ export function markdownReport(r: BenchResults): string {
       '',
     );
     out.push(
-      row(['system', 'completed', 'wall s', 'runs/s', '% of floor', '% of ideal', 'CPU ceiling', 'peak RSS MiB', 'CPU ms/step: agent process', 'CPU ms/step: Temporal server']),
-      row(['---', '---:', '---:', '---:', '---:', '---:', '---:', '---:', '---:', '---:']),
+      row(['system', 'completed', 'wall s', 'runs/s', '% of floor', '% of ideal', 'CPU ceiling', 'peak RSS MiB', 'CPU ms/step: agent process', 'CPU ms/step: Temporal server', ...(onStack ? ['CPU ms/step: PostgreSQL'] : [])]),
+      row(['---', '---:', '---:', '---:', '---:', '---:', '---:', '---:', '---:', '---:', ...(onStack ? ['---:'] : [])]),
     );
     const floorThroughput = r.c.floor?.throughput;
     for (const [label, c] of Object.entries(r.c)) {
@@ -177,9 +183,11 @@ export function markdownReport(r: BenchResults): string {
           ms(c.peakRssBytes / 2 ** 20, 0),
           ms(cpu.worker ?? cpu.runner, 1),
           cpu.server === undefined ? '-' : ms(cpu.server, 1),
+          ...(onStack ? [cpu.database === undefined ? '-' : ms(cpu.database, 1)] : []),
         ]),
       );
     }
+    if (onStack) out.push('', STACK_NOTE);
     out.push('');
   }
 

@@ -1,6 +1,6 @@
 /** The Temporal side of the bench: a dev server per system, workflow bundles, and history bytes per step. */
 import { execFileSync, spawn } from 'node:child_process';
-import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { chmodSync, mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
@@ -9,7 +9,8 @@ import type { DataConverter } from '@temporalio/common';
 import { optionalTsToDate } from '@temporalio/common/lib/time';
 import { temporal } from '@temporalio/proto';
 import { bundleWorkflowCode, type BundleOptions } from '@temporalio/worker';
-import { startDevServer, type DevServerHandle } from '../../scripts/lib/dev-server';
+import { startDevServer } from '../../scripts/lib/dev-server';
+import { DEFAULT_PORTS, stackDown, stackUp, type StackPorts } from '../../scripts/lib/stack/stack';
 import { freePort } from '../../scripts/lib/free-port';
 import { executionStatus, rawExecutions } from '../../src/client';
 
@@ -23,17 +24,24 @@ export interface ServerTuning {
   env?: Record<string, string>;
 }
 
+/** `dev`: a dev server (SQLite) per system and figure. `stack`: the PostgreSQL-backed cluster of `npm run stack`, one for the bench run. */
+export type ServerKind = 'dev' | 'stack';
+
 export interface BenchServer {
-  handle: DevServerHandle;
   address: string;
-  dbFile: string;
+  /** The processes whose CPU is the server's: the Temporal Server, and PostgreSQL (the postmaster and its backends) on the stack. */
+  pids: { server: number; database?: number };
   client: Client;
   connection: Connection;
   stop(): Promise<void>;
 }
 
-/** A headless dev server on a free port with a fresh SQLite file, as the project starts it, plus `tuning`. */
-export async function startBenchServer(tuning: ServerTuning = {}, dataConverter?: DataConverter): Promise<BenchServer> {
+/**
+ * A headless dev server on a free port with a fresh SQLite file, as the project starts it, plus `tuning`; or, for
+ * `stack`, a connection to the bench's cluster (`tuning` is the dev server's and does not apply).
+ */
+export async function startBenchServer(tuning: ServerTuning = {}, dataConverter?: DataConverter, kind: ServerKind = 'dev'): Promise<BenchServer> {
+  if (kind === 'stack') return connectBenchStack(dataConverter);
   const dir = mkdtempSync(path.join(os.tmpdir(), 'bench-temporal-'));
   const dbFile = path.join(dir, 'temporal.sqlite');
   const extraArgs = [
@@ -45,9 +53,8 @@ export async function startBenchServer(tuning: ServerTuning = {}, dataConverter?
   const connection = await Connection.connect({ address: handle.address });
   const client = new Client({ connection, dataConverter });
   return {
-    handle,
     address: handle.address,
-    dbFile,
+    pids: { server: handle.pid },
     client,
     connection,
     async stop() {
@@ -56,6 +63,59 @@ export async function startBenchServer(tuning: ServerTuning = {}, dataConverter?
       await handle.stop();
     },
   };
+}
+
+/**
+ * The bench's cluster: `npm run stack`'s PostgreSQL and Temporal Server with no agent workers of their own (each system
+ * brings its worker, as on the dev server), in the bench's scratch directory, on the stack's ports moved by 2000 so a
+ * stack the user runs is left alone. Started on first use; `stopBenchStack` ends it with the bench.
+ */
+let benchStack: Promise<{ address: string; pids: BenchServer['pids'] }> | undefined;
+let benchStackDir: string | undefined;
+export const BENCH_STACK_PORT_SHIFT = 2_000;
+
+async function connectBenchStack(dataConverter?: DataConverter): Promise<BenchServer> {
+  benchStack ??= (async () => {
+    benchStackDir = mkdtempSync(path.join(os.tmpdir(), 'bench-stack-'));
+    chmodSync(benchStackDir, 0o755); // PostgreSQL runs as its own user and must reach its data directory inside
+    const ports = Object.fromEntries(Object.entries(DEFAULT_PORTS).map(([k, v]) => [k, v + BENCH_STACK_PORT_SHIFT])) as unknown as StackPorts;
+    const up = await stackUp({
+      dir: benchStackDir,
+      ports,
+      namespace: 'default',
+      taskQueue: 'bench-unused',
+      workers: 0,
+      workerScript: 'src/bin/worker.ts',
+      // Set, so that the stack starts no scripted model: each system's worker calls the bench's model.
+      workerEnv: { LLM_BASE_URL: 'http://127.0.0.1:1/v1' },
+      log: () => undefined,
+    });
+    return { address: up.address, pids: { server: up.state.processes.temporal.pid, database: up.state.processes.postgres.pid } };
+  })();
+  const { address, pids } = await benchStack;
+  const connection = await Connection.connect({ address });
+  const client = new Client({ connection, dataConverter });
+  return {
+    address,
+    pids,
+    client,
+    connection,
+    async stop() {
+      await connection.close().catch(() => undefined);
+    },
+  };
+}
+
+/** Stops the bench's cluster, if it started one, and removes its data. */
+export async function stopBenchStack(): Promise<void> {
+  if (!benchStack) return;
+  await benchStack.catch(() => undefined);
+  benchStack = undefined;
+  if (benchStackDir) {
+    await stackDown(benchStackDir, () => undefined);
+    rmSync(benchStackDir, { recursive: true, force: true });
+    benchStackDir = undefined;
+  }
 }
 
 /**

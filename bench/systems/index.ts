@@ -11,7 +11,7 @@ import { WORKFLOW_TYPE } from '../../src/common/constants';
 import type { AgentRunInput } from '../../src/common/input';
 import { BENCH_DIR, peakRss, spawnChild, stopChild, type Child } from '../lib/ipc';
 import { COMPILED_NODE_ARGS, compiledOursWorker } from '../lib/compiled';
-import { buildOursBundle, historyBytesPerStep, srcAt, historyChain, startBenchServer, waitForTaskQueue, type BenchServer, type HistoryBytes, type ServerTuning } from '../lib/temporal';
+import { buildOursBundle, historyBytesPerStep, srcAt, historyChain, startBenchServer, waitForTaskQueue, type BenchServer, type HistoryBytes, type ServerKind, type ServerTuning } from '../lib/temporal';
 import { BENCH_MODEL, promptOf, READ_FILE_TOOL, SYSTEM_PROMPT, TOOL_NAME } from '../lib/workload';
 import type { OursWorkerConfig } from './ours-worker';
 import type { TemporalFloorWorkerConfig } from './temporal-floor-worker';
@@ -186,6 +186,8 @@ abstract class TemporalSystem implements BenchSystem {
   protected dir!: string;
   protected taskQueue = '';
   protected abstract readonly modelActivity: string;
+  /** Which server the system runs on (`npm run bench -- --server`). */
+  serverKind: ServerKind = 'dev';
 
   constructor(protected readonly serverTuning: ServerTuning = {}) {}
 
@@ -199,7 +201,7 @@ abstract class TemporalSystem implements BenchSystem {
     this.ctx = ctx;
     this.dir = scratchDir(ctx, this.name);
     this.taskQueue = `bench-${this.name}-${path.basename(this.dir)}`;
-    this.server = await startBenchServer(this.serverTuning, this.dataConverter());
+    this.server = await startBenchServer(this.serverTuning, this.dataConverter(), this.serverKind);
     this.worker = await this.spawnWorker();
   }
 
@@ -261,12 +263,13 @@ abstract class TemporalSystem implements BenchSystem {
   }
 
   pids(): Record<string, number> {
-    return { worker: this.worker.pid, server: this.server.handle.pid };
+    return { worker: this.worker.pid, ...this.server.pids };
   }
 
   async stop(): Promise<void> {
-    await stopChild(this.worker);
-    await this.server.stop();
+    // Either may be missing when start failed part way.
+    if (this.worker) await stopChild(this.worker);
+    await this.server?.stop();
   }
 }
 
