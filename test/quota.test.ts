@@ -121,6 +121,19 @@ describe('RedisBudget', () => {
     expect(await a.tryAcquire('third', 100, { arrivedMs: now() })).toMatchObject({ granted: true });
   });
 
+  test('a bounded wait gives up with the last answer and keeps its place for as long as it says', async () => {
+    const [a, b] = await fleet(2, { tokensPerMinute: 60_000, waiterTtlMs: 500 });
+    expect((await a.tryAcquire('fill', 60_000, { arrivedMs: now() })).granted).toBe(true);
+    const arrivedMs = now();
+    const t0 = now();
+    const g = await a.acquire('long', 10_000, { arrivedMs, untilMs: now() + 300, keepPlaceMs: 2_000 });
+    expect(g).toMatchObject({ granted: false, position: 0 });
+    expect(now() - t0).toBeLessThan(1_000);
+    await new Promise((r) => setTimeout(r, 1_000)); // past the waiter ttl, within keepPlaceMs
+    expect(await b.tryAcquire('later', 10, { arrivedMs: now() })).toMatchObject({ granted: false, position: 1 });
+    expect(await a.tryAcquire('long', 10_000, { arrivedMs })).toMatchObject({ granted: false, position: 0 });
+  });
+
   test('bad limits are refused with the setting named', async () => {
     await expect(fleet(1, { tokensPerMinute: -5 })).rejects.toThrow(/tokensPerMinute must be a number ≥ 0, got -5/);
   });

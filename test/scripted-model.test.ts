@@ -462,3 +462,24 @@ describe('the demo at a slow pace (SCRIPTED_MODEL_PACE_MS, npm start -- --slow)'
     }
   });
 });
+
+describe('a provider quota (tokensPerMinute)', () => {
+  it('answers 429 with retry-after once a rolling minute holds the limit', async () => {
+    const model = await startScriptedModel({ tokensPerMinute: 100 });
+    try {
+      const client = new OpenAI({ baseURL: model.url, apiKey: 'scripted', maxRetries: 0 });
+      // 'x'.repeat(200): 50 prompt tokens, 'ok': 1 completion token.
+      model.register('q', () => ({ text: 'ok' }));
+      const call = () => client.chat.completions.create({ model: 'q', messages: [user('x'.repeat(200))] });
+      await call();
+      const err = await rejectionOf(call());
+      expect(err.status).toBe(429);
+      expect(err.message).toMatch(/tokens per min \(TPM\): Limit 100, Used 51, Requested 51/);
+      expect(Number(err.headers.get('retry-after'))).toBe(60);
+      expect(Number(err.headers.get('retry-after-ms'))).toBeGreaterThan(59_000);
+      expect(model.requests('q').map((r) => !!r.rateLimited)).toEqual([false, true]);
+    } finally {
+      await model.close();
+    }
+  });
+});

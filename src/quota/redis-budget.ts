@@ -108,6 +108,13 @@ if tokens > 0 then redis.call('HSET', KEYS[1], 'tokens', 0, 'at', until_) end
 return until_ - now
 `;
 
+/** KEYS: waiter-expiry zset. ARGV: request id, ms. A waiter that will be away for a while keeps its place that long. */
+const KEEP_PLACE = `
+local t = redis.call('TIME')
+local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+return redis.call('ZADD', KEYS[1], 'XX', now + tonumber(ARGV[2]), ARGV[1])
+`;
+
 /** Priorities run from 0 (first) to 9; arrival orders calls of one priority. */
 const scoreOf = (priority: number, arrivedMs: number) => Math.min(9, Math.max(0, Math.round(priority))) * 1e13 + arrivedMs;
 
@@ -168,10 +175,16 @@ export class RedisBudget {
 
   /**
    * Waits until `tokens` are granted, asking again as the budget refills; `onWait` hears each expected wait (the run
-   * shows it), and `signal` stops the wait (abort, pause, activity cancellation) and leaves the queue.
+   * shows it), and `signal` stops the wait (abort, pause, activity cancellation) and leaves the queue. With
+   * `untilMs`, gives up at that time with the last answer instead, keeping the request's place in the queue for
+   * `keepPlaceMs` (the run waits elsewhere and asks again with the same `id` and `arrivedMs`).
    */
-  async acquire(id: string, tokens: number, opts: { priority?: number; signal?: AbortSignal; onWait?: (waitMs: number, position: number) => void } = {}): Promise<{ lease: string; tokens: number }> {
-    const arrivedMs = Date.now();
+  async acquire(
+    id: string,
+    tokens: number,
+    opts: { priority?: number; arrivedMs?: number; signal?: AbortSignal; onWait?: (waitMs: number, position: number) => void; untilMs?: number; keepPlaceMs?: number } = {},
+  ): Promise<Grant> {
+    const arrivedMs = opts.arrivedMs ?? Date.now();
     for (;;) {
       opts.signal?.throwIfAborted();
       const g = await this.tryAcquire(id, tokens, { priority: opts.priority, arrivedMs });
@@ -179,6 +192,10 @@ export class RedisBudget {
       opts.onWait?.(g.waitMs, g.position);
       // The head waits for what it needs; the others ask again often enough to keep their place.
       const pause = g.position === 0 ? Math.min(g.waitMs, this.waiterTtlMs / 3) : Math.min(this.waiterTtlMs / 3, Math.max(g.waitMs, 100 + 10 * g.position));
+      if (opts.untilMs !== undefined && Date.now() + pause > opts.untilMs) {
+        if (opts.keepPlaceMs) await this.client.eval(KEEP_PLACE, { keys: [this.keys.waiters], arguments: [id, String(opts.keepPlaceMs)] });
+        return g;
+      }
       try {
         await sleep(pause, undefined, { signal: opts.signal });
       } catch (err) {

@@ -4,6 +4,7 @@ import { demoScript, pacedDemoScript } from './demo-script';
 import { isErrorStep, isRecordedError, textOf } from './types';
 import type {
   ErrorStep,
+  OpenAIErrorSpec,
   RecordedErrorSpec,
   RecordedRequest,
   ResponseStep,
@@ -55,6 +56,7 @@ export async function startScriptedModel(opts: ScriptedModelOptions = {}): Promi
   const register = (name: string, script: Script): void => {
     scripts.set(name, { script, calls: 0 });
   };
+  const quota = opts.tokensPerMinute ? rollingQuota(opts.tokensPerMinute) : undefined;
   register(DEMO_SCRIPT_NAME, opts.demoPaceMs ? pacedDemoScript(opts.demoPaceMs) : demoScript);
   for (const [name, script] of Object.entries(opts.scripts ?? {})) register(name, script);
 
@@ -123,7 +125,11 @@ export async function startScriptedModel(opts: ScriptedModelOptions = {}): Promi
         throw new ScriptedHttpError(400, '`messages` must be an array', 'invalid_messages');
       }
       const { step, callIndex } = await nextStep(body.model, entry, body);
-      if (isErrorStep(step)) {
+      const overQuota = !isErrorStep(step) && quota?.take(usageOf(body, step, wireToolCalls(step, callIndex)).total_tokens);
+      if (overQuota) {
+        record.rateLimited = true;
+        sendError(res, overQuota);
+      } else if (isErrorStep(step)) {
         sendError(res, step.error);
       } else if (record.stream) {
         await streamCompletion(res, body, step, id, callIndex, onFault);
@@ -167,6 +173,42 @@ export async function startScriptedModel(opts: ScriptedModelOptions = {}): Promi
         server.close(() => resolve());
         server.closeAllConnections();
       });
+    },
+  };
+}
+
+/**
+ * Tokens per rolling minute: `take` counts a request's tokens, or answers the 429 a provider sends when they do not
+ * fit, with the seconds until they would.
+ */
+function rollingQuota(tokensPerMinute: number) {
+  const taken: Array<{ at: number; tokens: number }> = [];
+  let used = 0;
+  return {
+    take(tokens: number): OpenAIErrorSpec | undefined {
+      const now = Date.now();
+      while (taken.length && taken[0].at <= now - 60_000) used -= taken.shift()!.tokens;
+      if (used + tokens <= tokensPerMinute) {
+        taken.push({ at: now, tokens });
+        used += tokens;
+        return undefined;
+      }
+      // The earliest moment enough of the window has expired for this request.
+      let freed = 0;
+      let at = now;
+      for (const t of taken) {
+        freed += t.tokens;
+        at = t.at + 60_000;
+        if (used - freed + tokens <= tokensPerMinute) break;
+      }
+      const seconds = Math.max(0.001, (at - now) / 1000);
+      return {
+        status: 429,
+        type: 'tokens',
+        code: 'rate_limit_exceeded',
+        message: `Rate limit reached for scripted-model on tokens per min (TPM): Limit ${tokensPerMinute}, Used ${used}, Requested ${tokens}. Please try again in ${seconds.toFixed(3)}s.`,
+        headers: { 'retry-after': String(Math.ceil(seconds)), 'retry-after-ms': String(Math.ceil(seconds * 1000)) },
+      };
     },
   };
 }

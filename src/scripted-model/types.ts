@@ -97,6 +97,8 @@ export interface RecordedRequest {
   closedByClient: boolean;
   /** The step's fault, once it happened: the connection was reset, or the response stalled. */
   fault?: 'reset' | 'stall' | 'truncate';
+  /** Answered 429 by `tokensPerMinute`. */
+  rateLimited?: boolean;
 }
 
 export interface ScriptedModel {
@@ -120,6 +122,11 @@ export interface ScriptedModelOptions {
   scripts?: Record<string, Script>;
   /** The demo script's pace: each text chunk waits this long, each tool call five times as long. @default its own (25 ms a chunk) */
   demoPaceMs?: number;
+  /**
+   * A provider's quota: tokens (prompt and completion of the answer, counted when the request arrives) per rolling
+   * minute, across all scripts. A request that does not fit is answered 429 with `retry-after`, as OpenAI does. @default none
+   */
+  tokensPerMinute?: number;
 }
 
 export const isErrorStep = (step: ScriptStep): step is ErrorStep => 'error' in step && step.error !== undefined;
