@@ -205,6 +205,44 @@ export function streamSettings(env: NodeJS.ProcessEnv = process.env): StreamSett
   return { ...(redisUrl ? { redisUrl } : {}), ...(gatewayUrl ? { gatewayUrl } : {}), ...(token ? { token } : {}) };
 }
 
+/**
+ * The fleet's provider budget (src/quota): `LLM_TOKENS_PER_MINUTE`, `LLM_REQUESTS_PER_MINUTE` and
+ * `LLM_MAX_CONCURRENT_REQUESTS`, shared by every worker through Redis (`AGENT_QUOTA_REDIS_URL`, else the stream's
+ * `AGENT_STREAM_REDIS_URL`), under `LLM_QUOTA_NAME` (default: the provider's host; never the key).
+ */
+export interface QuotaSettings {
+  redisUrl: string;
+  name: string;
+  tokensPerMinute?: number;
+  requestsPerMinute?: number;
+  maxConcurrent?: number;
+}
+
+export function quotaSettings(env: NodeJS.ProcessEnv = process.env): QuotaSettings | undefined {
+  const limit = (name: string): number | undefined => {
+    const raw = env[name]?.trim();
+    if (!raw) return undefined;
+    const n = Number(raw);
+    if (!Number.isInteger(n) || n < 1) throw new Error(`${name} must be a whole number ≥ 1, got ${JSON.stringify(raw)}`);
+    return n;
+  };
+  const limits = {
+    tokensPerMinute: limit('LLM_TOKENS_PER_MINUTE'),
+    requestsPerMinute: limit('LLM_REQUESTS_PER_MINUTE'),
+    maxConcurrent: limit('LLM_MAX_CONCURRENT_REQUESTS'),
+  };
+  if (Object.values(limits).every((v) => v === undefined)) return undefined;
+  const redisUrl = env.AGENT_QUOTA_REDIS_URL?.trim() || env.AGENT_STREAM_REDIS_URL?.trim();
+  if (!redisUrl) {
+    throw new Error('LLM_TOKENS_PER_MINUTE, LLM_REQUESTS_PER_MINUTE and LLM_MAX_CONCURRENT_REQUESTS are one budget for every worker, kept in Redis: set AGENT_QUOTA_REDIS_URL (or AGENT_STREAM_REDIS_URL)');
+  }
+  if (!/^rediss?:\/\//.test(redisUrl)) throw new Error(`AGENT_QUOTA_REDIS_URL must be a redis:// or rediss:// URL, got ${JSON.stringify(redisUrl)}`);
+  const baseURL = env.LLM_BASE_URL?.trim();
+  const host = baseURL ? (URL.canParse(baseURL) ? new URL(baseURL).host : baseURL) : env.LLM_API_KEY?.trim() ? 'api.openai.com' : 'scripted-model';
+  const name = env.LLM_QUOTA_NAME?.trim() || host;
+  return { redisUrl, name, ...Object.fromEntries(Object.entries(limits).filter(([, v]) => v !== undefined)) };
+}
+
 export interface GatewaySettings {
   /** `GATEWAY_PORT`. @default 8080 */
   port: number;
@@ -339,11 +377,14 @@ export interface WorkerConfig {
   /** `AGENT_MCP_SERVERS` or `AGENT_MCP_CONFIG`; unset, no MCP servers. */
   mcpServers?: McpServersSource;
   observability: ObservabilitySettings;
+  /** The fleet's provider budget; unset, calls reserve nothing. */
+  quota?: QuotaSettings;
 }
 
 export function workerConfig(env: NodeJS.ProcessEnv = process.env): WorkerConfig {
   const bundleDir = workflowBundleDir(env);
   const mcpServers = mcpServersSource(env);
+  const quota = quotaSettings(env);
   return {
     temporal: temporalSettings(env),
     llm: llmSettings(env),
@@ -353,5 +394,6 @@ export function workerConfig(env: NodeJS.ProcessEnv = process.env): WorkerConfig
     codecs: codecSettings(env),
     ...(mcpServers ? { mcpServers } : {}),
     observability: observabilitySettings(env),
+    ...(quota ? { quota } : {}),
   };
 }

@@ -45,6 +45,15 @@ export type { ToolLedger } from './activities/tools/ledger';
  */
 export { streamSinks } from './stream/sinks';
 
+/**
+ * One provider quota for the fleet: `RedisBudget.connect({ url, name, tokensPerMinute, requestsPerMinute, maxConcurrent })`
+ * and pass it as `createAgentWorker({ budget })` or `agentPlugin({ budget })`; workers read LLM_TOKENS_PER_MINUTE and the
+ * like themselves (docs/quota.md).
+ */
+export { RedisBudget } from './quota';
+export type { BudgetLimits, Grant, ProviderBudget, RedisBudgetOptions } from './quota';
+export type { QuotaSettings } from './config';
+
 /** A Temporal plugin for a worker (and client) you already run: `Worker.create({ ..., plugins: [agentPlugin({ tools })] })`. */
 export { agentPlugin, AgentPlugin, AGENT_PLUGIN_NAME } from './plugin';
 export type { AgentPluginOptions } from './plugin';

@@ -17,6 +17,7 @@ import type { ConversationStore } from './codec/conversation-store';
 import { codecSettings, llmSettings, workspaceDir } from './config';
 import { agentWorkerOptions, DEFAULT_MODEL, openAIClient } from './worker';
 import { bundleAtBoot } from './workflow-bundle';
+import type { ProviderBudget } from './quota';
 import { streamSinks } from './stream/sinks';
 
 export const AGENT_PLUGIN_NAME = 'durable-agent-worker';
@@ -46,6 +47,8 @@ export interface AgentPluginOptions {
   inflight?: InflightActivities;
   /** Where chained conversations live; without one every model call carries the whole conversation. */
   conversations?: ConversationStore;
+  /** The fleet's provider budget (`RedisBudget.connect(...)`), yours to close; without one calls reserve nothing. */
+  budget?: ProviderBudget;
   /**
    * The agent's data converter, merged over the worker's and the client's own (`SimplePlugin`: the plugin's fields win).
    * `false` leaves theirs alone. @default the environment's codecs (`AGENT_ENCRYPTION_KEYS`, `AGENT_CLAIM_CHECK`, ...)
@@ -132,6 +135,7 @@ function activityDeps(o: AgentPluginOptions): ActivityDeps {
     agents: o.agents,
     ledger: o.ledger,
     conversations: o.conversations,
+    budget: o.budget,
     streamIdleTimeoutMs: o.streamIdleTimeoutMs,
     deltaFlushMs: o.deltaFlushMs,
   };

@@ -14,6 +14,7 @@ import { nativeConnectionOptions } from './connection';
 import { configuredTracing, tracingWorkerOptions, type Tracing } from './observability/tracing';
 import { DEMO_SCRIPT_NAME, startScriptedModel, type ScriptedModel } from './scripted-model';
 import { httpTarget, liveStream, RedisChannel, streamSinks, type LiveStream } from './stream';
+import { RedisBudget, type ProviderBudget } from './quota';
 import { workflowCode } from './workflow-bundle';
 
 /** Used when neither the run nor `LLM_MODEL` names a model. */
@@ -122,6 +123,11 @@ export interface AgentWorkerOptions {
   workflowBundleDir?: string;
   /** Where runs' live streams go; replaces AGENT_STREAM_REDIS_URL and AGENT_STREAM_URL. */
   stream?: LiveStream;
+  /**
+   * The fleet's provider budget every model call, critic and compaction reserves from; replaces the one the settings
+   * ask for (LLM_TOKENS_PER_MINUTE, LLM_REQUESTS_PER_MINUTE, LLM_MAX_CONCURRENT_REQUESTS with AGENT_QUOTA_REDIS_URL).
+   */
+  budget?: ProviderBudget;
   /** Replaces the tracing the config asks for (AGENT_TRACING), and stays the caller's to shut down. */
   tracing?: Tracing;
 }
@@ -180,8 +186,10 @@ export async function createAgentWorker(options: AgentWorkerOptions = {}): Promi
   let ownTracing: Tracing | undefined;
   let connection: NativeConnection | undefined;
   let channel: RedisChannel | undefined;
+  let ownBudget: RedisBudget | undefined;
   const release = async () => {
     await channel?.close();
+    await ownBudget?.close();
     if (!given) await connection?.close();
     await scripted?.close();
     await mcp?.close();
@@ -202,6 +210,8 @@ export async function createAgentWorker(options: AgentWorkerOptions = {}): Promi
     const bundleDir = config.workflowBundleDir;
     const traced = tracing ? tracingWorkerOptions(tracing, bundleDir === undefined) : undefined;
     const live = options.stream ?? configuredStream(options.env ?? process.env, (c) => (channel = c));
+    if (!options.budget && config.quota) ownBudget = await RedisBudget.connect({ ...config.quota, url: config.quota.redisUrl });
+    const budget = options.budget ?? ownBudget;
     const workerOptions = agentWorkerOptions({
       openai: openAIClient({ baseURL, apiKey: llm.apiKey }),
       defaultModel: model,
@@ -212,6 +222,7 @@ export async function createAgentWorker(options: AgentWorkerOptions = {}): Promi
       ledger,
       conversations: createConversationStore(dataConverter, config.codecs.claimCheck),
       stream: live,
+      budget,
     });
     const worker = await Worker.create({
       connection,

@@ -13,7 +13,7 @@ import { chunkTranscript, recentStart } from '../src/activities/compaction';
 import { classifyModelError, ModelErrorType, retryAfterMs } from '../src/activities/errors';
 import { fileTools, resolveInWorkspace } from '../src/activities/tools/files';
 import { defineTool, MAX_TOOL_OUTPUT_CHARS, RetryableToolError, ToolRegistry } from '../src/activities/tools/registry';
-import { UNKNOWN_TOOL, type ChatMessage, type CritiqueRequest, type ModelRequest } from '../src/common/chat';
+import { isQuotaWait, UNKNOWN_TOOL, type ChatMessage, type CritiqueRequest, type ModelRequest, type ModelResponse, type QuotaWait } from '../src/common/chat';
 import { llmSettings } from '../src/config';
 import { startScriptedModel, type ScriptedModel } from '../src/scripted-model';
 import { openAIClient } from '../src/worker';
@@ -35,6 +35,16 @@ beforeAll(async () => {
   activities = createActivities({ openai, defaultModel: 'unset', workspace, streamIdleTimeoutMs: 1_000 });
 });
 afterAll(async () => model?.close());
+
+/** These workers have no provider budget, so every call answers; a `QuotaWait` here fails the test. */
+const answering =
+  (call: (request: ModelRequest) => Promise<ModelResponse | QuotaWait>) =>
+  async (request: ModelRequest): Promise<ModelResponse> => {
+    const r = await call(request);
+    if (isQuotaWait(r)) throw new Error(`unexpected quota wait: ${JSON.stringify(r)}`);
+    return r;
+  };
+const callModel = (request: ModelRequest) => answering(activities.callModel)(request);
 
 /** A mock context with the heartbeat timeout the workflow gives model calls, compaction and the critic. */
 const modelCallEnv = () => new MockActivityEnvironment({ heartbeatTimeoutMs: 5_000 }, quiet);
@@ -74,7 +84,7 @@ const request = (model: string, extra: Partial<ModelRequest> = {}): ModelRequest
 async function failureFor(status: number, opts: { code?: string; message?: string; headers?: Record<string, string> } = {}) {
   const name = `err-${status}-${opts.code ?? ''}-${Object.keys(opts.headers ?? {}).join()}`;
   model.register(name, [{ error: { status, message: opts.message ?? 'scripted failure', code: opts.code, headers: opts.headers } }]);
-  const err = await act(activities.callModel, request(name)).catch((e: unknown) => e);
+  const err = await act(callModel, request(name)).catch((e: unknown) => e);
   expect(err).toBeInstanceOf(ApplicationFailure);
   return err as ApplicationFailure;
 }
@@ -121,7 +131,7 @@ describe('callModel', () => {
     const env = new MockActivityEnvironment(undefined, quiet);
     const heartbeats: unknown[] = [];
     env.on('heartbeat', (d: unknown) => heartbeats.push(d));
-    const response = await runIn(env, activities.callModel, request('quick'));
+    const response = await runIn(env, callModel, request('quick'));
     expect(heartbeats).toEqual([]);
     // listFiles is registered `local` and has no side effects; writeFile has side effects.
     expect(response.toolCalls).toEqual([
@@ -134,7 +144,7 @@ describe('callModel', () => {
     const slow = defineTool({ name: 'slowLookup', description: 'slow', parameters: z.object({}), sideEffects: false, timeoutMs: 120_000, execute: async () => 'x' });
     const withSlow = createActivities({ openai, defaultModel: 'unset', workspace, tools: [slow] });
     model.register('hinted', [{ toolCalls: [{ id: 'h1', name: 'slowLookup', arguments: {} }, { id: 'h2', name: 'readFile', arguments: { path: 'a.txt' } }] }]);
-    const response = await act(withSlow.callModel, request('hinted'));
+    const response = await act(answering(withSlow.callModel), request('hinted'));
     expect(response.toolCalls).toEqual([
       { id: 'h1', name: 'slowLookup', arguments: '{}', timeoutMs: 120_000 },
       { id: 'h2', name: 'readFile', arguments: '{"path":"a.txt"}', local: true },
@@ -150,7 +160,7 @@ describe('callModel', () => {
     const env = new MockActivityEnvironment(undefined, quiet);
     const heartbeats: unknown[] = [];
     env.on('heartbeat', (d: unknown) => heartbeats.push(d));
-    const response = await runIn(env, activities.callModel, request('stream', { tools: ['readFile'] }));
+    const response = await runIn(env, callModel, request('stream', { tools: ['readFile'] }));
     expect(response).toMatchObject({ text: 'Looking.', toolCalls: [{ id: 't1', name: 'readFile', arguments: '{"path":"a.txt"}' }], finishReason: 'tool_calls' });
     expect(response.usage.totalTokens).toBe(response.usage.promptTokens + response.usage.completionTokens);
     expect(response.usage.completionTokens).toBeGreaterThan(0);
@@ -173,7 +183,7 @@ describe('callModel', () => {
         log(level, message, meta);
       };
       const env = new MockActivityEnvironment({ isLocal, heartbeatTimeoutMs: isLocal ? undefined : 5_000 }, { logger });
-      const response = await runIn(env, activities.callModel, request(name));
+      const response = await runIn(env, callModel, request(name));
       expect(response.text).toBe('Some text.');
       return warnings.filter((m) => m === 'stream delta not delivered').length;
     };
@@ -184,7 +194,7 @@ describe('callModel', () => {
   test('cancellation aborts the HTTP stream', async () => {
     model.register('long', [{ text: 'y'.repeat(500), chunkSize: 1, chunkDelayMs: 50 }]);
     const env = new MockActivityEnvironment(undefined, quiet);
-    const running = runIn(env, activities.callModel, request('long'));
+    const running = runIn(env, callModel, request('long'));
     await new Promise((r) => setTimeout(r, 500));
     env.cancel('CANCELLED');
     await expect(running).rejects.toBeInstanceOf(CancelledFailure);
@@ -194,7 +204,7 @@ describe('callModel', () => {
 
   test('a stalled stream is cut and reported as a retryable timeout', async () => {
     model.register('stall', [{ text: 'ab', chunkSize: 1, chunkDelayMs: 3_000 }]);
-    const err = await act(activities.callModel, request('stall')).catch((e: unknown) => e);
+    const err = await act(callModel, request('stall')).catch((e: unknown) => e);
     expect(err).toBeInstanceOf(ApplicationFailure);
     expect((err as ApplicationFailure).type).toBe(ModelErrorType.Timeout);
     expect((err as ApplicationFailure).nonRetryable).toBe(false);
@@ -227,7 +237,7 @@ describe('callModel: runLocalTools', () => {
         ],
       },
     ]);
-    const response = await act(withFlaky.callModel, request('local-calls', { runLocalTools: true, approvalTools: ['listFiles'] }));
+    const response = await act(answering(withFlaky.callModel), request('local-calls', { runLocalTools: true, approvalTools: ['listFiles'] }));
     expect(response.toolCalls.map((c) => c.id)).toEqual(['r1', 'r2', 'w1', 'l1', 'f1']);
     expect(response.toolResults).toEqual([
       { toolCallId: 'r1', name: 'readFile', ok: true, content: 'alpha' },
@@ -238,14 +248,14 @@ describe('callModel: runLocalTools', () => {
     expect(existsSync(path.join(workspace, 'b.txt'))).toBe(false);
 
     model.register('local-calls-off', [{ toolCalls: [{ id: 'r1', name: 'readFile', arguments: { path: 'a.txt' } }] }]);
-    expect((await act(activities.callModel, request('local-calls-off'))).toolResults).toBeUndefined();
+    expect((await act(callModel, request('local-calls-off'))).toolResults).toBeUndefined();
   });
 });
 
 describe('callModel: tools checked, output limit, context window', () => {
   test('a run naming tools the worker lacks fails UnknownTool, for good, before any request', async () => {
     model.register('checked', [{ text: 'never sent' }]);
-    const err = await act(activities.callModel, request('checked', { checkTools: ['readFile', 'bogusTool', 'otherTool'] })).catch((e: unknown) => e);
+    const err = await act(callModel, request('checked', { checkTools: ['readFile', 'bogusTool', 'otherTool'] })).catch((e: unknown) => e);
     expect(err).toBeInstanceOf(ApplicationFailure);
     expect(err).toMatchObject({
       type: UNKNOWN_TOOL,
@@ -254,15 +264,15 @@ describe('callModel: tools checked, output limit, context window', () => {
     });
     expect(model.requests('checked')).toEqual([]);
     // Known tools pass the check and the call goes ahead.
-    const response = await act(activities.callModel, request('checked', { checkTools: ['readFile', 'writeFile'] }));
+    const response = await act(callModel, request('checked', { checkTools: ['readFile', 'writeFile'] }));
     expect(response.text).toBe('never sent');
     expect(model.requests('checked')).toHaveLength(1);
   });
 
   test('maxOutputTokens goes out as max_tokens; absent, no limit is sent', async () => {
     model.register('limited', [{ text: 'a' }, { text: 'b' }]);
-    await act(activities.callModel, request('limited', { maxOutputTokens: 256 }));
-    await act(activities.callModel, request('limited'));
+    await act(callModel, request('limited', { maxOutputTokens: 256 }));
+    await act(callModel, request('limited'));
     const [limited, unlimited] = model.requests('limited').map((r) => r.body);
     expect(limited.max_tokens).toBe(256);
     expect(limited).not.toHaveProperty('max_completion_tokens');
@@ -272,17 +282,17 @@ describe('callModel: tools checked, output limit, context window', () => {
 
   test('an answer cut at the output limit is returned with its finish reason, not thrown', async () => {
     model.register('cut', [{ text: 'half an answ', finishReason: 'length' }]);
-    const response = await act(activities.callModel, request('cut', { maxOutputTokens: 3 }));
+    const response = await act(callModel, request('cut', { maxOutputTokens: 3 }));
     expect(response).toMatchObject({ text: 'half an answ', finishReason: 'length', toolCalls: [] });
   });
 
   test('the context window comes from the worker setting, else the table of known models, else is left out', async () => {
     model.register('gpt-4o-mini', [{ text: 'known' }, { text: 'set' }]);
     model.register('local-gguf', [{ text: 'unknown' }]);
-    expect((await act(activities.callModel, request('gpt-4o-mini'))).contextWindowTokens).toBe(128_000);
-    expect(await act(activities.callModel, request('local-gguf'))).not.toHaveProperty('contextWindowTokens');
+    expect((await act(callModel, request('gpt-4o-mini'))).contextWindowTokens).toBe(128_000);
+    expect(await act(callModel, request('local-gguf'))).not.toHaveProperty('contextWindowTokens');
     const configured = createActivities({ openai, defaultModel: 'unset', workspace, contextWindowTokens: 8_192 });
-    expect((await act(configured.callModel, request('gpt-4o-mini'))).contextWindowTokens).toBe(8_192);
+    expect((await act(answering(configured.callModel), request('gpt-4o-mini'))).contextWindowTokens).toBe(8_192);
   });
 
   test('LLM_CONTEXT_WINDOW_TOKENS is read as a positive whole number', () => {

@@ -143,6 +143,8 @@ function sampleEvent(type: AgentEventType): AgentEvent {
       return { type, text: 'hi' };
     case 'STREAM_DELTA':
       return { type, callNumber: 1, attempt: 1, text: 'x' };
+    case 'QUOTA_WAIT':
+      return { type, waitMs: 1_000, position: 2, queuedAt: 1 };
     default:
       return { type } as AgentEvent;
   }
@@ -933,6 +935,41 @@ describe('a model call the worker refuses for unknown tools', () => {
   test('in runs begun before the change, counts as a failed model call', () => {
     const s = refused({ unknownToolsUncounted: false });
     expect([s.loops, s.reason]).toEqual([1, 'model call failed: unknown tools: bogus; this worker has: readFile']);
+  });
+});
+
+describe("a model call waiting for the fleet's provider budget", () => {
+  const waiting = () => step(run(snapshot({ priority: 2 }), { type: 'START' }), { type: 'QUOTA_WAIT', waitMs: 30_000, position: 3, queuedAt: 1_700_000_000_000 }, at(1));
+
+  test('stays in its state, shows the wait, and asks again with its place in the queue and its priority', () => {
+    const r = waiting();
+    expect(r.snapshot.phase.type).toBe('STREAMING');
+    expect(r.snapshot.transitions.at(-1)?.event).toBe('START'); // no step of its own
+    expect(view(r.snapshot).quotaWait).toEqual({ since: at(1), expectedAt: new Date(Date.parse(at(1)) + 30_000).toISOString(), position: 3 });
+    const again = r.commands.find((c) => c.type === 'callModel');
+    expect(again).toMatchObject({ request: { callNumber: 1, quota: { queuedAt: 1_700_000_000_000, priority: 2 } } });
+    // Asked again, it keeps when it began to wait; the answer clears it.
+    const second = step(r.snapshot, { type: 'QUOTA_WAIT', waitMs: 5_000, position: 0, queuedAt: 1_700_000_000_000 }, at(30));
+    expect(second.snapshot.quotaWait).toMatchObject({ since: at(1), position: 0 });
+    const answered = run(second.snapshot, { type: 'MODEL_RESPONDED', response: response('done') });
+    expect(view(answered).quotaWait).toBeNull();
+    expect(answered.loops).toBe(1);
+  });
+
+  test('a pause requested meanwhile takes effect at once, and RESUME makes the call afresh, counted once', () => {
+    const paused = step(run(waiting().snapshot, { type: 'PAUSE' }), { type: 'QUOTA_WAIT', waitMs: 30_000, position: 3, queuedAt: 1 }, at(2));
+    expect(paused.snapshot.phase).toEqual({ type: 'PAUSED', resumeTo: { type: 'STREAMING' } });
+    expect(paused.snapshot.loops).toBe(0);
+    expect(work(paused.commands)).toEqual([]);
+    const resumed = step(paused.snapshot, { type: 'RESUME' }, at(3));
+    expect(work(resumed.commands)).toEqual([{ type: 'callModel', purpose: 'respond', callNumber: 1 }]);
+    expect(resumed.snapshot.loops).toBe(1);
+  });
+
+  test('abort reaches a waiting call', () => {
+    const aborted = step(waiting().snapshot, { type: 'ABORT', reason: 'user' }, at(2));
+    expect(aborted.snapshot.phase.type).toBe('ABORTED');
+    expect(aborted.commands).toContainEqual({ type: 'cancelWork' });
   });
 });
 

@@ -10,7 +10,9 @@ import type OpenAI from 'openai';
 import type { ChatMessage, CompactionRequest, CompactionResult, Usage } from '../common/chat';
 import { addUsage, emptyUsage } from '../common/chat';
 import { FailureType, ModelErrorType } from '../common/failures';
+import type { ProviderBudget } from '../quota';
 import { classifyModelError } from './errors';
+import { budgeted } from './quota';
 import { heartbeating } from './heartbeat';
 import { usageOf } from './usage';
 
@@ -19,6 +21,8 @@ export interface CompactionDeps {
   defaultModel: string;
   /** Characters of transcript sent in one summarising call. @default 24000 */
   chunkChars?: number;
+  /** The fleet's provider budget: each summarising call reserves before it starts. */
+  budget?: ProviderBudget;
 }
 
 export const SUMMARY_PREFIX = 'Summary of the earlier conversation:';
@@ -75,14 +79,16 @@ export function createCompactContext(deps: CompactionDeps) {
       throw ApplicationFailure.create({ type: FailureType.CompactionImpossible, message: 'nothing to compact: the task and the recent turns alone exceed the context', nonRetryable: true });
     }
     let usage: Usage = emptyUsage();
+    let calls = 0;
     const progress = { round: 0, done: 0 };
 
     /** One summary of `chunk`; a cancellation aborts the request and ends the activity as cancelled. */
     const summarise = async (chunk: string): Promise<string> => {
       try {
-        const response = await deps.openai.chat.completions.create(
-          { model, messages: [{ role: 'system', content: SUMMARISE_PROMPT }, { role: 'user', content: chunk }] },
-          { signal: ctx.cancellationSignal },
+        const asked = [{ role: 'system' as const, content: SUMMARISE_PROMPT }, { role: 'user' as const, content: chunk }];
+        const id = `${ctx.info.workflowExecution?.workflowId ?? ctx.info.activityId}:compaction:${ctx.info.activityId}:${++calls}`;
+        const response = await budgeted(deps.budget, id, asked, ctx.cancellationSignal, () =>
+          deps.openai.chat.completions.create({ model, messages: asked }, { signal: ctx.cancellationSignal }),
         );
         const u = response.usage;
         if (u) usage = addUsage(usage, usageOf(u));

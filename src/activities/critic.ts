@@ -11,7 +11,9 @@ import type { ChatCompletion, ChatCompletionCreateParamsNonStreaming } from 'ope
 import { z } from 'zod';
 import type { CritiqueOutcome, CritiqueRequest } from '../common/chat';
 import { FailureType } from '../common/failures';
+import type { ProviderBudget } from '../quota';
 import { classifyModelError } from './errors';
+import { budgeted } from './quota';
 import { heartbeating } from './heartbeat';
 import { usageOf } from './usage';
 
@@ -65,7 +67,7 @@ export function refusesResponseFormat(err: unknown): boolean {
   return badRequest && FORMAT_REFUSED.test(`${message} ${failure.message}`);
 }
 
-export function createCritiqueAnswer(deps: { openai: OpenAI; defaultModel: string }) {
+export function createCritiqueAnswer(deps: { openai: OpenAI; defaultModel: string; budget?: ProviderBudget }) {
   /** Per model, the strictest response format this worker's provider accepted (or has not refused yet). */
   const formats = new Map<string, CriticResponseFormat>();
 
@@ -78,16 +80,16 @@ export function createCritiqueAnswer(deps: { openai: OpenAI; defaultModel: strin
       for (;;) {
         try {
           const responseFormat = RESPONSE_FORMAT[format];
-          return await deps.openai.chat.completions.create(
-            {
-              model,
-              messages: [
-                { role: 'system', content: CRITIC_PROMPT },
-                { role: 'user', content: `Task:\n${request.task}\n\nAnswer:\n${request.answer}` },
-              ],
-              ...(responseFormat ? { response_format: responseFormat } : {}),
-            },
-            { signal: ctx.cancellationSignal },
+          const messages = [
+            { role: 'system' as const, content: CRITIC_PROMPT },
+            { role: 'user' as const, content: `Task:\n${request.task}\n\nAnswer:\n${request.answer}` },
+          ];
+          const id = `${ctx.info.workflowExecution?.workflowId ?? ctx.info.activityId}:critic:${request.callNumber}:${format}`;
+          return await budgeted(deps.budget, id, messages, ctx.cancellationSignal, () =>
+            deps.openai.chat.completions.create(
+              { model, messages, ...(responseFormat ? { response_format: responseFormat } : {}) },
+              { signal: ctx.cancellationSignal },
+            ),
           );
         } catch (err) {
           if (ctx.cancellationSignal.aborted) throw new CancelledFailure('model critique cancelled');

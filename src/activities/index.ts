@@ -17,6 +17,7 @@ import { createCallModel } from './model';
 import { fileTools } from './tools/files';
 import type { ToolLedger } from './tools/ledger';
 import { ToolRegistry, type Tool } from './tools/registry';
+import type { ProviderBudget } from '../quota';
 
 export interface ActivityDeps {
   openai: OpenAI;
@@ -39,6 +40,8 @@ export interface ActivityDeps {
   conversations?: ConversationStore;
   /** `LLM_CONTEXT_WINDOW_TOKENS`: the context window of the models this worker calls; absent: the table of known models. */
   contextWindowTokens?: number;
+  /** The fleet's provider budget (`LLM_TOKENS_PER_MINUTE` and the like): model calls, the critic and compaction reserve from it. */
+  budget?: ProviderBudget;
 }
 
 export function createActivities(deps: ActivityDeps) {

@@ -4,12 +4,13 @@
  * and workflow type. Without a metrics exporter they cost nothing.
  */
 import { Context } from '@temporalio/activity';
-import type { ModelRequest, ModelResponse, ToolResult } from '../common/chat';
+import { isQuotaWait, type ModelRequest, type ModelResponse, type QuotaWait, type ToolResult } from '../common/chat';
 
 export const METRIC = {
   modelCalls: 'agent_model_calls',
   toolCalls: 'agent_tool_calls',
   tokens: 'agent_tokens',
+  quotaWaits: 'agent_quota_waits',
 } as const;
 
 const meter = () => Context.current().metricMeter;
@@ -21,16 +22,20 @@ export function recordToolCall(result: ToolResult): ToolResult {
 }
 
 /** Counts every attempt of a model call (failed ones too) and the tokens of those that answered, by the model asked for. */
-export function withModelMetrics(callModel: (request: ModelRequest) => Promise<ModelResponse>, defaultModel: string) {
-  return async (request: ModelRequest): Promise<ModelResponse> => {
+export function withModelMetrics(callModel: (request: ModelRequest) => Promise<ModelResponse | QuotaWait>, defaultModel: string) {
+  return async (request: ModelRequest): Promise<ModelResponse | QuotaWait> => {
     const model = request.model ?? defaultModel;
     const calls = meter().createCounter(METRIC.modelCalls, 'calls', 'Model call attempts, by model and outcome');
-    let response: ModelResponse;
+    let response: ModelResponse | QuotaWait;
     try {
       response = await callModel(request);
     } catch (err) {
       calls.add(1, { model, ok: 'false' });
       throw err;
+    }
+    if (isQuotaWait(response)) {
+      meter().createCounter(METRIC.quotaWaits, 'calls', 'Model calls sent back to wait for the fleet\'s provider budget').add(1, { model });
+      return response;
     }
     calls.add(1, { model, ok: 'true' });
     const tokens = meter().createCounter(METRIC.tokens, 'tokens', 'Tokens used, by kind (prompt, completion) and model');

@@ -11,18 +11,23 @@ import { ApplicationFailure } from '@temporalio/common';
 import { ConversationUnavailableError, type ConversationStore } from '../codec/conversation-store';
 import {
   CONVERSATION_UNAVAILABLE,
+  isQuotaWait,
   UNKNOWN_TOOL,
   type ChatMessage,
   type ConversationRef,
   type ModelRequest,
   type ModelResponse,
+  type QuotaWait,
   type ToolCall,
   type ToolResult,
 } from '../common/chat';
 import { streamDeltaSignal } from '../common/messages';
 import { knownContextWindow } from '../common/models';
 import type { LiveStream } from '../stream/publisher';
-import { classifyModelError, streamStalled, streamTruncated } from './errors';
+import { ModelErrorType } from '../common/failures';
+import type { ProviderBudget } from '../quota';
+import { classifyModelError, retryAfterMs, streamStalled, streamTruncated } from './errors';
+import { headersOf, reserve, type Reservation } from './quota';
 import { startHeartbeat } from './heartbeat';
 import { recordToolCall } from './metrics';
 import { usageOf } from './usage';
@@ -48,6 +53,8 @@ export interface ModelDeps {
   conversations?: ConversationStore;
   /** The context window of every model this worker calls (`LLM_CONTEXT_WINDOW_TOKENS`); absent: the table of known models. */
   contextWindowTokens?: number;
+  /** The fleet's provider budget (`LLM_TOKENS_PER_MINUTE` and the like): every call reserves before it starts. */
+  budget?: ProviderBudget;
 }
 
 /**
@@ -107,11 +114,14 @@ class CompletionAssembler {
   }
 }
 
+/** Without a budget a call always answers; with one it may be sent back to wait (`QuotaWait`). */
+export function createCallModel(deps: ModelDeps & { budget?: undefined }): (request: ModelRequest) => Promise<ModelResponse>;
+export function createCallModel(deps: ModelDeps): (request: ModelRequest) => Promise<ModelResponse | QuotaWait>;
 export function createCallModel(deps: ModelDeps) {
   const idleTimeoutMs = deps.streamIdleTimeoutMs ?? 60_000;
   const flushMs = deps.deltaFlushMs ?? 250;
 
-  return async function callModel(request: ModelRequest): Promise<ModelResponse> {
+  return async function callModel(request: ModelRequest): Promise<ModelResponse | QuotaWait> {
     const ctx = Context.current();
     // Before any request: a run started with tools this worker lacks would only fail later, and the same on every retry.
     checkTools(request.checkTools, deps.tools);
@@ -145,7 +155,13 @@ export function createCallModel(deps: ModelDeps) {
       }, idleTimeoutMs);
     };
 
+    let reservation: Reservation | undefined;
     try {
+      if (deps.budget) {
+        const reserved = await reserve(deps.budget, `${runId}:${callNumber}`, request, messages, controller.signal);
+        if (isQuotaWait(reserved)) return reserved;
+        reservation = reserved;
+      }
       armIdle();
       const stream = await deps.openai.chat.completions.create(
         {
@@ -169,6 +185,7 @@ export function createCallModel(deps: ModelDeps) {
       if (controller.signal.aborted) throw new Error('stream aborted');
       // Nor one a proxy ended early: a complete answer always says why it finished.
       if (assembler.finishReason === null) throw streamTruncated(assembler.text.length);
+      await reservation?.settle(assembler.usage?.total_tokens);
       await publisher?.flush();
       const conversation = request.chain && (await storeConversation(request, messages, deps.conversations, ctx));
       const answeredBy = assembler.model || model;
@@ -189,6 +206,8 @@ export function createCallModel(deps: ModelDeps) {
     } catch (err) {
       if (ctx.cancellationSignal.aborted) throw new CancelledFailure('model call cancelled');
       const failure = stalled ? streamStalled(idleTimeoutMs) : classifyModelError(err, [deps.openai.apiKey]);
+      // The provider said no after all: the whole fleet holds off, not only this call.
+      if (failure.type === ModelErrorType.RateLimit) await deps.budget?.penalize(retryAfterMs(headersOf(err)) ?? 1_000).catch(() => undefined);
       if (failure.nonRetryable) throw failure;
       const retry = { activity: 'callModel', attempt: attempt + 1, lastFailure: { type: failure.type ?? null, message: failure.message }, nextAttemptAt: null };
       live?.publish(runId, [{ type: 'retry', retry }]);
@@ -202,6 +221,8 @@ export function createCallModel(deps: ModelDeps) {
         nonRetryable: true,
       });
     } finally {
+      // A call that failed is assumed to have used what it reserved.
+      await reservation?.settle(undefined).catch(() => undefined);
       clearTimeout(idle);
       stopHeartbeat();
       publisher?.stop();

@@ -70,7 +70,22 @@ export interface ModelRequest {
    * for them. Calls that wait for approval are left to the run.
    */
   runLocalTools?: boolean;
+  /**
+   * The fleet's provider budget (src/quota): this call's place in its queue, from when it first waited (epoch ms), so
+   * that asking again after a wait in the run keeps it; and the run's priority (0 first, 9 last). Absent: not waited yet.
+   */
+  quota?: { queuedAt?: number; priority?: number };
 }
+
+/**
+ * What the model activity answers instead of a response when the fleet's budget has no room for the call yet: the
+ * run shows the wait and asks again; no attempt of the activity's retry policy is spent.
+ */
+export interface QuotaWait {
+  quotaWait: { waitMs: number; position: number; queuedAt: number };
+}
+
+export const isQuotaWait = (r: object): r is QuotaWait => 'quotaWait' in r;
 
 /** A conversation a model call stored: the content hash of its chain node, and how many messages it holds. */
 export interface ConversationRef {

@@ -91,6 +91,11 @@ export interface RunStateView {
   workRemainingMs: number | null;
   /** When the current approval wait exceeds `limits.approvalTimeoutMs`. */
   approvalDeadline: string | null;
+  /**
+   * Waiting for quota: the model call waits for room in the fleet's provider budget, since `since`; room is expected at
+   * `expectedAt`, with `position` calls ahead of it. Null when not waiting.
+   */
+  quotaWait: { since: string; expectedAt: string; position: number } | null;
   /** The last 20 tool calls, running or ended (`watch` and the SSE stream report them as toolStart and toolEnd). */
   recentToolCalls: ToolCallRecord[];
   /** Messages sent during the run, handed to the model before its next call. */

@@ -99,7 +99,7 @@ const schemas: Record<string, Json> = {
     description: "The `state` query of the run: the curated view in src/common/view.ts (see the README's public contract). Fields are added, never changed or removed, within a major version.",
     required: [
       'state', 'stateSince', 'step', 'loops', 'toolCalls', 'usage', 'limits', 'transitions', 'partialText', 'stream', 'pendingApproval', 'resumeTo',
-      'pauseRequested', 'conversationOpen', 'turns', 'deadline', 'workRemainingMs', 'approvalDeadline', 'recentToolCalls', 'queuedMessages', 'plan', 'lastCritique',
+      'pauseRequested', 'conversationOpen', 'turns', 'deadline', 'workRemainingMs', 'approvalDeadline', 'quotaWait', 'recentToolCalls', 'queuedMessages', 'plan', 'lastCritique',
       'lastModel', 'lastError', 'reason', 'answer', 'lastText', 'origin', 'rejectedEvents', 'messageCount',
     ],
     properties: {
@@ -121,6 +121,15 @@ const schemas: Record<string, Json> = {
       deadline: { type: ['string', 'null'], format: 'date-time', description: 'When working time runs out; null while a person decides.' },
       workRemainingMs: { type: ['integer', 'null'] },
       approvalDeadline: { type: ['string', 'null'], format: 'date-time' },
+      quotaWait: {
+        type: ['object', 'null'],
+        description: "Waiting for quota: the model call waits for room in the fleet's provider budget (LLM_TOKENS_PER_MINUTE and the like); null otherwise.",
+        properties: {
+          since: { type: 'string', format: 'date-time' },
+          expectedAt: { type: 'string', format: 'date-time', description: 'When room is expected.' },
+          position: { type: 'integer', description: 'Calls ahead of this one in the queue.' },
+        },
+      },
       recentToolCalls: {
         type: 'array',
         description: 'The last 20 tool calls, running (endedAt null) or ended.',

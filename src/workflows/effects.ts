@@ -20,7 +20,7 @@ import {
   type ActivityOptions,
 } from '@temporalio/workflow';
 import type { AgentActivities } from '../activities';
-import type { CritiqueOutcome, ToolRequest, ToolResult } from '../common/chat';
+import { isQuotaWait, type CritiqueOutcome, type ToolRequest, type ToolResult } from '../common/chat';
 import { modelFailure, type AgentEvent, type WorkCommand } from './machine';
 import { modelCallSummary, toolCallSummary } from './requests';
 
@@ -113,6 +113,7 @@ export function createEffects(lean: boolean, inline = false): Effects {
           );
           if (outcome === CANCELLED) return CANCELLED;
           if ('failed' in outcome) return modelFailure(failureType(outcome.failed), failureMessage(outcome.failed));
+          if (isQuotaWait(outcome)) return { type: 'QUOTA_WAIT', ...outcome.quotaWait };
           const { toolResults, ...response } = outcome;
           ranByModelCall = new Map((toolResults ?? []).map((r) => [r.toolCallId, r]));
           return request.purpose === 'plan' ? { type: 'PLAN_READY', response } : { type: 'MODEL_RESPONDED', response };

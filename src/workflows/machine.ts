@@ -57,7 +57,9 @@ export type AgentEvent =
   | { type: 'TIMEOUT' }
   | { type: 'MESSAGE'; text: string }
   | { type: 'CLOSE' }
-  | { type: 'STREAM_DELTA'; callNumber: number; attempt: number; text: string };
+  | { type: 'STREAM_DELTA'; callNumber: number; attempt: number; text: string }
+  /** The fleet's provider budget had no room for the model call yet: it is asked again (no retry is spent). */
+  | { type: 'QUOTA_WAIT'; waitMs: number; position: number; queuedAt: number };
 export type AgentEventType = AgentEvent['type'];
 
 /**
@@ -108,6 +110,7 @@ export const TRANSITIONS: Readonly<Record<AgentState, Targets>> = {
     CONTEXT_OVERFLOW: [S.COMPACTING, S.PAUSED, S.FAILED],
     MODEL_FAILED: [S.FAILED],
     UNKNOWN_TOOLS: [S.FAILED],
+    QUOTA_WAIT: [S.PLANNING, S.PAUSED],
   },
   STREAMING: {
     ...whileRunning(S.STREAMING),
@@ -116,6 +119,7 @@ export const TRANSITIONS: Readonly<Record<AgentState, Targets>> = {
     CHAIN_UNAVAILABLE: [S.STREAMING],
     MODEL_FAILED: [S.FAILED],
     UNKNOWN_TOOLS: [S.FAILED],
+    QUOTA_WAIT: [S.STREAMING, S.PAUSED],
   },
   PROCESSING: {
     ...whileRunning(S.PROCESSING),
@@ -300,6 +304,17 @@ function handle(s: RunSnapshot, e: AgentEvent, now: string): TransitionResult {
     case 'CHAIN_UNAVAILABLE': {
       // This worker cannot read the chain back: send everything, and start a new chain.
       const next: RunSnapshot = { ...s, chain: null, partialText: '' };
+      return ok(next, commandsFor(next));
+    }
+
+    case 'QUOTA_WAIT': {
+      if (s.pauseRequested) {
+        // No request was made: pause now, and let RESUME make the call afresh (so it is not counted twice).
+        const resumeTo = plain(s.phase.type as ModelStep);
+        return ok(moveTo({ ...s, loops: s.loops - 1, pauseRequested: false }, { type: S.PAUSED, resumeTo }, e, now));
+      }
+      const quotaWait = { queuedAt: e.queuedAt, since: s.quotaWait?.since ?? now, expectedAt: addMs(now, e.waitMs), position: e.position };
+      const next: RunSnapshot = { ...s, quotaWait };
       return ok(next, commandsFor(next));
     }
 
@@ -693,6 +708,8 @@ function moveTo(s: RunSnapshot, to: Phase, e: AgentEvent, now: string): RunSnaps
     phase: to,
     stateSince: now,
     step: s.step + 1,
+    // A wait for the provider budget belongs to the model call of the state it was in.
+    quotaWait: null,
     transitions: [...s.transitions, { from, to: to.type, event: e.type, at: now }],
   };
 }

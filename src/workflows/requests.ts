@@ -7,7 +7,7 @@ export const PLAN_INSTRUCTION =
   'Before acting, write a short numbered plan (at most 6 steps) for the task above. Do not call tools now; reply with the plan only.';
 
 export function modelRequest(s: RunSnapshot, purpose: 'plan' | 'respond', callNumber: number): ModelRequest {
-  const extra = s.features.realProviders ? providerLimits(s) : {};
+  const extra = { ...(s.features.realProviders ? providerLimits(s) : {}), ...quotaPlace(s) };
   if (purpose === 'plan') {
     return {
       purpose,
@@ -19,6 +19,12 @@ export function modelRequest(s: RunSnapshot, purpose: 'plan' | 'respond', callNu
     };
   }
   return { purpose, callNumber, model: s.options.model, messages: s.messages, tools: s.options.tools, ...extra };
+}
+
+/** The call's place in the fleet's provider budget: where it waits already, and the run's priority. */
+function quotaPlace(s: RunSnapshot): Pick<ModelRequest, 'quota'> {
+  if (!s.quotaWait && s.options.priority === undefined) return {};
+  return { quota: { ...(s.quotaWait ? { queuedAt: s.quotaWait.queuedAt } : {}), ...(s.options.priority !== undefined ? { priority: s.options.priority } : {}) } };
 }
 
 /** The output limit, and the tool names the worker must have (it refuses the call before any request when one is missing). */

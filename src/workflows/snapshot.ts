@@ -26,6 +26,13 @@ export type Phase =
   /** `conversationOpen`: still taking `sendMessage` for a follow-up turn (within `keepOpenMs`). */
   | { type: typeof AgentState.COMPLETED; conversationOpen: boolean };
 
+export interface QuotaWaitState {
+  queuedAt: number;
+  since: string;
+  expectedAt: string;
+  position: number;
+}
+
 /** Everything a run knows, as plain JSON: it survives replay and continue-as-new unchanged. */
 export interface RunSnapshot {
   schemaVersion: typeof SNAPSHOT_VERSION;
@@ -46,6 +53,8 @@ export interface RunSnapshot {
     approvalTools: string[];
     budget?: Budget;
     keepOpenMs: number;
+    /** Its place in the fleet's provider budget, 0 first; absent: the budget's default (5). */
+    priority?: number;
     critiqueMinConfidence: number;
     maxOutputTokens?: number;
     contextWindowTokens?: number;
@@ -62,6 +71,11 @@ export interface RunSnapshot {
   workRemainingMs: number | null;
   /** When the current approval wait exceeds `limits.approvalTimeoutMs`; null when none is set or nothing waits. */
   approvalDeadline: string | null;
+  /**
+   * The model call waits for the fleet's provider budget: its place in the queue since `queuedAt` (epoch ms, the
+   * worker's), when it began to wait, when room is expected and how many calls are ahead. Null when not waiting.
+   */
+  quotaWait: QuotaWaitState | null;
   /** The context window the worker reported for the model that answered, when the run's input names none. */
   contextWindow: number | null;
   /** The last request's size in characters and the prompt tokens the provider counted for it: the token estimate's base. */
@@ -145,6 +159,7 @@ export function initialSnapshot(input: ResolvedInput, now: string): RunSnapshot 
       approvalTools: input.approval?.tools ?? [],
       ...(input.budget ? { budget: input.budget } : {}),
       keepOpenMs: input.keepOpenMs,
+      ...(input.priority !== undefined ? { priority: input.priority } : {}),
       critiqueMinConfidence: input.critiqueMinConfidence,
       ...(input.maxOutputTokens !== undefined ? { maxOutputTokens: input.maxOutputTokens } : {}),
       ...(input.contextWindowTokens !== undefined ? { contextWindowTokens: input.contextWindowTokens } : {}),
@@ -154,6 +169,7 @@ export function initialSnapshot(input: ResolvedInput, now: string): RunSnapshot 
     deadline: null,
     workRemainingMs: null,
     approvalDeadline: null,
+    quotaWait: null,
     contextWindow: null,
     promptCalibration: null,
     lastFinishReason: null,
@@ -259,6 +275,7 @@ function withDefaults(carried: RunSnapshot): RunSnapshot {
     },
     workRemainingMs: carried.workRemainingMs ?? null,
     approvalDeadline: carried.approvalDeadline ?? null,
+    quotaWait: carried.quotaWait ?? null,
     contextWindow: carried.contextWindow ?? null,
     promptCalibration: carried.promptCalibration ?? null,
     lastFinishReason: carried.lastFinishReason ?? null,

@@ -1,0 +1,93 @@
+/**
+ * The model activity's side of the fleet's provider budget (src/quota): reserve before the request, settle with the
+ * provider's reported usage after it, and tell the budget about a 429 that still happens.
+ */
+import type { ChatMessage, ModelRequest, QuotaWait } from '../common/chat';
+import type { ProviderBudget } from '../quota';
+import { retryAfterMs } from './errors';
+
+/** Tokens a call is expected to use before the provider says: about four characters a token, plus the answer. */
+export function estimateTokens(messages: ChatMessage[], maxOutputTokens: number | undefined): number {
+  let chars = 0;
+  for (const m of messages) {
+    chars += typeof m.content === 'string' ? m.content.length : 0;
+    if (m.role === 'assistant') for (const c of m.toolCalls ?? []) chars += c.name.length + c.arguments.length;
+  }
+  return Math.ceil(chars / 4) + (maxOutputTokens ?? DEFAULT_ANSWER_TOKENS);
+}
+
+/** What an answer is assumed to take when the run sets no output limit; settling corrects it. */
+const DEFAULT_ANSWER_TOKENS = 512;
+
+/**
+ * How long one attempt waits in the activity: briefly the first time, so the run shows the wait within seconds, then
+ * up to most of the activity's 5-minute start-to-close timeout. A longer wait goes on in the run, call after call.
+ */
+const FIRST_WAIT_MS = 2_000;
+const LATER_WAIT_MS = 240_000;
+/** The call's place in the queue outlives the time between two activities of the run. */
+const KEEP_PLACE_MS = 60_000;
+
+export interface Reservation {
+  /** Settles with the tokens the provider reported (the reservation when it reported none); once. */
+  settle(usedTokens: number | undefined): Promise<void>;
+}
+
+/**
+ * Waits for room for the call; answers with a reservation, or with the wait the run shows when there was none within
+ * this attempt. `id` names the call across attempts and asks (the run and its call number).
+ */
+export async function reserve(
+  budget: ProviderBudget,
+  id: string,
+  request: ModelRequest,
+  messages: ChatMessage[],
+  signal: AbortSignal,
+): Promise<Reservation | QuotaWait> {
+  const tokens = estimateTokens(messages, request.maxOutputTokens);
+  const queuedAt = request.quota?.queuedAt ?? Date.now();
+  const waitMs = request.quota?.queuedAt === undefined ? FIRST_WAIT_MS : LATER_WAIT_MS;
+  const g = await budget.acquire(id, tokens, { priority: request.quota?.priority, arrivedMs: queuedAt, signal, untilMs: Date.now() + waitMs, keepPlaceMs: KEEP_PLACE_MS });
+  if (!g.granted) return { quotaWait: { waitMs: g.waitMs, position: g.position, queuedAt } };
+  let settled = false;
+  return {
+    async settle(used) {
+      if (settled) return;
+      settled = true;
+      await budget.settle(g.lease, g.tokens, used ?? g.tokens);
+    },
+  };
+}
+
+/**
+ * A non-streamed call (the critic, compaction) under the budget: it waits for room inside its activity (heartbeating,
+ * cancellable), then settles with the reported usage; a 429 holds the fleet off. Without a budget it just calls.
+ */
+export async function budgeted<T extends { usage?: { total_tokens?: number } | null }>(
+  budget: ProviderBudget | undefined,
+  id: string,
+  messages: ChatMessage[],
+  signal: AbortSignal,
+  call: () => Promise<T>,
+): Promise<T> {
+  if (!budget) return call();
+  const g = await budget.acquire(id, estimateTokens(messages, undefined), { signal });
+  if (!g.granted) throw new Error('machine bug: an unbounded budget wait ended without a grant');
+  let used: number | undefined;
+  try {
+    const response = await call();
+    used = response.usage?.total_tokens;
+    return response;
+  } catch (err) {
+    if ((err as { status?: unknown } | null)?.status === 429) await budget.penalize(retryAfterMs(headersOf(err)) ?? 1_000).catch(() => undefined);
+    throw err;
+  } finally {
+    await budget.settle(g.lease, g.tokens, used ?? g.tokens).catch(() => undefined);
+  }
+}
+
+/** The response headers of a provider's error (the openai client's APIError carries them). */
+export function headersOf(err: unknown): Headers | undefined {
+  const headers = (err as { headers?: unknown } | null)?.headers;
+  return headers instanceof Headers ? headers : undefined;
+}
