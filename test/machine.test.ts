@@ -956,14 +956,22 @@ describe("a model call waiting for the fleet's provider budget", () => {
     expect(answered.loops).toBe(1);
   });
 
-  test('a pause requested meanwhile takes effect at once, and RESUME makes the call afresh, counted once', () => {
-    const paused = step(run(waiting().snapshot, { type: 'PAUSE' }), { type: 'QUOTA_WAIT', waitMs: 30_000, position: 3, queuedAt: 1 }, at(2));
+  test('a pause requested before the wait is known takes effect at the wait, and RESUME makes the call afresh, counted once', () => {
+    const started = run(snapshot(), { type: 'START' });
+    const paused = step(run(started, { type: 'PAUSE' }), { type: 'QUOTA_WAIT', waitMs: 30_000, position: 3, queuedAt: 1 }, at(2));
     expect(paused.snapshot.phase).toEqual({ type: 'PAUSED', resumeTo: { type: 'STREAMING' } });
     expect(paused.snapshot.loops).toBe(0);
     expect(work(paused.commands)).toEqual([]);
     const resumed = step(paused.snapshot, { type: 'RESUME' }, at(3));
     expect(work(resumed.commands)).toEqual([{ type: 'callModel', purpose: 'respond', callNumber: 1 }]);
     expect(resumed.snapshot.loops).toBe(1);
+  });
+
+  test('a pause while it waits pauses at once and gives the call up', () => {
+    const paused = step(waiting().snapshot, { type: 'PAUSE' }, at(2));
+    expect(paused.snapshot.phase).toEqual({ type: 'PAUSED', resumeTo: { type: 'STREAMING' } });
+    expect(paused.commands).toContainEqual({ type: 'cancelWork' });
+    expect([paused.snapshot.loops, paused.snapshot.pauseRequested, paused.snapshot.quotaWait]).toEqual([0, false, null]);
   });
 
   test('abort reaches a waiting call', () => {

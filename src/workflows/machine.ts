@@ -111,6 +111,7 @@ export const TRANSITIONS: Readonly<Record<AgentState, Targets>> = {
     MODEL_FAILED: [S.FAILED],
     UNKNOWN_TOOLS: [S.FAILED],
     QUOTA_WAIT: [S.PLANNING, S.PAUSED],
+    PAUSE: [S.PLANNING, S.PAUSED],
   },
   STREAMING: {
     ...whileRunning(S.STREAMING),
@@ -120,6 +121,7 @@ export const TRANSITIONS: Readonly<Record<AgentState, Targets>> = {
     MODEL_FAILED: [S.FAILED],
     UNKNOWN_TOOLS: [S.FAILED],
     QUOTA_WAIT: [S.STREAMING, S.PAUSED],
+    PAUSE: [S.STREAMING, S.PAUSED],
   },
   PROCESSING: {
     ...whileRunning(S.PROCESSING),
@@ -308,11 +310,7 @@ function handle(s: RunSnapshot, e: AgentEvent, now: string): TransitionResult {
     }
 
     case 'QUOTA_WAIT': {
-      if (s.pauseRequested) {
-        // No request was made: pause now, and let RESUME make the call afresh (so it is not counted twice).
-        const resumeTo = plain(s.phase.type as ModelStep);
-        return ok(moveTo({ ...s, loops: s.loops - 1, pauseRequested: false }, { type: S.PAUSED, resumeTo }, e, now));
-      }
+      if (s.pauseRequested) return ok(pausedBeforeCall(s, e, now));
       const quotaWait = { queuedAt: e.queuedAt, since: s.quotaWait?.since ?? now, expectedAt: addMs(now, e.waitMs), position: e.position };
       const next: RunSnapshot = { ...s, quotaWait };
       return ok(next, commandsFor(next));
@@ -412,6 +410,8 @@ function handle(s: RunSnapshot, e: AgentEvent, now: string): TransitionResult {
 
     case 'PAUSE':
       if (s.pauseRequested) return reject('a pause is already requested');
+      // A call that only waits for the provider budget is given up at once (it has at most just started).
+      if (s.quotaWait) return ok(pausedBeforeCall(s, e, now), [{ type: 'cancelWork' }]);
       return ok({ ...s, pauseRequested: true });
 
     case 'RESUME':
@@ -696,6 +696,12 @@ function finish(s: RunSnapshot, to: Ending, e: AgentEvent, now: string, reason: 
   const phase: Phase = to === S.COMPLETED ? { type: to, conversationOpen: s.options.keepOpenMs > 0 } : { type: to };
   const next = moveTo({ ...s, turns: s.turns + (to === S.COMPLETED ? 1 : 0), reason, answer, pauseRequested: false }, phase, e, now);
   return ok(next, [{ type: 'cancelWork' }, ...commandsFor(next)]);
+}
+
+/** PAUSED instead of a model call that waits for the budget: RESUME makes the call afresh, so it is counted once. */
+function pausedBeforeCall(s: RunSnapshot, e: AgentEvent, now: string): RunSnapshot {
+  const resumeTo = plain(s.phase.type as ModelStep);
+  return moveTo({ ...s, loops: s.loops - 1, pauseRequested: false }, { type: S.PAUSED, resumeTo }, e, now);
 }
 
 function moveTo(s: RunSnapshot, to: Phase, e: AgentEvent, now: string): RunSnapshot {
