@@ -351,8 +351,8 @@ export function versioningSettings(env: NodeJS.ProcessEnv = process.env): Versio
     return undefined;
   }
   if (!deploymentName || !buildId) throw new Error(`Worker Versioning needs both AGENT_DEPLOYMENT_NAME and AGENT_BUILD_ID; ${deploymentName ? 'AGENT_BUILD_ID' : 'AGENT_DEPLOYMENT_NAME'} is not set`);
-  // The server joins the two with a dot into the version's name and refuses one that contains it in the deployment name.
-  if (deploymentName.includes('.')) throw new Error(`AGENT_DEPLOYMENT_NAME must not contain ".", got ${JSON.stringify(deploymentName)}`);
+  // The server refuses these in a deployment name: it joins name and build id with them.
+  if (/[.:]/.test(deploymentName)) throw new Error(`AGENT_DEPLOYMENT_NAME must not contain "." or ":", got ${JSON.stringify(deploymentName)}`);
   if (behavior && !['pinned', 'auto-upgrade'].includes(behavior)) throw new Error(`AGENT_VERSIONING_BEHAVIOR must be pinned or auto-upgrade, got ${JSON.stringify(env.AGENT_VERSIONING_BEHAVIOR)}`);
   return { deploymentName, buildId, defaultBehavior: behavior === 'auto-upgrade' ? 'AUTO_UPGRADE' : 'PINNED' };
 }

@@ -107,7 +107,7 @@ test('Worker Versioning: AGENT_DEPLOYMENT_NAME and AGENT_BUILD_ID together, PINN
   expect(workerConfig({ AGENT_DEPLOYMENT_NAME: 'agents', AGENT_BUILD_ID: 'b-2', AGENT_VERSIONING_BEHAVIOR: 'auto-upgrade' }).versioning?.defaultBehavior).toBe('AUTO_UPGRADE');
   expect(() => workerConfig({ AGENT_BUILD_ID: 'b-2' })).toThrow('Worker Versioning needs both AGENT_DEPLOYMENT_NAME and AGENT_BUILD_ID; AGENT_DEPLOYMENT_NAME is not set');
   expect(() => workerConfig({ AGENT_DEPLOYMENT_NAME: 'agents' })).toThrow('AGENT_BUILD_ID is not set');
-  expect(() => workerConfig({ AGENT_DEPLOYMENT_NAME: 'a.b', AGENT_BUILD_ID: '1' })).toThrow('AGENT_DEPLOYMENT_NAME must not contain "."');
+  expect(() => workerConfig({ AGENT_DEPLOYMENT_NAME: 'a.b', AGENT_BUILD_ID: '1' })).toThrow('AGENT_DEPLOYMENT_NAME must not contain "." or ":", got "a.b"');
   expect(() => workerConfig({ AGENT_DEPLOYMENT_NAME: 'agents', AGENT_BUILD_ID: '1', AGENT_VERSIONING_BEHAVIOR: 'sticky' })).toThrow('AGENT_VERSIONING_BEHAVIOR must be pinned or auto-upgrade, got "sticky"');
   expect(() => workerConfig({ AGENT_VERSIONING_BEHAVIOR: 'pinned' })).toThrow('AGENT_VERSIONING_BEHAVIOR is set but AGENT_DEPLOYMENT_NAME and AGENT_BUILD_ID are not');
 });
