@@ -4,7 +4,8 @@
  * run does two side effects (`recordEffect`, which appends a line per real execution) and answers. kill -9 of a
  * worker, kill -9 of the Temporal Server, and PostgreSQL stopped in `fast` and in `immediate` mode, each mid-run and
  * followed by `up`; a worker on a lost host (its network namespace deleted) and one partitioned for 30 s: every run
- * completes, and no side effect is done twice. Figures in RELIABILITY.md.
+ * completes, and no side effect is done twice. A rolling deploy with Worker Versioning: runs in flight stay on their
+ * build, new runs go to the new one. Figures in RELIABILITY.md.
  */
 import { randomUUID } from 'node:crypto';
 import { execFile } from 'node:child_process';
