@@ -17,6 +17,7 @@ import {
 } from './client';
 import { parseAgentRunInput, type AgentRunInput } from './common/input';
 import type { AgentRunResult, ControlResult, RunStateView } from './common/messages';
+import { registerSearchAttributes, REQUIRED_SEARCH_ATTRIBUTES } from './search-attributes';
 import { formatDiff } from './time-travel';
 import { AgentState } from './common/states';
 import type { PendingApproval } from './common/view';
@@ -216,6 +217,17 @@ function buildProgram(deps: CliDeps, state: { exitCode: number }): Command {
         for (const f of result.failures) print(`  ${f.workflowId} (${f.runId}): ${oneLine(f.error, 300)}`);
       }
       if (result.failures.length > 0) state.exitCode = 1;
+    });
+
+  command('setup-cluster', 'register the search attributes agent runs need on this namespace (self-hosted clusters; idempotent)')
+    .action(async (o: JsonOption) => {
+      const result = await withClient((client) => registerSearchAttributes(client.client.connection.operatorService, client.client.options.namespace));
+      if (o.json) printJson(result);
+      else {
+        const attrs = (names: string[]) => names.map((n) => `${n} (${REQUIRED_SEARCH_ATTRIBUTES[n as keyof typeof REQUIRED_SEARCH_ATTRIBUTES]})`).join(', ');
+        if (result.added.length) print(`namespace ${result.namespace}: added ${attrs(result.added)}${result.present.length ? `; already there: ${attrs(result.present)}` : ''}`);
+        else print(`namespace ${result.namespace}: nothing to do, ${attrs(result.present)} already registered`);
+      }
     });
 
   command('fork <workflowId>', 'start a new run from the snapshot a run had right after a step')

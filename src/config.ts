@@ -363,6 +363,38 @@ export function observabilitySettings(env: NodeJS.ProcessEnv = process.env): Obs
   };
 }
 
+/**
+ * Worker Deployment Versioning: the worker polls as version `deploymentName`/`buildId`, and the server routes each run
+ * to the version it started on (PINNED) until it ends, so a deploy never changes a run's code under it.
+ */
+export interface VersioningSettings {
+  /** `AGENT_DEPLOYMENT_NAME`: one name for every build of this worker (e.g. `agent-worker`). */
+  deploymentName: string;
+  /** `AGENT_BUILD_ID`: unique to the workflow code of this build (e.g. the image tag or git commit). */
+  buildId: string;
+  /**
+   * `AGENT_VERSIONING_BEHAVIOR`: `pinned` keeps a run on the build it started on; `auto-upgrade` moves open runs to the
+   * current version at their next workflow task, which replays them on the new code. @default pinned
+   */
+  defaultBehavior: 'PINNED' | 'AUTO_UPGRADE';
+}
+
+/** Versioning from AGENT_DEPLOYMENT_NAME and AGENT_BUILD_ID (both or neither); unset, the worker is unversioned. */
+export function versioningSettings(env: NodeJS.ProcessEnv = process.env): VersioningSettings | undefined {
+  const deploymentName = env.AGENT_DEPLOYMENT_NAME?.trim();
+  const buildId = env.AGENT_BUILD_ID?.trim();
+  const behavior = env.AGENT_VERSIONING_BEHAVIOR?.trim().toLowerCase();
+  if (!deploymentName && !buildId) {
+    if (behavior) throw new Error('AGENT_VERSIONING_BEHAVIOR is set but AGENT_DEPLOYMENT_NAME and AGENT_BUILD_ID are not: set both to version the worker');
+    return undefined;
+  }
+  if (!deploymentName || !buildId) throw new Error(`Worker Versioning needs both AGENT_DEPLOYMENT_NAME and AGENT_BUILD_ID; ${deploymentName ? 'AGENT_BUILD_ID' : 'AGENT_DEPLOYMENT_NAME'} is not set`);
+  // The server refuses these in a deployment name: it joins name and build id with them.
+  if (/[.:]/.test(deploymentName)) throw new Error(`AGENT_DEPLOYMENT_NAME must not contain "." or ":", got ${JSON.stringify(deploymentName)}`);
+  if (behavior && !['pinned', 'auto-upgrade'].includes(behavior)) throw new Error(`AGENT_VERSIONING_BEHAVIOR must be pinned or auto-upgrade, got ${JSON.stringify(env.AGENT_VERSIONING_BEHAVIOR)}`);
+  return { deploymentName, buildId, defaultBehavior: behavior === 'auto-upgrade' ? 'AUTO_UPGRADE' : 'PINNED' };
+}
+
 /** Everything the worker process reads from the environment, read once by `workerConfig` and passed to `createAgentWorker`. */
 export interface WorkerConfig {
   temporal: TemporalSettings;
@@ -379,12 +411,15 @@ export interface WorkerConfig {
   observability: ObservabilitySettings;
   /** The fleet's provider budget; unset, calls reserve nothing. */
   quota?: QuotaSettings;
+  /** `AGENT_DEPLOYMENT_NAME`, `AGENT_BUILD_ID`, `AGENT_VERSIONING_BEHAVIOR`; unset, the worker is unversioned. */
+  versioning?: VersioningSettings;
 }
 
 export function workerConfig(env: NodeJS.ProcessEnv = process.env): WorkerConfig {
   const bundleDir = workflowBundleDir(env);
   const mcpServers = mcpServersSource(env);
   const quota = quotaSettings(env);
+  const versioning = versioningSettings(env);
   return {
     temporal: temporalSettings(env),
     llm: llmSettings(env),
@@ -395,5 +430,6 @@ export function workerConfig(env: NodeJS.ProcessEnv = process.env): WorkerConfig
     ...(mcpServers ? { mcpServers } : {}),
     observability: observabilitySettings(env),
     ...(quota ? { quota } : {}),
+    ...(versioning ? { versioning } : {}),
   };
 }

@@ -9,10 +9,11 @@ import { createActivities, readableErrorBodies, SqliteToolLedger, type ActivityD
 import { InflightActivities, type RecoveryReport } from './activities/inflight';
 import { connectMcpServers, parseMcpServers, type McpServerInfo, type McpTools } from './activities/tools/mcp';
 import { createConversationStore, createDataConverter } from './codec';
-import { streamSettings, usesScriptedModel, workerConfig, type CodecSettings, type TemporalSettings, type WorkerConfig } from './config';
+import { streamSettings, usesScriptedModel, workerConfig, type CodecSettings, type TemporalSettings, type VersioningSettings, type WorkerConfig } from './config';
 import { nativeConnectionOptions } from './connection';
 import { configuredTracing, tracingWorkerOptions, type Tracing } from './observability/tracing';
 import { DEMO_SCRIPT_NAME, startScriptedModel, type ScriptedModel } from './scripted-model';
+import { assertSearchAttributes } from './search-attributes';
 import { httpTarget, liveStream, RedisChannel, streamSinks, type LiveStream } from './stream';
 import { RedisBudget, type ProviderBudget } from './quota';
 import { workflowCode } from './workflow-bundle';
@@ -130,6 +131,12 @@ export interface AgentWorkerOptions {
   budget?: ProviderBudget;
   /** Replaces the tracing the config asks for (AGENT_TRACING), and stays the caller's to shut down. */
   tracing?: Tracing;
+  /**
+   * Worker Deployment Versioning: this worker is version `buildId` of `deploymentName`, and runs are PINNED to the
+   * version they started on unless `defaultBehavior` says otherwise. `false` turns off what the environment sets.
+   * @default AGENT_DEPLOYMENT_NAME, AGENT_BUILD_ID, AGENT_VERSIONING_BEHAVIOR; unset, unversioned
+   */
+  versioning?: (Omit<VersioningSettings, 'defaultBehavior'> & Partial<Pick<VersioningSettings, 'defaultBehavior'>>) | false;
 }
 
 const isNativeConnection = (c: AgentWorkerOptions['connection']): c is NativeConnection => c instanceof NativeConnection;
@@ -161,7 +168,15 @@ export function resolveWorkerConfig(options: AgentWorkerOptions = {}): WorkerCon
     temporal: { ...base.temporal, ...definedOnly({ ...connection, namespace: options.namespace, taskQueue: options.taskQueue }) },
     llm: { ...base.llm, ...definedOnly({ ...llm, model: name }) },
     ...definedOnly({ workspace: options.workspace, ledgerFile: options.ledgerFile, codecs: options.codecs, workflowBundleDir: options.workflowBundleDir }),
+    versioning: options.versioning === false ? undefined : options.versioning ? { defaultBehavior: 'PINNED', ...options.versioning } : base.versioning,
   };
+}
+
+/** The SDK's deployment options for `versioning`; none for an unversioned worker. */
+export function deploymentOptions(versioning: VersioningSettings | undefined): Pick<WorkerOptions, 'workerDeploymentOptions'> {
+  if (!versioning) return {};
+  const { deploymentName, buildId, defaultBehavior } = versioning;
+  return { workerDeploymentOptions: { version: { deploymentName, buildId }, useWorkerVersioning: true, defaultVersioningBehavior: defaultBehavior } };
 }
 
 /** The fields of `o` that are set: `{ taskQueue: undefined }` leaves the default in place. */
@@ -202,6 +217,10 @@ export async function createAgentWorker(options: AgentWorkerOptions = {}): Promi
     connection = given ?? (await NativeConnection.connect(nativeConnectionOptions(temporal)));
     // Before anything slow (MCP servers, the workflow bundle): the handed-back attempts are queued while this worker boots.
     const recovered = (await inflight?.recover(connection, temporal.namespace)) ?? { handedBack: [], alreadyEnded: 0, failed: [] };
+    // A missing attribute would fail every run's first workflow task, over and over, with a terse server error.
+    if (!(await assertSearchAttributes(connection.operatorService, temporal.namespace))) {
+      console.warn(`worker: could not list the search attributes of namespace ${temporal.namespace} (no permission); make sure AgentState (Keyword) is registered`);
+    }
     const servers = config.mcpServers;
     mcp = await connectMcpServers(servers ? parseMcpServers(servers.value, servers.source) : []);
     ownTracing = options.tracing ? undefined : configuredTracing(config.observability);
@@ -229,6 +248,7 @@ export async function createAgentWorker(options: AgentWorkerOptions = {}): Promi
       namespace: temporal.namespace,
       taskQueue: temporal.taskQueue,
       ...workflowCode(bundleDir, tracing !== undefined),
+      ...deploymentOptions(config.versioning),
       shutdownGraceTime: SHUTDOWN_GRACE_TIME,
       // Large payloads (the conversation every model call carries) go to the blob store; history keeps references.
       dataConverter,

@@ -100,3 +100,14 @@ test('the codec server needs a long token; origins default to the dev server UI 
   expect(() => codecServerSettings({ CODEC_SERVER_TOKEN: 'short' })).toThrow(/^CODEC_SERVER_TOKEN must be set to a secret of at least 16 characters/);
   expect(() => codecServerSettings({ CODEC_SERVER_TOKEN: token, CODEC_SERVER_PORT: 'http' })).toThrow(/^CODEC_SERVER_PORT must be a port number/);
 });
+
+test('Worker Versioning: AGENT_DEPLOYMENT_NAME and AGENT_BUILD_ID together, PINNED by default; half a pair or a bad behaviour refused', () => {
+  expect(workerConfig({}).versioning).toBeUndefined();
+  expect(workerConfig({ AGENT_DEPLOYMENT_NAME: 'agents', AGENT_BUILD_ID: 'b-2' }).versioning).toEqual({ deploymentName: 'agents', buildId: 'b-2', defaultBehavior: 'PINNED' });
+  expect(workerConfig({ AGENT_DEPLOYMENT_NAME: 'agents', AGENT_BUILD_ID: 'b-2', AGENT_VERSIONING_BEHAVIOR: 'auto-upgrade' }).versioning?.defaultBehavior).toBe('AUTO_UPGRADE');
+  expect(() => workerConfig({ AGENT_BUILD_ID: 'b-2' })).toThrow('Worker Versioning needs both AGENT_DEPLOYMENT_NAME and AGENT_BUILD_ID; AGENT_DEPLOYMENT_NAME is not set');
+  expect(() => workerConfig({ AGENT_DEPLOYMENT_NAME: 'agents' })).toThrow('AGENT_BUILD_ID is not set');
+  expect(() => workerConfig({ AGENT_DEPLOYMENT_NAME: 'a.b', AGENT_BUILD_ID: '1' })).toThrow('AGENT_DEPLOYMENT_NAME must not contain "." or ":", got "a.b"');
+  expect(() => workerConfig({ AGENT_DEPLOYMENT_NAME: 'agents', AGENT_BUILD_ID: '1', AGENT_VERSIONING_BEHAVIOR: 'sticky' })).toThrow('AGENT_VERSIONING_BEHAVIOR must be pinned or auto-upgrade, got "sticky"');
+  expect(() => workerConfig({ AGENT_VERSIONING_BEHAVIOR: 'pinned' })).toThrow('AGENT_VERSIONING_BEHAVIOR is set but AGENT_DEPLOYMENT_NAME and AGENT_BUILD_ID are not');
+});

@@ -4,15 +4,18 @@
  * run does two side effects (`recordEffect`, which appends a line per real execution) and answers. kill -9 of a
  * worker, kill -9 of the Temporal Server, and PostgreSQL stopped in `fast` and in `immediate` mode, each mid-run and
  * followed by `up`; a worker on a lost host (its network namespace deleted) and one partitioned for 30 s: every run
- * completes, and no side effect is done twice. Figures in RELIABILITY.md.
+ * completes, and no side effect is done twice. A rolling deploy with Worker Versioning: runs in flight stay on their
+ * build, new runs go to the new one. Figures in RELIABILITY.md.
  */
 import { randomUUID } from 'node:crypto';
+import { execFile } from 'node:child_process';
 import os from 'node:os';
 import path from 'node:path';
 import { Client, Connection, type WorkflowHandle } from '@temporalio/client';
 import { temporal } from '@temporalio/proto';
 import { effectFigures } from '../chaos/effects';
 import { setTimeout as sleep } from 'node:timers/promises';
+import { promisify } from 'node:util';
 import { spawnDetached, stopProcess, type ProcessRecord } from '../scripts/lib/stack/processes';
 import { readState, stackUp, stackWorkerEnv, stopStackPostgres, waitForPoller, type StackState } from '../scripts/lib/stack/stack';
 import { PROJECT_ROOT } from '../scripts/lib/temporal-cli';
@@ -26,6 +29,8 @@ import { waitFor } from './support/agent-harness';
 import { addHost, deleteHost, forward, removeStaleHosts, setLink, type Host } from './support/netns';
 
 const RUNS = 6;
+/** The model of the rolling deploy's workers. */
+const DEPLOY_MODEL = 'production-deploy';
 /** Each run makes three model calls: effect a, effect b, answer. */
 const CALLS_PER_RUN = 3;
 
@@ -90,12 +95,12 @@ function upAgain(): ReturnType<typeof stackUp> {
   });
 }
 
-async function startRuns(tag: string): Promise<Array<{ id: string; handle: WorkflowHandle }>> {
+async function startRuns(tag: string, taskQueue = state().taskQueue): Promise<Array<{ id: string; handle: WorkflowHandle }>> {
   return Promise.all(
     Array.from({ length: RUNS }, async (_, i) => {
       const id = `${tag}-${i}`;
       const handle = await client.workflow.start(WORKFLOW_TYPE, {
-        taskQueue: state().taskQueue,
+        taskQueue,
         workflowId: `${id}-${randomUUID()}`,
         args: [{ prompt: `This is run ${id}. Record effect a, then effect b, then answer.` }],
       });
@@ -120,6 +125,8 @@ async function expectAllCompletedOnce(runs: Array<{ id: string; handle: Workflow
   return figures.unknownOutcomes;
 }
 
+const execFileAsync = promisify(execFile);
+const ms = (t: { seconds?: unknown; nanos?: number | null } | null | undefined) => Number(t?.seconds ?? 0) * 1000 + Math.floor((t?.nanos ?? 0) / 1e6);
 const identityOf = (pid: number) => `${pid}@${os.hostname()}`;
 
 async function activityRunningOn(handle: WorkflowHandle, identity: string): Promise<boolean> {
@@ -207,6 +214,104 @@ test.each(['fast', 'immediate'] as const)('PostgreSQL stopped in %s mode mid-run
 }, 600_000);
 
 /**
+ * A rolling deploy with Worker Deployment Versioning, on a task queue of its own: workers of build A, then of build B
+ * beside them; `agent check-deploy` against the live cluster; B made current. Runs that started on A are PINNED: they
+ * finish on A's worker (workflow tasks and activities) even though they wake after the switch; new runs go to B.
+ */
+test('a rolling deploy: runs in flight stay on build A, new runs go to build B, then A drains and stops', async () => {
+  const s = state();
+  const queue = 'production-deploy';
+  const deploymentName = `agents-${Date.now()}`;
+  const { workflowService } = connection;
+  const workers: ProcessRecord[] = [];
+  // Runs of build A hold their second model call until the switch is done, so they are in flight across it.
+  let release!: () => void;
+  const switched = new Promise<void>((resolve) => (release = resolve));
+  model.register(DEPLOY_MODEL, async ({ request }) => {
+    const messages: any[] = request.messages;
+    const run = /run ([\w-]+)/.exec(messages.filter((m) => m.role === 'user').map((m) => textOf(m.content)).join('\n'))?.[1] ?? 'unknown';
+    const results = messages.filter((m) => m.role === 'tool');
+    if (results.length === 1 && run.startsWith('dA')) await switched;
+    if (results.length < 2) return { toolCalls: [{ name: 'recordEffect', arguments: { runId: run, label: results.length === 0 ? 'a' : 'b' } }] };
+    return { text: `run ${run} done: ${textOf(results[results.length - 1].content)}` };
+  });
+  const version = (buildId: string) => ({ deploymentName, buildId });
+  async function startBuild(buildId: string): Promise<ProcessRecord> {
+    const versioned = { ...workerEnv(), LLM_MODEL: DEPLOY_MODEL, AGENT_DEPLOYMENT_NAME: deploymentName, AGENT_BUILD_ID: buildId };
+    const log = path.join(dir, 'logs', `deploy-${buildId}.log`);
+    const pid = spawnDetached(process.execPath, ['--import', 'tsx', 'chaos/worker.ts'], { cwd: PROJECT_ROOT, env: stackWorkerEnv({ dir, namespace: s.namespace, taskQueue: queue, workerEnv: versioned }, s.ports, env(PRODUCTION_ENV.address)), logFile: log });
+    const worker: ProcessRecord = { pid, marker: 'chaos/worker.ts', log, ports: [], startedAt: new Date().toISOString() };
+    workers.push(worker);
+    // The version exists once its worker has polled the queue.
+    await waitFor(
+      () => workflowService.describeWorkerDeploymentVersion({ namespace: s.namespace, deploymentVersion: version(buildId) }).then((d) => (d.workerDeploymentVersionInfo?.taskQueueInfos ?? []).some((q) => q.name === queue) || undefined, () => undefined),
+      120_000,
+      `build ${buildId} to poll ${queue}`,
+    );
+    return worker;
+  }
+  const setCurrent = (buildId: string) => workflowService.setWorkerDeploymentCurrentVersion({ namespace: s.namespace, deploymentName, buildId, identity: 'production-test' });
+  /** Per run: the build ids of its completed workflow tasks, with their versioning behaviour, and who ran its activities. */
+  async function placement(handle: WorkflowHandle) {
+    const events = (await handle.fetchHistory()).events ?? [];
+    const tasks = events.flatMap((e) => (e.workflowTaskCompletedEventAttributes ? [e.workflowTaskCompletedEventAttributes] : []));
+    return {
+      builds: [...new Set(tasks.map((t) => t.deploymentVersion?.buildId ?? 'unversioned'))],
+      pinned: tasks.every((t) => t.versioningBehavior === temporal.api.enums.v1.VersioningBehavior.VERSIONING_BEHAVIOR_PINNED),
+      activityWorkers: [...new Set(events.flatMap((e) => (e.activityTaskStartedEventAttributes ? [e.activityTaskStartedEventAttributes.identity] : [])))],
+      wokeAfter: (at: number) => events.some((e) => e.workflowTaskCompletedEventAttributes && ms(e.eventTime) > at),
+    };
+  }
+
+  try {
+    const a = await startBuild('build-a');
+    await setCurrent('build-a');
+    const old = await startRuns(`dA${Date.now()}`, queue);
+    // Every old run has done effect a on A and waits on its second model call.
+    await waitFor(() => (model.requests(DEPLOY_MODEL).filter((r) => /run dA/.test(JSON.stringify(r.body.messages)) && JSON.stringify(r.body.messages).includes('"role":"tool"')).length >= RUNS ? true : undefined), 120_000, 'every run of A at its second model call');
+    const b = await startBuild('build-b');
+
+    // The gate of the deploy: the new code replays every open run of this queue.
+    const check = await execFileAsync(process.execPath, ['--import', 'tsx', 'src/bin/agent.ts', 'check-deploy', '--query', `TaskQueue="${queue}"`], {
+      cwd: PROJECT_ROOT,
+      env: { ...process.env, TEMPORAL_ADDRESS: env(PRODUCTION_ENV.address), TEMPORAL_NAMESPACE: s.namespace, AGENT_BLOB_DIR: path.join(dir, 'agent', 'blobs') },
+    });
+    expect(check.stdout).toBe(`replayed ${RUNS} run(s): all replay with this code\n`);
+
+    const switchAt = Date.now();
+    await setCurrent('build-b');
+    const switchMs = Date.now() - switchAt;
+    const fresh = await startRuns(`dB${Date.now()}`, queue);
+    const firstOnB = await Promise.race(fresh.map(({ handle }) => waitFor(async () => ((await placement(handle)).builds.includes('build-b') ? Date.now() : undefined), 60_000, 'a new run on build B')));
+    release();
+
+    await expectAllCompletedOnce([...old, ...fresh]);
+    const oldPlaces = await Promise.all(old.map((r) => placement(r.handle)));
+    const freshPlaces = await Promise.all(fresh.map((r) => placement(r.handle)));
+    // The old runs woke after the switch, and yet every task of theirs ran on A.
+    expect(oldPlaces.every((p) => p.wokeAfter(switchAt))).toBe(true);
+    expect(oldPlaces.map((p) => [p.builds, p.pinned, p.activityWorkers])).toEqual(old.map(() => [['build-a'], true, [identityOf(a.pid)]]));
+    expect(freshPlaces.map((p) => [p.builds, p.pinned, p.activityWorkers])).toEqual(fresh.map(() => [['build-b'], true, [identityOf(b.pid)]]));
+    const moved = oldPlaces.filter((p) => p.builds.includes('build-b')).length;
+
+    // A has no open runs left: it is draining (the server confirms DRAINED after its visibility grace period), and stops.
+    const described = await workflowService.describeWorkerDeploymentVersion({ namespace: s.namespace, deploymentVersion: version('build-a') });
+    const drainage = described.workerDeploymentVersionInfo?.drainageInfo?.status;
+    expect(drainage).toBeGreaterThan(0); // DRAINING or DRAINED, not UNSPECIFIED: no longer current
+    const { count } = await workflowService.countWorkflowExecutions({ namespace: s.namespace, query: `TaskQueue="${queue}" AND ExecutionStatus="Running"` });
+    expect(Number(count)).toBe(0);
+    expect(await stopProcess(a, 40_000)).toBe('stopped');
+    console.log(
+      `rolling deploy: set-current-version to B took ${switchMs} ms; the first new run ran on B ${firstOnB - switchAt} ms after the switch began; ` +
+        `${RUNS} runs in flight across it, ${moved} moved to B, all finished on A; ${RUNS} new runs all on B`,
+    );
+  } finally {
+    release();
+    await Promise.all(workers.map((w) => stopProcess(w, 40_000)));
+  }
+}, 600_000);
+
+/**
  * A worker on a host of its own (a network namespace, support/netns.ts) beside worker-1; worker-2 is stopped for these
  * tests, so worker-1 is the one survivor. They run last: worker-2 stays down.
  */
@@ -251,7 +356,6 @@ describe('a worker on another host', () => {
         .map((a) => ({ handle, activityId: a.activityId!, activityType: a.activityType?.name ?? '?', attempt: a.attempt ?? 1, startedAt: ms(a.lastStartedTime) })),
     );
   }
-  const ms = (t: { seconds?: unknown; nanos?: number | null } | null | undefined) => Number(t?.seconds ?? 0) * 1000 + Math.floor((t?.nanos ?? 0) / 1e6);
 
   /** When the server started the next attempt of `a` (pending, or already completed and in the history); null when `a` finished before the fault. */
   async function nextAttemptStartedAt(a: InFlight): Promise<{ at: number; identity: string } | null | undefined> {

@@ -2,7 +2,7 @@
 import path from 'node:path';
 import { workerConfig } from '../src/config';
 import { agentPlugin } from '../src/plugin';
-import { resolveWorkerConfig } from '../src/worker';
+import { deploymentOptions, resolveWorkerConfig } from '../src/worker';
 
 const env: NodeJS.ProcessEnv = {
   TEMPORAL_ADDRESS: 'temporal.env:7233',
@@ -59,4 +59,15 @@ test('the plugin registers the workflow stream sink on workers and replay worker
   expect(replay.sinks?.stream?.publish?.callDuringReplay).toBe(false);
   const worker = plugin.configureWorker({ taskQueue: 'q', sinks: own });
   expect(Object.keys(worker.sinks ?? {}).sort()).toEqual(['audit', 'stream']);
+});
+
+test('versioning: the option over AGENT_DEPLOYMENT_NAME/AGENT_BUILD_ID, PINNED unless told; false turns it off; unversioned gives the SDK no deployment options', () => {
+  const versioned = { ...env, AGENT_DEPLOYMENT_NAME: 'agents', AGENT_BUILD_ID: 'env-build' };
+  expect(resolveWorkerConfig({ env: versioned }).versioning).toEqual({ deploymentName: 'agents', buildId: 'env-build', defaultBehavior: 'PINNED' });
+  expect(resolveWorkerConfig({ env: versioned, versioning: { deploymentName: 'agents', buildId: 'opt-build' } }).versioning).toEqual({ deploymentName: 'agents', buildId: 'opt-build', defaultBehavior: 'PINNED' });
+  expect(resolveWorkerConfig({ env: versioned, versioning: false }).versioning).toBeUndefined();
+  expect(deploymentOptions(resolveWorkerConfig({ env }).versioning)).toEqual({});
+  expect(deploymentOptions(resolveWorkerConfig({ env: versioned }).versioning)).toEqual({
+    workerDeploymentOptions: { version: { deploymentName: 'agents', buildId: 'env-build' }, useWorkerVersioning: true, defaultVersioningBehavior: 'PINNED' },
+  });
 });

@@ -5,13 +5,8 @@ import path from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { Connection } from '@temporalio/client';
 import { AGENT_STATE_SEARCH_ATTRIBUTE } from '../../src/common/constants';
+import { registerSearchAttributes } from '../../src/search-attributes';
 import { ensureTemporalCli, PROJECT_ROOT } from './temporal-cli';
-
-// Wire value of temporal.api.enums.v1.IndexedValueType.INDEXED_VALUE_TYPE_KEYWORD (the enum is not re-exported by the SDK).
-const INDEXED_VALUE_TYPE_KEYWORD = 2;
-
-/** Search attributes the worker upserts; the server rejects upserts of unregistered ones. */
-const REQUIRED_SEARCH_ATTRIBUTES: Record<string, number> = { [AGENT_STATE_SEARCH_ATTRIBUTE]: INDEXED_VALUE_TYPE_KEYWORD };
 
 const READY_TIMEOUT_MS = 60_000;
 
@@ -206,25 +201,9 @@ export async function ensureSearchAttributes(
   namespace = 'default',
   opts: { deadline?: number } = {},
 ): Promise<void> {
-  const deadline = opts.deadline ?? Date.now() + 30_000;
   const connection = await Connection.connect({ address, connectTimeout: 5_000 });
   try {
-    const listMissing = async (): Promise<string[]> => {
-      const { customAttributes } = await connection.operatorService.listSearchAttributes({ namespace });
-      return Object.entries(REQUIRED_SEARCH_ATTRIBUTES)
-        .filter(([name, type]) => customAttributes?.[name] !== type)
-        .map(([name]) => name);
-    };
-    const missing = await listMissing();
-    if (missing.length === 0) return;
-    const searchAttributes = Object.fromEntries(missing.map((name) => [name, REQUIRED_SEARCH_ATTRIBUTES[name]]));
-    try {
-      await connection.operatorService.addSearchAttributes({ namespace, searchAttributes });
-    } catch (err) {
-      // A concurrent caller may have added it first; a clash of types is a real error.
-      if (!/already exists/i.test(String(err)) || /different type/i.test(String(err))) throw err;
-    }
-    await waitUntil(`search attributes ${missing.join(', ')} to be visible`, deadline, async () => (await listMissing()).length === 0);
+    await registerSearchAttributes(connection.operatorService, namespace, opts);
   } finally {
     await connection.close();
   }
