@@ -76,18 +76,43 @@ const STOP_GRACE_MS = { worker: 40_000, temporal: 20_000, scriptedModel: 5_000 }
 /** Compose's TEMPORAL_NAMESPACE_RETENTION default. */
 const NAMESPACE_RETENTION = '72h';
 
-/** Options from the environment: TEMPORAL_PORT moves the frontend (as for `npm run server`), STACK_POSTGRES_PORT PostgreSQL. */
+/** The Temporal Server's ports: it stores its membership ports in a PostgreSQL smallint, so these stay below 32768. */
+const SERVER_PORT_NAMES = ['frontend', 'frontendHttp', 'frontendMembership', 'history', 'historyMembership', 'matching', 'matchingMembership', 'internalWorker', 'internalWorkerMembership'] as const;
+export const MAX_SERVER_PORT = 32_767;
+const maxPort = (name: string) => ((SERVER_PORT_NAMES as readonly string[]).includes(name) ? MAX_SERVER_PORT : 65_535);
+
+/** `DEFAULT_PORTS` moved by `offset` (STACK_PORT_OFFSET), so a second stack runs beside the first. */
+export function offsetPorts(offset: number, base: StackPorts = DEFAULT_PORTS): StackPorts {
+  const moved = Object.fromEntries(Object.entries(base).map(([name, port]) => [name, port + offset])) as unknown as StackPorts;
+  const out = Object.entries(moved).filter(([name, port]) => port < 1 || port > maxPort(name));
+  if (out.length) {
+    throw new Error(
+      `STACK_PORT_OFFSET=${offset} moves ${out.map(([name, port]) => `${name} to ${port}`).join(', ')}: ports must be within 1..65535, ` +
+        `and the Temporal Server's below ${MAX_SERVER_PORT + 1} (it keeps membership ports in a smallint)`,
+    );
+  }
+  return moved;
+}
+
+/**
+ * Options from the environment: STACK_PORT_OFFSET adds a whole number to every default port (a second stack beside
+ * the first), then TEMPORAL_PORT moves the frontend (as for `npm run server`) and STACK_POSTGRES_PORT PostgreSQL.
+ */
 export function stackOptionsFromEnv(env: NodeJS.ProcessEnv = process.env): StackOptions {
   const port = (name: string, fallback: number) => {
     const raw = env[name]?.trim();
     if (!raw) return fallback;
     const n = Number(raw);
-    if (!Number.isInteger(n) || n < 1 || n > 65535) throw new Error(`${name} must be a port number, got "${raw}"`);
+    const max = name === 'TEMPORAL_PORT' ? MAX_SERVER_PORT : 65_535;
+    if (!Number.isInteger(n) || n < 1 || n > max) throw new Error(`${name} must be a port number up to ${max}${max === MAX_SERVER_PORT ? ' (the server keeps ports in a smallint)' : ''}, got "${raw}"`);
     return n;
   };
+  const rawOffset = env.STACK_PORT_OFFSET?.trim();
+  if (rawOffset && !/^-?\d+$/.test(rawOffset)) throw new Error(`STACK_PORT_OFFSET must be a whole number of ports to add to every default port, got "${rawOffset}"`);
+  const base = offsetPorts(rawOffset ? Number(rawOffset) : 0);
   return {
     dir: path.join(PROJECT_ROOT, '.stack'),
-    ports: { ...DEFAULT_PORTS, frontend: port('TEMPORAL_PORT', DEFAULT_PORTS.frontend), postgres: port('STACK_POSTGRES_PORT', DEFAULT_PORTS.postgres) },
+    ports: { ...base, frontend: port('TEMPORAL_PORT', base.frontend), postgres: port('STACK_POSTGRES_PORT', base.postgres) },
     namespace: env.TEMPORAL_NAMESPACE?.trim() || 'default',
     taskQueue: env.TEMPORAL_TASK_QUEUE?.trim() || DEFAULT_TASK_QUEUE,
     workers: 2,
