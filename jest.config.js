@@ -17,7 +17,7 @@
  */
 const UNIT = ['machine', 'stack-options', 'real-model-launch', 'agents-unit', 'input-fuzz', 'cli', 'codec-server', 'config', 'connection', 'activities', 'ledger', 'provider-errors', 'scripted-model', 'worker-options'];
 const SLOW = ['chaos', 'long-run-500', 'ui', 'ui-page', 'ui-codec', 'real-model', 'package'];
-const PRODUCTION = ['production'];
+const PRODUCTION = ['production', 'production-tls'];
 const files = (names) => names.map((name) => `<rootDir>/test/${name}.test.ts`);
 const ignored = (names) => names.map((name) => `/test/${name}\\.test\\.ts$`);
 
