@@ -1,6 +1,7 @@
 /**
- * `npm run stack -- up | down | status`: PostgreSQL, the Temporal Server on it, the scripted model and two workers as
- * plain processes, with data and logs in .stack/ (docs/deployment.md, "Production stack").
+ * `npm run stack -- up [--tls | --mtls] | down | status`: PostgreSQL, the Temporal Server on it, Redis, the scripted
+ * model, two workers, the codec server, the gateway and the Temporal UI as plain processes, with data and logs in
+ * .stack/ (docs/deployment.md, "Production stack"). STACK_PORT_OFFSET moves every port, STACK_TLS chooses TLS.
  */
 import path from 'node:path';
 import { readState, stackDown, stackOptionsFromEnv, stackStatus, stackUp } from './lib/stack/stack';

@@ -1,10 +1,11 @@
 /**
  * `npm run stack`: the production shape of the product as plain processes on one machine. PostgreSQL, the Temporal
  * Server (all services in one process, advanced visibility on PostgreSQL) configured by the server's own template
- * with the settings docker-compose.yml gives its `temporal` service, the search attributes, the scripted model unless
- * LLM_* says otherwise, and two workers sharing a workspace, a tool ledger and a blob store as compose replicas do.
- * What runs is recorded in `<dir>/state.json`; `up` starts only what is not running, `down` stops everything,
- * PostgreSQL last, and keeps the data.
+ * with the settings docker-compose.yml gives its `temporal` service, the search attributes, Redis for the live
+ * stream, the scripted model unless LLM_* says otherwise, two workers sharing a workspace, a tool ledger and a blob
+ * store as compose replicas do, the codec server, the gateway and the Temporal UI. With TLS (tls.ts) the frontend
+ * serves it and every process connects through TEMPORAL_TLS_*. What runs is recorded in `<dir>/state.json`; `up`
+ * starts only what is not running, `down` stops everything, PostgreSQL last, and keeps the data.
  */
 import { spawnSync } from 'node:child_process';
 import { existsSync, mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
@@ -308,7 +309,7 @@ export async function stackUp(opts: StackOptions): Promise<StackUpResult> {
     // Bundled once for all of them, from today's sources, instead of by each worker at boot.
     await timed('bundle', () => buildWorkflowBundles(l.bundles));
     await timed('workers', async () => {
-      const env = stackWorkerEnv(opts, ports, address, llmSet);
+      const env = stackWorkerEnv({ ...opts, tls }, ports, address, llmSet);
       env.AGENT_STREAM_REDIS_URL = `redis://127.0.0.1:${ports.redis}`;
       for (const name of toStart) {
         const log = path.join(l.logs, `${name}.log`);
@@ -322,7 +323,7 @@ export async function stackUp(opts: StackOptions): Promise<StackUpResult> {
   }
 
   // The codec server, the gateway and the Temporal UI: what users open.
-  const clientEnv = { ...stackWorkerEnv(opts, ports, address), AGENT_STREAM_REDIS_URL: `redis://127.0.0.1:${ports.redis}` };
+  const clientEnv = { ...stackWorkerEnv({ ...opts, tls }, ports, address), AGENT_STREAM_REDIS_URL: `redis://127.0.0.1:${ports.redis}` };
   const uiOrigins = [`http://127.0.0.1:${ports.ui}`, `http://localhost:${ports.ui}`];
   const services: Array<{ name: string; port: number; start: () => number; marker: string }> = [
     {
@@ -376,9 +377,10 @@ export async function stackUp(opts: StackOptions): Promise<StackUpResult> {
 }
 
 /** The environment of the stack's workers: its server, workspace, ledger, blob store and bundles, and the model. */
-export function stackWorkerEnv(opts: Pick<StackOptions, 'dir' | 'namespace' | 'taskQueue' | 'workerEnv'>, ports: StackPorts, address: string, llmSet = true): NodeJS.ProcessEnv {
+export function stackWorkerEnv(opts: Pick<StackOptions, 'dir' | 'namespace' | 'taskQueue' | 'workerEnv' | 'tls'>, ports: StackPorts, address: string, llmSet = true): NodeJS.ProcessEnv {
   const l = layout(opts.dir, ports);
-  const tls = readState(opts.dir)?.tls ?? 'off';
+  // Unset: the mode of the stack running in `dir` (a worker added beside it, as the production tier does).
+  const tls = opts.tls ?? readState(opts.dir)?.tls ?? 'off';
   return {
     ...process.env,
     TEMPORAL_ADDRESS: address,
