@@ -1,16 +1,18 @@
 /**
- * `npm run stack -- up | down | status`: PostgreSQL, the Temporal Server on it, the scripted model and two workers as
- * plain processes, with data and logs in .stack/ (docs/deployment.md, "Production stack").
+ * `npm run stack -- up [--tls | --mtls] | down | status`: PostgreSQL, the Temporal Server on it, Redis, the scripted
+ * model, two workers, the codec server, the gateway and the Temporal UI as plain processes, with data and logs in
+ * .stack/ (docs/deployment.md, "Production stack"). STACK_PORT_OFFSET moves every port, STACK_TLS chooses TLS.
  */
 import path from 'node:path';
 import { readState, stackDown, stackOptionsFromEnv, stackStatus, stackUp } from './lib/stack/stack';
 import { TEMPORAL_SERVER_VERSION } from './lib/stack/temporal-server-build';
+import { clientTlsEnv, tlsFiles } from './lib/stack/tls';
 
-const USAGE = 'usage: npm run stack -- up | down | status';
+const USAGE = 'usage: npm run stack -- up [--tls | --mtls] | down | status';
 
 async function main(): Promise<void> {
   const command = process.argv[2];
-  const opts = stackOptionsFromEnv(process.env);
+  const opts = stackOptionsFromEnv(process.env, process.argv.slice(3));
   const rel = (p: string) => path.relative(process.cwd(), p) || '.';
   switch (command) {
     case 'up': {
@@ -22,6 +24,7 @@ async function main(): Promise<void> {
       if (started.length) console.log(`  steps: ${steps}`);
       await printStatus(rel);
       console.log(`Temporal Server ${TEMPORAL_SERVER_VERSION} on ${address}: every command works as with the dev server (e.g. npm run agent -- run "...").`);
+      printEndpoints(opts.dir, rel);
       return;
     }
     case 'down':
@@ -49,9 +52,24 @@ async function main(): Promise<void> {
       const ports = c.ports.length ? ` ports ${c.ports.join(',')}` : '';
       console.log(`  ${c.name.padEnd(15)} ${c.running ? 'running' : 'STOPPED'} pid ${c.pid}${ports}  log ${c.log ? relative(c.log) : '-'}`);
     }
-    console.log(`  frontend ${status.address} ${status.frontendAnswers ? 'answers' : 'does NOT answer'} (namespace ${state?.namespace}, task queue ${state?.taskQueue})`);
+    const over = status.tls === 'off' ? '' : ` over ${status.tls === 'mtls' ? 'mutual TLS' : 'TLS'}`;
+    console.log(`  frontend ${status.address}${over} ${status.frontendAnswers ? 'answers' : 'does NOT answer'} (namespace ${state?.namespace}, task queue ${state?.taskQueue})`);
     return status.frontendAnswers && status.components.every((c) => c.running);
   }
+}
+
+/** Where to point a browser, the CLI and clients: the UI, the gateway, the codec server and the TLS settings. */
+function printEndpoints(dir: string, rel: (p: string) => string): void {
+  const state = readState(dir);
+  if (!state) return;
+  const p = state.ports;
+  const secrets = path.join(dir, 'secrets.json');
+  console.log(`  Temporal UI   http://127.0.0.1:${p.ui}`);
+  console.log(`  gateway       http://127.0.0.1:${p.gateway}/ui (GATEWAY_TOKEN: gatewayToken in ${rel(secrets)})`);
+  console.log(`  codec server  http://127.0.0.1:${p.codecServer} (CODEC_SERVER_TOKEN: codecServerToken in ${rel(secrets)}; sign in at /login for the UI)`);
+  console.log(`  redis         redis://127.0.0.1:${p.redis} (AGENT_STREAM_REDIS_URL)`);
+  const tls = clientTlsEnv(state.tls ?? 'off', tlsFiles(dir));
+  if (Object.keys(tls).length) console.log(`  clients need: ${Object.entries(tls).map(([k, v]) => `${k}=${k.endsWith('_PATH') ? rel(String(v)) : v}`).join(' ')}`);
 }
 
 main().catch((err: unknown) => {

@@ -16,15 +16,20 @@ fi
 # .env.example, not a developer's .env, so the result does not depend on the machine.
 config=("${compose[@]}" --env-file .env.example -f docker-compose.yml config)
 
-# The codec server refuses to start without a token, so compose refuses to interpolate without one.
-if out=$(env -u CODEC_SERVER_TOKEN "${config[@]}" --quiet 2>&1); then
-  echo "docker-compose.yml: expected a missing CODEC_SERVER_TOKEN to be refused" >&2
-  exit 1
-elif ! grep -q CODEC_SERVER_TOKEN <<<"$out"; then
-  echo "docker-compose.yml: invalid: $out" >&2
-  exit 1
-fi
-CODEC_SERVER_TOKEN=validate-only-not-a-secret "${config[@]}" --quiet
+# The codec server and the gateway refuse to start without a token, so compose refuses to interpolate without one.
+tokens=(CODEC_SERVER_TOKEN=validate-only-not-a-secret GATEWAY_TOKEN=validate-only-not-a-secret)
+for token in CODEC_SERVER_TOKEN GATEWAY_TOKEN; do
+  others=()
+  for t in "${tokens[@]}"; do [[ $t == "$token="* ]] || others+=("$t"); done
+  if out=$(env -u "$token" "${others[@]}" "${config[@]}" --quiet 2>&1); then
+    echo "docker-compose.yml: expected a missing $token to be refused" >&2
+    exit 1
+  elif ! grep -q "$token" <<<"$out"; then
+    echo "docker-compose.yml: invalid: $out" >&2
+    exit 1
+  fi
+done
+env "${tokens[@]}" "${config[@]}" --quiet
 echo "docker-compose.yml is valid (checked with ${compose[*]})"
 
 undocumented=()

@@ -29,7 +29,7 @@ import { optionalTsToDate } from '@temporalio/common/lib/time';
 import type { z } from 'zod';
 import { createDataConverter } from './codec';
 import { codecSettings, observabilitySettings, temporalSettings, type CodecSettings, type TemporalSettings } from './config';
-import { clientConnectionOptions } from './connection';
+import { clientConnectionOptions, tlsFailureReason } from './connection';
 import { tracingClientInterceptors } from './observability/client-tracing';
 import { AGENT_STATE_MEMO, AGENT_STATE_SEARCH_ATTRIBUTE, WORKFLOW_TYPE } from './common/constants';
 import {
@@ -616,7 +616,9 @@ export class AgentClient {
     try {
       connection = await Connection.connect(clientConnectionOptions(temporal));
     } catch (err) {
-      throw new Error(`cannot connect to Temporal at ${temporal.address}: ${err instanceof Error ? err.message : String(err)}`, { cause: err });
+      // A refused TLS handshake surfaces as a deadline; the handshake itself says why.
+      const why = (await tlsFailureReason(clientConnectionOptions(temporal)).catch(() => undefined)) ?? (err instanceof Error ? err.message : String(err));
+      throw new Error(`cannot connect to Temporal at ${temporal.address}: ${why}`, { cause: err });
     }
     const dataConverter = options.dataConverter ?? agentDataConverter();
     const tracing = options.tracing ?? observabilitySettings().tracing !== 'off';

@@ -2,6 +2,7 @@
  * Temporal connection options for the worker (`NativeConnection`) and clients (`Connection`), from the settings that
  * config.ts reads by the conventions of `@temporalio/envconfig` (TEMPORAL_*, temporal.toml profiles).
  */
+import { connect } from 'node:tls';
 import type { ConnectionOptions } from '@temporalio/client';
 import type { NativeConnectionOptions } from '@temporalio/worker';
 import type { TemporalSettings } from './config';
@@ -18,3 +19,54 @@ export const nativeConnectionOptions = (settings: TemporalSettings): NativeConne
 
 /** Options of `Connection.connect` for clients. */
 export const clientConnectionOptions = (settings: TemporalSettings): ConnectionOptions => temporalConnectionOptions(settings);
+
+/**
+ * Why a TLS connection to `address` fails, found by one TLS handshake with the same settings and a moment of reading:
+ * Temporal's own connect only reports a deadline when the handshake is refused. `undefined` when the handshake and
+ * the first read succeed, when TLS is off, or when the address does not answer at all.
+ */
+export async function tlsFailureReason({ address, tls }: Pick<ConnectionOptions, 'address' | 'tls'>, timeoutMs = 5_000): Promise<string | undefined> {
+  if (!tls || !address) return undefined;
+  const config = tls === true ? {} : tls;
+  const separator = address.lastIndexOf(':');
+  const host = separator > 0 ? address.slice(0, separator).replace(/^\[|\]$/g, '') : address;
+  const port = separator > 0 ? Number(address.slice(separator + 1)) : 7233;
+  const servername = config.serverNameOverride ?? (/^[\d.]+$|:/.test(host) ? undefined : host);
+  return new Promise((resolve) => {
+    let settled = false;
+    const done = (reason: string | undefined) => {
+      if (settled) return;
+      settled = true;
+      socket.destroy();
+      resolve(reason);
+    };
+    const socket = connect({
+      host,
+      port,
+      ...(servername ? { servername } : {}),
+      ALPNProtocols: ['h2'],
+      ...(config.serverRootCACertificate ? { ca: Buffer.from(config.serverRootCACertificate) } : {}),
+      ...(config.clientCertPair ? { cert: Buffer.from(config.clientCertPair.crt), key: Buffer.from(config.clientCertPair.key) } : {}),
+    });
+    // TLS 1.3 servers refuse a missing client certificate after the client's side of the handshake: wait for that alert.
+    socket.once('secureConnect', () => setTimeout(() => done(undefined), 1_000));
+    socket.once('error', (err: NodeJS.ErrnoException) => done(describeTlsError(err, Boolean(config.clientCertPair))));
+    socket.setTimeout(timeoutMs, () => done(undefined));
+  });
+}
+
+function describeTlsError(error: NodeJS.ErrnoException, hasClientCert: boolean): string | undefined {
+  if (['ECONNREFUSED', 'ENOTFOUND', 'EHOSTUNREACH', 'ETIMEDOUT'].includes(error.code ?? '')) return undefined;
+  // OpenSSL's message carries its source file and line; the reason alone is what a user needs.
+  const err = { code: error.code, message: /SSL routines:[^:]*:([^:]+)/.exec(error.message)?.[1] ?? error.message.trim() };
+  if (/certificate required|handshake failure|bad certificate/i.test(err.message) && !hasClientCert) {
+    return `the server requires a client certificate (mutual TLS) and none is configured: set TEMPORAL_TLS_CLIENT_CERT_PATH and TEMPORAL_TLS_CLIENT_KEY_PATH (TLS: ${err.message})`;
+  }
+  if (/certificate required|bad certificate|unknown ca/i.test(err.message)) return `the server refused this client's certificate (TLS: ${err.message})`;
+  if (err.code === 'UNABLE_TO_VERIFY_LEAF_SIGNATURE' || err.code === 'SELF_SIGNED_CERT_IN_CHAIN' || err.code === 'DEPTH_ZERO_SELF_SIGNED_CERT') {
+    return `the server's certificate is not signed by a trusted CA: set TEMPORAL_TLS_SERVER_CA_CERT_PATH to its CA (TLS: ${err.message})`;
+  }
+  if (err.code === 'ERR_TLS_CERT_ALTNAME_INVALID') return `the server's certificate does not name this host: set TEMPORAL_TLS_SERVER_NAME to a name it carries (TLS: ${err.message})`;
+  if (/wrong version number|packet length too long|disconnected before secure TLS/i.test(err.message)) return `the server does not speak TLS here: set TEMPORAL_TLS=false for a plaintext server (TLS: ${err.message})`;
+  return `TLS: ${err.message}`;
+}

@@ -10,7 +10,7 @@ import { InflightActivities, type RecoveryReport } from './activities/inflight';
 import { connectMcpServers, parseMcpServers, type McpServerInfo, type McpTools } from './activities/tools/mcp';
 import { createConversationStore, createDataConverter } from './codec';
 import { streamSettings, usesScriptedModel, workerConfig, type CodecSettings, type TemporalSettings, type VersioningSettings, type WorkerConfig } from './config';
-import { nativeConnectionOptions } from './connection';
+import { nativeConnectionOptions, tlsFailureReason } from './connection';
 import { configuredTracing, tracingWorkerOptions, type Tracing } from './observability/tracing';
 import { DEMO_SCRIPT_NAME, startScriptedModel, type ScriptedModel } from './scripted-model';
 import { assertSearchAttributes } from './search-attributes';
@@ -214,7 +214,11 @@ export async function createAgentWorker(options: AgentWorkerOptions = {}): Promi
   };
   try {
     // TLS, mTLS and API keys by envconfig's conventions (TEMPORAL_API_KEY, TEMPORAL_TLS_*, temporal.toml profiles).
-    connection = given ?? (await NativeConnection.connect(nativeConnectionOptions(temporal)));
+    connection = given ?? (await NativeConnection.connect(nativeConnectionOptions(temporal)).catch(async (err: unknown) => {
+      // A refused TLS handshake surfaces as a transport error; the handshake itself says why.
+      const why = await tlsFailureReason(nativeConnectionOptions(temporal)).catch(() => undefined);
+      throw why ? new Error(`cannot connect to Temporal at ${temporal.address}: ${why}`, { cause: err }) : err;
+    }));
     // Before anything slow (MCP servers, the workflow bundle): the handed-back attempts are queued while this worker boots.
     const recovered = (await inflight?.recover(connection, temporal.namespace)) ?? { handedBack: [], alreadyEnded: 0, failed: [] };
     // A missing attribute would fail every run's first workflow task, over and over, with a terse server error.

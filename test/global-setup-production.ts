@@ -40,7 +40,8 @@ function isFree(port: number): Promise<boolean> {
 
 /**
  * The global setup of the `production` project (jest.config.js): the whole stack (PostgreSQL, the Temporal Server
- * built from source, two workers) in a temp dir on free ports. The workers are the chaos worker, the real worker plus
+ * built from source with mutual TLS on its frontend, Redis, two workers, the gateway, the codec server and the UI) in
+ * a temp dir on free ports. The workers are the chaos worker, the real worker plus
  * `recordEffect`, a side-effecting tool that logs each real execution, and they call the scripted model that the test
  * file serves on STACK_TEST_MODEL_PORT (started later: workers call it only once a run starts).
  */
@@ -64,6 +65,8 @@ export default async function globalSetup(): Promise<void> {
       LLM_MODEL: PRODUCTION_MODEL,
       CHAOS_EFFECTS_FILE: effects,
     },
+    // Every process and every test connects over mutual TLS, through the TEMPORAL_TLS_* settings (production-tls.test.ts).
+    tls: 'mtls',
     log: (line) => console.log(line),
   });
   const { address, timings } = await up.catch(async (err: unknown) => {

@@ -17,7 +17,7 @@ import { effectFigures } from '../chaos/effects';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { promisify } from 'node:util';
 import { spawnDetached, stopProcess, type ProcessRecord } from '../scripts/lib/stack/processes';
-import { readState, stackUp, stackWorkerEnv, stopStackPostgres, waitForPoller, type StackState } from '../scripts/lib/stack/stack';
+import { readState, stackConnectionOptions, stackUp, stackWorkerEnv, stopStackPostgres, waitForPoller, type StackState } from '../scripts/lib/stack/stack';
 import { PROJECT_ROOT } from '../scripts/lib/temporal-cli';
 import { createDataConverter } from '../src/codec';
 import { codecSettings } from '../src/config';
@@ -57,7 +57,8 @@ beforeAll(async () => {
     if (results.length < 2) return { ...slow, toolCalls: [{ name: 'recordEffect', arguments: { runId: run, label: results.length === 0 ? 'a' : 'b' } }] };
     return { ...slow, text: `run ${run} done: ${textOf(results[results.length - 1].content)}` };
   });
-  connection = await Connection.connect({ address: env(PRODUCTION_ENV.address) });
+  // Over the stack's mTLS, with the TEMPORAL_TLS_* settings its workers get.
+  connection = await Connection.connect(stackConnectionOptions(dir, env(PRODUCTION_ENV.address), state().tls ?? 'off'));
   // The workers' payload codecs (claim check on, blobs in the stack's shared blob dir), so results decode here.
   client = new Client({ connection, dataConverter: createDataConverter(codecSettings({ AGENT_BLOB_DIR: path.join(dir, 'agent', 'blobs') })) });
 });
@@ -91,6 +92,7 @@ function upAgain(): ReturnType<typeof stackUp> {
     workers: 2,
     workerScript: 'chaos/worker.ts',
     workerEnv: workerEnv(),
+    tls: s.tls,
     log: () => undefined,
   });
 }
@@ -337,7 +339,7 @@ describe('a worker on another host', () => {
     // `ip netns exec` execs the command in place: the pid is the worker's, and so is its identity.
     const pid = spawnDetached('ip', ['netns', 'exec', host.ns, process.execPath, '--import', 'tsx', 'chaos/worker.ts'], { cwd: PROJECT_ROOT, env: workerProcessEnv, logFile: log });
     const worker: ProcessRecord = { pid, marker: 'chaos/worker.ts', log, ports: [], startedAt: new Date().toISOString() };
-    await waitForPoller(env(PRODUCTION_ENV.address), s.namespace, s.taskQueue, worker);
+    await waitForPoller(stackConnectionOptions(dir, env(PRODUCTION_ENV.address), s.tls ?? 'off'), s.namespace, s.taskQueue, worker);
     return { host, worker };
   }
 

@@ -3,7 +3,7 @@ import { closeSync, mkdirSync, openSync, readFileSync } from 'node:fs';
 import net from 'node:net';
 import path from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
-import { Connection } from '@temporalio/client';
+import { Connection, type ConnectionOptions } from '@temporalio/client';
 import { AGENT_STATE_SEARCH_ATTRIBUTE } from '../../src/common/constants';
 import { registerSearchAttributes } from '../../src/search-attributes';
 import { ensureTemporalCli, PROJECT_ROOT } from './temporal-cli';
@@ -199,9 +199,9 @@ export async function temporalUiUrl(address: string, env: NodeJS.ProcessEnv = pr
 export async function ensureSearchAttributes(
   address: string,
   namespace = 'default',
-  opts: { deadline?: number } = {},
+  opts: { deadline?: number; tls?: ConnectionOptions['tls'] } = {},
 ): Promise<void> {
-  const connection = await Connection.connect({ address, connectTimeout: 5_000 });
+  const connection = await Connection.connect({ address, connectTimeout: 5_000, ...(opts.tls != null ? { tls: opts.tls } : {}) });
   try {
     await registerSearchAttributes(connection.operatorService, namespace, opts);
   } finally {

@@ -13,7 +13,7 @@ import { acquireLock } from '../lock';
 /** Keep docker-compose.yml's temporalio/server and temporalio/admin-tools tags at this version. */
 export const TEMPORAL_SERVER_VERSION = '1.32.2';
 /** The server needs Go >= 1.26.10; GOTOOLCHAIN makes any local Go fetch this one from the module proxy. */
-const GO_TOOLCHAIN = 'go1.27.3';
+export const GO_TOOLCHAIN = 'go1.27.3';
 const MODULE = 'go.temporal.io/server';
 const PACKAGES = { server: `${MODULE}/cmd/server`, sqlTool: `${MODULE}/cmd/tools/sql` };
 /** Changes with anything that changes the binaries, so a stamp written for another recipe is rebuilt. */
@@ -40,8 +40,9 @@ export class TemporalBuildError extends Error {
     readonly step: TemporalBuildStep,
     detail: string,
     readonly logFile?: string,
+    what = 'temporal server build',
   ) {
-    super(`temporal server build: ${step} failed: ${detail}${logFile ? `\n  full log: ${logFile}` : ''}`);
+    super(`${what}: ${step} failed: ${detail}${logFile ? `\n  full log: ${logFile}` : ''}`);
   }
 }
 
@@ -148,17 +149,17 @@ function copyModuleFiles(l: ReturnType<typeof layout>, env: NodeJS.ProcessEnv): 
   }
 }
 
-/** Runs a command to completion with its output in `logFile`; returns its stdout. */
-function run(cmd: string, args: string[], opts: { cwd: string; env: NodeJS.ProcessEnv; step: TemporalBuildStep; logFile: string }): string {
+/** Runs a command to completion with its output in `logFile`; returns its stdout. `what` names the build in errors. */
+export function run(cmd: string, args: string[], opts: { cwd: string; env: NodeJS.ProcessEnv; step: TemporalBuildStep; logFile: string; what?: string }): string {
   const result = spawnSync(cmd, args, { cwd: opts.cwd, env: opts.env, encoding: 'utf8', timeout: BUILD_TIMEOUT_MS, maxBuffer: 256 * 1024 * 1024 });
   writeFileSync(opts.logFile, `$ ${cmd} ${args.join(' ')}\n${result.stdout ?? ''}${result.stderr ?? ''}`);
   if (result.error) {
     const why = (result.error as NodeJS.ErrnoException).code === 'ENOENT' ? `${cmd} is not installed (a Go toolchain is needed to build the server)` : result.error.message;
-    throw new TemporalBuildError(opts.step, why, opts.logFile);
+    throw new TemporalBuildError(opts.step, why, opts.logFile, opts.what);
   }
   if (result.status !== 0) {
     const tail = (result.stderr ?? '').trim().split('\n').slice(-3).join(' | ');
-    throw new TemporalBuildError(opts.step, `${cmd} ${args.join(' ')} exited ${result.status}: ${tail}`, opts.logFile);
+    throw new TemporalBuildError(opts.step, `${cmd} ${args.join(' ')} exited ${result.status}: ${tail}`, opts.logFile, opts.what);
   }
   return result.stdout ?? '';
 }
