@@ -14,6 +14,7 @@ import { buildGateway } from '../src/gateway/index';
 import type { AgUiEvent } from '../src/gateway/ag-ui';
 import { httpTarget, liveStream, MemoryHub, type PublishTarget } from '../src/stream';
 import { startAgentHarness, type AgentHarness } from './support/agent-harness';
+import { readSse } from './support/sse';
 
 // Compile-time: every event the gateway sends is one of AG-UI's own event types (`tsc` fails otherwise). Their
 // `type` is an enum whose values are the strings on the wire.
@@ -153,28 +154,14 @@ test('a reconnect with Last-Event-ID continues the text message with nothing rep
   const id = await startRun({ prompt: 'talk', model: 'agui-resume' });
 
   // The first connection is cut after some text; its last id is where the client resumes.
-  const res = await fetch(`${baseUrl}/v1/runs/${id}/ag-ui`, { headers: auth });
-  const reader = res.body!.getReader();
-  const decoder = new TextDecoder();
-  let buffer = '';
   let seen = '';
   let lastId: string | undefined;
   let textBeforeId = '';
-  while (seen.length < 30) {
-    const { value, done } = await reader.read();
-    if (done) throw new Error('the stream ended early');
-    buffer += decoder.decode(value, { stream: true });
-    for (let end = buffer.indexOf('\n\n'); end >= 0; end = buffer.indexOf('\n\n')) {
-      const block = buffer.slice(0, end);
-      buffer = buffer.slice(end + 2);
-      const data = /^data: (.*)$/m.exec(block)?.[1];
-      const event = data ? JSON.parse(data) : undefined;
-      if (event?.type === 'TEXT_MESSAGE_CONTENT') seen += event.delta;
-      const eventId = /^id: (.*)$/m.exec(block)?.[1];
-      if (eventId) [lastId, textBeforeId] = [eventId, seen];
-    }
-  }
-  await reader.cancel();
+  await readSse(await fetch(`${baseUrl}/v1/runs/${id}/ag-ui`, { headers: auth }), (m) => {
+    if (m.data?.type === 'TEXT_MESSAGE_CONTENT') seen += m.data.delta;
+    if (m.id) [lastId, textBeforeId] = [m.id, seen];
+    return seen.length >= 30;
+  });
   expect(lastId).toMatch(/^\d+-\d+$/);
 
   const resumed = await readWithAgUi(id, { 'last-event-id': lastId! });
