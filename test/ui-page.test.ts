@@ -6,13 +6,14 @@
  */
 import { readFileSync } from 'node:fs';
 import { createServer } from 'node:http';
-import type { AddressInfo } from 'node:net';
+import type { AddressInfo, Socket } from 'node:net';
 import path from 'node:path';
 import type { FastifyInstance } from 'fastify';
 import type { Browser, BrowserContext, Page } from 'playwright-core';
 import { AgentClient } from '../src/client';
 import type { RunStateView } from '../src/common/messages';
 import { buildGateway } from '../src/gateway';
+import { httpTarget, liveStream, MemoryHub, type PublishTarget } from '../src/stream';
 import { startAgentHarness, waitFor, type AgentHarness } from './support/agent-harness';
 import { chromiumSkipReason as skipReason, launchChromium, withScreenshot } from './support/browser';
 
@@ -26,6 +27,13 @@ let agents: AgentClient;
 let gateway: FastifyInstance;
 let port = 0;
 let base: string;
+/** A second gateway with a stream channel, which the worker publishes to: pages on it follow runs by push. */
+let live: FastifyInstance;
+let liveBase: string;
+/** The requests `live` got: the run's state, and event streams opened with and without Last-Event-ID. */
+const liveRequests: Array<{ url: string; lastEventId?: string }> = [];
+/** The connections of the event streams `live` serves, to cut (the worker's publishing connection is left alone). */
+const liveStreams = new Set<Socket>();
 let browser: Browser;
 let context: BrowserContext;
 
@@ -38,8 +46,18 @@ async function startGateway(): Promise<void> {
 
 beforeAll(async () => {
   if (skipReason) return;
-  h = await startAgentHarness();
+  let publishTo: PublishTarget | undefined;
+  h = await startAgentHarness(undefined, { stream: liveStream({ publish: (id, e) => publishTo!.publish(id, e) }, { warn: () => undefined, info: () => undefined }) });
   agents = new AgentClient(h.env.client, h.taskQueue);
+  live = buildGateway({ agents, token: TOKEN, heartbeatMs: 1_000, pollIntervalMs: 100, stream: new MemoryHub() });
+  live.addHook('onRequest', async (request) => {
+    const header = request.headers['last-event-id'];
+    liveRequests.push({ url: request.url, lastEventId: Array.isArray(header) ? header[0] : header });
+    if (request.url.endsWith('/events')) liveStreams.add(request.raw.socket);
+  });
+  await live.listen({ port: 0, host: '127.0.0.1' });
+  liveBase = `http://127.0.0.1:${(live.server.address() as AddressInfo).port}`;
+  publishTo = httpTarget(liveBase, TOKEN);
   // Text streamed slowly enough to be seen streaming, then a write that needs a person's approval; once the write
   // is done (a tool message in the conversation), the answer.
   h.model.register('page-writer', ({ request }) =>
@@ -47,6 +65,7 @@ beforeAll(async () => {
       ? { text: 'I will write the draft to out.txt now. '.repeat(4), chunkSize: 6, chunkDelayMs: 120, toolCalls: [{ id: 'w1', name: 'writeFile', arguments: { path: 'out.txt', content: 'draft by the model' } }] }
       : { text: 'The file is written.' },
   );
+  h.model.register('page-pushed', () => ({ text: Array.from({ length: 90 }, (_, i) => `word${i} `).join(''), chunkSize: 4, chunkDelayMs: 50 }));
   // A long stream to abort in the middle of.
   h.model.register('page-talker', () => ({ text: 'One more sentence about durable agents. '.repeat(60), chunkSize: 8, chunkDelayMs: 150 }));
   await startGateway();
@@ -58,6 +77,7 @@ beforeAll(async () => {
 afterAll(async () => {
   await browser?.close();
   await gateway?.close();
+  await live?.close();
   await h?.close();
 });
 
@@ -72,9 +92,9 @@ async function startRun(input: object): Promise<string> {
 const apiState = async (id: string): Promise<RunStateView> => (await (await fetch(`${base}/v1/runs/${encodeURIComponent(id)}`, { headers: authed })).json()) as RunStateView;
 
 /** A page that has been given the token through the form, as a person would. */
-async function openPage(url: string): Promise<Page> {
+async function openPage(url: string, origin = base): Promise<Page> {
   const page = await context.newPage();
-  await page.goto(`${base}${url}`);
+  await page.goto(`${origin}${url}`);
   await page.locator('#token').fill(TOKEN);
   await page.getByRole('button', { name: 'Use token' }).click();
   return page;
@@ -265,7 +285,7 @@ uiTest('offline: one notice however many polls fail, and errors of requests that
   await page.getByTestId('connection').filter({ hasText: 'offline' }).waitFor();
   await card.getByRole('button', { name: 'Approve' }).click();
   await card.locator('.error').filter({ hasText: /\S/ }).waitFor();
-  // Three polls of the state (2 s apart) fail: the notice is said once.
+  // Several reconnects of the event stream (1 s apart) fail: the notice is said once.
   await page.waitForTimeout(6_500);
   const updated = (await page.getByTestId('updated').textContent()) ?? '';
   expect(updated.match(/cannot reach the gateway/g)).toHaveLength(1);
@@ -346,4 +366,42 @@ uiTest('a page on another origin follows a run with the snippet of docs/gateway.
     await cors.close();
     spa.close();
   }
+});
+
+uiTest('a page follows a run by push: the text grows while it streams, no state polling, and reconnects repeat nothing', async () => {
+  const answer = Array.from({ length: 90 }, (_, i) => `word${i} `).join('');
+  const res = await fetch(`${liveBase}/v1/runs`, { method: 'POST', headers: { ...authed, 'content-type': 'application/json' }, body: JSON.stringify({ prompt: 'talk', model: 'page-pushed' }) });
+  const id = ((await res.json()) as { workflowId: string }).workflowId;
+  const page = await openPage(`/ui/runs/${encodeURIComponent(id)}`, liveBase);
+  const liveText = async () => (await page.getByTestId('live-text').textContent()) ?? '';
+  const stateReads = () => liveRequests.filter((r) => r.url === `/v1/runs/${id}`).length;
+
+  await withScreenshot(page, 'page-pushed-streaming.png', async () => {
+    await page.getByTestId('connection').filter({ hasText: 'live' }).waitFor();
+    const first = await waitFor(async () => ((await liveText()).length > 40 ? await liveText() : undefined), PAGE_TIMEOUT_MS, 'streamed text');
+    // While one model call streams and nothing else happens, the page reads the run's state not once.
+    const reads = stateReads();
+    await new Promise((resolve) => setTimeout(resolve, 2_500));
+    const later = await liveText();
+    expect(later.length).toBeGreaterThan(first.length);
+    expect(answer.startsWith(later)).toBe(true);
+    expect(stateReads()).toBe(reads);
+    expect((await apiState(id)).state).toBe('STREAMING');
+  });
+
+  // Connections cut twice while the text streams: the page resumes after its last event each time.
+  for (let cut = 0; cut < 2; cut++) {
+    const resumed = liveRequests.filter((r) => r.url.endsWith('/events') && r.lastEventId).length;
+    for (const socket of liveStreams) socket.destroy();
+    liveStreams.clear();
+    await waitFor(() => liveRequests.filter((r) => r.url.endsWith('/events') && r.lastEventId).length > resumed || undefined, PAGE_TIMEOUT_MS, 'a resumed stream');
+    expect(answer.startsWith(await liveText())).toBe(true);
+  }
+
+  await withScreenshot(page, 'page-pushed-done.png', async () => {
+    await page.getByTestId('state').filter({ hasText: /^COMPLETED$/ }).waitFor();
+    await page.getByTestId('connection').filter({ hasText: 'ended' }).waitFor();
+    expect(await liveText()).toBe(answer);
+  });
+  await page.close();
 });

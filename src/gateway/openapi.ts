@@ -418,6 +418,21 @@ function buildDocument(): Json {
           responses: { '200': { description: 'A UI message stream.', content: { 'text/event-stream': { schema: { type: 'string' } } } }, ...errors(401, 404, 503, 504) },
         },
       },
+      '/v1/runs/{id}/ag-ui': {
+        get: {
+          operationId: 'streamRunAgUi',
+          summary: 'Follow the run as AG-UI events, for @ag-ui/client',
+          description: [
+            'The events of `GET /v1/runs/{id}/events` mapped to AG-UI events, one per `data:` line (threadId and runId: the run id): `RUN_STARTED` and a `STATE_SNAPSHOT`',
+            '(the state view) when the stream opens, `TEXT_MESSAGE_START`/`CONTENT`/`END` per model call and attempt, `TOOL_CALL_START`/`ARGS`/`END` once per call and `TOOL_CALL_RESULT`,',
+            '`STEP_FINISHED`/`STEP_STARTED` (stepName: the state) and a `STATE_DELTA` of `/state`, `/stateSince` and `/step` per transition, `CUSTOM` `approval`, `restart`, `retry`, `gap`',
+            '(followed by a `STATE_SNAPSHOT`) and `stream` (degraded), and at the end a `STATE_SNAPSHOT`, then `RUN_FINISHED` (outcome `success` with the answer as `result`, or `cancelled`)',
+            'or `RUN_ERROR` (`run_failed`, or the stream error\'s code). The last AG-UI event of each run event carries its id; a `Last-Event-ID` resumes after it. See docs/gateway.md.',
+          ].join(' '),
+          parameters: [idParam, { name: 'Last-Event-ID', in: 'header', description: 'Resume after this event id.', schema: { type: 'string' } }],
+          responses: { '200': { description: 'An AG-UI event stream.', content: { 'text/event-stream': { schema: { type: 'string' } } } }, ...errors(401, 404, 503, 504) },
+        },
+      },
       '/v1/runs/{id}/stream-token': {
         post: {
           operationId: 'createStreamToken',

@@ -7,10 +7,13 @@
  * goes away or when the gateway closes. The watch loop stops with the response.
  *
  * `GET /v1/runs/:id/ui-message-stream`: the same events as the Vercel AI SDK's UI message stream (../ui-message-stream.ts).
+ *
+ * `GET /v1/runs/:id/ag-ui`: the same events as AG-UI events (../ag-ui.ts).
  */
 import { once } from 'node:events';
 import type { OutgoingHttpHeaders } from 'node:http';
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
+import type { RunStateView } from '../../common/view';
 import { WorkflowNotFoundError } from '@temporalio/client';
 import { z } from 'zod';
 import { AgentRunNotFoundError } from '../../client';
@@ -20,6 +23,7 @@ import { parseOr400, RunParamsSchema } from '../schemas';
 import { isOffset, START } from '../../stream/channel';
 import { serveLive } from '../live-events';
 import { uiMessageStreamFormat } from '../ui-message-stream';
+import { agUiFormat } from '../ag-ui';
 import { EventCursor, parseCursor, type SseEvent } from '../sse-cursor';
 
 /** How long a browser's EventSource waits before reconnecting. */
@@ -55,6 +59,7 @@ export function registerEventRoutes(app: FastifyInstance, ctx: GatewayContext): 
   app.get('/v1/runs/:id/ui-message-stream', (request, reply) =>
     serveRunEvents(ctx, request, reply, uiMessageStreamFormat(parseOr400(RunParamsSchema, request.params, 'path').id)),
   );
+  app.get('/v1/runs/:id/ag-ui', (request, reply) => serveRunEvents(ctx, request, reply, agUiFormat(parseOr400(RunParamsSchema, request.params, 'path').id)));
 }
 
 /** How a stream of run events is written: the default is one SSE event per event; ../ui-message-stream.ts maps them. */
@@ -62,8 +67,8 @@ export interface EventFormat {
   headers?: Record<string, string>;
   /** The SSE text for one event (`gap`, `stream` and `error` included), after `start` when first called. */
   event(type: string, id: string, data: unknown): string;
-  /** Written once when the response opens, and once after the last event. */
-  start?(): string;
+  /** Written once when the response opens (with the run's state then, when it was read), and once after the last event. */
+  start?(view?: RunStateView): string;
   end?(): string;
 }
 
@@ -86,11 +91,11 @@ export async function serveRunEvents(ctx: GatewayContext, request: FastifyReques
     // A slow reader holds the watch back instead of piling events up in memory.
     if (writable() && !raw.write(chunk)) await once(raw, 'drain', { signal });
   };
-  const open = () => {
+  const open = (view?: RunStateView) => {
     reply.hijack();
     // The headers hooks set (CORS) go too: a hijacked reply sends only what is written here.
     raw.writeHead(200, { ...(reply.getHeaders() as OutgoingHttpHeaders), ...SSE_HEADERS, ...format.headers });
-    raw.write(`retry: ${RETRY_MS}\n\n${format.start?.() ?? ''}`);
+    raw.write(`retry: ${RETRY_MS}\n\n${format.start?.(view) ?? ''}`);
     opened = true;
     heartbeat = setInterval(() => writable() && raw.write(': heartbeat\n\n'), ctx.heartbeatMs);
   };
@@ -102,13 +107,13 @@ export async function serveRunEvents(ctx: GatewayContext, request: FastifyReques
       const view = await handle.state({ signal });
       const after = isOffset(lastEventId) ? lastEventId.trim() : query.from === 'now' ? ((await ctx.stream.head(id).catch(() => null)) ?? START) : START;
       const fallback = await serveLive(ctx.stream, id, after, view, ctx.attachWaitMs ?? 1_000, {
-        open: () => opened || open(),
+        open: () => opened || open(view),
         write: (type, eventId, data) => write(format.event(type, eventId, data)),
         state: () => handle.state({ signal }),
         signal,
       });
       if (!fallback) return;
-      if (!opened) open();
+      if (!opened) open(view);
       request.log.warn({ run: id, reason: fallback.reason }, 'SSE stream degraded to polling the state');
       cursor = new EventCursor(fallback.cursor);
       await write(format.event('stream', cursor.id, { status: 'degraded', reason: fallback.reason }));
@@ -121,7 +126,7 @@ export async function serveRunEvents(ctx: GatewayContext, request: FastifyReques
         signal,
         intervalMs: ctx.pollIntervalMs,
         onView: (view) => {
-          if (!opened) open();
+          if (!opened) open(view);
           cursor.observe(view);
         },
       },

@@ -3,10 +3,12 @@
  * build step; every value from the server goes into the page as text, never as HTML.
  *
  * What it shows is authoritative: the status, approvals, tool calls and timeline are drawn only from the run's
- * state (GET /v1/runs/:id), fetched when the page opens, after every (re)connection of the event stream, on every
- * event that says the run moved, and every few seconds in any case. The event stream (GET /v1/runs/:id/events)
- * brings the text as it streams, and is resumed with Last-Event-ID after a drop. So after a reconnect the page
- * shows the run as it is, not as it was when the connection broke.
+ * state (GET /v1/runs/:id), fetched when the page opens, after every (re)connection of the event stream and on every
+ * event that says the run moved; a run's page does not poll. The event stream (GET /v1/runs/:id/events) pushes the
+ * text as it streams, and is resumed with Last-Event-ID after a drop, so the text is built from its events alone,
+ * each once. A `gap` (events lost to this page) redraws everything, text included, from the state it carries; a
+ * `degraded` stream (the gateway follows the run by polling its state) is shown as such. So after a reconnect the
+ * page shows the run as it is, not as it was when the connection broke.
  */
 'use strict';
 
@@ -15,6 +17,8 @@ const STATES = ['IDLE', 'PLANNING', 'STREAMING', 'PROCESSING', 'TOOL_EXECUTING',
 const TERMINAL = ['COMPLETED', 'FAILED', 'ABORTED'];
 const POLL_MS = 2000;
 const RECONNECT_MS = 1000;
+/** A stream silent this long (the gateway sends a heartbeat every 15 s by default) is taken as stuck and reopened. */
+const STALL_MS = 45_000;
 
 const $ = (id) => document.getElementById(id);
 
@@ -141,7 +145,7 @@ function runPage(workflowId) {
 
   /** The latest state view: the page's one source of truth for everything but the streaming text. */
   let view = null;
-  /** The streamed text: whose call and attempt it is, and the text. */
+  /** The streamed text, from the stream's events: whose call and attempt it is, and the text. */
   let text = { key: '', value: '' };
   let approvalsKey = null;
   let refreshing = null;
@@ -305,29 +309,29 @@ function runPage(workflowId) {
     }
   }
 
-  /** The streamed text, caught up from the state when the stream lagged or the page (re)connected. */
+  /**
+   * The text the stream brought; the state's text only until the stream has brought some (it is never merged with
+   * the events', which would repeat what both have).
+   */
   function renderText() {
-    const key = view.stream ? `${view.stream.callNumber}.${view.stream.attempt}` : '';
-    if (key !== text.key || view.partialText.length > text.value.length) text = { key, value: view.partialText };
-    $('text-title').textContent = view.answer !== null && text.value === view.answer ? 'Answer' : view.stream ? `Text of model call ${view.stream.callNumber}` : 'Text';
-    $('live-text').textContent = text.value || (view.lastText ?? '');
+    const shown = text.key ? text.value : view.partialText || (view.lastText ?? '');
+    const call = text.key ? Number(text.key.split('.')[0]) : view.stream?.callNumber;
+    $('text-title').textContent = view.answer !== null && shown === view.answer ? 'Answer' : call ? `Text of model call ${call}` : 'Text';
+    $('live-text').textContent = shown;
   }
 
-  /**
-   * A text event: its id (the stream's cursor) ends with the offset its text ends at, so it is placed where it
-   * belongs whether the page already has that part (from the state) or not. A gap is filled from the state.
-   */
-  function onText(event, id) {
+  /** A text event: the stream sends each part once (a resumed stream starts after Last-Event-ID), so it is appended. */
+  function onText(event) {
     const key = `${event.callNumber}.${event.attempt}`;
-    const end = Number(id?.split('.')[3]);
-    const start = Number.isFinite(end) ? end - event.text.length : key === text.key ? text.value.length : 0;
-    const current = key === text.key ? text.value : '';
-    if (start > current.length) {
-      refreshState();
-      return;
-    }
-    text = { key, value: current.slice(0, start) + event.text + current.slice(start + event.text.length) };
-    $('live-text').textContent = text.value;
+    text = { key, value: (key === text.key ? text.value : '') + event.text };
+    if (view) renderText();
+  }
+
+  /** Events were lost to this page: everything, the text too, is redrawn from the state the gap carries. */
+  function onGap(data) {
+    text = data.state.stream ? { key: `${data.state.stream.callNumber}.${data.state.stream.attempt}`, value: data.state.partialText } : { key: '', value: '' };
+    showLine($('stream-note'), `Some events were lost to this page (${data.reason}); redrawn from the run's state.`);
+    render(data.state);
   }
 
   function renderTools() {
@@ -372,12 +376,21 @@ function runPage(workflowId) {
 
   // ---- the event stream: text as it streams, and a nudge to re-read the state on everything else ----
 
+  /** The stream's fetch is aborted when nothing, not even a heartbeat, arrived for STALL_MS. */
+  let stall = null;
+  function watchdog(controller) {
+    clearTimeout(stall);
+    stall = setTimeout(() => controller.abort(new Error('the stream went silent')), STALL_MS);
+  }
+
   async function follow() {
     while (!stopped) {
+      const controller = new AbortController();
       try {
         const headers = { accept: 'text/event-stream', ...authHeaders() };
         if (lastEventId) headers['last-event-id'] = lastEventId;
-        const res = await fetch(`${runPath}/events`, { headers });
+        watchdog(controller);
+        const res = await fetch(`${runPath}/events`, { headers, signal: controller.signal });
         if (!res.ok) {
           const data = await res.json().catch(() => null);
           if (res.status === 401) return askForToken(data?.error?.message ?? 'unauthorized');
@@ -385,22 +398,37 @@ function runPage(workflowId) {
           throw new Error(data?.error?.message ?? `HTTP ${res.status}`);
         }
         setConnection('live', 'following the run');
+        showLine($('stream-note'), '');
         // What happened while the stream was down is in the state, not in the events the cursor skips.
         await refreshState();
-        for await (const message of sseMessages(res.body)) {
+        for await (const message of sseMessages(res.body, () => watchdog(controller))) {
           if (message.id) lastEventId = message.id;
-          if (message.event === 'text') onText(message.data, message.id);
-          else if (message.event === 'restart') text = { key: `${message.data.callNumber}.${message.data.attempt}`, value: '' };
-          else if (message.event === 'end') {
+          if (message.event === 'text') onText(message.data);
+          else if (message.event === 'restart') {
+            text = { key: `${message.data.callNumber}.${message.data.attempt}`, value: '' };
+            if (view) renderText();
+          }
+          else if (message.event === 'gap') onGap(message.data);
+          else if (message.event === 'stream') {
+            // The gateway's stream channel cannot serve this run: it polls the state for the page instead.
+            setConnection('degraded', `live stream degraded: ${message.data.reason}`);
+            showLine($('stream-note'), `Live stream degraded (${message.data.reason}): following the run by its state, with a delay.`);
+          } else if (message.event === 'end') {
             stopped = true;
             setConnection('ended', 'the run ended');
           } else if (message.event === 'error') {
             throw new Error(message.data?.error?.message ?? 'stream error');
           }
-          if (message.event && message.event !== 'text') refreshState();
+          if (message.event && message.event !== 'text' && message.event !== 'gap' && message.event !== 'stream') refreshState();
         }
       } catch (err) {
-        if (!stopped) setConnection('offline', `event stream lost (${err.message}); reconnecting`);
+        if (stopped) continue;
+        // No answer at all (fetch throws a TypeError): what the page shows is stale until a reconnect reads the state.
+        if (err instanceof TypeError) markStale(err);
+        setConnection('offline', `event stream lost (${err.message}); reconnecting`);
+      } finally {
+        clearTimeout(stall);
+        controller.abort();
       }
       if (!stopped) await new Promise((resolve) => setTimeout(resolve, RECONNECT_MS));
     }
@@ -409,20 +437,19 @@ function runPage(workflowId) {
 
   refreshState();
   follow();
-  // A safety net under the stream: a stream that is silently stuck still cannot leave the status behind.
-  const poll = setInterval(() => {
-    if (view && isTerminal(view) && stopped) clearInterval(poll);
-    else refreshState();
-  }, POLL_MS);
 }
 
-/** Server-Sent Events from a fetch body: `{ event, id, data }` per message; comments (heartbeats) are skipped. */
-async function* sseMessages(body) {
+/**
+ * Server-Sent Events from a fetch body: `{ event, id, data }` per message; comments (heartbeats) are skipped.
+ * `onBytes` is called whenever anything arrived, heartbeats included.
+ */
+async function* sseMessages(body, onBytes) {
   const reader = body.pipeThrough(new TextDecoderStream()).getReader();
   let buffer = '';
   for (;;) {
     const { value, done } = await reader.read();
     if (done) return;
+    onBytes?.();
     buffer += value;
     for (let end = buffer.indexOf('\n\n'); end >= 0; end = buffer.indexOf('\n\n')) {
       const message = {};
