@@ -99,9 +99,8 @@ export async function serveRunEvents(ctx: GatewayContext, request: FastifyReques
     // A stream with a channel, unless the watcher resumes a polled stream (its id is a cursor, not an offset).
     if (ctx.stream && (lastEventId === undefined || isOffset(lastEventId))) {
       const handle = ctx.agents.handle(id);
-      const view = await handle.state({ signal });
       const after = isOffset(lastEventId) ? lastEventId.trim() : query.from === 'now' ? ((await ctx.stream.head(id).catch(() => null)) ?? START) : START;
-      const fallback = await serveLive(ctx.stream, id, after, view, ctx.attachWaitMs ?? 1_000, {
+      const fallback = await serveLive(ctx.stream, id, after, () => handle.state({ signal }), ctx.attachWaitMs ?? 1_000, {
         open: () => opened || open(),
         write: (type, eventId, data) => write(format.event(type, eventId, data)),
         state: () => handle.state({ signal }),
