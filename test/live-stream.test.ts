@@ -83,6 +83,30 @@ function channelContract(name: string, env: () => Env) {
     expect(late).toEqual([]);
   });
 
+  test(`${name}: watch({ stream }) reports the pushed events, re-attaches after an offset, and polls where the channel has nothing`, async () => {
+    const e = env();
+    const answer = Array.from({ length: 20 }, (_, i) => `v${i} `).join('');
+    e.h.model.register(`${name}-watch`, [{ text: answer, chunkSize: 3, chunkDelayMs: 10 }]);
+    const id = await startRun(e, { prompt: 'talk', model: `${name}-watch` });
+    const handle = new AgentClient(e.h.env.client, e.h.taskQueue).handle(id);
+    const got: Array<{ type: string; text?: string; offset?: string }> = [];
+    let last = '';
+    const end = await handle.watch((ev) => void got.push({ type: ev.type, ...(ev.type === 'text' ? { text: ev.text } : {}) }), { stream: e.channel, onOffset: (o) => void (last = got[got.length - 1].offset = o) });
+    expect(end).toMatchObject({ state: 'COMPLETED', answer });
+    expect(got.filter((g) => g.type === 'text').map((g) => g.text).join('')).toBe(answer);
+    expect(got.every((g) => isOffsetId(g.offset))).toBe(true);
+    expect(last).toBe(got.at(-1)!.offset);
+    // Re-attached after the fifth event: exactly the rest.
+    const rest: string[] = [];
+    await handle.watch((ev) => void rest.push(ev.type), { stream: e.channel, after: got[4].offset });
+    expect(rest).toEqual(got.slice(5).map((g) => g.type));
+    // A channel without this run's stream: the state, polled, says the same.
+    const polled: string[] = [];
+    await handle.watch((ev) => void polled.push(ev.type === 'text' ? ev.text : ev.type), { stream: new MemoryHub(), intervalMs: 50 });
+    expect(polled.at(-1)).toBe('end');
+    expect(polled).toContain(answer);
+  });
+
   test(`${name}: a watcher that does not read gets a gap marker with the state, while another keeps receiving`, async () => {
     const e = env();
     const answer = 'x'.repeat(3_000);
