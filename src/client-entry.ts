@@ -8,6 +8,11 @@
 export { AgentClient, AgentRunHandle, agentDataConverter, diffState, DEFAULT_CONTROL_TIMEOUT_MS } from './client';
 export type { AgentRunSummary, ConnectOptions, ControlOptions, ListOptions, StartOptions, StateOptions, WatchEvent, WatchOptions } from './client';
 
+/** The pushed stream `watch({ stream, after, onOffset })` reads: the Redis channel the workers publish to, offsets, the events (with `resume`). */
+export { compareOffsets, RedisChannel, START } from './stream';
+export type { Offset, RedisChannelOptions, StreamChannel } from './stream';
+export { followText, type CallText, type StreamEvent } from './common/stream';
+
 /** Errors the client throws, and helpers that unwrap why a run failed. */
 export {
   AgentControlTimeoutError,

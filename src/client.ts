@@ -63,6 +63,8 @@ import {
 import type { RetryInfo } from './common/view';
 import { AgentState, isTerminal } from './common/states';
 import { diffState, type WatchEvent } from './common/watch';
+import { followText, type CallText, type StreamEvent } from './common/stream';
+import type { StreamChannel } from './stream/channel';
 import { diffSnapshots, stepsOf, type SnapshotDiff, type StepRecord } from './time-travel';
 
 const agentStateKey = defineSearchAttributeKey(AGENT_STATE_SEARCH_ATTRIBUTE, 'KEYWORD');
@@ -244,6 +246,17 @@ export interface WatchOptions {
   signal?: AbortSignal;
   /** Called with each polled view before the events computed from it (the HTTP gateway derives its resume cursor from it). */
   onView?: (view: RunStateView) => void | Promise<void>;
+  /**
+   * Reads the run's pushed stream (the channel the workers publish to, e.g. `RedisChannel.open({ url })`) instead of
+   * polling: events arrive as they are published, and nothing is asked of the run meanwhile. When the channel has no
+   * stream for the run, loses events (a gap) or goes down, `watch` goes on by polling the state, reporting only what
+   * the stream had not. Absent: polling only.
+   */
+  stream?: StreamChannel;
+  /** With `stream`: re-attach after this offset (the last one `onOffset` gave), so only what came after is reported. @default '0-0' (from the start) */
+  after?: string;
+  /** With `stream`: called with each event's offset once `onEvent` has taken it: keep the last to re-attach with `after`. */
+  onOffset?: (offset: string) => void | Promise<void>;
 }
 
 export { diffState, type WatchEvent };
@@ -489,7 +502,14 @@ export class AgentRunHandle {
    */
   async watch(onEvent: (event: WatchEvent) => void | Promise<void>, opts: WatchOptions = {}): Promise<RunStateView> {
     const intervalMs = opts.intervalMs ?? 250;
+    const seen = opts.stream ? await this.watchStream(opts.stream, onEvent, opts) : undefined;
+    if (seen && 'end' in seen) return seen.end;
     let previous: RunStateView | undefined;
+    if (seen) {
+      // Polling takes over from the stream: what the stream reported is not reported again.
+      const next = await this.state({ signal: opts.signal });
+      previous = seenView(next, seen);
+    }
     for (;;) {
       const next = await this.state({ signal: opts.signal });
       await opts.onView?.(next);
@@ -497,6 +517,39 @@ export class AgentRunHandle {
       if (isTerminal(next.state)) return next;
       previous = next;
       await pause(intervalMs, opts.signal);
+    }
+  }
+
+  /**
+   * `watch` on the stream channel: reports its events until the run's `end` (resolves with it), or until the channel
+   * cannot go on (a gap, down, no stream for the run): then resolves with what was reported, for polling to go on from.
+   */
+  private async watchStream(channel: StreamChannel, onEvent: (event: WatchEvent) => void | Promise<void>, opts: WatchOptions): Promise<{ end: RunStateView } | Seen> {
+    const seen: Seen = { step: 0, toolStarts: new Set(), toolEnds: new Set(), approvals: new Set(), texts: new Map(), call: undefined };
+    const head = await channel.head(this.workflowId).catch(() => undefined);
+    if (head === undefined) return seen;
+    const sub = channel.subscribe(this.workflowId, opts.after ?? '0-0');
+    const stop = () => sub.close();
+    opts.signal?.addEventListener('abort', stop, { once: true });
+    try {
+      const items = sub[Symbol.asyncIterator]();
+      let next = items.next();
+      // A run whose first events are on their way is given a second to show them, as the gateway gives it.
+      if (head === null && !(await Promise.race([next, sleep(1_000).then(() => undefined)]))) return seen;
+      for (;;) {
+        const { value: item, done } = await next;
+        if (opts.signal?.aborted) throw opts.signal.reason;
+        if (done || item.kind !== 'event') return seen;
+        const event = item.event;
+        await onEvent(event.type === 'transition' ? { type: 'transition', transition: event.transition } : event);
+        await opts.onOffset?.(item.offset);
+        if (event.type === 'end') return { end: event.state };
+        see(seen, event);
+        next = items.next();
+      }
+    } finally {
+      opts.signal?.removeEventListener('abort', stop);
+      stop();
     }
   }
 
@@ -786,4 +839,39 @@ function isDroppedWithWorkflowTask(err: unknown): boolean {
 function isNoWorkerError(err: unknown): boolean {
   const text = err instanceof Error ? `${err.message} ${String((err as { cause?: unknown }).cause ?? '')}` : '';
   return /no poller seen|FAILED_PRECONDITION|workflow query timed out|Query timed out/i.test(text);
+}
+
+/** What a watcher has had from the stream: enough to tell which events of a polled view it has not. */
+interface Seen {
+  step: number;
+  toolStarts: Set<string>;
+  toolEnds: Set<string>;
+  approvals: Set<string>;
+  texts: Map<number, CallText>;
+  /** The model call whose text came last. */
+  call: number | undefined;
+}
+
+function see(seen: Seen, e: StreamEvent): void {
+  if (e.type === 'transition') seen.step = Math.max(seen.step, e.step);
+  else if (e.type === 'toolStart') seen.toolStarts.add(e.toolCallId);
+  else if (e.type === 'toolEnd') seen.toolEnds.add(e.toolCallId);
+  else if (e.type === 'approval') for (const p of e.pending) seen.approvals.add(p.toolCallId);
+  if (followText(seen.texts, e) !== 'none') seen.call = (e as { callNumber: number }).callNumber;
+}
+
+/** `next` as the watcher knows it from the stream: `diffState(seenView(next, seen), next)` is what it has not had. */
+function seenView(next: RunStateView, seen: Seen): RunStateView {
+  const text = seen.call === undefined ? undefined : seen.texts.get(seen.call);
+  return {
+    ...next,
+    state: isTerminal(next.state) ? AgentState.STREAMING : next.state,
+    step: seen.step,
+    recentToolCalls: next.recentToolCalls
+      .filter((t) => seen.toolStarts.has(t.toolCallId))
+      .map((t) => (seen.toolEnds.has(t.toolCallId) ? t : { ...t, endStep: null, endedAt: null, ok: null, output: null })),
+    pendingApproval: next.pendingApproval.filter((p) => seen.approvals.has(p.toolCallId)),
+    stream: text ? { callNumber: text.callNumber, attempt: text.attempt } : null,
+    partialText: text?.text ?? '',
+  };
 }

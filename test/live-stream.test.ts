@@ -2,14 +2,14 @@
  * The live stream beside history (issue 24), through the gateway's SSE on a real worker and dev server: with the
  * embedded hub (the worker publishes over HTTP) and with a real Redis server started here.
  */
-import { spawn, type ChildProcess } from 'node:child_process';
+import type { ChildProcess } from 'node:child_process';
 import type { AddressInfo } from 'node:net';
-import { createServer } from 'node:net';
 import type { FastifyInstance } from 'fastify';
 import { AgentClient } from '../src/client';
 import { buildGateway } from '../src/gateway/index';
 import { compareOffsets, httpTarget, liveStream, MemoryHub, RedisChannel, type LiveStream, type PublishTarget, type StreamChannel } from '../src/stream';
-import { sleep, startAgentHarness, waitFor, type AgentHarness } from './support/agent-harness';
+import { sleep, startAgentHarness, type AgentHarness } from './support/agent-harness';
+import { freePort, startRedis } from './support/redis';
 import { readSse as readEvents, type SseMessage } from './support/sse';
 
 const TOKEN = 'live-stream-token';
@@ -18,29 +18,6 @@ const auth = { authorization: `Bearer ${TOKEN}` };
 /** The events of an SSE response (no comments) until it closes, or until `stop` (then cancels it). `pause` runs before each read. */
 const readSse = async (res: Response, stop: (m: SseMessage) => boolean = () => false, pause?: () => Promise<void>): Promise<SseMessage[]> =>
   (await readEvents(res, (m) => !!m.event && stop(m), pause)).filter((m) => m.event);
-
-const freePort = () =>
-  new Promise<number>((resolve) => {
-    const s = createServer().listen(0, '127.0.0.1', () => {
-      const { port } = s.address() as AddressInfo;
-      s.close(() => resolve(port));
-    });
-  });
-
-async function startRedis(port: number): Promise<ChildProcess> {
-  const proc = spawn('redis-server', ['--port', String(port), '--bind', '127.0.0.1', '--save', '', '--appendonly', 'no'], { stdio: 'ignore' });
-  await waitFor(
-    () =>
-      new Promise<true | undefined>((resolve) => {
-        const sock = require('node:net').connect(port, '127.0.0.1');
-        sock.once('connect', () => (sock.destroy(), resolve(true)));
-        sock.once('error', () => resolve(undefined));
-      }),
-    10_000,
-    'redis-server',
-  );
-  return proc;
-}
 
 /** A gateway over `channel` with a worker publishing to `target` (set once the gateway listens). */
 async function setUp(channel: StreamChannel, target: (baseUrl: string) => PublishTarget) {
@@ -104,6 +81,30 @@ function channelContract(name: string, env: () => Env) {
       .then((r) => readSse(r))
       .catch(() => []);
     expect(late).toEqual([]);
+  });
+
+  test(`${name}: watch({ stream }) reports the pushed events, re-attaches after an offset, and polls where the channel has nothing`, async () => {
+    const e = env();
+    const answer = Array.from({ length: 20 }, (_, i) => `v${i} `).join('');
+    e.h.model.register(`${name}-watch`, [{ text: answer, chunkSize: 3, chunkDelayMs: 10 }]);
+    const id = await startRun(e, { prompt: 'talk', model: `${name}-watch` });
+    const handle = new AgentClient(e.h.env.client, e.h.taskQueue).handle(id);
+    const got: Array<{ type: string; text?: string; offset?: string }> = [];
+    let last = '';
+    const end = await handle.watch((ev) => void got.push({ type: ev.type, ...(ev.type === 'text' ? { text: ev.text } : {}) }), { stream: e.channel, onOffset: (o) => void (last = got[got.length - 1].offset = o) });
+    expect(end).toMatchObject({ state: 'COMPLETED', answer });
+    expect(got.filter((g) => g.type === 'text').map((g) => g.text).join('')).toBe(answer);
+    expect(got.every((g) => isOffsetId(g.offset))).toBe(true);
+    expect(last).toBe(got.at(-1)!.offset);
+    // Re-attached after the fifth event: exactly the rest.
+    const rest: string[] = [];
+    await handle.watch((ev) => void rest.push(ev.type), { stream: e.channel, after: got[4].offset });
+    expect(rest).toEqual(got.slice(5).map((g) => g.type));
+    // A channel without this run's stream: the state, polled, says the same.
+    const polled: string[] = [];
+    await handle.watch((ev) => void polled.push(ev.type === 'text' ? ev.text : ev.type), { stream: new MemoryHub(), intervalMs: 50 });
+    expect(polled.at(-1)).toBe('end');
+    expect(polled).toContain(answer);
   });
 
   test(`${name}: a watcher that does not read gets a gap marker with the state, while another keeps receiving`, async () => {

@@ -4,19 +4,23 @@
  */
 import { randomUUID } from 'node:crypto';
 import { RedisBudget, type RedisBudgetOptions } from '../src/quota/redis-budget';
-import { startRedis, type RedisHandle } from './support/redis';
+import type { ChildProcess } from 'node:child_process';
+import { freePort, startRedis } from './support/redis';
 
-let redis: RedisHandle;
+let redisProcess: ChildProcess;
+const redis = { url: '' };
 const open: RedisBudget[] = [];
 
 beforeAll(async () => {
-  redis = await startRedis();
+  const port = await freePort();
+  redisProcess = await startRedis(port);
+  redis.url = `redis://127.0.0.1:${port}`;
 });
 afterEach(async () => {
   await Promise.all(open.splice(0).map((b) => b.close()));
 });
-afterAll(async () => {
-  await redis?.stop();
+afterAll(() => {
+  redisProcess?.kill('SIGKILL');
 });
 
 /** `workers` budgets over one fresh quota. */

@@ -22,12 +22,14 @@ import {
   type ToolResult,
 } from '../common/chat';
 import { streamDeltaSignal } from '../common/messages';
+import { followText, type CallText } from '../common/stream';
 import { knownContextWindow } from '../common/models';
 import type { LiveStream } from '../stream/publisher';
 import { ModelErrorType } from '../common/failures';
 import type { ProviderBudget } from '../quota';
 import { classifyModelError, retryAfterMs, streamStalled, streamTruncated } from './errors';
 import { headersOf, reserve, type Reservation } from './quota';
+import { CONTINUE_PROMPT } from '../workflows/responses';
 import { startHeartbeat } from './heartbeat';
 import { recordToolCall } from './metrics';
 import { usageOf } from './usage';
@@ -108,6 +110,11 @@ class CompletionAssembler {
     return delta;
   }
 
+  /** Whether tool-call deltas have begun (a call cut there cannot be continued as text). */
+  get hasToolCalls(): boolean {
+    return this.calls.length > 0;
+  }
+
   toolCalls(callNumber: number): ToolCall[] {
     // Some providers omit ids; give every call a stable one so results can be matched.
     return this.calls.filter(Boolean).map((c, i) => ({ id: c.id || `call_${callNumber}_${i}`, name: c.name, arguments: c.arguments }));
@@ -141,9 +148,16 @@ export function createCallModel(deps: ModelDeps) {
     const { attempt } = ctx.info;
     const interval = () => (live?.healthy ? (deps.streamedDeltaFlushMs ?? 3_000) : flushMs);
     const publisher = ctx.info.isLocal ? undefined : new DeltaPublisher(ctx, callNumber, interval, !!live);
-    if (attempt > 1) live?.publish(runId, [{ type: 'restart', callNumber, attempt }]);
+    // A retry goes on with the text the stream already has of this call, where it can; else it starts over.
+    const resumed = attempt > 1 && live ? await resumePoint(live, runId, callNumber, attempt, ctx) : undefined;
+    if (resumed) live?.publish(runId, [{ type: 'resume', callNumber, attempt, chars: resumed.text.length, after: resumed.after }]);
+    else if (attempt > 1) live?.publish(runId, [{ type: 'restart', callNumber, attempt }]);
+    assembler.text = resumed?.text ?? '';
+    // The run's partialText of this attempt gets the text it goes on with, with the first new delta (not before:
+    // a provider that refuses to continue leaves this attempt starting over).
+    let unsent = assembler.text;
     const providerFailures = providerFailuresSoFar(ctx);
-    const beat = () => ({ callNumber: request.callNumber, chars: assembler.text.length, providerFailures });
+    const beat = () => ({ callNumber: request.callNumber, chars: assembler.text.length, providerFailures, ...(assembler.hasToolCalls ? { toolCalls: true } : {}) });
     const stopHeartbeat = startHeartbeat(beat);
     let idle: NodeJS.Timeout | undefined;
     let stalled = false;
@@ -163,24 +177,37 @@ export function createCallModel(deps: ModelDeps) {
         reservation = reserved;
       }
       armIdle();
-      const stream = await deps.openai.chat.completions.create(
-        {
-          model,
-          messages: toOpenAIMessages(messages),
-          ...(tools.length ? { tools } : {}),
-          // `max_tokens`, not `max_completion_tokens`: llama.cpp, vLLM and Ollama all read it.
-          ...(request.maxOutputTokens !== undefined ? { max_tokens: request.maxOutputTokens } : {}),
-          stream: true,
-          stream_options: { include_usage: true },
-        },
-        { signal: controller.signal },
-      );
+      const create = (sent: ChatMessage[]) =>
+        deps.openai.chat.completions.create(
+          {
+            model,
+            messages: toOpenAIMessages(sent),
+            ...(tools.length ? { tools } : {}),
+            // `max_tokens`, not `max_completion_tokens`: llama.cpp, vLLM and Ollama all read it.
+            ...(request.maxOutputTokens !== undefined ? { max_tokens: request.maxOutputTokens } : {}),
+            stream: true,
+            stream_options: { include_usage: true },
+          },
+          { signal: controller.signal },
+        );
+      const stream = resumed
+        ? await create(continuation(messages, resumed.text)).catch(async (err: unknown) => {
+            // A provider that will not continue (a 4xx) gets the call anew, marked as a restart.
+            if (ctx.cancellationSignal.aborted || !classifyModelError(err, [deps.openai.apiKey]).nonRetryable) throw err;
+            ctx.log.warn('the provider refused to continue the streamed text: the call starts over', { error: String(err) });
+            live?.publish(runId, [{ type: 'restart', callNumber, attempt }]);
+            assembler.text = unsent = '';
+            return create(messages);
+          })
+        : await create(messages);
       for await (const chunk of stream) {
         armIdle();
         const text = assembler.add(chunk);
-        if (text) live?.publish(runId, [{ type: 'text', text, callNumber, attempt }]);
-        publisher?.push(text);
+        if (text) live?.publish(runId, [{ type: 'text', text, callNumber, attempt, at: assembler.text.length - text.length }]);
+        if (text) publisher?.push(unsent + text);
+        if (text) unsent = '';
       }
+      publisher?.push(unsent);
       // An aborted stream ends its iteration without an error: never return a cut-off answer as a result.
       if (controller.signal.aborted) throw new Error('stream aborted');
       // Nor one a proxy ended early: a complete answer always says why it finished.
@@ -230,6 +257,47 @@ export function createCallModel(deps: ModelDeps) {
     }
   };
 }
+
+/** The text a retried attempt goes on with, and the offset of the last event it was read from. */
+interface ResumePoint {
+  text: string;
+  after: string;
+}
+
+/**
+ * What the run's stream has of call `callNumber` from attempts before `attempt`, read as every watcher reads it
+ * (common/stream.ts `followText`); `undefined` where the call must start over: the channel cannot be read or lost
+ * events of it, the text has a hole, nothing was streamed, or tool-call deltas had begun (the last heartbeat says so).
+ */
+async function resumePoint(live: LiveStream, runId: string, callNumber: number, attempt: number, ctx: Context): Promise<ResumePoint | undefined> {
+  const why = (reason: string) => {
+    ctx.log.info('the retried model call starts over', { callNumber, attempt, reason });
+    return undefined;
+  };
+  if ((ctx.info.heartbeatDetails as { toolCalls?: unknown } | undefined)?.toolCalls) return why('tool-call deltas had begun');
+  const page = await live.read(runId).catch((err: unknown) => ({ failed: String(err) }));
+  if (!page) return why('the stream channel cannot be read back');
+  if ('failed' in page) return why(`the stream channel failed: ${page.failed}`);
+  if (page.gap) return why('the stream channel no longer has all of it');
+  const calls = new Map<number, CallText>();
+  let after = '';
+  for (const { offset, event } of page.entries) {
+    if ((event.type === 'text' || event.type === 'restart' || event.type === 'resume') && event.callNumber === callNumber && event.attempt < attempt) {
+      if (followText(calls, event) !== 'stale') after = offset;
+    }
+  }
+  const call = calls.get(callNumber);
+  if (!call?.text) return why('no text of it was streamed');
+  if (call.hole) return why('its streamed text has a hole');
+  return { text: call.text, after };
+}
+
+/** The request that goes on with `text`: the continuation the run uses for answers cut off by the output limit. */
+const continuation = (messages: ChatMessage[], text: string): ChatMessage[] => [
+  ...messages,
+  { role: 'assistant', content: text },
+  { role: 'user', content: CONTINUE_PROMPT },
+];
 
 /** Fails the call for good when the run names a tool the worker's registry lacks. */
 function checkTools(names: string[] | undefined, registry: ToolRegistry): void {

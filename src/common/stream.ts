@@ -27,3 +27,39 @@ export function workflowStreamEvents(previous: RunStateView | undefined, next: R
     return [{ type: 'transition', step: firstStep + next.transitions.indexOf(e.transition), transition: e.transition }];
   });
 }
+
+/** What a reader holds of one model call's text. */
+export interface CallText {
+  callNumber: number;
+  /** The attempt whose text this is (a `resume` carries the earlier attempts' text over to it). */
+  attempt: number;
+  text: string;
+  /** An event was missing (a `text` did not start where the text ends, or a `resume` kept more than there was). */
+  hole: boolean;
+}
+
+/**
+ * Follows the text of each model call through a run's stream, as a reader shows it: `text` appends, `restart`
+ * starts the call over, `resume` keeps the first `chars` characters and goes on; events of an attempt older than the
+ * one followed are stale and skipped. Returns what the event did to the text. Pure apart from the map it updates.
+ */
+export function followText(calls: Map<number, CallText>, e: StreamEvent): 'append' | 'restart' | 'resume' | 'stale' | 'none' {
+  if (e.type !== 'text' && e.type !== 'restart' && e.type !== 'resume') return 'none';
+  const call = calls.get(e.callNumber) ?? { callNumber: e.callNumber, attempt: e.attempt, text: '', hole: false };
+  calls.set(e.callNumber, call);
+  if (e.attempt < call.attempt) return 'stale';
+  if (e.type === 'restart') {
+    Object.assign(call, { attempt: e.attempt, text: '', hole: false });
+    return 'restart';
+  }
+  if (e.type === 'resume') {
+    if (call.text.length < e.chars) call.hole = true;
+    Object.assign(call, { attempt: e.attempt, text: call.text.slice(0, e.chars) });
+    return 'resume';
+  }
+  // A newer attempt without its restart (the reader missed it): its text starts over.
+  if (e.attempt > call.attempt) Object.assign(call, { attempt: e.attempt, text: '', hole: false });
+  if (e.at !== undefined && e.at !== call.text.length) call.hole = true;
+  call.text += e.text;
+  return 'append';
+}

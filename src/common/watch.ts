@@ -10,10 +10,19 @@ export type WatchEvent =
   | { type: 'transition'; transition: TransitionRecord }
   /** Tool calls that started waiting for an `approve` update since the last view. */
   | { type: 'approval'; pending: PendingApproval[] }
-  /** Text the model streamed since the last event of the same call and attempt. */
-  | { type: 'text'; text: string; callNumber: number; attempt: number }
+  /**
+   * Text the model streamed since the last event of the same call and attempt. `at` (on the live stream): the
+   * characters of the call's text before this delta, so that a reader can tell a hole from a join.
+   */
+  | { type: 'text'; text: string; callNumber: number; attempt: number; at?: number }
   /** The text of the call in flight started over (a retried attempt); the text events after this one replace it. */
   | { type: 'restart'; callNumber: number; attempt: number }
+  /**
+   * A retried attempt goes on with the text the earlier one streamed (live stream only): its first `chars`
+   * characters stay, and the text events of `attempt` that follow extend them. `after`: the offset of the last event
+   * it continues from.
+   */
+  | { type: 'resume'; callNumber: number; attempt: number; chars: number; after: string }
   /** A tool call started (at `step`, the way into TOOL_EXECUTING). */
   | { type: 'toolStart'; step: number; toolCallId: string; name: string; arguments: string; at: string }
   /** A tool call ended (at `step`, TOOLS_DONE): whether it succeeded, how long it took, the start of its output. */

@@ -131,6 +131,7 @@ export function agUiFormat(runId: string): EventFormat {
   };
 
   return {
+    startsWithState: true,
     start: (view) => [{ type: 'RUN_STARTED', ...ids } as AgUiEvent, ...(view ? [{ type: 'STATE_SNAPSHOT', snapshot: view } as AgUiEvent] : [])].map((ev) => line(ev)).join(''),
     event: (type, id, data) => {
       const events = map(type, data);

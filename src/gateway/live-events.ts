@@ -28,11 +28,15 @@ export interface Fallback {
 /**
  * Serves `runId` from `after` until its `end`; resolves `undefined` when done (or the client left), or a fallback.
  * `attachWaitMs`: how long a channel that has no stream for a running run is given to show one (its first events
- * may be on their way); a run no worker publishes for is then polled.
+ * may be on their way); a run no worker publishes for is then polled. The run is asked for its state (`view`) only
+ * when the channel has no stream for it: a watcher that (re)attaches to a stream costs the run nothing, and is
+ * served while no worker could answer a query (one was killed, the next not yet polling).
  */
-export async function serveLive(channel: StreamChannel, runId: string, after: string, view: RunStateView, attachWaitMs: number, io: LiveIo): Promise<Fallback | undefined> {
+export async function serveLive(channel: StreamChannel, runId: string, after: string, view: () => Promise<RunStateView>, attachWaitMs: number, io: LiveIo): Promise<Fallback | undefined> {
   const head = await channel.head(runId).catch((err: unknown) => ({ down: String(err) }));
   if (typeof head === 'object' && head !== null) return { reason: `the stream channel is down: ${head.down}`, cursor: undefined };
+  // An unknown run has no stream: this query answers it with a 404.
+  const terminal = head === null && isTerminal((await view()).state);
   const sub = channel.subscribe(runId, after);
   const items = sub[Symbol.asyncIterator]();
   const stop = () => sub.close();
@@ -40,7 +44,7 @@ export async function serveLive(channel: StreamChannel, runId: string, after: st
   try {
     let next = items.next();
     if (head === null) {
-      const first = await Promise.race([next, delay(isTerminal(view.state) ? 0 : attachWaitMs)]);
+      const first = await Promise.race([next, delay(terminal ? 0 : attachWaitMs)]);
       if (!first) return { reason: 'no stream is published for this run', cursor: undefined };
     }
     io.open();
@@ -75,6 +79,8 @@ function advance(c: StreamCursor = { step: 0, callNumber: 0, attempt: 0, chars: 
       return { ...c, step: Math.max(c.step, e.step) };
     case 'restart':
       return { ...c, callNumber: e.callNumber, attempt: e.attempt, chars: 0 };
+    case 'resume':
+      return { ...c, callNumber: e.callNumber, attempt: e.attempt, chars: e.chars };
     case 'text':
       return e.callNumber === c.callNumber && e.attempt === c.attempt ? { ...c, chars: c.chars + e.text.length } : { ...c, callNumber: e.callNumber, attempt: e.attempt, chars: e.text.length };
     default:

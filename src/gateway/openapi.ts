@@ -299,8 +299,9 @@ const schemas: Record<string, Json> = {
  */
 const SSE_EVENTS: Record<SseEvent['type'], string> = {
   transition: '`{ type, step, transition: { from, to, event, at } }`',
-  text: '`{ type, text, callNumber, attempt }`, the text streamed since the previous `text` of that call and attempt',
+  text: '`{ type, text, callNumber, attempt, at? }`, the text streamed since the previous `text` of that call and attempt; `at` (from the channel): the characters of the call before it',
   restart: '`{ type, callNumber, attempt }`, the call was retried: discard its text',
+  resume: '`{ type, callNumber, attempt, chars, after }` (from the channel), the call was retried and goes on with its first `chars` characters, streamed up to offset `after`: keep them, and the text of `attempt` that follows extends them',
   approval: '`{ type, pending: [...] }`, tool calls that started waiting for approval',
   toolStart: '`{ type, step, toolCallId, name, arguments, at }`',
   toolEnd: '`{ type, step, toolCallId, name, ok, durationMs, output, at }`',

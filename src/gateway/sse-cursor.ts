@@ -69,6 +69,11 @@ export class EventCursor {
         this.watched = { callNumber: event.callNumber, attempt: event.attempt, chars: 0 };
         this.cursor = { ...this.cursor, callNumber: event.callNumber, attempt: event.attempt, chars: 0 };
         return [this.emit('restart', event)];
+      case 'resume':
+        // Only the channel sends it; the polled stream never does, but a watch event is a watch event.
+        this.watched = { callNumber: event.callNumber, attempt: event.attempt, chars: event.chars };
+        this.cursor = { ...this.cursor, callNumber: event.callNumber, attempt: event.attempt, chars: event.chars };
+        return [this.emit('resume', event)];
       case 'text':
         return this.text(event);
       case 'toolStart':

@@ -35,6 +35,8 @@ export function uiMessageStreamFormat(runId: string): EventFormat {
   let text: string | undefined;
   let call: number | undefined;
   const tools = new Set<string>();
+  /** A resumed attempt's text part is the open part it goes on with. */
+  const joined = new Map<string, string>();
 
   const endText = (): Chunk[] => {
     if (text === undefined) return [];
@@ -53,7 +55,7 @@ export function uiMessageStreamFormat(runId: string): EventFormat {
     switch (type) {
       case 'text': {
         const t = e as Extract<StreamEvent, { type: 'text' }>;
-        const id = `text-${t.callNumber}-${t.attempt}`;
+        const id = joined.get(`text-${t.callNumber}-${t.attempt}`) ?? `text-${t.callNumber}-${t.attempt}`;
         const out: Chunk[] = [];
         if (text !== id) {
           out.push(...endText());
@@ -71,6 +73,12 @@ export function uiMessageStreamFormat(runId: string): EventFormat {
         const r = e as Extract<StreamEvent, { type: 'restart' }>;
         if (call !== r.callNumber) return [];
         return [...endText(), { type: 'data-restart', data, transient: true }];
+      }
+      case 'resume': {
+        // The text goes on in the part this client has open; a client without one gets the new text in a part of its own.
+        const r = e as Extract<StreamEvent, { type: 'resume' }>;
+        if (text?.startsWith(`text-${r.callNumber}-`)) joined.set(`text-${r.callNumber}-${r.attempt}`, text);
+        return [];
       }
       case 'toolStart': {
         const t = e as Extract<StreamEvent, { type: 'toolStart' }>;

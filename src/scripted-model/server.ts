@@ -124,7 +124,8 @@ export async function startScriptedModel(opts: ScriptedModelOptions = {}): Promi
       if (!Array.isArray(body.messages)) {
         throw new ScriptedHttpError(400, '`messages` must be an array', 'invalid_messages');
       }
-      const { step, callIndex } = await nextStep(body.model, entry, body);
+      const { step: scripted, callIndex } = await nextStep(body.model, entry, body);
+      const step = isErrorStep(scripted) ? scripted : continued(body, scripted);
       const overQuota = !isErrorStep(step) && quota?.take(usageOf(body, step, wireToolCalls(step, callIndex)).total_tokens);
       if (overQuota) {
         record.rateLimited = true;
@@ -211,6 +212,14 @@ function rollingQuota(tokensPerMinute: number) {
       };
     },
   };
+}
+
+/** A `continuable` step asked to go on with a start of its text: the rest of it. */
+function continued(request: any, step: ResponseStep): ResponseStep {
+  const [part, prompt] = (request.messages as any[]).slice(-2);
+  const start = part?.role === 'assistant' ? textOf(part.content) : '';
+  if (!step.continuable || !start || prompt?.role !== 'user' || !step.text?.startsWith(start)) return step;
+  return { ...step, text: step.text.slice(start.length) };
 }
 
 /** Picks the step for this call; a step list that runs out is an error so tests fail loudly. */

@@ -27,6 +27,11 @@ export interface ResponseStep {
   /** @default 'tool_calls' when there are tool calls, else 'stop' */
   finishReason?: string;
   /**
+   * A request that asks to continue a start of `text` (its messages end with an assistant message holding that
+   * start, then a user turn) gets only the rest, as a provider continuing its own answer would. @default false
+   */
+  continuable?: boolean;
+  /**
    * Fault: after this many content chunks (text or tool-call deltas, after the opening role chunk) the server
    * destroys the socket, so the client sees the connection drop mid-stream with no finish chunk and no `[DONE]`.
    * A larger number than there are content chunks resets just before the finish chunk. A non-streaming request

@@ -23,6 +23,19 @@ export interface Subscription extends AsyncIterable<StreamItem> {
   close(): void;
 }
 
+/** A page of a run's stream read once (not followed): events after an offset, oldest first. */
+export interface ReadPage {
+  entries: Array<{ offset: Offset; event: StreamEvent }>;
+  /** Some events after the offset are gone: `entries` start from the oldest kept. */
+  gap: boolean;
+}
+
+/** A channel a worker can read back from (the model activity re-attaching to a call in flight). */
+export interface Readable {
+  /** At most `count` events after `after`, oldest first. */
+  read(runId: string, after: Offset, count: number): Promise<ReadPage>;
+}
+
 export interface SubscribeOptions {
   /** Items a subscriber may have unread; past it, they are dropped for one `gap`. @default 1000 */
   bufferSize?: number;

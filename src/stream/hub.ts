@@ -5,7 +5,7 @@
  * What it gives up: one gateway only, and streams lost when it restarts (watchers then get the state).
  */
 import type { StreamEvent } from '../common/stream';
-import { compareOffsets, START, type Offset, type StreamChannel, type SubscribeOptions, type Subscription } from './channel';
+import { compareOffsets, START, type Offset, type Readable, type ReadPage, type StreamChannel, type SubscribeOptions, type Subscription } from './channel';
 import { Fanout, type Entry } from './fanout';
 
 export interface HubOptions {
@@ -24,7 +24,7 @@ interface RunLog {
   listeners: Set<(entries: Entry[]) => void>;
 }
 
-export class MemoryHub implements StreamChannel {
+export class MemoryHub implements StreamChannel, Readable {
   private readonly epoch = Date.now();
   private readonly runs = new Map<string, RunLog>();
   private readonly fanout: Fanout;
@@ -64,6 +64,10 @@ export class MemoryHub implements StreamChannel {
 
   subscribe(runId: string, after: Offset, opts: SubscribeOptions = {}): Subscription {
     return this.fanout.subscribe(runId, after, opts.bufferSize);
+  }
+
+  async read(runId: string, after: Offset, count: number): Promise<ReadPage> {
+    return this.range(runId, after, count);
   }
 
   async close(): Promise<void> {

@@ -4,10 +4,10 @@
  * fails they are dropped (bounded), counted, and the first failure is logged once. Watchers then read the state.
  */
 import type { StreamEvent } from '../common/stream';
-import type { StreamChannel } from './channel';
+import { START, type Offset, type Readable, type ReadPage, type StreamChannel } from './channel';
 
-/** Where a worker publishes: a channel, or the gateway's hub over HTTP. */
-export type PublishTarget = Pick<StreamChannel, 'publish'>;
+/** Where a worker publishes: a channel, or the gateway's hub over HTTP; with `read`, the worker can read a run back. */
+export type PublishTarget = Pick<StreamChannel, 'publish'> & Partial<Readable>;
 
 /** Events one request carries at most (the gateway's route takes 1,000). */
 const MAX_BATCH = 500;
@@ -21,6 +21,11 @@ export interface LiveStream {
   readonly healthy: boolean;
   /** Events dropped because the channel failed. */
   readonly failures: number;
+  /**
+   * The run's stream as the channel has it now, every page of it (a re-attaching model call reads what its earlier
+   * attempt published); `undefined` when the target cannot be read. Rejects when the channel fails.
+   */
+  read(runId: string): Promise<ReadPage | undefined>;
   /** Waits for what is in flight (tests, shutdown). */
   drain(): Promise<void>;
 }
@@ -85,10 +90,25 @@ export function liveStream(target: PublishTarget, log: Logger = console): LiveSt
     async drain() {
       while (inFlight.size > 0) await Promise.all(inFlight.values());
     },
+    async read(runId) {
+      if (!target.read) return undefined;
+      const all: ReadPage = { entries: [], gap: false };
+      for (let after: Offset = START; ; ) {
+        const page = await target.read(runId, after, READ_PAGE);
+        if (after === START) all.gap = page.gap;
+        else if (page.gap) return { entries: all.entries, gap: true };
+        all.entries.push(...page.entries);
+        if (page.entries.length < READ_PAGE) return all;
+        after = page.entries.at(-1)!.offset;
+      }
+    },
   };
 }
 
-/** Publishes to the gateway's hub: `POST <url>/internal/v1/streams/:id` with the gateway's token. */
+/** Events one read asks for. */
+const READ_PAGE = 1_000;
+
+/** Publishes to the gateway's hub (`POST <url>/internal/v1/streams/:id`) and reads it back (`GET`), with the gateway's token. */
 export function httpTarget(url: string, token: string | undefined, timeoutMs = 2_000): PublishTarget {
   const base = url.replace(/\/+$/, '');
   return {
@@ -101,6 +121,15 @@ export function httpTarget(url: string, token: string | undefined, timeoutMs = 2
       });
       if (!res.ok) throw new Error(`the gateway answered ${res.status}: ${(await res.text()).slice(0, 200)}`);
       return ((await res.json()) as { offsets: string[] }).offsets;
+    },
+    async read(runId, after, count) {
+      const query = `after=${encodeURIComponent(after)}&count=${count}`;
+      const res = await fetch(`${base}/internal/v1/streams/${encodeURIComponent(runId)}?${query}`, {
+        headers: token ? { authorization: `Bearer ${token}` } : {},
+        signal: AbortSignal.timeout(timeoutMs),
+      });
+      if (!res.ok) throw new Error(`the gateway answered ${res.status}: ${(await res.text()).slice(0, 200)}`);
+      return (await res.json()) as ReadPage;
     },
   };
 }

@@ -5,7 +5,7 @@
  */
 import { createClient } from '@redis/client';
 import type { StreamEvent } from '../common/stream';
-import { compareOffsets, START, type Offset, type StreamChannel, type SubscribeOptions, type Subscription } from './channel';
+import { compareOffsets, START, type Offset, type Readable, type ReadPage, type StreamChannel, type SubscribeOptions, type Subscription } from './channel';
 import { Fanout, type Entry } from './fanout';
 
 export interface RedisChannelOptions {
@@ -36,7 +36,7 @@ type RawEntry = [string, string[]];
 /** How long one blocking read waits before it asks again (a stopped reader's connection is destroyed at once). */
 const BLOCK_MS = 30_000;
 
-export class RedisChannel implements StreamChannel {
+export class RedisChannel implements StreamChannel, Readable {
   private readonly fanout: Fanout;
   private readonly maxEvents: number;
   private readonly ttl: number;
@@ -86,6 +86,10 @@ export class RedisChannel implements StreamChannel {
 
   subscribe(runId: string, after: Offset, opts: SubscribeOptions = {}): Subscription {
     return this.fanout.subscribe(runId, after, opts.bufferSize);
+  }
+
+  read(runId: string, after: Offset, count: number): Promise<ReadPage> {
+    return this.range(runId, after, count);
   }
 
   async close(): Promise<void> {

@@ -1,36 +1,27 @@
-/** A real redis-server on a free port, for the tests of the stream channel and the fleet budget. */
+/** A real redis-server for the stream tests, on a free port, without persistence. */
 import { spawn, type ChildProcess } from 'node:child_process';
-import net from 'node:net';
-import { freePort } from '../../scripts/lib/free-port';
+import { connect, createServer, type AddressInfo } from 'node:net';
+import { waitFor } from './agent-harness';
 
-export interface RedisHandle {
-  url: string;
-  port: number;
-  stop(): Promise<void>;
-}
-
-export async function startRedis(port?: number): Promise<RedisHandle> {
-  const p = port ?? (await freePort());
-  const proc: ChildProcess = spawn('redis-server', ['--port', String(p), '--bind', '127.0.0.1', '--save', '', '--appendonly', 'no'], { stdio: 'ignore' });
-  const deadline = Date.now() + 10_000;
-  for (;;) {
-    const up = await new Promise<boolean>((resolve) => {
-      const sock = net.connect(p, '127.0.0.1');
-      sock.once('connect', () => (sock.destroy(), resolve(true)));
-      sock.once('error', () => resolve(false));
+export const freePort = () =>
+  new Promise<number>((resolve) => {
+    const s = createServer().listen(0, '127.0.0.1', () => {
+      const { port } = s.address() as AddressInfo;
+      s.close(() => resolve(port));
     });
-    if (up) break;
-    if (proc.exitCode !== null || Date.now() > deadline) throw new Error(`redis-server did not start on port ${p} (is it installed? apt-get install redis-server)`);
-    await new Promise((r) => setTimeout(r, 50));
-  }
-  return {
-    url: `redis://127.0.0.1:${p}`,
-    port: p,
-    async stop() {
-      if (proc.exitCode !== null) return;
-      const exited = new Promise((r) => proc.once('exit', r));
-      proc.kill('SIGKILL');
-      await exited;
-    },
-  };
+  });
+
+export async function startRedis(port: number): Promise<ChildProcess> {
+  const proc = spawn('redis-server', ['--port', String(port), '--bind', '127.0.0.1', '--save', '', '--appendonly', 'no'], { stdio: 'ignore' });
+  await waitFor(
+    () =>
+      new Promise<true | undefined>((resolve) => {
+        const sock = connect(port, '127.0.0.1');
+        sock.once('connect', () => (sock.destroy(), resolve(true)));
+        sock.once('error', () => resolve(undefined));
+      }),
+    10_000,
+    'redis-server',
+  );
+  return proc;
 }

@@ -69,6 +69,8 @@ export interface EventFormat {
   event(type: string, id: string, data: unknown): string;
   /** Written once when the response opens (with the run's state then, when it was read), and once after the last event. */
   start?(view?: RunStateView): string;
+  /** `start` needs the run's state: it is read when the stream opens, even when a channel has the stream. */
+  startsWithState?: boolean;
   end?(): string;
 }
 
@@ -104,9 +106,10 @@ export async function serveRunEvents(ctx: GatewayContext, request: FastifyReques
     // A stream with a channel, unless the watcher resumes a polled stream (its id is a cursor, not an offset).
     if (ctx.stream && (lastEventId === undefined || isOffset(lastEventId))) {
       const handle = ctx.agents.handle(id);
-      const view = await handle.state({ signal });
       const after = isOffset(lastEventId) ? lastEventId.trim() : query.from === 'now' ? ((await ctx.stream.head(id).catch(() => null)) ?? START) : START;
-      const fallback = await serveLive(ctx.stream, id, after, view, ctx.attachWaitMs ?? 1_000, {
+      // Only a format that opens with the state (AG-UI's snapshot) reads it here: a reconnect otherwise costs no query.
+      const view = format.startsWithState ? await handle.state({ signal }) : undefined;
+      const fallback = await serveLive(ctx.stream, id, after, () => (view ? Promise.resolve(view) : handle.state({ signal })), ctx.attachWaitMs ?? 1_000, {
         open: () => opened || open(view),
         write: (type, eventId, data) => write(format.event(type, eventId, data)),
         state: () => handle.state({ signal }),
