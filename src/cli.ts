@@ -461,6 +461,8 @@ function formatState(workflowId: string, v: RunStateView): string {
       `tokens ${v.usage.totalTokens}, messages ${v.messageCount}${inputRefused(v) ? ' (input refused: no limits applied)' : ''}`,
   ];
   if (v.pauseRequested) lines.push('  pause requested');
+  // Views of workers from before the budget have no quotaWait.
+  if (v.quotaWait) lines.push(`  waiting for quota since ${clock(v.quotaWait.since)}: room expected at ${clock(v.quotaWait.expectedAt)}, ${v.quotaWait.position} calls ahead`);
   for (const r of v.retrying ?? []) {
     const failure = r.lastFailure ? `, last failure ${r.lastFailure.type ?? 'error'}: ${oneLine(r.lastFailure.message, 120)}` : '';
     lines.push(`  retrying ${r.activity}: attempt ${r.attempt}${failure}${r.nextAttemptAt ? `, next at ${clock(r.nextAttemptAt)}` : ''}`);

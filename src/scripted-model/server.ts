@@ -56,7 +56,7 @@ export async function startScriptedModel(opts: ScriptedModelOptions = {}): Promi
   const register = (name: string, script: Script): void => {
     scripts.set(name, { script, calls: 0 });
   };
-  const quota = opts.tokensPerMinute ? rollingQuota(opts.tokensPerMinute) : undefined;
+  const quota = opts.tokensPerMinute ? tokenBucket(opts.tokensPerMinute) : undefined;
   register(DEMO_SCRIPT_NAME, opts.demoPaceMs ? pacedDemoScript(opts.demoPaceMs) : demoScript);
   for (const [name, script] of Object.entries(opts.scripts ?? {})) register(name, script);
 
@@ -179,35 +179,28 @@ export async function startScriptedModel(opts: ScriptedModelOptions = {}): Promi
 }
 
 /**
- * Tokens per rolling minute: `take` counts a request's tokens, or answers the 429 a provider sends when they do not
- * fit, with the seconds until they would.
+ * Tokens per minute as providers enforce them (Anthropic documents it so, OpenAI's limits behave alike): a bucket of
+ * a minute's tokens that refills continuously. `take` counts a request's tokens, or answers the 429 a provider sends
+ * when they do not fit, with the time until they would.
  */
-function rollingQuota(tokensPerMinute: number) {
-  const taken: Array<{ at: number; tokens: number }> = [];
-  let used = 0;
+function tokenBucket(tokensPerMinute: number) {
+  let level = tokensPerMinute;
+  let at = Date.now();
   return {
     take(tokens: number): OpenAIErrorSpec | undefined {
       const now = Date.now();
-      while (taken.length && taken[0].at <= now - 60_000) used -= taken.shift()!.tokens;
-      if (used + tokens <= tokensPerMinute) {
-        taken.push({ at: now, tokens });
-        used += tokens;
+      level = Math.min(tokensPerMinute, level + ((now - at) * tokensPerMinute) / 60_000);
+      at = now;
+      if (tokens <= level) {
+        level -= tokens;
         return undefined;
       }
-      // The earliest moment enough of the window has expired for this request.
-      let freed = 0;
-      let at = now;
-      for (const t of taken) {
-        freed += t.tokens;
-        at = t.at + 60_000;
-        if (used - freed + tokens <= tokensPerMinute) break;
-      }
-      const seconds = Math.max(0.001, (at - now) / 1000);
+      const seconds = Math.max(0.001, ((Math.min(tokens, tokensPerMinute) - level) * 60) / tokensPerMinute);
       return {
         status: 429,
         type: 'tokens',
         code: 'rate_limit_exceeded',
-        message: `Rate limit reached for scripted-model on tokens per min (TPM): Limit ${tokensPerMinute}, Used ${used}, Requested ${tokens}. Please try again in ${seconds.toFixed(3)}s.`,
+        message: `Rate limit reached for scripted-model on tokens per min (TPM): Limit ${tokensPerMinute}, Used ${Math.round(tokensPerMinute - level)}, Requested ${tokens}. Please try again in ${seconds.toFixed(3)}s.`,
         headers: { 'retry-after': String(Math.ceil(seconds)), 'retry-after-ms': String(Math.ceil(seconds * 1000)) },
       };
     },

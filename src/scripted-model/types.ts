@@ -128,8 +128,9 @@ export interface ScriptedModelOptions {
   /** The demo script's pace: each text chunk waits this long, each tool call five times as long. @default its own (25 ms a chunk) */
   demoPaceMs?: number;
   /**
-   * A provider's quota: tokens (prompt and completion of the answer, counted when the request arrives) per rolling
-   * minute, across all scripts. A request that does not fit is answered 429 with `retry-after`, as OpenAI does. @default none
+   * A provider's quota: tokens (prompt and completion of the answer, counted when the request arrives) per minute,
+   * across all scripts, as a bucket of a minute's tokens that refills continuously. A request that does not fit is
+   * answered 429 with `retry-after`, as OpenAI does. @default none
    */
   tokensPerMinute?: number;
 }

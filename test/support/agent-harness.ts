@@ -15,9 +15,10 @@ import { claimCheckDataConverter, ConversationStore, FsBlobStore } from '../../s
 import { WORKFLOW_TYPE } from '../../src/common/constants';
 import type { AgentRunInput } from '../../src/common/input';
 import { stateQuery, type RunStateView } from '../../src/common/messages';
-import { startScriptedModel, type ScriptedModel } from '../../src/scripted-model';
+import { startScriptedModel, type ScriptedModel, type ScriptedModelOptions } from '../../src/scripted-model';
 import { agentWorkerOptions, openAIClient } from '../../src/worker';
 import type { LiveStream } from '../../src/stream';
+import type { ProviderBudget } from '../../src/quota';
 import { bundleAgentWorkflows } from '../../src/workflow-bundle';
 import { QuietLogger } from './quiet-logger';
 import { testServerAddress } from './temporal';
@@ -91,6 +92,10 @@ export interface AgentHarnessOptions {
   llm?: { baseURL: string; model: string };
   /** The live stream the worker publishes to (src/stream). @default none */
   stream?: LiveStream;
+  /** The fleet's provider budget the worker's calls reserve from (src/quota). @default none */
+  budget?: ProviderBudget;
+  /** Options of the scripted model (a provider's `tokensPerMinute`, say). */
+  modelOptions?: ScriptedModelOptions;
 }
 
 export async function startAgentHarness(
@@ -100,7 +105,7 @@ export async function startAgentHarness(
   quietRuntime();
   const workspace = mkdtempSync(path.join(os.tmpdir(), 'agent-ws-'));
   for (const [name, content] of Object.entries(files)) writeFileSync(path.join(workspace, name), content);
-  const model = await startScriptedModel();
+  const model = await startScriptedModel(options.modelOptions);
   // The same data converter as production: worker and client share one blob store.
   const blobDir = mkdtempSync(path.join(os.tmpdir(), 'agent-blobs-'));
   const blobStore = new FsBlobStore(blobDir);
@@ -120,6 +125,7 @@ export async function startAgentHarness(
         workspace,
         deltaFlushMs: 100,
         stream: options.stream,
+        budget: options.budget,
         streamIdleTimeoutMs: options.streamIdleTimeoutMs,
         tools: options.tools,
         agents: options.agents,
