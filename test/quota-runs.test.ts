@@ -30,54 +30,58 @@ async function budgetAndHarness(limits: { tokensPerMinute: number }) {
 }
 
 describe('a run under the fleet budget', () => {
-  let h: AgentHarness;
+  let h: AgentHarness | undefined;
   let budgets: RedisBudget[] = [];
   afterEach(async () => {
-    await h?.close().catch(() => undefined);
+    await h?.close();
+    h = undefined;
     await Promise.all(budgets.map((b) => b.close()));
     budgets = [];
   });
 
   test('waits in its state with the expected wait, pauses at once, and resumes to one request', async () => {
     const setup = await budgetAndHarness({ tokensPerMinute: 6_000 });
-    h = setup.h;
+    const run = setup.h;
+    h = run;
     budgets = [setup.budget, setup.other];
     // Another worker's call has the whole minute: 100 tokens a second come back.
     expect((await setup.other.tryAcquire('someone-else', 6_000, { arrivedMs: Date.now() })).granted).toBe(true);
-    h.model.register('waits', [{ text: 'finally' }]);
-    const client = new AgentClient(h.env.client, h.taskQueue);
-    const handle = await h.start({ prompt: 'hello', model: 'waits' });
-    const waiting = await h.waitForState(handle, (s) => s.quotaWait !== null, 15_000);
+    run.model.register('waits', [{ text: 'finally' }]);
+    const client = new AgentClient(run.env.client, run.taskQueue);
+    const handle = await run.start({ prompt: 'hello', model: 'waits' });
+    const waiting = await run.waitForState(handle, (s) => s.quotaWait !== null, 15_000);
     expect(waiting.state).toBe('STREAMING');
     expect(waiting.quotaWait).toMatchObject({ position: 0 });
     expect(Date.parse(waiting.quotaWait!.expectedAt)).toBeGreaterThan(Date.now());
-    expect(h.model.requests('waits')).toHaveLength(0);
+    expect(run.model.requests('waits')).toHaveLength(0);
     let out = '';
-    await runCli(['status', handle.workflowId], { connect: async () => client, out: (t) => (out += t), err: (t) => (out += t) });
+    await runCli(['state', handle.workflowId], { connect: async () => client, out: (t) => (out += t), err: (t) => (out += t) });
     expect(out).toMatch(/waiting for quota since \S+: room expected at \S+, 0 calls ahead/);
 
     const t0 = Date.now();
     await client.handle(handle.workflowId).pause();
-    const paused = await h.waitForState(handle, (s) => s.state === 'PAUSED', 10_000);
+    const paused = await run.waitForState(handle, (s) => s.state === 'PAUSED', 10_000);
     expect(Date.now() - t0).toBeLessThan(5_000); // not at the end of the wait
     expect([paused.resumeTo, paused.loops, paused.quotaWait]).toEqual(['STREAMING', 0, null]);
 
     await client.handle(handle.workflowId).resume();
     const result = await client.handle(handle.workflowId).result();
     expect([result.status, result.answer, result.loops]).toEqual(['COMPLETED', 'finally', 1]);
-    expect(h.model.requests('waits')).toHaveLength(1);
+    expect(run.model.requests('waits')).toHaveLength(1);
   });
 
   test('runs sharing a provider quota: none answered 429 with the budget, where they are without it', async () => {
     // Each call uses 510 tokens and reserves a little more (its estimate): a 1,500-token minute fits two at once.
     const batch = async (budget: RedisBudget | undefined) => {
-      h = await startAgentHarness(undefined, { budget, modelOptions: { tokensPerMinute: 1_500 } });
-      h.model.register('shared', () => ({ text: 'ok', usage: { prompt_tokens: 500, completion_tokens: 10 } }));
-      const handles = await Promise.all(Array.from({ length: 4 }, (_, i) => h.start({ prompt: `run ${i}`, model: 'shared' })));
-      const waits = await Promise.all(handles.map((x) => h.waitForState(x, (s) => s.quotaWait !== null || s.state === 'COMPLETED', 30_000)));
+      const harness = await startAgentHarness(undefined, { budget, modelOptions: { tokensPerMinute: 1_500 } });
+      h = harness;
+      harness.model.register('shared', () => ({ text: 'ok', usage: { prompt_tokens: 500, completion_tokens: 10 } }));
+      const handles = await Promise.all(Array.from({ length: 4 }, (_, i) => harness.start({ prompt: `run ${i}`, model: 'shared' })));
+      const waits = await Promise.all(handles.map((x) => harness.waitForState(x, (s) => s.quotaWait !== null || s.state === 'COMPLETED', 30_000)));
       const results = await Promise.all(handles.map((x) => x.result()));
-      const rateLimited = h.model.requests('shared').filter((r) => r.rateLimited).length;
-      await h.close();
+      const rateLimited = harness.model.requests('shared').filter((r) => r.rateLimited).length;
+      await harness.close();
+      h = undefined;
       return { results, rateLimited, waited: waits.filter((w) => w.quotaWait !== null).length };
     };
     const budget = await RedisBudget.connect({ url, name: `test-${randomUUID()}`, tokensPerMinute: 1_500 });
