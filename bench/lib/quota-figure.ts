@@ -1,0 +1,179 @@
+/**
+ * Figure (f), issue 26: many runs share one provider that enforces tokens per minute and answers 429 above it. The
+ * same batch runs twice on the product as it is deployed (worker processes from `src/bin/worker.ts` on a dev
+ * server): without a budget, and with the fleet's budget in Redis (`LLM_TOKENS_PER_MINUTE`). Reported: 429s received,
+ * runs completed and failed, the batch's wall time against the quota's ideal, and the retry budget the 429s spent.
+ */
+import { spawn, type ChildProcess } from 'node:child_process';
+import { closeSync, mkdirSync, mkdtempSync, openSync, rmSync } from 'node:fs';
+import net from 'node:net';
+import os from 'node:os';
+import path from 'node:path';
+import { setTimeout as sleep } from 'node:timers/promises';
+import type { Client } from '@temporalio/client';
+import { freePort } from '../../scripts/lib/free-port';
+import { MAX_PROVIDER_FAILURES } from '../../src/activities/model';
+import { AgentClient } from '../../src/client';
+import { buildWorkflowBundles } from '../../src/workflow-bundle';
+import { BENCH_DIR, PROJECT_ROOT, spawnChild, stopChild, type Child } from './ipc';
+import { QUOTA_MODEL } from './quota-model-process';
+import { startBenchServer, waitForTaskQueue } from './temporal';
+
+export interface FigureFOptions {
+  runs: number;
+  /** The provider's limit, and the budget's. */
+  tokensPerMinute: number;
+  /** Characters of each run's prompt: with the system prompt, about a quarter of them are the call's tokens. */
+  promptChars: number;
+  /** Worker processes sharing the budget. */
+  workers: number;
+  log: (line: string) => void;
+}
+
+export interface FigureFRow {
+  budget: boolean;
+  runs: number;
+  completed: number;
+  /** Runs that did not complete, by status. */
+  failed: Record<string, number>;
+  wallMs: number;
+  /** Requests that reached the provider, and those it answered 429. */
+  requests: number;
+  rateLimited: number;
+  /** Runs that got at least one 429, and the most one call got: each 429 spends one of MAX_PROVIDER_FAILURES. */
+  runsWith429: number;
+  max429sPerRun: number;
+}
+
+export interface FigureF {
+  runs: number;
+  tokensPerMinute: number;
+  tokensPerRun: number;
+  /** The least time the provider's quota allows: a minute's tokens at once, then the rest at its rate. */
+  idealMs: number;
+  retryBudget: number;
+  rows: FigureFRow[];
+}
+
+export async function figureF(o: FigureFOptions): Promise<FigureF> {
+  const dir = mkdtempSync(path.join(os.tmpdir(), 'bench-f-'));
+  const bundles = path.join(dir, 'bundles');
+  await buildWorkflowBundles(bundles);
+  const redisPort = await freePort();
+  const redis = await startRedis(redisPort);
+  const rows: FigureFRow[] = [];
+  let tokensPerRun = 0;
+  try {
+    for (const budget of [false, true]) {
+      const server = await startBenchServer();
+      const model = await spawnChild(path.join(BENCH_DIR, 'lib/quota-model-process.ts'), { runtime: 'tsx', env: { BENCH_QUOTA_TPM: String(o.tokensPerMinute) } });
+      const taskQueue = `bench-f-${budget ? 'budget' : 'none'}-${process.pid}`;
+      const workers: ChildProcess[] = [];
+      try {
+        const modelUrl = await model.call<string>('url');
+        const env: NodeJS.ProcessEnv = {
+          ...process.env,
+          TEMPORAL_ADDRESS: server.address,
+          TEMPORAL_TASK_QUEUE: taskQueue,
+          LLM_BASE_URL: modelUrl,
+          LLM_API_KEY: 'bench',
+          LLM_MODEL: QUOTA_MODEL,
+          AGENT_WORKFLOW_BUNDLE_DIR: bundles,
+          AGENT_BLOB_DIR: path.join(dir, `blobs-${budget}`),
+          AGENT_WORKSPACE: path.join(dir, 'workspace'),
+          AGENT_STREAM_URL: 'off',
+          ...(budget ? { LLM_TOKENS_PER_MINUTE: String(o.tokensPerMinute), AGENT_QUOTA_REDIS_URL: `redis://127.0.0.1:${redisPort}`, LLM_QUOTA_NAME: `bench-${process.pid}` } : {}),
+        };
+        mkdirSync(env.AGENT_WORKSPACE!, { recursive: true });
+        for (let i = 0; i < o.workers; i++) {
+          const log = openSync(path.join(dir, `worker-${budget}-${i}.log`), 'a');
+          workers.push(
+            spawn(process.execPath, ['--import', 'tsx', 'src/bin/worker.ts'], {
+              cwd: PROJECT_ROOT,
+              env: { ...env, AGENT_LEDGER: path.join(dir, `ledger-${budget}-${i}.sqlite`) },
+              stdio: ['ignore', log, log],
+            }),
+          );
+          closeSync(log);
+        }
+        await waitForPollers(server.client, taskQueue, o.workers);
+        o.log(`f: ${budget ? 'with' : 'without'} the budget: ${o.runs} runs, ${o.workers} workers, the provider at ${o.tokensPerMinute} tokens a minute`);
+        const agents = new AgentClient(server.client, taskQueue);
+        const prompt = (i: number) => `Run ${i}. ${'Summarise this line of text. '.repeat(Math.ceil(o.promptChars / 29))}`.slice(0, o.promptChars);
+        const ids = new Set<string>();
+        const t0 = Date.now();
+        for (let i = 0; i < o.runs; i += 50) {
+          const batch = Array.from({ length: Math.min(50, o.runs - i) }, (_, k) => i + k);
+          const handles = await Promise.all(batch.map((n) => agents.start({ prompt: prompt(n), maxOutputTokens: 16 }, { workflowId: `f-${budget ? 'b' : 'n'}-${process.pid}-${n}` })));
+          for (const h of handles) ids.add(h.workflowId);
+        }
+        const done = await waitForTaskQueue(server.client, taskQueue, ids, 60 * 60_000);
+        const stats = await model.call<{ requests: number; rateLimited: number; max429sPerRun: number; runsWith429: number; tokensPerRequest: number }>('stats');
+        tokensPerRun ||= stats.tokensPerRequest;
+        const failed = Object.fromEntries(Object.entries(done.statuses).filter(([s]) => s !== 'COMPLETED'));
+        const row: FigureFRow = {
+          budget,
+          runs: o.runs,
+          completed: done.statuses.COMPLETED ?? 0,
+          failed,
+          wallMs: done.lastCloseMs - t0,
+          requests: stats.requests,
+          rateLimited: stats.rateLimited,
+          runsWith429: stats.runsWith429,
+          max429sPerRun: stats.max429sPerRun,
+        };
+        rows.push(row);
+        o.log(`f: ${budget ? 'with' : 'without'} the budget: ${row.completed}/${row.runs} completed in ${(row.wallMs / 1000).toFixed(1)} s, ${row.rateLimited} of ${row.requests} requests answered 429`);
+      } finally {
+        await Promise.all(workers.map((w) => stopProcess(w)));
+        await stopChild(model as Child);
+        await server.stop();
+      }
+    }
+  } finally {
+    redis.kill('SIGKILL');
+    rmSync(dir, { recursive: true, force: true });
+  }
+  const total = o.runs * tokensPerRun;
+  return {
+    runs: o.runs,
+    tokensPerMinute: o.tokensPerMinute,
+    tokensPerRun,
+    idealMs: (Math.max(0, total - o.tokensPerMinute) / o.tokensPerMinute) * 60_000,
+    retryBudget: MAX_PROVIDER_FAILURES,
+    rows,
+  };
+}
+
+async function startRedis(port: number): Promise<ChildProcess> {
+  const proc = spawn('redis-server', ['--port', String(port), '--bind', '127.0.0.1', '--save', '', '--appendonly', 'no'], { stdio: 'ignore' });
+  proc.on('error', () => undefined);
+  for (const deadline = Date.now() + 10_000; Date.now() < deadline; await sleep(50)) {
+    const up = await new Promise<boolean>((resolve) => {
+      const s = net.connect(port, '127.0.0.1');
+      s.once('connect', () => (s.destroy(), resolve(true)));
+      s.once('error', () => resolve(false));
+    });
+    if (up) return proc;
+  }
+  proc.kill('SIGKILL');
+  throw new Error('figure (f) needs redis-server (apt-get install redis-server)');
+}
+
+async function waitForPollers(client: Client, taskQueue: string, n: number): Promise<void> {
+  for (const deadline = Date.now() + 180_000; Date.now() < deadline; await sleep(500)) {
+    // Activity pollers (type 2): a worker polls for them once it is ready for model calls.
+    const res = await client.workflowService.describeTaskQueue({ namespace: client.options.namespace, taskQueue: { name: taskQueue }, taskQueueType: 2 });
+    if ((res.pollers?.length ?? 0) >= n) return;
+  }
+  throw new Error(`${n} workers did not poll ${taskQueue} within 180 s`);
+}
+
+async function stopProcess(p: ChildProcess): Promise<void> {
+  if (p.exitCode !== null || p.signalCode !== null) return;
+  const exited = new Promise((r) => p.once('exit', r));
+  p.kill('SIGTERM');
+  const timer = setTimeout(() => p.kill('SIGKILL'), 40_000);
+  await exited;
+  clearTimeout(timer);
+}
