@@ -128,8 +128,11 @@ export interface AgentWorkerOptions {
 
 const isNativeConnection = (c: AgentWorkerOptions['connection']): c is NativeConnection => c instanceof NativeConnection;
 
-/** The live stream the environment asks for: Redis (`AGENT_STREAM_REDIS_URL`), the gateway's hub (`AGENT_STREAM_URL`), or none. */
-function configuredStream(env: NodeJS.ProcessEnv, opened: (channel: RedisChannel) => void): LiveStream | undefined {
+/**
+ * The live stream the environment asks for: Redis (`AGENT_STREAM_REDIS_URL`), the gateway's hub (`AGENT_STREAM_URL`,
+ * by default the local gateway's), or none (`AGENT_STREAM_URL=off`).
+ */
+export function configuredStream(env: NodeJS.ProcessEnv, opened: (channel: RedisChannel) => void): LiveStream | undefined {
   const settings = streamSettings(env);
   if (settings.redisUrl) {
     let reported = false;
@@ -141,7 +144,9 @@ function configuredStream(env: NodeJS.ProcessEnv, opened: (channel: RedisChannel
     opened(channel);
     return liveStream(channel);
   }
-  return settings.gatewayUrl ? liveStream(httpTarget(settings.gatewayUrl, settings.token)) : undefined;
+  if (!settings.gatewayUrl) return undefined;
+  const name = `stream channel (the gateway at ${settings.gatewayUrl}${settings.gatewayDefault ? ', the default; AGENT_STREAM_URL=off turns it off' : ''})`;
+  return liveStream(httpTarget(settings.gatewayUrl, settings.token), console, { name, optional: settings.gatewayDefault });
 }
 
 /** The settings a worker runs with: `options` over `options.config`, else over the environment. Pure but for reading `env`. */
