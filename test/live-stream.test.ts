@@ -167,6 +167,32 @@ describe('embedded hub (workers publish over HTTP)', () => {
   });
 });
 
+describe('attaching a watcher', () => {
+  test('asks nothing of a worker: a run no worker serves is still streamed from the channel', async () => {
+    const h = await startAgentHarness();
+    const hub = new MemoryHub();
+    const app = buildGateway({ agents: new AgentClient(h.env.client, h.taskQueue), token: TOKEN, stream: hub });
+    await app.listen({ port: 0, host: '127.0.0.1' });
+    const id = `unserved-${Date.now()}`;
+    // On a queue no worker polls: a state query would wait for a worker until it times out.
+    const run = await h.env.client.workflow.start('agentRun', { taskQueue: `nobody-${id}`, workflowId: id, args: [{ prompt: 'x' }] });
+    try {
+      await hub.publish(id, [
+        { type: 'text', callNumber: 1, attempt: 1, text: 'from the channel' },
+        { type: 'end', state: { state: 'COMPLETED' } } as never,
+      ]);
+      const env = { h, app, baseUrl: `http://127.0.0.1:${(app.server.address() as AddressInfo).port}`, stream: undefined as never, channel: hub };
+      const ms = await readSse(await events(env, id));
+      expect(ms.map((m) => m.event)).toEqual(['text', 'end']);
+      expect(textOf(ms)).toBe('from the channel');
+    } finally {
+      await run.terminate();
+      await app.close();
+      await h.close();
+    }
+  });
+});
+
 describe('the embedded default (no stream variable set)', () => {
   const quiet = { warn: () => undefined, info: () => undefined };
 

@@ -5,7 +5,6 @@
  */
 import type { StreamEvent } from '../common/stream';
 import type { RunStateView } from '../common/view';
-import { isTerminal } from '../common/states';
 import type { StreamChannel } from '../stream/channel';
 import type { StreamCursor } from './sse-cursor';
 
@@ -28,9 +27,10 @@ export interface Fallback {
 /**
  * Serves `runId` from `after` until its `end`; resolves `undefined` when done (or the client left), or a fallback.
  * `attachWaitMs`: how long a channel that has no stream for a running run is given to show one (its first events
- * may be on their way); a run no worker publishes for is then polled.
+ * may be on their way); a run no worker publishes for is then polled. `closed`: the run's workflow is closed, so
+ * nothing more will be published.
  */
-export async function serveLive(channel: StreamChannel, runId: string, after: string, view: RunStateView, attachWaitMs: number, io: LiveIo): Promise<Fallback | undefined> {
+export async function serveLive(channel: StreamChannel, runId: string, after: string, closed: boolean, attachWaitMs: number, io: LiveIo): Promise<Fallback | undefined> {
   const head = await channel.head(runId).catch((err: unknown) => ({ down: String(err) }));
   if (typeof head === 'object' && head !== null) return { reason: `the stream channel is down: ${head.down}`, cursor: undefined };
   const sub = channel.subscribe(runId, after);
@@ -40,7 +40,7 @@ export async function serveLive(channel: StreamChannel, runId: string, after: st
   try {
     let next = items.next();
     if (head === null) {
-      const first = await Promise.race([next, delay(isTerminal(view.state) ? 0 : attachWaitMs)]);
+      const first = await Promise.race([next, delay(closed ? 0 : attachWaitMs)]);
       if (!first) return { reason: 'no stream is published for this run', cursor: undefined };
     }
     io.open();
