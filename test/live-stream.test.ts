@@ -191,6 +191,29 @@ describe('attaching a watcher', () => {
       await h.close();
     }
   });
+  test('waits for the stream of a run no worker has taken yet, instead of polling it', async () => {
+    const h = await startAgentHarness();
+    const hub = new MemoryHub();
+    const app = buildGateway({ agents: new AgentClient(h.env.client, h.taskQueue), token: TOKEN, stream: hub, attachWaitMs: 200 });
+    await app.listen({ port: 0, host: '127.0.0.1' });
+    const id = `untaken-${Date.now()}`;
+    const run = await h.env.client.workflow.start('agentRun', { taskQueue: `nobody-${id}`, workflowId: id, args: [{ prompt: 'x' }] });
+    try {
+      const env = { h, app, baseUrl: `http://127.0.0.1:${(app.server.address() as AddressInfo).port}`, stream: undefined as never, channel: hub };
+      const reading = events(env, id).then((res) => readSse(res));
+      await sleep(1_500); // several attach waits: the worker that takes the run is late
+      await hub.publish(id, [
+        { type: 'text', callNumber: 1, attempt: 1, text: 'late but streamed' },
+        { type: 'end', state: { state: 'COMPLETED' } } as never,
+      ]);
+      const ms = await reading;
+      expect(ms.map((m) => m.event)).toEqual(['text', 'end']);
+    } finally {
+      await run.terminate();
+      await app.close();
+      await h.close();
+    }
+  });
 });
 
 describe('the embedded default (no stream variable set)', () => {

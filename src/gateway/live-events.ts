@@ -14,8 +14,13 @@ export interface LiveIo {
   write(type: string, id: string, data: unknown): Promise<void>;
   /** The run's state now (a gap: events were lost to this watcher). */
   state(): Promise<RunStateView>;
+  /** Whether a worker has taken the run's first workflow task (and so could have published); absent: assume so. */
+  taken?(): Promise<boolean>;
   signal: AbortSignal;
 }
+
+/** How long a watcher waits for a run that no worker has taken yet before polling its state. */
+const MAX_UNTAKEN_WAIT_MS = 30_000;
 
 /** Why the channel did not serve (to the end) a watcher: it then gets the state by polling, marked `degraded`. */
 export interface Fallback {
@@ -40,7 +45,12 @@ export async function serveLive(channel: StreamChannel, runId: string, after: st
   try {
     let next = items.next();
     if (head === null) {
-      const first = await Promise.race([next, delay(closed ? 0 : attachWaitMs)]);
+      let first = await Promise.race([next, delay(closed ? 0 : attachWaitMs)]);
+      // A run no worker has picked up yet (workers busy with many starting runs) has published nothing because it has
+      // done nothing: waiting costs nothing, while polling it would add a state query per watcher to the backlog.
+      for (const until = Date.now() + MAX_UNTAKEN_WAIT_MS; !first && !closed && Date.now() < until && io.taken && !(await io.taken()); ) {
+        first = await Promise.race([next, delay(attachWaitMs)]);
+      }
       if (!first) return { reason: 'no stream is published for this run', cursor: undefined };
     }
     io.open();

@@ -115,6 +115,8 @@ export async function serveRunEvents(ctx: GatewayContext, request: FastifyReques
         open: () => opened || open(),
         write: (type, eventId, data) => write(format.event(type, eventId, data)),
         state: () => handle.state({ signal }),
+        // Started, task scheduled, started, then completed (or failed): a worker has run the workflow's first task.
+        taken: () => ctx.agents.client.workflow.getHandle(id).describe().then((d) => d.historyLength >= 4),
         signal,
       });
       if (!fallback) return;
