@@ -37,19 +37,21 @@ export interface FigureEOptions {
 export interface ScenarioResult {
   runs: number;
   watchersPerRun: number;
+  /** Times the scenario ran (single runs: several, their CPU the median). */
+  repeat: number;
   /** Tokens read by all watchers, counted for delay once every watcher of their run was attached. */
   tokens: number;
   p50: number;
   p95: number;
   max: number;
-  /** Watchers that got every token and the end (of runs × watchers). */
+  /** Watchers that got every token and the end (of repeat × runs × watchers). */
   complete: number;
   /** Watchers whose stream fell back to polling the state (marked `degraded`). */
   degraded: number;
   degradedBecause?: string[];
   /** The first few errors the streams ended on. */
   errors: string[];
-  /** CPU ms by process over the scenario (from the first run's start to the last watcher's end). */
+  /** CPU ms by process over the scenario (from the first run's start to the last watcher's end; the median of the repeats). */
   cpuMs: Record<string, number>;
   /** Everything's CPU over the scenario, per watcher. */
   cpuPerWatcherMs: number;
@@ -73,6 +75,19 @@ export const DEFAULT_SCENARIOS = [
 ];
 
 const TOKEN = 'bench-figure-e';
+
+/** Every process this figure started: killed if the bench exits before it stops them (Ctrl-C saves and exits). */
+const started = new Set<number>();
+process.on('exit', () => {
+  for (const pid of started) {
+    try {
+      process.kill(pid, 'SIGKILL');
+    } catch {
+      // already gone
+    }
+  }
+});
+const track = (pid: number | undefined): number => (pid !== undefined && started.add(pid), pid!);
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
 const freePort = () =>
@@ -121,10 +136,11 @@ function spawnTs(name: string, file: string, env: Record<string, string>, logDir
   const clean = { ...process.env };
   for (const k of ['AGENT_STREAM_URL', 'AGENT_STREAM_REDIS_URL', 'AGENT_STREAM_TOKEN', 'GATEWAY_INSECURE', 'TEMPORAL_ADDRESS', 'TEMPORAL_TASK_QUEUE']) delete clean[k];
   const proc = spawn(process.execPath, ['--import', 'tsx', file], { cwd: PROJECT_ROOT, env: { ...clean, ...env }, stdio: ['ignore', out, out] });
-  return { name, proc, pid: proc.pid! };
+  return { name, proc, pid: track(proc.pid) };
 }
 
 async function stopProc(p: Proc | undefined): Promise<void> {
+  if (p) started.delete(p.pid);
   if (!p || p.proc.exitCode !== null) return;
   p.proc.kill('SIGTERM');
   const exited = new Promise((r) => p.proc.once('exit', r));
@@ -216,7 +232,17 @@ function cpuOf(target: Target): Record<string, number> {
 const diff = (a: Record<string, number>, b: Record<string, number>) => Object.fromEntries(Object.entries(b).map(([k, v]) => [k, v - (a[k] ?? 0)]));
 const sum = (r: Record<string, number>) => Object.values(r).reduce((x, y) => x + y, 0);
 
-async function scenario(target: Target, runs: number, watchers: number, chunks: number): Promise<ScenarioResult> {
+interface Once {
+  delays: number[];
+  complete: number;
+  reasons: string[];
+  errors: string[];
+  cpuMs: Record<string, number>;
+  /** CPU of everything but the gateway per run, from when every watcher was attached to the end. */
+  streamingCostMs: number;
+}
+
+async function scenarioOnce(target: Target, runs: number, watchers: number, chunks: number): Promise<Once> {
   const before = cpuOf(target);
   const ids = await Promise.all(Array.from({ length: runs }, (_, i) => target.start(`stream ${i}`)));
   const controller = new AbortController();
@@ -236,38 +262,45 @@ async function scenario(target: Target, runs: number, watchers: number, chunks: 
   const perRun = await Promise.all(watching);
   clearTimeout(timeout);
   const after = cpuOf(target);
-  const cpuMs = diff(before, after);
   const streaming = diff(attached!, after);
-  const delays: number[] = [];
-  let complete = 0;
-  let degraded = 0;
-  const errors: string[] = [];
-  const reasons: string[] = [];
+  const o: Once = { delays: [], complete: 0, reasons: [], errors: [], cpuMs: diff(before, after), streamingCostMs: (sum(streaming) - (streaming.gateway ?? 0)) / runs };
   for (const ws of perRun) {
-    // Tokens sent once every watcher of the run was attached: the attach (a state read each) is left out.
+    // Tokens sent once every watcher of the run was attached: the attach is left out.
     const last = Math.max(...ws.map((w) => w.openedAt));
     for (const w of ws) {
-      if (w.ended && w.tokens.length === chunks) complete++;
-      if (w.degraded) degraded++;
-      if (w.degraded && reasons.length < 3) reasons.push(w.degraded);
-      if (w.error) errors.push(w.error);
-      for (const [sent, read] of w.tokens) if (sent > last) delays.push(read - sent);
+      if (w.ended && w.tokens.length === chunks) o.complete++;
+      if (w.degraded) o.reasons.push(w.degraded);
+      if (w.error) o.errors.push(w.error);
+      for (const [sent, read] of w.tokens) if (sent > last) o.delays.push(read - sent);
     }
   }
+  return o;
+}
+
+const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)];
+
+/** `repeat` times the scenario: delays pooled, deliveries summed, CPU the median (one run's CPU moves with GC and load). */
+async function scenario(target: Target, runs: number, watchers: number, chunks: number, repeat: number): Promise<ScenarioResult> {
+  const all: Once[] = [];
+  for (let i = 0; i < repeat; i++) all.push(await scenarioOnce(target, runs, watchers, chunks));
+  const delays = all.flatMap((o) => o.delays);
+  const cpuMs = Object.fromEntries(Object.keys(all[0].cpuMs).map((k) => [k, median(all.map((o) => o.cpuMs[k]))]));
+  const reasons = all.flatMap((o) => o.reasons);
   return {
     runs,
     watchersPerRun: watchers,
+    repeat,
     tokens: delays.length,
     p50: percentile(delays, 50),
     p95: percentile(delays, 95),
     max: delays.length ? Math.max(...delays) : NaN,
-    complete,
-    degraded,
-    ...(reasons.length ? { degradedBecause: [...new Set(reasons)] } : {}),
-    errors: errors.slice(0, 3),
+    complete: all.reduce((n, o) => n + o.complete, 0),
+    degraded: reasons.length,
+    ...(reasons.length ? { degradedBecause: [...new Set(reasons)].slice(0, 3) } : {}),
+    errors: all.flatMap((o) => o.errors).slice(0, 3),
     cpuMs,
     cpuPerWatcherMs: sum(cpuMs) / (runs * watchers),
-    runCostMs: (sum(streaming) - (streaming.gateway ?? 0)) / runs,
+    runCostMs: median(all.map((o) => o.streamingCostMs)),
   };
 }
 
@@ -350,7 +383,7 @@ async function langgraphTarget(modelUrl: string, dir: string): Promise<Target & 
     env: { ...process.env, BENCH_LANGGRAPH_STREAM: JSON.stringify({ port, modelUrl, dbFile: path.join(dir, 'checkpoints.sqlite') }) },
     stdio: ['ignore', out, out],
   });
-  const runner: Proc = { name: 'langgraph', proc, pid: proc.pid! };
+  const runner: Proc = { name: 'langgraph', proc, pid: track(proc.pid) };
   const base = `http://127.0.0.1:${port}`;
   await waitUntil('langgraph peer', 60_000, () => reachable(port));
   return {
@@ -369,7 +402,7 @@ async function langgraphTarget(modelUrl: string, dir: string): Promise<Target & 
 async function startRedis(dir: string): Promise<{ url: string; pid: number; stop(): Promise<void> }> {
   const port = await freePort();
   const proc = spawn('redis-server', ['--port', String(port), '--bind', '127.0.0.1', '--save', '', '--appendonly', 'no', '--dir', dir], { stdio: 'ignore' });
-  const p: Proc = { name: 'redis', proc, pid: proc.pid! };
+  const p: Proc = { name: 'redis', proc, pid: track(proc.pid) };
   await waitUntil('redis-server', 10_000, () => reachable(port));
   return { url: `redis://127.0.0.1:${port}`, pid: p.pid, stop: () => stopProc(p) };
 }
@@ -393,14 +426,15 @@ export async function figureE(opts: FigureEOptions): Promise<FigureE> {
           target = await langgraphTarget(modelUrl, dir);
         } else {
           server = await startBenchServer();
+          track(server.handle.pid);
           if (system === 'redis') redis = await startRedis(dir);
           target = await productTarget(server, modelUrl, dir, redis);
         }
         for (const s of opts.scenarios) {
-          const r = await scenario(target, s.runs, s.watchers, opts.chunks);
+          const r = await scenario(target, s.runs, s.watchers, opts.chunks, s.runs === 1 ? 3 : 1);
           result.scenarios.push(r);
           opts.log(
-            `e: ${system} ${s.runs} run(s) x ${s.watchers} watcher(s): p50 ${r.p50} ms, p95 ${r.p95} ms, max ${r.max} ms, ${r.complete}/${s.runs * s.watchers} complete, ${r.degraded} degraded${r.degradedBecause ? ` (${r.degradedBecause.join('; ')})` : ''}${r.errors.length ? ` (errors: ${r.errors[0]})` : ''}; ` +
+            `e: ${system} ${s.runs} run(s) x ${s.watchers} watcher(s): p50 ${r.p50} ms, p95 ${r.p95} ms, max ${r.max} ms, ${r.complete}/${r.repeat * s.runs * s.watchers} complete, ${r.degraded} degraded${r.degradedBecause ? ` (${r.degradedBecause.join('; ')})` : ''}${r.errors.length ? ` (errors: ${r.errors[0]})` : ''}; ` +
               `CPU ${JSON.stringify(Object.fromEntries(Object.entries(r.cpuMs).map(([k, v]) => [k, Math.round(v)])))} ms, ${r.cpuPerWatcherMs.toFixed(1)} ms a watcher, ${r.runCostMs.toFixed(0)} ms a run without the gateway`,
           );
         }
@@ -415,6 +449,7 @@ export async function figureE(opts: FigureEOptions): Promise<FigureE> {
         await target?.stop().catch(() => undefined);
         await redis?.stop().catch(() => undefined);
         await server?.stop().catch(() => undefined);
+        if (server) started.delete(server.handle.pid);
       }
     }
   } finally {

@@ -241,7 +241,7 @@ export const E_GOALS = { oneP50: 50, oneP95: 150, manyP95: 250, idleMsPerS: 1, f
 export function figureEReport(e: FigureE, o: Record<string, any>): string[] {
   const out = [`### (e) Live stream: token delay from the provider to SSE clients, and CPU (${o.eChunks ?? 60} chunks ${o.eGapMs ?? 100} ms apart a run)`, ''];
   out.push(
-    'Delay: when a watcher read a token minus when the provider sent it, for tokens sent once every watcher of the run was attached. CPU: ms over the whole scenario by process, from /proc; "a run" is everything but the gateway, per run.',
+    'Delay: when a watcher read a token minus when the provider sent it, for tokens sent once every watcher of the run was attached. CPU: ms over the whole scenario (start, attach, stream, end) by process, from /proc; "a run" is everything but the gateway, per run, while the run streams to its attached watchers. Scenarios of one run are run 3 times (delays pooled, CPU the median).',
     '',
   );
   out.push(row(['system', 'runs x watchers', 'p50 ms', 'p95 ms', 'max ms', 'complete', 'CPU ms: worker / runner', 'gateway', 'server', 'broker', 'CPU ms a watcher', 'CPU ms a run']), row(['---', '---', '---:', '---:', '---:', '---:', '---:', '---:', '---:', '---:', '---:', '---:']));
@@ -250,7 +250,7 @@ export function figureEReport(e: FigureE, o: Record<string, any>): string[] {
     for (const x of sys.scenarios) {
       const c = x.cpuMs;
       out.push(
-        row([label, `${x.runs} x ${x.watchersPerRun}`, ms(x.p50, 0), ms(x.p95, 0), ms(x.max, 0), `${x.complete}/${x.runs * x.watchersPerRun}`, ms(c.worker ?? c.runner, 0), ms(c.gateway, 0), ms(c.server, 0), ms(c.redis, 0), ms(x.cpuPerWatcherMs, 1), ms(x.runCostMs, 0)]),
+        row([label, `${x.runs} x ${x.watchersPerRun}`, ms(x.p50, 0), ms(x.p95, 0), ms(x.max, 0), `${x.complete}/${(x.repeat ?? 1) * x.runs * x.watchersPerRun}`, ms(c.worker ?? c.runner, 0), ms(c.gateway, 0), ms(c.server, 0), ms(c.redis, 0), ms(x.cpuPerWatcherMs, 1), ms(x.runCostMs, 0)]),
       );
     }
   }
@@ -268,7 +268,7 @@ export function figureEReport(e: FigureE, o: Record<string, any>): string[] {
     const flat = one && hundred ? hundred.runCostMs / one.runCostMs : undefined;
     out.push(
       `- ${label}: one watcher p50 <= ${E_GOALS.oneP50} ms and p95 <= ${E_GOALS.oneP95} ms: ${mark(one && one.p50 <= E_GOALS.oneP50 && one.p95 <= E_GOALS.oneP95)}` +
-        `; 100 watchers p95 <= ${E_GOALS.manyP95} ms with every token and end: ${mark(hundred && hundred.p95 <= E_GOALS.manyP95 && hundred.complete === 100)}` +
+        `; 100 watchers p95 <= ${E_GOALS.manyP95} ms with every token and end: ${mark(hundred && hundred.p95 <= E_GOALS.manyP95 && hundred.complete === (hundred.repeat ?? 1) * 100)}` +
         `; idle watcher <= ${E_GOALS.idleMsPerS} ms CPU/s: ${mark(sys.idle && sys.idle.cpuMsPerSecondPerWatcher <= E_GOALS.idleMsPerS)}` +
         `; a run's cost flat in its watchers (1 x 100 over 1 x 1, without the gateway: ${flat?.toFixed(2) ?? 'n/a'}x, goal <= ${E_GOALS.flatRatio}x): ${mark(flat === undefined ? undefined : flat <= E_GOALS.flatRatio)}`,
     );

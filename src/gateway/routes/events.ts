@@ -111,7 +111,7 @@ export async function serveRunEvents(ctx: GatewayContext, request: FastifyReques
           },
         );
       const after = isOffset(lastEventId) ? lastEventId.trim() : query.from === 'now' ? ((await ctx.stream.head(id).catch(() => null)) ?? START) : START;
-      const fallback = await serveLive(ctx.stream, id, after, closed, ctx.attachWaitMs ?? 1_000, {
+      const fallback = await serveLive(ctx.stream, id, after, closed, ctx.attachWaitMs ?? 3_000, {
         open: () => opened || open(),
         write: (type, eventId, data) => write(format.event(type, eventId, data)),
         state: () => handle.state({ signal }),
