@@ -3,7 +3,7 @@ import importX from 'eslint-plugin-import-x';
 import tseslint from 'typescript-eslint';
 
 export default tseslint.config(
-  { ignores: ['node_modules/', '.tools/', '.temporal/', 'workspace/', 'coverage/', 'dist/', 'bench/peers/', 'bench/.scratch/', '**/*.js', '**/*.mjs'] },
+  { ignores: ['node_modules/', '.tools/', '.temporal/', 'workspace/', 'coverage/', 'dist/', 'bench/peers/', 'bench/brokers/', 'bench/.scratch/', '**/*.js', '**/*.mjs'] },
   {
     files: ['**/*.ts'],
     extends: [tseslint.configs.base],

@@ -1,11 +1,12 @@
 /**
  * `npm run bench`: the same agent workload on the floor (a plain loop), this product, LangGraph.js and Temporal's
- * `@temporalio/ai-sdk`, and four figures: (a) durable overhead per step, (b) a long run, (c) 1,000 concurrent runs,
- * (d) a worker restart. Writes bench/results/<timestamp>.json, bench/results/latest.json and bench/results/latest.md.
+ * `@temporalio/ai-sdk`, and five figures: (a) durable overhead per step, (b) a long run, (c) 1,000 concurrent runs,
+ * (d) a worker restart, (e) the live stream to 1-100 watchers (bench/figure-e.ts). Writes bench/results/<timestamp>.json, bench/results/latest.json and bench/results/latest.md.
  *
  *   npm run bench                      # everything, full size (long; needs a quiet machine)
  *   npm run bench -- --quick           # small sizes, a few minutes
  *   npm run bench -- --figures c --systems ours --profiles baseline,slots,quiet
+ *   npm run bench -- --figures e                # the live stream alone: embedded hub, Redis, LangGraph (a few minutes)
  *   npm run bench -- --help
  */
 import { spawnSync } from 'node:child_process';
@@ -23,6 +24,7 @@ import { stepTimes, writeWorkspace, type Arrival } from './lib/workload';
 import { PEER_WORKER_OPTIONS, PROFILES, TUNED } from './profiles';
 import { AiSdkSystem, FloorSystem, LangGraphSystem, OursSystem, TemporalFloorSystem, type BenchSystem, type RunSpec } from './systems';
 import type { BenchResults, FigureA, FigureB, FigureC, FigureD } from './lib/report';
+import { DEFAULT_SCENARIOS, figureE } from './figure-e';
 
 const SYSTEMS = ['floor', 'ours', 'langgraph', 'temporal-ai-sdk', 'temporal-floor'] as const;
 type SystemName = (typeof SYSTEMS)[number];
@@ -47,6 +49,9 @@ interface Options {
   restartAtCall: number;
   restartWaitS: number;
   langgraphDurability: 'sync' | 'async' | 'exit';
+  eChunks: number;
+  eGapMs: number;
+  eIdleMs: number;
   out: string;
 }
 
@@ -54,7 +59,7 @@ function parseOptions(argv: string[]): Options {
   const list = (s: string) => s.split(',').map((x) => x.trim()).filter(Boolean);
   const program = new Command('bench')
     .option('--quick', 'small sizes: a few minutes instead of the full run', false)
-    .option('--figures <list>', 'which figures: a (overhead), b (long run), c (concurrency), d (restart)', 'a,b,c,d')
+    .option('--figures <list>', 'which figures: a (overhead), b (long run), c (concurrency), d (restart), e (live stream), f (provider quota)', 'a,b,c,d,e,f')
     .option('--server <list>', 'where the Temporal systems run: dev (a dev server on SQLite per system), stack (npm run stack\'s PostgreSQL cluster), or both', 'dev')
     .option('--systems <list>', `which systems: ${SYSTEMS.join(', ')}`, DEFAULT_SYSTEMS.join(','))
     .option('--profiles <list>', `tuning profiles of this product: ${Object.keys(PROFILES).join(', ')}`, `before,${TUNED}`)
@@ -69,6 +74,9 @@ function parseOptions(argv: string[]): Options {
     .option('--restart-at-call <n>', '(d) the model call during which the worker goes down', '5')
     .option('--restart-wait-s <s>', '(d) longest wait for the resumed run\'s next step', '120')
     .option('--langgraph-durability <mode>', 'LangGraph durability: sync, async or exit', 'sync')
+    .option('--e-chunks <n>', '(e) text chunks a run streams', '60')
+    .option('--e-gap-ms <ms>', '(e) time between two chunks', '100')
+    .option('--e-idle-ms <ms>', '(e) how long idle watchers are measured', '5000')
     .option('--out <dir>', 'results directory', path.join(BENCH_DIR, 'results'))
     .option('--report <json>', 'only rewrite the markdown tables of a results file (next to it) and exit')
     .parse(argv);
@@ -100,6 +108,9 @@ function parseOptions(argv: string[]): Options {
     restartAtCall: Number(o.restartAtCall),
     restartWaitS: Number(o.restartWaitS),
     langgraphDurability: o.langgraphDurability,
+    eChunks: Number(o.eChunks),
+    eGapMs: Number(o.eGapMs),
+    eIdleMs: Number(o.eIdleMs),
     out: o.out,
   };
 }
@@ -347,6 +358,12 @@ async function main(): Promise<void> {
         }
         results.d[label] = fig;
       });
+    }
+
+    if (opts.figures.includes('e')) {
+      // The product with the embedded default and with Redis; LangGraph, the peer that streams, beside them.
+      const systems = [...(opts.systems.includes('ours') ? ['hub', 'redis'] : []), ...(opts.systems.includes('langgraph') && !ensurePeer('langgraph') ? ['langgraph'] : [])];
+      results.e = await figureE({ systems, chunks: opts.eChunks, gapMs: opts.eGapMs, thinkMs: 1_500, scenarios: DEFAULT_SCENARIOS, idleWatchers: 100, idleMs: opts.eIdleMs, scratch, log });
     }
   } finally {
     await stopChild(model);

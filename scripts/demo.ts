@@ -1,15 +1,17 @@
 /**
  * The main job on embedded defaults: `npm start`.
  * Starts the local Temporal dev server if none answers, a worker, and one demo agent run; prints every state
- * transition live, the streamed text, the final answer and the run's link in the Temporal UI.
+ * transition live, the streamed text, the final answer and the run's link in the Temporal UI. The worker publishes to
+ * an in-process hub (the embedded stream channel) and the demo prints the run from it, as the gateway's SSE would.
  * With no LLM_API_KEY / LLM_BASE_URL the run uses the project's scripted model (offline; not a real LLM).
  */
 import { mkdirSync, readdirSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { humanWatchPrinter } from '../src/cli';
-import { AgentClient, failureReason } from '../src/client';
+import { AgentClient, failureReason, type AgentRunHandle, type WatchEvent } from '../src/client';
 import { workerConfig } from '../src/config';
 import { DefaultLogger, Runtime } from '@temporalio/worker';
+import { liveStream, MemoryHub, START } from '../src/stream';
 import { createAgentWorker } from '../src/worker';
 import { ensureSearchAttributes, isServerUp, startDevServer, temporalUiUrl, type DevServerHandle } from './lib/dev-server';
 
@@ -49,7 +51,8 @@ async function main(): Promise<void> {
 
   const { workspace } = config;
   const seeded = seedWorkspace(workspace);
-  const agent = await createAgentWorker({ config });
+  const hub = new MemoryHub();
+  const agent = await createAgentWorker({ config, stream: liveStream(hub) });
   const running = agent.run();
   console.log(
     agent.scriptedModelUrl
@@ -69,7 +72,7 @@ async function main(): Promise<void> {
     console.log(`demo: started run ${run.workflowId} on task queue ${temporal.taskQueue}`);
     if (slow) console.log(`demo: slow pace; from another terminal try: npm run agent -- pause ${run.workflowId} (then resume, or abort)`);
     console.log('');
-    await run.watch(humanWatchPrinter((text) => process.stdout.write(text)));
+    await followStream(hub, run, humanWatchPrinter((text) => process.stdout.write(text)));
     // watch printed the answer or the reason; the result only decides the exit code.
     await run.result().catch((err: unknown) => {
       exitCode = 1;
@@ -80,8 +83,26 @@ async function main(): Promise<void> {
     await client.close();
     agent.shutdown();
     await running;
+    await hub.close();
   }
   process.exitCode = exitCode;
+}
+
+/** Prints the run from the hub as its events are published; should the hub lose some, from the run's state instead. */
+async function followStream(hub: MemoryHub, run: AgentRunHandle, print: (e: WatchEvent) => void): Promise<void> {
+  const sub = hub.subscribe(run.workflowId, START);
+  for await (const item of sub) {
+    if (item.kind !== 'event') {
+      console.log(`\ndemo: the stream stopped (${item.reason}); following the run's state instead`);
+      sub.close();
+      await run.watch(print);
+      return;
+    }
+    const e = item.event;
+    print(e.type === 'transition' ? { type: 'transition', transition: e.transition } : e);
+    if (e.type === 'end') break;
+  }
+  sub.close();
 }
 
 main().catch((err) => {

@@ -190,8 +190,13 @@ export function codecSettings(env: NodeJS.ProcessEnv = process.env): CodecSettin
 export interface StreamSettings {
   /** `AGENT_STREAM_REDIS_URL`: Redis Streams, for workers and gateways alike. */
   redisUrl?: string;
-  /** `AGENT_STREAM_URL`: a worker without Redis publishes to this gateway's hub; unset (and no Redis), it publishes nothing. */
+  /**
+   * `AGENT_STREAM_URL`: a worker without Redis publishes to this gateway's hub. Unset, the local gateway of the Quick
+   * start (`http://127.0.0.1:<GATEWAY_PORT or 8080>`); `off`: it publishes nothing and streams poll the state.
+   */
   gatewayUrl?: string;
+  /** The gateway URL is the local default, not one configured: nobody asked for it, so its absence is no fault. */
+  gatewayDefault?: boolean;
   /** `AGENT_STREAM_TOKEN`, else `GATEWAY_TOKEN`: the token the worker presents to the gateway. */
   token?: string;
 }
@@ -199,10 +204,16 @@ export interface StreamSettings {
 export function streamSettings(env: NodeJS.ProcessEnv = process.env): StreamSettings {
   const redisUrl = env.AGENT_STREAM_REDIS_URL?.trim();
   if (redisUrl && !/^rediss?:\/\//.test(redisUrl)) throw new Error(`AGENT_STREAM_REDIS_URL must be a redis:// or rediss:// URL, got ${JSON.stringify(redisUrl)}`);
-  const gatewayUrl = env.AGENT_STREAM_URL?.trim();
-  if (gatewayUrl && !/^https?:\/\/[^\s]+$/.test(gatewayUrl)) throw new Error(`AGENT_STREAM_URL must be the gateway's http(s):// URL, got ${JSON.stringify(gatewayUrl)}`);
+  const given = env.AGENT_STREAM_URL?.trim();
+  if (given && given !== 'off' && !/^https?:\/\/[^\s]+$/.test(given)) {
+    throw new Error(`AGENT_STREAM_URL must be the gateway's http(s):// URL, or off, got ${JSON.stringify(given)}`);
+  }
+  const port = (env.GATEWAY_PORT || '8080').trim();
+  // The embedded default: the gateway `npm run gateway` starts on this host (whatever interface it listens on).
+  const fallback = !given && !redisUrl && /^\d+$/.test(port) ? `http://127.0.0.1:${port}` : undefined;
+  const gatewayUrl = given === 'off' ? undefined : given || fallback;
   const token = env.AGENT_STREAM_TOKEN?.trim() || env.GATEWAY_TOKEN?.trim();
-  return { ...(redisUrl ? { redisUrl } : {}), ...(gatewayUrl ? { gatewayUrl } : {}), ...(token ? { token } : {}) };
+  return { ...(redisUrl ? { redisUrl } : {}), ...(gatewayUrl ? { gatewayUrl } : {}), ...(gatewayUrl && !given ? { gatewayDefault: true } : {}), ...(token ? { token } : {}) };
 }
 
 /**

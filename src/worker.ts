@@ -3,7 +3,7 @@
  * Configured by one options object over the environment (config.ts). With no LLM_API_KEY and no LLM_BASE_URL it serves
  * the project's scripted model in-process. The process is `src/bin/worker.ts` (`npm run worker`).
  */
-import { NativeConnection, Worker, type WorkerOptions } from '@temporalio/worker';
+import { NativeConnection, Runtime, Worker, type WorkerOptions } from '@temporalio/worker';
 import OpenAI from 'openai';
 import { createActivities, readableErrorBodies, SqliteToolLedger, type ActivityDeps, type AgentDefinition, type Tool } from './activities';
 import { InflightActivities, type RecoveryReport } from './activities/inflight';
@@ -141,20 +141,27 @@ export interface AgentWorkerOptions {
 
 const isNativeConnection = (c: AgentWorkerOptions['connection']): c is NativeConnection => c instanceof NativeConnection;
 
-/** The live stream the environment asks for: Redis (`AGENT_STREAM_REDIS_URL`), the gateway's hub (`AGENT_STREAM_URL`), or none. */
-function configuredStream(env: NodeJS.ProcessEnv, opened: (channel: RedisChannel) => void): LiveStream | undefined {
+/**
+ * The live stream the environment asks for: Redis (`AGENT_STREAM_REDIS_URL`), the gateway's hub (`AGENT_STREAM_URL`,
+ * by default the local gateway's), or none (`AGENT_STREAM_URL=off`).
+ */
+export function configuredStream(env: NodeJS.ProcessEnv, opened: (channel: RedisChannel) => void): LiveStream | undefined {
   const settings = streamSettings(env);
+  // The runtime's logger, read when a line is written: JSON lines with AGENT_LOG_FORMAT=json, like the worker's own.
+  const log = { warn: (m: string, meta?: Record<string, unknown>) => Runtime.instance().logger.warn(m, meta), info: (m: string, meta?: Record<string, unknown>) => Runtime.instance().logger.info(m, meta) };
   if (settings.redisUrl) {
     let reported = false;
     const onError = (err: Error) => {
-      if (!reported) console.warn(`stream channel (redis): ${err.message}`);
+      if (!reported) log.warn(`stream channel (redis): ${err.message}`);
       reported = true;
     };
     const channel = RedisChannel.open({ url: settings.redisUrl, onError });
     opened(channel);
-    return liveStream(channel);
+    return liveStream(channel, log);
   }
-  return settings.gatewayUrl ? liveStream(httpTarget(settings.gatewayUrl, settings.token)) : undefined;
+  if (!settings.gatewayUrl) return undefined;
+  const name = `stream channel (the gateway at ${settings.gatewayUrl}${settings.gatewayDefault ? ', the default; AGENT_STREAM_URL=off turns it off' : ''})`;
+  return liveStream(httpTarget(settings.gatewayUrl, settings.token), log, { name, optional: settings.gatewayDefault });
 }
 
 /** The settings a worker runs with: `options` over `options.config`, else over the environment. Pure but for reading `env`. */

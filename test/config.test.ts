@@ -3,7 +3,7 @@
  * anything starts. Every env here is explicit and has no HOME, so a temporal.toml on this machine cannot leak in.
  */
 import path from 'node:path';
-import { codecServerSettings, DEFAULT_CODEC_SERVER_ORIGINS, gatewaySettings, workerConfig } from '../src/config';
+import { codecServerSettings, DEFAULT_CODEC_SERVER_ORIGINS, gatewaySettings, streamSettings, workerConfig } from '../src/config';
 
 test('a worker with nothing set: local Temporal, the scripted model, files under the working directory, no extras', () => {
   expect(workerConfig({})).toEqual({
@@ -110,4 +110,13 @@ test('Worker Versioning: AGENT_DEPLOYMENT_NAME and AGENT_BUILD_ID together, PINN
   expect(() => workerConfig({ AGENT_DEPLOYMENT_NAME: 'a.b', AGENT_BUILD_ID: '1' })).toThrow('AGENT_DEPLOYMENT_NAME must not contain "." or ":", got "a.b"');
   expect(() => workerConfig({ AGENT_DEPLOYMENT_NAME: 'agents', AGENT_BUILD_ID: '1', AGENT_VERSIONING_BEHAVIOR: 'sticky' })).toThrow('AGENT_VERSIONING_BEHAVIOR must be pinned or auto-upgrade, got "sticky"');
   expect(() => workerConfig({ AGENT_VERSIONING_BEHAVIOR: 'pinned' })).toThrow('AGENT_VERSIONING_BEHAVIOR is set but AGENT_DEPLOYMENT_NAME and AGENT_BUILD_ID are not');
+});
+
+test('the live stream: with nothing set, the local gateway of the Quick start; AGENT_STREAM_URL=off turns it off; Redis replaces it', () => {
+  expect(streamSettings({})).toEqual({ gatewayUrl: 'http://127.0.0.1:8080', gatewayDefault: true });
+  expect(streamSettings({ GATEWAY_PORT: '9090', GATEWAY_HOST: '0.0.0.0', GATEWAY_TOKEN: 't' })).toEqual({ gatewayUrl: 'http://127.0.0.1:9090', gatewayDefault: true, token: 't' });
+  expect(streamSettings({ AGENT_STREAM_URL: 'off' })).toEqual({});
+  expect(streamSettings({ AGENT_STREAM_URL: 'http://gw:1/' })).toEqual({ gatewayUrl: 'http://gw:1/' });
+  expect(streamSettings({ AGENT_STREAM_REDIS_URL: 'redis://r:6379' })).toEqual({ redisUrl: 'redis://r:6379' });
+  expect(() => streamSettings({ AGENT_STREAM_URL: 'gw:1' })).toThrow(/AGENT_STREAM_URL must be the gateway's http\(s\):\/\/ URL, or off/);
 });

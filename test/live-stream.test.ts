@@ -7,7 +7,9 @@ import type { AddressInfo } from 'node:net';
 import type { FastifyInstance } from 'fastify';
 import { AgentClient } from '../src/client';
 import { buildGateway } from '../src/gateway/index';
+import { createServer as createHttpServer } from 'node:http';
 import { compareOffsets, httpTarget, liveStream, MemoryHub, RedisChannel, type LiveStream, type PublishTarget, type StreamChannel } from '../src/stream';
+import { configuredStream } from '../src/worker';
 import { sleep, startAgentHarness, type AgentHarness } from './support/agent-harness';
 import { freePort, startRedis } from './support/redis';
 import { readSse as readEvents, type SseMessage } from './support/sse';
@@ -162,6 +164,116 @@ describe('embedded hub (workers publish over HTTP)', () => {
       expect(textOf(ms)).toBe('polled answer');
     } finally {
       await hubless.close();
+    }
+  });
+});
+
+describe('attaching a watcher', () => {
+  test('asks nothing of a worker: a run no worker serves is still streamed from the channel', async () => {
+    const h = await startAgentHarness();
+    const hub = new MemoryHub();
+    const app = buildGateway({ agents: new AgentClient(h.env.client, h.taskQueue), token: TOKEN, stream: hub });
+    await app.listen({ port: 0, host: '127.0.0.1' });
+    const id = `unserved-${Date.now()}`;
+    // On a queue no worker polls: a state query would wait for a worker until it times out.
+    const run = await h.env.client.workflow.start('agentRun', { taskQueue: `nobody-${id}`, workflowId: id, args: [{ prompt: 'x' }] });
+    try {
+      await hub.publish(id, [
+        { type: 'text', callNumber: 1, attempt: 1, text: 'from the channel' },
+        { type: 'end', state: { state: 'COMPLETED' } } as never,
+      ]);
+      const env = { h, app, baseUrl: `http://127.0.0.1:${(app.server.address() as AddressInfo).port}`, stream: undefined as never, channel: hub };
+      const ms = await readSse(await events(env, id));
+      expect(ms.map((m) => m.event)).toEqual(['text', 'end']);
+      expect(textOf(ms)).toBe('from the channel');
+    } finally {
+      await run.terminate();
+      await app.close();
+      await h.close();
+    }
+  });
+  test('waits for the stream of a run no worker has taken yet, instead of polling it', async () => {
+    const h = await startAgentHarness();
+    const hub = new MemoryHub();
+    const app = buildGateway({ agents: new AgentClient(h.env.client, h.taskQueue), token: TOKEN, stream: hub, attachWaitMs: 200 });
+    await app.listen({ port: 0, host: '127.0.0.1' });
+    const id = `untaken-${Date.now()}`;
+    const run = await h.env.client.workflow.start('agentRun', { taskQueue: `nobody-${id}`, workflowId: id, args: [{ prompt: 'x' }] });
+    try {
+      const env = { h, app, baseUrl: `http://127.0.0.1:${(app.server.address() as AddressInfo).port}`, stream: undefined as never, channel: hub };
+      const reading = events(env, id).then((res) => readSse(res));
+      await sleep(1_500); // several attach waits: the worker that takes the run is late
+      await hub.publish(id, [
+        { type: 'text', callNumber: 1, attempt: 1, text: 'late but streamed' },
+        { type: 'end', state: { state: 'COMPLETED' } } as never,
+      ]);
+      const ms = await reading;
+      expect(ms.map((m) => m.event)).toEqual(['text', 'end']);
+    } finally {
+      await run.terminate();
+      await app.close();
+      await h.close();
+    }
+  });
+});
+
+describe('the embedded default (no stream variable set)', () => {
+  const quiet = { warn: () => undefined, info: () => undefined };
+
+  test('a worker with neither AGENT_STREAM_URL nor AGENT_STREAM_REDIS_URL publishes to the local gateway on GATEWAY_PORT', async () => {
+    const port = await freePort();
+    const stream = configuredStream({ GATEWAY_PORT: String(port), GATEWAY_TOKEN: TOKEN }, () => undefined);
+    expect(stream).toBeDefined();
+    const h = await startAgentHarness(undefined, { stream });
+    const app = buildGateway({ agents: new AgentClient(h.env.client, h.taskQueue), token: TOKEN, pollIntervalMs: 100, stream: new MemoryHub() });
+    await app.listen({ port, host: '127.0.0.1' });
+    try {
+      const env = { h, app, baseUrl: `http://127.0.0.1:${port}`, stream: stream!, channel: new MemoryHub() };
+      h.model.register('default-hub', [{ text: 'pushed by default', chunkSize: 3, chunkDelayMs: 30 }]);
+      const id = await startRun(env, { prompt: 'talk', model: 'default-hub' });
+      const ms = await readSse(await events(env, id));
+      expect(ms.every((m) => isOffsetId(m.id))).toBe(true);
+      expect(ms.some((m) => m.event === 'stream')).toBe(false);
+      expect(textOf(ms)).toBe('pushed by default');
+      expect(stream!.failures).toBe(0);
+    } finally {
+      await app.close();
+      await h.close();
+    }
+  });
+
+  test('AGENT_STREAM_URL=off: the worker publishes nothing', () => {
+    expect(configuredStream({ AGENT_STREAM_URL: 'off' }, () => undefined)).toBeUndefined();
+  });
+
+  test('a gateway that is not there is asked again only after a backoff, not once per batch', async () => {
+    let requests = 0;
+    const down = createHttpServer((req, res) => {
+      requests++;
+      req.resume();
+      res.writeHead(503).end('not yet');
+    });
+    await new Promise<void>((resolve) => down.listen(0, '127.0.0.1', resolve));
+    let now = 1_000;
+    const stream = liveStream(httpTarget(`http://127.0.0.1:${(down.address() as AddressInfo).port}`, TOKEN), quiet, { optional: true, now: () => now });
+    try {
+      stream.publish('r1', [{ type: 'text', callNumber: 1, attempt: 1, text: 'a' }]);
+      await stream.drain();
+      expect(stream.healthy).toBe(false);
+      for (let i = 0; i < 200; i++) stream.publish(`r${i % 5}`, [{ type: 'text', callNumber: 1, attempt: 1, text: 'b' }]);
+      await stream.drain();
+      expect(requests).toBe(1);
+      expect(stream.failures).toBe(201);
+      now += 250; // the first backoff: one probe
+      for (let i = 0; i < 5; i++) stream.publish(`r${i}`, [{ type: 'text', callNumber: 1, attempt: 1, text: 'c' }]);
+      await stream.drain();
+      expect(requests).toBe(2);
+      now += 250; // the backoff doubled: not yet
+      stream.publish('r1', [{ type: 'text', callNumber: 1, attempt: 1, text: 'd' }]);
+      await stream.drain();
+      expect(requests).toBe(2);
+    } finally {
+      down.close();
     }
   });
 });

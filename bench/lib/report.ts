@@ -1,4 +1,5 @@
 /** The results file's shape, and the markdown tables made from it. */
+import type { FigureE } from '../figure-e';
 import type { Restart } from '../systems';
 import type { LoadSummary, MachineInfo } from './machine';
 import { STEP_WINDOW_HALF } from './stats';
@@ -62,6 +63,7 @@ export interface BenchResults {
   b: Record<string, FigureB>;
   c: Record<string, FigureC>;
   d: Record<string, FigureD>;
+  e?: FigureE;
 }
 
 const ms = (x: number | null | undefined, digits = 1) => (x == null || Number.isNaN(x) ? 'n/a' : `${x.toFixed(digits)}`);
@@ -209,6 +211,8 @@ export function markdownReport(r: BenchResults): string {
     out.push('');
   }
 
+  if (r.e && Object.keys(r.e).length) out.push(...figureEReport(r.e, o), '');
+
   const ours = Object.keys({ ...r.a, ...r.c }).filter((l) => l.startsWith('ours:'));
   const peers = Object.keys({ ...r.a, ...r.c }).filter((l) => !l.startsWith('ours:') && l !== 'floor');
   if (ours.length && peers.length) {
@@ -236,4 +240,46 @@ export function markdownReport(r: BenchResults): string {
   for (const [label, why] of Object.entries(r.skipped)) out.push(`- skipped ${label}: ${why}`);
   for (const [what, err] of Object.entries(r.errors)) out.push(`- error in ${what}: ${err.split('\n')[0]}`);
   return out.join('\n') + '\n';
+}
+
+/** The goals of issue 24 for figure (e). */
+export const E_GOALS = { oneP50: 50, oneP95: 150, manyP95: 250, idleMsPerS: 1, flatRatio: 1.25 };
+
+/** Figure (e)'s table and its goals, each marked met or not. */
+export function figureEReport(e: FigureE, o: Record<string, any>): string[] {
+  const out = [`### (e) Live stream: token delay from the provider to SSE clients, and CPU (${o.eChunks ?? 60} chunks ${o.eGapMs ?? 100} ms apart a run)`, ''];
+  out.push(
+    'Delay: when a watcher read a token minus when the provider sent it, for tokens sent once every watcher of the run was attached. CPU: ms over the whole scenario (start, attach, stream, end) by process, from /proc; "a run" is everything but the gateway, per run, while the run streams to its attached watchers. Scenarios of one run are run 3 times (delays pooled, CPU the median).',
+    '',
+  );
+  out.push(row(['system', 'runs x watchers', 'p50 ms', 'p95 ms', 'max ms', 'complete', 'CPU ms: worker / runner', 'gateway', 'server', 'broker', 'CPU ms a watcher', 'CPU ms a run']), row(['---', '---', '---:', '---:', '---:', '---:', '---:', '---:', '---:', '---:', '---:', '---:']));
+  for (const [label, sys] of Object.entries(e)) {
+    if (sys.error) out.push(row([label, `error: ${sys.error.split('\n')[0]}`, '', '', '', '', '', '', '', '', '', '']));
+    for (const x of sys.scenarios) {
+      const c = x.cpuMs;
+      out.push(
+        row([label, `${x.runs} x ${x.watchersPerRun}`, ms(x.p50, 0), ms(x.p95, 0), ms(x.max, 0), `${x.complete}/${(x.repeat ?? 1) * x.runs * x.watchersPerRun}`, ms(c.worker ?? c.runner, 0), ms(c.gateway, 0), ms(c.server, 0), ms(c.redis, 0), ms(x.cpuPerWatcherMs, 1), ms(x.runCostMs, 0)]),
+      );
+    }
+  }
+  out.push('', row(['system', 'idle watchers', 'CPU ms a second per idle watcher', 'by process']), row(['---', '---:', '---:', '---']));
+  for (const [label, sys] of Object.entries(e)) {
+    if (sys.idle) out.push(row([label, sys.idle.watchers, ms(sys.idle.cpuMsPerSecondPerWatcher, 3), Object.entries(sys.idle.byProcess).map(([k, v]) => `${k} ${v.toFixed(3)}`).join(', ')]));
+  }
+  out.push('', 'Goals (issue 24):', '');
+  for (const [label, sys] of Object.entries(e)) {
+    if (label === 'langgraph' || sys.error) continue;
+    const at = (runs: number, w: number) => sys.scenarios.find((x) => x.runs === runs && x.watchersPerRun === w);
+    const one = at(1, 1);
+    const hundred = at(1, 100);
+    const mark = (ok: boolean | undefined) => (ok === undefined ? 'not measured' : ok ? 'met' : 'NOT met');
+    const flat = one && hundred ? hundred.runCostMs / one.runCostMs : undefined;
+    out.push(
+      `- ${label}: one watcher p50 <= ${E_GOALS.oneP50} ms and p95 <= ${E_GOALS.oneP95} ms: ${mark(one && one.p50 <= E_GOALS.oneP50 && one.p95 <= E_GOALS.oneP95)}` +
+        `; 100 watchers p95 <= ${E_GOALS.manyP95} ms with every token and end: ${mark(hundred && hundred.p95 <= E_GOALS.manyP95 && hundred.complete === (hundred.repeat ?? 1) * 100)}` +
+        `; idle watcher <= ${E_GOALS.idleMsPerS} ms CPU/s: ${mark(sys.idle && sys.idle.cpuMsPerSecondPerWatcher <= E_GOALS.idleMsPerS)}` +
+        `; a run's cost flat in its watchers (1 x 100 over 1 x 1, without the gateway: ${flat?.toFixed(2) ?? 'n/a'}x, goal <= ${E_GOALS.flatRatio}x): ${mark(flat === undefined ? undefined : flat <= E_GOALS.flatRatio)}`,
+    );
+  }
+  return out;
 }

@@ -2,8 +2,8 @@
 /**
  * The HTTP gateway process: `npm run gateway`. GATEWAY_PORT (8080), GATEWAY_HOST (127.0.0.1), GATEWAY_TOKEN
  * (required unless GATEWAY_INSECURE=1), GATEWAY_CONTROL_TIMEOUT_MS (10000), GATEWAY_CORS_ORIGINS (none), and the TEMPORAL_* settings of
- * `AgentClient.connect`; AGENT_STREAM_REDIS_URL (the stream channel; unset: the in-memory hub workers publish to with
- * AGENT_STREAM_URL).
+ * `AgentClient.connect`; AGENT_STREAM_REDIS_URL (the stream channel; unset: the in-memory hub, which workers on this
+ * host publish to by default, others with AGENT_STREAM_URL).
  */
 import { AgentClient } from '../client';
 import { gatewaySettings, streamSettings } from '../config';
@@ -19,7 +19,7 @@ async function main(): Promise<void> {
     if (!reported) console.warn(`stream channel (redis): ${err.message}; streams poll the state until it is back`);
     reported = true;
   };
-  // Redis when configured; else the embedded hub, which workers reach with AGENT_STREAM_URL.
+  // Redis when configured; else the embedded hub, which workers on this host publish to by default.
   const stream: StreamChannel = redisUrl ? RedisChannel.open({ url: redisUrl, onError }) : new MemoryHub();
   const agents = await AgentClient.connect();
   const app = buildGateway({ agents, token: settings.token, controlTimeoutMs: settings.controlTimeoutMs, corsOrigins: settings.corsOrigins, logger: true, stream });

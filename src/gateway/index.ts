@@ -48,7 +48,10 @@ export interface GatewayOptions {
    * through `POST /internal/v1/streams/:id`. Absent: every stream polls the run's state. @default none
    */
   stream?: StreamChannel;
-  /** How long a stream waits for a running run's first published event before polling its state instead. @default 1000 */
+  /**
+   * How long a stream waits for a running run's first published event, once a worker has taken the run, before polling
+   * its state instead (a loaded worker's first publish can take a second or more). @default 3000
+   */
   attachWaitMs?: number;
   /** How long a stream token from `POST /v1/runs/:id/stream-token` is accepted. @default 300000 */
   streamTokenTtlMs?: number;
@@ -71,7 +74,7 @@ export function buildGateway(opts: GatewayOptions): FastifyInstance {
     inflight: new Set(),
     streamTokens: streamTokens(opts.token, opts.streamTokenTtlMs ?? 300_000),
     ...(opts.stream ? { stream: opts.stream } : {}),
-    attachWaitMs: opts.attachWaitMs ?? 1_000,
+    attachWaitMs: opts.attachWaitMs ?? 3_000,
   };
 
   app.setErrorHandler((err, request, reply) => {

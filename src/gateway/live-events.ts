@@ -5,7 +5,6 @@
  */
 import type { StreamEvent } from '../common/stream';
 import type { RunStateView } from '../common/view';
-import { isTerminal } from '../common/states';
 import type { StreamChannel } from '../stream/channel';
 import type { StreamCursor } from './sse-cursor';
 
@@ -15,8 +14,13 @@ export interface LiveIo {
   write(type: string, id: string, data: unknown): Promise<void>;
   /** The run's state now (a gap: events were lost to this watcher). */
   state(): Promise<RunStateView>;
+  /** Whether a worker has taken the run's first workflow task (and so could have published); absent: assume so. */
+  taken?(): Promise<boolean>;
   signal: AbortSignal;
 }
+
+/** How long a watcher waits for a run that no worker has taken yet before polling its state. */
+const MAX_UNTAKEN_WAIT_MS = 30_000;
 
 /** Why the channel did not serve (to the end) a watcher: it then gets the state by polling, marked `degraded`. */
 export interface Fallback {
@@ -28,15 +32,12 @@ export interface Fallback {
 /**
  * Serves `runId` from `after` until its `end`; resolves `undefined` when done (or the client left), or a fallback.
  * `attachWaitMs`: how long a channel that has no stream for a running run is given to show one (its first events
- * may be on their way); a run no worker publishes for is then polled. The run is asked for its state (`view`) only
- * when the channel has no stream for it: a watcher that (re)attaches to a stream costs the run nothing, and is
- * served while no worker could answer a query (one was killed, the next not yet polling).
+ * may be on their way); a run no worker publishes for is then polled. `closed`: the run's workflow is closed, so
+ * nothing more will be published.
  */
-export async function serveLive(channel: StreamChannel, runId: string, after: string, view: () => Promise<RunStateView>, attachWaitMs: number, io: LiveIo): Promise<Fallback | undefined> {
+export async function serveLive(channel: StreamChannel, runId: string, after: string, closed: boolean, attachWaitMs: number, io: LiveIo): Promise<Fallback | undefined> {
   const head = await channel.head(runId).catch((err: unknown) => ({ down: String(err) }));
   if (typeof head === 'object' && head !== null) return { reason: `the stream channel is down: ${head.down}`, cursor: undefined };
-  // An unknown run has no stream: this query answers it with a 404.
-  const terminal = head === null && isTerminal((await view()).state);
   const sub = channel.subscribe(runId, after);
   const items = sub[Symbol.asyncIterator]();
   const stop = () => sub.close();
@@ -44,7 +45,12 @@ export async function serveLive(channel: StreamChannel, runId: string, after: st
   try {
     let next = items.next();
     if (head === null) {
-      const first = await Promise.race([next, delay(terminal ? 0 : attachWaitMs)]);
+      let first = await Promise.race([next, delay(closed ? 0 : attachWaitMs)]);
+      // A run no worker has picked up yet (workers busy with many starting runs) has published nothing because it has
+      // done nothing: waiting costs nothing, while polling it would add a state query per watcher to the backlog.
+      for (const until = Date.now() + MAX_UNTAKEN_WAIT_MS; !first && !closed && Date.now() < until && io.taken && !(await io.taken()); ) {
+        first = await Promise.race([next, delay(attachWaitMs)]);
+      }
       if (!first) return { reason: 'no stream is published for this run', cursor: undefined };
     }
     io.open();

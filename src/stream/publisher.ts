@@ -2,6 +2,8 @@
  * The worker's side of the stream: `LiveStream.publish` never throws, never waits and never slows the caller. Each
  * run's events go out in order, one request at a time, those that pile up meanwhile in the next; while the channel
  * fails they are dropped (bounded), counted, and the first failure is logged once. Watchers then read the state.
+ * After a failure the channel is asked again only after a backoff (0.25 s, doubling to 10 s): a worker whose gateway
+ * is not there sends no request per batch.
  */
 import type { StreamEvent } from '../common/stream';
 import { START, type Offset, type Readable, type ReadPage, type StreamChannel } from './channel';
@@ -30,33 +32,63 @@ export interface LiveStream {
   drain(): Promise<void>;
 }
 
+/** The first wait after a failure, and the longest. */
+const BACKOFF_MS = { first: 250, max: 10_000 };
+
+export interface LiveStreamOptions {
+  /** What the one log line of an outage says the channel is. @default 'stream channel' */
+  name?: string;
+  /** The channel is a default nobody configured: its absence is logged at info, not as a warning. */
+  optional?: boolean;
+  /** @default Date.now */
+  now?: () => number;
+}
+
 export interface Logger {
   warn(message: string, meta?: Record<string, unknown>): void;
   info(message: string, meta?: Record<string, unknown>): void;
 }
 
-export function liveStream(target: PublishTarget, log: Logger = console): LiveStream {
+export function liveStream(target: PublishTarget, log: Logger = console, opts: LiveStreamOptions = {}): LiveStream {
+  const name = opts.name ?? 'stream channel';
+  const now = opts.now ?? Date.now;
   const pending = new Map<string, StreamEvent[]>();
   const inFlight = new Map<string, Promise<void>>();
   let healthy = true;
   let failures = 0;
   let reported = false;
+  let backoff = 0;
+  let retryAt = 0;
 
   const send = (runId: string): void => {
     const waiting = pending.get(runId);
     if (!waiting?.length || inFlight.has(runId)) return;
+    if (!healthy && now() < retryAt) {
+      // Backing off: what comes meanwhile is dropped without a request, as a failed request would drop it.
+      failures += waiting.length;
+      pending.delete(runId);
+      return;
+    }
+    // One probe at a time while unhealthy: the others wait for its answer or drop with the next backoff.
+    if (!healthy) retryAt = Number.POSITIVE_INFINITY;
     const events = waiting.splice(0, MAX_BATCH);
     if (waiting.length === 0) pending.delete(runId);
     const done = target.publish(runId, events).then(
       () => {
-        if (!healthy) log.info('stream channel is back', { dropped: failures });
+        if (!healthy) log.info(`${name} is back`, { dropped: failures });
         healthy = true;
         reported = false;
+        backoff = 0;
       },
       (err: unknown) => {
         healthy = false;
         failures += events.length;
-        if (!reported) log.warn('stream channel failed: watchers fall back to the state until it is back', { error: String(err) });
+        backoff = Math.min(backoff ? backoff * 2 : BACKOFF_MS.first, BACKOFF_MS.max);
+        retryAt = now() + backoff;
+        if (!reported) {
+          if (opts.optional) log.info(`${name} not reached: watchers poll the state until it answers`, { error: String(err) });
+          else log.warn(`${name} failed: watchers fall back to the state until it is back`, { error: String(err) });
+        }
         reported = true;
       },
     );

@@ -106,13 +106,26 @@ export async function serveRunEvents(ctx: GatewayContext, request: FastifyReques
     // A stream with a channel, unless the watcher resumes a polled stream (its id is a cursor, not an offset).
     if (ctx.stream && (lastEventId === undefined || isOffset(lastEventId))) {
       const handle = ctx.agents.handle(id);
+      // From the server alone: a state query per attaching watcher costs the worker a workflow task each, and times
+      // out when a hundred attach at once.
+      const closed = await ctx.agents.client.workflow
+        .getHandle(id)
+        .describe()
+        .then(
+          (d) => d.status.name !== 'RUNNING',
+          (err: unknown) => {
+            throw err instanceof WorkflowNotFoundError ? new AgentRunNotFoundError(id) : err;
+          },
+        );
       const after = isOffset(lastEventId) ? lastEventId.trim() : query.from === 'now' ? ((await ctx.stream.head(id).catch(() => null)) ?? START) : START;
       // Only a format that opens with the state (AG-UI's snapshot) reads it here: a reconnect otherwise costs no query.
       const view = format.startsWithState ? await handle.state({ signal }) : undefined;
-      const fallback = await serveLive(ctx.stream, id, after, () => (view ? Promise.resolve(view) : handle.state({ signal })), ctx.attachWaitMs ?? 1_000, {
+      const fallback = await serveLive(ctx.stream, id, after, closed, ctx.attachWaitMs ?? 3_000, {
         open: () => opened || open(view),
         write: (type, eventId, data) => write(format.event(type, eventId, data)),
         state: () => handle.state({ signal }),
+        // Started, task scheduled, started, then completed (or failed): a worker has run the workflow's first task.
+        taken: () => ctx.agents.client.workflow.getHandle(id).describe().then((d) => d.historyLength >= 4),
         signal,
       });
       if (!fallback) return;
