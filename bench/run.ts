@@ -25,6 +25,7 @@ import { PEER_WORKER_OPTIONS, PROFILES, TUNED } from './profiles';
 import { AiSdkSystem, FloorSystem, LangGraphSystem, OursSystem, TemporalFloorSystem, type BenchSystem, type RunSpec } from './systems';
 import type { BenchResults, FigureA, FigureB, FigureC, FigureD } from './lib/report';
 import { DEFAULT_SCENARIOS, figureE } from './figure-e';
+import { figureF } from './lib/quota-figure';
 
 const SYSTEMS = ['floor', 'ours', 'langgraph', 'temporal-ai-sdk', 'temporal-floor'] as const;
 type SystemName = (typeof SYSTEMS)[number];
@@ -52,6 +53,9 @@ interface Options {
   eChunks: number;
   eGapMs: number;
   eIdleMs: number;
+  fRuns: number;
+  fTokensPerMinute: number;
+  fWorkers: number;
   out: string;
 }
 
@@ -77,6 +81,9 @@ function parseOptions(argv: string[]): Options {
     .option('--e-chunks <n>', '(e) text chunks a run streams', '60')
     .option('--e-gap-ms <ms>', '(e) time between two chunks', '100')
     .option('--e-idle-ms <ms>', '(e) how long idle watchers are measured', '5000')
+    .option('--f-runs <n>', '(f) runs sharing the provider')
+    .option('--f-tokens-per-minute <n>', '(f) the provider\'s limit, and the budget\'s')
+    .option('--f-workers <n>', '(f) worker processes sharing the budget', '2')
     .option('--out <dir>', 'results directory', path.join(BENCH_DIR, 'results'))
     .option('--report <json>', 'only rewrite the markdown tables of a results file (next to it) and exit')
     .parse(argv);
@@ -111,6 +118,10 @@ function parseOptions(argv: string[]): Options {
     eChunks: Number(o.eChunks),
     eGapMs: Number(o.eGapMs),
     eIdleMs: Number(o.eIdleMs),
+    // (f): the quota's ideal is (runs x ~300 tokens - a minute's tokens) / tokens a minute: 2 minutes full, 1 quick.
+    fRuns: num(o.fRuns, 1_000, 100),
+    fTokensPerMinute: num(o.fTokensPerMinute, 100_000, 15_000),
+    fWorkers: Number(o.fWorkers),
     out: o.out,
   };
 }
@@ -364,6 +375,14 @@ async function main(): Promise<void> {
       // The product with the embedded default and with Redis; LangGraph, the peer that streams, beside them.
       const systems = [...(opts.systems.includes('ours') ? ['hub', 'redis'] : []), ...(opts.systems.includes('langgraph') && !ensurePeer('langgraph') ? ['langgraph'] : [])];
       results.e = await figureE({ systems, chunks: opts.eChunks, gapMs: opts.eGapMs, thinkMs: 1_500, scenarios: DEFAULT_SCENARIOS, idleWatchers: 100, idleMs: opts.eIdleMs, scratch, log });
+    }
+    if (opts.figures.includes('f')) {
+      try {
+        results.f = await figureF({ runs: opts.fRuns, tokensPerMinute: opts.fTokensPerMinute, promptChars: 1_000, workers: opts.fWorkers, log });
+      } catch (err) {
+        results.errors.f = String(err instanceof Error ? (err.stack ?? err.message) : err).slice(0, 2_000);
+        log(`f failed: ${String(err).split('\n')[0]}`);
+      }
     }
   } finally {
     await stopChild(model);

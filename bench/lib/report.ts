@@ -1,5 +1,6 @@
 /** The results file's shape, and the markdown tables made from it. */
 import type { FigureE } from '../figure-e';
+import type { FigureF } from './quota-figure';
 import type { Restart } from '../systems';
 import type { LoadSummary, MachineInfo } from './machine';
 import { STEP_WINDOW_HALF } from './stats';
@@ -64,6 +65,7 @@ export interface BenchResults {
   c: Record<string, FigureC>;
   d: Record<string, FigureD>;
   e?: FigureE;
+  f?: FigureF;
 }
 
 const ms = (x: number | null | undefined, digits = 1) => (x == null || Number.isNaN(x) ? 'n/a' : `${x.toFixed(digits)}`);
@@ -212,6 +214,7 @@ export function markdownReport(r: BenchResults): string {
   }
 
   if (r.e && Object.keys(r.e).length) out.push(...figureEReport(r.e, o), '');
+  if (r.f) out.push(...figureFReport(r.f), '');
 
   const ours = Object.keys({ ...r.a, ...r.c }).filter((l) => l.startsWith('ours:'));
   const peers = Object.keys({ ...r.a, ...r.c }).filter((l) => !l.startsWith('ours:') && l !== 'floor');
@@ -240,6 +243,34 @@ export function markdownReport(r: BenchResults): string {
   for (const [label, why] of Object.entries(r.skipped)) out.push(`- skipped ${label}: ${why}`);
   for (const [what, err] of Object.entries(r.errors)) out.push(`- error in ${what}: ${err.split('\n')[0]}`);
   return out.join('\n') + '\n';
+}
+
+/** The goals of issue 26 for figure (f): no run fails for quota, at most 1% of requests 429, within 1.2x of the ideal. */
+export const F_GOALS = { failedRuns: 0, rateLimitedShare: 0.01, idealRatio: 1.2 };
+
+/** Figure (f)'s table, without and with the fleet's budget, and its goals for the budget marked met or not. */
+export function figureFReport(f: FigureF): string[] {
+  const out = [
+    `### (f) ${f.runs} runs share one provider quota of ${f.tokensPerMinute.toLocaleString('en')} tokens a minute`,
+    '',
+    `Each run is one model call of about ${f.tokensPerRun} tokens (prompt and answer, as the provider counts them), so the batch needs ${(f.runs * f.tokensPerRun).toLocaleString('en')} tokens; the provider (the scripted model) enforces its limit as a bucket of a minute's tokens refilled continuously and answers 429 with retry-after above it. Ideal: a minute's tokens at once, then the rest at the limit's rate: ${ms(f.idealMs / 1000, 1)} s. The product runs as deployed: worker processes (\`src/bin/worker.ts\`) on a dev server; with the budget they share \`LLM_TOKENS_PER_MINUTE\` in Redis. A call's retry budget is ${f.retryBudget} provider failures.`,
+    '',
+    row(['budget', 'completed', 'not completed', 'wall s', 'x ideal', 'requests', '429s', '429 share', 'runs with a 429', 'most 429s a run']),
+    row(['---', '---:', '---', '---:', '---:', '---:', '---:', '---:', '---:', '---:']),
+  ];
+  for (const r of f.rows) {
+    const failed = Object.entries(r.failed).map(([s, n]) => `${n} ${s}`).join(', ') || '0';
+    out.push(row([r.budget ? 'fleet budget' : 'none', `${r.completed}/${r.runs}`, failed, ms(r.wallMs / 1000, 1), f.idealMs ? `${(r.wallMs / f.idealMs).toFixed(2)}x` : 'n/a', r.requests, r.rateLimited, percent(r.requests ? r.rateLimited / r.requests : 0), r.runsWith429, `${r.max429sPerRun} of ${f.retryBudget}`]));
+  }
+  const b = f.rows.find((r) => r.budget);
+  if (b) {
+    const mark = (ok: boolean) => (ok ? 'met' : 'not met');
+    out.push(
+      '',
+      `Goals with the budget: 0 runs failed for quota: ${mark(b.completed === b.runs)}; at most 1% of requests 429: ${mark(b.requests > 0 && b.rateLimited / b.requests <= F_GOALS.rateLimitedShare)}; within 1.2x of the ideal: ${mark(f.idealMs > 0 && b.wallMs / f.idealMs <= F_GOALS.idealRatio)}.`,
+    );
+  }
+  return out;
 }
 
 /** The goals of issue 24 for figure (e). */
