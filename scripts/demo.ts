@@ -92,8 +92,9 @@ async function main(): Promise<void> {
 async function followStream(hub: MemoryHub, run: AgentRunHandle, print: (e: WatchEvent) => void): Promise<void> {
   const sub = hub.subscribe(run.workflowId, START);
   for await (const item of sub) {
-    if (item.kind !== 'event') {
-      console.log(`\ndemo: the stream stopped (${item.reason}); following the run's state instead`);
+    if (item.kind !== 'event' || item.event.type === 'lost') {
+      const why = item.kind === 'event' ? 'events were lost' : item.reason;
+      console.log(`\ndemo: the stream stopped (${why}); following the run's state instead`);
       sub.close();
       await run.watch(print);
       return;

@@ -541,6 +541,8 @@ export class AgentRunHandle {
         if (opts.signal?.aborted) throw opts.signal.reason;
         if (done || item.kind !== 'event') return seen;
         const event = item.event;
+        // The worker could not publish some events: the state says what they were, as after a gap.
+        if (event.type === 'lost') return seen;
         await onEvent(event.type === 'transition' ? { type: 'transition', transition: event.transition } : event);
         await opts.onOffset?.(item.offset);
         if (event.type === 'end') return { end: event.state };

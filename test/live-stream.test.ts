@@ -138,6 +138,34 @@ function channelContract(name: string, env: () => Env) {
   });
 }
 
+describe('events the worker could not publish', () => {
+  test('are never lost silently: the next publish says how many, and the watcher gets a gap with the state', async () => {
+    let down = false;
+    const e = await setUp(new MemoryHub(), (url) => {
+      const target = httpTarget(url, TOKEN);
+      return { publish: (id, events) => (down ? Promise.reject(new Error('the gateway is unreachable')) : target.publish(id, events)) };
+    });
+    try {
+      e.h.model.register('lossy', [{ text: 'word '.repeat(100), chunkSize: 5, chunkDelayMs: 30 }]);
+      const id = await startRun(e, { prompt: 'talk', model: 'lossy' });
+      const reading = readSse(await events(e, id));
+      await e.h.waitForState(e.h.env.client.workflow.getHandle(id), (v) => v.partialText.length > 0, 20_000);
+      down = true;
+      await sleep(500);
+      down = false;
+      const ms = await reading;
+      expect(e.stream.failures).toBeGreaterThan(0);
+      const gap = ms.find((m) => m.event === 'gap');
+      expect(gap?.data.reason).toMatch(/^the worker could not publish \d+ events/);
+      expect(gap?.data.state).toMatchObject({ state: expect.any(String) });
+      expect(ms.at(-1)).toMatchObject({ event: 'end', data: { state: { answer: 'word '.repeat(100) } } });
+    } finally {
+      await e.app.close();
+      await e.h.close();
+    }
+  });
+});
+
 describe('embedded hub (workers publish over HTTP)', () => {
   let e: Env;
   const hub = new MemoryHub();

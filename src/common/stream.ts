@@ -8,7 +8,11 @@ import type { RunStateView, TransitionRecord } from './view';
 import { diffState, type WatchEvent } from './watch';
 
 /** One event of a run's stream: a watch event, its transitions numbered by step (the SSE payload of today's cursor). */
-export type StreamEvent = Exclude<WatchEvent, { type: 'transition' }> | { type: 'transition'; step: number; transition: TransitionRecord };
+export type StreamEvent =
+  | Exclude<WatchEvent, { type: 'transition' }>
+  | { type: 'transition'; step: number; transition: TransitionRecord }
+  /** The worker could not publish `count` events of this run (the channel failed): readers re-read the state, as after a gap. */
+  | { type: 'lost'; count: number };
 
 /** The workflow's way out to the stream (`proxySinks`): the worker publishes what it is handed, never during replay. */
 export interface StreamSinks extends Sinks {
@@ -44,6 +48,11 @@ export interface CallText {
  * one followed are stale and skipped. Returns what the event did to the text. Pure apart from the map it updates.
  */
 export function followText(calls: Map<number, CallText>, e: StreamEvent): 'append' | 'restart' | 'resume' | 'stale' | 'none' {
+  if (e.type === 'lost') {
+    // Some text may be among what was lost: no call's text can be trusted to be whole.
+    for (const call of calls.values()) call.hole = true;
+    return 'none';
+  }
   if (e.type !== 'text' && e.type !== 'restart' && e.type !== 'resume') return 'none';
   const call = calls.get(e.callNumber) ?? { callNumber: e.callNumber, attempt: e.attempt, text: '', hole: false };
   calls.set(e.callNumber, call);

@@ -60,10 +60,14 @@ export async function serveLive(channel: StreamChannel, runId: string, after: st
       const { value: item, done } = await next;
       if (done) return undefined;
       if (item.kind === 'down') return { reason: `the stream channel is down: ${item.reason}`, cursor };
-      if (item.kind === 'gap') {
+      if (item.kind === 'gap' || item.event.type === 'lost') {
+        // Lost to this watcher (it read too slowly, the channel trimmed them) or never published (the worker could
+        // not reach the channel): the state says where the run is.
+        if (item.kind === 'event') lastId = item.offset;
+        const reason = item.kind === 'gap' ? item.reason : `the worker could not publish ${item.event.type === 'lost' ? item.event.count : 0} events (the stream channel failed)`;
         const state = await io.state();
         cursor = state.stream ? { step: state.step, ...state.stream, chars: state.partialText.length } : { step: state.step, callNumber: 0, attempt: 0, chars: 0 };
-        await io.write('gap', lastId, { reason: item.reason, state });
+        await io.write('gap', lastId, { reason, state });
       } else {
         lastId = item.offset;
         cursor = advance(cursor, item.event);

@@ -53,6 +53,12 @@ export function liveStream(target: PublishTarget, log: Logger = console, opts: L
   const name = opts.name ?? 'stream channel';
   const now = opts.now ?? Date.now;
   const pending = new Map<string, StreamEvent[]>();
+  /** Events of a run dropped since its last publish that went through: the next one says so first. */
+  const lost = new Map<string, number>();
+  const drop = (runId: string, n: number) => {
+    failures += n;
+    lost.set(runId, (lost.get(runId) ?? 0) + n);
+  };
   const inFlight = new Map<string, Promise<void>>();
   let healthy = true;
   let failures = 0;
@@ -65,13 +71,15 @@ export function liveStream(target: PublishTarget, log: Logger = console, opts: L
     if (!waiting?.length || inFlight.has(runId)) return;
     if (!healthy && now() < retryAt) {
       // Backing off: what comes meanwhile is dropped without a request, as a failed request would drop it.
-      failures += waiting.length;
+      drop(runId, waiting.length);
       pending.delete(runId);
       return;
     }
     // One probe at a time while unhealthy: the others wait for its answer or drop with the next backoff.
     if (!healthy) retryAt = Number.POSITIVE_INFINITY;
-    const events = waiting.splice(0, MAX_BATCH);
+    const dropped = lost.get(runId);
+    lost.delete(runId);
+    const events: StreamEvent[] = [...(dropped ? [{ type: 'lost' as const, count: dropped }] : []), ...waiting.splice(0, MAX_BATCH)];
     if (waiting.length === 0) pending.delete(runId);
     const done = target.publish(runId, events).then(
       () => {
@@ -82,7 +90,11 @@ export function liveStream(target: PublishTarget, log: Logger = console, opts: L
       },
       (err: unknown) => {
         healthy = false;
-        failures += events.length;
+        // The marker's count was counted when those were dropped; it goes with the next attempt again.
+        const carried = events[0]?.type === 'lost' ? events[0].count : 0;
+        const real = events.length - (carried ? 1 : 0);
+        failures += real;
+        lost.set(runId, (lost.get(runId) ?? 0) + carried + real);
         backoff = Math.min(backoff ? backoff * 2 : BACKOFF_MS.first, BACKOFF_MS.max);
         retryAt = now() + backoff;
         if (!reported) {
@@ -107,7 +119,7 @@ export function liveStream(target: PublishTarget, log: Logger = console, opts: L
       const queued = pending.get(runId) ?? [];
       queued.push(...events);
       if (queued.length > MAX_PENDING) {
-        failures += queued.length - MAX_PENDING;
+        drop(runId, queued.length - MAX_PENDING);
         queued.splice(0, queued.length - MAX_PENDING);
       }
       pending.set(runId, queued);
