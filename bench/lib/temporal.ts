@@ -10,7 +10,7 @@ import { optionalTsToDate } from '@temporalio/common/lib/time';
 import { temporal } from '@temporalio/proto';
 import { bundleWorkflowCode, type BundleOptions } from '@temporalio/worker';
 import { startDevServer } from '../../scripts/lib/dev-server';
-import { DEFAULT_PORTS, stackDown, stackUp, type StackPorts } from '../../scripts/lib/stack/stack';
+import { offsetPorts, stackDown, stackUp } from '../../scripts/lib/stack/stack';
 import { freePort } from '../../scripts/lib/free-port';
 import { executionStatus, rawExecutions } from '../../src/client';
 
@@ -78,7 +78,7 @@ async function connectBenchStack(dataConverter?: DataConverter): Promise<BenchSe
   benchStack ??= (async () => {
     benchStackDir = mkdtempSync(path.join(os.tmpdir(), 'bench-stack-'));
     chmodSync(benchStackDir, 0o755); // PostgreSQL runs as its own user and must reach its data directory inside
-    const ports = Object.fromEntries(Object.entries(DEFAULT_PORTS).map(([k, v]) => [k, v + BENCH_STACK_PORT_SHIFT])) as unknown as StackPorts;
+    const ports = offsetPorts(BENCH_STACK_PORT_SHIFT);
     const up = await stackUp({
       dir: benchStackDir,
       ports,
