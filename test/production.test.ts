@@ -416,6 +416,67 @@ describe('a worker on another host', () => {
     );
   }, 600_000);
 
+  test("one provider quota for two hosts: a worker here and one in another namespace share the budget in the stack's Redis, and the provider answers no 429", async () => {
+    const s = state();
+    const queue = `production-quota-${Date.now()}`;
+    const QUOTA_RUNS = 16;
+    const TPM = 3_000;
+    // A provider of its own, enforcing TPM as a bucket refilled continuously; each call is about 300 tokens.
+    const provider = await startScriptedModel({ host: '127.0.0.1', tokensPerMinute: TPM });
+    provider.register('quota', () => ({ text: 'done' }));
+    const host = addHost(3);
+    const port = Number(new URL(provider.url).port);
+    for (const p of [s.ports.frontend, s.ports.redis, port]) forwarders.push(await forward(host.hostAddress, p));
+    const budget = (reach: string): NodeJS.ProcessEnv => ({
+      LLM_BASE_URL: `http://${reach}:${port}/v1`,
+      LLM_API_KEY: 'scripted',
+      LLM_MODEL: 'quota',
+      LLM_TOKENS_PER_MINUTE: String(TPM),
+      AGENT_QUOTA_REDIS_URL: `redis://${reach}:${s.ports.redis}`,
+      LLM_QUOTA_NAME: queue,
+      AGENT_STREAM_URL: 'off',
+    });
+    const spawnWorker = (name: string, reach: string, ns?: string): ProcessRecord => {
+      const address = `${reach}:${s.ports.frontend}`;
+      const workerProcessEnv = stackWorkerEnv({ dir, namespace: s.namespace, taskQueue: queue, workerEnv: budget(reach) }, s.ports, address);
+      const log = path.join(dir, 'logs', `${name}.log`);
+      const command = ns ? ['ip', ['netns', 'exec', ns, process.execPath, '--import', 'tsx', 'src/bin/worker.ts']] as const : [process.execPath, ['--import', 'tsx', 'src/bin/worker.ts']] as const;
+      const pid = spawnDetached(command[0], [...command[1]], { cwd: PROJECT_ROOT, env: workerProcessEnv, logFile: log });
+      return { pid, marker: 'src/bin/worker.ts', log, ports: [], startedAt: new Date().toISOString() };
+    };
+    const workers = [spawnWorker('quota-here', '127.0.0.1'), spawnWorker('quota-there', host.hostAddress, host.ns)];
+    try {
+      const options = stackConnectionOptions(dir, env(PRODUCTION_ENV.address), s.tls ?? 'off');
+      await Promise.all(workers.map((w) => waitForPoller(options, s.namespace, queue, w)));
+      const t0 = Date.now();
+      const prompt = (i: number) => `Quota run ${i}. ${'Summarise this line of text. '.repeat(40)}`;
+      const handles = await Promise.all(
+        Array.from({ length: QUOTA_RUNS }, (_, i) => client.workflow.start(WORKFLOW_TYPE, { taskQueue: queue, workflowId: `${queue}-${i}`, args: [{ prompt: prompt(i), maxOutputTokens: 16 }] })),
+      );
+      const results: AgentRunResult[] = await Promise.all(handles.map((h) => h.result()));
+      const wallMs = Date.now() - t0;
+      expect(results.map((r) => r.status)).toEqual(results.map(() => 'COMPLETED'));
+      const requests = provider.requests('quota');
+      expect(requests.filter((r) => r.rateLimited)).toHaveLength(0);
+      // Both hosts made model calls: the budget was shared, not one worker doing all the work.
+      const byWorker = new Map<string, number>();
+      for (const h of handles) {
+        for (const e of (await h.fetchHistory()).events ?? []) {
+          const identity = e.activityTaskStartedEventAttributes?.identity;
+          if (identity) byWorker.set(identity, (byWorker.get(identity) ?? 0) + 1);
+        }
+      }
+      expect([...byWorker.keys()].sort()).toEqual(workers.map((w) => identityOf(w.pid)).sort());
+      // The batch needs about QUOTA_RUNS x 300 tokens: more than a minute's, so some runs waited.
+      const tokens = requests.length * Math.ceil(prompt(0).length / 4);
+      console.log(`quota on two hosts: ${QUOTA_RUNS} runs, ${requests.length} requests, 0 answered 429, ${(wallMs / 1000).toFixed(1)} s (ideal ${(((tokens - TPM) / TPM) * 60).toFixed(1)} s); calls by worker ${JSON.stringify(Object.fromEntries(byWorker))}`);
+    } finally {
+      await Promise.all(workers.map((w) => stopProcess(w, 40_000)));
+      deleteHost(host.ns);
+      await provider.close();
+    }
+  }, 600_000);
+
   test('a 30 s partition between a worker and the server, then healed: every run completes, no side effect done twice', async () => {
     const { host, worker } = await hostedWorker(2);
     const runs = await startRuns(`n${Date.now()}`);
