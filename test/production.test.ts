@@ -18,6 +18,7 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import { promisify } from 'node:util';
 import { spawnDetached, stopProcess, type ProcessRecord } from '../scripts/lib/stack/processes';
 import { readState, stackConnectionOptions, stackUp, stackWorkerEnv, stopStackPostgres, waitForPoller, type StackState } from '../scripts/lib/stack/stack';
+import { clientTlsEnv, tlsFiles } from '../scripts/lib/stack/tls';
 import { PROJECT_ROOT } from '../scripts/lib/temporal-cli';
 import { createDataConverter } from '../src/codec';
 import { codecSettings } from '../src/config';
@@ -276,7 +277,8 @@ test('a rolling deploy: runs in flight stay on build A, new runs go to build B, 
     // The gate of the deploy: the new code replays every open run of this queue.
     const check = await execFileAsync(process.execPath, ['--import', 'tsx', 'src/bin/agent.ts', 'check-deploy', '--query', `TaskQueue="${queue}"`], {
       cwd: PROJECT_ROOT,
-      env: { ...process.env, TEMPORAL_ADDRESS: env(PRODUCTION_ENV.address), TEMPORAL_NAMESPACE: s.namespace, AGENT_BLOB_DIR: path.join(dir, 'agent', 'blobs') },
+      // Over the stack's TLS, as an operator's CLI would connect.
+      env: { ...process.env, ...(s.tls && s.tls !== 'off' ? clientTlsEnv(s.tls, tlsFiles(dir)) : {}), TEMPORAL_ADDRESS: env(PRODUCTION_ENV.address), TEMPORAL_NAMESPACE: s.namespace, AGENT_BLOB_DIR: path.join(dir, 'agent', 'blobs') },
     });
     expect(check.stdout).toBe(`replayed ${RUNS} run(s): all replay with this code\n`);
 
