@@ -217,3 +217,26 @@ uiTest("a pattern's children link to their parent, and the parent search finds t
   });
   await page.close();
 });
+
+uiTest('a compacted conversation: the summary is marked in place of the messages it replaced, and compaction is in the activities', async () => {
+  h.model.register('views-overflow', ({ request, callIndex }) => {
+    if (!request.stream) return { text: 'summary of the early turns' }; // the compaction call
+    if (callIndex === 0) return { toolCalls: [{ name: 'listFiles', arguments: {} }] };
+    if (!(request.messages as Array<{ content: unknown }>).some((m) => String(m.content).startsWith('Summary of the earlier conversation:'))) {
+      return { error: { status: 400, message: 'This model maximum context length is 10 tokens', code: 'context_length_exceeded' } };
+    }
+    return { text: 'answer after compaction' };
+  });
+  const run = await agents.start({ prompt: 'Go', model: 'views-overflow' });
+  await run.result();
+  const page = await openPage(`/ui/runs/${encodeURIComponent(run.workflowId)}`);
+  await withScreenshot(page, 'views-compacted.png', async () => {
+    await page.getByTestId('state').filter({ hasText: /^COMPLETED$/ }).waitFor();
+    await page.locator('#conversation .msg-compacted').filter({ hasText: 'compacted: summary of earlier messages' }).filter({ hasText: 'summary of the early turns' }).waitFor();
+    await page.locator('#activities tr[data-activity="compactContext"]').filter({ hasText: 'completed' }).waitFor();
+    // Compaction's own tokens, which the run's usage counts too.
+    expect(Number(await page.locator('#activities tr[data-activity="compactContext"] td:nth-child(6)').textContent())).toBeGreaterThan(0);
+    await page.locator('#machine path.edge-taken[data-edge$=">COMPACTING"]').first().waitFor();
+  });
+  await page.close();
+});

@@ -24,7 +24,7 @@ export interface ActivityRecord {
   attempt: number;
   outcome: 'running' | 'completed' | 'failed' | 'timed out' | 'cancelled';
   error: string | null;
-  /** callModel: the call's number, purpose, the model that answered, its tokens and why it stopped. */
+  /** callModel (and compactContext, its tokens only): the call's number, purpose, the model that answered, its tokens and why it stopped. */
   model?: { callNumber: number | null; purpose: string | null; model: string | null; usage: Usage | null; finishReason: string | null; toolCalls: number };
 }
 
@@ -76,6 +76,7 @@ export async function runActivities(client: Client, workflowId: string): Promise
       const a = event.activityTaskCompletedEventAttributes!;
       const entry = ended(a.scheduledEventId, at, 'completed');
       if (entry?.record.activity === 'callModel') entry.record.model = await modelCall(client, entry.input, a.result);
+      if (entry?.record.activity === 'compactContext') entry.record.model = await compaction(client, a.result);
     } else if (event.eventType === E.EVENT_TYPE_ACTIVITY_TASK_FAILED) {
       const a = event.activityTaskFailedEventAttributes!;
       const entry = ended(a.scheduledEventId, at, 'failed');
@@ -105,4 +106,10 @@ async function modelCall(client: Client, input: temporal.api.common.v1.IPayloads
     finishReason: response?.quotaWait ? 'quota wait' : (response?.finishReason ?? null),
     toolCalls: response?.toolCalls?.length ?? 0,
   };
+}
+
+/** Compaction's own model calls: their tokens (the run's usage counts them too). */
+async function compaction(client: Client, result: temporal.api.common.v1.IPayloads | null | undefined): Promise<ActivityRecord['model']> {
+  const [response] = (await decodeArrayFromPayloads(client.options.loadedDataConverter, result?.payloads).catch(() => [])) as Array<{ usage?: Usage } | undefined>;
+  return { callNumber: null, purpose: 'compaction', model: null, usage: response?.usage ?? null, finishReason: null, toolCalls: 0 };
 }

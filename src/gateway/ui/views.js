@@ -208,6 +208,7 @@ const RunViews = (() => {
           el('td', {}, a.error ? `${a.outcome}: ${a.error}` : a.outcome + (a.model?.finishReason ? ` (${a.model.finishReason})` : '')),
         );
       });
+      if (rows.length === 0) rows.push(el('tr', {}, el('td', { colspan: 9, class: 'muted' }, 'no activity in this run\'s history yet')));
       document.querySelector('#activities tbody').replaceChildren(...rows);
     }
 
