@@ -175,8 +175,8 @@ uiTest('a run started from the form: input, conversation, machine, activities an
     await waitFor(async () => (await page.locator(`#runs tr[data-workflow-id="${other.workflowId}"]`).count()) === 0 || undefined, PAGE_TIMEOUT_MS, 'the other run filtered out');
     await row.filter({ hasText: 'Draft the release note' }).filter({ hasText: 'drafter' }).waitFor();
     const cells = await row.locator('td').allTextContents();
-    expect(cells[7]).toMatch(/^\d+(\.\d)? (ms|s)$/);
-    expect(cells[8]).toBe(`$${state.usage.costUsd.toFixed(4)}`);
+    expect(cells[5]).toMatch(/^\d+(\.\d)? (ms|s)$/);
+    expect(cells[6]).toBe(`$${state.usage.costUsd.toFixed(4)}`);
   });
   // The fork matched too (its prompt is the original's); searching by agent leaves it out (it has none).
   await page.locator('#search-agent').fill('drafter');

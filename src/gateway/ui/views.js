@@ -34,14 +34,14 @@ const RunViews = (() => {
     const duration = run.durationMs ?? (run.closeTime ? null : Date.now() - Date.parse(run.startTime));
     return el('tr', { 'data-workflow-id': run.workflowId },
       el('td', {}, runLink(run.workflowId), run.origin ? el('span', { class: 'tag' }, 'fork') : null, run.parentWorkflowId ? el('span', { class: 'tag' }, 'child') : null),
-      el('td', { class: 'prompt-cell' }, run.prompt ?? ''),
-      el('td', {}, run.agent ?? ''),
       el('td', {}, el('span', { class: `state state-${run.agentState ?? 'unknown'}` }, run.agentState ?? '?')),
       el('td', {}, run.status),
       el('td', {}, new Date(run.startTime).toLocaleString()),
       el('td', {}, run.closeTime ? new Date(run.closeTime).toLocaleString() : ''),
       el('td', { class: 'num' }, duration === null ? '' : (run.closeTime ? '' : 'running ') + ms(duration)),
       el('td', { class: 'num' }, cost(run.costUsd)),
+      el('td', {}, run.agent ?? ''),
+      el('td', { class: 'prompt-cell' }, run.prompt ?? ''),
     );
   }
 
@@ -106,8 +106,8 @@ const RunViews = (() => {
   // ---- one run ----
 
   /**
-   * The run page's extra views. `update(view)` is called on every state view app.js draws; what needs another route
-   * (the conversation, the activities, the links) is read again only when the run moved (its step changed).
+   * The run page's extra views. `update(view)` is called on every state view app.js draws; the conversation and the
+   * activities are read again only when the run moved (its step changed), the links when the page opens.
    */
   function runDetails(runPath, workflowId) {
     let machine = null;
@@ -124,11 +124,12 @@ const RunViews = (() => {
       view = next;
       drawMachine();
       drawLinks();
+      // The links scan the list (forks are found by their memo): read once, again after a fork from this page.
+      if (!relatedRead) loadRelated();
       if (next.step === lastStep) return;
       lastStep = next.step;
       loadConversation();
       loadActivities();
-      loadRelated();
     }
 
     // -- input and conversation --
@@ -215,8 +216,10 @@ const RunViews = (() => {
     // -- parent, children, forks --
 
     let related = { children: [], forks: [], parent: null };
+    let relatedRead = false;
 
     async function loadRelated() {
+      relatedRead = true;
       try {
         const [children, forks, self] = await Promise.all([
           api('GET', `/v1/runs?parent=${encodeURIComponent(workflowId)}&limit=50`),
@@ -226,7 +229,7 @@ const RunViews = (() => {
         related = { children: children.runs, forks: forks.runs, parent: self.runs.find((r) => r.workflowId === workflowId)?.parentWorkflowId ?? null };
         drawLinks();
       } catch {
-        /* as above */
+        relatedRead = false; // read again with the next state view
       }
     }
 
