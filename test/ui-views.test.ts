@@ -142,6 +142,7 @@ uiTest('a run started from the form: input, conversation, machine, activities an
     await step.getByRole('button', { name: 'view' }).click();
     await page.getByTestId('travel-result').filter({ hasText: `State at step ${waited}` }).filter({ hasText: 'AWAITING_APPROVAL' }).waitFor();
     await page.locator('#travel-result .tool-call[data-tool-call-id="w1"]').filter({ hasText: 'no result yet' }).waitFor();
+    await page.getByTestId('travel-result').scrollIntoViewIfNeeded();
   });
   await withScreenshot(page, 'views-diff.png', async () => {
     await step.getByLabel(`diff from step ${waited}`).check();

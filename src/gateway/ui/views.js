@@ -345,6 +345,7 @@ const RunViews = (() => {
 
     async function showStep(step) {
       selected = step;
+      for (const li of document.querySelectorAll('#timeline li')) li.classList.toggle('selected', li.dataset.step === String(step));
       const out = document.getElementById('travel-result');
       try {
         const at = await api('GET', `${runPath}/steps/${step}?messages=true`);
