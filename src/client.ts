@@ -31,7 +31,7 @@ import { createDataConverter } from './codec';
 import { codecSettings, observabilitySettings, temporalSettings, type CodecSettings, type TemporalSettings } from './config';
 import { clientConnectionOptions, tlsFailureReason } from './connection';
 import { tracingClientInterceptors } from './observability/client-tracing';
-import { AGENT_STATE_MEMO, AGENT_STATE_SEARCH_ATTRIBUTE, WORKFLOW_TYPE } from './common/constants';
+import { AGENT_RUN_MEMO, AGENT_STATE_MEMO, AGENT_STATE_SEARCH_ATTRIBUTE, WORKFLOW_TYPE } from './common/constants';
 import {
   AbortInputSchema,
   ApproveInputSchema,
@@ -705,6 +705,7 @@ export class AgentClient {
       args: [input],
       typedSearchAttributes: [{ key: agentStateKey, value: AgentState.IDLE }],
       staticSummary: summarize(parsed.value.prompt),
+      memo: { [AGENT_RUN_MEMO]: runMemo(input) },
     });
     return new AgentRunHandle(handle, handle.firstExecutionRunId, this.taskQueue);
   }
@@ -819,6 +820,11 @@ async function pause(ms: number, signal: AbortSignal | undefined): Promise<void>
     signal?.throwIfAborted();
     throw err;
   });
+}
+
+/** The memo the run list reads (AGENT_RUN_MEMO): a fork names the run and step it carries on from. */
+function runMemo(input: AgentRunInput): { prompt: string; agent: string | null; origin: { workflowId: string; step: number } | null } {
+  return { prompt: input.prompt.slice(0, 1_000), agent: input.agent ?? null, origin: (input.resume?.kind === 'fork' && input.resume.origin) || null };
 }
 
 /** The UI's one-line summary: the prompt's first characters, whitespace collapsed. */

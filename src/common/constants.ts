@@ -8,3 +8,8 @@ export const AGENT_STATE_SEARCH_ATTRIBUTE = 'AgentState';
  * that the server can answer `state` when no worker does.
  */
 export const AGENT_STATE_MEMO = 'agentState';
+/**
+ * Memo field set when a run is started through `AgentClient.start`: what the run list shows and searches without
+ * asking each run (`{ prompt, agent, origin }`, the prompt cut at 1,000 characters).
+ */
+export const AGENT_RUN_MEMO = 'agentRun';

@@ -26,6 +26,17 @@ export const MessagesQuerySchema = z.object({ messages: flag.optional() });
 export const ListQuerySchema = z.object({
   state: z.enum(Object.values(AgentState) as [AgentState, ...AgentState[]]).optional(),
   limit: z.coerce.number().int().min(1).max(1_000).optional(),
+  /** Text in the workflow id or the prompt, any case. */
+  q: z.string().trim().min(1).max(200).optional(),
+  /** The named agent the run was started with. */
+  agent: z.string().min(1).max(100).optional(),
+  /** Started at or after / before this time (ISO 8601). */
+  since: z.iso.datetime({ offset: true }).optional(),
+  until: z.iso.datetime({ offset: true }).optional(),
+  /** Children of this workflow (sub-agents), by the server's ParentWorkflowId. */
+  parent: workflowIdSchema.optional(),
+  /** Forks of this run. */
+  forkOf: z.string().min(1).max(200).optional(),
 });
 export const RunParamsSchema = z.object({ id: z.string().min(1) });
 export const StepParamsSchema = RunParamsSchema.extend({ step: z.coerce.number().int().min(0) });

@@ -3,6 +3,7 @@ import type { FastifyInstance } from 'fastify';
 import type { GatewayContext } from '../context';
 import { registerControlRoutes } from './control';
 import { registerEventRoutes } from './events';
+import { registerInspectRoutes } from './inspect';
 import { registerMetaRoutes } from './meta';
 import { registerRunRoutes } from './runs';
 import { registerTimeTravelRoutes } from './time-travel';
@@ -11,6 +12,7 @@ export function registerRoutes(app: FastifyInstance, ctx: GatewayContext): void 
   registerMetaRoutes(app);
   registerRunRoutes(app, ctx);
   registerTimeTravelRoutes(app, ctx);
+  registerInspectRoutes(app, ctx);
   registerControlRoutes(app, ctx);
   registerEventRoutes(app, ctx);
 }

@@ -5,6 +5,7 @@ import { runFailure } from '../../client';
 import type { AgentRunInput } from '../../common/input';
 import { abortOnClose, type GatewayContext } from '../context';
 import { HttpError } from '../errors';
+import { listRuns } from '../run-list';
 import { ListQuerySchema, MessagesQuerySchema, parseOr400, RunParamsSchema, StartRunBodySchema, StartRunQuerySchema } from '../schemas';
 
 export function registerRunRoutes(app: FastifyInstance, ctx: GatewayContext): void {
@@ -20,8 +21,11 @@ export function registerRunRoutes(app: FastifyInstance, ctx: GatewayContext): vo
   });
 
   app.get('/v1/runs', async (request) => {
-    const { state, limit } = parseOr400(ListQuerySchema, request.query, 'query');
-    return { runs: await agents.list({ state, limit }) };
+    const filter = parseOr400(ListQuerySchema, request.query, 'query');
+    if (filter.since && filter.until && Date.parse(filter.since) > Date.parse(filter.until)) {
+      throw new HttpError(400, 'invalid_input', 'Invalid query: since: must not be after until');
+    }
+    return { runs: await listRuns(agents.client, filter) };
   });
 
   app.get('/v1/runs/:id', async (request) => {

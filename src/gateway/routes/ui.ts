@@ -1,5 +1,5 @@
 /**
- * The web page for runs (`/ui`, `/ui/runs/:id`): three static files from `src/gateway/ui/` (copied into `dist/` by the
+ * The web page for runs (`/ui`, `/ui/runs/:id`): four static files from `src/gateway/ui/` (copied into `dist/` by the
  * build). They hold no data, so they are served without the token, which a browser cannot send on a navigation; the
  * page asks for the token and sends it on every API call and on the event stream. See docs/gateway.md.
  */
@@ -8,7 +8,7 @@ import path from 'node:path';
 import type { FastifyInstance, FastifyReply } from 'fastify';
 
 /** The page's routes; the auth hook lets them through without a token. */
-export const UI_ROUTES = ['/ui', '/ui/runs/:id', '/ui/assets/app.js', '/ui/assets/app.css', '/favicon.ico'] as const;
+export const UI_ROUTES = ['/ui', '/ui/runs/:id', '/ui/assets/app.js', '/ui/assets/views.js', '/ui/assets/app.css', '/favicon.ico'] as const;
 
 const UI_DIR = path.join(__dirname, '..', 'ui');
 
@@ -30,11 +30,12 @@ function read(name: string): string {
 }
 
 export function registerUiRoutes(app: FastifyInstance): void {
-  const files = { html: read('index.html'), js: read('app.js'), css: read('app.css') };
+  const files = { html: read('index.html'), js: read('app.js'), views: read('views.js'), css: read('app.css') };
   const send = (reply: FastifyReply, type: string, body: string) => reply.headers(SECURITY_HEADERS).type(type).send(body);
   app.get('/ui', async (_request, reply) => send(reply, 'text/html; charset=utf-8', files.html));
   app.get('/ui/runs/:id', async (_request, reply) => send(reply, 'text/html; charset=utf-8', files.html));
   app.get('/ui/assets/app.js', async (_request, reply) => send(reply, 'text/javascript; charset=utf-8', files.js));
+  app.get('/ui/assets/views.js', async (_request, reply) => send(reply, 'text/javascript; charset=utf-8', files.views));
   app.get('/ui/assets/app.css', async (_request, reply) => send(reply, 'text/css; charset=utf-8', files.css));
   // Browsers ask for it on their own, without the token: no icon, and no 401 in the console.
   app.get('/favicon.ico', async (_request, reply) => reply.code(204).header('cache-control', 'public, max-age=86400').send());

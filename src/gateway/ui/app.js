@@ -104,20 +104,12 @@ function listPage() {
   let updatedAt = null;
 
   async function refresh() {
-    const query = new URLSearchParams({ limit: '100' });
+    const query = RunViews.searchParams(new URLSearchParams({ limit: '100' }));
     if (filter.value) query.set('state', filter.value);
     try {
       const { runs } = await api('GET', `/v1/runs?${query}`);
       $('list-page').hidden = false;
-      const rows = runs.map((run) =>
-        el('tr', { 'data-workflow-id': run.workflowId },
-          el('td', {}, el('a', { href: `/ui/runs/${encodeURIComponent(run.workflowId)}` }, run.workflowId)),
-          el('td', {}, el('span', { class: `state state-${run.agentState ?? 'unknown'}` }, run.agentState ?? '?')),
-          el('td', {}, run.status),
-          el('td', {}, new Date(run.startTime).toLocaleString()),
-          el('td', {}, run.closeTime ? new Date(run.closeTime).toLocaleString() : ''),
-        ),
-      );
+      const rows = runs.map(RunViews.listRow);
       document.querySelector('#runs tbody').replaceChildren(...rows);
       $('list-empty').hidden = rows.length > 0;
       updatedAt = new Date().toLocaleTimeString();
@@ -132,6 +124,8 @@ function listPage() {
       setConnection('offline', offlineText(err));
     }
   }
+  RunViews.wireSearch(refresh);
+  RunViews.wireStartForm();
   refresh();
   setInterval(refresh, POLL_MS);
 }
@@ -155,6 +149,8 @@ function runPage(workflowId) {
   let stopped = false;
   /** When the state last arrived: the stale notice says "as of" this, once, however many polls fail. */
   let updatedAt = null;
+  /** The conversation, the machine, activities, links and time travel (views.js). */
+  const details = RunViews.runDetails(runPath, workflowId);
 
   /** Fetches the state and redraws; calls made while one is in flight run once more after it, never in parallel. */
   function refreshState() {
@@ -227,6 +223,7 @@ function runPage(workflowId) {
     renderText();
     renderTools();
     renderTimeline();
+    details.update(view);
   }
 
   function showLine(node, value) {
@@ -351,9 +348,7 @@ function runPage(workflowId) {
   function renderTimeline() {
     const first = view.step - view.transitions.length + 1;
     $('timeline').setAttribute('start', String(first));
-    $('timeline').replaceChildren(
-      ...view.transitions.map((t) => el('li', {}, el('span', { class: 'mono' }, time(t.at)), ` ${t.from} → ${t.to} `, el('span', { class: 'muted' }, t.event))),
-    );
+    details.timeline(view);
   }
 
   for (const name of ['pause', 'resume']) {

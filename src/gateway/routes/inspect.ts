@@ -1,0 +1,23 @@
+/** Reading how a run went and what it can do: `/v1/machine` (the state machine's table) and `/v1/runs/:id/activities`. */
+import type { FastifyInstance } from 'fastify';
+import { WorkflowNotFoundError } from '@temporalio/client';
+import { AgentRunNotFoundError } from '../../client';
+import { TERMINAL_STATES } from '../../common/states';
+import { TRANSITIONS } from '../../workflows/machine';
+import type { GatewayContext } from '../context';
+import { runActivities } from '../run-activities';
+import { parseOr400, RunParamsSchema } from '../schemas';
+
+export function registerInspectRoutes(app: FastifyInstance, { agents }: GatewayContext): void {
+  // The machine's own table, so that a picture of it is drawn from what the workflow runs, never from a copy.
+  app.get('/v1/machine', async () => ({ initial: 'IDLE', terminal: TERMINAL_STATES, transitions: TRANSITIONS }));
+
+  app.get('/v1/runs/:id/activities', async (request) => {
+    const { id } = parseOr400(RunParamsSchema, request.params, 'path');
+    try {
+      return { activities: await runActivities(agents.client, id) };
+    } catch (err) {
+      throw err instanceof WorkflowNotFoundError ? new AgentRunNotFoundError(id) : err;
+    }
+  });
+}

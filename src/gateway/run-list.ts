@@ -1,0 +1,115 @@
+/**
+ * The run list the gateway serves (`GET /v1/runs`): `AgentClient.list`'s rows with what the page shows and searches,
+ * read from each listing's memo (no query to any run): the prompt and agent (`agentRun` memo, set at start), cost and
+ * tokens (`agentState` memo, stored when the run waits for a person or ends), the parent and the fork origin.
+ *
+ * State, start time and parent filter in the server's visibility query; the text, the agent and `forkOf` are not
+ * search attributes, so they filter the listings here, scanning at most SCAN_LIMIT runs.
+ */
+import type { Client } from '@temporalio/client';
+import { defaultPayloadConverter } from '@temporalio/common';
+import { decodeMapFromPayloads } from '@temporalio/common/lib/internal-non-workflow';
+import { optionalTsToDate } from '@temporalio/common/lib/time';
+import { executionStatus, rawExecutions } from '../client';
+import { AGENT_RUN_MEMO, AGENT_STATE_MEMO, AGENT_STATE_SEARCH_ATTRIBUTE, WORKFLOW_TYPE } from '../common/constants';
+import type { RunStateView } from '../common/view';
+
+/** Most runs read to answer a search filtered here (text, agent, forkOf). */
+export const SCAN_LIMIT = 1_000;
+const DEFAULT_LIMIT = 20;
+
+export interface RunListFilter {
+  state?: string;
+  limit?: number;
+  q?: string;
+  agent?: string;
+  since?: string;
+  until?: string;
+  parent?: string;
+  forkOf?: string;
+}
+
+/** One row of the list: `AgentRunSummary`'s fields and what the memo holds (null when the run has none, e.g. one started elsewhere). */
+export interface RunListEntry {
+  workflowId: string;
+  runId: string;
+  status: string;
+  agentState: string | undefined;
+  startTime: string;
+  closeTime?: string;
+  /** Closed runs: from start to close. */
+  durationMs: number | null;
+  prompt: string | null;
+  agent: string | null;
+  origin: { workflowId: string; step: number } | null;
+  parentWorkflowId: string | null;
+  /** As of the run's last stored copy (waiting for a person, or ended); null before it stored one. */
+  costUsd: number | null;
+  totalTokens: number | null;
+}
+
+/** The visibility query for the filters the server can apply; values are quoted as the SQL-like grammar needs. */
+export function visibilityQuery(f: RunListFilter): string {
+  const quote = (v: string) => `"${v.replace(/\\/g, '\\\\').replace(/"/g, '\\"')}"`;
+  const parts = [`WorkflowType=${quote(WORKFLOW_TYPE)}`];
+  if (f.state) parts.push(`${AGENT_STATE_SEARCH_ATTRIBUTE}=${quote(f.state)}`);
+  if (f.since) parts.push(`StartTime >= ${quote(new Date(f.since).toISOString())}`);
+  if (f.until) parts.push(`StartTime <= ${quote(new Date(f.until).toISOString())}`);
+  if (f.parent) parts.push(`ParentWorkflowId = ${quote(f.parent)}`);
+  return parts.join(' AND ');
+}
+
+export async function listRuns(client: Client, f: RunListFilter): Promise<RunListEntry[]> {
+  const limit = f.limit ?? DEFAULT_LIMIT;
+  const filteredHere = f.q !== undefined || f.agent !== undefined || f.forkOf !== undefined;
+  const text = f.q?.toLowerCase();
+  const rows: RunListEntry[] = [];
+  let scanned = 0;
+  for await (const e of rawExecutions(client, visibilityQuery(f), Math.min(filteredHere ? 100 : limit, 100))) {
+    const row = await entry(client, e);
+    scanned++;
+    const matches =
+      (!text || row.workflowId.toLowerCase().includes(text) || (row.prompt ?? '').toLowerCase().includes(text)) &&
+      (f.agent === undefined || row.agent === f.agent) &&
+      (f.forkOf === undefined || row.origin?.workflowId === f.forkOf);
+    if (matches) rows.push(row);
+    if (rows.length >= limit || scanned >= SCAN_LIMIT) break;
+  }
+  return rows;
+}
+
+type Execution = Parameters<typeof executionStatus>[0];
+
+async function entry(client: Client, e: Execution): Promise<RunListEntry> {
+  const raw = e.searchAttributes?.indexedFields?.[AGENT_STATE_SEARCH_ATTRIBUTE];
+  const state: unknown = raw ? defaultPayloadConverter.fromPayload(raw) : undefined;
+  const start = optionalTsToDate(e.startTime) ?? new Date(0);
+  const close = optionalTsToDate(e.closeTime);
+  const memo = await decodedMemo(client, e);
+  const run = memo[AGENT_RUN_MEMO] as { prompt?: string; agent?: string | null; origin?: RunListEntry['origin'] } | undefined;
+  const stored = memo[AGENT_STATE_MEMO] as Partial<RunStateView> | undefined;
+  return {
+    workflowId: e.execution?.workflowId ?? '',
+    runId: e.execution?.runId ?? '',
+    status: executionStatus(e),
+    agentState: typeof state === 'string' ? state : Array.isArray(state) && typeof state[0] === 'string' ? state[0] : undefined,
+    startTime: start.toISOString(),
+    ...(close ? { closeTime: close.toISOString() } : {}),
+    durationMs: close ? close.getTime() - start.getTime() : null,
+    prompt: typeof run?.prompt === 'string' ? run.prompt : null,
+    agent: run?.agent ?? null,
+    origin: run?.origin ?? stored?.origin ?? null,
+    parentWorkflowId: e.parentExecution?.workflowId || null,
+    costUsd: stored?.usage?.costUsd ?? null,
+    totalTokens: stored?.usage?.totalTokens ?? null,
+  };
+}
+
+/** The listing's memo, decoded as the gateway's client decodes payloads; one this gateway cannot decode (another key) is left out, not the run. */
+async function decodedMemo(client: Client, e: Execution): Promise<Record<string, unknown>> {
+  try {
+    return (await decodeMapFromPayloads(client.options.loadedDataConverter, e.memo?.fields ?? undefined)) ?? {};
+  } catch {
+    return {};
+  }
+}
