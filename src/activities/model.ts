@@ -271,7 +271,9 @@ async function withKeyRotation<T>(route: Route, providers: Providers | undefined
   for (let i = 0; ; i++) {
     const key = route.keys[i];
     try {
-      return await open(key.client);
+      const opened = await open(key.client);
+      providers?.succeeded(key);
+      return opened;
     } catch (err) {
       const type = ctx.cancellationSignal.aborted ? undefined : classifyModelError(err).type;
       if (!type || !KEY_FAILURES.includes(type)) throw err;

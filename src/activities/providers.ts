@@ -72,14 +72,21 @@ export class Providers {
     const name = provider === DEFAULT_PROVIDER ? model : model.slice(slash + 1);
     const all = this.keys.get(provider)!;
     const now = this.clock();
-    const ready = all.filter((k) => (this.cooling.get(`${k.provider}#${k.index}`) ?? 0) <= now);
-    // Keys cooling down still come, after the others: one of them may have been mended.
-    return { provider, model: name, keys: [...ready, ...all.filter((k) => !ready.includes(k))] };
+    const until = (k: ProviderKey) => this.cooling.get(`${k.provider}#${k.index}`) ?? 0;
+    const ready = all.filter((k) => until(k) <= now);
+    // Keys cooling down still come, after the others, the one that failed longest ago first: it may have been mended.
+    const cooling = all.filter((k) => until(k) > now).sort((a, b) => until(a) - until(b));
+    return { provider, model: name, keys: [...ready, ...cooling] };
   }
 
   /** Skip this key for a while. */
   failed(key: ProviderKey): void {
     this.cooling.set(`${key.provider}#${key.index}`, this.clock() + this.keyCooldownMs);
+  }
+
+  /** The key answered: it is no longer skipped. */
+  succeeded(key: ProviderKey): void {
+    this.cooling.delete(`${key.provider}#${key.index}`);
   }
 
   /** Every key, for keeping them out of error messages. */
