@@ -5,6 +5,10 @@
  * Driven through the client, and through the gateway.
  */
 import type { FastifyInstance, InjectOptions } from 'fastify';
+import { mkdtempSync, writeFileSync } from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { runCli } from '../src/cli';
 import { CLAIM_CHECK_ENCODING } from '../src/codec/claim-check';
 import { AgentClient } from '../src/client';
 import { buildGateway } from '../src/gateway/index';
@@ -121,6 +125,37 @@ describe('through the client', () => {
       'messages.0.tool_call_id: answers no tool call of the assistant message before it (nope)',
     );
   });
+});
+
+describe('through the CLI', () => {
+  const cli = async (argv: string[]) => {
+    let out = '';
+    let err = '';
+    const code = await runCli(argv, { connect: async () => agents, out: (t) => (out += t), err: (t) => (err += t) });
+    return { code, out, err };
+  };
+
+  test('--fallback-models, --messages-file and --return-messages; state prints the switch', async () => {
+    const dir = mkdtempSync(path.join(os.tmpdir(), 'conversation-'));
+    const file = path.join(dir, 'conversation.json');
+    writeFileSync(file, JSON.stringify([{ role: 'user', content: 'Hi' }, { role: 'assistant', content: 'Hello.' }]));
+    const started = await cli(['start', 'Again', '--model', 'gone', '--fallback-models', 'works', '--messages-file', file, '--return-messages', '--json']);
+    expect(started).toMatchObject({ code: 0, err: '' });
+    const { workflowId } = JSON.parse(started.out) as { workflowId: string };
+    const result = await cli(['result', workflowId, '--json']);
+    expect(JSON.parse(result.out).messages.slice(1)).toEqual([
+      { role: 'user', content: 'Hi' },
+      { role: 'assistant', content: 'Hello.' },
+      { role: 'user', content: 'Again' },
+      { role: 'assistant', content: 'Answered by works.' },
+    ]);
+    expect((await cli(['state', workflowId])).out).toMatch(/model switched from gone to works at step \d+: model or endpoint not found/);
+
+    writeFileSync(file, JSON.stringify([{ role: 'bot', content: 'x' }]));
+    const bad = await cli(['start', 'p', '--messages-file', file]);
+    expect(bad.code).toBe(1);
+    expect(bad.err).toContain('messages.0.role: role must be one of system, user, assistant, tool');
+  }, 30_000);
 });
 
 describe('through the gateway', () => {
