@@ -9,6 +9,7 @@ import { mkdtempSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { runCli } from '../src/cli';
+import { defineAgent } from '../src/activities';
 import { CLAIM_CHECK_ENCODING } from '../src/codec/claim-check';
 import { AgentClient } from '../src/client';
 import { buildGateway } from '../src/gateway/index';
@@ -29,6 +30,7 @@ const overloaded = { error: { status: 503, message: 'The server is overloaded', 
 beforeAll(async () => {
   h = await startAgentHarness(undefined, {
     providers: { keys: ['key-revoked', 'key-good'], named: { alt: ['alt-key'] } },
+    agents: [defineAgent({ name: 'resilient', instructions: 'Answer.', model: 'gone-for-agents', fallbackModels: ['works'], tools: [] })],
     // Small enough that a returned conversation goes to the blob store.
     claimCheckThresholdBytes: 2_048,
   });
@@ -79,6 +81,12 @@ describe('through the client', () => {
     await expect(busy.result()).resolves.toMatchObject({ status: 'COMPLETED' });
     expect((await busy.state()).modelSwitches[0]).toMatchObject({ from: 'overloaded', to: 'works', error: expect.stringContaining('gave up after 10 provider failures') });
   }, 90_000);
+
+  test("a named agent's fallbackModels", async () => {
+    const run = await agents.start({ agent: 'resilient', prompt: 'Hello' });
+    await expect(run.result()).resolves.toMatchObject({ status: 'COMPLETED', answer: 'Answered by works.' });
+    expect((await run.state()).modelSwitches).toEqual([expect.objectContaining({ from: 'gone-for-agents', to: 'works' })]);
+  }, 30_000);
 
   test('without fallbackModels an unavailable model ends the run as before', async () => {
     const run = await agents.start({ prompt: 'Hello', model: 'gone-too' });
