@@ -167,7 +167,10 @@ export function resolveWorkerConfig(options: AgentWorkerOptions = {}): WorkerCon
   const base = options.config ?? workerConfig(options.env ?? process.env);
   const model: ModelOptions = typeof options.model === 'string' ? { name: options.model } : (options.model ?? {});
   const connection = isNativeConnection(options.connection) ? {} : (options.connection ?? {});
-  const { name, ...llm } = model;
+  const { name, ...given } = model;
+  // A key given in code replaces the environment's list, and a list given in code its first key.
+  const keys = given.apiKeys ?? (given.apiKey !== undefined ? [given.apiKey] : undefined);
+  const llm = keys ? { ...given, apiKey: given.apiKey ?? keys[0], apiKeys: keys } : given;
   return {
     ...base,
     temporal: { ...base.temporal, ...definedOnly({ ...connection, namespace: options.namespace, taskQueue: options.taskQueue }) },
