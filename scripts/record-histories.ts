@@ -164,6 +164,22 @@ const SCENARIOS: Scenario[] = [
       await handle.executeUpdate(abortUpdate, { args: [{ reason: 'recorded abort', deadline: deadline() }] });
     },
   },
+  {
+    // model-fallback: a model that is gone (404 model_not_found) moves the run to the next of fallbackModels; the run
+    // carries on a prior conversation and returns it.
+    name: 'model-fallback',
+    script: [{ text: 'Still hello.' }],
+    input: {
+      prompt: 'Is that all it says?',
+      model: 'record-gone',
+      fallbackModels: ['record-model-fallback'],
+      messages: [
+        { role: 'user', content: 'What does hello.txt say?' },
+        { role: 'assistant', content: 'It says hello.' },
+      ],
+      returnMessages: true,
+    },
+  },
 ];
 
 /** The agents the recording worker registers, for scenarios that start with `agent`. */

@@ -2,6 +2,7 @@
  * The agent CLI's commands: a thin shell over `AgentClient`; every command takes `--json`. Errors print one line to
  * stderr and exit 1. The process is `src/bin/agent.ts` (`npm run agent -- <command>`).
  */
+import { readFileSync } from 'node:fs';
 import path from 'node:path';
 import { Command, CommanderError, InvalidArgumentError } from 'commander';
 import {
@@ -88,7 +89,10 @@ function buildProgram(deps: CliDeps, state: { exitCode: number }): Command {
 
   command('start <prompt>', 'start a run')
     .option('--agent <name>', 'a named agent of the worker; the flags below override its settings')
-    .option('--model <model>', 'model name (default: the worker\'s LLM_MODEL)')
+    .option('--model <model>', 'model name, or provider/model for a provider of the worker\'s LLM_PROVIDERS (default: the worker\'s LLM_MODEL)')
+    .option('--fallback-models <names>', 'comma-separated models to move to, in order, when the model is gone, refuses the keys, or has spent its quota or retries')
+    .option('--messages-file <path>', 'a prior conversation: a JSON array of messages in OpenAI\'s chat format; the prompt follows it', conversationFile)
+    .option('--return-messages', 'the result carries the whole conversation (result --json shows it)')
     .option('--system <prompt>', 'system prompt')
     .option('--plan', 'ask the model for a plan first')
     .option('--critique <mode>', 'rules | model')
@@ -265,6 +269,9 @@ function buildProgram(deps: CliDeps, state: { exitCode: number }): Command {
 interface StartFlags extends JsonOption {
   agent?: string;
   model?: string;
+  fallbackModels?: string;
+  messagesFile?: unknown[];
+  returnMessages?: boolean;
   system?: string;
   plan?: boolean;
   critique?: string;
@@ -285,10 +292,25 @@ export function startInput(prompt: string, o: Omit<StartFlags, 'json' | 'id' | '
     ...definedOnly({ agent: o.agent, model: o.model, systemPrompt: o.system }),
     ...(Object.keys(limits).length ? { limits } : {}),
     ...(o.tools !== undefined ? { tools: names(o.tools) } : {}),
+    ...(o.fallbackModels !== undefined ? { fallbackModels: names(o.fallbackModels) } : {}),
+    ...(o.messagesFile !== undefined ? { messages: o.messagesFile as AgentRunInput['messages'] } : {}),
+    ...(o.returnMessages ? { returnMessages: true } : {}),
     ...(o.plan ? { plan: true } : {}),
     ...(o.critique !== undefined ? { critique: o.critique as AgentRunInput['critique'] } : {}),
     ...(o.approveTools !== undefined ? { approval: { tools: names(o.approveTools) } } : {}),
   };
+}
+
+/** `--messages-file`: the file's JSON array; the input schema then checks each message. */
+function conversationFile(file: string): unknown[] {
+  let value: unknown;
+  try {
+    value = JSON.parse(readFileSync(file, 'utf8'));
+  } catch (err) {
+    throw new InvalidArgumentError(`cannot read a JSON conversation from ${file}: ${(err as Error).message}`);
+  }
+  if (!Array.isArray(value)) throw new InvalidArgumentError(`${file} must hold a JSON array of messages`);
+  return value;
 }
 
 /** A finished run as `result` prints it: the workflow's result, or why it failed. */
@@ -460,6 +482,8 @@ function formatState(workflowId: string, v: RunStateView): string {
     `  model calls ${v.usage.modelCalls}, loops ${ofLimit(v, v.loops, v.limits.maxLoops)}, tool calls ${ofLimit(v, v.toolCalls, v.limits.maxToolCalls)}, ` +
       `tokens ${v.usage.totalTokens}, messages ${v.messageCount}${inputRefused(v) ? ' (input refused: no limits applied)' : ''}`,
   ];
+  // Views of workers from before fallback models have no modelSwitches.
+  for (const m of v.modelSwitches ?? []) lines.push(`  model switched from ${m.from ?? 'the default'} to ${m.to} at step ${m.step}: ${oneLine(m.error, 160)}`);
   if (v.pauseRequested) lines.push('  pause requested');
   // Views of workers from before the budget have no quotaWait.
   if (v.quotaWait) lines.push(`  waiting for quota since ${clock(v.quotaWait.since)}: room expected at ${clock(v.quotaWait.expectedAt)}, ${v.quotaWait.position} calls ahead`);

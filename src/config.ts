@@ -30,7 +30,14 @@ export interface TemporalSettings {
 export interface LlmSettings {
   /** Absent: the worker starts the project's scripted model (offline, not a real LLM). */
   baseURL?: string;
+  /** `LLM_API_KEY`: the first of the default provider's keys. */
   apiKey?: string;
+  /** `LLM_API_KEY` with several keys separated by commas: tried in turn when one is refused or out of quota. */
+  apiKeys?: string[];
+  /** `LLM_PROVIDERS`: named providers a run reaches with `provider/model`, `{ "name": { "baseURL", "apiKeys": [...] } }`. */
+  providers?: Record<string, { baseURL: string; apiKeys?: string[] }>;
+  /** `LLM_KEY_COOLDOWN_MS`: how long a key that was refused is tried only after the others. @default 300000 */
+  keyCooldownMs?: number;
   model?: string;
   /** `LLM_CONTEXT_WINDOW_TOKENS`: the context window of the models the worker calls; unset, the table in common/models.ts. */
   contextWindowTokens?: number;
@@ -91,13 +98,43 @@ export function llmSettings(env: NodeJS.ProcessEnv = process.env): LlmSettings {
   if (pace && !(/^\d+$/.test(pace) && Number(pace) <= 60_000)) {
     throw new Error(`SCRIPTED_MODEL_PACE_MS must be a whole number of milliseconds up to 60000, got ${JSON.stringify(env.SCRIPTED_MODEL_PACE_MS)}`);
   }
+  const keys = (env.LLM_API_KEY ?? '').split(',').map((k) => k.trim()).filter(Boolean);
+  const cooldown = env.LLM_KEY_COOLDOWN_MS?.trim();
+  if (cooldown && !/^\d+$/.test(cooldown)) throw new Error(`LLM_KEY_COOLDOWN_MS must be a whole number of milliseconds, got ${JSON.stringify(env.LLM_KEY_COOLDOWN_MS)}`);
+  const providers = env.LLM_PROVIDERS?.trim() ? parseProviders(env.LLM_PROVIDERS) : undefined;
   return {
     baseURL: env.LLM_BASE_URL || undefined,
-    apiKey: env.LLM_API_KEY || undefined,
+    apiKey: keys[0],
+    ...(keys.length > 1 ? { apiKeys: keys } : {}),
+    ...(providers ? { providers } : {}),
+    ...(cooldown ? { keyCooldownMs: Number(cooldown) } : {}),
     model: env.LLM_MODEL || undefined,
     ...(window ? { contextWindowTokens: Number(window) } : {}),
     ...(pace ? { scriptedPaceMs: Number(pace) } : {}),
   };
+}
+
+/** `LLM_PROVIDERS` as JSON, each problem named: `{ "name": { "baseURL": "https://…", "apiKeys": ["…"] } }`. */
+export function parseProviders(text: string): Record<string, { baseURL: string; apiKeys?: string[] }> {
+  let value: unknown;
+  try {
+    value = JSON.parse(text);
+  } catch (err) {
+    throw new Error(`LLM_PROVIDERS is not JSON: ${(err as Error).message}`);
+  }
+  if (typeof value !== 'object' || value === null || Array.isArray(value)) throw new Error('LLM_PROVIDERS must be a JSON object of providers by name');
+  const out: Record<string, { baseURL: string; apiKeys?: string[] }> = {};
+  for (const [name, p] of Object.entries(value as Record<string, unknown>)) {
+    const where = `LLM_PROVIDERS.${name}`;
+    if (!/^[A-Za-z0-9_.-]+$/.test(name) || name === 'default') throw new Error(`${where}: a provider name is [A-Za-z0-9_.-], and not "default"`);
+    const { baseURL, apiKeys } = (p ?? {}) as { baseURL?: unknown; apiKeys?: unknown };
+    if (typeof baseURL !== 'string' || !/^https?:\/\//.test(baseURL)) throw new Error(`${where}.baseURL: must be an http(s) URL`);
+    if (apiKeys !== undefined && !(Array.isArray(apiKeys) && apiKeys.every((k) => typeof k === 'string' && k !== ''))) {
+      throw new Error(`${where}.apiKeys: must be an array of non-empty strings`);
+    }
+    out[name] = { baseURL, ...(apiKeys ? { apiKeys: apiKeys as string[] } : {}) };
+  }
+  return out;
 }
 
 /** A real endpoint is configured when a key or a base URL is given (local servers such as Ollama need no key). */

@@ -5,6 +5,7 @@
  */
 import { NativeConnection, Runtime, Worker, type WorkerOptions } from '@temporalio/worker';
 import OpenAI from 'openai';
+import { Providers, type ProviderConfig } from './activities/providers';
 import { createActivities, readableErrorBodies, SqliteToolLedger, type ActivityDeps, type AgentDefinition, type Tool } from './activities';
 import { InflightActivities, type RecoveryReport } from './activities/inflight';
 import { connectMcpServers, parseMcpServers, type McpServerInfo, type McpTools } from './activities/tools/mcp';
@@ -84,6 +85,10 @@ export interface ModelOptions {
   baseURL?: string;
   /** @default LLM_API_KEY */
   apiKey?: string;
+  /** Several keys of the default provider, tried in turn when one is refused or out of quota. @default LLM_API_KEY's comma-separated keys */
+  apiKeys?: string[];
+  /** Named providers a run reaches with `provider/model`, each with its base URL and keys. @default LLM_PROVIDERS */
+  providers?: Record<string, ProviderConfig>;
   /** The model of runs that name none. @default LLM_MODEL, else `gpt-4o-mini` (the scripted model: `scripted-demo`) */
   name?: string;
   /** The context window of the models this worker calls. @default LLM_CONTEXT_WINDOW_TOKENS, else a table of known models */
@@ -169,7 +174,10 @@ export function resolveWorkerConfig(options: AgentWorkerOptions = {}): WorkerCon
   const base = options.config ?? workerConfig(options.env ?? process.env);
   const model: ModelOptions = typeof options.model === 'string' ? { name: options.model } : (options.model ?? {});
   const connection = isNativeConnection(options.connection) ? {} : (options.connection ?? {});
-  const { name, ...llm } = model;
+  const { name, ...given } = model;
+  // A key given in code replaces the environment's list, and a list given in code its first key.
+  const keys = given.apiKeys ?? (given.apiKey !== undefined ? [given.apiKey] : undefined);
+  const llm = keys ? { ...given, apiKey: given.apiKey ?? keys[0], apiKeys: keys } : given;
   return {
     ...base,
     temporal: { ...base.temporal, ...definedOnly({ ...connection, namespace: options.namespace, taskQueue: options.taskQueue }) },
@@ -244,6 +252,7 @@ export async function createAgentWorker(options: AgentWorkerOptions = {}): Promi
     const budget = options.budget ?? ownBudget;
     const workerOptions = agentWorkerOptions({
       openai: openAIClient({ baseURL, apiKey: llm.apiKey }),
+      ...(llm.apiKeys || llm.providers ? { providers: Providers.fromConfig(openAIClient, { baseURL, apiKeys: llm.apiKeys }, llm.providers, llm.keyCooldownMs) } : {}),
       defaultModel: model,
       contextWindowTokens: llm.contextWindowTokens,
       workspace: config.workspace,

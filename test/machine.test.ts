@@ -122,6 +122,7 @@ function sampleEvent(type: AgentEventType): AgentEvent {
     case 'MODEL_RESPONDED':
       return { type, response: response('ok') };
     case 'MODEL_FAILED':
+    case 'MODEL_UNAVAILABLE':
     case 'UNKNOWN_TOOLS':
     case 'CRITIC_FAILED':
     case 'CONTEXT_OVERFLOW':

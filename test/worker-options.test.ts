@@ -37,6 +37,15 @@ test('a model given by name keeps the endpoint and key of the environment', () =
   expect(resolveWorkerConfig({ env, model: 'gpt-4.1' }).llm).toEqual({ apiKey: 'env-key', model: 'gpt-4.1' });
 });
 
+test("keys and providers given in code replace the environment's", () => {
+  const several = { ...env, LLM_API_KEY: 'env-1,env-2' };
+  expect(resolveWorkerConfig({ env: several }).llm).toMatchObject({ apiKey: 'env-1', apiKeys: ['env-1', 'env-2'] });
+  expect(resolveWorkerConfig({ env: several, model: { apiKey: 'code' } }).llm).toMatchObject({ apiKey: 'code', apiKeys: ['code'] });
+  expect(resolveWorkerConfig({ env: several, model: { apiKeys: ['c1', 'c2'] } }).llm).toMatchObject({ apiKey: 'c1', apiKeys: ['c1', 'c2'] });
+  const providers = { groq: { baseURL: 'https://api.groq.com/openai/v1', apiKeys: ['g'] } };
+  expect(resolveWorkerConfig({ env, model: { providers } }).llm.providers).toEqual(providers);
+});
+
 test('options set to undefined leave the setting as it was', () => {
   const config = resolveWorkerConfig({ env, taskQueue: undefined, connection: { address: undefined }, model: { apiKey: undefined } });
   expect(config).toEqual(workerConfig(env));

@@ -13,12 +13,15 @@ import { FailureType, ModelErrorType } from '../common/failures';
 import type { ProviderBudget } from '../quota';
 import { classifyModelError } from './errors';
 import { budgeted } from './quota';
+import { routeOf, secretsOf, type Providers } from './providers';
 import { heartbeating } from './heartbeat';
 import { usageOf } from './usage';
 
 export interface CompactionDeps {
   openai: OpenAI;
   defaultModel: string;
+  /** Named providers and their keys (`provider/model`); the summary goes to the route's first key. */
+  providers?: Providers;
   /** Characters of transcript sent in one summarising call. @default 24000 */
   chunkChars?: number;
   /** The fleet's provider budget: each summarising call reserves before it starts. */
@@ -82,20 +85,21 @@ export function createCompactContext(deps: CompactionDeps) {
     let calls = 0;
     const progress = { round: 0, done: 0 };
 
+    const route = routeOf(deps, model);
     /** One summary of `chunk`; a cancellation aborts the request and ends the activity as cancelled. */
     const summarise = async (chunk: string): Promise<string> => {
       try {
         const asked = [{ role: 'system' as const, content: SUMMARISE_PROMPT }, { role: 'user' as const, content: chunk }];
         const id = `${ctx.info.workflowExecution?.workflowId ?? ctx.info.activityId}:compaction:${ctx.info.activityId}:${++calls}`;
         const response = await budgeted(deps.budget, id, asked, ctx.cancellationSignal, () =>
-          deps.openai.chat.completions.create({ model, messages: asked }, { signal: ctx.cancellationSignal }),
+          route.keys[0].client.chat.completions.create({ model: route.model, messages: asked }, { signal: ctx.cancellationSignal }),
         );
         const u = response.usage;
         if (u) usage = addUsage(usage, usageOf(u));
         return response.choices[0]?.message?.content?.trim() ?? '';
       } catch (err) {
         if (ctx.cancellationSignal.aborted) throw new CancelledFailure('compaction cancelled');
-        throw classifyModelError(err, [deps.openai.apiKey]);
+        throw classifyModelError(err, secretsOf(deps));
       }
     };
 

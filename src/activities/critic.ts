@@ -14,6 +14,7 @@ import { FailureType } from '../common/failures';
 import type { ProviderBudget } from '../quota';
 import { classifyModelError } from './errors';
 import { budgeted } from './quota';
+import { routeOf, secretsOf, type Providers } from './providers';
 import { heartbeating } from './heartbeat';
 import { usageOf } from './usage';
 
@@ -67,7 +68,7 @@ export function refusesResponseFormat(err: unknown): boolean {
   return badRequest && FORMAT_REFUSED.test(`${message} ${failure.message}`);
 }
 
-export function createCritiqueAnswer(deps: { openai: OpenAI; defaultModel: string; budget?: ProviderBudget }) {
+export function createCritiqueAnswer(deps: { openai: OpenAI; defaultModel: string; budget?: ProviderBudget; providers?: Providers }) {
   /** Per model, the strictest response format this worker's provider accepted (or has not refused yet). */
   const formats = new Map<string, CriticResponseFormat>();
 
@@ -75,6 +76,7 @@ export function createCritiqueAnswer(deps: { openai: OpenAI; defaultModel: strin
     const ctx = Context.current();
     const model = request.model ?? deps.defaultModel;
     let format = formats.get(model) ?? CRITIC_RESPONSE_FORMATS[0];
+    const route = routeOf(deps, model);
 
     const ask = async (): Promise<ChatCompletion> => {
       for (;;) {
@@ -86,15 +88,15 @@ export function createCritiqueAnswer(deps: { openai: OpenAI; defaultModel: strin
           ];
           const id = `${ctx.info.workflowExecution?.workflowId ?? ctx.info.activityId}:critic:${request.callNumber}:${format}`;
           return await budgeted(deps.budget, id, messages, ctx.cancellationSignal, () =>
-            deps.openai.chat.completions.create(
-              { model, messages, ...(responseFormat ? { response_format: responseFormat } : {}) },
+            route.keys[0].client.chat.completions.create(
+              { model: route.model, messages, ...(responseFormat ? { response_format: responseFormat } : {}) },
               { signal: ctx.cancellationSignal },
             ),
           );
         } catch (err) {
           if (ctx.cancellationSignal.aborted) throw new CancelledFailure('model critique cancelled');
           const next = CRITIC_RESPONSE_FORMATS[CRITIC_RESPONSE_FORMATS.indexOf(format) + 1];
-          if (!next || !refusesResponseFormat(err)) throw classifyModelError(err, [deps.openai.apiKey]);
+          if (!next || !refusesResponseFormat(err)) throw classifyModelError(err, secretsOf(deps));
           ctx.log.info('the provider refused the response format; asking with the next one', { model, refused: format, next });
           format = next;
           formats.set(model, next);

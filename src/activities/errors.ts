@@ -27,6 +27,7 @@ const CLASSES: Record<ModelErrorType, { summary: string; retryable: boolean; wai
   [ModelErrorType.QuotaExceeded]: { summary: 'model quota exhausted', retryable: false },
   [ModelErrorType.ContextOverflow]: { summary: 'context too long for the model', retryable: false },
   [ModelErrorType.Unknown]: { summary: 'model call failed', retryable: true },
+  [ModelErrorType.RetriesExhausted]: { summary: 'the model provider kept failing', retryable: false },
 };
 
 /** Ways providers say a prompt does not fit the model's context window (matched on 400s). */

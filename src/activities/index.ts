@@ -18,6 +18,7 @@ import { fileTools } from './tools/files';
 import type { ToolLedger } from './tools/ledger';
 import { ToolRegistry, type Tool } from './tools/registry';
 import type { ProviderBudget } from '../quota';
+import type { Providers } from './providers';
 
 export interface ActivityDeps {
   openai: OpenAI;
@@ -42,6 +43,8 @@ export interface ActivityDeps {
   contextWindowTokens?: number;
   /** The fleet's provider budget (`LLM_TOKENS_PER_MINUTE` and the like): model calls, the critic and compaction reserve from it. */
   budget?: ProviderBudget;
+  /** Named providers (`provider/model`) and several keys per provider (activities/providers.ts); absent: `openai` alone. */
+  providers?: Providers;
 }
 
 export function createActivities(deps: ActivityDeps) {

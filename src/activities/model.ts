@@ -29,6 +29,7 @@ import { ModelErrorType } from '../common/failures';
 import type { ProviderBudget } from '../quota';
 import { classifyModelError, retryAfterMs, streamStalled, streamTruncated } from './errors';
 import { headersOf, reserve, type Reservation } from './quota';
+import { KEY_FAILURES, routeOf, secretsOf, type Providers, type Route } from './providers';
 import { CONTINUE_PROMPT } from '../workflows/responses';
 import { startHeartbeat } from './heartbeat';
 import { recordToolCall } from './metrics';
@@ -57,6 +58,8 @@ export interface ModelDeps {
   contextWindowTokens?: number;
   /** The fleet's provider budget (`LLM_TOKENS_PER_MINUTE` and the like): every call reserves before it starts. */
   budget?: ProviderBudget;
+  /** Named providers (`provider/model`) and several keys per provider; without it every call goes to `openai`. */
+  providers?: Providers;
 }
 
 /**
@@ -133,7 +136,9 @@ export function createCallModel(deps: ModelDeps) {
     // Before any request: a run started with tools this worker lacks would only fail later, and the same on every retry.
     checkTools(request.checkTools, deps.tools);
     const messages = await conversationOf(request, deps.conversations);
-    const model = request.model ?? deps.defaultModel;
+    const route = routeOf(deps, request.model ?? deps.defaultModel);
+    const { model } = route;
+    const secrets = secretsOf(deps);
     const tools = request.tools?.length === 0 ? [] : deps.tools.definitions(request.tools);
     const controller = new AbortController();
     const onCancel = () => controller.abort(ctx.cancellationSignal.reason);
@@ -177,23 +182,21 @@ export function createCallModel(deps: ModelDeps) {
         reservation = reserved;
       }
       armIdle();
+      const body = (sent: ChatMessage[]) => ({
+        model,
+        messages: toOpenAIMessages(sent),
+        ...(tools.length ? { tools } : {}),
+        // `max_tokens`, not `max_completion_tokens`: llama.cpp, vLLM and Ollama all read it.
+        ...(request.maxOutputTokens !== undefined ? { max_tokens: request.maxOutputTokens } : {}),
+        stream: true as const,
+        stream_options: { include_usage: true },
+      });
       const create = (sent: ChatMessage[]) =>
-        deps.openai.chat.completions.create(
-          {
-            model,
-            messages: toOpenAIMessages(sent),
-            ...(tools.length ? { tools } : {}),
-            // `max_tokens`, not `max_completion_tokens`: llama.cpp, vLLM and Ollama all read it.
-            ...(request.maxOutputTokens !== undefined ? { max_tokens: request.maxOutputTokens } : {}),
-            stream: true,
-            stream_options: { include_usage: true },
-          },
-          { signal: controller.signal },
-        );
+        withKeyRotation(route, deps.providers, ctx, (client) => client.chat.completions.create(body(sent), { signal: controller.signal }));
       const stream = resumed
         ? await create(continuation(messages, resumed.text)).catch(async (err: unknown) => {
             // A provider that will not continue (a 4xx) gets the call anew, marked as a restart.
-            if (ctx.cancellationSignal.aborted || !classifyModelError(err, [deps.openai.apiKey]).nonRetryable) throw err;
+            if (ctx.cancellationSignal.aborted || !classifyModelError(err, secrets).nonRetryable) throw err;
             ctx.log.warn('the provider refused to continue the streamed text: the call starts over', { error: String(err) });
             live?.publish(runId, [{ type: 'restart', callNumber, attempt }]);
             assembler.text = unsent = '';
@@ -232,7 +235,7 @@ export function createCallModel(deps: ModelDeps) {
       };
     } catch (err) {
       if (ctx.cancellationSignal.aborted) throw new CancelledFailure('model call cancelled');
-      const failure = stalled ? streamStalled(idleTimeoutMs) : classifyModelError(err, [deps.openai.apiKey]);
+      const failure = stalled ? streamStalled(idleTimeoutMs) : classifyModelError(err, secrets);
       // The provider said no after all: the whole fleet holds off, not only this call.
       if (failure.type === ModelErrorType.RateLimit) await deps.budget?.penalize(retryAfterMs(headersOf(err)) ?? 1_000).catch(() => undefined);
       if (failure.nonRetryable) throw failure;
@@ -242,8 +245,9 @@ export function createCallModel(deps: ModelDeps) {
       const failures = providerFailures + 1;
       ctx.heartbeat({ ...beat(), providerFailures: failures });
       if (failures < MAX_PROVIDER_FAILURES) throw failure;
+      // A type of its own: the run may move to a fallback model, where a final error of the same class would end it.
       throw ApplicationFailure.create({
-        type: failure.type ?? undefined,
+        type: ModelErrorType.RetriesExhausted,
         message: `${failure.message} (gave up after ${failures} provider failures)`,
         nonRetryable: true,
       });
@@ -256,6 +260,28 @@ export function createCallModel(deps: ModelDeps) {
       ctx.cancellationSignal.removeEventListener('abort', onCancel);
     }
   };
+}
+
+/**
+ * Open the request with the route's keys in turn: a key refused for auth or billing is marked to be skipped for a
+ * while and the next one is tried at once, before the run is told the model is unavailable. Any other error, or the
+ * last key's, is thrown as it is.
+ */
+async function withKeyRotation<T>(route: Route, providers: Providers | undefined, ctx: Context, open: (client: OpenAI) => Promise<T>): Promise<T> {
+  for (let i = 0; ; i++) {
+    const key = route.keys[i];
+    try {
+      const opened = await open(key.client);
+      providers?.succeeded(key);
+      return opened;
+    } catch (err) {
+      const type = ctx.cancellationSignal.aborted ? undefined : classifyModelError(err).type;
+      if (!type || !KEY_FAILURES.includes(type)) throw err;
+      providers?.failed(key);
+      if (i === route.keys.length - 1) throw err;
+      ctx.log.warn('a provider key was refused: the next key is tried', { provider: route.provider, key: key.index, next: route.keys[i + 1].index, type });
+    }
+  }
 }
 
 /** The text a retried attempt goes on with, and the offset of the last event it was read from. */

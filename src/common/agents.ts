@@ -31,6 +31,7 @@ export const AgentSpecSchema = oncePerWorker('common/agents', () => {
       /** The system prompt of the agent's runs; a run's `systemPrompt` replaces it. */
       instructions: z.string().trim().min(1, 'must be a non-empty string'),
       model: run.model,
+      fallbackModels: z.array(z.string().min(1)).max(20).optional(),
       tools: run.tools,
       limits: LimitsSchema.partial().optional(),
       plan: z.boolean().optional(),

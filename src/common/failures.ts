@@ -16,6 +16,8 @@ export const ModelErrorType = {
   QuotaExceeded: 'ModelInvocationError.QuotaExceeded',
   ContextOverflow: 'ModelInvocationError.ContextOverflow',
   Unknown: 'ModelInvocationError.Unknown',
+  /** A call spent its provider-failure budget on retryable errors (5xx, overload, rate limits, dropped streams). */
+  RetriesExhausted: 'ModelInvocationError.RetriesExhausted',
 } as const;
 export type ModelErrorType = (typeof ModelErrorType)[keyof typeof ModelErrorType];
 

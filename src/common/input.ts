@@ -1,4 +1,5 @@
 import { z } from 'zod';
+import { ConversationSchema } from './conversation';
 import { oncePerWorker } from './once-per-worker';
 
 /** What an agent may be called: a word that is safe in a CLI flag, a URL and a log line. */
@@ -82,6 +83,19 @@ export const { LimitsSchema, PriceSchema, BudgetSchema, ApprovalSchema, Compacti
       agent: z.string().regex(AGENT_NAME_PATTERN, AGENT_NAME_RULE).optional(),
       /** Model name for this run; the worker's `LLM_MODEL` when absent. */
       model: z.string().min(1).optional(),
+      /**
+       * Models tried in order when the one in use is gone (404), refuses the worker's keys (401/403), has spent its
+       * quota (429 insufficient_quota) or its retry budget on 5xx and overload errors. `provider/model` names a
+       * provider configured on the worker (docs/models.md). @default []
+       */
+      fallbackModels: z.array(z.string().min(1)).max(20).default([]),
+      /**
+       * A prior conversation in OpenAI's Chat Completions format; `prompt` is the user turn that follows it. A system
+       * message may only come first, and is the system prompt unless `systemPrompt` (or the agent's) is given.
+       */
+      messages: ConversationSchema.optional(),
+      /** The result carries the whole conversation (`messages`, OpenAI's format), claim-checked like any large payload. @default false */
+      returnMessages: z.boolean().default(false),
       systemPrompt: z.string().min(1).optional(),
       limits: LimitsSchema.default(() => LimitsSchema.parse({})),
       /** Tool names this run may use; every tool of the worker's registry when absent. */

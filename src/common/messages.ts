@@ -6,6 +6,7 @@ import { defineQuery, defineSignal, defineUpdate } from '@temporalio/workflow';
 import type { AbortInput, AbortUpdateInput, ApproveUpdateInput, ControlUpdateInput, SendMessageUpdateInput } from './input';
 import type { AgentState } from './states';
 import type { RunStateView, RunUsage } from './view';
+import type { OpenAIChatMessage } from './conversation';
 
 export type { RunStateView } from './view';
 
@@ -60,6 +61,8 @@ export interface AgentRunResult {
   usage: RunUsage;
   loops: number;
   toolCalls: number;
+  /** With `returnMessages`: the whole conversation in OpenAI's Chat Completions format, to continue it elsewhere (`messages` of a new run). */
+  messages?: OpenAIChatMessage[];
 }
 
 export const stateQuery = defineQuery<RunStateView, [StateQueryOptions?]>('state');

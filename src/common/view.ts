@@ -104,6 +104,10 @@ export interface RunStateView {
   lastCritique: CritiqueDecision | null;
   /** The model that answered the last call, as the provider named it. */
   lastModel: string | null;
+  /** The model the run calls now: its input's, or the fallback it moved to; null: the worker's default. */
+  model: string | null;
+  /** Each move to a fallback model (`fallbackModels`): from which (null: the worker's default), to which, why, at which step. */
+  modelSwitches: Array<{ from: string | null; to: string; error: string; step: number; at: string }>;
   lastError: string | null;
   /** Why the run ended, or why it is where it is. */
   reason: string | null;

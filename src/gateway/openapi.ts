@@ -100,7 +100,7 @@ const schemas: Record<string, Json> = {
     required: [
       'state', 'stateSince', 'step', 'loops', 'toolCalls', 'usage', 'limits', 'transitions', 'partialText', 'stream', 'pendingApproval', 'resumeTo',
       'pauseRequested', 'conversationOpen', 'turns', 'deadline', 'workRemainingMs', 'approvalDeadline', 'quotaWait', 'recentToolCalls', 'queuedMessages', 'plan', 'lastCritique',
-      'lastModel', 'lastError', 'reason', 'answer', 'lastText', 'origin', 'rejectedEvents', 'messageCount',
+      'lastModel', 'model', 'modelSwitches', 'lastError', 'reason', 'answer', 'lastText', 'origin', 'rejectedEvents', 'messageCount',
     ],
     properties: {
       state: { enum: agentStates },
@@ -152,6 +152,16 @@ const schemas: Record<string, Json> = {
       plan: { type: ['string', 'null'] },
       lastCritique: { type: ['object', 'null'], properties: { action: { enum: ['continue', 'retry', 'replan', 'complete'] }, reason: { type: 'string' }, confidence: { type: 'number' } } },
       lastModel: { type: ['string', 'null'] },
+      model: { type: ['string', 'null'], description: 'The model the run calls now: its input model, or the fallback it moved to; null: the worker default.' },
+      modelSwitches: {
+        type: 'array',
+        description: 'Each move to a fallback model (fallbackModels), with the error that caused it.',
+        items: {
+          type: 'object',
+          required: ['from', 'to', 'error', 'step', 'at'],
+          properties: { from: { type: ['string', 'null'] }, to: { type: 'string' }, error: { type: 'string' }, step: { type: 'integer' }, at: { type: 'string', format: 'date-time' } },
+        },
+      },
       lastError: { type: ['string', 'null'] },
       reason: { type: ['string', 'null'] },
       answer: { type: ['string', 'null'] },

@@ -113,6 +113,8 @@ export async function startScriptedModel(opts: ScriptedModelOptions = {}): Promi
         throw new ScriptedHttpError(400, 'you must provide a model parameter', 'missing_model');
       }
       record.script = body.model;
+      const apiKey = /^Bearer (.+)$/i.exec(req.headers.authorization ?? '')?.[1];
+      if (apiKey) record.apiKey = apiKey;
       const entry = scripts.get(body.model);
       if (!entry) {
         throw new ScriptedHttpError(
@@ -124,7 +126,7 @@ export async function startScriptedModel(opts: ScriptedModelOptions = {}): Promi
       if (!Array.isArray(body.messages)) {
         throw new ScriptedHttpError(400, '`messages` must be an array', 'invalid_messages');
       }
-      const { step: scripted, callIndex } = await nextStep(body.model, entry, body);
+      const { step: scripted, callIndex } = await nextStep(body.model, entry, body, apiKey);
       const step = isErrorStep(scripted) ? scripted : continued(body, scripted);
       const overQuota = !isErrorStep(step) && quota?.take(usageOf(body, step, wireToolCalls(step, callIndex)).total_tokens);
       if (overQuota) {
@@ -220,8 +222,9 @@ async function nextStep(
   name: string,
   entry: RegisteredScript,
   request: unknown,
+  apiKey: string | undefined,
 ): Promise<{ step: ScriptStep; callIndex: number }> {
-  const ctx: ScriptContext = { request, callIndex: entry.calls++ };
+  const ctx: ScriptContext = { request, callIndex: entry.calls++, ...(apiKey ? { apiKey } : {}) };
   if (typeof entry.script === 'function') {
     const step = await entry.script(ctx);
     if (!step || typeof step !== 'object') {

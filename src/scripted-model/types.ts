@@ -84,6 +84,8 @@ export interface ScriptContext {
   request: any;
   /** 0-based count of earlier calls to this script. */
   callIndex: number;
+  /** The bearer token the client sent: which of a provider's keys made the call. */
+  apiKey?: string;
 }
 
 /** Steps served in order (running out is an error), or a policy that picks the step from the request. */
@@ -92,6 +94,8 @@ export type Script = ScriptStep[] | ((ctx: ScriptContext) => ScriptStep | Promis
 export interface RecordedRequest {
   /** The request's `model` field, which names the script. */
   script: string;
+  /** The bearer token the client sent. */
+  apiKey?: string;
   /** Parsed JSON body; `null` when the body was not JSON. */
   body: any;
   receivedAt: number;

@@ -36,6 +36,8 @@ export type AgentEvent =
   | { type: 'PLAN_READY'; response: ModelResponse }
   | { type: 'MODEL_RESPONDED'; response: ModelResponse }
   | { type: 'MODEL_FAILED'; error: string }
+  /** The model in use is gone, refuses the keys, or has spent its quota or retries: the next `fallbackModels` takes over. */
+  | { type: 'MODEL_UNAVAILABLE'; error: string }
   /** The worker refused the model call before any request: the run names tools its registry lacks. */
   | { type: 'UNKNOWN_TOOLS'; error: string }
   | { type: 'CONTEXT_OVERFLOW'; error: string }
@@ -109,6 +111,7 @@ export const TRANSITIONS: Readonly<Record<AgentState, Targets>> = {
     PLAN_READY: [S.STREAMING, ...MODEL_STEP_DETOURS],
     CONTEXT_OVERFLOW: [S.COMPACTING, S.PAUSED, S.FAILED],
     MODEL_FAILED: [S.FAILED],
+    MODEL_UNAVAILABLE: [S.PLANNING, ...MODEL_STEP_DETOURS],
     UNKNOWN_TOOLS: [S.FAILED],
     QUOTA_WAIT: [S.PLANNING, S.PAUSED],
     PAUSE: [S.PLANNING, S.PAUSED],
@@ -119,6 +122,7 @@ export const TRANSITIONS: Readonly<Record<AgentState, Targets>> = {
     CONTEXT_OVERFLOW: [S.COMPACTING, S.PAUSED, S.FAILED],
     CHAIN_UNAVAILABLE: [S.STREAMING],
     MODEL_FAILED: [S.FAILED],
+    MODEL_UNAVAILABLE: [S.STREAMING, ...MODEL_STEP_DETOURS],
     UNKNOWN_TOOLS: [S.FAILED],
     QUOTA_WAIT: [S.STREAMING, S.PAUSED],
     PAUSE: [S.STREAMING, S.PAUSED],
@@ -246,8 +250,18 @@ export function modelFailure(errorType: string | undefined, error: string): Agen
   if (errorType === ModelErrorType.ContextOverflow) return { type: 'CONTEXT_OVERFLOW', error };
   if (errorType === FailureType.ConversationUnavailable) return { type: 'CHAIN_UNAVAILABLE', error };
   if (errorType === FailureType.UnknownTool) return { type: 'UNKNOWN_TOOLS', error };
+  if (errorType && (MODEL_UNAVAILABLE as readonly string[]).includes(errorType)) return { type: 'MODEL_UNAVAILABLE', error };
   return { type: 'MODEL_FAILED', error };
 }
+
+/** Failures that no retry of the same model mends, and another model may: the model's, its key's, its quota's. */
+const MODEL_UNAVAILABLE = [
+  ModelErrorType.NotFound,
+  ModelErrorType.Authentication,
+  ModelErrorType.PermissionDenied,
+  ModelErrorType.QuotaExceeded,
+  ModelErrorType.RetriesExhausted,
+] as const;
 
 /** Keep the rejection on the snapshot so that the `state` query shows it. */
 export function recordRejection(s: RunSnapshot, event: AgentEvent, error: string, now: string): RunSnapshot {
@@ -295,6 +309,9 @@ function handle(s: RunSnapshot, e: AgentEvent, now: string): TransitionResult {
 
     case 'MODEL_FAILED':
       return fail(s, e, now, `model call failed: ${e.error}`);
+
+    case 'MODEL_UNAVAILABLE':
+      return fallBack(s, e, now);
 
     case 'UNKNOWN_TOOLS': {
       if (!s.features.unknownToolsUncounted) return fail(s, e, now, `model call failed: ${e.error}`);
@@ -696,6 +713,25 @@ function finish(s: RunSnapshot, to: Ending, e: AgentEvent, now: string, reason: 
   const phase: Phase = to === S.COMPLETED ? { type: to, conversationOpen: s.options.keepOpenMs > 0 } : { type: to };
   const next = moveTo({ ...s, turns: s.turns + (to === S.COMPLETED ? 1 : 0), reason, answer, pauseRequested: false }, phase, e, now);
   return ok(next, [{ type: 'cancelWork' }, ...commandsFor(next)]);
+}
+
+/**
+ * The same model step again on the next of `fallbackModels`, not counted as another loop (the failed call made no
+ * answer); with none left, or in runs begun before `model-fallback`, the run fails as with any final model error.
+ */
+function fallBack(s: RunSnapshot, e: Extract<AgentEvent, { type: 'MODEL_UNAVAILABLE' }>, now: string): TransitionResult {
+  const [to, ...rest] = s.options.fallbackModels ?? [];
+  if (!s.features.modelFallback || to === undefined) return fail(s, e, now, `model call failed: ${e.error}`);
+  const from = s.options.model ?? null;
+  const switched = { from, to, error: e.error, step: s.step + 1, at: now };
+  const next: RunSnapshot = {
+    ...s,
+    loops: s.loops - 1,
+    options: { ...s.options, model: to, fallbackModels: rest },
+    modelSwitches: [...(s.modelSwitches ?? []), switched],
+    reason: `${from ?? "the worker's default model"} is unavailable, switched to ${to}: ${e.error}`,
+  };
+  return enter(next, plain(s.phase.type as ModelStep), e, now);
 }
 
 /** PAUSED instead of a model call that waits for the budget: RESUME makes the call afresh, so it is counted once. */

@@ -41,6 +41,8 @@ export const Patch = {
    * and keep the two patches above off.
    */
   AllOf2026_12: 'features-2026-12',
+  /** A model that is gone, refuses the keys or has spent its quota or retries moves the run to its next `fallbackModels`. */
+  ModelFallback: 'model-fallback',
 } as const;
 
 /** What each patch decided for this run, read once at its start. */
@@ -54,11 +56,17 @@ export interface RunPatches {
   stateMemo: boolean;
   approvalNotes: boolean;
   unknownToolsUncounted: boolean;
+  modelFallback: boolean;
   /** Asked only when the run is about to continue as new (its marker goes where that happens): undefined until then. */
   continueAsNew: boolean | undefined;
 }
 
 export function readPatches(): RunPatches {
+  const modelFallback = patched(Patch.ModelFallback);
+  return { ...readCombinedPatches(), modelFallback };
+}
+
+function readCombinedPatches(): Omit<RunPatches, 'modelFallback'> {
   const all2026_11 = { noProgressGuard: true, realProviders: true, lean: true, inlineLocalTools: true, conversationChain: true, wrapUp: true, stateMemo: true, continueAsNew: true };
   if (patched(Patch.AllOf2026_12)) return { ...all2026_11, approvalNotes: true, unknownToolsUncounted: true };
   if (patched(Patch.AllOf2026_11)) return { ...all2026_11, approvalNotes: false, unknownToolsUncounted: false };

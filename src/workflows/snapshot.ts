@@ -1,4 +1,5 @@
 import type { ChatMessage, ConversationRef, ToolCall, ToolResult } from '../common/chat';
+import { fromOpenAI } from '../common/conversation';
 import type { Budget, CompactionOptions, Limits, ResolvedInput } from '../common/input';
 import { AgentState, type CritiqueDecision } from '../common/states';
 import type { PendingApproval, RunUsage, ToolCallRecord, TransitionRecord } from '../common/view';
@@ -26,6 +27,14 @@ export type Phase =
   /** `conversationOpen`: still taking `sendMessage` for a follow-up turn (within `keepOpenMs`). */
   | { type: typeof AgentState.COMPLETED; conversationOpen: boolean };
 
+export interface ModelSwitch {
+  from: string | null;
+  to: string;
+  error: string;
+  step: number;
+  at: string;
+}
+
 export interface QuotaWaitState {
   queuedAt: number;
   since: string;
@@ -46,7 +55,12 @@ export interface RunSnapshot {
   usage: RunUsage;
   limits: Limits;
   options: {
+    /** The model in use: the input's, then each fallback the run moved to; absent: the worker's default. */
     model?: string;
+    /** Models still to fall back to, in order (the input's `fallbackModels` less those already moved to). */
+    fallbackModels?: string[];
+    /** The result carries the conversation. */
+    returnMessages?: boolean;
     tools?: string[];
     plan: boolean;
     critique: 'rules' | 'model';
@@ -88,6 +102,8 @@ export interface RunSnapshot {
   turns: number;
   /** The model that answered the last call, as the provider named it. */
   lastModel: string | null;
+  /** Each move to a fallback model: from which, to which, why, at which step. */
+  modelSwitches?: ModelSwitch[];
   /** Set when this run carries on from another: continued as new, or forked from a step. */
   origin: { kind: 'continue' | 'fork'; workflowId: string; step: number } | null;
   transitions: TransitionRecord[];
@@ -119,7 +135,7 @@ export interface RunSnapshot {
    * Behaviour switched on by `patched()` markers, fixed when the run starts so that older runs replay unchanged.
    * `conversationChain` is decided by each run of a continued chain for itself.
    */
-  features: { noProgressGuard: boolean; realProviders: boolean; conversationChain: boolean; wrapUp: boolean; approvalNotes: boolean; unknownToolsUncounted: boolean };
+  features: { noProgressGuard: boolean; realProviders: boolean; conversationChain: boolean; wrapUp: boolean; approvalNotes: boolean; unknownToolsUncounted: boolean; modelFallback?: boolean };
   /**
    * What a person decided on the calls now running (feedback, edited arguments), told to the model in one user
    * message after their results (features.approvalNotes); null when there is nothing to tell.
@@ -142,6 +158,7 @@ export const DEFAULT_SYSTEM_PROMPT =
   'Use tools when they help, do not repeat a call whose result you already have, and give a short final answer.';
 
 export function initialSnapshot(input: ResolvedInput, now: string): RunSnapshot {
+  const prior = input.messages ? fromOpenAI(input.messages) : { system: undefined, messages: [] };
   return {
     schemaVersion: SNAPSHOT_VERSION,
     phase: { type: AgentState.IDLE },
@@ -153,6 +170,8 @@ export function initialSnapshot(input: ResolvedInput, now: string): RunSnapshot 
     limits: input.limits,
     options: {
       model: input.model,
+      ...(input.fallbackModels.length > 0 ? { fallbackModels: input.fallbackModels } : {}),
+      ...(input.returnMessages ? { returnMessages: true } : {}),
       tools: input.tools,
       plan: input.plan,
       critique: input.critique,
@@ -185,7 +204,8 @@ export function initialSnapshot(input: ResolvedInput, now: string): RunSnapshot 
     answer: null,
     plan: null,
     messages: [
-      { role: 'system', content: input.systemPrompt ?? DEFAULT_SYSTEM_PROMPT },
+      { role: 'system', content: input.systemPrompt ?? prior.system ?? DEFAULT_SYSTEM_PROMPT },
+      ...prior.messages,
       { role: 'user', content: input.prompt },
     ],
     toolLog: [],
@@ -197,7 +217,7 @@ export function initialSnapshot(input: ResolvedInput, now: string): RunSnapshot 
     failuresInARow: 0,
     overflowsInARow: 0,
     setbacksInARow: 0,
-    features: { noProgressGuard: true, realProviders: true, conversationChain: true, wrapUp: true, approvalNotes: true, unknownToolsUncounted: true },
+    features: { noProgressGuard: true, realProviders: true, conversationChain: true, wrapUp: true, approvalNotes: true, unknownToolsUncounted: true, modelFallback: true },
     approvalNote: null,
     wrapUpSent: false,
     chain: null,
@@ -219,6 +239,8 @@ export function blankSnapshot(now: string): RunSnapshot {
       critiqueMinConfidence: 0.5,
       compaction: { threshold: 0.8, keepRecentMessages: 6 },
       keepOpenMs: 0,
+      fallbackModels: [],
+      returnMessages: false,
     },
     now,
   );

@@ -1,5 +1,6 @@
 /** What a run shows outside: the `state` query's view (common/view.ts) and the workflow's result. */
 import { ApplicationFailure } from '@temporalio/workflow';
+import { toOpenAI } from '../common/conversation';
 import { FailureType } from '../common/failures';
 import type { AgentRunResult } from '../common/messages';
 import { AgentState } from '../common/states';
@@ -35,6 +36,8 @@ export function publicView(s: RunSnapshot, includeMessages: boolean): RunStateVi
     plan: s.plan,
     lastCritique: s.lastCritique,
     lastModel: s.lastModel,
+    model: s.options.model ?? null,
+    modelSwitches: s.modelSwitches ?? [],
     lastError: s.lastError,
     reason: s.reason,
     answer: s.answer,
@@ -59,6 +62,7 @@ export function runResult(s: RunSnapshot): AgentRunResult {
     usage: s.usage,
     loops: s.loops,
     toolCalls: s.toolCalls,
+    ...(s.options.returnMessages ? { messages: toOpenAI(s.messages) } : {}),
   };
   if (s.phase.type === AgentState.FAILED) {
     throw ApplicationFailure.create({ type: FailureType.AgentRunFailed, message: s.reason ?? 'failed', nonRetryable: true, details: [result] });

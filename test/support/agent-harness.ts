@@ -19,6 +19,7 @@ import { startScriptedModel, type ScriptedModel, type ScriptedModelOptions } fro
 import { agentWorkerOptions, openAIClient } from '../../src/worker';
 import type { LiveStream } from '../../src/stream';
 import type { ProviderBudget } from '../../src/quota';
+import { Providers } from '../../src/activities/providers';
 import { bundleAgentWorkflows } from '../../src/workflow-bundle';
 import { QuietLogger } from './quiet-logger';
 import { testServerAddress } from './temporal';
@@ -96,6 +97,11 @@ export interface AgentHarnessOptions {
   budget?: ProviderBudget;
   /** Options of the scripted model (a provider's `tokensPerMinute`, say). */
   modelOptions?: ScriptedModelOptions;
+  /**
+   * Providers on the scripted model: the default one's keys, and named ones (`name/model`) with their own keys, all
+   * on the scripted model's URL (its scripts see which key called: `apiKey`). @default the one client, key `scripted`
+   */
+  providers?: { keys: string[]; named?: Record<string, string[]>; keyCooldownMs?: number };
 }
 
 export async function startAgentHarness(
@@ -113,6 +119,10 @@ export async function startAgentHarness(
   const env = await TestWorkflowEnvironment.createFromExistingServer({ address: testServerAddress(), client: { dataConverter } });
   const taskQueue = `test-${randomUUID()}`;
   const bundle = await workflowBundle();
+  const p = options.providers;
+  const named = Object.fromEntries(Object.entries(p?.named ?? {}).map(([name, apiKeys]) => [name, { baseURL: model.url, apiKeys }]));
+  // One set for the harness's life, as in a worker process: the keys' cooldowns outlive a worker restart here too.
+  const providers = p ? Providers.fromConfig(openAIClient, { baseURL: model.url, apiKeys: p.keys }, named, p.keyCooldownMs) : undefined;
   const createWorker = () =>
     Worker.create({
       connection: env.nativeConnection,
@@ -126,6 +136,7 @@ export async function startAgentHarness(
         deltaFlushMs: 100,
         stream: options.stream,
         budget: options.budget,
+        ...(providers ? { providers } : {}),
         streamIdleTimeoutMs: options.streamIdleTimeoutMs,
         tools: options.tools,
         agents: options.agents,
