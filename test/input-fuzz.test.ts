@@ -341,7 +341,7 @@ describe('agentRun input', () => {
       fc.property(validInputs(AGENT_RUN_INPUT), ({ input }) => {
         const parsed = parseAgentRunInput(input);
         if (!parsed.ok) throw new Error(parsed.error);
-        const { prompt, limits, plan, critique, critiqueMinConfidence, compaction, budget, keepOpenMs, ...rest } = input as Record<string, any>;
+        const { prompt, limits, plan, critique, critiqueMinConfidence, compaction, budget, keepOpenMs, fallbackModels, returnMessages, ...rest } = input as Record<string, any>;
         expect(parsed.value).toEqual({
           ...rest,
           prompt: prompt.trim(),
@@ -351,6 +351,8 @@ describe('agentRun input', () => {
           critiqueMinConfidence: critiqueMinConfidence ?? 0.5,
           compaction: { ...DEFAULT_COMPACTION, ...compaction },
           keepOpenMs: keepOpenMs ?? 0,
+          fallbackModels: fallbackModels ?? [],
+          returnMessages: returnMessages ?? false,
           ...(budget ? { budget: { reserveOutputTokens: 1024, onExceed: 'fail', ...budget } } : {}),
         });
       }),
@@ -361,7 +363,7 @@ describe('agentRun input', () => {
   test('the bare minimum gets every default', () => {
     expect(parseAgentRunInput({ prompt: 'hi' })).toEqual({
       ok: true,
-      value: { prompt: 'hi', limits: DEFAULT_LIMITS, plan: false, critique: 'rules', critiqueMinConfidence: 0.5, compaction: DEFAULT_COMPACTION, keepOpenMs: 0 },
+      value: { prompt: 'hi', limits: DEFAULT_LIMITS, plan: false, critique: 'rules', critiqueMinConfidence: 0.5, compaction: DEFAULT_COMPACTION, keepOpenMs: 0, fallbackModels: [], returnMessages: false },
     });
   });
 
