@@ -41,6 +41,8 @@ export const Patch = {
    * and keep the two patches above off.
    */
   AllOf2026_12: 'features-2026-12',
+  /** `sendMessage` with `interrupt: true` stops the work in flight for the message (machine.ts, INTERRUPT); refused before. */
+  Interrupt: 'interrupt-2026-12',
 } as const;
 
 /** What each patch decided for this run, read once at its start. */
@@ -54,11 +56,17 @@ export interface RunPatches {
   stateMemo: boolean;
   approvalNotes: boolean;
   unknownToolsUncounted: boolean;
+  interrupt: boolean;
   /** Asked only when the run is about to continue as new (its marker goes where that happens): undefined until then. */
   continueAsNew: boolean | undefined;
 }
 
 export function readPatches(): RunPatches {
+  const dated = readDatedPatches();
+  return { ...dated, interrupt: patched(Patch.Interrupt) };
+}
+
+function readDatedPatches(): Omit<RunPatches, 'interrupt'> {
   const all2026_11 = { noProgressGuard: true, realProviders: true, lean: true, inlineLocalTools: true, conversationChain: true, wrapUp: true, stateMemo: true, continueAsNew: true };
   if (patched(Patch.AllOf2026_12)) return { ...all2026_11, approvalNotes: true, unknownToolsUncounted: true };
   if (patched(Patch.AllOf2026_11)) return { ...all2026_11, approvalNotes: false, unknownToolsUncounted: false };
