@@ -13,6 +13,7 @@ import {
   CUT_TOOL_CALL,
   INTERRUPTED_APPROVAL,
   INTERRUPTED_MARK,
+  INTERRUPTED_TOOL,
   LOOP_WARNING,
   MAX_CONTINUATIONS,
   resumeAt,
@@ -568,11 +569,12 @@ describe('an interrupting message', () => {
     ]);
   });
 
-  test('while tools run the message waits for their results and goes with the next call', () => {
+  test('while tools run the message waits for their results and goes with the next call; a stopped call is no failure', () => {
     const s = run(snapshot(), { type: 'START' }, { type: 'MODEL_RESPONDED', response: response('', [call('c1')]) }, { type: 'INTERRUPT', text: 'hurry' });
-    const done = step(s, { type: 'TOOLS_DONE', results: [{ toolCallId: 'c1', name: 'readFile', ok: false, content: 'stopped' }] });
+    const done = step(s, { type: 'TOOLS_DONE', results: [{ toolCallId: 'c1', name: 'readFile', ok: false, content: INTERRUPTED_TOOL, interrupted: true }] });
     expect(done.snapshot.phase.type).toBe('STREAMING');
-    expect(done.snapshot.messages.slice(-2)).toEqual([{ role: 'tool', toolCallId: 'c1', content: 'stopped' }, { role: 'user', content: 'hurry' }]);
+    expect(done.snapshot.messages.slice(-2)).toEqual([{ role: 'tool', toolCallId: 'c1', content: INTERRUPTED_TOOL }, { role: 'user', content: 'hurry' }]);
+    expect(done.snapshot).toMatchObject({ failuresInARow: 0, setbacksInARow: 0, lastCritique: { action: 'continue' } });
   });
 
   test('is refused by a closed conversation and by runs begun before interrupts', () => {

@@ -134,6 +134,8 @@ export interface ToolResult {
   ok: boolean;
   /** What the model sees: the tool's output, or an error it can act on. */
   content: string;
+  /** A user's interrupting message stopped the call (`ok` false): not a failure of the tool, so no critic counts it. */
+  interrupted?: true;
 }
 
 export interface CompactionRequest {

@@ -112,7 +112,7 @@ export function createEffects(lean: boolean, inline = false): Effects {
     try {
       return await scope.run(() => runTool(request));
     } catch (err) {
-      if (isCancellation(err) && stopped.has(scope)) return { toolCallId: request.call.id, name: request.call.name, ok: false, content: INTERRUPTED_TOOL };
+      if (isCancellation(err) && stopped.has(scope)) return { toolCallId: request.call.id, name: request.call.name, ok: false, content: INTERRUPTED_TOOL, interrupted: true };
       throw err;
     } finally {
       stoppable.delete(scope);

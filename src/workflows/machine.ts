@@ -342,7 +342,7 @@ function handle(s: RunSnapshot, e: AgentEvent, now: string): TransitionResult {
         (call): ToolResult =>
           byId.get(call.id) ?? { toolCallId: call.id, name: call.name, ok: false, content: 'Error: the tool returned no result.' },
       );
-      const anyFailed = results.some((r) => !r.ok);
+      const anyFailed = results.some(failed);
       const next: RunSnapshot = {
         ...s,
         toolLog: toolsEnded(s.toolLog, e.results, s.step + 1, now),
@@ -480,6 +480,9 @@ function followUp(queued: RunSnapshot, e: AgentEvent, now: string): TransitionRe
   // The answer so far stays until the next one replaces it.
   return enter({ ...queued, deadline: addMs(now, queued.limits.timeoutMs) }, plain(S.STREAMING), e, now);
 }
+
+/** A tool call that failed on its own: one an interrupting message stopped did not. */
+const failed = (r: ToolResult) => !r.ok && !r.interrupted;
 
 /** Appended to the text of a model call that a message interrupted: the model reads that it stopped, and why. */
 export const INTERRUPTED_MARK = '\n\n[interrupted by the user]';
