@@ -178,7 +178,7 @@ export function argumentsProblem(schema: Record<string, unknown>, args: unknown)
 }
 /** `interrupt`: stop the work in flight for this message instead of queueing it for the next model call (README, "Steering"). */
 export const SendMessageInputSchema = oncePerWorker('common/input:sendMessage', () =>
-  z.object({ text: z.string().trim().min(1).max(100_000), interrupt: z.boolean().optional() }).strict(),
+  z.object({ text: z.string().trim().min(1).max(100_000), interrupt: z.boolean().optional().describe('Stop the work in flight for this message (docs/steering.md).') }).strict(),
 );
 
 export type AbortInput = z.input<typeof AbortInputSchema>;
