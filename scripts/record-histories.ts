@@ -180,6 +180,27 @@ const SCENARIOS: Scenario[] = [
       returnMessages: true,
     },
   },
+  {
+    // interrupt-2026-12: a message that cancels the model call mid-stream; the text so far stays, marked interrupted.
+    name: 'interrupt-stream',
+    script: ({ callIndex }) => (callIndex === 0 ? { text: 'z'.repeat(400), chunkSize: 2, chunkDelayMs: 50 } : { text: 'Brief, as asked.' }),
+    input: { prompt: 'Talk' },
+    drive: async (h, handle) => {
+      await h.waitForState(handle, (s) => s.partialText.length > 0);
+      await handle.executeUpdate(sendMessageUpdate, { args: [{ text: 'Be brief.', interrupt: true }] });
+    },
+  },
+  {
+    // interrupt-2026-12: a message while a call waits for approval rejects it as interrupted.
+    name: 'interrupt-approval',
+    script: ({ callIndex }) =>
+      callIndex === 0 ? { toolCalls: [{ id: 'w1', name: 'writeFile', arguments: { path: 'out.txt', content: 'hi' } }] } : { text: 'Not written.' },
+    input: { prompt: 'Write out.txt', approval: { tools: ['writeFile'] } },
+    drive: async (h, handle) => {
+      await h.waitForState(handle, (s) => s.state === 'AWAITING_APPROVAL');
+      await handle.executeUpdate(sendMessageUpdate, { args: [{ text: 'Do not write it.', interrupt: true }] });
+    },
+  },
 ];
 
 /** The agents the recording worker registers, for scenarios that start with `agent`. */

@@ -175,9 +175,11 @@ function buildProgram(deps: CliDeps, state: { exitCode: number }): Command {
     });
 
   control('send <workflowId> <text>', 'send a message to the model, handed over before its next call')
-    .action(async (workflowId: string, text: string, o: ControlFlags) => {
-      const result = await withClient((client) => client.handle(workflowId).sendMessage(text, { timeoutMs: o.waitMs }));
+    .option('--interrupt', 'stop the work in flight for it: cancel the model call (its text so far kept, marked interrupted), stop tools that may be stopped, reject undecided approvals')
+    .action(async (workflowId: string, text: string, o: ControlFlags & { interrupt?: boolean }) => {
+      const result = await withClient((client) => client.handle(workflowId).sendMessage(text, { timeoutMs: o.waitMs, interrupt: o.interrupt }));
       if (o.json) printJson(result);
+      else if (result.interrupted) print('interrupted: the message goes with the next model call');
       else print(`message queued (${result.queued} waiting for the next model call)`);
     });
 

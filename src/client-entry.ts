@@ -6,7 +6,7 @@
 
 /** The client: `AgentClient.connect()` (TEMPORAL_* settings by default), `start`, `handle(id)`, `list`, `fork`. */
 export { AgentClient, AgentRunHandle, agentDataConverter, diffState, DEFAULT_CONTROL_TIMEOUT_MS } from './client';
-export type { AgentRunSummary, ConnectOptions, ControlOptions, ListOptions, StartOptions, StateOptions, WatchEvent, WatchOptions } from './client';
+export type { AgentRunSummary, ConnectOptions, ControlOptions, ListOptions, SendMessageOptions, StartOptions, StateOptions, WatchEvent, WatchOptions } from './client';
 
 /** The pushed stream `watch({ stream, after, onOffset })` reads: the Redis channel the workers publish to, offsets, the events (with `resume`). */
 export { compareOffsets, RedisChannel, START } from './stream';

@@ -196,6 +196,12 @@ export interface ControlOptions {
   timeoutMs?: number;
 }
 
+/** Options of `sendMessage`. */
+export interface SendMessageOptions extends ControlOptions {
+  /** Stop the work in flight for this message instead of queueing it for the next model call. @default false */
+  interrupt?: boolean;
+}
+
 /** Why a run failed, unwrapped from the `WorkflowFailedError` that `result()` rejects with. */
 export interface RunFailure {
   /** The workflow's own message, e.g. `loop limit reached (limits.maxLoops = 5)`. */
@@ -478,9 +484,16 @@ export class AgentRunHandle {
     return this.control(approveUpdate, validate(ApproveInputSchema, input, 'approve input'), opts);
   }
 
-  /** Queues a user message for the model's next call. */
-  async sendMessage(text: string, opts: ControlOptions = {}): Promise<SendMessageResult> {
-    return this.control(sendMessageUpdate, validate(SendMessageInputSchema, { text }, 'sendMessage input'), opts);
+  /**
+   * Queues a user message for the model's next call. With `interrupt: true` the run stops its work in flight for it:
+   * the model call is cancelled (its text so far kept, marked interrupted), tools that may be stopped are, undecided
+   * approvals are rejected (README, "Steering").
+   */
+  async sendMessage(text: string, opts: SendMessageOptions = {}): Promise<SendMessageResult> {
+    const { interrupt, ...control } = opts;
+    // Sent only when set: workers from before interrupts refuse the field, and a plain message must still reach them.
+    const input = validate(SendMessageInputSchema, { text, ...(interrupt ? { interrupt } : {}) }, 'sendMessage input');
+    return this.control(sendMessageUpdate, input, control);
   }
 
   /**

@@ -133,9 +133,9 @@ describe('callModel', () => {
     env.on('heartbeat', (d: unknown) => heartbeats.push(d));
     const response = await runIn(env, callModel, request('quick'));
     expect(heartbeats).toEqual([]);
-    // listFiles is registered `local` and has no side effects; writeFile has side effects.
+    // listFiles is registered `local` and has no side effects (an interrupting message may stop it); writeFile has side effects.
     expect(response.toolCalls).toEqual([
-      { id: 'q1', name: 'listFiles', arguments: '{}', local: true },
+      { id: 'q1', name: 'listFiles', arguments: '{}', local: true, cancellable: true },
       { id: 'q2', name: 'writeFile', arguments: '{"path":"b","content":"c"}' },
     ]);
   });
@@ -146,12 +146,19 @@ describe('callModel', () => {
     model.register('hinted', [{ toolCalls: [{ id: 'h1', name: 'slowLookup', arguments: {} }, { id: 'h2', name: 'readFile', arguments: { path: 'a.txt' } }] }]);
     const response = await act(answering(withSlow.callModel), request('hinted'));
     expect(response.toolCalls).toEqual([
-      { id: 'h1', name: 'slowLookup', arguments: '{}', timeoutMs: 120_000 },
-      { id: 'h2', name: 'readFile', arguments: '{"path":"a.txt"}', local: true },
+      { id: 'h1', name: 'slowLookup', arguments: '{}', cancellable: true, timeoutMs: 120_000 },
+      { id: 'h2', name: 'readFile', arguments: '{"path":"a.txt"}', local: true, cancellable: true },
     ]);
     const registry = new ToolRegistry([slow]);
     expect([registry.timeoutOf('slowLookup'), registry.timeoutOf('nope')]).toEqual([120_000, undefined]);
     expect(() => new ToolRegistry([{ ...slow, timeoutMs: 0 }])).toThrow('tool "slowLookup" has an invalid timeoutMs 0');
+  });
+
+  test('a call an interrupting message may stop is marked: no side effects, or a tool that declares it stops cleanly', () => {
+    const tool = (name: string, sideEffects: boolean, cancellable?: boolean) =>
+      defineTool({ name, description: name, parameters: z.object({}), sideEffects, ...(cancellable !== undefined ? { cancellable } : {}), execute: async () => 'x' });
+    const registry = new ToolRegistry([tool('pure', false), tool('effect', true), tool('stoppable', true, true)]);
+    expect(['pure', 'effect', 'stoppable', 'unknown'].map((name) => registry.withHints({ id: 'c', name, arguments: '{}' }).cancellable)).toEqual([true, undefined, true, undefined]);
   });
 
   test('streams text and tool calls, collects usage and heartbeats while streaming', async () => {

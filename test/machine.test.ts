@@ -11,6 +11,9 @@ import {
   CONTINUE_PROMPT,
   freshClocks,
   CUT_TOOL_CALL,
+  INTERRUPTED_APPROVAL,
+  INTERRUPTED_MARK,
+  INTERRUPTED_TOOL,
   LOOP_WARNING,
   MAX_CONTINUATIONS,
   resumeAt,
@@ -141,6 +144,7 @@ function sampleEvent(type: AgentEventType): AgentEvent {
     case 'ABORT':
       return { type, reason: 'stop' };
     case 'MESSAGE':
+    case 'INTERRUPT':
       return { type, text: 'hi' };
     case 'STREAM_DELTA':
       return { type, callNumber: 1, attempt: 1, text: 'x' };
@@ -185,7 +189,7 @@ describe('transition table', () => {
   test('failed and aborted runs accept nothing; a completed one only a follow-up message or the close of its window', () => {
     expect(Object.keys(TRANSITIONS.FAILED)).toEqual([]);
     expect(Object.keys(TRANSITIONS.ABORTED)).toEqual([]);
-    expect(Object.keys(TRANSITIONS.COMPLETED).sort()).toEqual(['CLOSE', 'MESSAGE']);
+    expect(Object.keys(TRANSITIONS.COMPLETED).sort()).toEqual(['CLOSE', 'INTERRUPT', 'MESSAGE']);
     expect(isTerminal(AgentState.COMPLETED)).toBe(true);
   });
 });
@@ -491,6 +495,95 @@ describe('budgets', () => {
     const unpriced = run(judged({ budget: { maxCostUsd: 100 } }), { type: 'START' }, { type: 'MODEL_RESPONDED', response: { ...response('a'), model: 'mystery-1' } });
     const r = step(unpriced, { type: 'CRITIQUE_DONE', decision: { action: 'retry', reason: 'r', confidence: 1 } });
     expect(r.snapshot.reason).toBe('no price for model mystery-1: add it to budget.prices');
+  });
+});
+
+describe('an interrupting message', () => {
+  const streaming = (partialText: string, input: Partial<AgentRunInput> = {}) => ({ ...run(snapshot(input), { type: 'START' }), partialText });
+  const guarded = [call('w1', 'writeFile', { path: 'x', content: '1' }), call('w2', 'writeFile', { path: 'y', content: '2' }), call('r1')];
+  const approving = () => run(snapshot({ approval: { tools: ['writeFile'] } }), { type: 'START' }, { type: 'MODEL_RESPONDED', response: response('', guarded) });
+  const budgetWait = () => {
+    const s = run(judged({ budget: { maxTokens: 3_000, reserveOutputTokens: 500, onExceed: 'approve' } }), { type: 'START' });
+    const big = { ...response('x'.repeat(4 * 1_300)), usage: { promptTokens: 1_300, completionTokens: 1_300, totalTokens: 2_600 } };
+    return run(s, { type: 'MODEL_RESPONDED', response: big }, { type: 'CRITIQUE_DONE', decision: { action: 'retry', reason: 'r', confidence: 1 } });
+  };
+  const completed = (keepOpenMs: number) => run(snapshot({ keepOpenMs }), { type: 'START' }, { type: 'MODEL_RESPONDED', response: response('done') });
+
+  // Where it leads from each state a run can be in when a person sends it, and the work it starts.
+  test.each<[string, () => RunSnapshot, AgentState, unknown[], number]>([
+    ['STREAMING: the call cancelled and made again', () => streaming('Half an ans'), 'STREAMING', [{ type: 'cancelWork' }, { type: 'callModel', purpose: 'respond', callNumber: 2 }], 0],
+    ['PLANNING: the plan made again', () => ({ ...run(snapshot({ plan: true }), { type: 'START' }), partialText: '1. look' }), 'PLANNING', [{ type: 'cancelWork' }, { type: 'callModel', purpose: 'plan', callNumber: 2 }], 0],
+    ['STREAMING with a pause requested: paused, the call not made', () => ({ ...streaming('Half'), pauseRequested: true }), 'PAUSED', [{ type: 'cancelWork' }], 1],
+    ['TOOL_EXECUTING: tools that may be stopped are', () => run(snapshot(), { type: 'START' }, { type: 'MODEL_RESPONDED', response: response('', [call('c1')]) }), 'TOOL_EXECUTING', [{ type: 'interruptTools' }], 1],
+    ['AWAITING_APPROVAL: undecided calls rejected, the others run', approving, 'TOOL_EXECUTING', [{ type: 'runTools', calls: [guarded[2]] }], 1],
+    ['AWAITING_APPROVAL for the budget: still waiting', budgetWait, 'AWAITING_APPROVAL', [], 1],
+    ['PAUSED: queued', () => run(streaming(''), { type: 'PAUSE' }, { type: 'MODEL_RESPONDED', response: response('', [call('c1')]) }), 'PAUSED', [], 1],
+    ['COMPLETED with the conversation open: a follow-up turn', () => completed(60_000), 'STREAMING', [{ type: 'callModel', purpose: 'respond', callNumber: 2 }], 0],
+  ])('%s', (_name, before, expected, commands, queued) => {
+    const s = before();
+    const r = step(s, { type: 'INTERRUPT', text: 'stop: do Y instead' });
+    expect(r.snapshot.phase.type).toBe(expected);
+    expect(work(r.commands)).toEqual(commands);
+    expect(r.snapshot.queuedMessages).toHaveLength(queued);
+    expect(queued === 0 || r.snapshot.queuedMessages[0] === 'stop: do Y instead').toBe(true);
+    // A step taken for it says so in the transition log.
+    if (r.snapshot.step > s.step) expect(r.snapshot.transitions[s.transitions.length].event).toBe('INTERRUPT');
+  });
+
+  test('the text streamed so far stays, marked interrupted, and the next call carries it and the message', () => {
+    const s = streaming('Half an ans');
+    const r = step(s, { type: 'INTERRUPT', text: 'stop: do Y instead' });
+    const request = r.commands.find((c) => c.type === 'callModel');
+    expect(request?.type === 'callModel' && request.request.messages.slice(-2)).toEqual([
+      { role: 'assistant', content: `Half an ans${INTERRUPTED_MARK}`, interrupted: true },
+      { role: 'user', content: 'stop: do Y instead' },
+    ]);
+    expect(r.snapshot).toMatchObject({ partialText: '', loops: 2, stream: { callNumber: 2, attempt: 1 } });
+    expect(r.snapshot.transitions.at(-1)).toMatchObject({ from: 'STREAMING', to: 'STREAMING', event: 'INTERRUPT' });
+    // A late delta of the cancelled call changes nothing.
+    expect(step(r.snapshot, { type: 'STREAM_DELTA', callNumber: 1, attempt: 1, text: 'wer' }).snapshot.partialText).toBe('');
+    // Nothing streamed yet: no empty assistant turn.
+    const early = step(streaming('  '), { type: 'INTERRUPT', text: 'stop' });
+    expect(early.snapshot.messages.at(-1)).toEqual({ role: 'user', content: 'stop' });
+    expect(early.snapshot.messages.filter((m) => m.role === 'assistant')).toEqual([]);
+  });
+
+  test('calls still waiting for approval are rejected as interrupted; decided ones keep their decision', () => {
+    const s = run(approving(), { type: 'APPROVAL', toolCallId: 'w1', approved: true });
+    const r = step(s, { type: 'INTERRUPT', text: 'never mind y' });
+    expect(r.snapshot.phase.type).toBe('TOOL_EXECUTING');
+    expect(work(r.commands)).toEqual([{ type: 'runTools', calls: [guarded[0], guarded[2]] }]);
+    const done = run(r.snapshot, {
+      type: 'TOOLS_DONE',
+      results: [
+        { toolCallId: 'w1', name: 'writeFile', ok: true, content: 'w' },
+        { toolCallId: 'r1', name: 'readFile', ok: true, content: 'r' },
+      ],
+    });
+    expect(done.phase.type).toBe('STREAMING');
+    expect(done.messages.slice(-5)).toEqual([
+      { role: 'tool', toolCallId: 'w1', content: 'w' },
+      { role: 'tool', toolCallId: 'w2', content: 'The user rejected this call.' },
+      { role: 'tool', toolCallId: 'r1', content: 'r' },
+      { role: 'user', content: `${APPROVAL_NOTE_HEAD}\n- writeFile (call w2): rejected. Feedback: ${INTERRUPTED_APPROVAL}` },
+      { role: 'user', content: 'never mind y' },
+    ]);
+  });
+
+  test('while tools run the message waits for their results and goes with the next call; a stopped call is no failure', () => {
+    const s = run(snapshot(), { type: 'START' }, { type: 'MODEL_RESPONDED', response: response('', [call('c1')]) }, { type: 'INTERRUPT', text: 'hurry' });
+    const done = step(s, { type: 'TOOLS_DONE', results: [{ toolCallId: 'c1', name: 'readFile', ok: false, content: INTERRUPTED_TOOL, interrupted: true }] });
+    expect(done.snapshot.phase.type).toBe('STREAMING');
+    expect(done.snapshot.messages.slice(-2)).toEqual([{ role: 'tool', toolCallId: 'c1', content: INTERRUPTED_TOOL }, { role: 'user', content: 'hurry' }]);
+    expect(done.snapshot).toMatchObject({ failuresInARow: 0, setbacksInARow: 0, lastCritique: { action: 'continue' } });
+  });
+
+  test('is refused by a closed conversation and by runs begun before interrupts', () => {
+    expect(transition(completed(0), { type: 'INTERRUPT', text: 'more' }, at(1))).toEqual({ ok: false, error: 'the conversation is closed' });
+    const old = { ...streaming('x'), features: { ...snapshot().features, interrupt: undefined } };
+    expect(transition(old, { type: 'INTERRUPT', text: 'more' }, at(1))).toEqual({ ok: false, error: 'this run began before interrupting messages: send the message without interrupt' });
+    // A plain message still reaches it.
+    expect(step(old, { type: 'MESSAGE', text: 'more' }).snapshot.queuedMessages).toEqual(['more']);
   });
 });
 

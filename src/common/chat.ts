@@ -15,6 +15,11 @@ export interface ToolCall {
   timeoutMs?: number;
   /** Set by the model activity on a call the run must have approved: the tool's JSON schema, which edited arguments must pass. */
   parameters?: Record<string, unknown>;
+  /**
+   * Set by the model activity for a call a user's interrupting message may stop mid-way: the tool has no side effects,
+   * or it declares that it stops cleanly on its signal (`Tool.cancellable`). Absent: the call is awaited.
+   */
+  cancellable?: true;
   /** Set by the machine when a person approved the call with edited arguments (`arguments` holds them). */
   edited?: true;
 }
@@ -22,7 +27,8 @@ export interface ToolCall {
 export type ChatMessage =
   | { role: 'system'; content: string }
   | { role: 'user'; content: string }
-  | { role: 'assistant'; content: string | null; toolCalls?: ToolCall[] }
+  /** `interrupted`: the text a model call had streamed when a message interrupted it (the content says so too). */
+  | { role: 'assistant'; content: string | null; toolCalls?: ToolCall[]; interrupted?: true }
   | { role: 'tool'; toolCallId: string; content: string };
 
 export interface Usage {
@@ -128,6 +134,8 @@ export interface ToolResult {
   ok: boolean;
   /** What the model sees: the tool's output, or an error it can act on. */
   content: string;
+  /** A user's interrupting message stopped the call (`ok` false): not a failure of the tool, so no critic counts it. */
+  interrupted?: true;
 }
 
 export interface CompactionRequest {

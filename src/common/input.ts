@@ -190,7 +190,10 @@ export function argumentsProblem(schema: Record<string, unknown>, args: unknown)
   const result = z.fromJSONSchema(schema as Parameters<typeof z.fromJSONSchema>[0]).safeParse(args);
   return result.success ? null : describeZodError(result.error);
 }
-export const SendMessageInputSchema = oncePerWorker('common/input:sendMessage', () => z.object({ text: z.string().trim().min(1).max(100_000) }).strict());
+/** `interrupt`: stop the work in flight for this message instead of queueing it for the next model call (README, "Steering"). */
+export const SendMessageInputSchema = oncePerWorker('common/input:sendMessage', () =>
+  z.object({ text: z.string().trim().min(1).max(100_000), interrupt: z.boolean().optional().describe('Stop the work in flight for this message (docs/steering.md).') }).strict(),
+);
 
 export type AbortInput = z.input<typeof AbortInputSchema>;
 export type ApproveInput = z.input<typeof ApproveInputSchema>;

@@ -31,7 +31,13 @@ export interface ApproveResult {
 }
 
 export interface SendMessageResult {
+  /** Messages waiting for the next model call. */
   queued: number;
+  /**
+   * With `interrupt` only: whether the run cut its work short for it (a model call cancelled, running tools stopped
+   * where they may be, undecided approvals rejected). False: only queued (PAUSED, compaction, the critic, the budget).
+   */
+  interrupted?: boolean;
 }
 
 /** What the abort, pause and resume updates answer: the run took the control, and this is where it stands now. */

@@ -306,7 +306,10 @@ const schemas: Record<string, Json> = {
   SendMessageResult: {
     type: 'object',
     required: ['queued'],
-    properties: { queued: { type: 'integer', description: 'Messages waiting for the next model call.' } },
+    properties: {
+      queued: { type: 'integer', description: 'Messages waiting for the next model call.' },
+      interrupted: { type: 'boolean', description: 'With `interrupt` only: whether the run cut its work short for the message (false: only queued).' },
+    },
   },
 };
 
@@ -537,7 +540,7 @@ function buildDocument(): Json {
       '/v1/runs/{id}/messages': {
         post: {
           operationId: 'sendMessage',
-          summary: 'Queue a user message for the model\'s next call',
+          summary: 'Queue a user message for the model\'s next call, or with `interrupt` stop the work in flight for it',
           parameters: [idParam],
           requestBody: body(SendMessageBodySchema),
           responses: { '200': ok('Queued.', ref('SendMessageResult')), ...errors(400, 401, 404, 409, 503, 504) },

@@ -94,7 +94,7 @@ export async function startScriptedModel(opts: ScriptedModelOptions = {}): Promi
       record.completed = record.fault !== 'truncate';
     });
     res.on('close', () => {
-      if (!res.writableFinished && !closing && record.fault !== 'reset') record.closedByClient = true;
+      if (!res.writableFinished && !closing && record.fault !== 'reset') Object.assign(record, { closedByClient: true, closedAt: Date.now() });
     });
     const onFault = (kind: Fault) => {
       record.fault = kind;

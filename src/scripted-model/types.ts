@@ -104,6 +104,8 @@ export interface RecordedRequest {
   completed: boolean;
   /** The client went away before the response was complete (not set when the server reset the connection). */
   closedByClient: boolean;
+  /** When the client closed it (epoch ms), with `closedByClient`. */
+  closedAt?: number;
   /** The step's fault, once it happened: the connection was reset, or the response stalled. */
   fault?: 'reset' | 'stall' | 'truncate';
   /** Answered 429 by `tokensPerMinute`. */

@@ -38,8 +38,8 @@ export async function agentRun(rawInput: unknown): Promise<AgentRunResult> {
   const input = namesAgent(rawInput) ? await withAgent(rawInput) : parseAgentRunInput(rawInput);
   let snapshot: RunSnapshot = input.ok ? initialSnapshot(input.value, now()) : blankSnapshot(now());
   const patches = readPatches();
-  const { noProgressGuard, realProviders, conversationChain, wrapUp, approvalNotes, unknownToolsUncounted, modelFallback } = patches;
-  snapshot.features = { noProgressGuard, realProviders, conversationChain, wrapUp, approvalNotes, unknownToolsUncounted, modelFallback };
+  const { noProgressGuard, realProviders, conversationChain, wrapUp, approvalNotes, unknownToolsUncounted, modelFallback, interrupt } = patches;
+  snapshot.features = { noProgressGuard, realProviders, conversationChain, wrapUp, approvalNotes, unknownToolsUncounted, modelFallback, ...(interrupt ? { interrupt } : {}) };
   const effects = createEffects(patches.lean, patches.inlineLocalTools);
   const publisher = createPublisher(patches.lean, patches.stateMemo);
   let live = createStreamPublisher();
@@ -75,6 +75,7 @@ export async function agentRun(rawInput: unknown): Promise<AgentRunResult> {
     for (const command of commands) {
       if (command.type === 'timer') timer.set(command.due);
       else if (command.type === 'cancelWork') effects.cancel();
+      else if (command.type === 'interruptTools') effects.interruptTools();
       else queue.push(command);
     }
   }

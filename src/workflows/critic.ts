@@ -7,7 +7,7 @@ import { CritiqueAction, type CritiqueDecision } from '../common/states';
  * a non-empty answer without tool calls completes the run; an empty one is sent back.
  */
 export function ruleCritique(s: RunSnapshot): CritiqueDecision {
-  const failed = s.lastToolResults.filter((r) => !r.ok);
+  const failed = s.lastToolResults.filter((r) => !r.ok && !r.interrupted);
   if (s.lastToolResults.length > 0) {
     if (failed.length === 0) return { action: CritiqueAction.CONTINUE, reason: `${s.lastToolResults.length} tool call(s) succeeded`, confidence: 0.9 };
     const names = [...new Set(failed.map((r) => r.name))].join(', ');

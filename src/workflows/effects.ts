@@ -21,7 +21,7 @@ import {
 } from '@temporalio/workflow';
 import type { AgentActivities } from '../activities';
 import { isQuotaWait, type CritiqueOutcome, type ToolRequest, type ToolResult } from '../common/chat';
-import { modelFailure, type AgentEvent, type WorkCommand } from './machine';
+import { INTERRUPTED_TOOL, modelFailure, type AgentEvent, type WorkCommand } from './machine';
 import { modelCallSummary, toolCallSummary } from './requests';
 
 /**
@@ -62,6 +62,8 @@ export interface Effects {
   waits(command: WorkCommand): boolean;
   /** Cancel the work in flight, if any. */
   cancel(): void;
+  /** Stop the running tool calls marked `cancellable`: each answers INTERRUPTED_TOOL; the others run on. */
+  interruptTools(): void;
 }
 
 export function createEffects(lean: boolean, inline = false): Effects {
@@ -70,6 +72,9 @@ export function createEffects(lean: boolean, inline = false): Effects {
   /** Results the last model call ran itself (inline), by tool call id. */
   let ranByModelCall = new Map<string, ToolResult>();
   const ranAlready = (r: ToolRequest) => (r.call.edited ? undefined : ranByModelCall.get(r.call.id));
+  /** The scopes of running calls an interrupting message may stop, and those it stopped. */
+  const stoppable = new Set<CancellationScope>();
+  const stopped = new WeakSet<CancellationScope>();
 
   /** Run activity work in a scope that `cancel` can cancel. */
   async function cancellable<T>(fn: () => Promise<T>): Promise<T | typeof CANCELLED> {
@@ -99,7 +104,28 @@ export function createEffects(lean: boolean, inline = false): Effects {
     });
   }
 
+  /** A call in its own scope when it may be stopped: cancelled by `interruptTools`, it answers instead of failing the step. */
+  async function runStoppable(request: ToolRequest): Promise<ToolResult> {
+    if (!request.call.cancellable) return runTool(request);
+    const scope = new CancellationScope();
+    stoppable.add(scope);
+    try {
+      return await scope.run(() => runTool(request));
+    } catch (err) {
+      if (isCancellation(err) && stopped.has(scope)) return { toolCallId: request.call.id, name: request.call.name, ok: false, content: INTERRUPTED_TOOL, interrupted: true };
+      throw err;
+    } finally {
+      stoppable.delete(scope);
+    }
+  }
+
   return {
+    interruptTools: () => {
+      for (const scope of stoppable) {
+        stopped.add(scope);
+        scope.cancel();
+      }
+    },
     waits: (command) => command.type !== 'awaitMessage' && !(command.type === 'runTools' && command.requests.every(local)),
     cancel: () => work?.cancel(),
     async run(command) {
@@ -121,7 +147,7 @@ export function createEffects(lean: boolean, inline = false): Effects {
         case 'runTools': {
           // All of them run by the model call already: no activity, so the run moves on in this activation.
           if (command.requests.every(ranAlready)) return { type: 'TOOLS_DONE', results: command.requests.map((r) => ranAlready(r)!) };
-          const results = await cancellable(() => Promise.all(command.requests.map((r) => ranAlready(r) ?? runTool(r))));
+          const results = await cancellable(() => Promise.all(command.requests.map((r) => ranAlready(r) ?? runStoppable(r))));
           return results === CANCELLED ? CANCELLED : { type: 'TOOLS_DONE', results };
         }
         case 'critique': {

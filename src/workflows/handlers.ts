@@ -30,6 +30,7 @@ import {
   type CarriedSnapshot,
   type ControlResult,
 } from '../common/messages';
+import { AgentState } from '../common/states';
 import { transition, undecided, type AgentEvent } from './machine';
 import type { RunSnapshot } from './snapshot';
 import { publicView } from './view';
@@ -99,13 +100,19 @@ export function setRunHandlers(run: HandledRun): void {
   setHandler(
     sendMessageUpdate,
     (raw) => {
-      run.dispatch({ type: 'MESSAGE', text: SendMessageUpdateSchema.parse(raw).text });
-      return { queued: run.current().queuedMessages.length };
+      const { text, interrupt } = SendMessageUpdateSchema.parse(raw);
+      const before = run.current();
+      run.dispatch({ type: interrupt ? 'INTERRUPT' : 'MESSAGE', text });
+      // The model step started again with it, the approvals it ended, the tools being stopped; false: only queued (or a
+      // follow-up turn of a completed run, which had nothing to cut short).
+      const moved = run.current().step !== before.step || run.current().phase.type === AgentState.TOOL_EXECUTING;
+      const interrupted = moved && before.phase.type !== AgentState.COMPLETED;
+      return { queued: run.current().queuedMessages.length, ...(interrupt ? { interrupted } : {}) };
     },
     {
       validator: (raw) => {
-        const { text, deadline } = parseOrThrow(SendMessageUpdateSchema, raw, 'sendMessage input');
-        refuseUnlessAccepted('sendMessage', { type: 'MESSAGE', text }, deadline);
+        const { text, interrupt, deadline } = parseOrThrow(SendMessageUpdateSchema, raw, 'sendMessage input');
+        refuseUnlessAccepted('sendMessage', { type: interrupt ? 'INTERRUPT' : 'MESSAGE', text }, deadline);
       },
     },
   );

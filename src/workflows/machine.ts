@@ -58,6 +58,8 @@ export type AgentEvent =
   | { type: 'ABORT'; reason?: string }
   | { type: 'TIMEOUT' }
   | { type: 'MESSAGE'; text: string }
+  /** A message that stops the work in flight for it (sendMessage with `interrupt`; see `interrupt`). */
+  | { type: 'INTERRUPT'; text: string }
   | { type: 'CLOSE' }
   | { type: 'STREAM_DELTA'; callNumber: number; attempt: number; text: string }
   /** The fleet's provider budget had no room for the model call yet: it is asked again (no retry is spent). */
@@ -77,8 +79,10 @@ export type AgentCommand =
   /** A COMPLETED run keeps its conversation open for a follow-up message for `ms`, then closes it. */
   | { type: 'awaitMessage'; ms: number }
   | { type: 'timer'; due: string | null }
-  | { type: 'cancelWork' };
-export type WorkCommand = Exclude<AgentCommand, { type: 'timer' | 'cancelWork' }>;
+  | { type: 'cancelWork' }
+  /** Stop the running tool calls that may be stopped (`ToolCall.cancellable`); the others are awaited. */
+  | { type: 'interruptTools' };
+export type WorkCommand = Exclude<AgentCommand, { type: 'timer' | 'cancelWork' | 'interruptTools' }>;
 
 export type TransitionResult =
   | { ok: true; snapshot: RunSnapshot; commands: AgentCommand[] }
@@ -94,6 +98,8 @@ const whileRunning = (self: AgentState): Targets => ({
   PAUSE: [self],
   RESUME: [self],
   MESSAGE: [self],
+  // Queued as a MESSAGE is, where no work can be stopped for it; the states below that can say where it leads.
+  INTERRUPT: [self],
   STREAM_DELTA: [self],
 });
 
@@ -115,6 +121,7 @@ export const TRANSITIONS: Readonly<Record<AgentState, Targets>> = {
     UNKNOWN_TOOLS: [S.FAILED],
     QUOTA_WAIT: [S.PLANNING, S.PAUSED],
     PAUSE: [S.PLANNING, S.PAUSED],
+    INTERRUPT: [S.PLANNING, ...MODEL_STEP_DETOURS],
   },
   STREAMING: {
     ...whileRunning(S.STREAMING),
@@ -126,6 +133,7 @@ export const TRANSITIONS: Readonly<Record<AgentState, Targets>> = {
     UNKNOWN_TOOLS: [S.FAILED],
     QUOTA_WAIT: [S.STREAMING, S.PAUSED],
     PAUSE: [S.STREAMING, S.PAUSED],
+    INTERRUPT: [S.STREAMING, ...MODEL_STEP_DETOURS],
   },
   PROCESSING: {
     ...whileRunning(S.PROCESSING),
@@ -136,6 +144,8 @@ export const TRANSITIONS: Readonly<Record<AgentState, Targets>> = {
   AWAITING_APPROVAL: {
     ...whileRunning(S.AWAITING_APPROVAL),
     APPROVAL: [S.AWAITING_APPROVAL, S.TOOL_EXECUTING, S.PLANNING, S.STREAMING, ...MODEL_STEP_DETOURS],
+    // The calls still waiting are rejected; a wait for the budget keeps waiting, with the message queued.
+    INTERRUPT: [S.AWAITING_APPROVAL, S.TOOL_EXECUTING, S.PAUSED],
   },
   CRITIQUE: {
     ...whileRunning(S.CRITIQUE),
@@ -152,10 +162,11 @@ export const TRANSITIONS: Readonly<Record<AgentState, Targets>> = {
     TIMEOUT: [S.FAILED],
     RESUME: [S.PLANNING, S.STREAMING, S.TOOL_EXECUTING, S.COMPACTING, S.AWAITING_APPROVAL, S.FAILED],
     MESSAGE: [S.PAUSED],
+    INTERRUPT: [S.PAUSED],
     STREAM_DELTA: [S.PAUSED],
   },
   // Terminal, unless the run keeps the conversation open for a follow-up message (keepOpenMs).
-  COMPLETED: { MESSAGE: [S.STREAMING, ...MODEL_STEP_DETOURS], CLOSE: [S.COMPLETED] },
+  COMPLETED: { MESSAGE: [S.STREAMING, ...MODEL_STEP_DETOURS], INTERRUPT: [S.STREAMING, ...MODEL_STEP_DETOURS], CLOSE: [S.COMPLETED] },
   FAILED: {},
   ABORTED: {},
 };
@@ -348,7 +359,7 @@ function handle(s: RunSnapshot, e: AgentEvent, now: string): TransitionResult {
         (call): ToolResult =>
           byId.get(call.id) ?? { toolCallId: call.id, name: call.name, ok: false, content: 'Error: the tool returned no result.' },
       );
-      const anyFailed = results.some((r) => !r.ok);
+      const anyFailed = results.some(failed);
       const next: RunSnapshot = {
         ...s,
         toolLog: toolsEnded(s.toolLog, e.results, s.step + 1, now),
@@ -453,10 +464,11 @@ function handle(s: RunSnapshot, e: AgentEvent, now: string): TransitionResult {
     case 'MESSAGE': {
       const queued = { ...s, queuedMessages: [...s.queuedMessages, e.text] };
       if (s.phase.type !== S.COMPLETED) return ok(queued);
-      if (!s.phase.conversationOpen) return reject('the conversation is closed');
-      // A follow-up turn: the answer so far stays until the next one replaces it.
-      return enter({ ...queued, deadline: addMs(now, s.limits.timeoutMs) }, plain(S.STREAMING), e, now);
+      return followUp(queued, e, now);
     }
+
+    case 'INTERRUPT':
+      return interrupt(s, e, now);
 
     case 'CLOSE':
       if (s.phase.type !== S.COMPLETED || !s.phase.conversationOpen) return reject('the conversation is not open');
@@ -476,6 +488,62 @@ function handle(s: RunSnapshot, e: AgentEvent, now: string): TransitionResult {
 
     default:
       return reject(`unknown event ${(e as { type: unknown }).type}`);
+  }
+}
+
+/** A message to a COMPLETED run: a follow-up turn while the conversation is open. */
+function followUp(queued: RunSnapshot, e: AgentEvent, now: string): TransitionResult {
+  if (queued.phase.type !== S.COMPLETED || !queued.phase.conversationOpen) return reject('the conversation is closed');
+  // The answer so far stays until the next one replaces it.
+  return enter({ ...queued, deadline: addMs(now, queued.limits.timeoutMs) }, plain(S.STREAMING), e, now);
+}
+
+/** A tool call that failed on its own: one an interrupting message stopped did not. */
+const failed = (r: ToolResult) => !r.ok && !r.interrupted;
+
+/** Appended to the text of a model call that a message interrupted: the model reads that it stopped, and why. */
+export const INTERRUPTED_MARK = '\n\n[interrupted by the user]';
+/** The feedback on each call still waiting for approval when a message interrupted the wait. */
+export const INTERRUPTED_APPROVAL = 'Not decided: the user interrupted with a new message instead.';
+/** The result of a tool call that a message stopped before it ended. */
+export const INTERRUPTED_TOOL = 'Stopped before it finished: the user interrupted with a new message.';
+
+/**
+ * A message that stops the work in flight (sendMessage with `interrupt`). In a model step the call is cancelled, the
+ * text it streamed so far stays as an assistant message marked `interrupted`, and the step starts again with the
+ * message. While tools run, those that may be stopped are (`interruptTools`) and the others awaited; while calls wait
+ * for approval, those still undecided are rejected. The message goes with the next model call; elsewhere (a wait for
+ * the budget, PAUSED, compaction, the critic) it is queued as any message is.
+ */
+function interrupt(s: RunSnapshot, e: Extract<AgentEvent, { type: 'INTERRUPT' }>, now: string): TransitionResult {
+  if (!s.features.interrupt) return reject('this run began before interrupting messages: send the message without interrupt');
+  const queued: RunSnapshot = { ...s, queuedMessages: [...s.queuedMessages, e.text] };
+  const phase = s.phase;
+  switch (phase.type) {
+    case S.STREAMING:
+    case S.PLANNING: {
+      const kept = s.partialText.trim() ? [{ role: 'assistant' as const, content: `${s.partialText}${INTERRUPTED_MARK}`, interrupted: true as const }] : [];
+      const result = enter({ ...queued, messages: [...s.messages, ...kept] }, plain(phase.type), e, now);
+      return result.ok ? ok(result.snapshot, [{ type: 'cancelWork' }, ...result.commands]) : result;
+    }
+    case S.TOOL_EXECUTING:
+      return ok(queued, [{ type: 'interruptTools' }]);
+    case S.AWAITING_APPROVAL: {
+      if (phase.pending.some((p) => p.kind === 'budget')) return ok(queued);
+      // Each undecided call rejected as a person would reject it; the last decision moves the run on.
+      let result: TransitionResult = ok(queued);
+      for (const p of undecided(s)) {
+        if (!result.ok) break;
+        result = handle(result.snapshot, { type: 'APPROVAL', toolCallId: p.toolCallId, approved: false, feedback: INTERRUPTED_APPROVAL }, now);
+      }
+      if (!result.ok) return result;
+      const transitions = result.snapshot.transitions.map((t, i) => (i >= s.transitions.length ? { ...t, event: e.type } : t));
+      return ok({ ...result.snapshot, transitions }, result.commands);
+    }
+    case S.COMPLETED:
+      return followUp(queued, e, now);
+    default:
+      return ok(queued);
   }
 }
 
@@ -742,7 +810,7 @@ function pausedBeforeCall(s: RunSnapshot, e: AgentEvent, now: string): RunSnapsh
 
 function moveTo(s: RunSnapshot, to: Phase, e: AgentEvent, now: string): RunSnapshot {
   const from = s.phase.type;
-  const reopening = from === S.COMPLETED && e.type === 'MESSAGE';
+  const reopening = from === S.COMPLETED && (e.type === 'MESSAGE' || e.type === 'INTERRUPT');
   if (isTerminal(from) && !reopening) throw new Error(`machine bug: leaving terminal state ${from}`);
   return {
     ...s,

@@ -43,6 +43,8 @@ export const Patch = {
   AllOf2026_12: 'features-2026-12',
   /** A model that is gone, refuses the keys or has spent its quota or retries moves the run to its next `fallbackModels`. */
   ModelFallback: 'model-fallback',
+  /** `sendMessage` with `interrupt: true` stops the work in flight for the message (machine.ts, INTERRUPT); refused before. */
+  Interrupt: 'interrupt-2026-12',
 } as const;
 
 /** What each patch decided for this run, read once at its start. */
@@ -57,16 +59,19 @@ export interface RunPatches {
   approvalNotes: boolean;
   unknownToolsUncounted: boolean;
   modelFallback: boolean;
+  interrupt: boolean;
   /** Asked only when the run is about to continue as new (its marker goes where that happens): undefined until then. */
   continueAsNew: boolean | undefined;
 }
 
 export function readPatches(): RunPatches {
+  // Asked first in runs of model-fallback, then the dated ones, then interrupt-2026-12: the order the runs that recorded these markers asked for them.
   const modelFallback = patched(Patch.ModelFallback);
-  return { ...readCombinedPatches(), modelFallback };
+  const dated = readDatedPatches();
+  return { ...dated, modelFallback, interrupt: patched(Patch.Interrupt) };
 }
 
-function readCombinedPatches(): Omit<RunPatches, 'modelFallback'> {
+function readDatedPatches(): Omit<RunPatches, 'modelFallback' | 'interrupt'> {
   const all2026_11 = { noProgressGuard: true, realProviders: true, lean: true, inlineLocalTools: true, conversationChain: true, wrapUp: true, stateMemo: true, continueAsNew: true };
   if (patched(Patch.AllOf2026_12)) return { ...all2026_11, approvalNotes: true, unknownToolsUncounted: true };
   if (patched(Patch.AllOf2026_11)) return { ...all2026_11, approvalNotes: false, unknownToolsUncounted: false };

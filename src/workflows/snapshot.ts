@@ -135,7 +135,8 @@ export interface RunSnapshot {
    * Behaviour switched on by `patched()` markers, fixed when the run starts so that older runs replay unchanged.
    * `conversationChain` is decided by each run of a continued chain for itself.
    */
-  features: { noProgressGuard: boolean; realProviders: boolean; conversationChain: boolean; wrapUp: boolean; approvalNotes: boolean; unknownToolsUncounted: boolean; modelFallback?: boolean };
+  /** `interrupt`: the run takes `sendMessage` with `interrupt: true` (absent in runs begun before it). */
+  features: { noProgressGuard: boolean; realProviders: boolean; conversationChain: boolean; wrapUp: boolean; approvalNotes: boolean; unknownToolsUncounted: boolean; modelFallback?: boolean; interrupt?: boolean };
   /**
    * What a person decided on the calls now running (feedback, edited arguments), told to the model in one user
    * message after their results (features.approvalNotes); null when there is nothing to tell.
@@ -217,7 +218,7 @@ export function initialSnapshot(input: ResolvedInput, now: string): RunSnapshot 
     failuresInARow: 0,
     overflowsInARow: 0,
     setbacksInARow: 0,
-    features: { noProgressGuard: true, realProviders: true, conversationChain: true, wrapUp: true, approvalNotes: true, unknownToolsUncounted: true, modelFallback: true },
+    features: { noProgressGuard: true, realProviders: true, conversationChain: true, wrapUp: true, approvalNotes: true, unknownToolsUncounted: true, modelFallback: true, interrupt: true },
     approvalNote: null,
     wrapUpSent: false,
     chain: null,

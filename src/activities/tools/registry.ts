@@ -33,6 +33,11 @@ export interface Tool<P extends z.ZodObject = z.ZodObject> {
    * still noticed within seconds. @default 120000
    */
   timeoutMs?: number;
+  /**
+   * A tool with side effects that stops cleanly when `ctx.signal` aborts (nothing half-done): a user's interrupting
+   * message may then stop a call of it, as it stops calls of tools without side effects. @default false
+   */
+  cancellable?: boolean;
   execute(args: z.output<P>, ctx: ToolContext): Promise<string>;
 }
 
@@ -83,6 +88,12 @@ export class ToolRegistry {
     return tool?.local === true && !tool.sideEffects;
   }
 
+  /** Whether a user's interrupting message may stop a call mid-way: a registered tool without side effects, or `cancellable`. */
+  stoppable(name: string): boolean {
+    const tool = this.tools.get(name);
+    return tool !== undefined && (!tool.sideEffects || tool.cancellable === true);
+  }
+
   /** How long one call of a registered tool may take, when the tool says; absent: the run's default for tools. */
   timeoutOf(name: string): number | undefined {
     return this.tools.get(name)?.timeoutMs;
@@ -98,6 +109,7 @@ export class ToolRegistry {
     return {
       ...call,
       ...(this.runsLocally(call.name) ? { local: true as const } : {}),
+      ...(this.stoppable(call.name) ? { cancellable: true as const } : {}),
       ...(timeoutMs !== undefined ? { timeoutMs } : {}),
       ...(parameters ? { parameters } : {}),
     };

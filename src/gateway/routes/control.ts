@@ -32,6 +32,7 @@ export function registerControlRoutes(app: FastifyInstance, { agents, controlTim
 
   app.post('/v1/runs/:id/messages', async (request) => {
     const handle = run(request.params);
-    return handle.sendMessage(parseOr400(SendMessageBodySchema, request.body, 'sendMessage input').text, opts);
+    const { text, interrupt } = parseOr400(SendMessageBodySchema, request.body, 'sendMessage input');
+    return handle.sendMessage(text, { ...opts, interrupt });
   });
 }
