@@ -95,7 +95,7 @@ function buildProgram(deps: CliDeps, state: { exitCode: number }): Command {
     .option('--approve-tools <names>', 'comma-separated tools whose calls wait for approval (* for all)')
     .option('--max-loops <n>', 'loops (model calls for planning and answering, counted as they start) before the run fails', integer)
     .option('--max-tool-calls <n>', 'tool calls before the run fails', integer)
-    .option('--timeout-ms <n>', 'wall-clock budget of the run', integer)
+    .option('--timeout-ms <n>', 'working time of the run in ms before it fails (time waiting for an approval or paused does not count)', integer)
     .option('--tools <names>', 'comma-separated tools the run may use (default: all)')
     .option('--id <workflowId>', 'workflow id (default: agent-<random>)')
     .option('--watch', 'follow the run until it ends')
