@@ -314,6 +314,7 @@ const SSE_EVENTS: Record<SseEvent['type'], string> = {
   restart: '`{ type, callNumber, attempt }`, the call was retried: discard its text',
   resume: '`{ type, callNumber, attempt, chars, after }` (from the channel), the call was retried and goes on with its first `chars` characters, streamed up to offset `after`: keep them, and the text of `attempt` that follows extends them',
   approval: '`{ type, pending: [...] }`, tool calls that started waiting for approval',
+  approvalReminder: '`{ type, at, deadline, onTimeout, toolCallIds }`, an approval wait reached `approval.reminderAt` of its window undecided (once per wait): escalate here',
   toolStart: '`{ type, step, toolCallId, name, arguments, at }`',
   toolEnd: '`{ type, step, toolCallId, name, ok, durationMs, output, at }`',
   retry: '`{ type, retry: { activity, attempt, lastFailure, nextAttemptAt } }`, once per attempt of a retried activity',
