@@ -312,7 +312,7 @@ export function startInput(prompt: string, o: Omit<StartFlags, 'json' | 'id' | '
     ...(o.tools !== undefined ? { tools: names(o.tools) } : {}),
     ...(o.plan ? { plan: true } : {}),
     ...(o.critique !== undefined ? { critique: o.critique as AgentRunInput['critique'] } : {}),
-    ...(Object.keys(approval).length ? { approval } : {}),
+    ...(Object.keys(approval).length ? { approval: approval as ApprovalInput } : {}),
   };
 }
 

@@ -104,7 +104,7 @@ test("CLI: --on-limit complete ends a run at --max-loops COMPLETED with the last
   expect(out).toMatch(/reminder: w1 still waiting for approval; at .* the run will reject them and go on/);
 
   out = '';
-  expect(await cli('start', 'Write it', '--approval-reminder-at', '0.5')).not.toBe(0);
+  expect(await cli('start', 'Write it', '--approve-tools', 'writeFile', '--approval-reminder-at', '0.5')).not.toBe(0);
   expect(out).toContain('approval.reminderAt: needs limits.approvalTimeoutMs');
 }, 40_000);
 

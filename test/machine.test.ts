@@ -602,7 +602,7 @@ describe('real providers and people', () => {
   };
 
   test("approval.onTimeout 'reject' rejects the calls still waiting, tells the model why, and the run goes on", () => {
-    const waiting = awaiting({ approval: { onTimeout: 'reject' } });
+    const waiting = awaiting({ approval: { tools: ['writeFile'], onTimeout: 'reject' } });
     const decided = step(waiting.snapshot, { type: 'APPROVAL', toolCallId: 'v', approved: true }, at(20)).snapshot;
     const r = step(decided, { type: 'TIMEOUT' }, at(110));
     expect([r.snapshot.phase.type, r.snapshot.reason]).toEqual(['TOOL_EXECUTING', 'no decision on writeFile within 100000 ms (limits.approvalTimeoutMs): rejected (approval.onTimeout is reject)']);
@@ -618,7 +618,7 @@ describe('real providers and people', () => {
   });
 
   test('approval.reminderAt raises one reminder at its share of the window, from the timer; the wait goes on to its deadline', () => {
-    const waiting = awaiting({ approval: { reminderAt: 0.8 } });
+    const waiting = awaiting({ approval: { tools: ['writeFile'], reminderAt: 0.8 } });
     expect(waiting.snapshot.approvalReminderDue).toBe(at(90));
     expect(waiting.commands[0]).toEqual({ type: 'timer', due: at(90) });
     const reminded = step(waiting.snapshot, { type: 'TIMEOUT' }, at(90));
@@ -634,8 +634,8 @@ describe('real providers and people', () => {
 
   test('approval.reminderAt and onTimeout reject need limits.approvalTimeoutMs, and say so', () => {
     expect(parseAgentRunInput({ prompt: 'p', approval: { tools: ['x'], reminderAt: 0.5 } })).toEqual({ ok: false, error: 'Invalid agentRun input: approval.reminderAt: needs limits.approvalTimeoutMs (the window it is a share of)' });
-    expect(parseAgentRunInput({ prompt: 'p', approval: { onTimeout: 'reject' } })).toEqual({ ok: false, error: "Invalid agentRun input: approval.onTimeout: 'reject' needs limits.approvalTimeoutMs" });
-    expect(parseAgentRunInput({ prompt: 'p', approval: { reminderAt: 1 }, limits: { approvalTimeoutMs: 5_000 } })).toMatchObject({ ok: false, error: expect.stringContaining('approval.reminderAt') });
+    expect(parseAgentRunInput({ prompt: 'p', approval: { tools: ['x'], onTimeout: 'reject' } })).toEqual({ ok: false, error: "Invalid agentRun input: approval.onTimeout: 'reject' needs limits.approvalTimeoutMs" });
+    expect(parseAgentRunInput({ prompt: 'p', approval: { tools: ['x'], reminderAt: 1 }, limits: { approvalTimeoutMs: 5_000 } })).toMatchObject({ ok: false, error: expect.stringContaining('approval.reminderAt') });
   });
 
   test('limits.maxPausedMs aborts a run paused that long, saying why; resuming in time stops the clock', () => {

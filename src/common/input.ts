@@ -64,12 +64,12 @@ export const { LimitsSchema, PriceSchema, BudgetSchema, ApprovalSchema, Compacti
   const ApprovalSchema = z
     .object({
       /** Tool names whose calls wait for an `approve` update; `*` guards every tool. */
-      tools: z.array(z.string().min(1)).min(1).optional(),
+      tools: z.array(z.string().min(1)).min(1),
       /**
        * What `limits.approvalTimeoutMs` running out does: `fail` fails the run; `reject` rejects the calls still waiting,
        * tells the model nobody approved them in time, and goes on (a budget request still fails). @default 'fail'
        */
-      onTimeout: z.enum(['fail', 'reject']).default('fail'),
+      onTimeout: z.enum(['fail', 'reject']).optional(),
       /** Share of `limits.approvalTimeoutMs` after which a wait still undecided raises an `approvalReminder` event. */
       reminderAt: z.number().gt(0).lt(1).optional(),
     })

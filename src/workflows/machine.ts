@@ -696,7 +696,7 @@ function toolsEnded(log: ToolCallRecord[], results: ToolResult[], step: number, 
 
 /** A run at `maxLoops` or `maxToolCalls`: it fails, or with `limits.onLimit: 'complete'` ends with its last text. */
 function atLimit(s: RunSnapshot, e: AgentEvent, now: string, reason: string): TransitionResult {
-  if (s.limits.onLimit !== 'complete') return fail(s, e, now, reason);
+  if ((s.limits.onLimit ?? 'fail') === 'fail') return fail(s, e, now, reason);
   // Calls left unrun are answered, so that a follow-up turn (keepOpenMs) sends the provider a well-formed conversation.
   const unrun = s.pendingToolCalls.map((c) => ({ role: 'tool' as const, toolCallId: c.id, content: `Not executed: ${reason}.` }));
   const next = { ...s, pendingToolCalls: [], messages: [...s.messages, ...unrun] };
