@@ -127,3 +127,13 @@ test('gateway: the SSE stream carries approvalReminder before the run goes on', 
   const state = await fetch(`${baseUrl}/v1/runs/${workflowId}`, { headers: { authorization: `Bearer ${TOKEN}` } });
   expect(((await state.json()) as { approvalReminder: unknown }).approvalReminder).toBeNull();
 }, 30_000);
+
+test("client: a model critic answering on the 0-100 scale is heard, not replaced by the rules", async () => {
+  h.model.register('percent-critic-run', ({ request }) =>
+    request.response_format || String(request.messages?.[0]?.content).includes('You review')
+      ? { text: JSON.stringify({ action: 'complete', reason: 'the answer does the task', confidence: 85 }) }
+      : { text: 'Four.' },
+  );
+  const final = await (await agents.start({ prompt: 'Add 2 and 2', model: 'percent-critic-run', critique: 'model' })).watch(() => undefined);
+  expect(final).toMatchObject({ state: 'COMPLETED', answer: 'Four.', lastCritique: { action: 'complete', confidence: 0.85, reason: 'the answer does the task' } });
+}, 30_000);
