@@ -201,6 +201,29 @@ const SCENARIOS: Scenario[] = [
       await handle.executeUpdate(sendMessageUpdate, { args: [{ text: 'Do not write it.', interrupt: true }] });
     },
   },
+  {
+    // approval.reminderAt and onTimeout 'reject': a reminder from the run's timer, then the call rejected and the run on.
+    name: 'approval-timeout-reject',
+    script: ({ callIndex }) =>
+      callIndex === 0 ? { toolCalls: [{ id: 'w1', name: 'writeFile', arguments: { path: 'out.txt', content: 'hi' } }] } : { text: 'not written' },
+    input: { prompt: 'Write out.txt', approval: { tools: ['writeFile'], onTimeout: 'reject', reminderAt: 0.5 }, limits: { approvalTimeoutMs: 1_500 } },
+  },
+  {
+    // limits.maxPausedMs: a run paused that long is aborted.
+    name: 'paused-too-long',
+    script: ({ callIndex }) => (callIndex === 0 ? { toolCalls: [{ name: 'listFiles', arguments: {} }], firstChunkDelayMs: 500 } : { text: 'done' }),
+    input: { prompt: 'List, then answer', limits: { maxPausedMs: 1_000 } },
+    drive: async (h, handle) => {
+      await h.waitForState(handle, (s) => s.state === 'STREAMING');
+      await handle.signal(pauseSignal);
+    },
+  },
+  {
+    // limits.onLimit 'complete': the run at maxLoops ends COMPLETED with its last text.
+    name: 'limit-complete',
+    script: [{ text: 'first draft', toolCalls: [{ name: 'listFiles', arguments: {} }] }],
+    input: { prompt: 'List', limits: { maxLoops: 1, onLimit: 'complete' } },
+  },
 ];
 
 /** The agents the recording worker registers, for scenarios that start with `agent`. */

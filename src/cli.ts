@@ -17,6 +17,9 @@ import {
   type WatchEvent,
 } from './client';
 import { parseAgentRunInput, type AgentRunInput } from './common/input';
+
+type Limits = NonNullable<AgentRunInput['limits']>;
+type ApprovalInput = NonNullable<AgentRunInput['approval']>;
 import type { AgentRunResult, ControlResult, RunStateView } from './common/messages';
 import { registerSearchAttributes, REQUIRED_SEARCH_ATTRIBUTES } from './search-attributes';
 import { formatDiff } from './time-travel';
@@ -99,7 +102,12 @@ function buildProgram(deps: CliDeps, state: { exitCode: number }): Command {
     .option('--approve-tools <names>', 'comma-separated tools whose calls wait for approval (* for all)')
     .option('--max-loops <n>', 'loops (model calls for planning and answering, counted as they start) before the run fails', integer)
     .option('--max-tool-calls <n>', 'tool calls before the run fails', integer)
-    .option('--timeout-ms <n>', 'wall-clock budget of the run', integer)
+    .option('--timeout-ms <n>', 'working time of the run in ms before it fails (time waiting for an approval or paused does not count)', integer)
+    .option('--approval-timeout-ms <n>', 'longest wait for one approval before --on-approval-timeout applies', integer)
+    .option('--on-approval-timeout <what>', 'fail (default) | reject: reject the calls still waiting, tell the model, go on')
+    .option('--approval-reminder-at <share>', 'share of --approval-timeout-ms (e.g. 0.8) at which an undecided wait raises an approvalReminder event', Number)
+    .option('--max-paused-ms <n>', 'a run paused this long is aborted', integer)
+    .option('--on-limit <what>', 'fail (default) | complete: at --max-loops or --max-tool-calls end COMPLETED with the last text')
     .option('--tools <names>', 'comma-separated tools the run may use (default: all)')
     .option('--id <workflowId>', 'workflow id (default: agent-<random>)')
     .option('--watch', 'follow the run until it ends')
@@ -281,6 +289,11 @@ interface StartFlags extends JsonOption {
   maxLoops?: number;
   maxToolCalls?: number;
   timeoutMs?: number;
+  approvalTimeoutMs?: number;
+  onApprovalTimeout?: string;
+  approvalReminderAt?: number;
+  maxPausedMs?: number;
+  onLimit?: string;
   tools?: string;
   id?: string;
   watch?: boolean;
@@ -288,7 +301,19 @@ interface StartFlags extends JsonOption {
 
 /** The workflow input from the flags; absent flags stay absent so the schema's defaults apply. */
 export function startInput(prompt: string, o: Omit<StartFlags, 'json' | 'id' | 'watch'>): AgentRunInput {
-  const limits = definedOnly({ maxLoops: o.maxLoops, maxToolCalls: o.maxToolCalls, timeoutMs: o.timeoutMs });
+  const limits = definedOnly({
+    maxLoops: o.maxLoops,
+    maxToolCalls: o.maxToolCalls,
+    timeoutMs: o.timeoutMs,
+    approvalTimeoutMs: o.approvalTimeoutMs,
+    maxPausedMs: o.maxPausedMs,
+    onLimit: o.onLimit as Limits['onLimit'] | undefined,
+  });
+  const approval = definedOnly({
+    tools: o.approveTools !== undefined ? names(o.approveTools) : undefined,
+    onTimeout: o.onApprovalTimeout as ApprovalInput['onTimeout'],
+    reminderAt: o.approvalReminderAt,
+  });
   return {
     prompt,
     ...definedOnly({ agent: o.agent, model: o.model, systemPrompt: o.system }),
@@ -299,7 +324,7 @@ export function startInput(prompt: string, o: Omit<StartFlags, 'json' | 'id' | '
     ...(o.returnMessages ? { returnMessages: true } : {}),
     ...(o.plan ? { plan: true } : {}),
     ...(o.critique !== undefined ? { critique: o.critique as AgentRunInput['critique'] } : {}),
-    ...(o.approveTools !== undefined ? { approval: { tools: names(o.approveTools) } } : {}),
+    ...(Object.keys(approval).length ? { approval: approval as ApprovalInput } : {}),
   };
 }
 
@@ -434,6 +459,9 @@ export function humanWatchPrinter(write: (text: string) => void): (event: WatchE
       }
       case 'approval':
         for (const p of event.pending) line(`  waiting for approval: ${approvalLine(p)}`);
+        break;
+      case 'approvalReminder':
+        line(`  reminder: ${event.toolCallIds.join(', ')} still waiting for approval; at ${clock(event.deadline)} the run will ${event.onTimeout === 'reject' ? 'reject them and go on' : 'fail'}`);
         break;
       case 'restart':
         line(`  (model call ${event.callNumber} restarted, attempt ${event.attempt})`);

@@ -224,9 +224,11 @@ const LIMITS = {
   maxRepeats: int(2, 100),
   historyEvents: int(100, 50_000),
   wrapUpAt: between(0.1, 1),
+  maxPausedMs: int(1_000, 365 * 24 * 3600_000),
+  onLimit: oneOf(['fail', 'complete']),
 };
 const DEFAULT_COMPACTION = { threshold: 0.8, keepRecentMessages: 6 };
-const DEFAULT_LIMITS = { maxLoops: 50, maxToolCalls: 100, timeoutMs: 300_000, maxRepeats: 3, historyEvents: 10_000, wrapUpAt: 0.8 };
+const DEFAULT_LIMITS = { maxLoops: 50, maxToolCalls: 100, timeoutMs: 300_000, maxRepeats: 3, historyEvents: 10_000, wrapUpAt: 0.8, onLimit: 'fail' };
 
 const hasBudgetLimit = (b: Record<string, unknown>) => b.maxTokens !== undefined || b.maxCostUsd !== undefined;
 const BUDGET: ObjectSpec = {
@@ -278,7 +280,8 @@ const AGENT_RUN_INPUT: ObjectSpec = {
   maxOutputTokens: int(1, 1_000_000),
   contextWindowTokens: int(256, 100_000_000),
   compaction: nestedObject({ threshold: between(0.1, 1), keepRecentMessages: int(1, 1_000) }),
-  approval: nestedObject({ tools: { ...stringArray(1), required: true } }),
+  // `onTimeout: 'reject'` and `reminderAt` are valid only with limits.approvalTimeoutMs: machine.test.ts checks that rule.
+  approval: nestedObject({ tools: { ...stringArray(1), required: true }, onTimeout: oneOf(['fail']) }),
   budget,
   keepOpenMs: int(0, 30 * 24 * 3600_000),
   resume: nestedObject(RESUME),

@@ -7,6 +7,7 @@ import { currentDetails, modelRequest } from '../src/workflows/requests';
 import { findRepetition, toolSignature } from '../src/workflows/guards';
 import {
   APPROVAL_NOTE_HEAD,
+  approvalTimedOut,
   commandsFor,
   CONTINUE_PROMPT,
   freshClocks,
@@ -17,6 +18,7 @@ import {
   LOOP_WARNING,
   MAX_CONTINUATIONS,
   resumeAt,
+  timerDue,
   transition,
   TRANSITIONS,
   wrapUpNote,
@@ -272,6 +274,26 @@ describe('a run through the machine', () => {
     s = run(s, { type: 'MODEL_RESPONDED', response: response('', [call('c4')]) });
     expect(s.phase.type).toBe('FAILED');
     expect(s.reason).toBe('loop detected: readFile({"path":"a.txt"}) called 4 times in a row');
+  });
+
+  test("limits.onLimit 'complete' ends a run at maxLoops or maxToolCalls COMPLETED with its last text, naming the limit", () => {
+    let s = run(snapshot({ limits: { maxLoops: 2, onLimit: 'complete' } }), { type: 'START' }, { type: 'MODEL_RESPONDED', response: response('') });
+    const r = step(s, { type: 'MODEL_RESPONDED', response: response('') });
+    s = run(snapshot({ limits: { maxLoops: 2, onLimit: 'complete' } }), { type: 'START' }, { type: 'MODEL_RESPONDED', response: response('draft one', [call('a')]) }, { type: 'TOOLS_DONE', results: [{ toolCallId: 'a', name: 'readFile', ok: true, content: 'x' }] });
+    s = run(s, { type: 'MODEL_RESPONDED', response: response('draft two', [call('b', 'readFile', { path: 'b' })]) });
+    const loops = step(s, { type: 'TOOLS_DONE', results: [{ toolCallId: 'b', name: 'readFile', ok: true, content: 'y' }] });
+    expect([loops.snapshot.phase.type, loops.snapshot.answer, loops.snapshot.reason]).toEqual([
+      'COMPLETED',
+      'draft two',
+      'loop limit reached: 2 model calls, limits.maxLoops is 2: completed with the last text (limits.onLimit is complete)',
+    ]);
+    expect(r.snapshot.phase.type).toBe('COMPLETED');
+    const calls = [call('a', 'readFile', { path: '1' }), call('b', 'readFile', { path: '2' })];
+    const tools = run(snapshot({ limits: { maxToolCalls: 1, onLimit: 'complete' } }), { type: 'START' }, { type: 'MODEL_RESPONDED', response: response('reading both', calls) });
+    expect([tools.phase.type, tools.answer, tools.reason]).toEqual(['COMPLETED', 'reading both', 'tool call limit reached: 0 done, 2 more requested, limits.maxToolCalls is 1: completed with the last text (limits.onLimit is complete)']);
+    // The calls left unrun are answered, so a follow-up turn sends a well-formed conversation.
+    expect(tools.messages.filter((m) => m.role === 'tool').map((m) => m.toolCallId)).toEqual(['a', 'b']);
+    expect(runResult(tools)).toMatchObject({ status: 'COMPLETED', answer: 'reading both' });
   });
 
   test('maxLoops ends the run before the model call that would exceed it', () => {
@@ -666,6 +688,61 @@ describe('real providers and people', () => {
       'no decision on writeFile within 60000 ms (limits.approvalTimeoutMs)',
       null,
     ]);
+  });
+
+  const awaiting = (input: Partial<AgentRunInput>) => {
+    const s = run(snapshot({ ...input, approval: { tools: ['writeFile'], ...input.approval }, limits: { approvalTimeoutMs: 100_000, ...input.limits } }), { type: 'START' });
+    return step(s, { type: 'MODEL_RESPONDED', response: response('', [call('w', 'writeFile'), call('v', 'writeFile', { path: 'b' }), call('r')]) }, at(10));
+  };
+
+  test("approval.onTimeout 'reject' rejects the calls still waiting, tells the model why, and the run goes on", () => {
+    const waiting = awaiting({ approval: { tools: ['writeFile'], onTimeout: 'reject' } });
+    const decided = step(waiting.snapshot, { type: 'APPROVAL', toolCallId: 'v', approved: true }, at(20)).snapshot;
+    const r = step(decided, { type: 'TIMEOUT' }, at(110));
+    expect([r.snapshot.phase.type, r.snapshot.reason]).toEqual(['TOOL_EXECUTING', 'no decision on writeFile within 100000 ms (limits.approvalTimeoutMs): rejected (approval.onTimeout is reject)']);
+    // The approved call and the unguarded one run; the undecided one is answered for the model.
+    expect(work(r.commands)).toEqual([{ type: 'runTools', calls: [call('v', 'writeFile', { path: 'b' }), call('r')] }]);
+    const done = step(r.snapshot, { type: 'TOOLS_DONE', results: ['v', 'r'].map((id) => ({ toolCallId: id, name: 'x', ok: true, content: 'ok' })) }).snapshot;
+    expect(done.messages.find((m) => m.role === 'tool' && m.toolCallId === 'w')?.content).toBe(approvalTimedOut(100_000));
+    expect(done.phase.type).toBe('STREAMING');
+    // 'fail' (the default) ends the run as before; a budget request has no rejection to go on with.
+    expect(step(awaiting({}).snapshot, { type: 'TIMEOUT' }, at(110)).snapshot.phase.type).toBe('FAILED');
+    const budget = { ...waiting.snapshot, phase: { ...waiting.snapshot.phase, pending: [{ toolCallId: 'budget', kind: 'budget', name: 'budget', arguments: '{}' }] } } as RunSnapshot;
+    expect(step(budget, { type: 'TIMEOUT' }, at(110)).snapshot.phase.type).toBe('FAILED');
+  });
+
+  test('approval.reminderAt raises one reminder at its share of the window, from the timer; the wait goes on to its deadline', () => {
+    const waiting = awaiting({ approval: { tools: ['writeFile'], reminderAt: 0.8 } });
+    expect(waiting.snapshot.approvalReminderDue).toBe(at(90));
+    expect(waiting.commands[0]).toEqual({ type: 'timer', due: at(90) });
+    const reminded = step(waiting.snapshot, { type: 'TIMEOUT' }, at(90));
+    expect(reminded.snapshot.phase.type).toBe('AWAITING_APPROVAL');
+    expect(reminded.snapshot.step).toBe(waiting.snapshot.step);
+    expect(reminded.commands).toEqual([{ type: 'timer', due: at(110) }]);
+    expect(view(reminded.snapshot).approvalReminder).toEqual({ at: at(90), deadline: at(110), onTimeout: 'fail', toolCallIds: ['w', 'v'] });
+    expect(step(reminded.snapshot, { type: 'TIMEOUT' }, at(110)).snapshot.phase.type).toBe('FAILED');
+    // Decided in time: the reminder goes with the wait.
+    const approved = run(reminded.snapshot, { type: 'APPROVAL', toolCallId: 'w', approved: true }, { type: 'APPROVAL', toolCallId: 'v', approved: true });
+    expect([approved.phase.type, view(approved).approvalReminder, approved.approvalReminderDue, timerDue(approved)]).toEqual(['TOOL_EXECUTING', null, null, approved.deadline]);
+  });
+
+  test('approval.reminderAt and onTimeout reject need limits.approvalTimeoutMs, and say so', () => {
+    expect(parseAgentRunInput({ prompt: 'p', approval: { tools: ['x'], reminderAt: 0.5 } })).toEqual({ ok: false, error: 'Invalid agentRun input: approval.reminderAt: needs limits.approvalTimeoutMs (the window it is a share of)' });
+    expect(parseAgentRunInput({ prompt: 'p', approval: { tools: ['x'], onTimeout: 'reject' } })).toEqual({ ok: false, error: "Invalid agentRun input: approval.onTimeout: 'reject' needs limits.approvalTimeoutMs" });
+    expect(parseAgentRunInput({ prompt: 'p', approval: { tools: ['x'], reminderAt: 1 }, limits: { approvalTimeoutMs: 5_000 } })).toMatchObject({ ok: false, error: expect.stringContaining('approval.reminderAt') });
+  });
+
+  test('limits.maxPausedMs aborts a run paused that long, saying why; resuming in time stops the clock', () => {
+    const paused = run(snapshot({ limits: { maxPausedMs: 3_600_000 } }), { type: 'START' }, { type: 'PAUSE' }, { type: 'MODEL_RESPONDED', response: response('', [call('r')]) });
+    expect([paused.phase.type, paused.pausedDeadline, timerDue(paused)]).toEqual(['PAUSED', at(3 + HOUR), at(3 + HOUR)]);
+    const r = step(paused, { type: 'TIMEOUT' }, at(3 + HOUR));
+    expect([r.snapshot.phase.type, r.snapshot.reason]).toEqual(['ABORTED', 'aborted: paused for 3600000 ms (limits.maxPausedMs)']);
+    const resumed = step(paused, { type: 'RESUME' }, at(60)).snapshot;
+    expect([resumed.phase.type, resumed.pausedDeadline]).toEqual(['TOOL_EXECUTING', null]);
+    // Without the limit a paused run has no timer, as before.
+    const open = run(snapshot(), { type: 'START' }, { type: 'PAUSE' }, { type: 'MODEL_RESPONDED', response: response('', [call('r')]) });
+    expect([open.phase.type, timerDue(open)]).toEqual(['PAUSED', null]);
+    expect(transition(open, { type: 'TIMEOUT' }, at(99))).toEqual({ ok: false, error: 'no timer is running: the run waits for a person' });
   });
 
   test('an answer cut off by the output limit is continued and the parts joined into one answer', () => {

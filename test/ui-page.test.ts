@@ -1,7 +1,7 @@
 /**
  * The gateway's web page (/ui) in a real headless Chromium, on a real worker, dev server and gateway: the token
  * form, the list of runs, a run's page while it streams, while it waits for approval, approved with edited
- * arguments, aborted, and after the gateway went away and came back while the run moved on (the page's status is
+ * arguments, aborted, with an approval reminder, and after the gateway went away and came back while the run moved on (the page's status is
  * the run's, not the one it had when the connection broke). Screenshots go to test-results/ui/page-*.png.
  */
 import { readFileSync } from 'node:fs';
@@ -114,6 +114,27 @@ async function pageOfWaitingRun(): Promise<{ id: string; page: Page }> {
   await page.getByTestId('connection').filter({ hasText: 'live' }).waitFor();
   return { id, page };
 }
+
+uiTest("an approval wait's reminder shows as a note on the page (pushed through the stream channel), then the run rejects the call and goes on", async () => {
+  const id = await startRun({
+    prompt: 'Write a draft to out.txt',
+    model: 'page-writer',
+    approval: { tools: ['writeFile'], onTimeout: 'reject', reminderAt: 0.5 },
+    limits: { approvalTimeoutMs: 6_000 },
+  });
+  const page = await openPage(`/ui/runs/${encodeURIComponent(id)}`, liveBase);
+  await expectState(page, id, 'AWAITING_APPROVAL');
+  const note = page.locator('#approval-reminder');
+  expect(await note.isHidden()).toBe(true);
+  await withScreenshot(page, 'page-approval-reminder.png', async () => {
+    await note.filter({ hasText: 'rejects the calls still waiting and goes on' }).waitFor();
+  });
+  expect(await note.textContent()).toMatch(/^Reminder: still waiting since .*; at .* the run rejects the calls still waiting and goes on\.$/);
+  expect((await apiState(id)).approvalReminder).toMatchObject({ onTimeout: 'reject', toolCallIds: ['w1'] });
+  await expectState(page, id, 'COMPLETED');
+  expect(await note.isHidden()).toBe(true);
+  await page.close();
+});
 
 uiTest('the page is served without the token, holds no data, and forbids inline and foreign scripts; the API still needs the token', async () => {
   const page = await fetch(`${base}/ui/runs/some-run`);

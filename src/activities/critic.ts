@@ -23,7 +23,8 @@ const ACTIONS = ['continue', 'retry', 'replan', 'complete'] as const;
 const DecisionSchema = z.object({
   action: z.enum(ACTIONS),
   reason: z.string().min(1),
-  confidence: z.number().min(0).max(1),
+  // Critics answer on 0-1 or on 0-100 (seed 000's scale): above 1 is read as a percentage.
+  confidence: z.number().min(0).max(100).transform((c) => (c > 1 ? c / 100 : c)),
 });
 
 /** The decision as a strict Structured Outputs schema: every property required, no others, no unsupported keywords. */
@@ -32,7 +33,7 @@ const DECISION_JSON_SCHEMA = {
   properties: {
     action: { type: 'string', enum: [...ACTIONS] },
     reason: { type: 'string' },
-    confidence: { type: 'number', description: 'between 0 and 1' },
+    confidence: { type: 'number', description: 'between 0 and 1 (or 0 to 100)' },
   },
   required: ['action', 'reason', 'confidence'],
   additionalProperties: false,

@@ -22,6 +22,13 @@ export const { LimitsSchema, PriceSchema, BudgetSchema, ApprovalSchema, Compacti
       timeoutMs: z.number().int().min(1_000).max(30 * 24 * 3600_000).default(300_000),
       /** Longest wait for one approval (AWAITING_APPROVAL) before the run fails with a reason that says so. @default none: waits until decided */
       approvalTimeoutMs: z.number().int().min(1_000).max(365 * 24 * 3600_000).optional(),
+      /** Longest time PAUSED before the run is aborted with a reason that says so. @default none: waits until resumed */
+      maxPausedMs: z.number().int().min(1_000).max(365 * 24 * 3600_000).optional(),
+      /**
+       * What reaching `maxLoops` or `maxToolCalls` does: `fail` fails the run; `complete` ends it COMPLETED with the last
+       * text as its answer and a reason that names the limit. @default 'fail'
+       */
+      onLimit: z.enum(['fail', 'complete']).default('fail'),
       /** How many times the same tool call (or cycle of calls) may repeat before the model is warned; once more ends the run. @default 3 */
       maxRepeats: z.number().int().min(2).max(100).default(3),
       /**
@@ -59,6 +66,13 @@ export const { LimitsSchema, PriceSchema, BudgetSchema, ApprovalSchema, Compacti
     .object({
       /** Tool names whose calls wait for an `approve` update; `*` guards every tool. */
       tools: z.array(z.string().min(1)).min(1),
+      /**
+       * What `limits.approvalTimeoutMs` running out does: `fail` fails the run; `reject` rejects the calls still waiting,
+       * tells the model nobody approved them in time, and goes on (a budget request still fails). @default 'fail'
+       */
+      onTimeout: z.enum(['fail', 'reject']).optional(),
+      /** Share of `limits.approvalTimeoutMs` after which a wait still undecided raises an `approvalReminder` event. */
+      reminderAt: z.number().gt(0).lt(1).optional(),
     })
     .strict();
 
@@ -168,8 +182,19 @@ export function parseOrThrow<T extends z.ZodType>(schema: T, value: unknown, wha
   return parsed.value;
 }
 
-export const parseAgentRunInput = (value: unknown): ParseResult<ResolvedInput> =>
-  parseWith(AgentRunInputSchema, value, 'agentRun input');
+export function parseAgentRunInput(value: unknown): ParseResult<ResolvedInput> {
+  const parsed = parseWith(AgentRunInputSchema, value, 'agentRun input');
+  const problem = parsed.ok ? approvalProblem(parsed.value) : null;
+  return problem ? { ok: false, error: `Invalid agentRun input: ${problem}` } : parsed;
+}
+
+/** Approval settings that only mean something with `limits.approvalTimeoutMs` (a cross-field rule the schema cannot say). */
+export function approvalProblem(input: Pick<ResolvedInput, 'approval' | 'limits'>): string | null {
+  if (input.limits.approvalTimeoutMs !== undefined) return null;
+  if (input.approval?.reminderAt !== undefined) return 'approval.reminderAt: needs limits.approvalTimeoutMs (the window it is a share of)';
+  if (input.approval?.onTimeout === 'reject') return "approval.onTimeout: 'reject' needs limits.approvalTimeoutMs";
+  return null;
+}
 
 export const AbortInputSchema = oncePerWorker('common/input:abort', () => z.object({ reason: z.string().max(1_000).optional() }).strict());
 export const ApproveInputSchema = oncePerWorker('common/input:approve', () =>

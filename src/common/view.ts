@@ -92,6 +92,13 @@ export interface RunStateView {
   /** When the current approval wait exceeds `limits.approvalTimeoutMs`. */
   approvalDeadline: string | null;
   /**
+   * The reminder the approval wait raised at `approval.reminderAt` of its window: when, the wait's deadline, what
+   * happens then (`approval.onTimeout`) and the calls still undecided. Null when none was raised for this wait.
+   */
+  approvalReminder: { at: string; deadline: string; onTimeout: 'fail' | 'reject'; toolCallIds: string[] } | null;
+  /** When the PAUSED run is aborted (`limits.maxPausedMs`); null when not paused or no limit is set. */
+  pausedDeadline: string | null;
+  /**
    * Waiting for quota: the model call waits for room in the fleet's provider budget, since `since`; room is expected at
    * `expectedAt`, with `position` calls ahead of it. Null when not waiting.
    */

@@ -27,6 +27,11 @@ export type WatchEvent =
   | { type: 'toolStart'; step: number; toolCallId: string; name: string; arguments: string; at: string }
   /** A tool call ended (at `step`, TOOLS_DONE): whether it succeeded, how long it took, the start of its output. */
   | { type: 'toolEnd'; step: number; toolCallId: string; name: string; ok: boolean; durationMs: number; output: string; at: string }
+  /**
+   * An approval wait reached `approval.reminderAt` of its window undecided: `deadline` is when it runs out, `onTimeout`
+   * what happens then, `toolCallIds` the calls still waiting. Raised by the run's own timer, once per wait.
+   */
+  | { type: 'approvalReminder'; at: string; deadline: string; onTimeout: 'fail' | 'reject'; toolCallIds: string[] }
   /** An activity is being retried (a 429 waited out, a tool failing): reported once per attempt. */
   | { type: 'retry'; retry: RetryInfo }
   | { type: 'end'; state: RunStateView };
@@ -51,6 +56,8 @@ export function diffState(previous: RunStateView | undefined, next: RunStateView
   const known = new Set(previous?.pendingApproval.map((p) => p.toolCallId));
   const pending = next.pendingApproval.filter((p) => !p.decision && !known.has(p.toolCallId));
   if (pending.length) events.push({ type: 'approval', pending });
+  const reminder = next.approvalReminder;
+  if (reminder && reminder.at !== previous?.approvalReminder?.at) events.push({ type: 'approvalReminder', ...reminder });
   const retried = new Set(previous?.retrying?.map((r) => `${r.activity}/${r.attempt}`));
   for (const retry of next.retrying ?? []) if (!retried.has(`${retry.activity}/${retry.attempt}`)) events.push({ type: 'retry', retry });
   if (isTerminal(next.state) && !(previous && isTerminal(previous.state))) events.push({ type: 'end', state: next });

@@ -115,6 +115,7 @@ export function agUiFormat(runId: string): EventFormat {
       case 'gap':
         return [...endText(), custom('gap', data), { type: 'STATE_SNAPSHOT', snapshot: (data as { state: RunStateView }).state }];
       case 'retry':
+      case 'approvalReminder':
       case 'stream':
         return [custom(type, data)];
       case 'end': {

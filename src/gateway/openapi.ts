@@ -99,7 +99,7 @@ const schemas: Record<string, Json> = {
     description: "The `state` query of the run: the curated view in src/common/view.ts (see the README's public contract). Fields are added, never changed or removed, within a major version.",
     required: [
       'state', 'stateSince', 'step', 'loops', 'toolCalls', 'usage', 'limits', 'transitions', 'partialText', 'stream', 'pendingApproval', 'resumeTo',
-      'pauseRequested', 'conversationOpen', 'turns', 'deadline', 'workRemainingMs', 'approvalDeadline', 'quotaWait', 'recentToolCalls', 'queuedMessages', 'plan', 'lastCritique',
+      'pauseRequested', 'conversationOpen', 'turns', 'deadline', 'workRemainingMs', 'approvalDeadline', 'approvalReminder', 'pausedDeadline', 'quotaWait', 'recentToolCalls', 'queuedMessages', 'plan', 'lastCritique',
       'lastModel', 'model', 'modelSwitches', 'lastError', 'reason', 'answer', 'lastText', 'origin', 'rejectedEvents', 'messageCount',
     ],
     properties: {
@@ -121,6 +121,17 @@ const schemas: Record<string, Json> = {
       deadline: { type: ['string', 'null'], format: 'date-time', description: 'When working time runs out; null while a person decides.' },
       workRemainingMs: { type: ['integer', 'null'] },
       approvalDeadline: { type: ['string', 'null'], format: 'date-time' },
+      approvalReminder: {
+        type: ['object', 'null'],
+        description: 'The reminder this approval wait raised at approval.reminderAt of its window (the approvalReminder event); null when none.',
+        properties: {
+          at: { type: 'string', format: 'date-time' },
+          deadline: { type: 'string', format: 'date-time', description: 'When the wait runs out (limits.approvalTimeoutMs).' },
+          onTimeout: { enum: ['fail', 'reject'], description: 'What happens then (approval.onTimeout).' },
+          toolCallIds: { type: 'array', items: { type: 'string' }, description: 'The calls undecided when it was raised.' },
+        },
+      },
+      pausedDeadline: { type: ['string', 'null'], format: 'date-time', description: 'PAUSED: when the run is aborted (limits.maxPausedMs); null otherwise.' },
       quotaWait: {
         type: ['object', 'null'],
         description: "Waiting for quota: the model call waits for room in the fleet's provider budget (LLM_TOKENS_PER_MINUTE and the like); null otherwise.",
@@ -323,6 +334,7 @@ const SSE_EVENTS: Record<SseEvent['type'], string> = {
   restart: '`{ type, callNumber, attempt }`, the call was retried: discard its text',
   resume: '`{ type, callNumber, attempt, chars, after }` (from the channel), the call was retried and goes on with its first `chars` characters, streamed up to offset `after`: keep them, and the text of `attempt` that follows extends them',
   approval: '`{ type, pending: [...] }`, tool calls that started waiting for approval',
+  approvalReminder: '`{ type, at, deadline, onTimeout, toolCallIds }`, an approval wait reached `approval.reminderAt` of its window undecided (once per wait): escalate here',
   toolStart: '`{ type, step, toolCallId, name, arguments, at }`',
   toolEnd: '`{ type, step, toolCallId, name, ok, durationMs, output, at }`',
   retry: '`{ type, retry: { activity, attempt, lastFailure, nextAttemptAt } }`, once per attempt of a retried activity',

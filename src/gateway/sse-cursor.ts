@@ -81,6 +81,7 @@ export class EventCursor {
         // A resumed stream has the tool events of the steps before its cursor (those of the cursor's own step may repeat).
         return event.step < this.cursor.step ? [] : [this.emit(event.type, event)];
       case 'approval':
+      case 'approvalReminder':
       case 'retry':
       case 'end':
         return [this.emit(event.type, event)];

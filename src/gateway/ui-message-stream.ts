@@ -97,6 +97,7 @@ export function uiMessageStreamFormat(runId: string): EventFormat {
           p.kind === 'tool' ? [...tool(p.toolCallId, p.name, p.arguments), { type: 'tool-approval-request', approvalId: p.toolCallId, toolCallId: p.toolCallId }] : [{ type: 'data-approval', data: p, transient: true }],
         );
       case 'retry':
+      case 'approvalReminder':
       case 'gap':
       case 'stream':
         return [{ type: `data-${type}`, data, transient: true }];

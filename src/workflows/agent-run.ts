@@ -67,7 +67,8 @@ export async function agentRun(rawInput: unknown): Promise<AgentRunResult> {
     changes.forEach((t, i) => recordStateDuration(t.from, i === 0 ? before.stateSince : changes[i - 1].at, t.at));
     // A signal or update may move a run that waits on an activity (pause, abort): shown now, not after the call.
     if (changes.length > 0) publisher.transitioned(snapshot, changes, external);
-    if (snapshot.step !== before.step) live.stepped(snapshot);
+    // An approval reminder takes no step: the state stays, only the view has it.
+    if (snapshot.step !== before.step || snapshot.approvalReminder !== before.approvalReminder) live.stepped(snapshot);
   }
 
   /** The timer and cancellation at once; work in turn, by the loop below. */

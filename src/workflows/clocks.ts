@@ -7,7 +7,7 @@ import { AgentState, isTerminal } from '../common/states';
 import type { RunSnapshot } from './snapshot';
 
 const S = AgentState;
-type Clocks = Pick<RunSnapshot, 'deadline' | 'workRemainingMs' | 'approvalDeadline'>;
+type Clocks = Pick<RunSnapshot, 'deadline' | 'workRemainingMs' | 'approvalDeadline'> & Partial<Pick<RunSnapshot, 'approvalReminderDue' | 'approvalReminder' | 'pausedDeadline'>>;
 
 export const addMs = (iso: string, ms: number) => new Date(Date.parse(iso) + ms).toISOString();
 
@@ -19,14 +19,31 @@ const HUMAN_WAITS: readonly AgentState[] = [S.AWAITING_APPROVAL, S.PAUSED];
  * and starts again after; an approval wait has its own deadline; an ended run has none.
  */
 export function clocks(s: RunSnapshot, to: AgentState, now: string): Clocks {
-  if (isTerminal(to)) return { deadline: null, workRemainingMs: null, approvalDeadline: null };
+  if (isTerminal(to)) return { deadline: null, workRemainingMs: null, approvalDeadline: null, ...waitClocks(s, to, now) };
   let { deadline, workRemainingMs } = s;
   const waits = HUMAN_WAITS.includes(to);
   if (waits && deadline !== null) [deadline, workRemainingMs] = [null, Math.max(0, Date.parse(deadline) - Date.parse(now))];
   if (!waits && workRemainingMs !== null) [deadline, workRemainingMs] = [addMs(now, workRemainingMs), null];
   const approvalTimeout = s.limits.approvalTimeoutMs;
   const approvalDeadline = to !== S.AWAITING_APPROVAL || approvalTimeout === undefined ? null : s.phase.type === to ? s.approvalDeadline : addMs(now, approvalTimeout);
-  return { deadline, workRemainingMs, approvalDeadline };
+  return { deadline, workRemainingMs, approvalDeadline, ...waitClocks(s, to, now) };
+}
+
+/**
+ * The clocks of the waits for a person that runs set up only by choice (approval.reminderAt, limits.maxPausedMs):
+ * absent when the run has neither, so the snapshots of other runs keep their shape.
+ */
+function waitClocks(s: RunSnapshot, to: AgentState, now: string): Partial<Clocks> {
+  const { approvalTimeoutMs, maxPausedMs } = s.limits;
+  const share = s.options.approvalReminderAt;
+  const staying = s.phase.type === to;
+  const out: Partial<Clocks> = {};
+  if (share !== undefined && approvalTimeoutMs !== undefined) {
+    out.approvalReminderDue = to !== S.AWAITING_APPROVAL ? null : staying ? s.approvalReminderDue : addMs(now, Math.round(share * approvalTimeoutMs));
+    out.approvalReminder = to === S.AWAITING_APPROVAL && staying ? s.approvalReminder : null;
+  }
+  if (maxPausedMs !== undefined) out.pausedDeadline = to !== S.PAUSED ? null : staying ? s.pausedDeadline : addMs(now, maxPausedMs);
+  return out;
 }
 
 /**
@@ -45,5 +62,5 @@ export function freshClocks(s: RunSnapshot, now: string): Clocks {
  */
 export function timerDue(s: RunSnapshot): string | null {
   if (!s.features.realProviders) return null;
-  return [s.deadline, s.approvalDeadline].filter((d): d is string => d !== null).sort()[0] ?? null;
+  return [s.deadline, s.approvalDeadline, s.approvalReminderDue, s.pausedDeadline].filter((d): d is string => d != null).sort()[0] ?? null;
 }

@@ -107,7 +107,7 @@ const whileRunning = (self: AgentState): Targets => ({
  * Where the way into a model step can lead instead: a requested pause, the budget's approval, a limit, or a
  * compaction first when the request would fill too much of the model's context window.
  */
-const MODEL_STEP_DETOURS = [S.PAUSED, S.AWAITING_APPROVAL, S.FAILED, S.COMPACTING] as const;
+const MODEL_STEP_DETOURS = [S.PAUSED, S.AWAITING_APPROVAL, S.FAILED, S.COMPLETED, S.COMPACTING] as const;
 
 /** The transition table: for each state, the events it accepts and the states each may lead to. */
 export const TRANSITIONS: Readonly<Record<AgentState, Targets>> = {
@@ -146,6 +146,8 @@ export const TRANSITIONS: Readonly<Record<AgentState, Targets>> = {
     APPROVAL: [S.AWAITING_APPROVAL, S.TOOL_EXECUTING, S.PLANNING, S.STREAMING, ...MODEL_STEP_DETOURS],
     // The calls still waiting are rejected; a wait for the budget keeps waiting, with the message queued.
     INTERRUPT: [S.AWAITING_APPROVAL, S.TOOL_EXECUTING, S.PAUSED],
+    // The reminder keeps the state; `approval.onTimeout: 'reject'` goes on as a decision would.
+    TIMEOUT: [S.FAILED, S.AWAITING_APPROVAL, S.TOOL_EXECUTING, S.PAUSED],
   },
   CRITIQUE: {
     ...whileRunning(S.CRITIQUE),
@@ -154,13 +156,14 @@ export const TRANSITIONS: Readonly<Record<AgentState, Targets>> = {
   },
   COMPACTING: {
     ...whileRunning(S.COMPACTING),
-    COMPACTED: [S.STREAMING, S.PLANNING, S.PAUSED, S.AWAITING_APPROVAL, S.FAILED],
+    COMPACTED: [S.STREAMING, S.PLANNING, S.PAUSED, S.AWAITING_APPROVAL, S.FAILED, S.COMPLETED],
     COMPACTION_FAILED: [S.FAILED],
   },
   PAUSED: {
     ABORT: [S.ABORTED],
-    TIMEOUT: [S.FAILED],
-    RESUME: [S.PLANNING, S.STREAMING, S.TOOL_EXECUTING, S.COMPACTING, S.AWAITING_APPROVAL, S.FAILED],
+    // ABORTED: paused longer than limits.maxPausedMs.
+    TIMEOUT: [S.FAILED, S.ABORTED],
+    RESUME: [S.PLANNING, S.STREAMING, S.TOOL_EXECUTING, S.COMPACTING, S.AWAITING_APPROVAL, S.FAILED, S.COMPLETED],
     MESSAGE: [S.PAUSED],
     INTERRUPT: [S.PAUSED],
     STREAM_DELTA: [S.PAUSED],
@@ -454,10 +457,15 @@ function handle(s: RunSnapshot, e: AgentEvent, now: string): TransitionResult {
 
     case 'TIMEOUT':
       if (s.features.realProviders && s.deadline === null) {
-        // While a person decides, only the approval wait has a timer.
+        // While a person decides, only the clocks of the wait run.
+        if (s.phase.type === S.PAUSED && s.pausedDeadline) return finish(s, S.ABORTED, e, now, `aborted: paused for ${s.limits.maxPausedMs} ms (limits.maxPausedMs)`);
         if (s.phase.type !== S.AWAITING_APPROVAL || s.approvalDeadline === null) return reject('no timer is running: the run waits for a person');
-        const waiting = s.phase.pending.filter((p) => !p.decision).map((p) => p.name);
-        return fail(s, e, now, `no decision on ${waiting.join(', ')} within ${s.limits.approvalTimeoutMs} ms (limits.approvalTimeoutMs)`);
+        if (s.approvalReminderDue && now < s.approvalDeadline) return ok(remind(s, s.phase.pending, s.approvalDeadline, now));
+        const undecidedNow = s.phase.pending.filter((p) => !p.decision);
+        const waiting = undecidedNow.map((p) => p.name);
+        const why = `no decision on ${waiting.join(', ')} within ${s.limits.approvalTimeoutMs} ms (limits.approvalTimeoutMs)`;
+        if (s.options.approvalOnTimeout === 'reject' && undecidedNow.every((p) => p.kind === 'tool')) return rejectUndecided(s, s.phase, why, e, now);
+        return fail(s, e, now, why);
       }
       return fail(s, e, now, `timed out after ${s.limits.timeoutMs} ms${s.features.realProviders ? ' of working time' : ''} (limits.timeoutMs)`);
 
@@ -552,7 +560,7 @@ function processResponse(s: RunSnapshot, e: AgentEvent, now: string): Transition
   if (s.features.realProviders && s.lastFinishReason === 'length') return processCutOff(s, e, now);
   if (calls.length === 0) return enter(s, plain(S.CRITIQUE), e, now);
   if (isToolCallLimitReached(s, calls.length)) {
-    return fail(s, e, now, `tool call limit reached: ${s.toolCalls} done, ${calls.length} more requested, limits.maxToolCalls is ${s.limits.maxToolCalls}`);
+    return atLimit(s, e, now, `tool call limit reached: ${s.toolCalls} done, ${calls.length} more requested, limits.maxToolCalls is ${s.limits.maxToolCalls}`);
   }
   const signatures = [...s.toolSignatures, ...calls.map(toolSignature)];
   const repetition = findRepetition(signatures, s.limits.maxRepeats);
@@ -641,7 +649,7 @@ function enter(s: RunSnapshot, target: Phase, e: AgentEvent, now: string): Trans
   const callsModel = target.type === S.STREAMING || target.type === S.PLANNING;
   if (callsModel && isLoopLimitReached(s)) {
     if (s.continuations > 0) return endTruncated(s, e, now, `limits.maxLoops (${s.limits.maxLoops}) leaves no model call to continue it`);
-    return fail(s, e, now, `loop limit reached: ${s.loops} model calls, limits.maxLoops is ${s.limits.maxLoops}`);
+    return atLimit(s, e, now, `loop limit reached: ${s.loops} model calls, limits.maxLoops is ${s.limits.maxLoops}`);
   }
   const overBudget = callsModel ? budgetExceeded(s) : null;
   if (overBudget && s.options.budget?.onExceed === 'approve') {
@@ -769,6 +777,45 @@ function toolsEnded(log: ToolCallRecord[], results: ToolResult[], step: number, 
     const r = t.endedAt === null ? byId.get(t.toolCallId) : undefined;
     return r ? { ...t, endStep: step, endedAt: now, ok: r.ok, output: clip200(r.content) } : t;
   });
+}
+
+/** A run at `maxLoops` or `maxToolCalls`: it fails, or with `limits.onLimit: 'complete'` ends with its last text. */
+function atLimit(s: RunSnapshot, e: AgentEvent, now: string, reason: string): TransitionResult {
+  if ((s.limits.onLimit ?? 'fail') === 'fail') return fail(s, e, now, reason);
+  // Calls left unrun are answered, so that a follow-up turn (keepOpenMs) sends the provider a well-formed conversation.
+  const unrun = s.pendingToolCalls.map((c) => ({ role: 'tool' as const, toolCallId: c.id, content: `Not executed: ${reason}.` }));
+  const next = { ...s, pendingToolCalls: [], messages: [...s.messages, ...unrun] };
+  return finish(next, S.COMPLETED, e, now, `${reason}: completed with the last text (limits.onLimit is complete)`, lastAssistantText(s));
+}
+
+/** What the model is told of a call nobody decided on within `limits.approvalTimeoutMs` (approval.onTimeout 'reject'). */
+export const approvalTimedOut = (ms: number | undefined) => `Not executed: nobody approved this call within ${ms} ms (limits.approvalTimeoutMs). Go on without it, or ask the user.`;
+
+/** The approval wait's reminder, raised once at `approval.reminderAt` of its window: the state stays, the view shows it. */
+function remind(s: RunSnapshot, pending: PendingApproval[], deadline: string, now: string): RunSnapshot {
+  const onTimeout = s.options.approvalOnTimeout ?? 'fail';
+  const toolCallIds = pending.filter((p) => !p.decision).map((p) => p.toolCallId);
+  return { ...s, approvalReminderDue: null, approvalReminder: { at: now, deadline, onTimeout, toolCallIds } };
+}
+
+/** The approval window ran out with `approval.onTimeout: 'reject'`: the undecided calls are rejected and the run goes on. */
+function rejectUndecided(s: RunSnapshot, phase: Extract<Phase, { type: typeof S.AWAITING_APPROVAL }>, why: string, e: AgentEvent, now: string): TransitionResult {
+  const timedOut = phase.pending.filter((p) => !p.decision);
+  const decided = phase.pending.map((p) => (p.decision ? p : { ...p, decision: { approved: false } }));
+  const rejected = decided.filter((p) => !p.decision?.approved);
+  const notes = s.features.approvalNotes;
+  const edits = new Map(decided.filter((p) => p.decision?.arguments !== undefined).map((p) => [p.toolCallId, p.decision!.arguments!]));
+  const pendingToolCalls = s.pendingToolCalls.map((c) => (edits.has(c.id) ? { ...c, arguments: edits.get(c.id)!, edited: true as const } : c));
+  const content = (p: PendingApproval) =>
+    timedOut.includes(phase.pending[decided.indexOf(p)]) ? approvalTimedOut(s.limits.approvalTimeoutMs) : `The user rejected this call${!notes && p.decision?.feedback ? `: ${p.decision.feedback}` : '.'}`;
+  const next: RunSnapshot = {
+    ...s,
+    pendingToolCalls,
+    reason: `${why}: rejected (approval.onTimeout is reject)`,
+    approvalNote: notes ? approvalNote(decided) : null,
+    presetResults: [...s.presetResults, ...rejected.map((p) => ({ toolCallId: p.toolCallId, name: p.name, ok: false, content: content(p) }))],
+  };
+  return enter(next, phase.then, e, now);
 }
 
 function fail(s: RunSnapshot, e: AgentEvent, now: string, reason: string): TransitionResult {

@@ -35,6 +35,15 @@ export interface ModelSwitch {
   at: string;
 }
 
+export interface ApprovalReminder {
+  at: string;
+  /** When the wait runs out (`limits.approvalTimeoutMs`). */
+  deadline: string;
+  /** What happens then (`approval.onTimeout`). */
+  onTimeout: 'fail' | 'reject';
+  toolCallIds: string[];
+}
+
 export interface QuotaWaitState {
   queuedAt: number;
   since: string;
@@ -65,6 +74,10 @@ export interface RunSnapshot {
     plan: boolean;
     critique: 'rules' | 'model';
     approvalTools: string[];
+    /** `approval.onTimeout`, only when it is `reject` (absent: the run fails). */
+    approvalOnTimeout?: 'reject';
+    /** `approval.reminderAt`: the share of `limits.approvalTimeoutMs` at which an undecided wait raises a reminder. */
+    approvalReminderAt?: number;
     budget?: Budget;
     keepOpenMs: number;
     /** Its place in the fleet's provider budget, 0 first; absent: the budget's default (5). */
@@ -85,6 +98,12 @@ export interface RunSnapshot {
   workRemainingMs: number | null;
   /** When the current approval wait exceeds `limits.approvalTimeoutMs`; null when none is set or nothing waits. */
   approvalDeadline: string | null;
+  /** When the current approval wait raises its reminder (`approval.reminderAt`); null when none is due or it was raised. */
+  approvalReminderDue: string | null;
+  /** The reminder the current approval wait raised: when, and the calls undecided then; null when none. */
+  approvalReminder: ApprovalReminder | null;
+  /** When a PAUSED run is aborted (`limits.maxPausedMs`); null when not paused or no limit is set. */
+  pausedDeadline: string | null;
   /**
    * The model call waits for the fleet's provider budget: its place in the queue since `queuedAt` (epoch ms, the
    * worker's), when it began to wait, when room is expected and how many calls are ahead. Null when not waiting.
@@ -177,6 +196,8 @@ export function initialSnapshot(input: ResolvedInput, now: string): RunSnapshot 
       plan: input.plan,
       critique: input.critique,
       approvalTools: input.approval?.tools ?? [],
+      ...(input.approval?.onTimeout === 'reject' ? { approvalOnTimeout: 'reject' as const } : {}),
+      ...(input.approval?.reminderAt !== undefined ? { approvalReminderAt: input.approval.reminderAt } : {}),
       ...(input.budget ? { budget: input.budget } : {}),
       keepOpenMs: input.keepOpenMs,
       ...(input.priority !== undefined ? { priority: input.priority } : {}),
@@ -189,6 +210,9 @@ export function initialSnapshot(input: ResolvedInput, now: string): RunSnapshot 
     deadline: null,
     workRemainingMs: null,
     approvalDeadline: null,
+    approvalReminderDue: null,
+    approvalReminder: null,
+    pausedDeadline: null,
     quotaWait: null,
     contextWindow: null,
     promptCalibration: null,
@@ -234,7 +258,7 @@ export function blankSnapshot(now: string): RunSnapshot {
   return initialSnapshot(
     {
       prompt: '(invalid input)',
-      limits: { maxLoops: 1, maxToolCalls: 1, timeoutMs: 1_000, maxRepeats: 2, historyEvents: 10_000, wrapUpAt: 1 },
+      limits: { maxLoops: 1, maxToolCalls: 1, timeoutMs: 1_000, maxRepeats: 2, historyEvents: 10_000, wrapUpAt: 1, onLimit: 'fail' },
       plan: false,
       critique: 'rules',
       critiqueMinConfidence: 0.5,
@@ -298,12 +322,15 @@ function withDefaults(carried: RunSnapshot): RunSnapshot {
     },
     workRemainingMs: carried.workRemainingMs ?? null,
     approvalDeadline: carried.approvalDeadline ?? null,
+    approvalReminderDue: carried.approvalReminderDue ?? null,
+    approvalReminder: carried.approvalReminder ?? null,
+    pausedDeadline: carried.pausedDeadline ?? null,
     quotaWait: carried.quotaWait ?? null,
     contextWindow: carried.contextWindow ?? null,
     promptCalibration: carried.promptCalibration ?? null,
     lastFinishReason: carried.lastFinishReason ?? null,
     continuations: carried.continuations ?? 0,
-    limits: { ...carried.limits, wrapUpAt: carried.limits.wrapUpAt ?? 1 },
+    limits: { ...carried.limits, wrapUpAt: carried.limits.wrapUpAt ?? 1, onLimit: carried.limits.onLimit ?? 'fail' },
     features: {
       ...carried.features,
       realProviders: carried.features?.realProviders ?? false,

@@ -30,6 +30,8 @@ export function publicView(s: RunSnapshot, includeMessages: boolean): RunStateVi
     deadline: s.deadline,
     workRemainingMs: s.workRemainingMs,
     approvalDeadline: s.approvalDeadline,
+    approvalReminder: s.approvalReminder ?? null,
+    pausedDeadline: s.pausedDeadline ?? null,
     quotaWait: s.quotaWait ? { since: s.quotaWait.since, expectedAt: s.quotaWait.expectedAt, position: s.quotaWait.position } : null,
     recentToolCalls: s.toolLog,
     queuedMessages: s.queuedMessages,

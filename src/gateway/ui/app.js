@@ -209,6 +209,7 @@ function runPage(workflowId) {
     if (refused) counters.push(['limits', 'none: the input was refused']);
     if (view.state === 'PAUSED' && view.resumeTo) counters.push(['resumes in', view.resumeTo]);
     if (view.pauseRequested) counters.push(['pause', 'requested']);
+    if (view.state === 'PAUSED' && view.pausedDeadline) counters.push(['aborted at', time(view.pausedDeadline)]);
     $('counters').replaceChildren(...counters.flatMap(([k, v]) => [el('dt', {}, k), el('dd', {}, v)]));
     showLine($('reason'), view.reason && `Reason: ${view.reason}`);
     showLine($('last-error'), view.lastError && `Last error: ${view.lastError}`);
@@ -218,6 +219,10 @@ function runPage(workflowId) {
     $('resume').disabled = ended || view.state !== 'PAUSED';
     $('abort').disabled = ended;
     $('abort-reason').disabled = ended;
+
+    const reminder = view.state === 'AWAITING_APPROVAL' ? view.approvalReminder : null;
+    const then = reminder && (reminder.onTimeout === 'reject' ? 'rejects the calls still waiting and goes on' : 'fails');
+    showLine($('approval-reminder'), reminder && `Reminder: still waiting since ${time(view.stateSince)}; at ${time(reminder.deadline)} the run ${then}.`);
 
     renderApprovals();
     renderText();

@@ -1,0 +1,139 @@
+/**
+ * Approvals that cannot hang, and limits that end a run well, on the real dev server: through the client, the CLI and
+ * the gateway. `approval.onTimeout: 'reject'` goes on without the calls nobody decided on, `approval.reminderAt`
+ * raises an `approvalReminder` event from the run's own timer, `limits.maxPausedMs` aborts a run paused too long, and
+ * `limits.onLimit: 'complete'` ends a run at its limit with the last text.
+ */
+import type { AddressInfo } from 'node:net';
+import type { FastifyInstance } from 'fastify';
+import { runCli } from '../src/cli';
+import { AgentClient, type WatchEvent } from '../src/client';
+import { pauseSignal } from '../src/common/messages';
+import { buildGateway } from '../src/gateway/index';
+import { approvalTimedOut } from '../src/workflows/machine';
+import { startAgentHarness, type AgentHarness } from './support/agent-harness';
+import { readSse } from './support/sse';
+
+const TOKEN = 'approvals-test-token';
+let h: AgentHarness;
+let agents: AgentClient;
+let app: FastifyInstance;
+let baseUrl: string;
+
+beforeAll(async () => {
+  h = await startAgentHarness();
+  agents = new AgentClient(h.env.client, h.taskQueue);
+  app = buildGateway({ agents, token: TOKEN, heartbeatMs: 200, pollIntervalMs: 100 });
+  await app.listen({ port: 0, host: '127.0.0.1' });
+  baseUrl = `http://127.0.0.1:${(app.server.address() as AddressInfo).port}`;
+}, 120_000);
+
+afterAll(async () => {
+  await app?.close();
+  await h?.close();
+});
+
+/** First call: a guarded write; then an answer that says what the model was told about it. */
+const writeThenAnswer = (name: string) =>
+  h.model.register(name, ({ callIndex, request }) =>
+    callIndex === 0
+      ? { toolCalls: [{ id: 'w1', name: 'writeFile', arguments: { path: `${name}.txt`, content: 'ok' } }] }
+      : { text: `told: ${String((request.messages as Array<{ role: string; content: string }>).find((m) => m.role === 'tool')?.content)}` },
+  );
+
+const guarded = (model: string, approval: object) => ({
+  prompt: 'Write it',
+  model,
+  approval: { tools: ['writeFile'], ...approval },
+  limits: { approvalTimeoutMs: 2_000 },
+});
+
+test("client: a reminder at approval.reminderAt of the window, then 'reject' tells the model and the run goes on", async () => {
+  writeThenAnswer('reject-on-timeout');
+  const handle = await agents.start(guarded('reject-on-timeout', { onTimeout: 'reject', reminderAt: 0.5 }));
+  const seen: WatchEvent[] = [];
+  const final = await handle.watch((e) => void seen.push(e));
+  const reminders = seen.filter((e) => e.type === 'approvalReminder');
+  expect(reminders).toEqual([{ type: 'approvalReminder', at: expect.any(String), deadline: expect.any(String), onTimeout: 'reject', toolCallIds: ['w1'] }]);
+  // Raised by the run's timer at half the window: a second before the deadline, by workflow time.
+  const [r] = reminders as Array<Extract<WatchEvent, { type: 'approvalReminder' }>>;
+  expect(Date.parse(r.deadline) - Date.parse(r.at)).toBeGreaterThanOrEqual(900);
+  expect(seen.findIndex((e) => e === r)).toBeGreaterThan(seen.findIndex((e) => e.type === 'approval'));
+  expect(final).toMatchObject({ state: 'COMPLETED', answer: `told: ${approvalTimedOut(2_000)}` });
+  // The write never ran.
+  expect(final.recentToolCalls).toEqual([]);
+}, 30_000);
+
+test("the default 'fail' still ends the run, and with no reminderAt no reminder is raised", async () => {
+  writeThenAnswer('fail-on-timeout');
+  const handle = await agents.start(guarded('fail-on-timeout', {}));
+  const seen: WatchEvent[] = [];
+  const final = await handle.watch((e) => void seen.push(e));
+  expect([final.state, final.reason]).toEqual(['FAILED', 'no decision on writeFile within 2000 ms (limits.approvalTimeoutMs)']);
+  expect(seen.filter((e) => e.type === 'approvalReminder')).toEqual([]);
+}, 30_000);
+
+test('client: limits.maxPausedMs aborts a run paused that long, with the reason', async () => {
+  h.model.register('paused-too-long', ({ callIndex }) => (callIndex === 0 ? { toolCalls: [{ name: 'listFiles', arguments: {} }], firstChunkDelayMs: 500 } : { text: 'listed' }));
+  const handle = await agents.start({ prompt: 'List', model: 'paused-too-long', limits: { maxPausedMs: 1_500 } });
+  await h.waitForState(h.env.client.workflow.getHandle(handle.workflowId), (s) => s.state === 'STREAMING');
+  await h.env.client.workflow.getHandle(handle.workflowId).signal(pauseSignal);
+  const paused = await h.waitForState(h.env.client.workflow.getHandle(handle.workflowId), (s) => s.state === 'PAUSED');
+  expect(paused.pausedDeadline).not.toBeNull();
+  const final = await handle.watch(() => undefined);
+  expect([final.state, final.reason]).toEqual(['ABORTED', 'aborted: paused for 1500 ms (limits.maxPausedMs)']);
+}, 30_000);
+
+test("CLI: --on-limit complete ends a run at --max-loops COMPLETED with the last text; the reminder is a watch line", async () => {
+  h.model.register('at-the-limit', [{ text: 'first draft', toolCalls: [{ name: 'listFiles', arguments: {} }] }, { text: 'never asked' }]);
+  let out = '';
+  const cli = (...argv: string[]) => runCli(argv, { connect: async () => agents, out: (t) => (out += t), err: (t) => (out += t) });
+  expect(await cli('start', 'List', '--model', 'at-the-limit', '--max-loops', '1', '--on-limit', 'complete', '--watch', '--json')).toBe(0);
+  const end = out.trim().split('\n').map((l) => JSON.parse(l)).find((e) => e.type === 'end');
+  expect(end.state).toMatchObject({
+    state: 'COMPLETED',
+    answer: 'first draft',
+    reason: 'loop limit reached: 1 model calls, limits.maxLoops is 1: completed with the last text (limits.onLimit is complete)',
+  });
+  expect(h.model.requests('at-the-limit')).toHaveLength(1);
+
+  writeThenAnswer('cli-reminder');
+  out = '';
+  const args = ['--model', 'cli-reminder', '--approve-tools', 'writeFile', '--approval-timeout-ms', '2000', '--on-approval-timeout', 'reject', '--approval-reminder-at', '0.5', '--watch'];
+  expect(await cli('start', 'Write it', ...args)).toBe(0);
+  expect(out).toMatch(/reminder: w1 still waiting for approval; at .* the run will reject them and go on/);
+
+  out = '';
+  expect(await cli('start', 'Write it', '--approve-tools', 'writeFile', '--approval-reminder-at', '0.5')).not.toBe(0);
+  expect(out).toContain('approval.reminderAt: needs limits.approvalTimeoutMs');
+}, 40_000);
+
+test('gateway: the SSE stream carries approvalReminder before the run goes on', async () => {
+  writeThenAnswer('sse-reminder');
+  const res = await fetch(`${baseUrl}/v1/runs`, {
+    method: 'POST',
+    headers: { authorization: `Bearer ${TOKEN}`, 'content-type': 'application/json' },
+    body: JSON.stringify(guarded('sse-reminder', { onTimeout: 'reject', reminderAt: 0.5 })),
+  });
+  expect(res.status).toBe(201);
+  const { workflowId } = (await res.json()) as { workflowId: string };
+  const stream = await fetch(`${baseUrl}/v1/runs/${workflowId}/events`, { headers: { authorization: `Bearer ${TOKEN}` } });
+  const events = (await readSse(stream)).filter((m) => m.event);
+  const names = events.map((m) => m.event);
+  const reminder = events.find((m) => m.event === 'approvalReminder');
+  expect(reminder?.data).toMatchObject({ type: 'approvalReminder', onTimeout: 'reject', toolCallIds: ['w1'] });
+  expect(names.indexOf('approvalReminder')).toBeGreaterThan(names.indexOf('approval'));
+  expect(events.at(-1)).toMatchObject({ event: 'end', data: { state: { state: 'COMPLETED', answer: `told: ${approvalTimedOut(2_000)}` } } });
+  const state = await fetch(`${baseUrl}/v1/runs/${workflowId}`, { headers: { authorization: `Bearer ${TOKEN}` } });
+  expect(((await state.json()) as { approvalReminder: unknown }).approvalReminder).toBeNull();
+}, 30_000);
+
+test("client: a model critic answering on the 0-100 scale is heard, not replaced by the rules", async () => {
+  h.model.register('percent-critic-run', ({ request }) =>
+    request.response_format || String(request.messages?.[0]?.content).includes('You review')
+      ? { text: JSON.stringify({ action: 'complete', reason: 'the answer does the task', confidence: 85 }) }
+      : { text: 'Four.' },
+  );
+  const final = await (await agents.start({ prompt: 'Add 2 and 2', model: 'percent-critic-run', critique: 'model' })).watch(() => undefined);
+  expect(final).toMatchObject({ state: 'COMPLETED', answer: 'Four.', lastCritique: { action: 'complete', confidence: 0.85, reason: 'the answer does the task' } });
+}, 30_000);
