@@ -219,6 +219,12 @@ const SCENARIOS: Scenario[] = [
     },
   },
   {
+    // model-critic-tools: with critique 'model', the model critic judges each tool step from its results.
+    name: 'model-critic-tools',
+    script: [],
+    input: { prompt: 'What does the workspace say?', critique: 'model' },
+  },
+  {
     // limits.onLimit 'complete': the run at maxLoops ends COMPLETED with its last text.
     name: 'limit-complete',
     script: [{ text: 'first draft', toolCalls: [{ name: 'listFiles', arguments: {} }] }],

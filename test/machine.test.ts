@@ -18,6 +18,7 @@ import {
   LOOP_WARNING,
   MAX_CONTINUATIONS,
   resumeAt,
+  TOOL_RETRY_NOTE,
   timerDue,
   transition,
   TRANSITIONS,
@@ -836,6 +837,55 @@ describe('a failed model critic', () => {
     // An empty answer is still sent back, as the rule critic would.
     const empty = run(snapshot({ critique: 'model' }), { type: 'START' }, { type: 'MODEL_RESPONDED', response: response('') });
     expect(step(empty, { type: 'CRITIC_FAILED', error: 'x' }).snapshot.phase.type).toBe('STREAMING');
+  });
+});
+
+describe('a model critic on a tool step', () => {
+  const afterTools = (s: RunSnapshot, ok = true) =>
+    run(s, { type: 'START' }, { type: 'MODEL_RESPONDED', response: response('Reading it.', [call('r1')]) }, { type: 'TOOLS_DONE', results: [{ toolCallId: 'r1', name: 'readFile', ok, content: ok ? 'hello' : 'Error: no such file' }] });
+  const decide = (action: CritiqueAction) => ({ type: 'CRITIQUE_DONE', decision: { action, reason: 'the file was the wrong one', confidence: 0.9 } }) as const;
+
+  test('is asked with the task, the calls and their results', () => {
+    const s = afterTools(judged());
+    expect(s.phase.type).toBe('CRITIQUE');
+    expect(commandsFor(s)).toEqual([
+      {
+        type: 'critique',
+        request: { model: undefined, task: 'do the task', answer: 'Reading it.', callNumber: 2, toolResults: [{ name: 'readFile', arguments: '{"path":"a.txt"}', ok: true, content: 'hello' }] },
+        timeouts: 'critic',
+      },
+    ]);
+  });
+
+  test.each([
+    ['continue', 'STREAMING'],
+    ['retry', 'STREAMING'],
+    ['replan', 'PLANNING'],
+    // The model has not answered with the results yet: a complete is read as continue.
+    ['complete', 'STREAMING'],
+  ] as const)('%s leads to %s', (action, expected) => {
+    expect(step(afterTools(judged()), decide(action)).snapshot.phase.type).toBe(expected);
+  });
+
+  test('its retry after a successful step tells the model why; its continue after a failed one adds nothing', () => {
+    const retried = step(afterTools(judged()), decide('retry')).snapshot;
+    expect(retried.messages.at(-1)).toEqual({ role: 'user', content: `${TOOL_RETRY_NOTE}the file was the wrong one` });
+    expect(retried.lastCritique?.action).toBe('retry');
+    const failed = afterTools(judged(), false);
+    expect(step(failed, decide('continue')).snapshot.messages.at(-1)).toMatchObject({ role: 'tool', toolCallId: 'r1' });
+  });
+
+  test('the rules still judge tool steps in runs that ask for rules, and in runs begun before model-critic-tools', () => {
+    const rules = afterTools(snapshot());
+    expect([rules.phase.type, rules.lastCritique?.reason]).toEqual(['STREAMING', '1 tool call(s) succeeded']);
+    const before = judged();
+    const older = afterTools({ ...before, features: { ...before.features, toolCritique: undefined } });
+    expect([older.phase.type, older.lastCritique?.reason]).toEqual(['STREAMING', '1 tool call(s) succeeded']);
+  });
+
+  test('a failed critic on a tool step falls back to the rules', () => {
+    const r = step(afterTools(judged(), false), { type: 'CRITIC_FAILED', error: 'overloaded' });
+    expect([r.snapshot.phase.type, r.snapshot.lastCritique?.action]).toEqual(['STREAMING', 'retry']);
   });
 });
 

@@ -151,12 +151,14 @@ export interface CompactionResult {
   usage: Usage;
 }
 
-/** Input of the `critiqueAnswer` activity: a model judges a final answer against the task. */
+/** Input of the `critiqueAnswer` activity: a model judges a final answer, or a tool step, against the task. */
 export interface CritiqueRequest {
   model?: string;
   task: string;
   answer: string;
   callNumber: number;
+  /** Present when the critic judges a tool step: the calls it made and their (clipped) results; `answer` is the text beside them. */
+  toolResults?: Array<{ name: string; arguments: string; ok: boolean; content: string }>;
 }
 
 /** What the model critic answers: its decision, and the tokens judging it took (they count in the run's usage). */

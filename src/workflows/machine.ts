@@ -195,6 +195,9 @@ export const CUT_TOOL_CALL =
 /** The user turn that tells the model, once, that the run is close to a limit. */
 export const wrapUpNote = (near: string) => `You are close to this run's limits (${near}). Conclude now: give your best answer with what you already have.`;
 
+/** The user turn after a tool step the model critic asked to try again, before its reason. */
+export const TOOL_RETRY_NOTE = 'A reviewer judged your last tool calls and asks for another attempt: ';
+
 /** How many times an answer cut off by the output limit is continued before the run ends with it as it is. */
 export const MAX_CONTINUATIONS = 3;
 
@@ -235,8 +238,8 @@ export function internalEvent(s: RunSnapshot): AgentEvent | null {
   return null;
 }
 
-/** A model critic judges final answers; tool outcomes are judged by rules. */
-const critiqueMode = (s: RunSnapshot): 'rules' | 'model' => (s.lastToolResults.length === 0 ? s.options.critique : 'rules');
+/** A model critic judges final answers, and tool steps too since `model-critic-tools`; before, rules judged tool steps. */
+const critiqueMode = (s: RunSnapshot): 'rules' | 'model' => (s.lastToolResults.length === 0 || s.features.toolCritique ? s.options.critique : 'rules');
 
 /** One state's handling of one event, checked against the table. */
 function microstep(s: RunSnapshot, event: AgentEvent, now: string): TransitionResult {
@@ -621,12 +624,18 @@ function applyCritique(s: RunSnapshot, e: AgentEvent, now: string): TransitionRe
   if (isStuckInSetbacks(next)) {
     return fail(next, e, now, `no progress: the critic asked for another attempt ${next.setbacksInARow} times in a row (last: ${decision.action}, ${decision.reason})`);
   }
-  switch (decision.action) {
+  // A model critic's word on a tool step: the model has not answered with the results yet, so it cannot be complete.
+  const modelOnTools = afterTools && e.type === 'CRITIQUE_DONE' && critiqueMode(s) === 'model';
+  const action = modelOnTools && decision.action === CritiqueAction.COMPLETE ? CritiqueAction.CONTINUE : decision.action;
+  switch (action) {
     case CritiqueAction.CONTINUE:
       return enter(next, plain(S.STREAMING), e, now);
     case CritiqueAction.RETRY:
       if (!afterTools) {
         next.messages = [...s.messages, { role: 'user', content: `Your answer needs another attempt: ${decision.reason}` }];
+      } else if (modelOnTools) {
+        // The rules' retry follows a failed tool the model sees; a model critic's may follow a success it judged wrong.
+        next.messages = [...s.messages, { role: 'user', content: `${TOOL_RETRY_NOTE}${decision.reason}` }];
       }
       return enter(next, plain(S.STREAMING), e, now);
     case CritiqueAction.REPLAN:
