@@ -889,6 +889,39 @@ describe('a model critic on a tool step', () => {
   });
 });
 
+describe("the worker's tool policy", () => {
+  const calls = [
+    { ...call('d1', 'writeFile', { path: 'x' }), policy: { action: 'deny' as const, message: 'Not here.' } },
+    { ...call('a1', 'readFile', { path: 'secret' }), policy: { action: 'approve' as const, reason: 'a secret' } },
+    { ...call('r1', 'readFile', { path: 'b.txt' }), policy: { action: 'rewrite' as const, original: '{"path":"../b.txt"}' } },
+    call('ok'),
+  ];
+  const answered = () => run(snapshot(), { type: 'START' }, { type: 'MODEL_RESPONDED', response: response('', calls) });
+
+  test('a denied call is answered with its message, a held one waits for approval, the others run; the reason lists each verdict', () => {
+    const s = answered();
+    expect(s.phase).toMatchObject({ type: 'AWAITING_APPROVAL', pending: [{ toolCallId: 'a1', name: 'readFile' }] });
+    expect(s.reason).toBe('tool policy: denied writeFile (d1): Not here.; held for approval readFile (a1): a secret; rewrote the arguments of readFile (r1)');
+    expect(view(s).recentToolCalls).toEqual([expect.objectContaining({ toolCallId: 'd1', policy: 'deny', ok: false, output: 'Not here.', endedAt: expect.any(String) })]);
+    const r = step(s, { type: 'APPROVAL', toolCallId: 'a1', approved: true });
+    expect(work(r.commands)).toEqual([{ type: 'runTools', calls: calls.slice(1) }]);
+    expect(view(r.snapshot).recentToolCalls.map((c) => [c.toolCallId, c.policy])).toEqual([['d1', 'deny'], ['a1', 'approve'], ['r1', 'rewrite'], ['ok', undefined]]);
+    const done = step(r.snapshot, { type: 'TOOLS_DONE', results: ['a1', 'r1', 'ok'].map((id) => ({ toolCallId: id, name: 'readFile', ok: true, content: 'text' })) }).snapshot;
+    expect(done.messages.filter((m) => m.role === 'tool')).toEqual([
+      { role: 'tool', toolCallId: 'd1', content: 'Not here.' },
+      ...['a1', 'r1', 'ok'].map((id) => ({ role: 'tool', toolCallId: id, content: 'text' })),
+    ]);
+    expect(done.toolCalls).toBe(3);
+  });
+
+  test('a turn whose calls the policy all denied enters TOOL_EXECUTING with no tool to run', () => {
+    const denied = [{ ...call('d1'), policy: { action: 'deny' as const, message: 'No.' } }];
+    const s = run(snapshot(), { type: 'START' }, { type: 'MODEL_RESPONDED', response: response('', denied) });
+    expect(s.phase.type).toBe('TOOL_EXECUTING');
+    expect(commandsFor(s)).toEqual([{ type: 'runTools', requests: [] }]);
+  });
+});
+
 describe('a fork\'s clocks', () => {
   test('start afresh with the limits it carries; waiting already when a person decides', () => {
     const s = snapshot({ limits: { timeoutMs: 600_000, approvalTimeoutMs: 60_000 } });

@@ -3,7 +3,7 @@
  * No Temporal import, no await, no clock, no randomness: the workflow interprets the commands and feeds
  * their outcomes back as events. Every state change is appended to the snapshot's transition log.
  */
-import type { CompactionRequest, CompactionResult, CritiqueRequest, ModelRequest, ModelResponse, ToolRequest, ToolResult, Usage } from '../common/chat';
+import type { CompactionRequest, CompactionResult, CritiqueRequest, ModelRequest, ModelResponse, ToolCall, ToolRequest, ToolResult, Usage } from '../common/chat';
 import { addUsage } from '../common/chat';
 import {
   describeRepetition,
@@ -580,14 +580,36 @@ function processResponse(s: RunSnapshot, e: AgentEvent, now: string): Transition
     };
     return enter(next, plain(S.STREAMING), e, now);
   }
-  const next = { ...s, toolSignatures: signatures };
-  const guarded = calls.filter((c) => needsApproval(s, c.name));
+  const next = withPolicy({ ...s, toolSignatures: signatures }, now);
+  const guarded = calls.filter((c) => c.policy?.action !== 'deny' && (needsApproval(s, c.name) || c.policy?.action === 'approve'));
   if (guarded.length > 0) {
     const pending = guarded.map((c) => ({ toolCallId: c.id, kind: 'tool' as const, name: c.name, arguments: c.arguments, ...(c.parameters ? { parameters: c.parameters } : {}) }));
     return enter(next, { type: S.AWAITING_APPROVAL, pending, then: plain(S.TOOL_EXECUTING) }, e, now);
   }
   return enter(next, plain(S.TOOL_EXECUTING), e, now);
 }
+
+/**
+ * The worker's tool policy's verdicts on the answer's calls (set by the model activity, so recorded in its result):
+ * a denied call is answered with the policy's message and logged as ended at once; the reason lists every verdict.
+ */
+function withPolicy(s: RunSnapshot, now: string): RunSnapshot {
+  const judged = s.pendingToolCalls.filter((c) => c.policy);
+  if (judged.length === 0) return s;
+  const denied = judged.flatMap((c) => (c.policy?.action === 'deny' ? [{ call: c, message: c.policy.message }] : []));
+  const step = s.step + 1;
+  const logged = denied.map(({ call, message }): ToolCallRecord => ({ toolCallId: call.id, name: call.name, arguments: clip200(call.arguments), policy: 'deny', startStep: step, startedAt: now, endStep: step, endedAt: now, ok: false, output: clip200(message) }));
+  const said = judged.map((c) => `${POLICY_VERB[c.policy!.action]} ${c.name} (${c.id})${policyWhy(c.policy!)}`);
+  return {
+    ...s,
+    reason: `tool policy: ${said.join('; ')}`,
+    presetResults: [...s.presetResults, ...denied.map(({ call, message }) => ({ toolCallId: call.id, name: call.name, ok: false, content: message }))],
+    toolLog: [...s.toolLog, ...logged].slice(-TOOL_LOG_SIZE),
+  };
+}
+
+const POLICY_VERB = { deny: 'denied', approve: 'held for approval', rewrite: 'rewrote the arguments of' } as const;
+const policyWhy = (v: NonNullable<ToolCall['policy']>) => (v.action === 'deny' ? `: ${v.message}` : v.reason ? `: ${v.reason}` : '');
 
 /**
  * A response the output limit cut off. Tool calls go back to the model as errors (their arguments may be cut
@@ -775,7 +797,7 @@ function toolsStarted(s: RunSnapshot, now: string): ToolCallRecord[] {
   const preset = new Set(s.presetResults.map((r) => r.toolCallId));
   const started = s.pendingToolCalls
     .filter((c) => !preset.has(c.id))
-    .map((c): ToolCallRecord => ({ toolCallId: c.id, name: c.name, arguments: clip200(c.arguments), ...(c.edited ? { edited: true as const } : {}), startStep: s.step, startedAt: now, endStep: null, endedAt: null, ok: null, output: null }));
+    .map((c): ToolCallRecord => ({ toolCallId: c.id, name: c.name, arguments: clip200(c.arguments), ...(c.edited ? { edited: true as const } : {}), ...(c.policy ? { policy: c.policy.action } : {}), startStep: s.step, startedAt: now, endStep: null, endedAt: null, ok: null, output: null }));
   return [...s.toolLog, ...started].slice(-TOOL_LOG_SIZE);
 }
 
