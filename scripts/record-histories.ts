@@ -17,7 +17,7 @@ import {
   resumeUpdate,
   sendMessageUpdate,
 } from '../src/common/messages';
-import { defineAgent } from '../src/activities';
+import { defineAgent, type ToolPolicy } from '../src/activities';
 import type { Script } from '../src/scripted-model';
 import { startAgentHarness, type AgentHarness } from '../test/support/agent-harness';
 import { execFileSync } from 'node:child_process';
@@ -219,12 +219,45 @@ const SCENARIOS: Scenario[] = [
     },
   },
   {
+    // model-critic-tools: with critique 'model', the model critic judges each tool step from its results.
+    name: 'model-critic-tools',
+    script: [],
+    input: { prompt: 'What does the workspace say?', critique: 'model' },
+  },
+  {
+    // The worker's tool policy (RECORD_POLICY): one call denied, one rewritten, one held for approval and approved.
+    name: 'tool-policy',
+    script: ({ callIndex }) =>
+      callIndex === 0
+        ? {
+            toolCalls: [
+              { id: 'd1', name: 'writeFile', arguments: { path: 'policy-denied.txt', content: 'x' } },
+              { id: 'r1', name: 'readFile', arguments: { path: '../hello.txt' } },
+              { id: 'a1', name: 'listFiles', arguments: { path: 'policy-held' } },
+            ],
+          }
+        : { text: 'done' },
+    input: { prompt: 'Write, read and list' },
+    drive: async (h, handle) => {
+      await h.waitForState(handle, (s) => s.state === 'AWAITING_APPROVAL');
+      await handle.executeUpdate(approveUpdate, { args: [{ toolCallId: 'a1', approved: true }] });
+    },
+  },
+  {
     // limits.onLimit 'complete': the run at maxLoops ends COMPLETED with its last text.
     name: 'limit-complete',
     script: [{ text: 'first draft', toolCalls: [{ name: 'listFiles', arguments: {} }] }],
     input: { prompt: 'List', limits: { maxLoops: 1, onLimit: 'complete' } },
   },
 ];
+
+/** The recording worker's tool policy: it acts only on the calls of the `tool-policy` scenario. */
+const RECORD_POLICY: ToolPolicy = (call) => {
+  if (call.name === 'writeFile' && call.arguments?.path === 'policy-denied.txt') return { action: 'deny', message: 'Not on this worker.' };
+  if (call.name === 'readFile' && call.arguments?.path === '../hello.txt') return { action: 'rewrite', arguments: { path: 'hello.txt' } };
+  if (call.name === 'listFiles' && call.arguments?.path === 'policy-held') return { action: 'approve', reason: 'recorded hold' };
+  return { action: 'allow' };
+};
 
 /** The agents the recording worker registers, for scenarios that start with `agent`. */
 const AGENTS = [defineAgent({ name: 'reader', instructions: 'You read files and say what they hold.', tools: ['listFiles', 'readFile'], limits: { maxLoops: 4 } })];
@@ -236,7 +269,7 @@ async function main(only = process.argv.slice(2)) {
     : await startDevServer({ port: 17299, headless: true, dbFile: path.join(mkdtempSync(path.join(os.tmpdir(), 'record-')), 'db.sqlite') });
   if (server) process.env.TEMPORAL_TEST_ADDRESS = server.address;
   const cli = await ensureTemporalCli({ quiet: true });
-  const h = await startAgentHarness(undefined, { agents: AGENTS });
+  const h = await startAgentHarness(undefined, { agents: AGENTS, toolPolicy: RECORD_POLICY });
   mkdirSync(OUT, { recursive: true });
   try {
     for (const scenario of SCENARIOS.filter((s) => only.length === 0 || only.includes(s.name))) {

@@ -21,6 +21,7 @@ export type { ActivityDeps } from './activities';
 /** Tools: `defineTool({ name, description, parameters: z.object(...), sideEffects, execute })`. */
 export { defineTool, RetryableToolError, MAX_TOOL_OUTPUT_CHARS } from './activities/tools/registry';
 export type { Tool, ToolContext } from './activities/tools/registry';
+export type { ToolPolicy, ToolPolicyCall, ToolPolicyContext, ToolPolicyDecision } from './activities/tool-policy';
 
 /** Named agents: `defineAgent({ name, instructions, tools, model, limits, ... })`; a run names one with `agent`. */
 export { defineAgent, InvalidAgentDefinitionError } from './activities/agents';

@@ -10,7 +10,7 @@ import type { DataConverter } from '@temporalio/common';
 import { SimplePlugin } from '@temporalio/plugin';
 import type { NativeConnection, ReplayWorkerOptions, Worker, WorkerOptions, WorkflowBundleOption } from '@temporalio/worker';
 import type OpenAI from 'openai';
-import { type ActivityDeps, type AgentDefinition, type Tool, type ToolLedger } from './activities';
+import { type ActivityDeps, type AgentDefinition, type Tool, type ToolLedger, type ToolPolicy } from './activities';
 import type { InflightActivities } from './activities/inflight';
 import { createConversationStore, createDataConverter } from './codec';
 import type { ConversationStore } from './codec/conversation-store';
@@ -34,6 +34,8 @@ export interface AgentPluginOptions {
   tools?: Tool[];
   /** Named agents (`defineAgent`) that runs may start with `agent: "<name>"`. */
   agents?: AgentDefinition[];
+  /** Decides on each tool call before it runs: allow, deny, approval, or rewritten arguments (docs/tool-policy.md). */
+  toolPolicy?: ToolPolicy;
   /** Root of the built-in file tools. @default `AGENT_WORKSPACE`, else ./workspace */
   workspace?: string;
   /** Durable record of side-effecting tool calls (`SqliteToolLedger`); without one such tools run on every attempt. */
@@ -133,6 +135,7 @@ function activityDeps(o: AgentPluginOptions): ActivityDeps {
     workspace: o.workspace ?? workspaceDir(),
     tools: o.tools,
     agents: o.agents,
+    ...(o.toolPolicy ? { toolPolicy: o.toolPolicy } : {}),
     ledger: o.ledger,
     conversations: o.conversations,
     budget: o.budget,

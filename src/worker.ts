@@ -6,7 +6,7 @@
 import { NativeConnection, Runtime, Worker, type WorkerOptions } from '@temporalio/worker';
 import OpenAI from 'openai';
 import { Providers, type ProviderConfig } from './activities/providers';
-import { createActivities, readableErrorBodies, SqliteToolLedger, type ActivityDeps, type AgentDefinition, type Tool } from './activities';
+import { createActivities, readableErrorBodies, SqliteToolLedger, type ActivityDeps, type AgentDefinition, type Tool, type ToolPolicy } from './activities';
 import { InflightActivities, type RecoveryReport } from './activities/inflight';
 import { connectMcpServers, parseMcpServers, type McpServerInfo, type McpTools } from './activities/tools/mcp';
 import { createConversationStore, createDataConverter } from './codec';
@@ -107,6 +107,8 @@ export interface AgentWorkerOptions {
   tools?: Tool[];
   /** Named agents (`defineAgent`): a run may name one (`agent`) instead of repeating its instructions and tools. */
   agents?: AgentDefinition[];
+  /** Decides on each tool call before it runs: allow, deny, approval, or rewritten arguments (docs/tool-policy.md). */
+  toolPolicy?: ToolPolicy;
   /** The environment settings are read from. @default process.env */
   env?: NodeJS.ProcessEnv;
   /** Every setting at once, as `workerConfig()` reads them; the options below override it. @default workerConfig(env) */
@@ -258,6 +260,7 @@ export async function createAgentWorker(options: AgentWorkerOptions = {}): Promi
       workspace: config.workspace,
       tools: [...(options.tools ?? []), ...mcp.tools],
       agents: options.agents,
+      ...(options.toolPolicy ? { toolPolicy: options.toolPolicy } : {}),
       ledger,
       conversations: createConversationStore(dataConverter, config.codecs.claimCheck),
       stream: live,

@@ -8,7 +8,8 @@ import { ApplicationFailure } from '@temporalio/common';
 import { MockActivityEnvironment } from '@temporalio/testing';
 import OpenAI from 'openai';
 import { z } from 'zod';
-import { createActivities } from '../src/activities';
+import { createActivities, type ToolPolicy, type ToolPolicyDecision } from '../src/activities';
+import { agentPlugin } from '../src/plugin';
 import { chunkTranscript, recentStart } from '../src/activities/compaction';
 import { classifyModelError, ModelErrorType, retryAfterMs } from '../src/activities/errors';
 import { fileTools, resolveInWorkspace } from '../src/activities/tools/files';
@@ -256,6 +257,37 @@ describe('callModel: runLocalTools', () => {
 
     model.register('local-calls-off', [{ toolCalls: [{ id: 'r1', name: 'readFile', arguments: { path: 'a.txt' } }] }]);
     expect((await act(callModel, request('local-calls-off'))).toolResults).toBeUndefined();
+  });
+});
+
+describe('callModel: the tool policy', () => {
+  test("the plugin's policy decides before local tools run: a rewrite runs, a denial, a throw and nonsense do not", async () => {
+    writeFileSync(path.join(workspace, 'b.txt'), 'beta');
+    const policy: ToolPolicy = (call) => {
+      if (call.id === 'rw') return { action: 'rewrite', arguments: { path: 'b.txt' }, reason: 'b instead' };
+      if (call.id === 'dn') return { action: 'deny', message: 'No reading.' };
+      if (call.id === 'th') throw new Error('policy service down');
+      if (call.id === 'ns') return { action: 'maybe' } as unknown as ToolPolicyDecision;
+      return { action: 'allow' };
+    };
+    const plugin = agentPlugin({ openai, llm: { model: 'unset' }, workspace, toolPolicy: policy, dataConverter: false });
+    // workflowsPath given: the plugin bundles no workflow code for this test.
+    const fromPlugin = plugin.configureWorker({ taskQueue: 'policy-test', workflowsPath: __filename }).activities as ReturnType<typeof createActivities>;
+    model.register('policy-calls', [
+      { toolCalls: ['rw', 'dn', 'th', 'ns', 'ok'].map((id) => ({ id, name: 'readFile', arguments: { path: 'a.txt' } })) },
+    ]);
+    const response = await act(answering(fromPlugin.callModel), request('policy-calls', { runLocalTools: true }));
+    expect(response.toolCalls.map((c) => [c.id, c.arguments, c.policy])).toEqual([
+      ['rw', '{"path":"b.txt"}', { action: 'rewrite', original: '{"path":"a.txt"}', reason: 'b instead' }],
+      ['dn', '{"path":"a.txt"}', { action: 'deny', message: 'No reading.' }],
+      ['th', '{"path":"a.txt"}', { action: 'deny', message: 'Not executed: the tool policy failed: policy service down' }],
+      ['ns', '{"path":"a.txt"}', { action: 'deny', message: 'Not executed: the tool policy answered {"action":"maybe"}, not allow, deny, approve or rewrite.' }],
+      ['ok', '{"path":"a.txt"}', undefined],
+    ]);
+    expect(response.toolResults).toEqual([
+      { toolCallId: 'rw', name: 'readFile', ok: true, content: 'beta' },
+      { toolCallId: 'ok', name: 'readFile', ok: true, content: 'alpha' },
+    ]);
   });
 });
 

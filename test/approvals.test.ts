@@ -10,7 +10,7 @@ import { runCli } from '../src/cli';
 import { AgentClient, type WatchEvent } from '../src/client';
 import { pauseSignal } from '../src/common/messages';
 import { buildGateway } from '../src/gateway/index';
-import { approvalTimedOut } from '../src/workflows/machine';
+import { approvalTimedOut, TOOL_RETRY_NOTE } from '../src/workflows/machine';
 import { startAgentHarness, type AgentHarness } from './support/agent-harness';
 import { readSse } from './support/sse';
 
@@ -136,4 +136,50 @@ test("client: a model critic answering on the 0-100 scale is heard, not replaced
   );
   const final = await (await agents.start({ prompt: 'Add 2 and 2', model: 'percent-critic-run', critique: 'model' })).watch(() => undefined);
   expect(final).toMatchObject({ state: 'COMPLETED', answer: 'Four.', lastCritique: { action: 'complete', confidence: 0.85, reason: 'the answer does the task' } });
+}, 30_000);
+
+/**
+ * A model critic that judges a tool step: retry (or replan) the first one, continue after, and complete the answer.
+ * The run's own model is asked only for the task's steps: one listFiles, then an answer.
+ */
+const toolCritic = (name: string, onFirstToolStep: 'retry' | 'replan') => {
+  let toolSteps = 0;
+  h.model.register(name, ({ request }) => {
+    const system = String(request.messages?.[0]?.content);
+    if (system.includes('tool calls toward a task')) {
+      toolSteps += 1;
+      return { text: JSON.stringify({ action: toolSteps === 1 ? onFirstToolStep : 'continue', reason: 'list the workspace root instead', confidence: 90 }) };
+    }
+    if (system.includes('You review')) return { text: JSON.stringify({ action: 'complete', reason: 'done', confidence: 0.9 }) };
+    const told = (request.messages as Array<{ role: string; content: string }>).some((m) => m.role === 'user' && m.content.startsWith(TOOL_RETRY_NOTE));
+    const tools = (request.messages as Array<{ role: string }>).filter((m) => m.role === 'tool').length;
+    if (!request.tools?.length) return { text: '1. List the root.' };
+    return tools < 2 ? { toolCalls: [{ name: 'listFiles', arguments: { path: tools === 0 ? 'sub' : '.' } }] } : { text: told ? 'Listed, as the reviewer asked.' : 'Listed.' };
+  });
+};
+
+test('client: with critique model, the model critic judges a tool step from its results, and its retry reaches the model', async () => {
+  toolCritic('tool-critic-run', 'retry');
+  const final = await (await agents.start({ prompt: 'List the files', model: 'tool-critic-run', critique: 'model' })).watch(() => undefined);
+  expect(final).toMatchObject({ state: 'COMPLETED', answer: 'Listed, as the reviewer asked.', lastCritique: { action: 'complete' } });
+  const requests = h.model.requests('tool-critic-run').map((r) => r.body as { messages: Array<{ role: string; content: string }> });
+  const judged = requests.filter((r) => String(r.messages[0]?.content).includes('tool calls toward a task'));
+  expect(judged).toHaveLength(2);
+  expect(judged[0].messages[1].content).toMatch(/^Task:\nList the files\n\nTool calls:\n1\. listFiles \{"path":"sub"\}\n(Result|Error): /);
+  // The critic's retry, with its reason, is the model's next user message after the tool result.
+  const second = requests.filter((r) => !String(r.messages[0]?.content).includes('review'))[1];
+  expect(second.messages.at(-1)).toEqual({ role: 'user', content: `${TOOL_RETRY_NOTE}list the workspace root instead` });
+}, 30_000);
+
+test("gateway: a model critic's replan after a tool step sends the run back to PLANNING", async () => {
+  toolCritic('tool-critic-gateway', 'replan');
+  const headers = { authorization: `Bearer ${TOKEN}`, 'content-type': 'application/json' };
+  const res = await fetch(`${baseUrl}/v1/runs`, { method: 'POST', headers, body: JSON.stringify({ prompt: 'List the files', model: 'tool-critic-gateway', critique: 'model' }) });
+  expect(res.status).toBe(201);
+  const { workflowId } = (await res.json()) as { workflowId: string };
+  const stream = await fetch(`${baseUrl}/v1/runs/${workflowId}/events`, { headers: { authorization: `Bearer ${TOKEN}` } });
+  const end = (await readSse(stream)).find((m) => m.event === 'end');
+  expect(end?.data).toMatchObject({ state: { state: 'COMPLETED', answer: 'Listed.' } });
+  const state = (await (await fetch(`${baseUrl}/v1/runs/${workflowId}`, { headers })).json()) as { transitions: Array<{ from: string; to: string; event: string }> };
+  expect(state.transitions).toContainEqual(expect.objectContaining({ from: 'CRITIQUE', to: 'PLANNING', event: 'CRITIQUE_DONE' }));
 }, 30_000);

@@ -18,6 +18,7 @@ import {
   LOOP_WARNING,
   MAX_CONTINUATIONS,
   resumeAt,
+  TOOL_RETRY_NOTE,
   timerDue,
   transition,
   TRANSITIONS,
@@ -836,6 +837,88 @@ describe('a failed model critic', () => {
     // An empty answer is still sent back, as the rule critic would.
     const empty = run(snapshot({ critique: 'model' }), { type: 'START' }, { type: 'MODEL_RESPONDED', response: response('') });
     expect(step(empty, { type: 'CRITIC_FAILED', error: 'x' }).snapshot.phase.type).toBe('STREAMING');
+  });
+});
+
+describe('a model critic on a tool step', () => {
+  const afterTools = (s: RunSnapshot, ok = true) =>
+    run(s, { type: 'START' }, { type: 'MODEL_RESPONDED', response: response('Reading it.', [call('r1')]) }, { type: 'TOOLS_DONE', results: [{ toolCallId: 'r1', name: 'readFile', ok, content: ok ? 'hello' : 'Error: no such file' }] });
+  const decide = (action: CritiqueAction) => ({ type: 'CRITIQUE_DONE', decision: { action, reason: 'the file was the wrong one', confidence: 0.9 } }) as const;
+
+  test('is asked with the task, the calls and their results', () => {
+    const s = afterTools(judged());
+    expect(s.phase.type).toBe('CRITIQUE');
+    expect(commandsFor(s)).toEqual([
+      {
+        type: 'critique',
+        request: { model: undefined, task: 'do the task', answer: 'Reading it.', callNumber: 2, toolResults: [{ name: 'readFile', arguments: '{"path":"a.txt"}', ok: true, content: 'hello' }] },
+        timeouts: 'critic',
+      },
+    ]);
+  });
+
+  test.each([
+    ['continue', 'STREAMING'],
+    ['retry', 'STREAMING'],
+    ['replan', 'PLANNING'],
+    // The model has not answered with the results yet: a complete is read as continue.
+    ['complete', 'STREAMING'],
+  ] as const)('%s leads to %s', (action, expected) => {
+    expect(step(afterTools(judged()), decide(action)).snapshot.phase.type).toBe(expected);
+  });
+
+  test('its retry after a successful step tells the model why; its continue after a failed one adds nothing', () => {
+    const retried = step(afterTools(judged()), decide('retry')).snapshot;
+    expect(retried.messages.at(-1)).toEqual({ role: 'user', content: `${TOOL_RETRY_NOTE}the file was the wrong one` });
+    expect(retried.lastCritique?.action).toBe('retry');
+    const failed = afterTools(judged(), false);
+    expect(step(failed, decide('continue')).snapshot.messages.at(-1)).toMatchObject({ role: 'tool', toolCallId: 'r1' });
+  });
+
+  test('the rules still judge tool steps in runs that ask for rules, and in runs begun before model-critic-tools', () => {
+    const rules = afterTools(snapshot());
+    expect([rules.phase.type, rules.lastCritique?.reason]).toEqual(['STREAMING', '1 tool call(s) succeeded']);
+    const before = judged();
+    const older = afterTools({ ...before, features: { ...before.features, toolCritique: undefined } });
+    expect([older.phase.type, older.lastCritique?.reason]).toEqual(['STREAMING', '1 tool call(s) succeeded']);
+  });
+
+  test('a failed critic on a tool step falls back to the rules', () => {
+    const r = step(afterTools(judged(), false), { type: 'CRITIC_FAILED', error: 'overloaded' });
+    expect([r.snapshot.phase.type, r.snapshot.lastCritique?.action]).toEqual(['STREAMING', 'retry']);
+  });
+});
+
+describe("the worker's tool policy", () => {
+  const calls = [
+    { ...call('d1', 'writeFile', { path: 'x' }), policy: { action: 'deny' as const, message: 'Not here.' } },
+    { ...call('a1', 'readFile', { path: 'secret' }), policy: { action: 'approve' as const, reason: 'a secret' } },
+    { ...call('r1', 'readFile', { path: 'b.txt' }), policy: { action: 'rewrite' as const, original: '{"path":"../b.txt"}' } },
+    call('ok'),
+  ];
+  const answered = () => run(snapshot(), { type: 'START' }, { type: 'MODEL_RESPONDED', response: response('', calls) });
+
+  test('a denied call is answered with its message, a held one waits for approval, the others run; the reason lists each verdict', () => {
+    const s = answered();
+    expect(s.phase).toMatchObject({ type: 'AWAITING_APPROVAL', pending: [{ toolCallId: 'a1', name: 'readFile' }] });
+    expect(s.reason).toBe('tool policy: denied writeFile (d1): Not here.; held for approval readFile (a1): a secret; rewrote the arguments of readFile (r1)');
+    expect(view(s).recentToolCalls).toEqual([expect.objectContaining({ toolCallId: 'd1', policy: 'deny', ok: false, output: 'Not here.', endedAt: expect.any(String) })]);
+    const r = step(s, { type: 'APPROVAL', toolCallId: 'a1', approved: true });
+    expect(work(r.commands)).toEqual([{ type: 'runTools', calls: calls.slice(1) }]);
+    expect(view(r.snapshot).recentToolCalls.map((c) => [c.toolCallId, c.policy])).toEqual([['d1', 'deny'], ['a1', 'approve'], ['r1', 'rewrite'], ['ok', undefined]]);
+    const done = step(r.snapshot, { type: 'TOOLS_DONE', results: ['a1', 'r1', 'ok'].map((id) => ({ toolCallId: id, name: 'readFile', ok: true, content: 'text' })) }).snapshot;
+    expect(done.messages.filter((m) => m.role === 'tool')).toEqual([
+      { role: 'tool', toolCallId: 'd1', content: 'Not here.' },
+      ...['a1', 'r1', 'ok'].map((id) => ({ role: 'tool', toolCallId: id, content: 'text' })),
+    ]);
+    expect(done.toolCalls).toBe(3);
+  });
+
+  test('a turn whose calls the policy all denied enters TOOL_EXECUTING with no tool to run', () => {
+    const denied = [{ ...call('d1'), policy: { action: 'deny' as const, message: 'No.' } }];
+    const s = run(snapshot(), { type: 'START' }, { type: 'MODEL_RESPONDED', response: response('', denied) });
+    expect(s.phase.type).toBe('TOOL_EXECUTING');
+    expect(commandsFor(s)).toEqual([{ type: 'runTools', requests: [] }]);
   });
 });
 

@@ -1,5 +1,5 @@
 /**
- * The model critic: asks the model to judge a final answer against the task, as JSON. It asks with the strictest
+ * The model critic: asks the model to judge a final answer, or a tool step's results, against the task, as JSON. It asks with the strictest
  * `response_format` the provider accepts (a strict JSON schema, else JSON mode, else the prompt alone) and remembers,
  * per model, which one that was. It heartbeats while the (non-streamed) verdict is awaited, and a cancellation
  * aborts the request in flight.
@@ -44,6 +44,19 @@ const CRITIC_PROMPT =
   '{"action": "complete" | "retry" | "replan", "reason": string, "confidence": number between 0 and 1}. ' +
   'Use "complete" when the answer does the task, "retry" when it is close but wrong or incomplete, "replan" when the approach is wrong.';
 
+const TOOL_CRITIC_PROMPT =
+  "You review the outcome of an assistant's tool calls toward a task. Reply with JSON only: " +
+  '{"action": "continue" | "retry" | "replan", "reason": string, "confidence": number between 0 and 1}. ' +
+  'Use "continue" when the results move the task forward, "retry" when the calls should be made again differently, "replan" when the approach is wrong.';
+
+/** What the critic is shown: the task and the final answer, or the task and a tool step's calls with their results. */
+export function criticMessages(request: CritiqueRequest): Array<{ role: 'system' | 'user'; content: string }> {
+  if (!request.toolResults) return [{ role: 'system', content: CRITIC_PROMPT }, { role: 'user', content: `Task:\n${request.task}\n\nAnswer:\n${request.answer}` }];
+  const calls = request.toolResults.map((r, i) => `${i + 1}. ${r.name} ${r.arguments}\n${r.ok ? 'Result' : 'Error'}: ${r.content}`).join('\n\n');
+  const said = request.answer.trim() ? `Assistant said:\n${request.answer}\n\n` : '';
+  return [{ role: 'system', content: TOOL_CRITIC_PROMPT }, { role: 'user', content: `Task:\n${request.task}\n\n${said}Tool calls:\n${calls}` }];
+}
+
 /** How the critic asks for JSON, strictest first; each provider refusal moves one step down. */
 export const CRITIC_RESPONSE_FORMATS = ['json_schema', 'json_object', 'plain'] as const;
 export type CriticResponseFormat = (typeof CRITIC_RESPONSE_FORMATS)[number];
@@ -83,10 +96,7 @@ export function createCritiqueAnswer(deps: { openai: OpenAI; defaultModel: strin
       for (;;) {
         try {
           const responseFormat = RESPONSE_FORMAT[format];
-          const messages = [
-            { role: 'system' as const, content: CRITIC_PROMPT },
-            { role: 'user' as const, content: `Task:\n${request.task}\n\nAnswer:\n${request.answer}` },
-          ];
+          const messages = criticMessages(request);
           const id = `${ctx.info.workflowExecution?.workflowId ?? ctx.info.activityId}:critic:${request.callNumber}:${format}`;
           return await budgeted(deps.budget, id, messages, ctx.cancellationSignal, () =>
             route.keys[0].client.chat.completions.create(

@@ -19,6 +19,7 @@ import type { ToolLedger } from './tools/ledger';
 import { ToolRegistry, type Tool } from './tools/registry';
 import type { ProviderBudget } from '../quota';
 import type { Providers } from './providers';
+import type { ToolPolicy } from './tool-policy';
 
 export interface ActivityDeps {
   openai: OpenAI;
@@ -45,6 +46,8 @@ export interface ActivityDeps {
   budget?: ProviderBudget;
   /** Named providers (`provider/model`) and several keys per provider (activities/providers.ts); absent: `openai` alone. */
   providers?: Providers;
+  /** Decides on each tool call before it runs (docs/tool-policy.md); absent: every call is allowed, at no cost. */
+  toolPolicy?: ToolPolicy;
 }
 
 export function createActivities(deps: ActivityDeps) {
@@ -89,4 +92,5 @@ export type AgentActivities = ReturnType<typeof createActivities>;
 export { AgentRegistry, defineAgent, InvalidAgentDefinitionError, type AgentDefinition } from './agents';
 export { ToolRegistry, defineTool, RetryableToolError, type Tool } from './tools/registry';
 export { SqliteToolLedger, UNKNOWN_OUTCOME, type ToolLedger } from './tools/ledger';
+export type { ToolPolicy, ToolPolicyCall, ToolPolicyContext, ToolPolicyDecision } from './tool-policy';
 export { classifyModelError, ModelErrorType, readableErrorBodies } from './errors';

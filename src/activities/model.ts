@@ -35,6 +35,7 @@ import { startHeartbeat } from './heartbeat';
 import { recordToolCall } from './metrics';
 import { usageOf } from './usage';
 import type { ToolRegistry } from './tools/registry';
+import { applyToolPolicy, type ToolPolicy } from './tool-policy';
 
 export interface ModelDeps {
   openai: OpenAI;
@@ -60,6 +61,8 @@ export interface ModelDeps {
   budget?: ProviderBudget;
   /** Named providers (`provider/model`) and several keys per provider; without it every call goes to `openai`. */
   providers?: Providers;
+  /** Decides on each tool call of an answer before any runs (tool-policy.ts); absent: every call is allowed. */
+  toolPolicy?: ToolPolicy;
 }
 
 /**
@@ -220,7 +223,9 @@ export function createCallModel(deps: ModelDeps) {
       const conversation = request.chain && (await storeConversation(request, messages, deps.conversations, ctx));
       const answeredBy = assembler.model || model;
       const contextWindowTokens = deps.contextWindowTokens ?? knownContextWindow(answeredBy);
-      const toolCalls = assembler.toolCalls(request.callNumber).map((c) => deps.tools.withHints(c, guarded(request.approvalTools, c.name)));
+      const hinted = assembler.toolCalls(request.callNumber).map((c) => deps.tools.withHints(c, guarded(request.approvalTools, c.name)));
+      const policyContext = { workflowId: runId, callNumber: request.callNumber, model: answeredBy };
+      const toolCalls = deps.toolPolicy && hinted.length > 0 ? await applyToolPolicy(deps.toolPolicy, hinted, deps.tools, policyContext) : hinted;
       // A call that offered no tools (a plan) gets none run: the run answers such calls itself.
       const toolResults = request.runLocalTools && request.tools?.length !== 0 ? await runLocalTools(toolCalls, request.tools, deps, ctx) : undefined;
       return {
@@ -436,7 +441,7 @@ const guarded = (approvalTools: string[] | undefined, name: string): boolean => 
 async function runLocalTools(calls: ToolCall[], allowed: string[] | undefined, deps: ModelDeps, ctx: Context): Promise<ToolResult[]> {
   const results: ToolResult[] = [];
   for (const call of calls) {
-    if (!call.local || call.parameters) continue;
+    if (!call.local || call.parameters || (call.policy && call.policy.action !== 'rewrite')) continue;
     const idempotencyKey = `${ctx.info.workflowExecution?.workflowId ?? ctx.info.activityId}/${call.id}`;
     const result = await deps.tools.run(call, { idempotencyKey, signal: ctx.cancellationSignal }, allowed).catch(() => undefined);
     if (result) results.push(recordToolCall(result));

@@ -22,7 +22,18 @@ export interface ToolCall {
   cancellable?: true;
   /** Set by the machine when a person approved the call with edited arguments (`arguments` holds them). */
   edited?: true;
+  /** Set by the model activity when the worker's tool policy did not simply allow the call (docs/tool-policy.md). */
+  policy?: ToolPolicyVerdict;
 }
+
+/**
+ * The worker's tool policy on one call, as the run records it: denied (the model gets `message` as the result), held
+ * for approval, or run with rewritten arguments (`arguments` of the call hold them; `original` the model's).
+ */
+export type ToolPolicyVerdict =
+  | { action: 'deny'; message: string }
+  | { action: 'approve'; reason?: string }
+  | { action: 'rewrite'; original: string; reason?: string };
 
 export type ChatMessage =
   | { role: 'system'; content: string }
@@ -151,12 +162,14 @@ export interface CompactionResult {
   usage: Usage;
 }
 
-/** Input of the `critiqueAnswer` activity: a model judges a final answer against the task. */
+/** Input of the `critiqueAnswer` activity: a model judges a final answer, or a tool step, against the task. */
 export interface CritiqueRequest {
   model?: string;
   task: string;
   answer: string;
   callNumber: number;
+  /** Present when the critic judges a tool step: the calls it made and their (clipped) results; `answer` is the text beside them. */
+  toolResults?: Array<{ name: string; arguments: string; ok: boolean; content: string }>;
 }
 
 /** What the model critic answers: its decision, and the tokens judging it took (they count in the run's usage). */

@@ -116,7 +116,7 @@ export const { LimitsSchema, PriceSchema, BudgetSchema, ApprovalSchema, Compacti
       tools: z.array(z.string().min(1)).optional(),
       /** Ask the model for a plan before the first answer. @default false */
       plan: z.boolean().default(false),
-      /** `rules` is free and deterministic; `model` asks the model to judge a final answer. @default 'rules' */
+      /** `rules` is free and deterministic; `model` asks the model to judge each final answer and tool step. @default 'rules' */
       critique: z.enum(['rules', 'model']).default('rules'),
       /** A critic's `complete` with a lower confidence is taken as `retry`. @default 0.5 */
       critiqueMinConfidence: z.number().min(0).max(1).default(0.5),

@@ -37,6 +37,11 @@ export interface ToolCallRecord {
   arguments: string;
   /** A person approved it with edited arguments (those above). */
   edited?: true;
+  /**
+   * The worker's tool policy did not simply allow it: `deny` (it never ran; `output` is the policy's message),
+   * `approve` (it waited for a person) or `rewrite` (it ran with the policy's arguments, those above).
+   */
+  policy?: 'deny' | 'approve' | 'rewrite';
   /** The step that started it (the way into TOOL_EXECUTING), and when. */
   startStep: number;
   startedAt: string;

@@ -150,6 +150,7 @@ const schemas: Record<string, Json> = {
             toolCallId: { type: 'string' },
             name: { type: 'string' },
             arguments: { type: 'string' },
+            policy: { enum: ['deny', 'approve', 'rewrite'], description: "The worker's tool policy did not simply allow the call (docs/tool-policy.md)." },
             startStep: { type: 'integer' },
             startedAt: { type: 'string', format: 'date-time' },
             endStep: { type: ['integer', 'null'] },

@@ -40,6 +40,11 @@ function answerWithoutTools(messages: any[]): ResponseStep {
         : { action: 'retry', reason: 'the answer is empty', confidence: 0.9 };
       return { text: JSON.stringify(verdict) };
     }
+    case 'review-tools': {
+      const failed = /^\d+\. .*\nError: /m.test(textOf(messages.at(-1)?.content));
+      const verdict = failed ? { action: 'retry', reason: 'a tool call failed', confidence: 0.8 } : { action: 'continue', reason: 'the tool calls succeeded', confidence: 0.8 };
+      return { text: JSON.stringify(verdict) };
+    }
     case 'plan':
       return say(
         '1. List the files in the workspace.\n2. Read the most relevant file.\n3. Answer with what the file says.',
@@ -56,9 +61,10 @@ function answerWithoutTools(messages: any[]): ResponseStep {
 }
 
 /** The last message states the most specific request; system messages are the fallback. */
-function intentOf(messages: any[]): 'plan' | 'summary' | 'review' | 'other' {
+function intentOf(messages: any[]): 'plan' | 'summary' | 'review' | 'review-tools' | 'other' {
   const system0 = textOf(messages[0]?.role === 'system' ? messages[0].content : '');
   if (/review an assistant's final answer/i.test(system0)) return 'review';
+  if (/review the outcome of an assistant's tool calls/i.test(system0)) return 'review-tools';
   const last = textOf(messages.at(-1)?.content);
   if (/summar/i.test(last)) return 'summary';
   if (/\bplan\b/i.test(last)) return 'plan';

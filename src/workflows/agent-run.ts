@@ -38,8 +38,8 @@ export async function agentRun(rawInput: unknown): Promise<AgentRunResult> {
   const input = namesAgent(rawInput) ? await withAgent(rawInput) : parseAgentRunInput(rawInput);
   let snapshot: RunSnapshot = input.ok ? initialSnapshot(input.value, now()) : blankSnapshot(now());
   const patches = readPatches();
-  const { noProgressGuard, realProviders, conversationChain, wrapUp, approvalNotes, unknownToolsUncounted, modelFallback, interrupt } = patches;
-  snapshot.features = { noProgressGuard, realProviders, conversationChain, wrapUp, approvalNotes, unknownToolsUncounted, modelFallback, ...(interrupt ? { interrupt } : {}) };
+  const { noProgressGuard, realProviders, conversationChain, wrapUp, approvalNotes, unknownToolsUncounted, modelFallback, interrupt, toolCritique } = patches;
+  snapshot.features = { noProgressGuard, realProviders, conversationChain, wrapUp, approvalNotes, unknownToolsUncounted, modelFallback, ...(interrupt ? { interrupt } : {}), ...(toolCritique ? { toolCritique } : {}) };
   const effects = createEffects(patches.lean, patches.inlineLocalTools);
   const publisher = createPublisher(patches.lean, patches.stateMemo);
   let live = createStreamPublisher();

@@ -3,7 +3,7 @@
  * No Temporal import, no await, no clock, no randomness: the workflow interprets the commands and feeds
  * their outcomes back as events. Every state change is appended to the snapshot's transition log.
  */
-import type { CompactionRequest, CompactionResult, CritiqueRequest, ModelRequest, ModelResponse, ToolRequest, ToolResult, Usage } from '../common/chat';
+import type { CompactionRequest, CompactionResult, CritiqueRequest, ModelRequest, ModelResponse, ToolCall, ToolRequest, ToolResult, Usage } from '../common/chat';
 import { addUsage } from '../common/chat';
 import {
   describeRepetition,
@@ -195,6 +195,9 @@ export const CUT_TOOL_CALL =
 /** The user turn that tells the model, once, that the run is close to a limit. */
 export const wrapUpNote = (near: string) => `You are close to this run's limits (${near}). Conclude now: give your best answer with what you already have.`;
 
+/** The user turn after a tool step the model critic asked to try again, before its reason. */
+export const TOOL_RETRY_NOTE = 'A reviewer judged your last tool calls and asks for another attempt: ';
+
 /** How many times an answer cut off by the output limit is continued before the run ends with it as it is. */
 export const MAX_CONTINUATIONS = 3;
 
@@ -235,8 +238,8 @@ export function internalEvent(s: RunSnapshot): AgentEvent | null {
   return null;
 }
 
-/** A model critic judges final answers; tool outcomes are judged by rules. */
-const critiqueMode = (s: RunSnapshot): 'rules' | 'model' => (s.lastToolResults.length === 0 ? s.options.critique : 'rules');
+/** A model critic judges final answers, and tool steps too since `model-critic-tools`; before, rules judged tool steps. */
+const critiqueMode = (s: RunSnapshot): 'rules' | 'model' => (s.lastToolResults.length === 0 || s.features.toolCritique ? s.options.critique : 'rules');
 
 /** One state's handling of one event, checked against the table. */
 function microstep(s: RunSnapshot, event: AgentEvent, now: string): TransitionResult {
@@ -577,14 +580,36 @@ function processResponse(s: RunSnapshot, e: AgentEvent, now: string): Transition
     };
     return enter(next, plain(S.STREAMING), e, now);
   }
-  const next = { ...s, toolSignatures: signatures };
-  const guarded = calls.filter((c) => needsApproval(s, c.name));
+  const next = withPolicy({ ...s, toolSignatures: signatures }, now);
+  const guarded = calls.filter((c) => c.policy?.action !== 'deny' && (needsApproval(s, c.name) || c.policy?.action === 'approve'));
   if (guarded.length > 0) {
     const pending = guarded.map((c) => ({ toolCallId: c.id, kind: 'tool' as const, name: c.name, arguments: c.arguments, ...(c.parameters ? { parameters: c.parameters } : {}) }));
     return enter(next, { type: S.AWAITING_APPROVAL, pending, then: plain(S.TOOL_EXECUTING) }, e, now);
   }
   return enter(next, plain(S.TOOL_EXECUTING), e, now);
 }
+
+/**
+ * The worker's tool policy's verdicts on the answer's calls (set by the model activity, so recorded in its result):
+ * a denied call is answered with the policy's message and logged as ended at once; the reason lists every verdict.
+ */
+function withPolicy(s: RunSnapshot, now: string): RunSnapshot {
+  const judged = s.pendingToolCalls.filter((c) => c.policy);
+  if (judged.length === 0) return s;
+  const denied = judged.flatMap((c) => (c.policy?.action === 'deny' ? [{ call: c, message: c.policy.message }] : []));
+  const step = s.step + 1;
+  const logged = denied.map(({ call, message }): ToolCallRecord => ({ toolCallId: call.id, name: call.name, arguments: clip200(call.arguments), policy: 'deny', startStep: step, startedAt: now, endStep: step, endedAt: now, ok: false, output: clip200(message) }));
+  const said = judged.map((c) => `${POLICY_VERB[c.policy!.action]} ${c.name} (${c.id})${policyWhy(c.policy!)}`);
+  return {
+    ...s,
+    reason: `tool policy: ${said.join('; ')}`,
+    presetResults: [...s.presetResults, ...denied.map(({ call, message }) => ({ toolCallId: call.id, name: call.name, ok: false, content: message }))],
+    toolLog: [...s.toolLog, ...logged].slice(-TOOL_LOG_SIZE),
+  };
+}
+
+const POLICY_VERB = { deny: 'denied', approve: 'held for approval', rewrite: 'rewrote the arguments of' } as const;
+const policyWhy = (v: NonNullable<ToolCall['policy']>) => (v.action === 'deny' ? `: ${v.message}` : v.reason ? `: ${v.reason}` : '');
 
 /**
  * A response the output limit cut off. Tool calls go back to the model as errors (their arguments may be cut
@@ -621,12 +646,18 @@ function applyCritique(s: RunSnapshot, e: AgentEvent, now: string): TransitionRe
   if (isStuckInSetbacks(next)) {
     return fail(next, e, now, `no progress: the critic asked for another attempt ${next.setbacksInARow} times in a row (last: ${decision.action}, ${decision.reason})`);
   }
-  switch (decision.action) {
+  // A model critic's word on a tool step: the model has not answered with the results yet, so it cannot be complete.
+  const modelOnTools = afterTools && e.type === 'CRITIQUE_DONE' && critiqueMode(s) === 'model';
+  const action = modelOnTools && decision.action === CritiqueAction.COMPLETE ? CritiqueAction.CONTINUE : decision.action;
+  switch (action) {
     case CritiqueAction.CONTINUE:
       return enter(next, plain(S.STREAMING), e, now);
     case CritiqueAction.RETRY:
       if (!afterTools) {
         next.messages = [...s.messages, { role: 'user', content: `Your answer needs another attempt: ${decision.reason}` }];
+      } else if (modelOnTools) {
+        // The rules' retry follows a failed tool the model sees; a model critic's may follow a success it judged wrong.
+        next.messages = [...s.messages, { role: 'user', content: `${TOOL_RETRY_NOTE}${decision.reason}` }];
       }
       return enter(next, plain(S.STREAMING), e, now);
     case CritiqueAction.REPLAN:
@@ -766,7 +797,7 @@ function toolsStarted(s: RunSnapshot, now: string): ToolCallRecord[] {
   const preset = new Set(s.presetResults.map((r) => r.toolCallId));
   const started = s.pendingToolCalls
     .filter((c) => !preset.has(c.id))
-    .map((c): ToolCallRecord => ({ toolCallId: c.id, name: c.name, arguments: clip200(c.arguments), ...(c.edited ? { edited: true as const } : {}), startStep: s.step, startedAt: now, endStep: null, endedAt: null, ok: null, output: null }));
+    .map((c): ToolCallRecord => ({ toolCallId: c.id, name: c.name, arguments: clip200(c.arguments), ...(c.edited ? { edited: true as const } : {}), ...(c.policy ? { policy: c.policy.action } : {}), startStep: s.step, startedAt: now, endStep: null, endedAt: null, ok: null, output: null }));
   return [...s.toolLog, ...started].slice(-TOOL_LOG_SIZE);
 }
 

@@ -45,6 +45,8 @@ export const Patch = {
   ModelFallback: 'model-fallback',
   /** `sendMessage` with `interrupt: true` stops the work in flight for the message (machine.ts, INTERRUPT); refused before. */
   Interrupt: 'interrupt-2026-12',
+  /** With `critique: 'model'`, the model critic judges tool steps too (it reads their results); the rules did before. */
+  ToolCritique: 'model-critic-tools',
 } as const;
 
 /** What each patch decided for this run, read once at its start. */
@@ -60,18 +62,20 @@ export interface RunPatches {
   unknownToolsUncounted: boolean;
   modelFallback: boolean;
   interrupt: boolean;
+  toolCritique: boolean;
   /** Asked only when the run is about to continue as new (its marker goes where that happens): undefined until then. */
   continueAsNew: boolean | undefined;
 }
 
 export function readPatches(): RunPatches {
-  // Asked first in runs of model-fallback, then the dated ones, then interrupt-2026-12: the order the runs that recorded these markers asked for them.
+  // Asked first in runs of model-fallback, then the dated ones, then interrupt-2026-12, then model-critic-tools: the order the runs that recorded these markers asked for them.
   const modelFallback = patched(Patch.ModelFallback);
   const dated = readDatedPatches();
-  return { ...dated, modelFallback, interrupt: patched(Patch.Interrupt) };
+  const interrupt = patched(Patch.Interrupt);
+  return { ...dated, modelFallback, interrupt, toolCritique: patched(Patch.ToolCritique) };
 }
 
-function readDatedPatches(): Omit<RunPatches, 'modelFallback' | 'interrupt'> {
+function readDatedPatches(): Omit<RunPatches, 'modelFallback' | 'interrupt' | 'toolCritique'> {
   const all2026_11 = { noProgressGuard: true, realProviders: true, lean: true, inlineLocalTools: true, conversationChain: true, wrapUp: true, stateMemo: true, continueAsNew: true };
   if (patched(Patch.AllOf2026_12)) return { ...all2026_11, approvalNotes: true, unknownToolsUncounted: true };
   if (patched(Patch.AllOf2026_11)) return { ...all2026_11, approvalNotes: false, unknownToolsUncounted: false };

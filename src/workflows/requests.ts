@@ -44,7 +44,12 @@ export function compactionRequest(s: RunSnapshot, keepRecent: number): Compactio
 export function critiqueRequest(s: RunSnapshot): CritiqueRequest {
   const task = s.messages.find((m) => m.role === 'user')?.content ?? '';
   const last = [...s.messages].reverse().find((m) => m.role === 'assistant');
-  return { model: s.options.model, task, answer: (last?.content as string | null) ?? '', callNumber: s.loops + 1 };
+  const base = { model: s.options.model, task, answer: (last?.content as string | null) ?? '', callNumber: s.loops + 1 };
+  if (s.lastToolResults.length === 0) return base;
+  // A tool step: the critic reads each call with its arguments and (clipped) result.
+  const calls = new Map((last?.role === 'assistant' ? (last.toolCalls ?? []) : []).map((c) => [c.id, c.arguments]));
+  const toolResults = s.lastToolResults.map((r) => ({ name: r.name, arguments: clip(calls.get(r.toolCallId) ?? '', 2_000), ok: r.ok, content: clip(r.content, 4_000) }));
+  return { ...base, toolResults };
 }
 
 const clip = (text: string, max: number) => (text.length > max ? `${text.slice(0, max - 1)}…` : text);

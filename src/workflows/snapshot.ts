@@ -155,7 +155,8 @@ export interface RunSnapshot {
    * `conversationChain` is decided by each run of a continued chain for itself.
    */
   /** `interrupt`: the run takes `sendMessage` with `interrupt: true` (absent in runs begun before it). */
-  features: { noProgressGuard: boolean; realProviders: boolean; conversationChain: boolean; wrapUp: boolean; approvalNotes: boolean; unknownToolsUncounted: boolean; modelFallback?: boolean; interrupt?: boolean };
+  /** `toolCritique`: a model critic (`critique: 'model'`) judges tool steps too (absent in runs begun before it). */
+  features: { noProgressGuard: boolean; realProviders: boolean; conversationChain: boolean; wrapUp: boolean; approvalNotes: boolean; unknownToolsUncounted: boolean; modelFallback?: boolean; interrupt?: boolean; toolCritique?: boolean };
   /**
    * What a person decided on the calls now running (feedback, edited arguments), told to the model in one user
    * message after their results (features.approvalNotes); null when there is nothing to tell.
@@ -242,7 +243,7 @@ export function initialSnapshot(input: ResolvedInput, now: string): RunSnapshot 
     failuresInARow: 0,
     overflowsInARow: 0,
     setbacksInARow: 0,
-    features: { noProgressGuard: true, realProviders: true, conversationChain: true, wrapUp: true, approvalNotes: true, unknownToolsUncounted: true, modelFallback: true, interrupt: true },
+    features: { noProgressGuard: true, realProviders: true, conversationChain: true, wrapUp: true, approvalNotes: true, unknownToolsUncounted: true, modelFallback: true, interrupt: true, toolCritique: true },
     approvalNote: null,
     wrapUpSent: false,
     chain: null,

@@ -10,7 +10,7 @@ import type { WorkflowHandle } from '@temporalio/client';
 import { TestWorkflowEnvironment } from '@temporalio/testing';
 import { Runtime, Worker, type WorkflowBundle } from '@temporalio/worker';
 import type { DataConverter } from '@temporalio/common';
-import type { AgentDefinition, Tool } from '../../src/activities';
+import type { AgentDefinition, Tool, ToolPolicy } from '../../src/activities';
 import { claimCheckDataConverter, ConversationStore, FsBlobStore } from '../../src/codec';
 import { WORKFLOW_TYPE } from '../../src/common/constants';
 import type { AgentRunInput } from '../../src/common/input';
@@ -81,6 +81,8 @@ export interface AgentHarnessOptions {
   streamIdleTimeoutMs?: number;
   /** Payloads above this size go to the blob store (claim check), as in production. @default 32 KiB */
   claimCheckThresholdBytes?: number;
+  /** Decides on each tool call before it runs (docs/tool-policy.md). */
+  toolPolicy?: ToolPolicy;
   /** Tools beside the built-in file tools (e.g. MCP tools). */
   tools?: Tool[];
   /** Named agents the worker registers (`defineAgent`). */
@@ -140,6 +142,7 @@ export async function startAgentHarness(
         streamIdleTimeoutMs: options.streamIdleTimeoutMs,
         tools: options.tools,
         agents: options.agents,
+        ...(options.toolPolicy ? { toolPolicy: options.toolPolicy } : {}),
         conversations: options.conversations === false ? undefined : new ConversationStore(blobStore, { dataConverter, maxCached: options.conversationCache }),
       }),
     });
