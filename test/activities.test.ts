@@ -1,5 +1,5 @@
 /** Activities in a mock activity context, against the scripted model over real HTTP with the real `openai` client. */
-import { existsSync, mkdirSync, mkdtempSync, symlinkSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, mkdtempSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { setTimeout as waitUnlessAborted } from 'node:timers/promises';
@@ -288,6 +288,8 @@ describe('callModel: the tool policy', () => {
       { toolCallId: 'rw', name: 'readFile', ok: true, content: 'beta' },
       { toolCallId: 'ok', name: 'readFile', ok: true, content: 'alpha' },
     ]);
+    // The workspace is shared with the file tools' own test, which lists it.
+    rmSync(path.join(workspace, 'b.txt'));
   });
 });
 
