@@ -514,6 +514,8 @@ function formatState(workflowId: string, v: RunStateView): string {
   ];
   // Views of workers from before fallback models have no modelSwitches.
   for (const m of v.modelSwitches ?? []) lines.push(`  model switched from ${m.from ?? 'the default'} to ${m.to} at step ${m.step}: ${oneLine(m.error, 160)}`);
+  // Views of workers from before agents as tools have no children.
+  for (const c of v.children ?? []) lines.push(`  child ${c.workflowId} (agent ${c.agent}): ${c.state}, tokens ${c.usage.totalTokens}`);
   if (v.pauseRequested) lines.push('  pause requested');
   // Views of workers from before the budget have no quotaWait.
   if (v.quotaWait) lines.push(`  waiting for quota since ${clock(v.quotaWait.since)}: room expected at ${clock(v.quotaWait.expectedAt)}, ${v.quotaWait.position} calls ahead`);

@@ -45,6 +45,8 @@ export const Patch = {
   ModelFallback: 'model-fallback',
   /** `sendMessage` with `interrupt: true` stops the work in flight for the message (machine.ts, INTERRUPT); refused before. */
   Interrupt: 'interrupt-2026-12',
+  /** Calls of named agents given as tools start child runs, in parallel, under the parent's budget (effects.ts, runChild). */
+  ParallelAgents: 'parallel-agents',
 } as const;
 
 /** What each patch decided for this run, read once at its start. */
@@ -60,18 +62,20 @@ export interface RunPatches {
   unknownToolsUncounted: boolean;
   modelFallback: boolean;
   interrupt: boolean;
+  parallelAgents: boolean;
   /** Asked only when the run is about to continue as new (its marker goes where that happens): undefined until then. */
   continueAsNew: boolean | undefined;
 }
 
 export function readPatches(): RunPatches {
-  // Asked first in runs of model-fallback, then the dated ones, then interrupt-2026-12: the order the runs that recorded these markers asked for them.
+  // Asked first in runs of model-fallback, then the dated ones, then interrupt-2026-12, then parallel-agents: the order the runs that recorded these markers asked for them.
   const modelFallback = patched(Patch.ModelFallback);
   const dated = readDatedPatches();
-  return { ...dated, modelFallback, interrupt: patched(Patch.Interrupt) };
+  const interrupt = patched(Patch.Interrupt);
+  return { ...dated, modelFallback, interrupt, parallelAgents: patched(Patch.ParallelAgents) };
 }
 
-function readDatedPatches(): Omit<RunPatches, 'modelFallback' | 'interrupt'> {
+function readDatedPatches(): Omit<RunPatches, 'modelFallback' | 'interrupt' | 'parallelAgents'> {
   const all2026_11 = { noProgressGuard: true, realProviders: true, lean: true, inlineLocalTools: true, conversationChain: true, wrapUp: true, stateMemo: true, continueAsNew: true };
   if (patched(Patch.AllOf2026_12)) return { ...all2026_11, approvalNotes: true, unknownToolsUncounted: true };
   if (patched(Patch.AllOf2026_11)) return { ...all2026_11, approvalNotes: false, unknownToolsUncounted: false };
