@@ -108,7 +108,7 @@ function buildProgram(deps: CliDeps, state: { exitCode: number }): Command {
     .option('--approval-reminder-at <share>', 'share of --approval-timeout-ms (e.g. 0.8) at which an undecided wait raises an approvalReminder event', Number)
     .option('--max-paused-ms <n>', 'a run paused this long is aborted', integer)
     .option('--on-limit <what>', 'fail (default) | complete: at --max-loops or --max-tool-calls end COMPLETED with the last text')
-    .option('--tools <names>', 'comma-separated tools the run may use (default: all)')
+    .option('--tools <names>', 'comma-separated tools the run may use, and named agents it may call as child runs (default: every tool, no agent)')
     .option('--id <workflowId>', 'workflow id (default: agent-<random>)')
     .option('--watch', 'follow the run until it ends')
     .action(async (prompt: string, o: StartFlags) => {

@@ -5,6 +5,7 @@
  * lists them. Driven through the client, and through the gateway.
  */
 import type { FastifyInstance, InjectOptions } from 'fastify';
+import { runCli } from '../src/cli';
 import { defineAgent } from '../src/activities';
 import { AgentClient } from '../src/client';
 import { buildGateway } from '../src/gateway/index';
@@ -19,6 +20,7 @@ let app: FastifyInstance;
 const helper = defineAgent({ name: 'helper', description: 'Looks one thing up.', instructions: 'You look one thing up.', model: 'helper-model', tools: [] });
 const spender = defineAgent({ name: 'spender', instructions: 'You read files.', model: 'spender-model', tools: ['readFile'] });
 const sleeper = defineAgent({ name: 'sleeper', instructions: 'You take your time.', model: 'sleeper-model', tools: [] });
+const broken = defineAgent({ name: 'broken', instructions: 'You call a model that is gone.', model: 'broken-model', tools: [] });
 
 /** Answers each helper call only once `n` calls are in flight at the same time, or says it was alone after 8 s. */
 function barrier(n: number) {
@@ -38,12 +40,13 @@ function barrier(n: number) {
 }
 
 beforeAll(async () => {
-  h = await startAgentHarness(undefined, { agents: [helper, spender, sleeper] });
+  h = await startAgentHarness(undefined, { agents: [helper, spender, sleeper, broken] });
   agents = new AgentClient(h.env.client, h.taskQueue);
   app = buildGateway({ agents, token: TOKEN, pollIntervalMs: 100 });
   h.model.register('helper-model', barrier(2));
   // Stays in its model call until cancelled (the stream stalls), so the parent has a child running to abort or pause.
   h.model.register('sleeper-model', () => ({ text: 'never finished', stallAfterChunks: 0 }));
+  h.model.register('broken-model', () => ({ error: { status: 404, message: 'The model does not exist', code: 'model_not_found' } }));
 }, 120_000);
 
 afterAll(async () => {
@@ -151,6 +154,38 @@ describe('through the client', () => {
     for (const c of children) await expect(c.result()).resolves.toMatchObject({ status: 'ABORTED' });
     // The parent waited for its children to end: none is left running.
     for (const id of ids) expect((await h.env.client.workflow.getHandle(id).describe()).status.name).not.toBe('RUNNING');
+  }, 60_000);
+
+  test("the parent's timeout ends its children ABORTED", async () => {
+    h.model.register('timeout-boss', delegating('sleeper', ['slow']));
+    const run = await agents.start({ prompt: 'Delegate', model: 'timeout-boss', tools: ['sleeper'], limits: { timeoutMs: 2_000 } });
+    await expect(run.result()).rejects.toThrow();
+    expect((await run.state()).reason).toMatch(/timeout|timed out/i);
+    await expect(agents.handle(`${run.workflowId}/sleeper-1`).result()).resolves.toMatchObject({ status: 'ABORTED' });
+  }, 60_000);
+
+  test("a child that fails answers its parent's model with the failure, and is listed FAILED", async () => {
+    h.model.register('failing-boss', delegating('broken', ['anything']));
+    const run = await agents.start({ prompt: 'Delegate', model: 'failing-boss', tools: ['broken'] });
+    const result = await run.result();
+    expect(result.status).toBe('COMPLETED');
+    expect(result.answer).toMatch(/^Error: agent broken failed: model call failed: model or endpoint not found/);
+    expect((await run.state()).children).toEqual([expect.objectContaining({ workflowId: `${run.workflowId}/broken-1`, state: 'FAILED' })]);
+  }, 60_000);
+});
+
+describe('through the CLI', () => {
+  test('start --tools names an agent; state prints a line per child', async () => {
+    let out = '';
+    const cli = (argv: string[]) => runCli(argv, { connect: async () => agents, out: (t) => (out += t), err: () => undefined });
+    h.model.register('cli-boss', delegating('helper', ['x', 'y']));
+    expect(await cli(['start', 'Both', '--model', 'cli-boss', '--tools', 'helper', '--json'])).toBe(0);
+    const { workflowId } = JSON.parse(out) as { workflowId: string };
+    await agents.handle(workflowId).result();
+    out = '';
+    expect(await cli(['state', workflowId])).toBe(0);
+    expect(out).toContain(`child ${workflowId}/helper-1 (agent helper): COMPLETED, tokens 50`);
+    expect(out).toContain(`child ${workflowId}/helper-2 (agent helper): COMPLETED, tokens 50`);
   }, 60_000);
 });
 
