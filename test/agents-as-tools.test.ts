@@ -204,5 +204,11 @@ describe('through the gateway', () => {
     ]);
     const child = await api('GET', `/v1/runs/${encodeURIComponent(`${id}/helper-1`)}`);
     expect(child.body).toMatchObject({ state: 'COMPLETED', answer: 'together: a' });
+    // What the web page links as the run's children.
+    const listed = await waitFor(async () => {
+      const { body } = await api('GET', `/v1/runs?parent=${encodeURIComponent(id)}`);
+      return body.runs?.length === 2 ? (body.runs as Array<{ workflowId: string; parentWorkflowId: string }>) : undefined;
+    }, 20_000, 'the children listed by parent');
+    expect(listed.map((r) => r.workflowId).sort()).toEqual([`${id}/helper-1`, `${id}/helper-2`]);
   }, 60_000);
 });
