@@ -78,6 +78,15 @@ describe('calls of named agents', () => {
     ]);
   });
 
+  test('a child that ends without a record of its start (a run carried on in its tool step) is recorded as it ends', () => {
+    let s = step(snapshot({ model: 'm' }), { type: 'START' }).snapshot;
+    s = step(s, { type: 'MODEL_RESPONDED', response: response([call('a', 'helper', 'helper')], 10) }).snapshot;
+    s = { ...s, children: [] };
+    const after = step(s, { type: 'TOOLS_DONE', results: [childResult('a', 'fork/helper-1', 20)] }).snapshot;
+    expect(publicView(after, false).children).toEqual([expect.objectContaining({ workflowId: 'fork/helper-1', state: 'COMPLETED' })]);
+    expect(after.usage.totalTokens).toBe(30);
+  });
+
   test('a spent budget leaves a child the smallest one, so it stops (or asks) at its first call', () => {
     const s = step(snapshot({ model: 'm', budget: { maxTokens: 100, reserveOutputTokens: 0, onExceed: 'approve' } }), { type: 'START' }).snapshot;
     const r = step(s, { type: 'MODEL_RESPONDED', response: response([call('a', 'helper', 'helper')], 150) });

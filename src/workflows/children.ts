@@ -37,6 +37,8 @@ export function childrenEnded(s: RunSnapshot, results: readonly ToolResult[]): R
     usage.costUsd += c.usage.costUsd;
   }
   const byId = new Map(ended.map((c) => [c.workflowId, c]));
-  const children = (s.children ?? []).map((c) => byId.get(c.workflowId) ?? c);
+  const known = s.children ?? [];
+  // A child not recorded as started (a run carried on inside its tool step) is recorded as it ends.
+  const children = [...known.map((c) => byId.get(c.workflowId) ?? c), ...ended.filter((c) => !known.some((k) => k.workflowId === c.workflowId))];
   return { ...s, usage, children };
 }
