@@ -249,6 +249,17 @@ const SCENARIOS: Scenario[] = [
     script: [{ text: 'first draft', toolCalls: [{ name: 'listFiles', arguments: {} }] }],
     input: { prompt: 'List', limits: { maxLoops: 1, onLimit: 'complete' } },
   },
+  {
+    // parallel-agents: two calls of a named agent in one turn, two child runs at once under the parent's budget.
+    name: 'parallel-agents',
+    script: ({ request }) => {
+      if (request.messages[0].content === LOOKER_INSTRUCTIONS) return { text: `looked up ${request.messages.at(-1).content}` };
+      const told = request.messages.filter((m: { role: string }) => m.role === 'tool');
+      if (told.length > 0) return { text: told.map((m: { content: string }) => m.content).join('; ') };
+      return { toolCalls: ['a.txt', 'b.txt'].map((prompt, i) => ({ id: `l${i}`, name: 'looker', arguments: { prompt } })) };
+    },
+    input: { prompt: 'Look up a.txt and b.txt', tools: ['looker'], budget: { maxTokens: 100_000 } },
+  },
 ];
 
 /** The recording worker's tool policy: it acts only on the calls of the `tool-policy` scenario. */
@@ -259,8 +270,12 @@ const RECORD_POLICY: ToolPolicy = (call) => {
   return { action: 'allow' };
 };
 
-/** The agents the recording worker registers, for scenarios that start with `agent`. */
-const AGENTS = [defineAgent({ name: 'reader', instructions: 'You read files and say what they hold.', tools: ['listFiles', 'readFile'], limits: { maxLoops: 4 } })];
+const LOOKER_INSTRUCTIONS = 'You look one thing up.';
+/** The agents the recording worker registers, for scenarios that start with `agent` or call one as a tool. */
+const AGENTS = [
+  defineAgent({ name: 'reader', instructions: 'You read files and say what they hold.', tools: ['listFiles', 'readFile'], limits: { maxLoops: 4 } }),
+  defineAgent({ name: 'looker', instructions: LOOKER_INSTRUCTIONS, model: 'record-parallel-agents', tools: [] }),
+];
 
 /** `npm run record-histories -- <name> ...` records only those scenarios, leaving the other histories as they are. */
 async function main(only = process.argv.slice(2)) {

@@ -108,7 +108,7 @@ function buildProgram(deps: CliDeps, state: { exitCode: number }): Command {
     .option('--approval-reminder-at <share>', 'share of --approval-timeout-ms (e.g. 0.8) at which an undecided wait raises an approvalReminder event', Number)
     .option('--max-paused-ms <n>', 'a run paused this long is aborted', integer)
     .option('--on-limit <what>', 'fail (default) | complete: at --max-loops or --max-tool-calls end COMPLETED with the last text')
-    .option('--tools <names>', 'comma-separated tools the run may use (default: all)')
+    .option('--tools <names>', 'comma-separated tools the run may use, and named agents it may call as child runs (default: every tool, no agent)')
     .option('--id <workflowId>', 'workflow id (default: agent-<random>)')
     .option('--watch', 'follow the run until it ends')
     .action(async (prompt: string, o: StartFlags) => {
@@ -514,6 +514,8 @@ function formatState(workflowId: string, v: RunStateView): string {
   ];
   // Views of workers from before fallback models have no modelSwitches.
   for (const m of v.modelSwitches ?? []) lines.push(`  model switched from ${m.from ?? 'the default'} to ${m.to} at step ${m.step}: ${oneLine(m.error, 160)}`);
+  // Views of workers from before agents as tools have no children.
+  for (const c of v.children ?? []) lines.push(`  child ${c.workflowId} (agent ${c.agent}): ${c.state}, tokens ${c.usage.totalTokens}`);
   if (v.pauseRequested) lines.push('  pause requested');
   // Views of workers from before the budget have no quotaWait.
   if (v.quotaWait) lines.push(`  waiting for quota since ${clock(v.quotaWait.since)}: room expected at ${clock(v.quotaWait.expectedAt)}, ${v.quotaWait.position} calls ahead`);

@@ -5,7 +5,14 @@
 import { ApplicationFailure } from '@temporalio/common';
 import { checkAgentSpec, unknownAgentMessage, type AgentSpec } from '../common/agents';
 import { FailureType } from '../common/failures';
+import { z } from 'zod';
 import type { Tool } from './tools/registry';
+
+/** Agent names that can be tool names too: the others cannot be given to a run as tools. */
+const TOOL_NAME = /^[a-zA-Z0-9_-]{1,64}$/;
+
+/** What a parent's model sends a named agent: the task, in its own words. */
+const AgentToolParameters = z.object({ prompt: z.string().min(1).describe('The task for this agent, with everything it needs to know.') });
 
 /**
  * A named agent: `instructions` (its system prompt), the tools it may use and any of the run's settings (`model`,
@@ -74,6 +81,24 @@ export class AgentRegistry {
         .filter((tool) => !hasTool(tool))
         .map((tool) => `agent "${spec.name}": tool "${tool}"`),
     );
+  }
+
+  /**
+   * Each agent whose name can be a tool name and is not one of `taken`, as a tool a run offers its model only when it
+   * names it in `tools`. A call of it starts a child `agentRun` of the agent (workflows/effects.ts); `execute` answers
+   * only a run without the `parallel-agents` patch, which would otherwise run it as a plain tool.
+   */
+  asTools(taken: (name: string) => boolean): Tool[] {
+    return [...this.specs.values()]
+      .filter((spec) => TOOL_NAME.test(spec.name) && !taken(spec.name))
+      .map((spec) => ({
+        name: spec.name,
+        description: spec.description ?? `Agent ${spec.name}: ${spec.instructions.slice(0, 300)}`,
+        parameters: AgentToolParameters,
+        sideEffects: true,
+        agent: spec.name,
+        execute: () => Promise.reject(new Error(`agent ${spec.name} runs as a child workflow; this run's worker code predates that`)),
+      }));
   }
 
   /** The agent's spec, or a non-retryable `UnknownAgent` failure naming the agents there are. */

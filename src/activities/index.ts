@@ -53,7 +53,9 @@ export interface ActivityDeps {
 export function createActivities(deps: ActivityDeps) {
   const agents = new AgentRegistry(deps.agents);
   const given = [...fileTools(deps.workspace), ...(deps.tools ?? [])];
-  const registry = new ToolRegistry([...given, ...agents.tools().filter((t) => !given.includes(t))], deps.ledger);
+  const tools = [...given, ...agents.tools().filter((t) => !given.includes(t))];
+  // Named agents as tools, after the tools proper: a tool keeps its name when an agent shares it.
+  const registry = new ToolRegistry([...tools, ...agents.asTools((name) => tools.some((t) => t.name === name))], deps.ledger);
   const missing = agents.missingTools((name) => registry.get(name) !== undefined);
   if (missing.length) throw new InvalidAgentDefinitionError(`agents name tools the worker lacks: ${missing.join(', ')}; registered: ${registry.names().join(', ')}`);
 

@@ -24,6 +24,8 @@ export interface ToolCall {
   edited?: true;
   /** Set by the model activity when the worker's tool policy did not simply allow the call (docs/tool-policy.md). */
   policy?: ToolPolicyVerdict;
+  /** Set by the model activity for a call of a named agent given as a tool: the run starts it as a child workflow. */
+  agent?: string;
 }
 
 /**
@@ -137,6 +139,24 @@ export interface ToolRequest {
   allowed?: string[];
   /** 1-based number of this tool call within the run; used in summaries. */
   callNumber: number;
+  /** A call of a named agent (features.parallelAgents): the child run to start, and the most of the budget it may use. */
+  child?: ChildRequest;
+}
+
+/** The child `agentRun` a call of a named agent starts: its id, its agent, and what remains of the parent's budget. */
+export interface ChildRequest {
+  workflowId: string;
+  agent: string;
+  /** The parent's budget with its limits cut to what remains of them; absent: the parent has no budget. */
+  budget?: Record<string, unknown>;
+}
+
+/** How a child run ended (or stands), as its parent records it. */
+export interface ChildOutcome {
+  workflowId: string;
+  agent: string;
+  state: string;
+  usage: Usage & { modelCalls: number; costUsd: number };
 }
 
 export interface ToolResult {
@@ -147,6 +167,8 @@ export interface ToolResult {
   content: string;
   /** A user's interrupting message stopped the call (`ok` false): not a failure of the tool, so no critic counts it. */
   interrupted?: true;
+  /** A call of a named agent: how its child run ended; its usage counts against the parent's. */
+  child?: ChildOutcome;
 }
 
 export interface CompactionRequest {

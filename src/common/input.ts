@@ -112,7 +112,7 @@ export const { LimitsSchema, PriceSchema, BudgetSchema, ApprovalSchema, Compacti
       returnMessages: z.boolean().default(false),
       systemPrompt: z.string().min(1).optional(),
       limits: LimitsSchema.default(() => LimitsSchema.parse({})),
-      /** Tool names this run may use; every tool of the worker's registry when absent. */
+      /** Tool names this run may use, named agents among them (each call a child run); every tool but the agents when absent. */
       tools: z.array(z.string().min(1)).optional(),
       /** Ask the model for a plan before the first answer. @default false */
       plan: z.boolean().default(false),

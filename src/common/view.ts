@@ -120,6 +120,11 @@ export interface RunStateView {
   model: string | null;
   /** Each move to a fallback model (`fallbackModels`): from which (null: the worker's default), to which, why, at which step. */
   modelSwitches: Array<{ from: string | null; to: string; error: string; step: number; at: string }>;
+  /**
+   * The child runs of named agents this run called as tools, in the order they started: `state` is RUNNING until the
+   * child ends (its own `state` query has more), then how it ended; `usage` counts against this run's (and its budget).
+   */
+  children: Array<{ workflowId: string; agent: string; state: string; usage: RunUsage }>;
   lastError: string | null;
   /** Why the run ended, or why it is where it is. */
   reason: string | null;

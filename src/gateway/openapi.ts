@@ -100,7 +100,7 @@ const schemas: Record<string, Json> = {
     required: [
       'state', 'stateSince', 'step', 'loops', 'toolCalls', 'usage', 'limits', 'transitions', 'partialText', 'stream', 'pendingApproval', 'resumeTo',
       'pauseRequested', 'conversationOpen', 'turns', 'deadline', 'workRemainingMs', 'approvalDeadline', 'approvalReminder', 'pausedDeadline', 'quotaWait', 'recentToolCalls', 'queuedMessages', 'plan', 'lastCritique',
-      'lastModel', 'model', 'modelSwitches', 'lastError', 'reason', 'answer', 'lastText', 'origin', 'rejectedEvents', 'messageCount',
+      'lastModel', 'model', 'modelSwitches', 'children', 'lastError', 'reason', 'answer', 'lastText', 'origin', 'rejectedEvents', 'messageCount',
     ],
     properties: {
       state: { enum: agentStates },
@@ -172,6 +172,15 @@ const schemas: Record<string, Json> = {
           type: 'object',
           required: ['from', 'to', 'error', 'step', 'at'],
           properties: { from: { type: ['string', 'null'] }, to: { type: 'string' }, error: { type: 'string' }, step: { type: 'integer' }, at: { type: 'string', format: 'date-time' } },
+        },
+      },
+      children: {
+        type: 'array',
+        description: 'The child runs of named agents this run called as tools, in the order they started: state is RUNNING until the child ends, then how it ended; their usage counts against this run\'s usage and budget.',
+        items: {
+          type: 'object',
+          required: ['workflowId', 'agent', 'state', 'usage'],
+          properties: { workflowId: { type: 'string' }, agent: { type: 'string' }, state: { enum: ['RUNNING', 'COMPLETED', 'FAILED', 'ABORTED'] }, usage: ref('Usage') },
         },
       },
       lastError: { type: ['string', 'null'] },

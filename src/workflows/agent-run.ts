@@ -38,8 +38,20 @@ export async function agentRun(rawInput: unknown): Promise<AgentRunResult> {
   const input = namesAgent(rawInput) ? await withAgent(rawInput) : parseAgentRunInput(rawInput);
   let snapshot: RunSnapshot = input.ok ? initialSnapshot(input.value, now()) : blankSnapshot(now());
   const patches = readPatches();
-  const { noProgressGuard, realProviders, conversationChain, wrapUp, approvalNotes, unknownToolsUncounted, modelFallback, interrupt, toolCritique } = patches;
-  snapshot.features = { noProgressGuard, realProviders, conversationChain, wrapUp, approvalNotes, unknownToolsUncounted, modelFallback, ...(interrupt ? { interrupt } : {}), ...(toolCritique ? { toolCritique } : {}) };
+  const { noProgressGuard, realProviders, conversationChain, wrapUp, approvalNotes, unknownToolsUncounted, modelFallback, interrupt, toolCritique, parallelAgents } = patches;
+  snapshot.features = {
+    noProgressGuard,
+    realProviders,
+    conversationChain,
+    wrapUp,
+    approvalNotes,
+    unknownToolsUncounted,
+    modelFallback,
+    ...(interrupt ? { interrupt } : {}),
+    ...(toolCritique ? { toolCritique } : {}),
+    ...(parallelAgents ? { parallelAgents } : {}),
+  };
+  if (parallelAgents) snapshot.workflowId = workflowInfo().workflowId;
   const effects = createEffects(patches.lean, patches.inlineLocalTools);
   const publisher = createPublisher(patches.lean, patches.stateMemo);
   let live = createStreamPublisher();
@@ -63,6 +75,8 @@ export async function agentRun(rawInput: unknown): Promise<AgentRunResult> {
     snapshot = result.snapshot;
     if (event.type !== 'STREAM_DELTA') eventLog.push({ event, at });
     run(result.commands);
+    // A parent paused (or resumed) while its children run pauses (or resumes) them.
+    if (snapshot.pauseRequested !== before.pauseRequested) effects.pauseChildren(snapshot.pauseRequested);
     const changes = snapshot.step > before.step ? snapshot.transitions.slice(before.step - snapshot.step).filter((t) => t.from !== t.to) : [];
     changes.forEach((t, i) => recordStateDuration(t.from, i === 0 ? before.stateSince : changes[i - 1].at, t.at));
     // A signal or update may move a run that waits on an activity (pause, abort): shown now, not after the call.
@@ -101,7 +115,9 @@ export async function agentRun(rawInput: unknown): Promise<AgentRunResult> {
   const carriedDeadline = resume?.kind === 'continue' ? carried!.deadline : null;
   timer.started(carriedDeadline !== null ? Math.max(0, Date.parse(carriedDeadline) - Date.now()) : snapshot.limits.timeoutMs);
   if (resume) {
-    const resumed = resumeAt(carryOn(resume, snapshot.features, workflowInfo().workflowId, now()), now());
+    const carriedOn = carryOn(resume, snapshot.features, workflowInfo().workflowId, now());
+    // A fork starts its own children: their ids begin with its own id.
+    const resumed = resumeAt(parallelAgents ? { ...carriedOn, workflowId: workflowInfo().workflowId } : carriedOn, now());
     // A continued run's stream already has what it carries; a fork's stream is new.
     if (resume.kind === 'continue') live = createStreamPublisher(carried);
     snapshot = base = resumed.snapshot;

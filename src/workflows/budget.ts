@@ -73,6 +73,21 @@ export function budgetExceeded(s: RunSnapshot): string | null {
   return null;
 }
 
+/**
+ * The budget a child run gets: the run's own, its limits cut to what remains of them (grants included). A limit
+ * already spent leaves the smallest one, so the child stops at its first call (or waits for approval, as the run would).
+ */
+export function childBudget(s: RunSnapshot): Record<string, unknown> | undefined {
+  const b = s.options.budget;
+  if (!b) return undefined;
+  const factor = 1 + s.budgetGrants;
+  return {
+    ...b,
+    ...(b.maxTokens !== undefined ? { maxTokens: Math.max(1, b.maxTokens * factor - s.usage.totalTokens) } : {}),
+    ...(b.maxCostUsd !== undefined ? { maxCostUsd: Math.max(1e-9, b.maxCostUsd * factor - s.usage.costUsd) } : {}),
+  };
+}
+
 /** What a response cost, when its model has a price. */
 export function responseCost(s: RunSnapshot, r: ModelResponse): number {
   const price = priceFor(s.options.model ?? r.model, s.options.budget?.prices);

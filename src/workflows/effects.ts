@@ -14,13 +14,18 @@ import {
   ActivityFailure,
   ApplicationFailure,
   CancellationScope,
+  ChildWorkflowFailure,
   isCancellation,
   proxyActivities,
   proxyLocalActivities,
+  startChild,
   type ActivityOptions,
+  type ChildWorkflowHandle,
 } from '@temporalio/workflow';
 import type { AgentActivities } from '../activities';
-import { isQuotaWait, type CritiqueOutcome, type ToolRequest, type ToolResult } from '../common/chat';
+import { emptyUsage, isQuotaWait, type ChildOutcome, type ChildRequest, type CritiqueOutcome, type ToolRequest, type ToolResult } from '../common/chat';
+import { pauseSignal, resumeSignal, type AgentRunResult } from '../common/messages';
+import { AgentState } from '../common/states';
 import { INTERRUPTED_TOOL, modelFailure, type AgentEvent, type WorkCommand } from './machine';
 import { modelCallSummary, toolCallSummary } from './requests';
 
@@ -64,6 +69,8 @@ export interface Effects {
   cancel(): void;
   /** Stop the running tool calls marked `cancellable`: each answers INTERRUPTED_TOOL; the others run on. */
   interruptTools(): void;
+  /** Pause (or resume) the child runs now running, as their parent was paused (or resumed). */
+  pauseChildren(paused: boolean): void;
 }
 
 export function createEffects(lean: boolean, inline = false): Effects {
@@ -104,6 +111,38 @@ export function createEffects(lean: boolean, inline = false): Effects {
     });
   }
 
+  /** The child runs now running, for pause and resume. */
+  const children = new Set<ChildWorkflowHandle<() => Promise<AgentRunResult>>>();
+
+  /**
+   * A call of a named agent: a child `agentRun` of the agent, with the call's prompt and what remains of the budget.
+   * Cancelling the work cancels the child (it ends ABORTED); its answer, or why it did not answer, is the tool result.
+   */
+  async function runChild(request: ToolRequest, child: ChildRequest): Promise<ToolResult> {
+    const { call } = request;
+    const answer = (ok: boolean, content: string, outcome?: ChildOutcome): ToolResult => ({ toolCallId: call.id, name: call.name, ok, content, ...(outcome ? { child: outcome } : {}) });
+    const prompt = promptOf(call.arguments);
+    if (prompt === null) return answer(false, `Error: invalid arguments for ${call.name}: send {"prompt": "<the task>"}`);
+    const handle = await startChild<() => Promise<AgentRunResult>>('agentRun', {
+      workflowId: child.workflowId,
+      args: [{ agent: child.agent, prompt, ...(child.budget ? { budget: child.budget } : {}) }] as never,
+    });
+    children.add(handle);
+    const outcome = (r: AgentRunResult): ChildOutcome => ({ workflowId: child.workflowId, agent: child.agent, state: r.status, usage: r.usage });
+    try {
+      const result = await handle.result();
+      if (result.status === AgentState.COMPLETED) return answer(true, result.answer ?? result.lastText ?? '', outcome(result));
+      return answer(false, `Error: agent ${child.agent} ended ${result.status}: ${result.reason ?? ''}`, outcome(result));
+    } catch (err) {
+      if (isCancellation(err)) throw err;
+      const failed = failedRun(err);
+      const ended: ChildOutcome = failed ? outcome(failed) : { workflowId: child.workflowId, agent: child.agent, state: AgentState.FAILED, usage: { ...emptyUsage(), modelCalls: 0, costUsd: 0 } };
+      return answer(false, `Error: agent ${child.agent} failed: ${failureMessage(err)}`, ended);
+    } finally {
+      children.delete(handle);
+    }
+  }
+
   /** A call in its own scope when it may be stopped: cancelled by `interruptTools`, it answers instead of failing the step. */
   async function runStoppable(request: ToolRequest): Promise<ToolResult> {
     if (!request.call.cancellable) return runTool(request);
@@ -120,6 +159,10 @@ export function createEffects(lean: boolean, inline = false): Effects {
   }
 
   return {
+    pauseChildren: (paused) => {
+      // A child that has just ended refuses the signal; nothing to do then.
+      for (const handle of children) handle.signal(paused ? pauseSignal : resumeSignal).catch(() => undefined);
+    },
     interruptTools: () => {
       for (const scope of stoppable) {
         stopped.add(scope);
@@ -147,7 +190,7 @@ export function createEffects(lean: boolean, inline = false): Effects {
         case 'runTools': {
           // All of them run by the model call already: no activity, so the run moves on in this activation.
           if (command.requests.every(ranAlready)) return { type: 'TOOLS_DONE', results: command.requests.map((r) => ranAlready(r)!) };
-          const results = await cancellable(() => Promise.all(command.requests.map((r) => ranAlready(r) ?? runStoppable(r))));
+          const results = await cancellable(() => Promise.all(command.requests.map((r) => ranAlready(r) ?? (r.child ? runChild(r, r.child) : runStoppable(r)))));
           return results === CANCELLED ? CANCELLED : { type: 'TOOLS_DONE', results };
         }
         case 'critique': {
@@ -172,9 +215,27 @@ export function createEffects(lean: boolean, inline = false): Effects {
   };
 }
 
+/** The prompt a parent's model gave a named agent, or null when the arguments hold none. */
+function promptOf(args: string): string | null {
+  try {
+    const parsed = JSON.parse(args) as { prompt?: unknown };
+    return typeof parsed?.prompt === 'string' && parsed.prompt.trim() !== '' ? parsed.prompt : null;
+  } catch {
+    return null;
+  }
+}
+
+/** The result a FAILED child carried in its failure's details (view.ts, runResult). */
+function failedRun(err: unknown): AgentRunResult | undefined {
+  const cause = err instanceof ChildWorkflowFailure ? err.cause : undefined;
+  const details = cause instanceof ApplicationFailure ? cause.details : undefined;
+  const result = details?.[0] as AgentRunResult | undefined;
+  return result && typeof result === 'object' && 'usage' in result ? result : undefined;
+}
+
 /** The innermost application failure's message: what the model or the tool actually said. */
 function failureMessage(err: unknown): string {
-  const cause = err instanceof ActivityFailure ? err.cause : err;
+  const cause = err instanceof ActivityFailure || err instanceof ChildWorkflowFailure ? err.cause : err;
   return cause instanceof Error ? cause.message : String(cause);
 }
 

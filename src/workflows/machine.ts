@@ -16,6 +16,7 @@ import {
   toolSignature,
 } from './guards';
 import { budgetExceeded, contextWouldOverflow } from './budget';
+import { childRequest, childrenEnded, childrenStarted } from './children';
 import { chainAfter, chained } from './chain';
 import { addMs, clocks, timerDue } from './clocks';
 import { ruleCritique } from './critic';
@@ -377,7 +378,7 @@ function handle(s: RunSnapshot, e: AgentEvent, now: string): TransitionResult {
         messages: [...s.messages, ...results.map((r) => ({ role: 'tool' as const, toolCallId: r.toolCallId, content: s.features.approvalNotes ? r.content : withEdit(s, r) })), ...noteMessage(s)],
         approvalNote: null,
       };
-      return enter(next, plain(S.CRITIQUE), e, now);
+      return enter(childrenEnded(next, e.results), plain(S.CRITIQUE), e, now);
     }
 
     case 'CRITIQUE_DONE': {
@@ -696,6 +697,7 @@ function enter(s: RunSnapshot, target: Phase, e: AgentEvent, now: string): Trans
   if (overflow) return enter({ ...s, reason: overflow }, { type: S.COMPACTING, returnTo: target.type as ModelStep }, e, now);
   let next = moveTo(s, target, e, now);
   if (target.type === S.TOOL_EXECUTING) next = { ...next, toolLog: toolsStarted(next, now) };
+  if (target.type === S.TOOL_EXECUTING && next.features.parallelAgents) next = { ...next, ...childrenStarted(next, commandsFor(next).flatMap((c) => (c.type === 'runTools' ? c.requests : []))) };
   if (callsModel) {
     const callNumber = s.loops + 1;
     const queued = s.queuedMessages.map((text) => ({ role: 'user' as const, content: text }));
@@ -721,7 +723,7 @@ export function commandsFor(s: RunSnapshot): WorkCommand[] {
     case S.TOOL_EXECUTING: {
       const preset = new Set(s.presetResults.map((r) => r.toolCallId));
       const calls = s.pendingToolCalls.filter((c) => !preset.has(c.id));
-      return [{ type: 'runTools', requests: calls.map((call, i) => ({ call, allowed: s.options.tools, callNumber: s.toolCalls + 1 + i })) }];
+      return [{ type: 'runTools', requests: calls.map((call, i) => withChild(s, { call, allowed: s.options.tools, callNumber: s.toolCalls + 1 + i })) }];
     }
     case S.CRITIQUE:
       if (critiqueMode(s) === 'rules') return [];
@@ -786,6 +788,12 @@ const noteMessage = (s: RunSnapshot) => (s.features.approvalNotes && s.approvalN
 function withEdit(s: RunSnapshot, r: ToolResult): string {
   const call = s.pendingToolCalls.find((c) => c.id === r.toolCallId);
   return call?.edited ? `(The user approved this call with edited arguments: ${call.arguments})\n${r.content}` : r.content;
+}
+
+/** A request for a call of a named agent carries the child run it starts (children.ts). */
+function withChild(s: RunSnapshot, request: ToolRequest): ToolRequest {
+  const child = childRequest(s, request.call, request.callNumber);
+  return child ? { ...request, child } : request;
 }
 
 /** Tool calls watchers see: the last TOOL_LOG_SIZE. */

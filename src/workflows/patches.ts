@@ -47,6 +47,8 @@ export const Patch = {
   Interrupt: 'interrupt-2026-12',
   /** With `critique: 'model'`, the model critic judges tool steps too (it reads their results); the rules did before. */
   ToolCritique: 'model-critic-tools',
+  /** Calls of named agents given as tools start child runs, in parallel, under the parent's budget (effects.ts, runChild). */
+  ParallelAgents: 'parallel-agents',
 } as const;
 
 /** What each patch decided for this run, read once at its start. */
@@ -63,19 +65,22 @@ export interface RunPatches {
   modelFallback: boolean;
   interrupt: boolean;
   toolCritique: boolean;
+  parallelAgents: boolean;
   /** Asked only when the run is about to continue as new (its marker goes where that happens): undefined until then. */
   continueAsNew: boolean | undefined;
 }
 
 export function readPatches(): RunPatches {
-  // Asked first in runs of model-fallback, then the dated ones, then interrupt-2026-12, then model-critic-tools: the order the runs that recorded these markers asked for them.
+  // Asked first in runs of model-fallback, then the dated ones, then interrupt-2026-12, model-critic-tools and
+  // parallel-agents: the order the runs that recorded these markers asked for them (each asks only those it knows).
   const modelFallback = patched(Patch.ModelFallback);
   const dated = readDatedPatches();
   const interrupt = patched(Patch.Interrupt);
-  return { ...dated, modelFallback, interrupt, toolCritique: patched(Patch.ToolCritique) };
+  const toolCritique = patched(Patch.ToolCritique);
+  return { ...dated, modelFallback, interrupt, toolCritique, parallelAgents: patched(Patch.ParallelAgents) };
 }
 
-function readDatedPatches(): Omit<RunPatches, 'modelFallback' | 'interrupt' | 'toolCritique'> {
+function readDatedPatches(): Omit<RunPatches, 'modelFallback' | 'interrupt' | 'toolCritique' | 'parallelAgents'> {
   const all2026_11 = { noProgressGuard: true, realProviders: true, lean: true, inlineLocalTools: true, conversationChain: true, wrapUp: true, stateMemo: true, continueAsNew: true };
   if (patched(Patch.AllOf2026_12)) return { ...all2026_11, approvalNotes: true, unknownToolsUncounted: true };
   if (patched(Patch.AllOf2026_11)) return { ...all2026_11, approvalNotes: false, unknownToolsUncounted: false };

@@ -1,4 +1,4 @@
-import type { ChatMessage, ConversationRef, ToolCall, ToolResult } from '../common/chat';
+import type { ChatMessage, ChildOutcome, ConversationRef, ToolCall, ToolResult } from '../common/chat';
 import { fromOpenAI } from '../common/conversation';
 import type { Budget, CompactionOptions, Limits, ResolvedInput } from '../common/input';
 import { AgentState, type CritiqueDecision } from '../common/states';
@@ -155,8 +155,12 @@ export interface RunSnapshot {
    * `conversationChain` is decided by each run of a continued chain for itself.
    */
   /** `interrupt`: the run takes `sendMessage` with `interrupt: true` (absent in runs begun before it). */
-  /** `toolCritique`: a model critic (`critique: 'model'`) judges tool steps too (absent in runs begun before it). */
-  features: { noProgressGuard: boolean; realProviders: boolean; conversationChain: boolean; wrapUp: boolean; approvalNotes: boolean; unknownToolsUncounted: boolean; modelFallback?: boolean; interrupt?: boolean; toolCritique?: boolean };
+  /** `toolCritique`: a model critic (`critique: 'model'`) judges tool steps too; `parallelAgents`: calls of named agents start child runs under this run's budget (absent in runs begun before it). */
+  features: { noProgressGuard: boolean; realProviders: boolean; conversationChain: boolean; wrapUp: boolean; approvalNotes: boolean; unknownToolsUncounted: boolean; modelFallback?: boolean; interrupt?: boolean; toolCritique?: boolean; parallelAgents?: boolean };
+  /** This run's workflow id, set by the workflow with features.parallelAgents: its children's ids begin with it. */
+  workflowId?: string;
+  /** The child runs of named agents this run called, in the order they started; absent until the first. */
+  children?: ChildOutcome[];
   /**
    * What a person decided on the calls now running (feedback, edited arguments), told to the model in one user
    * message after their results (features.approvalNotes); null when there is nothing to tell.

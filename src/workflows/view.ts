@@ -40,6 +40,7 @@ export function publicView(s: RunSnapshot, includeMessages: boolean): RunStateVi
     lastModel: s.lastModel,
     model: s.options.model ?? null,
     modelSwitches: s.modelSwitches ?? [],
+    children: s.children ?? [],
     lastError: s.lastError,
     reason: s.reason,
     answer: s.answer,

@@ -38,6 +38,8 @@ export interface Tool<P extends z.ZodObject = z.ZodObject> {
    * message may then stop a call of it, as it stops calls of tools without side effects. @default false
    */
   cancellable?: boolean;
+  /** A named agent given as a tool (activities/agents.ts): offered only to runs that name it, run as a child workflow. */
+  agent?: string;
   execute(args: z.output<P>, ctx: ToolContext): Promise<string>;
 }
 
@@ -112,6 +114,7 @@ export class ToolRegistry {
       ...(this.stoppable(call.name) ? { cancellable: true as const } : {}),
       ...(timeoutMs !== undefined ? { timeoutMs } : {}),
       ...(parameters ? { parameters } : {}),
+      ...(this.tools.get(call.name)?.agent ? { agent: this.tools.get(call.name)!.agent } : {}),
     };
   }
 
@@ -128,9 +131,9 @@ export class ToolRegistry {
     return [...new Set(names)].filter((n) => !this.tools.has(n));
   }
 
-  /** Definitions for the model; `allowed` absent means every tool, and unknown names are an error. */
+  /** Definitions for the model; `allowed` absent means every tool but named agents, and unknown names are an error. */
   definitions(allowed?: string[]): OpenAIFunctionTool[] {
-    const names = allowed ?? this.names();
+    const names = allowed ?? this.names().filter((n) => !this.tools.get(n)!.agent);
     const unknown = this.missing(names);
     if (unknown.length) throw new Error(`unknown tool(s) ${unknown.join(', ')}; registered: ${this.names().join(', ')}`);
     return names.map((name) => {
