@@ -80,6 +80,9 @@ const noSourceMaps: OursProfile = { ...prebundled, name: 'no-source-maps', sourc
 /** `prebundled` without the journal of activities in flight (crash recovery): what writing it down costs a step. */
 const noJournal: OursProfile = { ...prebundled, name: 'no-journal', journal: false };
 
+/** `prebundled` on the code before issue 26's cuts to a step's CPU (commit 76b609c). */
+const beforeIssue26: OursProfile = { ...prebundled, name: 'before-26', srcRef: '76b609c' };
+
 /** `prebundled` on a dev server with Temporal's own task queue read rates (20 a second), not the project's 1000. */
 const stockServer: OursProfile = {
   ...prebundled,
@@ -117,6 +120,7 @@ export const PROFILES: Record<string, OursProfile> = {
   'before-server': beforeServer,
   'before-inline': beforeInline,
   'before-preload': beforePreload,
+  'before-26': beforeIssue26,
   'no-journal': noJournal,
   'no-source-maps': noSourceMaps,
   'stock-server': stockServer,
