@@ -97,8 +97,10 @@ function breakdownOf(dir: string, pid: string | undefined, steady: boolean): Map
   }
   const all = new Map<string, number>();
   for (const threads of byProcess.values()) {
-    const from = steady ? Math.min(...threads.flat().filter((x) => x.activation).map((x) => x.at)) : -Infinity;
-    for (const x of threads.flat()) if (x.at >= from && x.phase !== '(idle)') all.set(x.phase, (all.get(x.phase) ?? 0) + x.ms);
+    // A process with no workflow activation (a driver) counts whole.
+    const from = steady ? threads.flat().reduce((min, x) => (x.activation && x.at < min ? x.at : min), Infinity) : -Infinity;
+    const since = from === Infinity ? -Infinity : from;
+    for (const x of threads.flat()) if (x.at >= since && x.phase !== '(idle)') all.set(x.phase, (all.get(x.phase) ?? 0) + x.ms);
   }
   return all;
 }
