@@ -3,9 +3,12 @@
  * write (one per thread: the worker's main thread and its workflow threads) and sums each sample's *self* time into
  * the phase of the code it was in, judged from the innermost frame that names a known place.
  *
- *   npx tsx bench/profile-breakdown.ts <dir> [--steps N] [--pid PID]
+ *   npx tsx bench/profile-breakdown.ts <dir> [--steps N] [--pid PID] [--steady] [--against <dir> --against-steps N]
  *
- * `--steps` divides by the steps the profiled processes ran, to print milliseconds per step.
+ * `--steps` divides by the steps the profiled processes ran, to print milliseconds per step. `--steady` leaves out
+ * what a process did before its first workflow activation (module loading, bundling at boot), which the bench's CPU columns
+ * do not count either. `--against` puts a second set of profiles (another system's, such as `temporal-floor`) beside
+ * the first, with the difference per step.
  */
 import { readdirSync, readFileSync } from 'node:fs';
 import path from 'node:path';
@@ -63,17 +66,43 @@ function phaseOf(profile: CpuProfile, byId: Map<number, ProfileNode>, id: number
   return 'other';
 }
 
-function breakdown(profile: CpuProfile): Map<string, number> {
+/** Each sample's phase and time (µs, on the process's monotonic clock, shared by its threads). */
+function samplesOf(profile: CpuProfile): Array<{ phase: string; at: number; ms: number; activation: boolean }> {
   const byId = new Map(profile.nodes.map((n) => [n.id, n]));
   for (const n of profile.nodes) for (const c of n.children ?? []) byId.get(c)!.parent = n.id;
   const memo = new Map<number, string>();
-  const totals = new Map<string, number>();
-  profile.samples.forEach((id, i) => {
+  const activations = new Set(profile.nodes.filter((n) => n.callFrame.functionName === 'activate').map((n) => n.id));
+  const inActivation = (id: number): boolean => {
+    for (let node = byId.get(id); node; node = node.parent === undefined ? undefined : byId.get(node.parent)) if (activations.has(node.id)) return true;
+    return false;
+  };
+  let at = profile.startTime;
+  return profile.samples.map((id, i) => {
     let phase = memo.get(id);
     if (phase === undefined) memo.set(id, (phase = phaseOf(profile, byId, id)));
-    totals.set(phase, (totals.get(phase) ?? 0) + (profile.timeDeltas[i] ?? 0) / 1000);
+    at += profile.timeDeltas[i] ?? 0;
+    return { phase, at, ms: (profile.timeDeltas[i] ?? 0) / 1000, activation: activations.size > 0 && inActivation(id) };
   });
-  return totals;
+}
+
+/** Totals by phase of every profile in `dir` (of process `pid` if given); `steady`: from each process's first workflow activation on. */
+function breakdownOf(dir: string, pid: string | undefined, steady: boolean): Map<string, number> {
+  const files = readdirSync(dir).filter((f) => f.endsWith('.cpuprofile') && (!pid || f.includes(`.${pid}.`)));
+  const byProcess = new Map<string, Array<ReturnType<typeof samplesOf>>>();
+  for (const file of files) {
+    const proc = file.split('.')[3];
+    const samples = samplesOf(JSON.parse(readFileSync(path.join(dir, file), 'utf8')) as CpuProfile);
+    byProcess.set(proc, [...(byProcess.get(proc) ?? []), samples]);
+    console.log(`${dir}/${file}: ${samples.filter((x) => x.phase !== '(idle)').reduce((a, x) => a + x.ms, 0).toFixed(0)} ms busy`);
+  }
+  const all = new Map<string, number>();
+  for (const threads of byProcess.values()) {
+    // A process with no workflow activation (a driver) counts whole.
+    const from = steady ? threads.flat().reduce((min, x) => (x.activation && x.at < min ? x.at : min), Infinity) : -Infinity;
+    const since = from === Infinity ? -Infinity : from;
+    for (const x of threads.flat()) if (x.at >= since && x.phase !== '(idle)') all.set(x.phase, (all.get(x.phase) ?? 0) + x.ms);
+  }
+  return all;
 }
 
 function main(): void {
@@ -81,24 +110,23 @@ function main(): void {
     .argument('<dir>')
     .option('--steps <n>', 'steps the profiled processes ran (prints ms per step)')
     .option('--pid <pid>', 'only the profiles of this process')
+    .option('--steady', 'only what each process did from its first workflow activation on', false)
+    .option('--against <dir>', 'profiles of another system, shown beside these')
+    .option('--against-steps <n>', 'steps the other system ran (default: --steps)')
     .parse(process.argv);
-  const dir = opts.args[0];
-  const { steps, pid } = opts.opts<{ steps?: string; pid?: string }>();
-  const files = readdirSync(dir).filter((f) => f.endsWith('.cpuprofile') && (!pid || f.includes(`.${pid}.`)));
-  const all = new Map<string, number>();
-  for (const file of files) {
-    const totals = breakdown(JSON.parse(readFileSync(path.join(dir, file), 'utf8')) as CpuProfile);
-    const busy = [...totals].filter(([k]) => k !== '(idle)').reduce((a, [, v]) => a + v, 0);
-    console.log(`${file}: ${busy.toFixed(0)} ms busy`);
-    for (const [k, v] of totals) all.set(k, (all.get(k) ?? 0) + v);
-  }
-  const per = steps ? Number(steps) : undefined;
-  console.log(`\n| phase | ms | share |${per ? ' ms per step |' : ''}\n| --- | ---: | ---: |${per ? ' ---: |' : ''}`);
-  const busy = [...all].filter(([k]) => k !== '(idle)').reduce((a, [, v]) => a + v, 0);
-  for (const [k, v] of [...all].filter(([k]) => k !== '(idle)').sort((a, b) => b[1] - a[1])) {
-    console.log(`| ${k} | ${v.toFixed(0)} | ${((100 * v) / busy).toFixed(1)}% |${per ? ` ${(v / per).toFixed(2)} |` : ''}`);
-  }
-  console.log(`| **busy** | ${busy.toFixed(0)} | 100% |${per ? ` ${(busy / per).toFixed(2)} |` : ''}`);
+  const { steps, pid, steady, against, againstSteps } = opts.opts<{ steps?: string; pid?: string; steady: boolean; against?: string; againstSteps?: string }>();
+  const ours = breakdownOf(opts.args[0], pid, steady);
+  const other = against ? breakdownOf(against, undefined, steady) : undefined;
+  const per = steps ? Number(steps) : 1;
+  const otherPer = againstSteps ? Number(againstSteps) : per;
+  const unit = steps ? 'ms per step' : 'ms';
+  const busy = (m: Map<string, number>) => [...m.values()].reduce((a, v) => a + v, 0);
+  const phases = [...new Set([...ours.keys(), ...(other?.keys() ?? [])])].sort((a, b) => (ours.get(b) ?? 0) - (ours.get(a) ?? 0));
+  const row = (name: string, a: number, b: number | undefined) =>
+    `| ${name} | ${(a / per).toFixed(2)} | ${((100 * a) / busy(ours)).toFixed(1)}% |${b === undefined ? '' : ` ${(b / otherPer).toFixed(2)} | ${(a / per - b / otherPer >= 0 ? '+' : '')}${(a / per - b / otherPer).toFixed(2)} |`}`;
+  console.log(`\n| phase | ${unit} | share |${other ? ` ${unit}, against | difference |` : ''}\n| --- | ---: | ---: |${other ? ' ---: | ---: |' : ''}`);
+  for (const k of phases) console.log(row(k, ours.get(k) ?? 0, other && (other.get(k) ?? 0)));
+  console.log(row('**busy**', busy(ours), other && busy(other)));
 }
 
 main();

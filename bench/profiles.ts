@@ -80,6 +80,19 @@ const noSourceMaps: OursProfile = { ...prebundled, name: 'no-source-maps', sourc
 /** `prebundled` without the journal of activities in flight (crash recovery): what writing it down costs a step. */
 const noJournal: OursProfile = { ...prebundled, name: 'no-journal', journal: false };
 
+/** `prebundled` on the code before issue 26's cuts to a step's CPU (commit 76b609c). */
+const beforeIssue26: OursProfile = { ...prebundled, name: 'before-26', srcRef: '76b609c' };
+
+/** Issue 26's cuts one at a time: the bundle compiled for ES2022 (dee9934), then the tool schemas cached (dd07987). */
+const cut26Native: OursProfile = { ...prebundled, name: 'cut-26-native', srcRef: 'dee9934' };
+const cut26Schemas: OursProfile = { ...prebundled, name: 'cut-26-schemas', srcRef: 'dd07987' };
+
+/** `prebundled` with blobs written without an fsync (file and folder): what making a conversation node durable costs a step. */
+const noFsync: OursProfile = { ...prebundled, name: 'no-fsync', blobFsync: false };
+
+/** `prebundled` with the runtime logging at WARN: the per-transition INFO lines are made (a sink call each) but not written. */
+const warnLogs: OursProfile = { ...prebundled, name: 'warn-logs', logLevel: 'WARN' };
+
 /** `prebundled` on a dev server with Temporal's own task queue read rates (20 a second), not the project's 1000. */
 const stockServer: OursProfile = {
   ...prebundled,
@@ -117,7 +130,12 @@ export const PROFILES: Record<string, OursProfile> = {
   'before-server': beforeServer,
   'before-inline': beforeInline,
   'before-preload': beforePreload,
+  'before-26': beforeIssue26,
+  'cut-26-native': cut26Native,
+  'cut-26-schemas': cut26Schemas,
   'no-journal': noJournal,
+  'no-fsync': noFsync,
+  'warn-logs': warnLogs,
   'no-source-maps': noSourceMaps,
   'stock-server': stockServer,
   'go-gc': goGc,

@@ -26,12 +26,31 @@ export const PRELOAD_MODULES: readonly string[] = ['zod', require.resolve('./com
 /** Webpack's report of every module bundled is noise to whoever runs this: only its warnings and errors are shown. */
 export const quietBundler: BundleOptions['logger'] = { trace() {}, debug() {}, info() {}, warn: console.warn, error: console.error, log() {} };
 
+type WebpackConfiguration = Parameters<NonNullable<BundleOptions['webpackConfigHook']>>[0];
+
+/** What the sandbox's Node runs natively, as tsconfig's target: the SDK's bundler compiles our TypeScript for ES2017. */
+const SANDBOX_TARGET = 'es2022';
+
+/**
+ * Compiles the workflow sources for ES2022 instead of the SDK's ES2017, so object spread and `??` stay native
+ * rather than helper calls: the machine spreads its snapshot several times a transition (BENCHMARKS.md, issue 26).
+ */
+export function nativeSyntax(config: WebpackConfiguration): WebpackConfiguration {
+  for (const rule of config.module?.rules ?? []) {
+    const use = rule && typeof rule === 'object' && !Array.isArray(rule.use) && typeof rule.use === 'object' ? rule.use : undefined;
+    const jsc = use && typeof use.options === 'object' ? (use.options as { jsc?: { target?: string } }).jsc : undefined;
+    if (use?.loader?.includes('swc-loader') && jsc) jsc.target = SANDBOX_TARGET;
+  }
+  return config;
+}
+
 /** The agent workflows bundled as workers run them (with the preloaded modules); `tracing` adds the OpenTelemetry workflow interceptors. */
 export function bundleAgentWorkflows(options: { tracing?: boolean; logger?: BundleOptions['logger'] } = {}): Promise<WorkflowBundle> {
   return bundleWorkflowCode({
     workflowsPath: WORKFLOWS_PATH,
     workflowInterceptorModules: options.tracing ? [WORKFLOW_TRACING_MODULE] : [],
     preloadModules: [...PRELOAD_MODULES],
+    webpackConfigHook: nativeSyntax,
     logger: options.logger ?? quietBundler,
   });
 }
@@ -52,7 +71,7 @@ export async function buildWorkflowBundles(dir: string): Promise<string[]> {
 /** What a worker that bundles at boot passes (`workflowsPath` and the preloaded modules). */
 export const bundleAtBoot = (): Pick<WorkerOptions, 'workflowsPath' | 'bundlerOptions'> => ({
   workflowsPath: WORKFLOWS_PATH,
-  bundlerOptions: { preloadModules: [...PRELOAD_MODULES] },
+  bundlerOptions: { preloadModules: [...PRELOAD_MODULES], webpackConfigHook: nativeSyntax },
 });
 
 /**

@@ -11,8 +11,8 @@ import { defaultPayloadConverter } from '@temporalio/common';
 import { temporal } from '@temporalio/proto';
 import { Worker } from '@temporalio/worker';
 import { approveUpdate, stateQuery } from '../src/common/messages';
-import { workflowCode } from '../src/workflow-bundle';
-import { startAgentHarness, waitFor, type AgentHarness } from './support/agent-harness';
+import { nativeSyntax, workflowCode } from '../src/workflow-bundle';
+import { startAgentHarness, waitFor, workflowBundle, type AgentHarness } from './support/agent-harness';
 import { streamSinks } from '../src/stream/sinks';
 
 const EventType = temporal.api.enums.v1.EventType;
@@ -123,5 +123,15 @@ test('a worker told to use a prebuilt bundle directory that lacks one fails at o
   const empty = mkdtempSync(path.join(os.tmpdir(), 'no-bundle-'));
   expect(() => workflowCode(empty, false)).toThrow(`AGENT_WORKFLOW_BUNDLE_DIR is ${empty}, which has no workflows.js: build it with \`npm run build:workflows -- ${empty}\``);
   expect(() => workflowCode(empty, true)).toThrow(/has no workflows-tracing\.js/);
-  expect(workflowCode(undefined, false)).toEqual({ workflowsPath: require.resolve('../src/workflows'), bundlerOptions: { preloadModules: ['zod', require.resolve('../src/common/once-per-worker')] } });
+  expect(workflowCode(undefined, false)).toEqual({
+    workflowsPath: require.resolve('../src/workflows'),
+    bundlerOptions: { preloadModules: ['zod', require.resolve('../src/common/once-per-worker')], webpackConfigHook: nativeSyntax },
+  });
+});
+
+test('the workflow bundle keeps object spread native: the machine spreads its snapshot several times a transition', async () => {
+  const { code } = await workflowBundle();
+  // The SDK's bundler alone compiles for ES2017, where every `{ ...s }` becomes a call of this helper.
+  expect(code).not.toMatch(/function _object_spread\(/);
+  expect(code).toMatch(/rejectedEvents: \[\s*\.\.\.s\.rejectedEvents/);
 });

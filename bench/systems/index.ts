@@ -287,6 +287,8 @@ export interface OursProfile {
   claimCheckThresholdBytes?: number;
   /** Write down activities in flight for crash recovery, as createAgentWorker does (InflightActivities). @default true */
   journal?: boolean;
+  /** Flush each blob (conversation nodes, claim-checked payloads) to disk before history refers to it, as FsBlobStore does by default. @default true */
+  blobFsync?: boolean;
   /** The worker process runs today's src/ as JavaScript, as the Docker image does, instead of TypeScript through tsx (bench/lib/compiled.ts). */
   compiled?: boolean;
   /** With `compiled`, run node with the image's `--enable-source-maps`. @default true */
@@ -336,6 +338,7 @@ export class OursSystem extends TemporalSystem {
       modelUrl: this.ctx.modelUrl,
       workspace: this.ctx.workspace,
       blobDir: this.blobDir,
+      ...(this.profile.blobFsync === false ? { blobFsync: false } : {}),
       ledgerFile: this.profile.journal === false ? undefined : path.join(this.dir, 'tool-ledger.sqlite'),
       bundlePath: this.bundlePath,
       srcDir: this.srcDir,

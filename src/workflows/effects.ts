@@ -74,7 +74,12 @@ export interface Effects {
 }
 
 export function createEffects(lean: boolean, inline = false): Effects {
-  let work: CancellationScope | undefined;
+  /**
+   * One scope for all the run's work until `cancel` cancels it. A scope costs three promises, each of which the SDK's
+   * promise hook captures a stack for; one a step was a tenth of a step's workflow CPU (BENCHMARKS.md, issue 26).
+   */
+  let scope: CancellationScope | undefined;
+  let working = false;
   const local = (r: ToolRequest) => lean && r.call.local === true;
   /** Results the last model call ran itself (inline), by tool call id. */
   let ranByModelCall = new Map<string, ToolResult>();
@@ -85,15 +90,16 @@ export function createEffects(lean: boolean, inline = false): Effects {
 
   /** Run activity work in a scope that `cancel` can cancel. */
   async function cancellable<T>(fn: () => Promise<T>): Promise<T | typeof CANCELLED> {
-    const scope = new CancellationScope();
-    work = scope;
+    if (!scope || scope.consideredCancelled) scope = new CancellationScope();
+    const work = scope;
+    working = true;
     try {
-      return await scope.run(fn);
+      return await work.run(fn);
     } catch (err) {
-      if (isCancellation(err) && scope.consideredCancelled) return CANCELLED;
+      if (isCancellation(err) && work.consideredCancelled) return CANCELLED;
       throw err;
     } finally {
-      work = undefined;
+      working = false;
     }
   }
 
@@ -170,7 +176,9 @@ export function createEffects(lean: boolean, inline = false): Effects {
       }
     },
     waits: (command) => command.type !== 'awaitMessage' && !(command.type === 'runTools' && command.requests.every(local)),
-    cancel: () => work?.cancel(),
+    cancel: () => {
+      if (working) scope?.cancel();
+    },
     async run(command) {
       switch (command.type) {
         case 'callModel': {

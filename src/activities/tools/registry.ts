@@ -60,6 +60,8 @@ export interface OpenAIFunctionTool {
 
 export class ToolRegistry {
   private readonly tools = new Map<string, Tool>();
+  /** Each tool's JSON Schema, converted from zod once: every model call sends it (BENCHMARKS.md, issue 26). */
+  private readonly schemas = new Map<string, Record<string, unknown>>();
 
   /** With a ledger, tools with side effects run at most once per idempotency key. */
   constructor(
@@ -122,8 +124,13 @@ export class ToolRegistry {
   schemaOf(name: string): Record<string, unknown> | undefined {
     const tool = this.tools.get(name);
     if (!tool) return undefined;
-    const { $schema: _ignored, ...schema } = tool.jsonSchema ?? (z.toJSONSchema(tool.parameters) as Record<string, unknown>);
-    return schema;
+    let schema = this.schemas.get(name);
+    if (!schema) {
+      const { $schema: _ignored, ...converted } = tool.jsonSchema ?? (z.toJSONSchema(tool.parameters) as Record<string, unknown>);
+      this.schemas.set(name, (schema = converted));
+    }
+    // A copy to each caller: an approval's edit check or a request body must not change the next call's schema.
+    return structuredClone(schema);
   }
 
   /** The names, each once, that no registered tool has. */
@@ -136,11 +143,7 @@ export class ToolRegistry {
     const names = allowed ?? this.names().filter((n) => !this.tools.get(n)!.agent);
     const unknown = this.missing(names);
     if (unknown.length) throw new Error(`unknown tool(s) ${unknown.join(', ')}; registered: ${this.names().join(', ')}`);
-    return names.map((name) => {
-      const tool = this.tools.get(name)!;
-      const { $schema: _ignored, ...parameters } = tool.jsonSchema ?? (z.toJSONSchema(tool.parameters) as Record<string, unknown>);
-      return { type: 'function', function: { name, description: tool.description, parameters } };
-    });
+    return names.map((name) => ({ type: 'function', function: { name, description: this.tools.get(name)!.description, parameters: this.schemaOf(name)! } }));
   }
 
   async run(call: ToolCall, ctx: ToolContext, allowed?: string[]): Promise<ToolResult> {
