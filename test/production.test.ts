@@ -253,7 +253,19 @@ test('a rolling deploy: runs in flight stay on build A, new runs go to build B, 
     );
     return worker;
   }
-  const setCurrent = (buildId: string) => workflowService.setWorkerDeploymentCurrentVersion({ namespace: s.namespace, deploymentName, buildId, identity: 'production-test' });
+  /**
+   * Makes `buildId` current and waits until the server has propagated the routing to the task queue's partitions:
+   * `set` returns before that, and a run started in between may still go to the old build.
+   */
+  const setCurrent = async (buildId: string) => {
+    await workflowService.setWorkerDeploymentCurrentVersion({ namespace: s.namespace, deploymentName, buildId, identity: 'production-test' });
+    const completed = temporal.api.enums.v1.RoutingConfigUpdateState.ROUTING_CONFIG_UPDATE_STATE_COMPLETED;
+    await waitFor(
+      () => workflowService.describeWorkerDeployment({ namespace: s.namespace, deploymentName }).then((d) => d.workerDeploymentInfo?.routingConfigUpdateState === completed || undefined),
+      60_000,
+      `the routing to ${buildId} to propagate`,
+    );
+  };
   /** Per run: the build ids of its completed workflow tasks, with their versioning behaviour, and who ran its activities. */
   async function placement(handle: WorkflowHandle) {
     const events = (await handle.fetchHistory()).events ?? [];
@@ -306,7 +318,7 @@ test('a rolling deploy: runs in flight stay on build A, new runs go to build B, 
     expect(Number(count)).toBe(0);
     expect(await stopProcess(a, 40_000)).toBe('stopped');
     console.log(
-      `rolling deploy: set-current-version to B took ${switchMs} ms; the first new run ran on B ${firstOnB - switchAt} ms after the switch began; ` +
+      `rolling deploy: set-current-version to B, propagated, took ${switchMs} ms; the first new run ran on B ${firstOnB - switchAt} ms after the switch began; ` +
         `${RUNS} runs in flight across it, ${moved} moved to B, all finished on A; ${RUNS} new runs all on B`,
     );
   } finally {
