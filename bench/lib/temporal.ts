@@ -88,6 +88,8 @@ async function connectBenchStack(dataConverter?: DataConverter): Promise<BenchSe
       workerScript: 'src/bin/worker.ts',
       // Set, so that the stack starts no scripted model: each system's worker calls the bench's model.
       workerEnv: { LLM_BASE_URL: 'http://127.0.0.1:1/v1' },
+      // The cluster alone: each system brings its own worker, and nothing here opens the gateway, the codec server or the UI.
+      services: false,
       log: () => undefined,
     });
     return { address: up.address, pids: { server: up.state.processes.temporal.pid, database: up.state.processes.postgres.pid } };
