@@ -14,6 +14,8 @@ export interface GatewayContext {
   controlTimeoutMs: number;
   /** Long requests (SSE streams, result waits) in flight; closing the gateway aborts them. */
   inflight: Set<AbortController>;
+  /** Set when the gateway starts closing: a long request that registers after that is aborted at once. */
+  closing?: boolean;
   /** Where runs' events are published (src/stream); absent: every stream polls the state. */
   stream?: StreamChannel;
   /** How long a stream waits for a running run's first published event before it polls instead. */
@@ -31,6 +33,8 @@ export function abortOnClose(ctx: GatewayContext, reply: FastifyReply): { signal
   const onClose = () => controller.abort(new Error('the client closed the connection'));
   reply.raw.once('close', onClose);
   ctx.inflight.add(controller);
+  // A stream that began before the close and registers after it would hold the close open for as long as it lives.
+  if (ctx.closing) controller.abort(new Error('the gateway is closing'));
   return {
     signal: controller.signal,
     dispose() {

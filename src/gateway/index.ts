@@ -93,6 +93,7 @@ export function buildGateway(opts: GatewayOptions): FastifyInstance {
   if (opts.stream) registerStreamPublishRoute(app, opts.stream);
   if (opts.ui ?? true) registerUiRoutes(app);
   app.addHook('preClose', async () => {
+    ctx.closing = true;
     for (const request of ctx.inflight) request.abort(new Error('the gateway is closing'));
   });
   return app;
