@@ -4,16 +4,13 @@
  * checked against `@ag-ui/core`'s zod schemas, against a real run on a real worker publishing to the gateway's
  * stream channel.
  */
-import type { AddressInfo } from 'node:net';
 import type { FastifyInstance } from 'fastify';
 import { HttpAgent, type BaseEvent, type RunAgentInput } from '@ag-ui/client';
 import type { Event } from '@ag-ui/core';
 import { EventSchemas } from '@ag-ui/core/schemas';
-import { AgentClient } from '../src/client';
-import { buildGateway } from '../src/gateway/index';
 import type { AgUiEvent } from '../src/gateway/ag-ui';
-import { httpTarget, liveStream, MemoryHub, type PublishTarget } from '../src/stream';
-import { startAgentHarness, type AgentHarness } from './support/agent-harness';
+import type { AgentHarness } from './support/agent-harness';
+import { startStreamingGateway, type StreamingGateway } from './support/streaming-gateway';
 import { readSse } from './support/sse';
 
 // Compile-time: every event the gateway sends is one of AG-UI's own event types (`tsc` fails otherwise). Their
@@ -28,18 +25,14 @@ let h: AgentHarness;
 let app: FastifyInstance;
 let baseUrl: string;
 
+let gw: StreamingGateway | undefined;
+
 beforeAll(async () => {
-  let publishTo: PublishTarget | undefined;
-  const stream = liveStream({ publish: (id, e) => publishTo!.publish(id, e) }, { warn: () => undefined, info: () => undefined });
-  h = await startAgentHarness(undefined, { stream });
-  app = buildGateway({ agents: new AgentClient(h.env.client, h.taskQueue), token: TOKEN, heartbeatMs: 200, pollIntervalMs: 100, stream: new MemoryHub() });
-  await app.listen({ port: 0, host: '127.0.0.1' });
-  baseUrl = `http://127.0.0.1:${(app.server.address() as AddressInfo).port}`;
-  publishTo = httpTarget(baseUrl, TOKEN);
+  gw = await startStreamingGateway(TOKEN);
+  ({ h, app, baseUrl } = gw);
 });
 afterAll(async () => {
-  await app?.close();
-  await h?.close();
+  await gw?.close();
 });
 
 /** HttpAgent as shipped, reading a run's AG-UI stream with a GET (the gateway starts runs with its own POST /v1/runs). */

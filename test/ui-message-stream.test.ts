@@ -5,14 +5,11 @@
  */
 import { execFile } from 'node:child_process';
 import path from 'node:path';
-import type { AddressInfo } from 'node:net';
 import type { FastifyInstance } from 'fastify';
 import type { UIMessageChunk } from 'ai';
-import { AgentClient } from '../src/client';
-import { buildGateway } from '../src/gateway/index';
 import type { Chunk } from '../src/gateway/ui-message-stream';
-import { httpTarget, liveStream, MemoryHub, type PublishTarget } from '../src/stream';
-import { startAgentHarness, type AgentHarness } from './support/agent-harness';
+import type { AgentHarness } from './support/agent-harness';
+import { startStreamingGateway, type StreamingGateway } from './support/streaming-gateway';
 
 // Compile-time: every chunk the gateway sends is one of the AI SDK's own chunk types (`tsc` fails otherwise).
 const fitsTheProtocol: Chunk extends UIMessageChunk ? true : never = true;
@@ -24,18 +21,14 @@ let h: AgentHarness;
 let app: FastifyInstance;
 let baseUrl: string;
 
+let gw: StreamingGateway | undefined;
+
 beforeAll(async () => {
-  let publishTo: PublishTarget | undefined;
-  const stream = liveStream({ publish: (id, e) => publishTo!.publish(id, e) }, { warn: () => undefined, info: () => undefined });
-  h = await startAgentHarness(undefined, { stream });
-  app = buildGateway({ agents: new AgentClient(h.env.client, h.taskQueue), token: TOKEN, heartbeatMs: 200, pollIntervalMs: 100, stream: new MemoryHub() });
-  await app.listen({ port: 0, host: '127.0.0.1' });
-  baseUrl = `http://127.0.0.1:${(app.server.address() as AddressInfo).port}`;
-  publishTo = httpTarget(baseUrl, TOKEN);
+  gw = await startStreamingGateway(TOKEN);
+  ({ h, app, baseUrl } = gw);
 });
 afterAll(async () => {
-  await app?.close();
-  await h?.close();
+  await gw?.close();
 });
 
 interface AiSdkResult {
