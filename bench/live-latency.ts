@@ -11,8 +11,8 @@ import { NativeConnection, Worker } from '@temporalio/worker';
 import { AgentClient } from '../src/client';
 import { buildGateway } from '../src/gateway';
 import { httpTarget, liveStream, MemoryHub, RedisChannel, type StreamChannel } from '../src/stream';
-import { agentWorkerOptions, openAIClient } from '../src/worker';
-import { bundleAgentWorkflows } from '../src/workflow-bundle';
+import { agentWorkerOptions, openAIClient } from '../src/worker/worker';
+import { bundleAgentWorkflows } from '../src/worker/workflow-bundle';
 
 const CHUNKS = 60;
 const GAP_MS = 100;

@@ -17,13 +17,13 @@ import { performance } from 'node:perf_hooks';
 import { Command } from 'commander';
 import { BENCH_DIR, cpuTimeMs, spawnChild, stopChild, type Child } from './lib/ipc';
 import { LoadMonitor, machineInfo } from './lib/machine';
-import { markdownReport } from './lib/report';
+import { markdownReport } from './report';
 import { stopBenchStack, type ServerKind } from './lib/temporal';
 import { percentile, STEP_WINDOW_HALF, windowMedian } from './lib/stats';
 import { stepTimes, writeWorkspace, type Arrival } from './lib/workload';
 import { PEER_WORKER_OPTIONS, PROFILES, TUNED } from './profiles';
 import { AiSdkSystem, FloorSystem, LangGraphSystem, OursSystem, TemporalFloorSystem, type BenchSystem, type RunSpec } from './systems';
-import type { BenchResults, FigureA, FigureB, FigureC, FigureD } from './lib/report';
+import type { BenchResults, FigureA, FigureB, FigureC, FigureD } from './report';
 import { DEFAULT_SCENARIOS, figureE } from './figure-e';
 import { figureF } from './lib/quota-figure';
 

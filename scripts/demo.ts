@@ -7,12 +7,12 @@
  */
 import { mkdirSync, readdirSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
-import { humanWatchPrinter } from '../src/cli';
+import { humanWatchPrinter } from '../src/client/cli';
 import { AgentClient, failureReason, type AgentRunHandle, type WatchEvent } from '../src/client';
 import { workerConfig } from '../src/config';
 import { DefaultLogger, Runtime } from '@temporalio/worker';
 import { liveStream, MemoryHub, START } from '../src/stream';
-import { createAgentWorker } from '../src/worker';
+import { createAgentWorker } from '../src/worker/worker';
 import { ensureSearchAttributes, isServerUp, startDevServer, temporalUiUrl, type DevServerHandle } from './lib/dev-server';
 
 const PROMPT = process.env.DEMO_PROMPT ?? 'Look around the workspace, read the most useful file, and tell me what it says.';

@@ -6,16 +6,16 @@
  */
 
 /** The worker: `await (await createAgentWorker({ tools: [myTool] })).run()`; settings not given come from the environment. */
-export { createAgentWorker, resolveWorkerConfig, DEFAULT_MODEL, SHUTDOWN_GRACE_TIME } from './worker';
-export type { AgentWorker, AgentWorkerOptions, ConnectionSettings, ModelOptions } from './worker';
+export { createAgentWorker, resolveWorkerConfig, DEFAULT_MODEL, SHUTDOWN_GRACE_TIME } from './worker/worker';
+export type { AgentWorker, AgentWorkerOptions, ConnectionSettings, ModelOptions } from './worker/worker';
 
 /** For a Temporal worker of your own that bundles `durable-agent-worker/workflows`: the activities and their tuning. */
-export { agentWorkerOptions, openAIClient } from './worker';
+export { agentWorkerOptions, openAIClient } from './worker/worker';
 /**
  * The workflow code bundled as the agent's own workers bundle it: `bundleAgentWorkflows()` for `workflowBundle`, or
  * `bundleAtBoot()` (`workflowsPath` and `bundlerOptions`), with `PRELOAD_MODULES` loaded once per worker, not per run.
  */
-export { bundleAgentWorkflows, bundleAtBoot, buildWorkflowBundles, PRELOAD_MODULES } from './workflow-bundle';
+export { bundleAgentWorkflows, bundleAtBoot, buildWorkflowBundles, PRELOAD_MODULES } from './worker/workflow-bundle';
 export type { ActivityDeps } from './activities';
 
 /** Tools: `defineTool({ name, description, parameters: z.object(...), sideEffects, execute })`. */
@@ -56,12 +56,12 @@ export type { BudgetLimits, Grant, ProviderBudget, RedisBudgetOptions } from './
 export type { QuotaSettings } from './config';
 
 /** A Temporal plugin for a worker (and client) you already run: `Worker.create({ ..., plugins: [agentPlugin({ tools })] })`. */
-export { agentPlugin, AgentPlugin, AGENT_PLUGIN_NAME } from './plugin';
-export type { AgentPluginOptions } from './plugin';
+export { agentPlugin, AgentPlugin, AGENT_PLUGIN_NAME } from './worker/plugin';
+export type { AgentPluginOptions } from './worker/plugin';
 
 /** Before a deploy: replay the open runs' histories against the workflow code about to be deployed (`agent check-deploy`). */
-export { checkDeploy } from './check-deploy';
-export type { DeployCheckOptions, DeployCheckResult } from './check-deploy';
+export { checkDeploy } from './worker/check-deploy';
+export type { DeployCheckOptions, DeployCheckResult } from './worker/check-deploy';
 
 /** Failure types a backend matches on (`InvalidInput`, `AgentRunFailed`, `UnknownAgent`, the model's error classes). */
 export { FailureType, ModelErrorType } from './common/failures';

@@ -9,7 +9,7 @@ import { MockActivityEnvironment } from '@temporalio/testing';
 import OpenAI from 'openai';
 import { z } from 'zod';
 import { createActivities, type ToolPolicy, type ToolPolicyDecision } from '../src/activities';
-import { agentPlugin } from '../src/plugin';
+import { agentPlugin } from '../src/worker/plugin';
 import { chunkTranscript, recentStart } from '../src/activities/compaction';
 import { classifyModelError, ModelErrorType, retryAfterMs } from '../src/activities/errors';
 import { fileTools, resolveInWorkspace } from '../src/activities/tools/files';
@@ -17,7 +17,7 @@ import { defineTool, MAX_TOOL_OUTPUT_CHARS, RetryableToolError, ToolRegistry } f
 import { isQuotaWait, UNKNOWN_TOOL, type ChatMessage, type CritiqueRequest, type ModelRequest, type ModelResponse, type QuotaWait } from '../src/common/chat';
 import { llmSettings } from '../src/config';
 import { startScriptedModel, type ScriptedModel } from '../src/scripted-model';
-import { openAIClient } from '../src/worker';
+import { openAIClient } from '../src/worker/worker';
 import { QuietLogger } from './support/quiet-logger';
 
 /** Expected failures and undeliverable deltas (a mock environment has no client) stay quiet. */

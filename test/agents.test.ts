@@ -14,7 +14,7 @@ import { AgentClient } from '../src/client';
 import { WORKFLOW_TYPE } from '../src/common/constants';
 import { FailureType } from '../src/common/failures';
 import { stateQuery } from '../src/common/messages';
-import { agentPlugin } from '../src/plugin';
+import { agentPlugin } from '../src/worker/plugin';
 import { InflightActivities, thisProcess } from '../src/activities/inflight';
 import { mkdtempSync } from 'node:fs';
 import os from 'node:os';

@@ -8,8 +8,8 @@ import http from 'node:http';
 import { defaultPayloadConverter, type Payload } from '@temporalio/common';
 import type { FastifyInstance } from 'fastify';
 import { EncryptionCodec } from '../src/codec';
-import { createCodecServer, WILDCARD_NO_SESSIONS } from '../src/codec-server';
-import { SESSION_COOKIE, SESSION_TTL_SECONDS, SessionSigner } from '../src/codec-session';
+import { createCodecServer, WILDCARD_NO_SESSIONS } from '../src/codec/server';
+import { SESSION_COOKIE, SESSION_TTL_SECONDS, SessionSigner } from '../src/codec/session';
 
 const TOKEN = randomBytes(24).toString('hex');
 const UI = 'http://127.0.0.1:8233';

@@ -7,7 +7,7 @@ import { mkdtempSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { temporalSettings } from '../src/config';
-import { clientConnectionOptions, nativeConnectionOptions, temporalConnectionOptions } from '../src/connection';
+import { clientConnectionOptions, nativeConnectionOptions, temporalConnectionOptions } from '../src/config/connection';
 
 /** What a connection is opened with, for this environment. */
 const optionsFrom = (env: NodeJS.ProcessEnv) => temporalConnectionOptions(temporalSettings(env));

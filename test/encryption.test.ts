@@ -27,10 +27,10 @@ import {
   isEncrypted,
   PayloadDecryptionError,
 } from '../src/codec';
-import { createCodecServer } from '../src/codec-server';
+import { createCodecServer } from '../src/codec/server';
 import { codecSettings, encryptionSettings, workerConfig } from '../src/config';
 import { startScriptedModel, type ScriptedModel } from '../src/scripted-model';
-import { createAgentWorker, type AgentWorker } from '../src/worker';
+import { createAgentWorker, type AgentWorker } from '../src/worker/worker';
 import { quietRuntime } from './support/agent-harness';
 import { testServerAddress } from './support/temporal';
 

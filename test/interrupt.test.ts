@@ -5,7 +5,7 @@
 import type { FastifyInstance } from 'fastify';
 import { z } from 'zod';
 import { defineTool } from '../src/activities';
-import { runCli } from '../src/cli';
+import { runCli } from '../src/client/cli';
 import { AgentClient } from '../src/client';
 import { stateQuery } from '../src/common/messages';
 import { buildGateway } from '../src/gateway/index';

@@ -11,7 +11,7 @@ import { defaultPayloadConverter } from '@temporalio/common';
 import { temporal } from '@temporalio/proto';
 import { Worker } from '@temporalio/worker';
 import { approveUpdate, stateQuery } from '../src/common/messages';
-import { nativeSyntax, workflowCode } from '../src/workflow-bundle';
+import { nativeSyntax, workflowCode } from '../src/worker/workflow-bundle';
 import { startAgentHarness, waitFor, workflowBundle, type AgentHarness } from './support/agent-harness';
 import { streamSinks } from '../src/stream/sinks';
 

@@ -9,7 +9,7 @@ import { AgentClient } from '../src/client';
 import { buildGateway } from '../src/gateway/index';
 import { createServer as createHttpServer } from 'node:http';
 import { compareOffsets, httpTarget, liveStream, MemoryHub, RedisChannel, type LiveStream, type PublishTarget, type StreamChannel } from '../src/stream';
-import { configuredStream } from '../src/worker';
+import { configuredStream } from '../src/worker/worker';
 import { sleep, startAgentHarness, type AgentHarness } from './support/agent-harness';
 import { freePort, startRedis } from './support/redis';
 import { readSse as readEvents, type SseMessage } from './support/sse';

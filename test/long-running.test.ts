@@ -2,7 +2,7 @@
 import { randomUUID } from 'node:crypto';
 import { readFileSync } from 'node:fs';
 import path from 'node:path';
-import { runCli } from '../src/cli';
+import { runCli } from '../src/client/cli';
 import { AgentClient } from '../src/client';
 import { WORKFLOW_TYPE } from '../src/common/constants';
 import { approveUpdate, resumeSignal, stateSnapshotAtQuery, sendMessageUpdate, stateAtQuery, stateQuery } from '../src/common/messages';

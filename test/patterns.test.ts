@@ -2,7 +2,7 @@
 import { randomUUID } from 'node:crypto';
 import type { WorkflowHandle } from '@temporalio/client';
 import { Worker } from '@temporalio/worker';
-import { runCli } from '../src/cli';
+import { runCli } from '../src/client/cli';
 import { AgentClient } from '../src/client';
 import { abortSignal, stateQuery, type AgentRunResult } from '../src/common/messages';
 import { buildGateway } from '../src/gateway/index';
@@ -12,7 +12,7 @@ import {
   patternStateQuery,
   type PlanExecuteInput,
   type PlanExecuteResult,
-} from '../src/common/patterns';
+} from '../src/common/pattern-messages';
 import { parseSteps } from '../src/workflows/patterns/prompts';
 import { startAgentHarness, waitFor, type AgentHarness } from './support/agent-harness';
 import { failureOf } from './support/failures';

@@ -9,7 +9,7 @@ import { Connection } from '@temporalio/client';
 import { ensureTemporalCli } from '../scripts/lib/temporal-cli';
 import { AGENT_STATE_SEARCH_ATTRIBUTE } from '../src/common/constants';
 import { assertSearchAttributes, MissingSearchAttributesError } from '../src/search-attributes';
-import { createAgentWorker } from '../src/worker';
+import { createAgentWorker } from '../src/worker/worker';
 import { testServerAddress } from './support/temporal';
 
 let connection: Connection;

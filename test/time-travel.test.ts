@@ -4,13 +4,13 @@
  * then an answer) is forked from each of its steps, and from steps it does not hold.
  */
 import type { FastifyInstance, InjectOptions } from 'fastify';
-import { runCli } from '../src/cli';
+import { runCli } from '../src/client/cli';
 import { AgentClient, type AgentRunHandle } from '../src/client';
 import { parseAgentRunInput } from '../src/common/input';
 import type { RunStateView } from '../src/common/messages';
 import type { ToolCallRecord } from '../src/common/view';
 import { buildGateway } from '../src/gateway/index';
-import { diffSnapshots, formatDiff } from '../src/time-travel';
+import { diffSnapshots, formatDiff } from '../src/client/time-travel';
 import { initialSnapshot } from '../src/workflows/snapshot';
 import { publicView } from '../src/workflows/view';
 import { startAgentHarness, type AgentHarness } from './support/agent-harness';

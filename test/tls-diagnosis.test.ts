@@ -8,7 +8,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { createServer, type Server } from 'node:tls';
 import { ensureCertificates, type TlsFiles } from '../scripts/lib/stack/tls';
-import { tlsFailureReason } from '../src/connection';
+import { tlsFailureReason } from '../src/config/connection';
 
 let files: TlsFiles;
 let server: Server;

@@ -16,10 +16,10 @@ import { startDevServer, type DevServerHandle } from '../scripts/lib/dev-server'
 import { AgentClient } from '../src/client';
 import { createDataConverter } from '../src/codec';
 import { codecSettings, workerConfig } from '../src/config';
-import { createCodecServer } from '../src/codec-server';
-import { SESSION_COOKIE } from '../src/codec-session';
+import { createCodecServer } from '../src/codec/server';
+import { SESSION_COOKIE } from '../src/codec/session';
 import { startScriptedModel, type ScriptedModel } from '../src/scripted-model';
-import { createAgentWorker, type AgentWorker } from '../src/worker';
+import { createAgentWorker, type AgentWorker } from '../src/worker/worker';
 import { quietRuntime } from './support/agent-harness';
 import { freePort } from '../scripts/lib/free-port';
 import { chromiumSkipReason as skipReason, launchChromium, SHOTS, UI_TIMEOUT_MS, withScreenshot } from './support/browser';

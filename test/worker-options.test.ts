@@ -1,8 +1,8 @@
 /** createAgentWorker's options over the environment (resolveWorkerConfig): what each option overrides, and what it leaves. */
 import path from 'node:path';
 import { workerConfig } from '../src/config';
-import { agentPlugin } from '../src/plugin';
-import { deploymentOptions, resolveWorkerConfig } from '../src/worker';
+import { agentPlugin } from '../src/worker/plugin';
+import { deploymentOptions, resolveWorkerConfig } from '../src/worker/worker';
 
 const env: NodeJS.ProcessEnv = {
   TEMPORAL_ADDRESS: 'temporal.env:7233',

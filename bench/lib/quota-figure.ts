@@ -14,7 +14,7 @@ import type { Client } from '@temporalio/client';
 import { freePort } from '../../scripts/lib/free-port';
 import { MAX_PROVIDER_FAILURES } from '../../src/activities/model';
 import { AgentClient } from '../../src/client';
-import { buildWorkflowBundles } from '../../src/workflow-bundle';
+import { buildWorkflowBundles } from '../../src/worker/workflow-bundle';
 import { BENCH_DIR, PROJECT_ROOT, spawnChild, stopChild, type Child } from './ipc';
 import { QUOTA_MODEL } from './quota-model-process';
 import { startBenchServer, waitForTaskQueue } from './temporal';

@@ -8,7 +8,7 @@ import { NativeConnection, Runtime, DefaultLogger, Worker, type WorkerOptions } 
 import { serveWorker } from '../lib/serve';
 
 import type * as CodecModule from '../../src/codec';
-import type * as WorkerModule from '../../src/worker';
+import type * as WorkerModule from '../../src/worker/worker';
 import type * as InflightModule from '../../src/activities/inflight';
 
 /** What the driver passes; everything under `tuning` is a plain worker option or a harness-only switch. */

@@ -3,7 +3,7 @@
  * Builds the workflow bundles ahead of time: `npm run build:workflows -- [DIR]` (`node dist/bin/build-workflows.js DIR`
  * in the image build). DIR defaults to dist/workflow-bundles; workers load them with AGENT_WORKFLOW_BUNDLE_DIR=DIR.
  */
-import { buildWorkflowBundles } from '../workflow-bundle';
+import { buildWorkflowBundles } from '../worker/workflow-bundle';
 
 async function main(): Promise<void> {
   const dir = process.argv[2] ?? 'dist/workflow-bundles';

@@ -5,7 +5,7 @@
  * codec settings (AGENT_ENCRYPTION_KEYS, AGENT_BLOB_DIR, AGENT_CLAIM_CHECK).
  */
 import { createDataConverter } from '../codec';
-import { createCodecServer, WILDCARD_NO_SESSIONS } from '../codec-server';
+import { createCodecServer, WILDCARD_NO_SESSIONS } from '../codec/server';
 import { codecServerSettings, codecSettings } from '../config';
 
 async function main(): Promise<void> {

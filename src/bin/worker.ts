@@ -5,7 +5,7 @@
  */
 import { workerConfig } from '../config';
 import { installWorkerRuntime } from '../observability/runtime';
-import { createAgentWorker } from '../worker';
+import { createAgentWorker } from '../worker/worker';
 
 async function main(): Promise<void> {
   const config = workerConfig(process.env);

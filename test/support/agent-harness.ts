@@ -16,11 +16,11 @@ import { WORKFLOW_TYPE } from '../../src/common/constants';
 import type { AgentRunInput } from '../../src/common/input';
 import { stateQuery, type RunStateView } from '../../src/common/messages';
 import { startScriptedModel, type ScriptedModel, type ScriptedModelOptions } from '../../src/scripted-model';
-import { agentWorkerOptions, openAIClient } from '../../src/worker';
+import { agentWorkerOptions, openAIClient } from '../../src/worker/worker';
 import type { LiveStream } from '../../src/stream';
 import type { ProviderBudget } from '../../src/quota';
 import { Providers } from '../../src/activities/providers';
-import { bundleAgentWorkflows } from '../../src/workflow-bundle';
+import { bundleAgentWorkflows } from '../../src/worker/workflow-bundle';
 import { QuietLogger } from './quiet-logger';
 import { testServerAddress } from './temporal';
 

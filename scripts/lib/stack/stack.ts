@@ -16,7 +16,7 @@ import { Connection, type ConnectionOptions } from '@temporalio/client';
 import { msToTs } from '@temporalio/common/lib/time';
 import { DEFAULT_TASK_QUEUE } from '../../../src/common/constants';
 import { DEMO_SCRIPT_NAME } from '../../../src/scripted-model';
-import { buildWorkflowBundles } from '../../../src/workflow-bundle';
+import { buildWorkflowBundles } from '../../../src/worker/workflow-bundle';
 import { ensureSearchAttributes, isPortOpen } from '../dev-server';
 import { PROJECT_ROOT } from '../temporal-cli';
 import { initPostgres, isPostgresReady, POSTGRES_PASSWORD, POSTGRES_USER, postgresBinDir, startPostgres, stopPostgres, type PostgresLayout, type PostgresStopMode } from './postgres';
@@ -24,7 +24,7 @@ import { isRunning, spawnDetached, stopProcess, waitUntil, type ProcessRecord } 
 import { ensureTemporalServer, type TemporalServerPaths } from './temporal-server-build';
 import { ensureTemporalUi } from './temporal-ui-build';
 import { clientTlsEnv, ensureCertificates, serverTlsEnv, TLS_SERVER_NAME, tlsFiles, tlsModeFrom, type TlsFiles, type TlsMode } from './tls';
-import { clientConnectionOptions } from '../../../src/connection';
+import { clientConnectionOptions } from '../../../src/config/connection';
 import { temporalSettings } from '../../../src/config';
 
 /** Every port the stack listens on, all on 127.0.0.1. */

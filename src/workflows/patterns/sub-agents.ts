@@ -18,7 +18,7 @@ import { defineSearchAttributeKey } from '@temporalio/common';
 import { AGENT_STATE_SEARCH_ATTRIBUTE } from '../../common/constants';
 import { AbortInputSchema, type AgentRunInput, parseWith } from '../../common/input';
 import { abortSignal, type AgentRunResult } from '../../common/messages';
-import { type ChildStatus, type PatternStateView, patternStateQuery, RUNNING_CHILDREN } from '../../common/patterns';
+import { type ChildStatus, type PatternStateView, patternStateQuery, RUNNING_CHILDREN } from '../../common/pattern-messages';
 import { AgentState } from '../../common/states';
 import { agentRun } from '../agent-run';
 

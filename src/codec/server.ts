@@ -23,7 +23,7 @@ import {
   sessionCookie,
   sessionPage,
   SessionSigner,
-} from './codec-session';
+} from './session';
 
 /** Above the server's 2 MB payload limit, base64 included, with room for several payloads per request. */
 const BODY_LIMIT_BYTES = 16 * 1024 * 1024;

@@ -11,11 +11,11 @@ import {
   type PlanExecuteResult,
   type StageResult,
   type StepResult,
-} from '../common/patterns';
-import { AgentState } from '../common/states';
-import { FailureType } from '../common/failures';
-import { executorPrompt, parseSteps, plannerPrompt, stagePrompt, synthesiserPrompt } from './patterns/prompts';
-import { subAgents } from './patterns/sub-agents';
+} from '../../common/pattern-messages';
+import { AgentState } from '../../common/states';
+import { FailureType } from '../../common/failures';
+import { executorPrompt, parseSteps, plannerPrompt, stagePrompt, synthesiserPrompt } from './prompts';
+import { subAgents } from './sub-agents';
 
 const invalidInput = (message: string) => ApplicationFailure.create({ type: FailureType.InvalidInput, message, nonRetryable: true });
 

@@ -5,7 +5,7 @@
 import { connect } from 'node:tls';
 import type { ConnectionOptions } from '@temporalio/client';
 import type { NativeConnectionOptions } from '@temporalio/worker';
-import type { TemporalSettings } from './config';
+import type { TemporalSettings } from '.';
 
 /** What both connection kinds take: the address, and the API key, TLS and gRPC metadata when set. */
 export type TemporalConnectionOptions = Pick<TemporalSettings, 'address' | 'apiKey' | 'tls' | 'metadata'>;

@@ -5,13 +5,13 @@
  */
 
 /** The client: `AgentClient.connect()` (TEMPORAL_* settings by default), `start`, `handle(id)`, `list`, `fork`. */
-export { AgentClient, AgentRunHandle, agentDataConverter, diffState, DEFAULT_CONTROL_TIMEOUT_MS } from './client';
-export type { AgentRunSummary, ConnectOptions, ControlOptions, ListOptions, SendMessageOptions, StartOptions, StateOptions, WatchEvent, WatchOptions } from './client';
+export { AgentClient, AgentRunHandle, agentDataConverter, diffState, DEFAULT_CONTROL_TIMEOUT_MS } from '.';
+export type { AgentRunSummary, ConnectOptions, ControlOptions, ListOptions, SendMessageOptions, StartOptions, StateOptions, WatchEvent, WatchOptions } from '.';
 
 /** The pushed stream `watch({ stream, after, onOffset })` reads: the Redis channel the workers publish to, offsets, the events (with `resume`). */
-export { compareOffsets, RedisChannel, START } from './stream';
-export type { Offset, RedisChannelOptions, StreamChannel } from './stream';
-export { followText, type CallText, type StreamEvent } from './common/stream';
+export { compareOffsets, RedisChannel, START } from '../stream';
+export type { Offset, RedisChannelOptions, StreamChannel } from '../stream';
+export { followText, type CallText, type StreamEvent } from '../common/stream';
 
 /** Errors the client throws, and helpers that unwrap why a run failed. */
 export {
@@ -25,18 +25,18 @@ export {
   failureReason,
   isAlreadyStarted,
   runFailure,
-} from './client';
-export type { RunFailure } from './client';
+} from '.';
+export type { RunFailure } from '.';
 
 /** Time travel's answers: `AgentRunHandle.steps()` and `diff(from, to)`. */
 export type { DiffEntry, SnapshotDiff, StepRecord } from './time-travel';
 
 /** A run's input, its result and the view its `state` query answers (fields are added, never removed, in a major version). */
-export type { AgentRunInput, ApproveInput } from './common/input';
-export type { AgentRunResult, ApproveResult, ControlResult, SendMessageResult } from './common/messages';
-export type { PendingApproval, RunStateView, RunUsage, TransitionRecord } from './common/view';
-export { AgentState, isTerminal } from './common/states';
+export type { AgentRunInput, ApproveInput } from '../common/input';
+export type { AgentRunResult, ApproveResult, ControlResult, SendMessageResult } from '../common/messages';
+export type { PendingApproval, RunStateView, RunUsage, TransitionRecord } from '../common/view';
+export { AgentState, isTerminal } from '../common/states';
 
 /** Where Temporal is, for `AgentClient.connect(settings)`; unset fields come from the environment. */
-export type { CodecSettings, TemporalSettings } from './config';
-export { codecSettings, temporalSettings } from './config';
+export type { CodecSettings, TemporalSettings } from '../config';
+export { codecSettings, temporalSettings } from '../config';

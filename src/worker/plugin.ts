@@ -10,15 +10,15 @@ import type { DataConverter } from '@temporalio/common';
 import { SimplePlugin } from '@temporalio/plugin';
 import type { NativeConnection, ReplayWorkerOptions, Worker, WorkerOptions, WorkflowBundleOption } from '@temporalio/worker';
 import type OpenAI from 'openai';
-import { type ActivityDeps, type AgentDefinition, type Tool, type ToolLedger, type ToolPolicy } from './activities';
-import type { InflightActivities } from './activities/inflight';
-import { createConversationStore, createDataConverter } from './codec';
-import type { ConversationStore } from './codec/conversation-store';
-import { codecSettings, llmSettings, workspaceDir } from './config';
+import { type ActivityDeps, type AgentDefinition, type Tool, type ToolLedger, type ToolPolicy } from '../activities';
+import type { InflightActivities } from '../activities/inflight';
+import { createConversationStore, createDataConverter } from '../codec';
+import type { ConversationStore } from '../codec/conversation-store';
+import { codecSettings, llmSettings, workspaceDir } from '../config';
 import { agentWorkerOptions, DEFAULT_MODEL, openAIClient } from './worker';
 import { bundleAtBoot } from './workflow-bundle';
-import type { ProviderBudget } from './quota';
-import { streamSinks } from './stream/sinks';
+import type { ProviderBudget } from '../quota';
+import { streamSinks } from '../stream/sinks';
 
 export const AGENT_PLUGIN_NAME = 'durable-agent-worker';
 

@@ -15,16 +15,16 @@ import {
   type AgentRunHandle,
   type AgentRunSummary,
   type WatchEvent,
-} from './client';
-import { parseAgentRunInput, type AgentRunInput } from './common/input';
+} from '.';
+import { parseAgentRunInput, type AgentRunInput } from '../common/input';
 
 type Limits = NonNullable<AgentRunInput['limits']>;
 type ApprovalInput = NonNullable<AgentRunInput['approval']>;
-import type { AgentRunResult, ControlResult, RunStateView } from './common/messages';
-import { registerSearchAttributes, REQUIRED_SEARCH_ATTRIBUTES } from './search-attributes';
+import type { AgentRunResult, ControlResult, RunStateView } from '../common/messages';
+import { registerSearchAttributes, REQUIRED_SEARCH_ATTRIBUTES } from '../search-attributes';
 import { formatDiff } from './time-travel';
-import { AgentState } from './common/states';
-import type { PendingApproval } from './common/view';
+import { AgentState } from '../common/states';
+import type { PendingApproval } from '../common/view';
 
 /** What the CLI needs from the outside world; tests replace it. */
 export interface CliDeps {
@@ -221,7 +221,7 @@ function buildProgram(deps: CliDeps, state: { exitCode: number }): Command {
     .option('--query <query>', 'a visibility query the runs must also match, e.g. TaskQueue="agent-runs"')
     .action(async (o: JsonOption & { workflows?: string; limit: number; recent: number; query?: string }) => {
       // Loaded here only: replay needs the worker's native core, which the other commands do without.
-      const { checkDeploy, quietReplayLogs } = await import('./check-deploy');
+      const { checkDeploy, quietReplayLogs } = await import('../worker/check-deploy');
       quietReplayLogs();
       const workflows = o.workflows ? { workflowsPath: path.resolve(o.workflows) } : undefined;
       const result = await withClient((client) => checkDeploy({ client: client.client, workflows, limit: o.limit, recentClosed: o.recent, query: o.query }));

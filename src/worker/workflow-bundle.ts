@@ -7,9 +7,9 @@
 import fs from 'node:fs';
 import path from 'node:path';
 import { bundleWorkflowCode, type BundleOptions, type WorkerOptions, type WorkflowBundle } from '@temporalio/worker';
-import { WORKFLOW_TRACING_MODULE } from './observability/tracing';
+import { WORKFLOW_TRACING_MODULE } from '../observability/tracing';
 
-export const WORKFLOWS_PATH = require.resolve('./workflows');
+export const WORKFLOWS_PATH = require.resolve('../workflows');
 
 export const bundleFile = (dir: string, tracing: boolean): string => path.join(dir, tracing ? 'workflows-tracing.js' : 'workflows.js');
 
@@ -21,7 +21,7 @@ export const bundleFile = (dir: string, tracing: boolean): string => path.join(d
  * modules do not (zod defines some of a schema's properties on first use, which a frozen schema refuses), hence
  * the cache, whose schemas are built after the freeze.
  */
-export const PRELOAD_MODULES: readonly string[] = ['zod', require.resolve('./common/once-per-worker')];
+export const PRELOAD_MODULES: readonly string[] = ['zod', require.resolve('../common/once-per-worker')];
 
 /** Webpack's report of every module bundled is noise to whoever runs this: only its warnings and errors are shown. */
 export const quietBundler: BundleOptions['logger'] = { trace() {}, debug() {}, info() {}, warn: console.warn, error: console.error, log() {} };

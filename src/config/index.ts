@@ -8,8 +8,8 @@ import { readFileSync } from 'node:fs';
 import path from 'node:path';
 import { loadClientConfigProfile, toClientOptions, type ClientConfigProfile } from '@temporalio/envconfig';
 import type { NativeConnectionOptions } from '@temporalio/worker';
-import { ENCRYPTION_KEY_BYTES, ENCRYPTION_KEY_ID_PATTERN, type EncryptionCodecOptions } from './codec/encryption';
-import { DEFAULT_TASK_QUEUE } from './common/constants';
+import { ENCRYPTION_KEY_BYTES, ENCRYPTION_KEY_ID_PATTERN, type EncryptionCodecOptions } from '../codec/encryption';
+import { DEFAULT_TASK_QUEUE } from '../common/constants';
 
 export const DEFAULT_TEMPORAL_ADDRESS = 'localhost:7233';
 export const DEFAULT_TEMPORAL_NAMESPACE = 'default';

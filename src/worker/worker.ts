@@ -5,18 +5,18 @@
  */
 import { NativeConnection, Runtime, Worker, type WorkerOptions } from '@temporalio/worker';
 import OpenAI from 'openai';
-import { Providers, type ProviderConfig } from './activities/providers';
-import { createActivities, readableErrorBodies, SqliteToolLedger, type ActivityDeps, type AgentDefinition, type Tool, type ToolPolicy } from './activities';
-import { InflightActivities, type RecoveryReport } from './activities/inflight';
-import { connectMcpServers, parseMcpServers, type McpServerInfo, type McpTools } from './activities/tools/mcp';
-import { createConversationStore, createDataConverter } from './codec';
-import { streamSettings, usesScriptedModel, workerConfig, type CodecSettings, type TemporalSettings, type VersioningSettings, type WorkerConfig } from './config';
-import { nativeConnectionOptions, tlsFailureReason } from './connection';
-import { configuredTracing, tracingWorkerOptions, type Tracing } from './observability/tracing';
-import { DEMO_SCRIPT_NAME, startScriptedModel, type ScriptedModel } from './scripted-model';
-import { assertSearchAttributes } from './search-attributes';
-import { httpTarget, liveStream, RedisChannel, streamSinks, type LiveStream } from './stream';
-import { RedisBudget, type ProviderBudget } from './quota';
+import { Providers, type ProviderConfig } from '../activities/providers';
+import { createActivities, readableErrorBodies, SqliteToolLedger, type ActivityDeps, type AgentDefinition, type Tool, type ToolPolicy } from '../activities';
+import { InflightActivities, type RecoveryReport } from '../activities/inflight';
+import { connectMcpServers, parseMcpServers, type McpServerInfo, type McpTools } from '../activities/tools/mcp';
+import { createConversationStore, createDataConverter } from '../codec';
+import { streamSettings, usesScriptedModel, workerConfig, type CodecSettings, type TemporalSettings, type VersioningSettings, type WorkerConfig } from '../config';
+import { nativeConnectionOptions, tlsFailureReason } from '../config/connection';
+import { configuredTracing, tracingWorkerOptions, type Tracing } from '../observability/tracing';
+import { DEMO_SCRIPT_NAME, startScriptedModel, type ScriptedModel } from '../scripted-model';
+import { assertSearchAttributes } from '../search-attributes';
+import { httpTarget, liveStream, RedisChannel, streamSinks, type LiveStream } from '../stream';
+import { RedisBudget, type ProviderBudget } from '../quota';
 import { workflowCode } from './workflow-bundle';
 
 /** Used when neither the run nor `LLM_MODEL` names a model. */

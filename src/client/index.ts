@@ -1,6 +1,6 @@
 /**
  * Typed client of `agentRun` workflows for backend services: start runs, read their state, steer them, wait for them.
- * The CLI (`src/cli.ts`) is a thin shell over this module.
+ * The CLI (`src/client/cli.ts`) is a thin shell over this module.
  */
 import { randomUUID } from 'node:crypto';
 import { setTimeout as sleep } from 'node:timers/promises';
@@ -27,11 +27,11 @@ import { temporal } from '@temporalio/proto';
 import { decodeOptionalFailureToOptionalError } from '@temporalio/common/lib/internal-non-workflow';
 import { optionalTsToDate } from '@temporalio/common/lib/time';
 import type { z } from 'zod';
-import { createDataConverter } from './codec';
-import { codecSettings, observabilitySettings, temporalSettings, type CodecSettings, type TemporalSettings } from './config';
-import { clientConnectionOptions, tlsFailureReason } from './connection';
-import { tracingClientInterceptors } from './observability/client-tracing';
-import { AGENT_RUN_MEMO, AGENT_STATE_MEMO, AGENT_STATE_SEARCH_ATTRIBUTE, WORKFLOW_TYPE } from './common/constants';
+import { createDataConverter } from '../codec';
+import { codecSettings, observabilitySettings, temporalSettings, type CodecSettings, type TemporalSettings } from '../config';
+import { clientConnectionOptions, tlsFailureReason } from '../config/connection';
+import { tracingClientInterceptors } from '../observability/client-tracing';
+import { AGENT_RUN_MEMO, AGENT_STATE_MEMO, AGENT_STATE_SEARCH_ATTRIBUTE, WORKFLOW_TYPE } from '../common/constants';
 import {
   AbortInputSchema,
   ApproveInputSchema,
@@ -40,7 +40,7 @@ import {
   SendMessageInputSchema,
   type AgentRunInput,
   type ApproveInput,
-} from './common/input';
+} from '../common/input';
 import {
   abortSignal,
   abortUpdate,
@@ -59,12 +59,12 @@ import {
   type ControlResult,
   type RunStateView,
   type SendMessageResult,
-} from './common/messages';
-import type { RetryInfo } from './common/view';
-import { AgentState, isTerminal } from './common/states';
-import { diffState, type WatchEvent } from './common/watch';
-import { followText, type CallText, type StreamEvent } from './common/stream';
-import type { StreamChannel } from './stream/channel';
+} from '../common/messages';
+import type { RetryInfo } from '../common/view';
+import { AgentState, isTerminal } from '../common/states';
+import { diffState, type WatchEvent } from '../common/watch';
+import { followText, type CallText, type StreamEvent } from '../common/stream';
+import type { StreamChannel } from '../stream/channel';
 import { diffSnapshots, stepsOf, type SnapshotDiff, type StepRecord } from './time-travel';
 
 const agentStateKey = defineSearchAttributeKey(AGENT_STATE_SEARCH_ATTRIBUTE, 'KEYWORD');

@@ -5,9 +5,9 @@
  */
 import type { Client } from '@temporalio/client';
 import { bundleWorkflowCode, DefaultLogger, Runtime, Worker, type ReplayWorkerOptions } from '@temporalio/worker';
-import { WORKFLOW_TYPE } from './common/constants';
+import { WORKFLOW_TYPE } from '../common/constants';
 import { quietBundler, WORKFLOWS_PATH } from './workflow-bundle';
-import { streamSinks } from './stream/sinks';
+import { streamSinks } from '../stream/sinks';
 
 export interface DeployCheckOptions {
   /** A client of the namespace to check, with the data converter the workers use (payloads must decode). */

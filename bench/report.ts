@@ -1,9 +1,9 @@
 /** The results file's shape, and the markdown tables made from it. */
-import type { FigureE } from '../figure-e';
-import type { FigureF } from './quota-figure';
-import type { Restart } from '../systems';
-import type { LoadSummary, MachineInfo } from './machine';
-import { STEP_WINDOW_HALF } from './stats';
+import type { FigureE } from './figure-e';
+import type { FigureF } from './lib/quota-figure';
+import type { Restart } from './systems';
+import type { LoadSummary, MachineInfo } from './lib/machine';
+import { STEP_WINDOW_HALF } from './lib/stats';
 
 export interface FigureA {
   steps: number;

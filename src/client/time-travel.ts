@@ -1,6 +1,6 @@
 /** Time travel over a run's steps: the pure part of `agent history` and `agent diff`. */
-import type { RunStateView } from './common/messages';
-import type { TransitionRecord } from './common/view';
+import type { RunStateView } from '../common/messages';
+import type { TransitionRecord } from '../common/view';
 
 export interface StepRecord extends TransitionRecord {
   step: number;
