@@ -147,15 +147,3 @@ export const PROFILES: Record<string, OursProfile> = {
 
 /** The profile the bench reports as "ours": the product as its Docker image runs it, on a dev server as it comes. */
 export const TUNED = 'prebundled';
-
-/**
- * The product's activity slots and pollers (agentWorkerOptions) and its graceful shutdown, for Temporal's ai-sdk
- * peer, so the two Temporal systems are compared tuned alike.
- */
-export const PEER_WORKER_OPTIONS = {
-  maxConcurrentActivityTaskExecutions: 1_000,
-  maxConcurrentLocalActivityExecutions: 1_000,
-  workflowTaskPollerBehavior: { type: 'autoscaling', minimum: 2, maximum: 100, initial: 10 },
-  activityTaskPollerBehavior: { type: 'autoscaling', minimum: 2, maximum: 100, initial: 10 },
-  shutdownGraceTime: '30 seconds',
-} as const;

@@ -7,7 +7,7 @@ import type { ChatCompletionMessageParam } from 'openai/resources/chat/completio
 import { DefaultLogger, NativeConnection, Runtime, Worker } from '@temporalio/worker';
 import { agentStep } from '../lib/agent-step';
 import { serveWorker } from '../lib/serve';
-import { PEER_WORKER_OPTIONS } from '../profiles';
+import { PEER_WORKER_OPTIONS } from '../lib/peer-worker';
 
 export interface TemporalFloorWorkerConfig {
   address: string;

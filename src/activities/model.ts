@@ -10,6 +10,7 @@ import type { ChatCompletionChunk, ChatCompletionMessageParam } from 'openai/res
 import { ApplicationFailure } from '@temporalio/common';
 import { ConversationUnavailableError, type ConversationStore } from '../codec/conversation-store';
 import {
+  CONTINUE_PROMPT,
   CONVERSATION_UNAVAILABLE,
   isQuotaWait,
   UNKNOWN_TOOL,
@@ -30,7 +31,6 @@ import type { ProviderBudget } from '../quota';
 import { classifyModelError, retryAfterMs, streamStalled, streamTruncated } from './errors';
 import { headersOf, reserve, type Reservation } from './quota';
 import { KEY_FAILURES, routeOf, secretsOf, type Providers, type Route } from './providers';
-import { CONTINUE_PROMPT } from '../workflows/responses';
 import { startHeartbeat } from './heartbeat';
 import { recordToolCall } from './metrics';
 import { usageOf } from './usage';

@@ -4,11 +4,10 @@
  * its steps instead of quadratically. Node-only (worker, client, codec server).
  */
 import type { DataConverter, PayloadCodec } from '@temporalio/common';
-import type { ClaimCheckSettings, CodecSettings } from '../config';
 import { FsBlobStore, type BlobStore } from './blob-store';
 import { ClaimCheckCodec } from './claim-check';
 import { ConversationStore } from './conversation-store';
-import { EncryptionCodec } from './encryption';
+import { EncryptionCodec, type EncryptionCodecOptions } from './encryption';
 
 export { BlobNotFoundError, FsBlobStore, type BlobStore, type FsBlobStoreOptions } from './blob-store';
 export {
@@ -32,6 +31,26 @@ export {
 
 export { ConversationStore, ConversationUnavailableError, type ConversationStoreOptions } from './conversation-store';
 
+/** The claim check's settings; `claimCheckSettings()` in src/config reads them from the environment. */
+export interface ClaimCheckSettings {
+  /** `AGENT_CLAIM_CHECK`: `off` keeps every payload inline in history. @default true */
+  enabled: boolean;
+  /** `AGENT_BLOB_DIR`: where large payloads are stored. @default ./.agent/blobs */
+  blobDir: string;
+  /** `AGENT_CLAIM_CHECK_THRESHOLD`: payloads above this many serialized bytes go to the blob store; unset, the codec's default (32768). */
+  thresholdBytes?: number;
+}
+
+/**
+ * What the payload codecs are built from (`createDataConverter`), read from the environment by `codecSettings()` in
+ * src/config. Workers, clients and the codec server must agree on it.
+ */
+export interface CodecSettings {
+  claimCheck: ClaimCheckSettings;
+  /** Absent: payloads are not encrypted. */
+  encryption?: EncryptionCodecOptions;
+}
+
 /**
  * The worker's conversation store (see conversation-store.ts): in the claim check's blob store and encoded with the
  * same data converter; none when the claim check is off (AGENT_CLAIM_CHECK=off), and then every model call carries the
@@ -52,7 +71,7 @@ export function claimCheckDataConverter(options: { store: BlobStore; thresholdBy
 /**
  * The agent's data converter: encryption when keys are configured (AGENT_ENCRYPTION_KEYS, see encryption.ts), then the
  * claim check (AGENT_CLAIM_CHECK, AGENT_BLOB_DIR, AGENT_CLAIM_CHECK_THRESHOLD) over an `FsBlobStore`; `codecSettings`
- * in config.ts reads them. With neither, the SDK's defaults (`{}`).
+ * in src/config reads them. With neither, the SDK's defaults (`{}`).
  */
 export function createDataConverter({ claimCheck, encryption: keys }: CodecSettings): DataConverter {
   // Order matters: codecs encode first to last and decode last to first. Encrypt first, then claim-check, so blobs at

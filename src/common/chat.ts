@@ -44,6 +44,9 @@ export type ChatMessage =
   | { role: 'assistant'; content: string | null; toolCalls?: ToolCall[]; interrupted?: true }
   | { role: 'tool'; toolCallId: string; content: string };
 
+/** The user turn that asks the model to go on with an answer the output limit cut off (the machine sends it, the model activity resends it). */
+export const CONTINUE_PROMPT = 'Your answer was cut off by the output limit. Continue exactly where it stopped, without repeating anything.';
+
 export interface Usage {
   promptTokens: number;
   completionTokens: number;

@@ -13,3 +13,5 @@ export const AGENT_STATE_MEMO = 'agentState';
  * asking each run (`{ prompt, agent, origin }`, the prompt cut at 1,000 characters).
  */
 export const AGENT_RUN_MEMO = 'agentRun';
+/** Histogram of the time a run spent in each state (workflows/metrics.ts records it, observability/runtime.ts sets its buckets). */
+export const STATE_DURATION_METRIC = 'agent_state_duration_ms';

@@ -8,8 +8,12 @@ import { readFileSync } from 'node:fs';
 import path from 'node:path';
 import { loadClientConfigProfile, toClientOptions, type ClientConfigProfile } from '@temporalio/envconfig';
 import type { NativeConnectionOptions } from '@temporalio/worker';
+import type { ClaimCheckSettings, CodecSettings } from '../codec';
 import { ENCRYPTION_KEY_BYTES, ENCRYPTION_KEY_ID_PATTERN, type EncryptionCodecOptions } from '../codec/encryption';
 import { DEFAULT_TASK_QUEUE } from '../common/constants';
+
+// The codec defines what it is built from; these are read from the environment here.
+export type { ClaimCheckSettings, CodecSettings };
 
 export const DEFAULT_TEMPORAL_ADDRESS = 'localhost:7233';
 export const DEFAULT_TEMPORAL_NAMESPACE = 'default';
@@ -148,15 +152,6 @@ export const workflowBundleDir = (env: NodeJS.ProcessEnv = process.env): string 
 /** The durable ledger of side-effecting tool calls (`AGENT_LEDGER`). */
 export const ledgerFile = (env: NodeJS.ProcessEnv = process.env): string => path.resolve(env.AGENT_LEDGER || './.agent/tool-ledger.sqlite');
 
-export interface ClaimCheckSettings {
-  /** `AGENT_CLAIM_CHECK`: `off` keeps every payload inline in history. @default true */
-  enabled: boolean;
-  /** `AGENT_BLOB_DIR`: where large payloads are stored. @default ./.agent/blobs */
-  blobDir: string;
-  /** `AGENT_CLAIM_CHECK_THRESHOLD`: payloads above this many serialized bytes go to the blob store; unset, the codec's default (32768). */
-  thresholdBytes?: number;
-}
-
 /** Claim-check codec settings; the worker and every client that reads results must point at the same blob store. */
 export function claimCheckSettings(env: NodeJS.ProcessEnv = process.env): ClaimCheckSettings {
   const flag = (env.AGENT_CLAIM_CHECK || 'on').trim().toLowerCase();
@@ -208,13 +203,6 @@ export function encryptionSettings(env: NodeJS.ProcessEnv = process.env): Encryp
     throw new Error(`AGENT_ENCRYPTION_KEY_ID "${currentKeyId}" is not among AGENT_ENCRYPTION_KEYS (${ids.join(', ')})`);
   }
   return { keys, currentKeyId };
-}
-
-/** What the payload codecs are built from (codec/index.ts); workers, clients and the codec server must agree on it. */
-export interface CodecSettings {
-  claimCheck: ClaimCheckSettings;
-  /** Absent: payloads are not encrypted. */
-  encryption?: EncryptionCodecOptions;
 }
 
 export function codecSettings(env: NodeJS.ProcessEnv = process.env): CodecSettings {

@@ -17,7 +17,7 @@
  */
 import type { StreamEvent } from '../common/stream';
 import type { PendingApproval, RunStateView } from '../common/view';
-import type { EventFormat } from './routes/events';
+import type { EventFormat } from './event-format';
 
 /**
  * An AG-UI event as `@ag-ui/core` 1.x defines it, the types this stream sends; test/ag-ui.test.ts checks that it fits

@@ -8,7 +8,7 @@
  */
 import type { StreamEvent } from '../common/stream';
 import type { PendingApproval, RunStateView } from '../common/view';
-import type { EventFormat } from './routes/events';
+import type { EventFormat } from './event-format';
 
 /**
  * A UI message chunk as the AI SDK's `UIMessageChunk` defines it, the types this stream sends: ai 6.x, the line that

@@ -6,7 +6,7 @@
 import type { LogMetadata } from '@temporalio/common';
 import { DefaultLogger, Runtime, type LogEntry, type TelemetryOptions } from '@temporalio/worker';
 import type { ObservabilitySettings } from '../config';
-import { STATE_DURATION_METRIC } from '../workflows/metrics';
+import { STATE_DURATION_METRIC } from '../common/constants';
 
 /** States last from milliseconds (PROCESSING) to hours (AWAITING_APPROVAL, PAUSED); the SDK's default buckets stop at 10 s. */
 const STATE_DURATION_BUCKETS_MS = [5, 25, 100, 250, 500, 1_000, 2_500, 5_000, 10_000, 30_000, 60_000, 300_000, 900_000, 3_600_000];

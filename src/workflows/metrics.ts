@@ -3,8 +3,7 @@
  * replayed or resumed run does not count its past again. Workflow code: deterministic, no Node built-ins.
  */
 import { metricMeter } from '@temporalio/workflow';
-
-export const STATE_DURATION_METRIC = 'agent_state_duration_ms';
+import { STATE_DURATION_METRIC } from '../common/constants';
 
 /** How long the run stayed in `state`, recorded when it leaves it (workflow time, so whole workflow tasks). */
 export function recordStateDuration(state: string, since: string, until: string): void {

@@ -1,11 +1,10 @@
 /** What a model response, or a call beside the model steps, changes in the snapshot: usage, calibration, continuation. Pure. */
-import { addUsage, type ModelResponse, type Usage } from '../common/chat';
+import { addUsage, CONTINUE_PROMPT, type ModelResponse, type Usage } from '../common/chat';
 import { CritiqueAction, type CritiqueDecision } from '../common/states';
 import { promptChars, responseCost } from './budget';
 import type { RunSnapshot } from './snapshot';
 
-/** The user turn that asks the model to go on with an answer the output limit cut off. */
-export const CONTINUE_PROMPT = 'Your answer was cut off by the output limit. Continue exactly where it stopped, without repeating anything.';
+export { CONTINUE_PROMPT };
 
 /** The context window and the tokens-per-character the provider reported, for the next request's estimate. */
 export function calibrated(s: RunSnapshot, r: ModelResponse): Pick<RunSnapshot, 'contextWindow' | 'promptCalibration'> {

@@ -24,6 +24,7 @@ import { isOffset, START } from '../../stream/channel';
 import { serveLive } from '../live-events';
 import { uiMessageStreamFormat } from '../ui-message-stream';
 import { agUiFormat } from '../ag-ui';
+import type { EventFormat } from '../event-format';
 import { EventCursor, parseCursor, type SseEvent } from '../sse-cursor';
 
 /** How long a browser's EventSource waits before reconnecting. */
@@ -60,18 +61,6 @@ export function registerEventRoutes(app: FastifyInstance, ctx: GatewayContext): 
     serveRunEvents(ctx, request, reply, uiMessageStreamFormat(parseOr400(RunParamsSchema, request.params, 'path').id)),
   );
   app.get('/v1/runs/:id/ag-ui', (request, reply) => serveRunEvents(ctx, request, reply, agUiFormat(parseOr400(RunParamsSchema, request.params, 'path').id)));
-}
-
-/** How a stream of run events is written: the default is one SSE event per event; ../ui-message-stream.ts maps them. */
-export interface EventFormat {
-  headers?: Record<string, string>;
-  /** The SSE text for one event (`gap`, `stream` and `error` included), after `start` when first called. */
-  event(type: string, id: string, data: unknown): string;
-  /** Written once when the response opens (with the run's state then, when it was read), and once after the last event. */
-  start?(view?: RunStateView): string;
-  /** `start` needs the run's state: it is read when the stream opens, even when a channel has the stream. */
-  startsWithState?: boolean;
-  end?(): string;
 }
 
 const watchFormat: EventFormat = { event: (type, id, data) => formatSseEvent({ type: type as SseEvent['type'], id, data }) };
