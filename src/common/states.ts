@@ -26,6 +26,12 @@ export const WORK_STATES: readonly AgentState[] = [
   AgentState.COMPACTING,
 ];
 
+/**
+ * States whose work runs as an activity, which may be retrying (the client then reads the retries). Not WORK_STATES:
+ * CRITIQUE runs the critic activity, but a pause does not wait for it.
+ */
+export const ACTIVITY_STATES: readonly AgentState[] = [...WORK_STATES, AgentState.CRITIQUE];
+
 export const CritiqueAction = { CONTINUE: 'continue', RETRY: 'retry', REPLAN: 'replan', COMPLETE: 'complete' } as const;
 export type CritiqueAction = (typeof CritiqueAction)[keyof typeof CritiqueAction];
 

@@ -1,0 +1,138 @@
+/** `AgentClient`: connects to Temporal, starts runs, forks them, lists them and hands out `AgentRunHandle`s. */
+import { randomUUID } from 'node:crypto';
+import { Client, Connection } from '@temporalio/client';
+import { defineSearchAttributeKey, type DataConverter } from '@temporalio/common';
+import { createDataConverter, type CodecSettings } from '../codec';
+import { codecSettings, observabilitySettings, temporalSettings, type TemporalSettings } from '../config';
+import { clientConnectionOptions, tlsFailureReason } from '../config/connection';
+import { tracingClientInterceptors } from '../observability/client-tracing';
+import { AGENT_RUN_MEMO, AGENT_STATE_SEARCH_ATTRIBUTE, WORKFLOW_TYPE } from '../common/constants';
+import { parseAgentRunInput, type AgentRunInput } from '../common/input';
+import { AgentState } from '../common/states';
+import { InvalidAgentInputError } from './errors';
+import { forkInput } from './fork';
+import { AgentRunHandle } from './handle';
+import { listRuns, type AgentRunSummary, type ListOptions } from './listing';
+
+const agentStateKey = defineSearchAttributeKey(AGENT_STATE_SEARCH_ATTRIBUTE, 'KEYWORD');
+const SUMMARY_CHARS = 80;
+
+/** Options of `AgentClient.start`. */
+export interface StartOptions {
+  /** @default `agent-<12 hex chars>` */
+  workflowId?: string;
+}
+
+/**
+ * The data converter agent clients and workers share: encryption (AGENT_ENCRYPTION_KEYS) and the claim check
+ * (AGENT_CLAIM_CHECK, AGENT_BLOB_DIR). Pass it to `new Client({ dataConverter })` when wrapping your own client with
+ * `new AgentClient`. @default settings `codecSettings()`, read from the environment
+ */
+export const agentDataConverter = (settings: CodecSettings = codecSettings()): DataConverter => createDataConverter(settings);
+
+/** Options of `AgentClient.connect`. */
+export interface ConnectOptions {
+  /** Must match the workers' (same keys, same blob store), or payloads cannot be read. @default `agentDataConverter()` */
+  dataConverter?: DataConverter;
+  /**
+   * Start each run's trace here and pass it to the workflow in headers.
+   * @default on when the environment configures tracing (AGENT_TRACING, OTEL_EXPORTER_OTLP_ENDPOINT)
+   */
+  tracing?: boolean;
+}
+
+/** Typed entry point to `agentRun` workflows. Create with `AgentClient.connect()`, or wrap an existing `Client`. */
+export class AgentClient {
+  /**
+   * Connects to Temporal. Settings not given come from `temporalSettings()` in config.ts: TEMPORAL_ADDRESS,
+   * TEMPORAL_NAMESPACE, TEMPORAL_TASK_QUEUE, and TLS, mTLS and API key by envconfig's conventions (TEMPORAL_API_KEY,
+   * TEMPORAL_TLS_*, temporal.toml profiles); the options not given, from the environment likewise.
+   */
+  static async connect(settings: Partial<TemporalSettings> = {}, options: ConnectOptions = {}): Promise<AgentClient> {
+    const temporal = { ...temporalSettings(), ...definedOnly(settings) };
+    let connection: Connection;
+    try {
+      connection = await Connection.connect(clientConnectionOptions(temporal));
+    } catch (err) {
+      // A refused TLS handshake surfaces as a deadline; the handshake itself says why.
+      const why = (await tlsFailureReason(clientConnectionOptions(temporal)).catch(() => undefined)) ?? (err instanceof Error ? err.message : String(err));
+      throw new Error(`cannot connect to Temporal at ${temporal.address}: ${why}`, { cause: err });
+    }
+    const dataConverter = options.dataConverter ?? agentDataConverter();
+    const tracing = options.tracing ?? observabilitySettings().tracing !== 'off';
+    const interceptors = { workflow: tracingClientInterceptors(tracing) };
+    return new AgentClient(new Client({ connection, namespace: temporal.namespace, dataConverter, interceptors }), temporal.taskQueue, connection);
+  }
+
+  /** Wraps an existing client; `close()` then closes `ownedConnection` only, if given. */
+  constructor(
+    readonly client: Client,
+    readonly taskQueue: string,
+    private readonly ownedConnection?: Connection,
+  ) {}
+
+  /**
+   * Validates the input and starts a run, with the `AgentState` search attribute set to IDLE so it is filterable at once.
+   * Throws `InvalidAgentInputError` (and starts nothing) on bad input; Temporal's `WorkflowExecutionAlreadyStartedError`
+   * if a run with this id is still open.
+   */
+  async start(input: AgentRunInput, opts: StartOptions = {}): Promise<AgentRunHandle> {
+    const parsed = parseAgentRunInput(input);
+    if (!parsed.ok) throw new InvalidAgentInputError(parsed.error);
+    const workflowId = opts.workflowId ?? `agent-${randomUUID().replace(/-/g, '').slice(0, 12)}`;
+    // The input goes as given, not resolved: defaults stay the worker's concern, and a strict schema that later drops
+    // a defaulted field still accepts old histories on replay. The resolved limits are in the `state` query.
+    const handle = await this.client.workflow.start(WORKFLOW_TYPE, {
+      taskQueue: this.taskQueue,
+      workflowId,
+      args: [input],
+      typedSearchAttributes: [{ key: agentStateKey, value: AgentState.IDLE }],
+      staticSummary: summarize(parsed.value.prompt),
+      memo: { [AGENT_RUN_MEMO]: runMemo(input) },
+    });
+    return new AgentRunHandle(handle, handle.firstExecutionRunId, this.taskQueue);
+  }
+
+  /**
+   * Time travel: a new run that carries on from step `fromStep` of another, with the snapshot it had right after that
+   * step (conversation included). The original is untouched; the fork's `state().origin` names it. Step 0 is the
+   * run before its start: a fork from it starts at once, a fresh run of the same input. A step the run does not hold
+   * rejects with `AgentStepNotFoundError`, its last (ended) step and a negative one with `InvalidAgentInputError`.
+   */
+  async fork(workflowId: string, fromStep: number, opts: StartOptions = {}): Promise<AgentRunHandle> {
+    const fork = await forkInput(this.handle(workflowId), workflowId, fromStep);
+    return this.start(fork.input, { workflowId: opts.workflowId ?? fork.workflowId });
+  }
+
+  /** A handle to the latest run with this workflow id. Nothing is checked until a method is called. */
+  handle(workflowId: string): AgentRunHandle {
+    return new AgentRunHandle(this.client.workflow.getHandle(workflowId), undefined, this.taskQueue);
+  }
+
+  /**
+   * Agent runs in visibility as the server orders them (its SQL store takes no ORDER BY): open runs first, newest
+   * first, then closed runs, the most recently closed first. Optionally only those in one `AgentState`.
+   */
+  async list(opts: ListOptions = {}): Promise<AgentRunSummary[]> {
+    return listRuns(this.client, opts);
+  }
+
+  /** Closes the connection if `connect` opened it. */
+  async close(): Promise<void> {
+    await this.ownedConnection?.close();
+  }
+}
+
+/** The fields of `o` that are set: `{ address: undefined }` from a caller leaves the default in place. */
+const definedOnly = <T extends object>(o: T): Partial<T> => Object.fromEntries(Object.entries(o).filter(([, v]) => v !== undefined)) as Partial<T>;
+
+/** The memo the run list reads (AGENT_RUN_MEMO): a fork names the run and step it carries on from. */
+function runMemo(input: AgentRunInput): { prompt: string; agent: string | null; origin: { workflowId: string; step: number } | null } {
+  return { prompt: input.prompt.slice(0, 1_000), agent: input.agent ?? null, origin: (input.resume?.kind === 'fork' && input.resume.origin) || null };
+}
+
+/** The UI's one-line summary: the prompt's first characters, whitespace collapsed. */
+function summarize(prompt: string): string {
+  const line = prompt.replace(/\s+/g, ' ').trim();
+  return line.length > SUMMARY_CHARS ? `${line.slice(0, SUMMARY_CHARS - 3)}...` : line;
+}
