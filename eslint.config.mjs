@@ -2,6 +2,30 @@
 import importX from 'eslint-plugin-import-x';
 import tseslint from 'typescript-eslint';
 
+/**
+ * The rooms of src/ from the top down (bin/ and index.ts above them all): each imports only rooms below it, so no arrow
+ * runs up and no two rooms import each other. A room lists the rooms it must not import, type imports included.
+ */
+const ABOVE = {
+  client: ['gateway'],
+  worker: ['client', 'gateway'],
+  observability: ['workflows', 'activities', 'worker', 'client', 'gateway'],
+  workflows: ['config', 'codec', 'stream', 'quota', 'observability', 'worker', 'client', 'gateway'],
+  activities: ['workflows', 'config', 'observability', 'worker', 'client', 'gateway'],
+  config: ['activities', 'workflows', 'stream', 'quota', 'observability', 'worker', 'client', 'gateway'],
+  codec: ['config', 'activities', 'workflows', 'observability', 'worker', 'client', 'gateway'],
+  stream: ['config', 'codec', 'activities', 'workflows', 'observability', 'worker', 'client', 'gateway'],
+  quota: ['config', 'codec', 'stream', 'activities', 'workflows', 'observability', 'worker', 'client', 'gateway'],
+  'scripted-model': ['config', 'codec', 'stream', 'quota', 'activities', 'workflows', 'observability', 'worker', 'client', 'gateway'],
+  common: ['config', 'codec', 'stream', 'quota', 'scripted-model', 'activities', 'workflows', 'observability', 'worker', 'client', 'gateway'],
+};
+const above = (room) => [
+  {
+    group: ABOVE[room].flatMap((r) => [`../${r}`, `../${r}/**`, `../../${r}`, `../../${r}/**`, `../../../${r}`, `../../../${r}/**`]),
+    message: `src/${room} imports only rooms below it (eslint.config.mjs, ABOVE): no arrow up, no circle between rooms.`,
+  },
+];
+
 export default tseslint.config(
   { ignores: ['node_modules/', '.tools/', '.temporal/', 'workspace/', 'coverage/', 'dist/', 'bench/peers/', 'bench/brokers/', 'bench/.scratch/', '**/*.js', '**/*.mjs'] },
   {
@@ -25,6 +49,7 @@ export default tseslint.config(
           patterns: [
             { group: ['node:*', 'fs', 'path', 'os', 'crypto', 'child_process', 'http', 'net'], message: 'Node built-ins are not allowed in workflow code.' },
             { group: ['../activities', '../activities/*', '@temporalio/worker', '@temporalio/activity', 'openai'], allowTypeImports: true, message: 'Workflow code may import activities and worker code only as types.' },
+            ...above('workflows'),
           ],
         },
       ],
@@ -40,11 +65,12 @@ export default tseslint.config(
       ],
     },
   },
+  ...Object.keys(ABOVE)
+    .filter((room) => room !== 'workflows')
+    .map((room) => ({ files: [`src/${room}/**/*.ts`], rules: { 'no-restricted-imports': ['error', { patterns: above(room) }] } })),
   {
-    // Nothing on the ground floor reaches up into the workflow or activity code.
-    files: ['src/common/**/*.ts'],
-    rules: {
-      'no-restricted-imports': ['error', { patterns: [{ group: ['../workflows', '../workflows/*', '../activities', '../activities/*'], message: 'src/common imports nothing from workflows/ or activities/.' }] }],
-    },
+    // The bench's ground floor: lib/ serves the systems, the figures and the report, and imports none of them.
+    files: ['bench/lib/**/*.ts'],
+    rules: { 'no-restricted-imports': ['error', { patterns: [{ group: ['../systems', '../systems/*', '../figure-e', '../profiles', '../report', '../run'], message: 'bench/lib imports nothing above it.' }] }] },
   },
 );

@@ -44,7 +44,7 @@ export interface ConnectOptions {
 /** Typed entry point to `agentRun` workflows. Create with `AgentClient.connect()`, or wrap an existing `Client`. */
 export class AgentClient {
   /**
-   * Connects to Temporal. Settings not given come from `temporalSettings()` in config.ts: TEMPORAL_ADDRESS,
+   * Connects to Temporal. Settings not given come from `temporalSettings()` in src/config: TEMPORAL_ADDRESS,
    * TEMPORAL_NAMESPACE, TEMPORAL_TASK_QUEUE, and TLS, mTLS and API key by envconfig's conventions (TEMPORAL_API_KEY,
    * TEMPORAL_TLS_*, temporal.toml profiles); the options not given, from the environment likewise.
    */

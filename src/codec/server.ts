@@ -6,7 +6,7 @@
  * Protocol: `POST .../encode` and `POST .../decode` (only the last path segment counts, so `/{namespace}/decode`
  * works too) with a proto3 JSON `{ payloads: [{ metadata: { key: base64 }, data: base64 }] }`, answered in the same
  * form. Every request needs `Authorization: Bearer $CODEC_SERVER_TOKEN`, or, from a browser on an allowed origin, the
- * session cookie that `/login` sets (`codec-session.ts`): the Web UI cannot send a fixed token, only cookies. Browsers
+ * session cookie that `/login` sets (`session.ts`): the Web UI cannot send a fixed token, only cookies. Browsers
  * from the allowed origins get CORS with credentials (preflight included) for the headers the UI sends: Content-Type,
  * X-Namespace, Authorization. With the origins `*`, CORS carries no credentials and sign-in is off.
  */

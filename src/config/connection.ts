@@ -1,6 +1,6 @@
 /**
  * Temporal connection options for the worker (`NativeConnection`) and clients (`Connection`), from the settings that
- * config.ts reads by the conventions of `@temporalio/envconfig` (TEMPORAL_*, temporal.toml profiles).
+ * src/config reads by the conventions of `@temporalio/envconfig` (TEMPORAL_*, temporal.toml profiles).
  */
 import { connect } from 'node:tls';
 import type { ConnectionOptions } from '@temporalio/client';

@@ -1,6 +1,6 @@
 /**
  * OpenTelemetry tracing through Temporal's interceptors: client calls, the workflow (its spans leave the sandbox
- * through a sink) and every activity land in one trace per run. Off unless configured (config.ts). Worker and
+ * through a sink) and every activity land in one trace per run. Off unless configured (src/config). Worker and
  * client side only: never import from workflow code.
  */
 import { context, propagation, trace, type Tracer } from '@opentelemetry/api';

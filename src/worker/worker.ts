@@ -1,6 +1,6 @@
 /**
  * The agent worker as a library: `createAgentWorker` polls the `agent-runs` task queue for workflow and activity tasks.
- * Configured by one options object over the environment (config.ts). With no LLM_API_KEY and no LLM_BASE_URL it serves
+ * Configured by one options object over the environment (src/config). With no LLM_API_KEY and no LLM_BASE_URL it serves
  * the project's scripted model in-process. The process is `src/bin/worker.ts` (`npm run worker`).
  */
 import { NativeConnection, Runtime, Worker, type WorkerOptions } from '@temporalio/worker';
@@ -100,7 +100,7 @@ export type ConnectionSettings = Partial<Pick<TemporalSettings, 'address' | 'api
 
 /**
  * Options of `createAgentWorker`. Everything is optional: what is not given comes from `config`, else from the
- * environment (`env`, read by `workerConfig()` in config.ts), so `createAgentWorker()` is the `npm run worker` process.
+ * environment (`env`, read by `workerConfig()` in src/config), so `createAgentWorker()` is the `npm run worker` process.
  */
 export interface AgentWorkerOptions {
   /** Your tools (`defineTool`), beside the built-in file tools and the MCP servers' tools. */
