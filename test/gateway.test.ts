@@ -5,7 +5,8 @@ import { AgentClient, AgentRunHandle, type WatchEvent } from '../src/client';
 import { AgentRunInputSchema } from '../src/common/input';
 import type { RunStateView } from '../src/common/messages';
 import { buildGateway, openApiDocument } from '../src/gateway/index';
-import { bodySchema } from '../src/gateway/openapi';
+import { bodySchema, viewSchemas } from '../src/gateway/openapi';
+import { undocumented } from './support/documented-state';
 import { registerRoutes } from '../src/gateway/routes';
 import { EventCursor, parseCursor } from '../src/gateway/sse-cursor';
 import { streamTokens } from '../src/gateway/stream-token';
@@ -88,6 +89,8 @@ test('OpenAPI: every documented route exists, every route is documented, the sta
   expect(start).toEqual({ ...bodySchema(AgentRunInputSchema), properties });
   expect(start.required).toEqual(['prompt']);
   expect(doc.paths['/v1/runs/{id}/approvals'].post.requestBody.content['application/json'].schema.required).toEqual(['toolCallId', 'approved']);
+  // The state view's schemas are generated from its zod schema (common/view.ts), not written beside it.
+  expect((doc as unknown as { components: { schemas: object } }).components.schemas).toMatchObject(viewSchemas());
 
   // Every event kind the stream sends (WatchEvent's types and the stream's own error), and 415 wherever a body goes.
   const sse = doc.paths['/v1/runs/{id}/events'].get.description as string;
@@ -156,6 +159,7 @@ test('approval over HTTP: a wrong toolCallId is 409 with the reason, the right o
   const id = await startRun({ prompt: 'write', model: 'gw-writer', approval: { tools: ['writeFile'] } });
   const waiting = await waitForState(id, (s) => s.state === 'AWAITING_APPROVAL');
   expect(waiting.pendingApproval.map((p) => p.toolCallId)).toEqual(['w1']);
+  expect(undocumented(waiting)).toEqual([]);
 
   const wrong = await api('POST', `/v1/runs/${id}/approvals`, { toolCallId: 'nope', approved: true });
   expect(wrong.status).toBe(409);
@@ -165,6 +169,10 @@ test('approval over HTTP: a wrong toolCallId is 409 with the reason, the right o
   const approved = await api('POST', `/v1/runs/${id}/approvals`, { toolCallId: 'w1', approved: true });
   expect(approved).toMatchObject({ status: 200, body: { toolCallId: 'w1', approved: true, remaining: 0 } });
   expect((await api('GET', `/v1/runs/${id}/result`)).body).toMatchObject({ status: 'COMPLETED', answer: 'written', toolCalls: 1 });
+  // Every view the gateway answers matches the OpenAPI document: with the conversation, and at each step.
+  const done = (await api('GET', `/v1/runs/${id}?messages=1`)).body;
+  expect([done.recentToolCalls.length, undocumented(done)]).toEqual([1, []]);
+  for (let step = 1; step <= done.step; step++) expect([step, undocumented((await api('GET', `/v1/runs/${id}/steps/${step}`)).body)]).toEqual([step, []]);
 });
 
 test('steering over HTTP: pause, message, abort; an ended run refuses signals with 409', async () => {

@@ -7,6 +7,7 @@ import { AgentClient } from '../src/client';
 import { WORKFLOW_TYPE } from '../src/common/constants';
 import { approveUpdate, resumeSignal, stateSnapshotAtQuery, sendMessageUpdate, stateAtQuery, stateQuery } from '../src/common/messages';
 import { startAgentHarness, type AgentHarness } from './support/agent-harness';
+import { failureOf } from './support/failures';
 
 let h: AgentHarness;
 beforeAll(async () => {
@@ -104,6 +105,15 @@ test('a version-1 snapshot (from a run begun before the phase) still carries on:
   expect(await handle.result()).toMatchObject({ status: 'COMPLETED', answer: 'the workspace holds hello.txt', toolCalls: 1 });
   const messages = (await handle.query(stateQuery, { includeMessages: true })).messages ?? [];
   expect(messages.find((m) => m.role === 'tool')).toMatchObject({ toolCallId: 'call_l1' });
+});
+
+test('a malformed snapshot fails the run at once as invalid input, naming the field', async () => {
+  const malformed = JSON.parse(readFileSync(path.join(__dirname, 'fixtures/snapshots/malformed-wrong-type.json'), 'utf8'));
+  const handle = await h.start({ prompt: 'carried', resume: { kind: 'fork', snapshot: malformed, origin: { workflowId: 'a-run', step: malformed.step } } });
+  expect(await failureOf(handle.result())).toEqual({
+    type: 'InvalidInput',
+    message: 'Invalid agentRun input: resume.snapshot: phase.pending.1.arguments: Invalid input: expected string, received object',
+  });
 });
 
 test('a long run continues as new transparently: same workflow id, state keeps answering, counters carry', async () => {

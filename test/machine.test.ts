@@ -27,7 +27,10 @@ import {
   type AgentEvent,
   type AgentEventType,
 } from '../src/workflows/machine';
-import { initialSnapshot, loadSnapshot, type Phase, type RunSnapshot, type SnapshotV1 } from '../src/workflows/snapshot';
+import { initialSnapshot, loadSnapshot, readSnapshot, type Phase, type RunSnapshot, type SnapshotV1 } from '../src/workflows/snapshot';
+import { RunSnapshotSchema } from '../src/workflows/snapshot-schema';
+import { RunStateViewSchema } from '../src/common/view';
+import { undocumented } from './support/documented-state';
 import { publicView, runResult } from '../src/workflows/view';
 import { openApiDocument } from '../src/gateway/openapi';
 import { AgentState, isTerminal, type CritiqueAction } from '../src/common/states';
@@ -998,6 +1001,49 @@ describe('snapshots of version 1 (runs begun before the phase)', () => {
   });
 });
 
+describe('stored snapshots: each version is validated, then migrated', () => {
+  const stored = (name: string): unknown => JSON.parse(readFileSync(path.join(__dirname, 'fixtures/snapshots', `${name}.json`), 'utf8'));
+
+  // The v2 fixtures were written by the first version-2 worker's machine (78caac8) from the events of the v1 ones.
+  test('a version-1 and a version-2 snapshot of the same run load to the same current snapshot, and it is the current shape', () => {
+    for (const name of ['paused', 'approval']) {
+      const [v1, v2] = [loadSnapshot(stored(`v1-${name}`)), loadSnapshot(stored(`v2-${name}`))];
+      expect(v2).toEqual(v1);
+      expect(RunSnapshotSchema.strict().safeParse(v1).error?.issues ?? []).toEqual([]);
+    }
+  });
+
+  test('fields added to version 2 without a bump get the values that keep an older run\'s behaviour', () => {
+    const v2 = stored('v2-paused') as Record<string, unknown>;
+    for (const added of ['approvalReminderDue', 'approvalReminder', 'pausedDeadline', 'quotaWait', 'toolLog', 'approvalNote', 'wrapUpSent']) expect([added, added in v2]).toEqual([added, false]);
+    const loaded = loadSnapshot(v2);
+    expect(loaded).toMatchObject({ approvalReminderDue: null, approvalReminder: null, pausedDeadline: null, quotaWait: null, toolLog: [], approvalNote: null, wrapUpSent: false, chain: null });
+    expect([loaded.limits.wrapUpAt, loaded.limits.onLimit]).toEqual([1, 'fail']);
+    expect(loaded.features).toEqual({ noProgressGuard: true, realProviders: true, conversationChain: false, wrapUp: false, approvalNotes: false, unknownToolsUncounted: false });
+    // A snapshot that has them keeps its own values.
+    const current = snapshotIn(AgentState.AWAITING_APPROVAL);
+    expect(loadSnapshot({ ...current, limits: { ...current.limits, wrapUpAt: 0.5 } }).limits.wrapUpAt).toBe(0.5);
+  });
+
+  test('what this worker writes, in every state, loads back unchanged', () => {
+    for (const state of STATES) {
+      const s = snapshotIn(state);
+      expect([state, loadSnapshot(JSON.parse(JSON.stringify(s)))]).toEqual([state, s]);
+    }
+    const busy = run(snapshot({ approval: { tools: ['writeFile'] }, budget: { maxTokens: 10_000 } }), { type: 'START' }, { type: 'MODEL_RESPONDED', response: response('', [call('w', 'writeFile'), call('r')]) });
+    expect(loadSnapshot(JSON.parse(JSON.stringify(busy)))).toEqual(busy);
+  });
+
+  test('a malformed snapshot is refused with an error naming the field', () => {
+    expect(() => loadSnapshot(stored('malformed-missing-field'))).toThrow('Invalid snapshot: usage: Invalid input: expected object, received undefined');
+    expect(() => loadSnapshot(stored('malformed-wrong-type'))).toThrow('Invalid snapshot: phase.pending.1.arguments: Invalid input: expected string, received object');
+    expect(() => loadSnapshot(stored('malformed-unknown-version'))).toThrow(/^Invalid snapshot: schemaVersion: .*'1' \| '2'/);
+    const v1 = stored('v1-paused') as Record<string, unknown>;
+    expect(readSnapshot({ ...v1, state: 'WAITING' })).toEqual({ ok: false, error: expect.stringMatching(/^Invalid snapshot: state: /) });
+    expect(readSnapshot('a snapshot')).toEqual({ ok: false, error: 'Invalid snapshot: (input): Invalid input: expected object, received string' });
+  });
+});
+
 describe('the public view', () => {
   test('has exactly the fields the gateway documents, and none of the machine bookkeeping', () => {
     const s = run(snapshot({ approval: { tools: ['writeFile'] } }), { type: 'START' }, { type: 'MODEL_RESPONDED', response: response('', [call('w', 'writeFile')]) });
@@ -1008,6 +1054,16 @@ describe('the public view', () => {
     expect(Object.keys(publicView(s, false)).sort()).toEqual([...documented.required].sort());
     expect(v).toMatchObject({ state: 'AWAITING_APPROVAL', pendingApproval: [{ toolCallId: 'w', kind: 'tool' }], resumeTo: null, conversationOpen: false });
     for (const internal of ['phase', 'features', 'chain', 'loopWarned', 'overflowsInARow', 'toolSignatures', 'presetResults', 'promptCalibration']) expect(v).not.toHaveProperty(internal);
+  });
+
+  test('in every state, matches its zod schema and the OpenAPI document generated from it', () => {
+    const views = [...STATES.map((state) => publicView(snapshotIn(state), true)), publicView(loadSnapshot(JSON.parse(readFileSync(path.join(__dirname, 'fixtures/snapshots/v1-approval.json'), 'utf8'))), true)];
+    for (const v of views) {
+      expect([v.state, RunStateViewSchema.strict().safeParse(v).error?.issues ?? []]).toEqual([v.state, []]);
+      expect([v.state, undocumented(v)]).toEqual([v.state, []]);
+    }
+    // The document is strict where the view is: a field it does not know, or one of the wrong type, is named.
+    expect(undocumented({ ...views[0], extra: 1, step: 'one' })).toEqual(expect.arrayContaining(['/step must be integer', '(view) must NOT have additional properties: extra']));
   });
 });
 

@@ -2,7 +2,10 @@
  * JSON-safe conversation types shared by the workflow and the activities.
  * They mirror the OpenAI Chat Completions wire shapes closely enough to pass straight through.
  */
+import { z } from 'zod';
 import { FailureType } from './failures';
+import { oncePerWorker } from './once-per-worker';
+import type { SameType } from './same-type';
 
 export interface ToolCall {
   id: string;
@@ -205,3 +208,58 @@ export interface CritiqueOutcome {
   confidence: number;
   usage?: Usage;
 }
+
+// The types above as zod schemas, for loading a stored snapshot (workflows/snapshot.ts) and for the state view
+// (common/view.ts); checked equal to the types, so neither can change without the other. Built once per worker.
+export const { UsageSchema, ToolCallSchema, ChatMessageSchema, ConversationRefSchema, ChildOutcomeSchema, ToolResultSchema } = oncePerWorker('common/chat', () => {
+  const int = () => z.number().int();
+  const UsageSchema = z.object({ promptTokens: int(), completionTokens: int(), totalTokens: int() });
+  const ToolCallSchema = z.object({
+    id: z.string(),
+    name: z.string(),
+    arguments: z.string(),
+    local: z.literal(true).optional(),
+    timeoutMs: z.number().optional(),
+    parameters: z.record(z.string(), z.unknown()).optional(),
+    cancellable: z.literal(true).optional(),
+    edited: z.literal(true).optional(),
+    policy: z
+      .discriminatedUnion('action', [
+        z.object({ action: z.literal('deny'), message: z.string() }),
+        z.object({ action: z.literal('approve'), reason: z.string().optional() }),
+        z.object({ action: z.literal('rewrite'), original: z.string(), reason: z.string().optional() }),
+      ])
+      .optional(),
+    agent: z.string().optional(),
+  });
+  const ChatMessageSchema = z.discriminatedUnion('role', [
+    z.object({ role: z.literal('system'), content: z.string() }),
+    z.object({ role: z.literal('user'), content: z.string() }),
+    z.object({ role: z.literal('assistant'), content: z.string().nullable(), toolCalls: z.array(ToolCallSchema).optional(), interrupted: z.literal(true).optional() }),
+    z.object({ role: z.literal('tool'), toolCallId: z.string(), content: z.string() }),
+  ]);
+  const ConversationRefSchema = z.object({ ref: z.string(), count: int() });
+  const ChildOutcomeSchema = z.object({
+    workflowId: z.string(),
+    agent: z.string(),
+    state: z.string().describe('RUNNING until the child ends, then COMPLETED, FAILED or ABORTED.'),
+    usage: UsageSchema.extend({ modelCalls: int(), costUsd: z.number() }),
+  });
+  const ToolResultSchema = z.object({
+    toolCallId: z.string(),
+    name: z.string(),
+    ok: z.boolean(),
+    content: z.string(),
+    interrupted: z.literal(true).optional(),
+    child: ChildOutcomeSchema.optional(),
+  });
+  return { UsageSchema, ToolCallSchema, ChatMessageSchema, ConversationRefSchema, ChildOutcomeSchema, ToolResultSchema };
+});
+
+const _sameUsage: SameType<z.infer<typeof UsageSchema>, Usage> = true;
+const _sameToolCall: SameType<z.infer<typeof ToolCallSchema>, ToolCall> = true;
+const _sameMessage: SameType<z.infer<typeof ChatMessageSchema>, ChatMessage> = true;
+const _sameRef: SameType<z.infer<typeof ConversationRefSchema>, ConversationRef> = true;
+const _sameChild: SameType<z.infer<typeof ChildOutcomeSchema>, ChildOutcome> = true;
+const _sameResult: SameType<z.infer<typeof ToolResultSchema>, ToolResult> = true;
+void [_sameUsage, _sameToolCall, _sameMessage, _sameRef, _sameChild, _sameResult];

@@ -1,9 +1,11 @@
 /**
  * The OpenAPI 3.1 document of the gateway, written by hand; request bodies come from the zod schemas the routes
- * validate with (`z.toJSONSchema`), so the document cannot drift from what the gateway accepts.
+ * validate with, and the state view from its zod schema in common/view.ts (`z.toJSONSchema`), so the document cannot
+ * drift from what the gateway accepts or what a run answers.
  */
 import { z } from 'zod';
 import { AgentState } from '../common/states';
+import { PendingApprovalSchema, RunStateViewSchema, RunUsageSchema, TransitionRecordSchema } from '../common/view';
 import { AbortBodySchema, ApproveBodySchema, ForkBodySchema, SendMessageBodySchema, StartRunBodySchema } from './schemas';
 import type { SseEvent } from './sse-cursor';
 
@@ -49,6 +51,28 @@ const ERROR_RESPONSES: Record<number, string> = {
     'recorded and the run refuses it later; `workerPolling` false means no worker polls `taskQueue`).',
 };
 
+/**
+ * The state view's schemas, generated from the zod schemas in common/view.ts (the output side: every field the view
+ * always has is required, none other is allowed); the parts other responses share become components of their own.
+ */
+export function viewSchemas(): Record<string, Json> {
+  const registry = z.registry<{ id: string }>();
+  registry.add(RunUsageSchema, { id: 'Usage' });
+  registry.add(PendingApprovalSchema, { id: 'PendingApproval' });
+  registry.add(TransitionRecordSchema, { id: 'Transition' });
+  registry.add(RunStateViewSchema, { id: 'RunState' });
+  const { schemas: generated } = z.toJSONSchema(registry, { io: 'output', uri: (id) => `#/components/schemas/${id}`, override: withoutSafeIntegerBounds }) as {
+    schemas: Record<string, Json>;
+  };
+  return Object.fromEntries(Object.entries(generated).map(([id, { $schema: _dialect, $id: _id, ...schema }]) => [id, schema]));
+}
+
+/** zod gives every integer JavaScript's safe range as bounds: noise in a document, said once here instead. */
+function withoutSafeIntegerBounds({ jsonSchema }: { jsonSchema: Json }): void {
+  if (jsonSchema.minimum === Number.MIN_SAFE_INTEGER) delete jsonSchema.minimum;
+  if (jsonSchema.maximum === Number.MAX_SAFE_INTEGER) delete jsonSchema.maximum;
+}
+
 const schemas: Record<string, Json> = {
   Error: {
     type: 'object',
@@ -67,151 +91,7 @@ const schemas: Record<string, Json> = {
     required: ['workflowId', 'runId'],
     properties: { workflowId: { type: 'string' }, runId: { type: 'string' } },
   },
-  Usage: {
-    type: 'object',
-    properties: {
-      promptTokens: { type: 'integer' },
-      completionTokens: { type: 'integer' },
-      totalTokens: { type: 'integer' },
-      modelCalls: { type: 'integer', description: 'Model calls for planning and answering that answered.' },
-      costUsd: { type: 'number' },
-    },
-    additionalProperties: true,
-  },
-  PendingApproval: {
-    type: 'object',
-    required: ['toolCallId', 'kind', 'name', 'arguments'],
-    properties: {
-      toolCallId: { type: 'string' },
-      kind: { enum: ['tool', 'budget'] },
-      name: { type: 'string' },
-      arguments: { type: 'string', description: 'The call\'s arguments as JSON text.' },
-      decision: { type: 'object', properties: { approved: { type: 'boolean' }, feedback: { type: 'string' } } },
-    },
-  },
-  Transition: {
-    type: 'object',
-    required: ['from', 'to', 'event', 'at'],
-    properties: { from: { enum: agentStates }, to: { enum: agentStates }, event: { type: 'string' }, at: { type: 'string', format: 'date-time' } },
-  },
-  RunState: {
-    type: 'object',
-    description: "The `state` query of the run: the curated view in src/common/view.ts (see the README's public contract). Fields are added, never changed or removed, within a major version.",
-    required: [
-      'state', 'stateSince', 'step', 'loops', 'toolCalls', 'usage', 'limits', 'transitions', 'partialText', 'stream', 'pendingApproval', 'resumeTo',
-      'pauseRequested', 'conversationOpen', 'turns', 'deadline', 'workRemainingMs', 'approvalDeadline', 'approvalReminder', 'pausedDeadline', 'quotaWait', 'recentToolCalls', 'queuedMessages', 'plan', 'lastCritique',
-      'lastModel', 'model', 'modelSwitches', 'children', 'lastError', 'reason', 'answer', 'lastText', 'origin', 'rejectedEvents', 'messageCount',
-    ],
-    properties: {
-      state: { enum: agentStates },
-      stateSince: { type: 'string', format: 'date-time' },
-      step: { type: 'integer', description: 'State changes so far.' },
-      loops: { type: 'integer', description: 'Model calls for planning and answering, counted as each starts (the maxLoops counter); usage.modelCalls counts those that answered.' },
-      toolCalls: { type: 'integer' },
-      usage: ref('Usage'),
-      limits: { type: 'object', description: 'A run refused for bad input (its one transition is INVALID_INPUT) applied none: placeholders.' },
-      transitions: { type: 'array', items: ref('Transition') },
-      partialText: { type: 'string', description: 'Text of the latest model call, as far as it has streamed.' },
-      stream: { type: ['object', 'null'], properties: { callNumber: { type: 'integer' }, attempt: { type: 'integer' } } },
-      pendingApproval: { type: 'array', items: ref('PendingApproval'), description: 'AWAITING_APPROVAL: the decisions the run waits for; empty otherwise.' },
-      resumeTo: { enum: [...agentStates, null], description: 'PAUSED: the state resume continues in; null otherwise.' },
-      pauseRequested: { type: 'boolean' },
-      conversationOpen: { type: 'boolean', description: 'COMPLETED and still taking sendMessage (keepOpenMs).' },
-      turns: { type: 'integer' },
-      deadline: { type: ['string', 'null'], format: 'date-time', description: 'When working time runs out; null while a person decides.' },
-      workRemainingMs: { type: ['integer', 'null'] },
-      approvalDeadline: { type: ['string', 'null'], format: 'date-time' },
-      approvalReminder: {
-        type: ['object', 'null'],
-        description: 'The reminder this approval wait raised at approval.reminderAt of its window (the approvalReminder event); null when none.',
-        properties: {
-          at: { type: 'string', format: 'date-time' },
-          deadline: { type: 'string', format: 'date-time', description: 'When the wait runs out (limits.approvalTimeoutMs).' },
-          onTimeout: { enum: ['fail', 'reject'], description: 'What happens then (approval.onTimeout).' },
-          toolCallIds: { type: 'array', items: { type: 'string' }, description: 'The calls undecided when it was raised.' },
-        },
-      },
-      pausedDeadline: { type: ['string', 'null'], format: 'date-time', description: 'PAUSED: when the run is aborted (limits.maxPausedMs); null otherwise.' },
-      quotaWait: {
-        type: ['object', 'null'],
-        description: "Waiting for quota: the model call waits for room in the fleet's provider budget (LLM_TOKENS_PER_MINUTE and the like); null otherwise.",
-        properties: {
-          since: { type: 'string', format: 'date-time' },
-          expectedAt: { type: 'string', format: 'date-time', description: 'When room is expected.' },
-          position: { type: 'integer', description: 'Calls ahead of this one in the queue.' },
-        },
-      },
-      recentToolCalls: {
-        type: 'array',
-        description: 'The last 20 tool calls, running (endedAt null) or ended.',
-        items: {
-          type: 'object',
-          properties: {
-            toolCallId: { type: 'string' },
-            name: { type: 'string' },
-            arguments: { type: 'string' },
-            policy: { enum: ['deny', 'approve', 'rewrite'], description: "The worker's tool policy did not simply allow the call (docs/tool-policy.md)." },
-            startStep: { type: 'integer' },
-            startedAt: { type: 'string', format: 'date-time' },
-            endStep: { type: ['integer', 'null'] },
-            endedAt: { type: ['string', 'null'], format: 'date-time' },
-            ok: { type: ['boolean', 'null'] },
-            output: { type: ['string', 'null'] },
-          },
-        },
-      },
-      queuedMessages: { type: 'array', items: { type: 'string' } },
-      plan: { type: ['string', 'null'] },
-      lastCritique: { type: ['object', 'null'], properties: { action: { enum: ['continue', 'retry', 'replan', 'complete'] }, reason: { type: 'string' }, confidence: { type: 'number' } } },
-      lastModel: { type: ['string', 'null'] },
-      model: { type: ['string', 'null'], description: 'The model the run calls now: its input model, or the fallback it moved to; null: the worker default.' },
-      modelSwitches: {
-        type: 'array',
-        description: 'Each move to a fallback model (fallbackModels), with the error that caused it.',
-        items: {
-          type: 'object',
-          required: ['from', 'to', 'error', 'step', 'at'],
-          properties: { from: { type: ['string', 'null'] }, to: { type: 'string' }, error: { type: 'string' }, step: { type: 'integer' }, at: { type: 'string', format: 'date-time' } },
-        },
-      },
-      children: {
-        type: 'array',
-        description: 'The child runs of named agents this run called as tools, in the order they started: state is RUNNING until the child ends, then how it ended; their usage counts against this run\'s usage and budget.',
-        items: {
-          type: 'object',
-          required: ['workflowId', 'agent', 'state', 'usage'],
-          properties: { workflowId: { type: 'string' }, agent: { type: 'string' }, state: { enum: ['RUNNING', 'COMPLETED', 'FAILED', 'ABORTED'] }, usage: ref('Usage') },
-        },
-      },
-      lastError: { type: ['string', 'null'] },
-      reason: { type: ['string', 'null'] },
-      answer: { type: ['string', 'null'] },
-      lastText: { type: ['string', 'null'], description: "The model's last complete message: for a run aborted or ended by a limit, what it had said." },
-      origin: { type: ['object', 'null'], properties: { kind: { enum: ['continue', 'fork'] }, workflowId: { type: 'string' }, step: { type: 'integer' } } },
-      rejectedEvents: { type: 'array', items: { type: 'object', properties: { event: { type: 'string' }, state: { enum: agentStates }, at: { type: 'string' }, error: { type: 'string' } } } },
-      messageCount: { type: 'integer' },
-      messages: { type: 'array', items: { type: 'object' }, description: 'Only with `?messages=1`.' },
-      retrying: {
-        type: 'array',
-        description: 'Only while work is retried: each activity, its attempt, the last failure and when the next attempt starts.',
-        items: {
-          type: 'object',
-          properties: {
-            activity: { type: 'string' },
-            attempt: { type: 'integer' },
-            lastFailure: { type: ['object', 'null'], properties: { type: { type: ['string', 'null'] }, message: { type: 'string' } } },
-            nextAttemptAt: { type: ['string', 'null'], format: 'date-time' },
-          },
-        },
-      },
-      stored: {
-        type: 'object',
-        properties: { at: { type: 'string', format: 'date-time' }, reason: { type: 'string' } },
-        description: 'Only when no worker answered: this is the copy the run stored when it last waited for a person or ended.',
-      },
-    },
-    additionalProperties: false,
-  },
+  ...viewSchemas(),
   RunResult: {
     type: 'object',
     required: ['status', 'answer', 'reason', 'lastText', 'partialText', 'usage', 'loops', 'toolCalls'],

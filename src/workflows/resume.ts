@@ -1,8 +1,10 @@
 /** Carrying a run across runs (continue-as-new, fork) and back in time (a step's snapshot): pure functions. */
+import { ApplicationFailure } from '@temporalio/workflow';
+import { FailureType } from '../common/failures';
 import type { ResolvedInput } from '../common/input';
 import { freshClocks } from './clocks';
 import { transition, type AgentEvent } from './machine';
-import { loadSnapshot, type RunSnapshot, type SnapshotV1 } from './snapshot';
+import { readSnapshot, type RunSnapshot } from './snapshot';
 
 type Resume = NonNullable<ResolvedInput['resume']>;
 
@@ -15,8 +17,15 @@ export function carryOver(s: RunSnapshot): RunSnapshot & Record<string, unknown>
   return { ...s, transitions: s.transitions.slice(-CARRIED_TRANSITIONS), chain: null };
 }
 
-/** The snapshot a run carries on from, as the current version (input validation checked its version and state). */
-export const carriedSnapshot = (resume: Resume): RunSnapshot => loadSnapshot(resume.snapshot as unknown as RunSnapshot | SnapshotV1);
+/**
+ * The snapshot a run carries on from, checked against its version's schema and brought to the current version; one
+ * that does not pass fails the run as invalid input, naming the field.
+ */
+export function carriedSnapshot(resume: Resume): RunSnapshot {
+  const read = readSnapshot(resume.snapshot);
+  if (read.ok) return read.value;
+  throw ApplicationFailure.create({ type: FailureType.InvalidInput, message: `Invalid agentRun input: resume.${read.error.replace(/^Invalid /, '')}`, nonRetryable: true });
+}
 
 /**
  * The snapshot a run starts from when it carries on from another. A continued run keeps its deadline and the

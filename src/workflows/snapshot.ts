@@ -1,8 +1,11 @@
 import type { ChatMessage, ChildOutcome, ConversationRef, ToolCall, ToolResult } from '../common/chat';
 import { fromOpenAI } from '../common/conversation';
-import type { Budget, CompactionOptions, Limits, ResolvedInput } from '../common/input';
+import { parseWith, type Budget, type CompactionOptions, type Limits, type ParseResult, type ResolvedInput } from '../common/input';
 import { AgentState, type CritiqueDecision } from '../common/states';
 import type { PendingApproval, RunUsage, ToolCallRecord, TransitionRecord } from '../common/view';
+import type { SameType } from '../common/same-type';
+import { StoredSnapshotSchema, type PhaseSchema, type RunSnapshotSchema, type StoredSnapshotV1, type StoredSnapshotV2 } from './snapshot-schema';
+import type { z } from 'zod';
 
 /** 2: the state and the data only it has are one tagged union (`phase`); 1 loads through `loadSnapshot`. */
 export const SNAPSHOT_VERSION = 2;
@@ -54,6 +57,8 @@ export interface QuotaWaitState {
 /** Everything a run knows, as plain JSON: it survives replay and continue-as-new unchanged. */
 export interface RunSnapshot {
   schemaVersion: typeof SNAPSHOT_VERSION;
+  /** Reserved for the machine version a run is pinned to (issue 29). */
+  machineVersion?: number;
   phase: Phase;
   stateSince: string;
   /** Number of state changes so far. */
@@ -277,22 +282,37 @@ export function blankSnapshot(now: string): RunSnapshot {
 }
 
 /** A version-1 snapshot (runs begun before `phase`): the state and its data in separate fields. */
-export interface SnapshotV1 extends Omit<RunSnapshot, 'schemaVersion' | 'phase'> {
-  schemaVersion: 1;
-  state: AgentState;
-  resumeTo: AgentState | null;
-  pendingApproval: PendingApproval[];
-  conversationOpen: boolean;
-}
+export type SnapshotV1 = StoredSnapshotV1;
+
+// The schema and the type say the same, down to the optional fields of the groups.
+type Schema = z.infer<typeof RunSnapshotSchema>;
+const _sameSnapshot: SameType<Schema, RunSnapshot> = true;
+const _sameGroups: [SameType<Schema['options'], RunSnapshot['options']>, SameType<Schema['features'], RunSnapshot['features']>] = [true, true];
+const _samePhase: SameType<z.infer<typeof PhaseSchema>, Phase> = true;
+void [_sameSnapshot, _sameGroups, _samePhase];
 
 /**
- * A snapshot carried from another run (continue-as-new, fork) as the current version: a version-1 snapshot's state
- * and its data become the phase, and fields added since get the values that keep that run's behaviour.
+ * A stored snapshot (continue-as-new, fork) checked against the schema of its version and brought to the current one,
+ * or why it cannot be: each problem names its field. Runs only when a run loads a snapshot, never per transition.
  */
-export function loadSnapshot(carried: RunSnapshot | SnapshotV1): RunSnapshot {
-  if (carried.schemaVersion === SNAPSHOT_VERSION) return withDefaults(carried);
-  const { state, resumeTo, pendingApproval, conversationOpen, ...rest } = carried;
-  return withDefaults({ ...rest, schemaVersion: SNAPSHOT_VERSION, phase: phaseOfV1(state, resumeTo, pendingApproval ?? [], conversationOpen ?? false) });
+export function readSnapshot(carried: unknown): ParseResult<RunSnapshot> {
+  const stored = parseWith(StoredSnapshotSchema, carried, 'snapshot');
+  if (!stored.ok) return stored;
+  const v2 = stored.value.schemaVersion === 1 ? v1ToV2(stored.value) : stored.value;
+  return { ok: true, value: fillAddedFields(v2) };
+}
+
+/** `readSnapshot`, throwing its error. */
+export function loadSnapshot(carried: unknown): RunSnapshot {
+  const read = readSnapshot(carried);
+  if (!read.ok) throw new Error(read.error);
+  return read.value;
+}
+
+/** Migration 1 -> 2: a version-1 snapshot's state and its data become the phase. */
+function v1ToV2(v1: StoredSnapshotV1): StoredSnapshotV2 {
+  const { state, resumeTo, pendingApproval, conversationOpen, ...rest } = v1;
+  return { ...rest, schemaVersion: SNAPSHOT_VERSION, phase: phaseOfV1(state, resumeTo, pendingApproval ?? [], conversationOpen ?? false) };
 }
 
 function phaseOfV1(state: AgentState, resumeTo: AgentState | null, pending: PendingApproval[], conversationOpen: boolean): Phase {
@@ -314,39 +334,52 @@ function phaseOfV1(state: AgentState, resumeTo: AgentState | null, pending: Pend
 }
 
 /**
- * A snapshot carried from a run that began before a field existed (continue-as-new, fork): the missing fields get
- * the values that keep that run's behaviour, so it carries on as it would have.
+ * Migration 2 (as older workers wrote it) -> 2 (now): fields added to version 2 (and late in version 1) without a
+ * version bump, absent from snapshots written before them, get the value that keeps that run's behaviour:
+ * - `options.critiqueMinConfidence` 0: no confidence threshold existed, so every critic `complete` was taken.
+ * - `options.compaction` threshold 0.8, 6 recent messages kept: the input's defaults, which those runs compacted with.
+ * - `limits.wrapUpAt` 1: the model is never told to wrap up (there was no wrap-up note).
+ * - `limits.onLimit` `fail`: the only way a limit ended a run.
+ * - `features.realProviders`, `conversationChain`, `wrapUp`, `approvalNotes`, `unknownToolsUncounted` false: the run
+ *   began before those patches, so it keeps the behaviour from before them (`noProgressGuard` was always stored).
+ * - `workRemainingMs` null: the working clock ran (it did not stop for a person).
+ * - `approvalDeadline`, `approvalReminderDue`, `approvalReminder`, `pausedDeadline` null: no such wait had a limit.
+ * - `quotaWait` null: no fleet quota existed, so no call waited for one.
+ * - `contextWindow`, `promptCalibration`, `lastFinishReason` null: not known yet; the next model call reports them.
+ * - `continuations` 0, `wrapUpSent` false, `approvalNote` null: nothing was continued, sent or left to tell.
+ * - `toolLog` []: no tool calls were recorded for watchers; the next ones are.
+ * - `chain` null: no stored conversation; the next call sends every message.
  */
-function withDefaults(carried: RunSnapshot): RunSnapshot {
+function fillAddedFields(stored: StoredSnapshotV2): RunSnapshot {
   return {
-    ...carried,
+    ...stored,
     options: {
-      ...carried.options,
-      critiqueMinConfidence: carried.options.critiqueMinConfidence ?? 0,
-      compaction: carried.options.compaction ?? { threshold: 0.8, keepRecentMessages: 6 },
+      ...stored.options,
+      critiqueMinConfidence: stored.options.critiqueMinConfidence ?? 0,
+      compaction: stored.options.compaction ?? { threshold: 0.8, keepRecentMessages: 6 },
     },
-    workRemainingMs: carried.workRemainingMs ?? null,
-    approvalDeadline: carried.approvalDeadline ?? null,
-    approvalReminderDue: carried.approvalReminderDue ?? null,
-    approvalReminder: carried.approvalReminder ?? null,
-    pausedDeadline: carried.pausedDeadline ?? null,
-    quotaWait: carried.quotaWait ?? null,
-    contextWindow: carried.contextWindow ?? null,
-    promptCalibration: carried.promptCalibration ?? null,
-    lastFinishReason: carried.lastFinishReason ?? null,
-    continuations: carried.continuations ?? 0,
-    limits: { ...carried.limits, wrapUpAt: carried.limits.wrapUpAt ?? 1, onLimit: carried.limits.onLimit ?? 'fail' },
+    workRemainingMs: stored.workRemainingMs ?? null,
+    approvalDeadline: stored.approvalDeadline ?? null,
+    approvalReminderDue: stored.approvalReminderDue ?? null,
+    approvalReminder: stored.approvalReminder ?? null,
+    pausedDeadline: stored.pausedDeadline ?? null,
+    quotaWait: stored.quotaWait ?? null,
+    contextWindow: stored.contextWindow ?? null,
+    promptCalibration: stored.promptCalibration ?? null,
+    lastFinishReason: stored.lastFinishReason ?? null,
+    continuations: stored.continuations ?? 0,
+    limits: { ...stored.limits, wrapUpAt: stored.limits.wrapUpAt ?? 1, onLimit: stored.limits.onLimit ?? 'fail' },
     features: {
-      ...carried.features,
-      realProviders: carried.features?.realProviders ?? false,
-      conversationChain: carried.features?.conversationChain ?? false,
-      wrapUp: carried.features?.wrapUp ?? false,
-      approvalNotes: carried.features?.approvalNotes ?? false,
-      unknownToolsUncounted: carried.features?.unknownToolsUncounted ?? false,
+      ...stored.features,
+      realProviders: stored.features.realProviders ?? false,
+      conversationChain: stored.features.conversationChain ?? false,
+      wrapUp: stored.features.wrapUp ?? false,
+      approvalNotes: stored.features.approvalNotes ?? false,
+      unknownToolsUncounted: stored.features.unknownToolsUncounted ?? false,
     },
-    approvalNote: carried.approvalNote ?? null,
-    wrapUpSent: carried.wrapUpSent ?? false,
-    toolLog: carried.toolLog ?? [],
-    chain: carried.chain ?? null,
+    approvalNote: stored.approvalNote ?? null,
+    wrapUpSent: stored.wrapUpSent ?? false,
+    toolLog: stored.toolLog ?? [],
+    chain: stored.chain ?? null,
   };
 }

@@ -1,0 +1,165 @@
+/**
+ * The run snapshot as zod schemas: the current version (its type is checked equal to `RunSnapshot`, snapshot.ts) and
+ * each version as older workers stored it, which `loadSnapshot` validates before it migrates. Plain types and the
+ * input's own schemas (limits, budget, compaction: the snapshot keeps the resolved input); no clock, no bounds beyond
+ * the input's, so a snapshot a worker wrote always loads. Built once per worker (once-per-worker.ts).
+ */
+import { z } from 'zod';
+import { ChatMessageSchema, ChildOutcomeSchema, ConversationRefSchema, ToolCallSchema, ToolResultSchema } from '../common/chat';
+import { BudgetSchema, CompactionSchema, LimitsSchema } from '../common/input';
+import { oncePerWorker } from '../common/once-per-worker';
+import { AgentState } from '../common/states';
+import { AgentStateSchema, ApprovalReminderViewSchema, CritiqueDecisionSchema, PendingApprovalSchema, RunUsageSchema, ToolCallRecordSchema, TransitionRecordSchema } from '../common/view';
+
+export const { WorkPhaseSchema, PhaseSchema, RunSnapshotSchema, StoredSnapshotSchema } = oncePerWorker('workflows/snapshot-schema', () => {
+  const int = () => z.number().int();
+  const ModelStepSchema = z.enum([AgentState.PLANNING, AgentState.STREAMING]);
+  const workPhases = [
+    z.object({ type: z.enum([AgentState.PLANNING, AgentState.STREAMING, AgentState.TOOL_EXECUTING]) }),
+    z.object({ type: z.literal(AgentState.COMPACTING), returnTo: ModelStepSchema }),
+  ] as const;
+  const WorkPhaseSchema = z.discriminatedUnion('type', [...workPhases]);
+  const PhaseSchema = z.discriminatedUnion('type', [
+    ...workPhases,
+    z.object({ type: z.enum([AgentState.IDLE, AgentState.PROCESSING, AgentState.CRITIQUE, AgentState.FAILED, AgentState.ABORTED]) }),
+    z.object({ type: z.literal(AgentState.AWAITING_APPROVAL), pending: z.array(PendingApprovalSchema), then: WorkPhaseSchema }),
+    z.object({ type: z.literal(AgentState.PAUSED), resumeTo: WorkPhaseSchema }),
+    z.object({ type: z.literal(AgentState.COMPLETED), conversationOpen: z.boolean() }),
+  ]);
+
+  const OptionsSchema = z.object({
+    model: z.string().optional(),
+    fallbackModels: z.array(z.string()).optional(),
+    returnMessages: z.boolean().optional(),
+    tools: z.array(z.string()).optional(),
+    plan: z.boolean(),
+    critique: z.enum(['rules', 'model']),
+    approvalTools: z.array(z.string()),
+    approvalOnTimeout: z.literal('reject').optional(),
+    approvalReminderAt: z.number().optional(),
+    budget: BudgetSchema.optional(),
+    keepOpenMs: int(),
+    priority: int().optional(),
+    critiqueMinConfidence: z.number(),
+    maxOutputTokens: int().optional(),
+    contextWindowTokens: int().optional(),
+    compaction: CompactionSchema,
+  });
+  const FeaturesSchema = z.object({
+    noProgressGuard: z.boolean(),
+    realProviders: z.boolean(),
+    conversationChain: z.boolean(),
+    wrapUp: z.boolean(),
+    approvalNotes: z.boolean(),
+    unknownToolsUncounted: z.boolean(),
+    modelFallback: z.boolean().optional(),
+    interrupt: z.boolean().optional(),
+    toolCritique: z.boolean().optional(),
+    parallelAgents: z.boolean().optional(),
+  });
+  const timestamp = () => z.string();
+
+  /** The current version (2): what `loadSnapshot` returns and every transition keeps. */
+  const RunSnapshotSchema = z.object({
+    schemaVersion: z.literal(2),
+    /** Reserved for the machine version a run is pinned to (issue 29), set by the workflow once it exists. */
+    machineVersion: int().optional(),
+    phase: PhaseSchema,
+    stateSince: timestamp(),
+    step: int(),
+    loops: int(),
+    toolCalls: int(),
+    usage: RunUsageSchema,
+    limits: LimitsSchema,
+    options: OptionsSchema,
+    budgetGrants: int(),
+    deadline: timestamp().nullable(),
+    workRemainingMs: z.number().nullable(),
+    approvalDeadline: timestamp().nullable(),
+    approvalReminderDue: timestamp().nullable(),
+    approvalReminder: ApprovalReminderViewSchema.nullable(),
+    pausedDeadline: timestamp().nullable(),
+    quotaWait: z.object({ queuedAt: z.number(), since: timestamp(), expectedAt: timestamp(), position: int() }).nullable(),
+    contextWindow: int().nullable(),
+    promptCalibration: z.object({ chars: z.number(), tokens: z.number() }).nullable(),
+    lastFinishReason: z.string().nullable(),
+    continuations: int(),
+    turns: int(),
+    lastModel: z.string().nullable(),
+    modelSwitches: z.array(z.object({ from: z.string().nullable(), to: z.string(), error: z.string(), step: int(), at: timestamp() })).optional(),
+    origin: z.object({ kind: z.enum(['continue', 'fork']), workflowId: z.string(), step: int() }).nullable(),
+    transitions: z.array(TransitionRecordSchema),
+    partialText: z.string(),
+    stream: z.object({ callNumber: int(), attempt: int() }).nullable(),
+    lastError: z.string().nullable(),
+    reason: z.string().nullable(),
+    answer: z.string().nullable(),
+    plan: z.string().nullable(),
+    messages: z.array(ChatMessageSchema),
+    toolLog: z.array(ToolCallRecordSchema),
+    pendingToolCalls: z.array(ToolCallSchema),
+    presetResults: z.array(ToolResultSchema),
+    lastToolResults: z.array(ToolResultSchema),
+    toolSignatures: z.array(z.string()),
+    loopWarned: z.boolean(),
+    failuresInARow: int(),
+    overflowsInARow: int(),
+    setbacksInARow: int(),
+    features: FeaturesSchema,
+    workflowId: z.string().optional(),
+    children: z.array(ChildOutcomeSchema).optional(),
+    approvalNote: z.string().nullable(),
+    wrapUpSent: z.boolean(),
+    chain: ConversationRefSchema.nullable(),
+    pauseRequested: z.boolean(),
+    lastCritique: CritiqueDecisionSchema.nullable(),
+    queuedMessages: z.array(z.string()),
+    rejectedEvents: z.array(z.object({ event: z.string(), state: AgentStateSchema, at: timestamp(), error: z.string() })),
+  });
+
+  /**
+   * Version 2 as any worker wrote it: the fields added without a version bump may be missing (`fillAddedFields` in
+   * snapshot.ts gives them their values). Fields this worker does not know (from a newer one) are kept, unread.
+   */
+  const StoredV2Schema = RunSnapshotSchema.partial({
+    workRemainingMs: true,
+    approvalDeadline: true,
+    approvalReminderDue: true,
+    approvalReminder: true,
+    pausedDeadline: true,
+    quotaWait: true,
+    contextWindow: true,
+    promptCalibration: true,
+    lastFinishReason: true,
+    continuations: true,
+    approvalNote: true,
+    wrapUpSent: true,
+    toolLog: true,
+    chain: true,
+  })
+    .extend({
+      options: OptionsSchema.partial({ critiqueMinConfidence: true, compaction: true }),
+      limits: LimitsSchema.extend({ wrapUpAt: z.number().optional(), onLimit: LimitsSchema.shape.onLimit.unwrap().optional() }),
+      features: FeaturesSchema.partial({ realProviders: true, conversationChain: true, wrapUp: true, approvalNotes: true, unknownToolsUncounted: true }),
+    })
+    .loose();
+
+  /** Version 1 (runs begun before `phase`): the state and its data in separate fields. */
+  const StoredV1Schema = StoredV2Schema.omit({ schemaVersion: true, phase: true })
+    .extend({
+      schemaVersion: z.literal(1),
+      state: AgentStateSchema,
+      resumeTo: AgentStateSchema.nullable(),
+      pendingApproval: z.array(PendingApprovalSchema).optional(),
+      conversationOpen: z.boolean().optional(),
+    })
+    .loose();
+
+  /** Any snapshot this worker loads, by its version. */
+  const StoredSnapshotSchema = z.discriminatedUnion('schemaVersion', [StoredV1Schema, StoredV2Schema]);
+  return { WorkPhaseSchema, PhaseSchema, RunSnapshotSchema, StoredSnapshotSchema };
+});
+
+export type StoredSnapshot = z.infer<typeof StoredSnapshotSchema>;
+export type StoredSnapshotV1 = Extract<StoredSnapshot, { schemaVersion: 1 }>;
+export type StoredSnapshotV2 = Extract<StoredSnapshot, { schemaVersion: 2 }>;
