@@ -8,11 +8,10 @@ import { WorkflowNotFoundError } from '@temporalio/client';
 import type OpenAI from 'openai';
 import type { ChatCompletionChunk, ChatCompletionMessageParam } from 'openai/resources/chat/completions';
 import { ApplicationFailure } from '@temporalio/common';
+import { approvalCovers } from '../common/approval';
 import { ConversationUnavailableError, type ConversationStore } from '../codec/conversation-store';
 import {
-  CONVERSATION_UNAVAILABLE,
   isQuotaWait,
-  UNKNOWN_TOOL,
   type ChatMessage,
   type ConversationRef,
   type ModelRequest,
@@ -25,7 +24,7 @@ import { streamDeltaSignal } from '../common/messages';
 import { followText, type CallText } from '../common/stream';
 import { knownContextWindow } from '../common/models';
 import type { LiveStream } from '../stream/publisher';
-import { ModelErrorType } from '../common/failures';
+import { FailureType, ModelErrorType } from '../common/failures';
 import type { ProviderBudget } from '../quota';
 import { classifyModelError, retryAfterMs, streamStalled, streamTruncated } from './errors';
 import { headersOf, reserve, type Reservation } from './quota';
@@ -223,7 +222,7 @@ export function createCallModel(deps: ModelDeps) {
       const conversation = request.chain && (await storeConversation(request, messages, deps.conversations, ctx));
       const answeredBy = assembler.model || model;
       const contextWindowTokens = deps.contextWindowTokens ?? knownContextWindow(answeredBy);
-      const hinted = assembler.toolCalls(request.callNumber).map((c) => deps.tools.withHints(c, guarded(request.approvalTools, c.name)));
+      const hinted = assembler.toolCalls(request.callNumber).map((c) => deps.tools.withHints(c, approvalCovers(request.approvalTools, c.name)));
       const policyContext = { workflowId: runId, callNumber: request.callNumber, model: answeredBy };
       const toolCalls = deps.toolPolicy && hinted.length > 0 ? await applyToolPolicy(deps.toolPolicy, hinted, deps.tools, policyContext) : hinted;
       // A call that offered no tools (a plan) gets none run: the run answers such calls itself.
@@ -336,7 +335,7 @@ function checkTools(names: string[] | undefined, registry: ToolRegistry): void {
   if (unknown.length === 0) return;
   const have = registry.names();
   throw ApplicationFailure.create({
-    type: UNKNOWN_TOOL,
+    type: FailureType.UnknownTool,
     nonRetryable: true,
     message: `unknown tools: ${unknown.join(', ')}; this worker has: ${have.join(', ') || '(none)'}`,
   });
@@ -357,7 +356,7 @@ async function conversationOf(request: ModelRequest, store: ConversationStore | 
     return await store.resolve(base, request.messages);
   } catch (err) {
     if (!(err instanceof ConversationUnavailableError)) throw err;
-    throw ApplicationFailure.create({ type: CONVERSATION_UNAVAILABLE, message: err.message, nonRetryable: true });
+    throw ApplicationFailure.create({ type: FailureType.ConversationUnavailable, message: err.message, nonRetryable: true });
   }
 }
 
@@ -428,9 +427,6 @@ class DeltaPublisher {
     this.timer = undefined;
   }
 }
-
-/** Whether a call of `name` waits for approval in the run that asked (`*`: every tool). */
-const guarded = (approvalTools: string[] | undefined, name: string): boolean => !!approvalTools && (approvalTools.includes('*') || approvalTools.includes(name));
 
 /**
  * The answer's calls of `local` tools (pure: no side effects, so running one whose result the run then does not use

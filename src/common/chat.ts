@@ -2,8 +2,6 @@
  * JSON-safe conversation types shared by the workflow and the activities.
  * They mirror the OpenAI Chat Completions wire shapes closely enough to pass straight through.
  */
-import { FailureType } from './failures';
-
 export interface ToolCall {
   id: string;
   name: string;
@@ -112,9 +110,6 @@ export interface ConversationRef {
   count: number;
 }
 
-/** The model activity's failure type when a worker cannot read a chain back; the run then sends the whole conversation. */
-export const CONVERSATION_UNAVAILABLE = FailureType.ConversationUnavailable;
-
 export interface ModelResponse {
   text: string;
   toolCalls: ToolCall[];
@@ -128,9 +123,6 @@ export interface ModelResponse {
   /** With `runLocalTools`: the results of the answer's `local` tool calls, each as `executeTool` would have answered it. */
   toolResults?: ToolResult[];
 }
-
-/** The model activity's failure type when a run names tools the worker does not have. */
-export const UNKNOWN_TOOL = FailureType.UnknownTool;
 
 /** Input of the `executeTool` activity. */
 export interface ToolRequest {
