@@ -8,7 +8,7 @@ import { WorkflowNotFoundError } from '@temporalio/client';
 import type OpenAI from 'openai';
 import type { ChatCompletionChunk, ChatCompletionMessageParam } from 'openai/resources/chat/completions';
 import { ApplicationFailure } from '@temporalio/common';
-import { approvalCovers } from '../common/approval';
+import { approvalCovers, mayRunAhead } from '../common/approval';
 import { ConversationUnavailableError, type ConversationStore } from '../codec/conversation-store';
 import {
   isQuotaWait,
@@ -226,7 +226,7 @@ export function createCallModel(deps: ModelDeps) {
       const policyContext = { workflowId: runId, callNumber: request.callNumber, model: answeredBy };
       const toolCalls = deps.toolPolicy && hinted.length > 0 ? await applyToolPolicy(deps.toolPolicy, hinted, deps.tools, policyContext) : hinted;
       // A call that offered no tools (a plan) gets none run: the run answers such calls itself.
-      const toolResults = request.runLocalTools && request.tools?.length !== 0 ? await runLocalTools(toolCalls, request.tools, deps, ctx) : undefined;
+      const toolResults = request.runLocalTools && request.tools?.length !== 0 ? await runLocalTools(toolCalls, request, deps, ctx) : undefined;
       return {
         text: assembler.text,
         toolCalls,
@@ -429,17 +429,17 @@ class DeltaPublisher {
 }
 
 /**
- * The answer's calls of `local` tools (pure: no side effects, so running one whose result the run then does not use
+ * The answer's calls that `mayRunAhead` allows (pure `local` tools: running one whose result the run then does not use
  * costs nothing), run one after another, as `executeTool` runs them. A call that waits for approval is not run before
  * a person decides; a call that throws (a RetryableToolError, or a bug) is left to the run's local activity, which
  * retries it and reports what it says.
  */
-async function runLocalTools(calls: ToolCall[], allowed: string[] | undefined, deps: ModelDeps, ctx: Context): Promise<ToolResult[]> {
+async function runLocalTools(calls: ToolCall[], request: ModelRequest, deps: ModelDeps, ctx: Context): Promise<ToolResult[]> {
   const results: ToolResult[] = [];
   for (const call of calls) {
-    if (!call.local || call.parameters || (call.policy && call.policy.action !== 'rewrite')) continue;
+    if (!mayRunAhead(call, request.approvalTools)) continue;
     const idempotencyKey = `${ctx.info.workflowExecution?.workflowId ?? ctx.info.activityId}/${call.id}`;
-    const result = await deps.tools.run(call, { idempotencyKey, signal: ctx.cancellationSignal }, allowed).catch(() => undefined);
+    const result = await deps.tools.run(call, { idempotencyKey, signal: ctx.cancellationSignal }, request.tools).catch(() => undefined);
     if (result) results.push(recordToolCall(result));
   }
   return results;

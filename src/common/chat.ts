@@ -24,6 +24,11 @@ export interface ToolCall {
   policy?: ToolPolicyVerdict;
   /** Set by the model activity for a call of a named agent given as a tool: the run starts it as a child workflow. */
   agent?: string;
+  /**
+   * Set by the machine on a pending call the model call already ran (`ModelResponse.toolResults`) and whose result it
+   * keeps (approval.ts, `mayRunAhead`): the run takes this result instead of running the call.
+   */
+  ranAhead?: ToolResult;
 }
 
 /**
@@ -84,7 +89,7 @@ export interface ModelRequest {
   /**
    * Run the answer's calls of `local` tools (pure, answering in milliseconds) at once, in this activity, and answer
    * with their results in `toolResults`: the run then needs no local activity, and no second workflow activation,
-   * for them. Calls that wait for approval are left to the run.
+   * for them. Only calls that `mayRunAhead` allows run; the others are left to the run.
    */
   runLocalTools?: boolean;
   /**
@@ -120,7 +125,10 @@ export interface ModelResponse {
   conversation?: ConversationRef;
   /** The context window the worker knows for the model that answered (LLM_CONTEXT_WINDOW_TOKENS or the table of known models). */
   contextWindowTokens?: number;
-  /** With `runLocalTools`: the results of the answer's `local` tool calls, each as `executeTool` would have answered it. */
+  /**
+   * With `runLocalTools`: the results of the answer's calls that `mayRunAhead` allows, each as `executeTool` would have
+   * answered it. They reach the machine with the response, which keeps those it agrees with (workflows/ran-ahead.ts).
+   */
   toolResults?: ToolResult[];
 }
 
