@@ -14,7 +14,8 @@ import { chunkTranscript, recentStart } from '../src/activities/compaction';
 import { classifyModelError, ModelErrorType, retryAfterMs } from '../src/activities/errors';
 import { fileTools, resolveInWorkspace } from '../src/activities/tools/files';
 import { defineTool, MAX_TOOL_OUTPUT_CHARS, RetryableToolError, ToolRegistry } from '../src/activities/tools/registry';
-import { isQuotaWait, UNKNOWN_TOOL, type ChatMessage, type CritiqueRequest, type ModelRequest, type ModelResponse, type QuotaWait } from '../src/common/chat';
+import { isQuotaWait, type ChatMessage, type CritiqueRequest, type ModelRequest, type ModelResponse, type QuotaWait } from '../src/common/chat';
+import { FailureType } from '../src/common/failures';
 import { llmSettings } from '../src/config';
 import { startScriptedModel, type ScriptedModel } from '../src/scripted-model';
 import { openAIClient } from '../src/worker/worker';
@@ -299,7 +300,7 @@ describe('callModel: tools checked, output limit, context window', () => {
     const err = await act(callModel, request('checked', { checkTools: ['readFile', 'bogusTool', 'otherTool'] })).catch((e: unknown) => e);
     expect(err).toBeInstanceOf(ApplicationFailure);
     expect(err).toMatchObject({
-      type: UNKNOWN_TOOL,
+      type: FailureType.UnknownTool,
       nonRetryable: true,
       message: 'unknown tools: bogusTool, otherTool; this worker has: listFiles, readFile, writeFile',
     });

@@ -9,12 +9,13 @@ import { Client } from '@temporalio/client';
 import { temporal } from '@temporalio/proto';
 import { NativeConnection, Worker } from '@temporalio/worker';
 import { z } from 'zod';
-import { defineAgent, defineTool } from '../src/activities';
+import { createActivities, defineAgent, defineTool } from '../src/activities';
 import { AgentClient } from '../src/client';
 import { WORKFLOW_TYPE } from '../src/common/constants';
 import { FailureType } from '../src/common/failures';
-import { stateQuery } from '../src/common/messages';
+import { pauseSignal, resumeSignal, stateQuery } from '../src/common/messages';
 import { agentPlugin } from '../src/worker/plugin';
+import { agentWorkerOptions, openAIClient } from '../src/worker';
 import { InflightActivities, thisProcess } from '../src/activities/inflight';
 import { mkdtempSync } from 'node:fs';
 import os from 'node:os';
@@ -143,6 +144,43 @@ test('agentPlugin on a plain Worker.create adds the workflow, the activities, th
   expect(first.body.messages[0]).toEqual({ role: 'system', content: 'You forecast.' });
   expect(toolNames(first.body)).toEqual(['weather']);
 }, 90_000);
+
+test("a run that names an agent answers the state query while the worker resolves the agent, and applies a signal sent then before its first step", async () => {
+  h.model.register('slow-agent-model', [{ text: 'Resolved and answered.' }]);
+  // A worker whose resolveAgent holds until the test lets it go: the window before the run knows its input is real.
+  let entered!: () => void;
+  const resolving = new Promise<void>((resolve) => (entered = resolve));
+  let release!: () => void;
+  const released = new Promise<void>((resolve) => (release = resolve));
+  const deps = {
+    openai: openAIClient({ baseURL: h.model.url, apiKey: 'scripted' }),
+    defaultModel: 'unset',
+    workspace: h.workspace,
+    agents: [defineAgent({ name: 'slow', instructions: 'You answer.', tools: [], model: 'slow-agent-model' })],
+  };
+  const own = createActivities(deps);
+  const activities = { ...own, resolveAgent: async (name: string) => (entered(), await released, own.resolveAgent(name)) };
+  const taskQueue = `slow-agent-${randomUUID()}`;
+  const worker = await Worker.create({ ...agentWorkerOptions(deps), activities, connection: h.env.nativeConnection, taskQueue, workflowBundle: h.bundle, dataConverter: h.dataConverter });
+  const result = await worker.runUntil(async () => {
+    const handle = await h.env.client.workflow.start(WORKFLOW_TYPE, { taskQueue, workflowId: `slow-agent-${randomUUID()}`, args: [{ agent: 'slow', prompt: 'Answer.' }] });
+    try {
+      await resolving;
+      await handle.signal(pauseSignal);
+      // Answered when the open workflow task gives way (a local activity holds it up to 80% of its timeout); the
+      // pause waits, held by the SDK, until the run has its snapshot.
+      expect(await handle.query(stateQuery)).toMatchObject({ state: 'IDLE', step: 0, loops: 0, model: null, pauseRequested: false });
+    } finally {
+      release();
+    }
+    // The pause sent while the agent resolved holds the run before its first model call.
+    await h.waitForState(handle, (s) => s.state === 'PAUSED');
+    expect(h.model.requests('slow-agent-model')).toHaveLength(0);
+    await handle.signal(resumeSignal);
+    return handle.result();
+  });
+  expect(result).toMatchObject({ status: 'COMPLETED', answer: 'Resolved and answered.' });
+}, 60_000);
 
 test('agentPlugin({ inflight }): a worker that starts hands back the attempt a crashed worker process of this host left, and the run goes on at once', async () => {
   // The first call would take a minute; the retry answers at once.

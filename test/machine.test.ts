@@ -27,6 +27,7 @@ import {
   type AgentEvent,
   type AgentEventType,
 } from '../src/workflows/machine';
+import { carryOn } from '../src/workflows/resume';
 import { initialSnapshot, loadSnapshot, readSnapshot, type Phase, type RunSnapshot, type SnapshotV1 } from '../src/workflows/snapshot';
 import { RunSnapshotSchema } from '../src/workflows/snapshot-schema';
 import { RunStateViewSchema } from '../src/common/view';
@@ -922,6 +923,52 @@ describe("the worker's tool policy", () => {
     const s = run(snapshot(), { type: 'START' }, { type: 'MODEL_RESPONDED', response: response('', denied) });
     expect(s.phase.type).toBe('TOOL_EXECUTING');
     expect(commandsFor(s)).toEqual([{ type: 'runTools', requests: [] }]);
+  });
+});
+
+describe('calls the model call ran ahead', () => {
+  const local = (id: string, name = 'readFile', extra: Partial<ToolCall> = {}): ToolCall => ({ ...call(id, name, { path: `${id}.txt` }), local: true, ...extra });
+  const result = (id: string, name = 'readFile') => ({ toolCallId: id, name, ok: true, content: `ran ${id}` });
+  const responded = (s: RunSnapshot, calls: ToolCall[], before: AgentEvent[] = []) =>
+    run(s, { type: 'START' }, ...before, { type: 'MODEL_RESPONDED', response: { ...response('', calls), toolResults: calls.map((c) => result(c.id, c.name)) } });
+  const ranAhead = (c: AgentCommand[]) => (work(c)[0] as { calls: ToolCall[] }).calls.map((call) => [call.id, call.ranAhead?.content]);
+
+  test('a pure local call that runs at once keeps its result: TOOL_EXECUTING takes it, and counts and logs it as a call that ran', () => {
+    const s = responded(snapshot(), [local('l1'), call('w1', 'writeFile', { path: 'b.txt', content: 'x' })]);
+    expect(s.phase.type).toBe('TOOL_EXECUTING');
+    // The call a worker may not run ahead (writeFile has side effects) runs as ever, whatever the response said.
+    expect(ranAhead(commandsFor(s))).toEqual([['l1', 'ran l1'], ['w1', undefined]]);
+    expect(s.messages.at(-1)).toEqual({ role: 'assistant', content: null, toolCalls: [local('l1'), call('w1', 'writeFile', { path: 'b.txt', content: 'x' })] });
+    const done = step(s, { type: 'TOOLS_DONE', results: [result('l1'), result('w1', 'writeFile')] }).snapshot;
+    expect(done.toolCalls).toBe(2);
+    expect(done.pendingToolCalls).toEqual([]);
+    expect(view(done).recentToolCalls.map((c) => [c.toolCallId, c.ok])).toEqual([['l1', true], ['w1', true]]);
+  });
+
+  test('a call that waits for a person, or that the policy denied, has its result dropped and runs after the decision with the arguments decided', () => {
+    const schema = { type: 'object', properties: { path: { type: 'string' } }, required: ['path'], additionalProperties: false };
+    const calls = [
+      local('g1', 'listFiles', { parameters: schema }),
+      local('h1', 'readFile', { policy: { action: 'approve' }, parameters: schema }),
+      local('d1', 'readFile', { policy: { action: 'deny', message: 'No.' } }),
+      local('r1', 'readFile', { policy: { action: 'rewrite', original: '{"path":"../a.txt"}' } }),
+    ];
+    const s = responded(snapshot({ approval: { tools: ['listFiles'] } }), calls);
+    expect(s.phase).toMatchObject({ type: 'AWAITING_APPROVAL', pending: [{ toolCallId: 'g1' }, { toolCallId: 'h1' }] });
+    expect(s.pendingToolCalls.map((c) => [c.id, c.ranAhead?.content])).toEqual([['g1', undefined], ['h1', undefined], ['d1', undefined], ['r1', 'ran r1']]);
+    const approved = step(s, { type: 'APPROVAL', toolCallId: 'g1', approved: true, arguments: { path: 'sub' } }).snapshot;
+    const r = step(approved, { type: 'APPROVAL', toolCallId: 'h1', approved: true });
+    expect(ranAhead(r.commands)).toEqual([['g1', undefined], ['h1', undefined], ['r1', 'ran r1']]);
+    expect(work(r.commands)).toEqual([{ type: 'runTools', calls: [expect.objectContaining({ id: 'g1', arguments: '{"path":"sub"}', edited: true }), expect.anything(), expect.anything()] }]);
+  });
+
+  test('a fork runs the pending calls itself, as before: the results the original ran ahead stay with it', () => {
+    const s = responded(snapshot(), [local('l1')], [{ type: 'PAUSE' }]);
+    expect(s.phase).toMatchObject({ type: 'PAUSED', resumeTo: { type: 'TOOL_EXECUTING' } });
+    const forked = carryOn({ kind: 'fork', snapshot: s as never }, s.features, 'fork-1', at(50));
+    expect(forked.pendingToolCalls).toEqual([local('l1')]);
+    expect(ranAhead(commandsFor(step(forked, { type: 'RESUME' }).snapshot))).toEqual([['l1', undefined]]);
+    expect(ranAhead(commandsFor(step(s, { type: 'RESUME' }).snapshot))).toEqual([['l1', 'ran l1']]);
   });
 });
 

@@ -8,12 +8,11 @@ import { WorkflowNotFoundError } from '@temporalio/client';
 import type OpenAI from 'openai';
 import type { ChatCompletionChunk, ChatCompletionMessageParam } from 'openai/resources/chat/completions';
 import { ApplicationFailure } from '@temporalio/common';
+import { approvalCovers, mayRunAhead } from '../common/approval';
 import { ConversationUnavailableError, type ConversationStore } from '../codec/conversation-store';
 import {
   CONTINUE_PROMPT,
-  CONVERSATION_UNAVAILABLE,
   isQuotaWait,
-  UNKNOWN_TOOL,
   type ChatMessage,
   type ConversationRef,
   type ModelRequest,
@@ -26,7 +25,7 @@ import { streamDeltaSignal } from '../common/messages';
 import { followText, type CallText } from '../common/stream';
 import { knownContextWindow } from '../common/models';
 import type { LiveStream } from '../stream/publisher';
-import { ModelErrorType } from '../common/failures';
+import { FailureType, ModelErrorType } from '../common/failures';
 import type { ProviderBudget } from '../quota';
 import { classifyModelError, retryAfterMs, streamStalled, streamTruncated } from './errors';
 import { headersOf, reserve, type Reservation } from './quota';
@@ -223,11 +222,11 @@ export function createCallModel(deps: ModelDeps) {
       const conversation = request.chain && (await storeConversation(request, messages, deps.conversations, ctx));
       const answeredBy = assembler.model || model;
       const contextWindowTokens = deps.contextWindowTokens ?? knownContextWindow(answeredBy);
-      const hinted = assembler.toolCalls(request.callNumber).map((c) => deps.tools.withHints(c, guarded(request.approvalTools, c.name)));
+      const hinted = assembler.toolCalls(request.callNumber).map((c) => deps.tools.withHints(c, approvalCovers(request.approvalTools, c.name)));
       const policyContext = { workflowId: runId, callNumber: request.callNumber, model: answeredBy };
       const toolCalls = deps.toolPolicy && hinted.length > 0 ? await applyToolPolicy(deps.toolPolicy, hinted, deps.tools, policyContext) : hinted;
       // A call that offered no tools (a plan) gets none run: the run answers such calls itself.
-      const toolResults = request.runLocalTools && request.tools?.length !== 0 ? await runLocalTools(toolCalls, request.tools, deps, ctx) : undefined;
+      const toolResults = request.runLocalTools && request.tools?.length !== 0 ? await runLocalTools(toolCalls, request, deps, ctx) : undefined;
       return {
         text: assembler.text,
         toolCalls,
@@ -336,7 +335,7 @@ function checkTools(names: string[] | undefined, registry: ToolRegistry): void {
   if (unknown.length === 0) return;
   const have = registry.names();
   throw ApplicationFailure.create({
-    type: UNKNOWN_TOOL,
+    type: FailureType.UnknownTool,
     nonRetryable: true,
     message: `unknown tools: ${unknown.join(', ')}; this worker has: ${have.join(', ') || '(none)'}`,
   });
@@ -357,7 +356,7 @@ async function conversationOf(request: ModelRequest, store: ConversationStore | 
     return await store.resolve(base, request.messages);
   } catch (err) {
     if (!(err instanceof ConversationUnavailableError)) throw err;
-    throw ApplicationFailure.create({ type: CONVERSATION_UNAVAILABLE, message: err.message, nonRetryable: true });
+    throw ApplicationFailure.create({ type: FailureType.ConversationUnavailable, message: err.message, nonRetryable: true });
   }
 }
 
@@ -429,21 +428,18 @@ class DeltaPublisher {
   }
 }
 
-/** Whether a call of `name` waits for approval in the run that asked (`*`: every tool). */
-const guarded = (approvalTools: string[] | undefined, name: string): boolean => !!approvalTools && (approvalTools.includes('*') || approvalTools.includes(name));
-
 /**
- * The answer's calls of `local` tools (pure: no side effects, so running one whose result the run then does not use
+ * The answer's calls that `mayRunAhead` allows (pure `local` tools: running one whose result the run then does not use
  * costs nothing), run one after another, as `executeTool` runs them. A call that waits for approval is not run before
  * a person decides; a call that throws (a RetryableToolError, or a bug) is left to the run's local activity, which
  * retries it and reports what it says.
  */
-async function runLocalTools(calls: ToolCall[], allowed: string[] | undefined, deps: ModelDeps, ctx: Context): Promise<ToolResult[]> {
+async function runLocalTools(calls: ToolCall[], request: ModelRequest, deps: ModelDeps, ctx: Context): Promise<ToolResult[]> {
   const results: ToolResult[] = [];
   for (const call of calls) {
-    if (!call.local || call.parameters || (call.policy && call.policy.action !== 'rewrite')) continue;
+    if (!mayRunAhead(call, request.approvalTools)) continue;
     const idempotencyKey = `${ctx.info.workflowExecution?.workflowId ?? ctx.info.activityId}/${call.id}`;
-    const result = await deps.tools.run(call, { idempotencyKey, signal: ctx.cancellationSignal }, allowed).catch(() => undefined);
+    const result = await deps.tools.run(call, { idempotencyKey, signal: ctx.cancellationSignal }, request.tools).catch(() => undefined);
     if (result) results.push(recordToolCall(result));
   }
   return results;

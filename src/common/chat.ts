@@ -3,7 +3,6 @@
  * They mirror the OpenAI Chat Completions wire shapes closely enough to pass straight through.
  */
 import { z } from 'zod';
-import { FailureType } from './failures';
 import { oncePerWorker } from './once-per-worker';
 import type { SameType } from './same-type';
 
@@ -29,6 +28,11 @@ export interface ToolCall {
   policy?: ToolPolicyVerdict;
   /** Set by the model activity for a call of a named agent given as a tool: the run starts it as a child workflow. */
   agent?: string;
+  /**
+   * Set by the machine on a pending call the model call already ran (`ModelResponse.toolResults`) and whose result it
+   * keeps (approval.ts, `mayRunAhead`): the run takes this result instead of running the call.
+   */
+  ranAhead?: ToolResult;
 }
 
 /**
@@ -92,7 +96,7 @@ export interface ModelRequest {
   /**
    * Run the answer's calls of `local` tools (pure, answering in milliseconds) at once, in this activity, and answer
    * with their results in `toolResults`: the run then needs no local activity, and no second workflow activation,
-   * for them. Calls that wait for approval are left to the run.
+   * for them. Only calls that `mayRunAhead` allows run; the others are left to the run.
    */
   runLocalTools?: boolean;
   /**
@@ -118,9 +122,6 @@ export interface ConversationRef {
   count: number;
 }
 
-/** The model activity's failure type when a worker cannot read a chain back; the run then sends the whole conversation. */
-export const CONVERSATION_UNAVAILABLE = FailureType.ConversationUnavailable;
-
 export interface ModelResponse {
   text: string;
   toolCalls: ToolCall[];
@@ -131,12 +132,12 @@ export interface ModelResponse {
   conversation?: ConversationRef;
   /** The context window the worker knows for the model that answered (LLM_CONTEXT_WINDOW_TOKENS or the table of known models). */
   contextWindowTokens?: number;
-  /** With `runLocalTools`: the results of the answer's `local` tool calls, each as `executeTool` would have answered it. */
+  /**
+   * With `runLocalTools`: the results of the answer's calls that `mayRunAhead` allows, each as `executeTool` would have
+   * answered it. They reach the machine with the response, which keeps those it agrees with (workflows/ran-ahead.ts).
+   */
   toolResults?: ToolResult[];
 }
-
-/** The model activity's failure type when a run names tools the worker does not have. */
-export const UNKNOWN_TOOL = FailureType.UnknownTool;
 
 /** Input of the `executeTool` activity. */
 export interface ToolRequest {
@@ -214,6 +215,20 @@ export interface CritiqueOutcome {
 export const { UsageSchema, ToolCallSchema, ChatMessageSchema, ConversationRefSchema, ChildOutcomeSchema, ToolResultSchema } = oncePerWorker('common/chat', () => {
   const int = () => z.number().int();
   const UsageSchema = z.object({ promptTokens: int(), completionTokens: int(), totalTokens: int() });
+  const ChildOutcomeSchema = z.object({
+    workflowId: z.string(),
+    agent: z.string(),
+    state: z.string().describe('RUNNING until the child ends, then COMPLETED, FAILED or ABORTED.'),
+    usage: UsageSchema.extend({ modelCalls: int(), costUsd: z.number() }),
+  });
+  const ToolResultSchema = z.object({
+    toolCallId: z.string(),
+    name: z.string(),
+    ok: z.boolean(),
+    content: z.string(),
+    interrupted: z.literal(true).optional(),
+    child: ChildOutcomeSchema.optional(),
+  });
   const ToolCallSchema = z.object({
     id: z.string(),
     name: z.string(),
@@ -231,6 +246,7 @@ export const { UsageSchema, ToolCallSchema, ChatMessageSchema, ConversationRefSc
       ])
       .optional(),
     agent: z.string().optional(),
+    ranAhead: ToolResultSchema.optional(),
   });
   const ChatMessageSchema = z.discriminatedUnion('role', [
     z.object({ role: z.literal('system'), content: z.string() }),
@@ -239,20 +255,6 @@ export const { UsageSchema, ToolCallSchema, ChatMessageSchema, ConversationRefSc
     z.object({ role: z.literal('tool'), toolCallId: z.string(), content: z.string() }),
   ]);
   const ConversationRefSchema = z.object({ ref: z.string(), count: int() });
-  const ChildOutcomeSchema = z.object({
-    workflowId: z.string(),
-    agent: z.string(),
-    state: z.string().describe('RUNNING until the child ends, then COMPLETED, FAILED or ABORTED.'),
-    usage: UsageSchema.extend({ modelCalls: int(), costUsd: z.number() }),
-  });
-  const ToolResultSchema = z.object({
-    toolCallId: z.string(),
-    name: z.string(),
-    ok: z.boolean(),
-    content: z.string(),
-    interrupted: z.literal(true).optional(),
-    child: ChildOutcomeSchema.optional(),
-  });
   return { UsageSchema, ToolCallSchema, ChatMessageSchema, ConversationRefSchema, ChildOutcomeSchema, ToolResultSchema };
 });
 

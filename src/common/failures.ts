@@ -39,5 +39,7 @@ export const FailureType = {
   CritiqueUnparsable: 'CritiqueUnparsable',
   /** An activity's worker process died mid-attempt; the next worker on its host handed the attempt back (retried at once). */
   WorkerCrashed: 'WorkerCrashed',
+  /** A child run of a sub-agent pattern (plan-execute, pipeline) failed; the details name the stage and the child's workflow id. */
+  SubAgentFailed: 'SubAgentFailed',
 } as const;
 export type FailureType = (typeof FailureType)[keyof typeof FailureType];

@@ -19,7 +19,7 @@ import { parseAgentRunInput } from '../common/input';
 import type { AgentRunResult } from '../common/messages';
 import { isTerminal } from '../common/states';
 import { CANCELLED, createEffects } from './effects';
-import { setRunHandlers } from './handlers';
+import { setRunHandlers, setRunQueries } from './handlers';
 import { namesAgent, withAgent } from './start-input';
 import { awaitsMessage, isRunning, recordRejection, resumeAt, transition, type AgentCommand, type AgentEvent, type WorkCommand } from './machine';
 import { recordStateDuration } from './metrics';
@@ -34,9 +34,16 @@ import { runResult } from './view';
 const now = () => new Date().toISOString();
 
 export async function agentRun(rawInput: unknown): Promise<AgentRunResult> {
+  const parsed = parseAgentRunInput(rawInput);
+  let snapshot: RunSnapshot = parsed.ok ? initialSnapshot(parsed.value, now()) : blankSnapshot(now());
+  // Time travel: the snapshot this run began from and every event applied since; any step is a fold away.
+  let base = snapshot;
+  const eventLog: Array<{ event: AgentEvent; at: string }> = [];
+  // Before the first await: while a named agent resolves, queries see the run as its start's own fields make it.
+  setRunQueries({ current: () => snapshot, at: (step) => snapshotAt(base, eventLog, snapshot, step) });
   // Only a start that names an agent awaits here (its spec, from the worker); other runs keep their history unchanged.
-  const input = namesAgent(rawInput) ? await withAgent(rawInput) : parseAgentRunInput(rawInput);
-  let snapshot: RunSnapshot = input.ok ? initialSnapshot(input.value, now()) : blankSnapshot(now());
+  const input = namesAgent(rawInput) ? await withAgent(rawInput) : parsed;
+  if (input !== parsed) snapshot = base = input.ok ? initialSnapshot(input.value, now()) : blankSnapshot(now());
   const patches = readPatches();
   const { noProgressGuard, realProviders, conversationChain, wrapUp, approvalNotes, unknownToolsUncounted, modelFallback, interrupt, toolCritique, parallelAgents } = patches;
   snapshot.features = {
@@ -57,9 +64,6 @@ export async function agentRun(rawInput: unknown): Promise<AgentRunResult> {
   let live = createStreamPublisher();
   const timer = createRunTimer(snapshot.features.realProviders, () => dispatch({ type: 'TIMEOUT' }, true));
   const queue: WorkCommand[] = [];
-  // Time travel: the snapshot this run began from and every event applied since; any step is a fold away.
-  let base = snapshot;
-  const eventLog: Array<{ event: AgentEvent; at: string }> = [];
 
   /** Apply an event. External events (signals, updates, the timer) may be refused; the outcomes of work never are. */
   function dispatch(event: AgentEvent, external: boolean): void {
@@ -95,9 +99,9 @@ export async function agentRun(rawInput: unknown): Promise<AgentRunResult> {
     }
   }
 
+  // Signals and updates sent before now were held by the SDK, and reach the machine here, before START, as ever.
   setRunHandlers({
     current: () => snapshot,
-    at: (step) => snapshotAt(base, eventLog, snapshot, step),
     dispatch: (event) => dispatch(event, true),
     refuse: (event, error) => (snapshot = recordRejection(snapshot, event, error, now())),
   });

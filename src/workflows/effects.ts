@@ -5,10 +5,10 @@
  * interpreter never branches on either.
  *
  * Inline local tools: the model call is asked to run its answer's calls of `local` tools (pure, fast) and to answer
- * with their results. The machine still decides which calls run (limits, approvals, the loop guard): `runTools` takes
- * a result from the model call only for a call the model made as it stands (not one a person edited), and runs any
- * other as before. A step of a model call and a local tool is then one workflow activation instead of two, with no
- * local activity (BENCHMARKS.md).
+ * with their results, which reach the machine with the response. The machine decides which it keeps (ran-ahead.ts),
+ * and which calls run (limits, approvals, the loop guard): `runTools` takes the result a call carries (`ranAhead`)
+ * and runs any other as before. A step of a model call and a local tool is then one workflow activation instead of
+ * two, with no local activity (BENCHMARKS.md).
  */
 import {
   ActivityFailure,
@@ -81,9 +81,6 @@ export function createEffects(lean: boolean, inline = false): Effects {
   let scope: CancellationScope | undefined;
   let working = false;
   const local = (r: ToolRequest) => lean && r.call.local === true;
-  /** Results the last model call ran itself (inline), by tool call id. */
-  let ranByModelCall = new Map<string, ToolResult>();
-  const ranAlready = (r: ToolRequest) => (r.call.edited ? undefined : ranByModelCall.get(r.call.id));
   /** The scopes of running calls an interrupting message may stop, and those it stopped. */
   const stoppable = new Set<CancellationScope>();
   const stopped = new WeakSet<CancellationScope>();
@@ -184,21 +181,18 @@ export function createEffects(lean: boolean, inline = false): Effects {
         case 'callModel': {
           const request = inline ? { ...command.request, runLocalTools: true } : command.request;
           const summary = modelCallSummary(request.purpose, request.callNumber);
-          ranByModelCall = new Map();
           const outcome = await cancellable(() => activities.callModel.executeWithOptions({ ...modelCallOptions, summary }, [request])).catch(
             (err: unknown) => ({ failed: err }),
           );
           if (outcome === CANCELLED) return CANCELLED;
           if ('failed' in outcome) return modelFailure(failureType(outcome.failed), failureMessage(outcome.failed));
           if (isQuotaWait(outcome)) return { type: 'QUOTA_WAIT', ...outcome.quotaWait };
-          const { toolResults, ...response } = outcome;
-          ranByModelCall = new Map((toolResults ?? []).map((r) => [r.toolCallId, r]));
-          return request.purpose === 'plan' ? { type: 'PLAN_READY', response } : { type: 'MODEL_RESPONDED', response };
+          return request.purpose === 'plan' ? { type: 'PLAN_READY', response: outcome } : { type: 'MODEL_RESPONDED', response: outcome };
         }
         case 'runTools': {
           // All of them run by the model call already: no activity, so the run moves on in this activation.
-          if (command.requests.every(ranAlready)) return { type: 'TOOLS_DONE', results: command.requests.map((r) => ranAlready(r)!) };
-          const results = await cancellable(() => Promise.all(command.requests.map((r) => ranAlready(r) ?? (r.child ? runChild(r, r.child) : runStoppable(r)))));
+          if (command.requests.every((r) => r.call.ranAhead)) return { type: 'TOOLS_DONE', results: command.requests.map((r) => r.call.ranAhead!) };
+          const results = await cancellable(() => Promise.all(command.requests.map((r) => r.call.ranAhead ?? (r.child ? runChild(r, r.child) : runStoppable(r)))));
           return results === CANCELLED ? CANCELLED : { type: 'TOOLS_DONE', results };
         }
         case 'critique': {

@@ -1,3 +1,4 @@
+import { approvalCovers } from '../common/approval';
 import type { ToolCall } from '../common/chat';
 import type { RunSnapshot } from './snapshot';
 
@@ -9,8 +10,7 @@ export const isToolCallLimitReached = (s: RunSnapshot, pending: number): boolean
   s.toolCalls + pending > s.limits.maxToolCalls;
 
 /** The run's approval settings guard this tool. */
-export const needsApproval = (s: RunSnapshot, toolName: string): boolean =>
-  s.options.approvalTools.includes('*') || s.options.approvalTools.includes(toolName);
+export const needsApproval = (s: RunSnapshot, toolName: string): boolean => approvalCovers(s.options.approvalTools, toolName);
 
 /** A stable text for one call, so equal calls compare equal whatever the key order or spacing of their JSON. */
 export function toolSignature(call: Pick<ToolCall, 'name' | 'arguments'>): string {

@@ -1,7 +1,8 @@
 /**
- * The `agentRun` workflow's queries, signals and updates (defined in common/messages.ts), registered before its
- * first await. Each turns its payload into an event for the machine; update validators ask the machine with a dry
- * run of the event, so the checks live in one place and a refused update never reaches history.
+ * The `agentRun` workflow's queries, signals and updates (defined in common/messages.ts); the queries are registered
+ * before its first await. Each signal or update turns its payload into an event for the machine; update validators
+ * ask the machine with a dry run of the event, so the checks live in one place and a refused update never reaches
+ * history.
  */
 import { setHandler } from '@temporalio/workflow';
 import {
@@ -35,11 +36,16 @@ import { transition, undecided, type AgentEvent } from './machine';
 import type { RunSnapshot } from './snapshot';
 import { publicView } from './view';
 
-/** The run as its handlers see it. */
-export interface HandledRun {
+/** The run as its queries see it. */
+export interface ViewedRun {
   current(): RunSnapshot;
   /** The snapshot right after a step of this run (time travel). */
   at(step: number): RunSnapshot;
+}
+
+/** The run as its signal and update handlers see it. */
+export interface HandledRun {
+  current(): RunSnapshot;
   /** Apply an event brought by a signal or an update; the machine may refuse it. */
   dispatch(event: AgentEvent): void;
   /** Keep a payload that could not become an event, with why, on the snapshot. */
@@ -52,14 +58,11 @@ export interface HandledRun {
  */
 const isPastDeadline = (deadline: string | undefined, now: number): boolean => deadline !== undefined && now > Date.parse(deadline);
 
-export function setRunHandlers(run: HandledRun): void {
-  /** The validator of every control update: on time, and an event the machine accepts now (a dry run). */
-  const refuseUnlessAccepted = (update: string, event: AgentEvent, deadline: string | undefined): void => {
-    if (isPastDeadline(deadline, Date.now())) throw new Error(`${update} came after its deadline ${deadline}, when no worker had taken it: not applied`);
-    const result = transition(run.current(), event, new Date().toISOString());
-    if (!result.ok) throw new Error(result.error);
-  };
-  const controlResult = (): ControlResult => ({ state: run.current().phase.type, pauseRequested: run.current().pauseRequested });
+/**
+ * The queries, registered before the workflow's first await: a query the SDK has no handler for fails, where a
+ * signal or an update is held until its handler is registered.
+ */
+export function setRunQueries(run: ViewedRun): void {
   // Descriptions show in `temporal workflow metadata` and the UI. The UI lists queries by name: the internal one is
   // named to sort after `state`.
   setHandler(stateQuery, (options) => publicView(run.current(), options?.includeMessages ?? false), {
@@ -71,6 +74,17 @@ export function setRunHandlers(run: HandledRun): void {
   setHandler(stateSnapshotAtQuery, ({ step }) => run.at(step) as RunSnapshot & CarriedSnapshot, {
     description: "Internal: the run's versioned snapshot after a step, which fork carries into a new run. Argument: { \"step\": <number> }.",
   });
+}
+
+/** The signals and updates, registered once the run has its snapshot: the SDK holds those sent earlier until then. */
+export function setRunHandlers(run: HandledRun): void {
+  /** The validator of every control update: on time, and an event the machine accepts now (a dry run). */
+  const refuseUnlessAccepted = (update: string, event: AgentEvent, deadline: string | undefined): void => {
+    if (isPastDeadline(deadline, Date.now())) throw new Error(`${update} came after its deadline ${deadline}, when no worker had taken it: not applied`);
+    const result = transition(run.current(), event, new Date().toISOString());
+    if (!result.ok) throw new Error(result.error);
+  };
+  const controlResult = (): ControlResult => ({ state: run.current().phase.type, pauseRequested: run.current().pauseRequested });
   setHandler(abortSignal, (raw) => {
     const parsed = parseWith(AbortInputSchema, raw ?? {}, 'abort input');
     run.dispatch({ type: 'ABORT', reason: parsed.ok ? parsed.value.reason : undefined });

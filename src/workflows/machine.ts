@@ -20,6 +20,7 @@ import { childRequest, childrenEnded, childrenStarted } from './children';
 import { chainAfter, chained } from './chain';
 import { addMs, clocks, timerDue } from './clocks';
 import { ruleCritique } from './critic';
+import { withRanAhead } from './ran-ahead';
 import { compactionRequest, critiqueRequest, modelRequest } from './requests';
 import { calibrated, confident, CONTINUE_PROMPT, continued, lastAssistantText, withResponseUsage, withSideUsage } from './responses';
 import type { ModelStep, PendingApproval, Phase, RunSnapshot, WorkPhase } from './snapshot';
@@ -314,7 +315,7 @@ function handle(s: RunSnapshot, e: AgentEvent, now: string): TransitionResult {
     case 'MODEL_RESPONDED': {
       const { text, toolCalls } = e.response;
       const next = withResponseUsage(
-        { ...s, ...calibrated(s, e.response), chain: chainAfter(s, e.response), pendingToolCalls: toolCalls, lastToolResults: [], overflowsInARow: 0, partialText: text },
+        { ...s, ...calibrated(s, e.response), chain: chainAfter(s, e.response), pendingToolCalls: withRanAhead(s, toolCalls, e.response.toolResults), lastToolResults: [], overflowsInARow: 0, partialText: text },
         e.response,
       );
       next.messages = [

@@ -40,6 +40,8 @@ export function carryOn(resume: Resume, features: RunSnapshot['features'], workf
     ...carried,
     features,
     chain: null,
+    // A fork runs its pending calls itself, as it always did: the results the original's model call ran ahead stay there.
+    pendingToolCalls: carried.pendingToolCalls.map(({ ranAhead: _ranAhead, ...call }) => call),
     origin: { kind: 'fork', ...origin },
     ...freshClocks({ ...carried, features }, now),
     pauseRequested: false,

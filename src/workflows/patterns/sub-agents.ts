@@ -16,6 +16,7 @@ import {
 } from '@temporalio/workflow';
 import { defineSearchAttributeKey } from '@temporalio/common';
 import { AGENT_STATE_SEARCH_ATTRIBUTE } from '../../common/constants';
+import { FailureType } from '../../common/failures';
 import { AbortInputSchema, type AgentRunInput, parseWith } from '../../common/input';
 import { abortSignal, type AgentRunResult } from '../../common/messages';
 import { type ChildStatus, type PatternStateView, patternStateQuery, RUNNING_CHILDREN } from '../../common/pattern-messages';
@@ -94,7 +95,7 @@ export function subAgents(pattern: PatternStateView['pattern']) {
       child.status = AgentState.FAILED;
       const message = `${pattern} ${name} (${workflowId}) failed: ${innermostMessage(err)}`;
       end(AgentState.FAILED, message);
-      throw ApplicationFailure.create({ type: 'SubAgentFailed', message, nonRetryable: true, details: [{ stage: name, workflowId }], cause: err as Error });
+      throw ApplicationFailure.create({ type: FailureType.SubAgentFailed, message, nonRetryable: true, details: [{ stage: name, workflowId }], cause: err as Error });
     } finally {
       running = undefined;
       view.stage = null;
