@@ -19,6 +19,7 @@ import { startDevServer } from '../scripts/lib/dev-server';
 import { freePort } from '../scripts/lib/free-port';
 
 const LONG = 'A long answer goes on. '.repeat(2_000);
+const summary = (xs: number[]) => ({ min: Math.min(...xs), p50: pct(xs, 50), p90: pct(xs, 90), max: Math.max(...xs) });
 const pct = (xs: number[], p: number) => [...xs].sort((a, b) => a - b)[Math.min(xs.length - 1, Math.floor((p / 100) * xs.length))];
 
 async function heartbeatRequests(metricsUrl: string): Promise<number> {
@@ -75,6 +76,8 @@ async function main(): Promise<void> {
 
     // Latency: one interrupted run at a time, each at a random moment of the heartbeat cycle.
     const latencies: number[] = [];
+    /** From the update's answer (the run applied it) to the close: without the update's own round trip and workflow task. */
+    const afterApplied: number[] = [];
     for (let i = 0; i < interrupts; i++) {
       const handle = await client.start({ prompt: 'Write', model: 'slow' });
       await streaming(handle);
@@ -82,10 +85,12 @@ async function main(): Promise<void> {
       const requests = model.requests('slow').length;
       const sent = Date.now();
       await handle.sendMessage('stop', { interrupt: true });
+      const applied = Date.now();
       for (;;) {
         const closedAt = model.requests('slow')[requests - 1]?.closedAt;
         if (closedAt) {
           latencies.push(closedAt - sent);
+          afterApplied.push(closedAt - applied);
           break;
         }
         await sleep(5);
@@ -99,7 +104,8 @@ async function main(): Promise<void> {
         heartbeatRpcsPerSecond: perSecond,
         perStream: perSecond / streams,
         interrupts,
-        latencyMs: { min: Math.min(...latencies), p50: pct(latencies, 50), p90: pct(latencies, 90), max: Math.max(...latencies) },
+        latencyMs: summary(latencies),
+        afterAppliedMs: summary(afterApplied),
         all: latencies,
       }),
     );

@@ -39,8 +39,8 @@ import { modelCallSummary, toolCallSummary } from './requests';
  * every 250 ms, for prompt interrupts), so the heartbeat timeout catches a dead worker within 5 s; a stalled stream is
  * cut by the activity's own idle timeout. Retries are bounded by time, not by a count that worker crashes would spend:
  * a kill costs an attempt and 5 s, and a provider that keeps failing ends the call after 20 minutes (then the run may
- * move to a fallback model: modelCallFailure). Final provider
- * errors (authentication, bad request, context overflow) are not retried at all (activities/errors.ts).
+ * move to a fallback model: modelCallFailure). Final provider errors (authentication, bad request, context overflow)
+ * are not retried at all (activities/errors.ts).
  */
 const modelCallOptions: ActivityOptions = {
   startToCloseTimeout: '5 minutes',
