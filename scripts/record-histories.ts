@@ -31,6 +31,8 @@ interface Scenario {
   script: Script;
   input: Record<string, unknown>;
   drive?: (h: AgentHarness, handle: WorkflowHandle) => Promise<void>;
+  /** More models the run calls (its input names them), registered before it starts. */
+  models?: Record<string, Script>;
 }
 
 const SCENARIOS: Scenario[] = [
@@ -181,6 +183,14 @@ const SCENARIOS: Scenario[] = [
     },
   },
   {
+    // model-timeout-fallback: a model call that runs out of time (4 s here: test/support/short-model-timeouts.ts)
+    // moves the run to the next of fallbackModels.
+    name: 'model-timeout-fallback',
+    script: [{ text: 'Answered after the timeout.' }],
+    models: { 'times-out-record': () => ({ text: 'too late', firstChunkDelayMs: 60_000 }) },
+    input: { prompt: 'Hello', model: 'times-out-record', fallbackModels: ['record-model-timeout-fallback'] },
+  },
+  {
     // interrupt-2026-12: a message that cancels the model call mid-stream; the text so far stays, marked interrupted.
     name: 'interrupt-stream',
     script: ({ callIndex }) => (callIndex === 0 ? { text: 'z'.repeat(400), chunkSize: 2, chunkDelayMs: 50 } : { text: 'Brief, as asked.' }),
@@ -284,12 +294,14 @@ async function main(only = process.argv.slice(2)) {
     : await startDevServer({ port: 17299, headless: true, dbFile: path.join(mkdtempSync(path.join(os.tmpdir(), 'record-')), 'db.sqlite') });
   if (server) process.env.TEMPORAL_TEST_ADDRESS = server.address;
   const cli = await ensureTemporalCli({ quiet: true });
-  const h = await startAgentHarness(undefined, { agents: AGENTS, toolPolicy: RECORD_POLICY });
+  // The short timeouts apply only to models named `times-out*`: the other scenarios' histories are as without them.
+  const h = await startAgentHarness(undefined, { agents: AGENTS, toolPolicy: RECORD_POLICY, workflowInterceptorModules: [require.resolve('../test/support/short-model-timeouts')] });
   mkdirSync(OUT, { recursive: true });
   try {
     for (const scenario of SCENARIOS.filter((s) => only.length === 0 || only.includes(s.name))) {
       const model = Array.isArray(scenario.script) && scenario.script.length === 0 ? 'scripted-demo' : `record-${scenario.name}`;
       if (model !== 'scripted-demo') h.model.register(model, scenario.script);
+      for (const [name, script] of Object.entries(scenario.models ?? {})) h.model.register(name, script);
       const handle = await h.start({ model, ...scenario.input });
       await scenario.drive?.(h, handle);
       await handle.result().catch(() => undefined); // failed runs are histories too

@@ -18,7 +18,9 @@ import { isQuotaWait, type ChatMessage, type CritiqueRequest, type ModelRequest,
 import { FailureType } from '../src/common/failures';
 import { llmSettings } from '../src/config';
 import { startScriptedModel, type ScriptedModel } from '../src/scripted-model';
-import { openAIClient } from '../src/worker/worker';
+import { agentWorkerOptions, openAIClient } from '../src/worker';
+import { MODEL_HEARTBEAT_MS } from '../src/activities/model';
+import { msToNumber } from '@temporalio/common/lib/time';
 import { QuietLogger } from './support/quiet-logger';
 
 /** Expected failures and undeliverable deltas (a mock environment has no client) stay quiet. */
@@ -161,6 +163,21 @@ describe('callModel', () => {
       defineTool({ name, description: name, parameters: z.object({}), sideEffects, ...(cancellable !== undefined ? { cancellable } : {}), execute: async () => 'x' });
     const registry = new ToolRegistry([tool('pure', false), tool('effect', true), tool('stoppable', true, true)]);
     expect(['pure', 'effect', 'stoppable', 'unknown'].map((name) => registry.withHints({ id: 'c', name, arguments: '{}' }).cancellable)).toEqual([true, undefined, true, undefined]);
+  });
+
+  test('a model call heartbeats every MODEL_HEARTBEAT_MS, and the worker lets every beat through to the server', async () => {
+    // Cancellation (an interrupt) reaches the call only in a heartbeat's reply: beats a second apart left the provider's
+    // stream open up to a second after the message (docs/steering.md).
+    model.register('beats', [{ text: 'x'.repeat(8), chunkSize: 1, chunkDelayMs: 250 }]);
+    const env = modelCallEnv();
+    const beats = heartbeatsOf(env);
+    await runIn(env, callModel, request('beats'));
+    // About 2 s of stream: 8 beats at 250 ms; 1 at the old second.
+    expect(beats.length).toBeGreaterThanOrEqual(4);
+    const options = agentWorkerOptions({ openai, defaultModel: 'unset', workspace });
+    expect(msToNumber(options.maxHeartbeatThrottleInterval!)).toBeLessThan(MODEL_HEARTBEAT_MS);
+    const slower = agentWorkerOptions({ openai, defaultModel: 'unset', workspace, modelHeartbeatMs: 1_000 });
+    expect(msToNumber(slower.maxHeartbeatThrottleInterval!)).toBeLessThan(1_000);
   });
 
   test('streams text and tool calls, collects usage and heartbeats while streaming', async () => {

@@ -3,12 +3,15 @@
  * server and gateway: a run started from the page's form, its input, conversation, machine picture, activities and
  * timeline while it waits (live) and once it ended; time travel (a step's state, a diff, a fork and the links between
  * the two runs); children of a pattern as links; and the list's search by text, agent and time, with duration and
- * cost. Screenshots go to test-results/ui/views-*.png.
+ * cost; steering (a message queued and one that interrupts, from the message box), the model in use and its switch,
+ * and the tool policy's marks. Screenshots go to test-results/ui/views-*.png.
  */
+import { writeFileSync } from 'node:fs';
 import type { AddressInfo } from 'node:net';
+import path from 'node:path';
 import type { FastifyInstance } from 'fastify';
 import type { Browser, BrowserContext, Page } from 'playwright-core';
-import { defineAgent } from '../src/activities';
+import { defineAgent, type ToolPolicy } from '../src/activities';
 import { AgentClient } from '../src/client';
 import type { RunStateView } from '../src/common/view';
 import { buildGateway } from '../src/gateway';
@@ -21,6 +24,15 @@ if (skipReason) console.warn(`test/ui-views.test.ts skipped: ${skipReason}`);
 const uiTest = skipReason ? test.skip : test;
 
 const TOKEN = 'ui-views-test-token';
+
+/** Acts only on the steering test's calls (paths `policy-*`): one denied, one held for approval, one rewritten. */
+const steeringPolicy: ToolPolicy = (call) => {
+  const target = String(call.arguments?.path ?? '');
+  if (target === 'policy-deny.txt') return { action: 'deny', message: 'Not on this worker.' };
+  if (target === 'policy-approve.txt') return { action: 'approve', reason: 'a person looks first' };
+  if (target === 'policy-rewrite.txt') return { action: 'rewrite', arguments: { path: 'hello.txt' }, reason: 'the file that exists' };
+  return { action: 'allow' };
+};
 const PAGE_TIMEOUT_MS = 20_000;
 let h: AgentHarness;
 let agents: AgentClient;
@@ -31,7 +43,7 @@ let context: BrowserContext;
 
 beforeAll(async () => {
   if (skipReason) return;
-  h = await startAgentHarness(undefined, { agents: [defineAgent({ name: 'drafter', instructions: 'You write drafts for the team.', model: 'views-writer' })] });
+  h = await startAgentHarness(undefined, { agents: [defineAgent({ name: 'drafter', instructions: 'You write drafts for the team.', model: 'views-writer' })], toolPolicy: steeringPolicy });
   agents = new AgentClient(h.env.client, h.taskQueue);
   // A write that needs a person's approval; once it is done (a tool message in the conversation), the answer.
   h.model.register('views-writer', ({ request }) =>
@@ -241,3 +253,64 @@ uiTest('a compacted conversation: the summary is marked in place of the messages
   });
   await page.close();
 });
+
+uiTest('steering: the model in use and its switch, the tool policy marks, and an interrupt sent from the message box', async () => {
+  const LONG = 'The long answer goes on and on. '.repeat(300);
+  const lastUser = (messages: Array<{ role: string; content: string }>) => [...messages].reverse().find((m) => m.role === 'user')?.content;
+  h.model.register('views-steer', ({ request }) => {
+    const messages = request.messages as Array<{ role: string; content: string }>;
+    if (lastUser(messages) === 'answer briefly') return { text: 'Now doing: answer briefly' };
+    if (messages.some((m) => m.role === 'tool')) return { text: LONG, chunkSize: 5, chunkDelayMs: 20 };
+    return {
+      toolCalls: [
+        { id: 'p1', name: 'readFile', arguments: { path: 'hello.txt' } },
+        { id: 'p2', name: 'writeFile', arguments: { path: 'policy-deny.txt', content: 'x' } },
+        { id: 'p3', name: 'readFile', arguments: { path: 'policy-approve.txt' } },
+        { id: 'p4', name: 'readFile', arguments: { path: 'policy-rewrite.txt' } },
+      ],
+    };
+  });
+  writeFileSync(path.join(h.workspace, 'policy-approve.txt'), 'read once a person approved\n');
+  // `views-gone` has no script: the scripted model answers 404 model_not_found, and the run moves to views-steer.
+  const run = await agents.start({ prompt: 'Read the files, then write at length', model: 'views-gone', fallbackModels: ['views-steer'] });
+  const page = await openPage(`/ui/runs/${encodeURIComponent(run.workflowId)}`);
+  await page.getByTestId('state').filter({ hasText: /^AWAITING_APPROVAL$/ }).waitFor();
+  // Send queues: nothing is cut short, the message waits for the next model call.
+  await page.locator('#message').fill('keep it plain');
+  await page.getByRole('button', { name: 'Send', exact: true }).click();
+  await page.getByTestId('message-result').filter({ hasText: 'message queued (1 waiting for the next model call)' }).waitFor();
+  await agents.handle(run.workflowId).approve({ toolCallId: 'p3', approved: true });
+
+  await withScreenshot(page, 'views-interrupt.png', async () => {
+    await page.getByTestId('state').filter({ hasText: /^STREAMING$/ }).waitFor();
+    await page.getByTestId('live-text').filter({ hasText: 'The long answer' }).waitFor();
+    await page.locator('#message').fill('answer briefly');
+    const sent = Date.now();
+    await page.getByRole('button', { name: 'Interrupt and send' }).click();
+    await page.getByTestId('message-result').filter({ hasText: 'interrupted: the message goes with the next model call' }).waitFor();
+    // The provider's stream was cut by the worker, long before the scripted model would have finished it (about 20 s).
+    const closedAt = await waitFor(() => h.model.requests('views-steer').find((r) => r.closedByClient)?.closedAt, 10_000, 'the stream to close');
+    expect(closedAt - sent).toBeLessThan(10_000);
+  });
+
+  await withScreenshot(page, 'views-steering.png', async () => {
+    await page.getByTestId('state').filter({ hasText: /^COMPLETED$/ }).waitFor();
+    await page.getByTestId('live-text').filter({ hasText: /^Now doing: answer briefly$/ }).waitFor();
+    const counters = (await page.locator('#counters').innerText()).replace(/\s+/g, ' ');
+    expect(counters).toContain('model views-steer');
+    const switches = page.getByTestId('model-switches');
+    await switches.locator('li[data-to="views-steer"]').filter({ hasText: 'views-gone → views-steer' }).filter({ hasText: 'not found' }).waitFor();
+    const marks = await page.locator('#tools tbody tr').evaluateAll((rows) =>
+      Object.fromEntries(rows.map((r) => [r.getAttribute('data-tool-call-id'), r.querySelector('[data-policy]')?.getAttribute('data-policy') ?? null])),
+    );
+    expect(marks).toEqual({ p1: null, p2: 'deny', p3: 'approve', p4: 'rewrite' });
+    // Ended: nothing to send any more.
+    expect(await page.locator('#interrupt').isDisabled()).toBe(true);
+  });
+  const state = await apiState(run.workflowId);
+  expect(state.transitions).toContainEqual(expect.objectContaining({ from: 'STREAMING', to: 'STREAMING', event: 'INTERRUPT' }));
+  // The queued message went with the call after the tools, the interrupting one with the call after the interrupt.
+  const calls = h.model.requests('views-steer').map((r) => lastUser(r.body.messages));
+  expect(calls).toEqual(['Read the files, then write at length', 'keep it plain', 'answer briefly']);
+  await page.close();
+}, 90_000);

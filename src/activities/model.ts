@@ -62,7 +62,18 @@ export interface ModelDeps {
   providers?: Providers;
   /** Decides on each tool call of an answer before any runs (tool-policy.ts); absent: every call is allowed. */
   toolPolicy?: ToolPolicy;
+  /** How often a model call heartbeats (MODEL_HEARTBEAT_MS); the worker's heartbeat throttle follows it. @default 250 */
+  modelHeartbeatMs?: number;
 }
+
+/**
+ * A model call heartbeats this often: an interrupt or an abort reaches it only in a heartbeat's reply, so this bounds
+ * how long the provider's stream outlives the message (docs/steering.md, with what it costs in heartbeat RPCs).
+ */
+export const MODEL_HEARTBEAT_MS = 250;
+
+/** The worker's heartbeat throttle for a model-call cadence: a little under it, so that every beat goes to the server. */
+export const heartbeatThrottleMs = (cadenceMs: number = MODEL_HEARTBEAT_MS): number => Math.floor(cadenceMs * 0.8);
 
 /**
  * Retryable provider failures (429, 5xx, dropped streams) one model call may have before it gives up. Counted across
@@ -165,7 +176,7 @@ export function createCallModel(deps: ModelDeps) {
     let unsent = assembler.text;
     const providerFailures = providerFailuresSoFar(ctx);
     const beat = () => ({ callNumber: request.callNumber, chars: assembler.text.length, providerFailures, ...(assembler.hasToolCalls ? { toolCalls: true } : {}) });
-    const stopHeartbeat = startHeartbeat(beat);
+    const stopHeartbeat = startHeartbeat(beat, deps.modelHeartbeatMs ?? MODEL_HEARTBEAT_MS);
     let idle: NodeJS.Timeout | undefined;
     let stalled = false;
     const armIdle = () => {

@@ -93,7 +93,7 @@ function buildProgram(deps: CliDeps, state: { exitCode: number }): Command {
   command('start <prompt>', 'start a run')
     .option('--agent <name>', 'a named agent of the worker; the flags below override its settings')
     .option('--model <model>', 'model name, or provider/model for a provider of the worker\'s LLM_PROVIDERS (default: the worker\'s LLM_MODEL)')
-    .option('--fallback-models <names>', 'comma-separated models to move to, in order, when the model is gone, refuses the keys, or has spent its quota or retries')
+    .option('--fallback-models <names>', 'comma-separated models to move to, in order, when the model is gone, refuses the keys, or has spent its quota, retries or time')
     .option('--messages-file <path>', 'a prior conversation: a JSON array of messages in OpenAI\'s chat format; the prompt follows it', conversationFile)
     .option('--return-messages', 'the result carries the whole conversation (result --json shows it)')
     .option('--system <prompt>', 'system prompt')

@@ -99,8 +99,8 @@ export const { LimitsSchema, PriceSchema, BudgetSchema, ApprovalSchema, Compacti
       model: z.string().min(1).optional(),
       /**
        * Models tried in order when the one in use is gone (404), refuses the worker's keys (401/403), has spent its
-       * quota (429 insufficient_quota) or its retry budget on 5xx and overload errors. `provider/model` names a
-       * provider configured on the worker (docs/models.md). @default []
+       * quota (429 insufficient_quota), its retry budget on 5xx and overload errors, or its time (the call's 20-minute
+       * activity timeout). `provider/model` names a provider configured on the worker (docs/models.md). @default []
        */
       fallbackModels: z.array(z.string().min(1)).max(20).default([]),
       /**

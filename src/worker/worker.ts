@@ -8,6 +8,7 @@ import OpenAI from 'openai';
 import { Providers, type ProviderConfig } from '../activities/providers';
 import { createActivities, readableErrorBodies, SqliteToolLedger, type ActivityDeps, type AgentDefinition, type Tool, type ToolPolicy } from '../activities';
 import { InflightActivities, type RecoveryReport } from '../activities/inflight';
+import { heartbeatThrottleMs } from '../activities/model';
 import { connectMcpServers, parseMcpServers, type McpServerInfo, type McpTools } from '../activities/tools/mcp';
 import { createConversationStore, createDataConverter } from '../codec';
 import { streamSettings, usesScriptedModel, workerConfig, type CodecSettings, type TemporalSettings, type VersioningSettings, type WorkerConfig } from '../config';
@@ -38,8 +39,8 @@ export function agentWorkerOptions(
   return {
     activities: createActivities(deps),
     sinks: streamSinks(deps.stream),
-    // Cancellation reaches an activity on its next heartbeat; keep that within a second so abort is prompt.
-    maxHeartbeatThrottleInterval: '1 second',
+    // Cancellation reaches an activity only in a heartbeat's reply: every beat of a model call must reach the server.
+    maxHeartbeatThrottleInterval: heartbeatThrottleMs(deps.modelHeartbeatMs),
     // A model call waits on the network, not the CPU: the SDK's 100 slots would cap a worker at 100 calls in flight
     // whatever its CPU. Workflow task slots stay at the SDK's 40: more only queue work in a CPU-bound worker.
     maxConcurrentActivityTaskExecutions: 1_000,

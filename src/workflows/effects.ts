@@ -16,25 +16,31 @@ import {
   CancellationScope,
   ChildWorkflowFailure,
   isCancellation,
+  patched,
   proxyActivities,
   proxyLocalActivities,
   startChild,
+  TimeoutFailure,
   type ActivityOptions,
   type ChildWorkflowHandle,
 } from '@temporalio/workflow';
+import { RetryState } from '@temporalio/common';
 import type { AgentActivities } from '../activities';
 import { emptyUsage, isQuotaWait, type ChildOutcome, type ChildRequest, type CritiqueOutcome, type ToolRequest, type ToolResult } from '../common/chat';
 import { pauseSignal, resumeSignal, type AgentRunResult } from '../common/messages';
 import { AgentState } from '../common/states';
+import { ModelErrorType } from '../common/failures';
 import { INTERRUPTED_TOOL, modelFailure, type AgentEvent, type WorkCommand } from './machine';
+import { Patch } from './patches';
 import { modelCallSummary, toolCallSummary } from './requests';
 
 /**
- * Model calls stream for a while; compaction and the critic wait for a non-streamed answer. All heartbeat every
- * second, so the heartbeat timeout catches a dead worker (and lets cancellation in) within 5 s; a stalled stream is
+ * Model calls stream for a while; compaction and the critic wait for a non-streamed answer. All heartbeat (model calls
+ * every 250 ms, for prompt interrupts), so the heartbeat timeout catches a dead worker within 5 s; a stalled stream is
  * cut by the activity's own idle timeout. Retries are bounded by time, not by a count that worker crashes would spend:
- * a kill costs an attempt and 5 s, and a provider that keeps failing ends the call after 20 minutes. Final provider
- * errors (authentication, bad request, context overflow) are not retried at all (activities/errors.ts).
+ * a kill costs an attempt and 5 s, and a provider that keeps failing ends the call after 20 minutes (then the run may
+ * move to a fallback model: modelCallFailure). Final provider errors (authentication, bad request, context overflow)
+ * are not retried at all (activities/errors.ts).
  */
 const modelCallOptions: ActivityOptions = {
   startToCloseTimeout: '5 minutes',
@@ -185,7 +191,7 @@ export function createEffects(lean: boolean, inline = false): Effects {
             (err: unknown) => ({ failed: err }),
           );
           if (outcome === CANCELLED) return CANCELLED;
-          if ('failed' in outcome) return modelFailure(failureType(outcome.failed), failureMessage(outcome.failed));
+          if ('failed' in outcome) return modelCallFailure(outcome.failed);
           if (isQuotaWait(outcome)) return { type: 'QUOTA_WAIT', ...outcome.quotaWait };
           return request.purpose === 'plan' ? { type: 'PLAN_READY', response: outcome } : { type: 'MODEL_RESPONDED', response: outcome };
         }
@@ -240,6 +246,21 @@ function failureMessage(err: unknown): string {
   const cause = err instanceof ActivityFailure || err instanceof ChildWorkflowFailure ? err.cause : err;
   return cause instanceof Error ? cause.message : String(cause);
 }
+
+/**
+ * A model call that ran out of time (its 20-minute schedule-to-close bound, retries and all) spent its retries as surely
+ * as one that failed ten times: the run may move to a fallback model (MODEL_UNAVAILABLE). The patch is asked only
+ * here, when a call timed out: runs whose calls never do record no marker, and runs that failed this way replay as they did.
+ */
+function modelCallFailure(err: unknown): AgentEvent {
+  if (ranOutOfTime(err) && patched(Patch.ModelTimeoutFallback)) {
+    return modelFailure(ModelErrorType.RetriesExhausted, `the model call ran out of time: ${failureMessage(err)}`);
+  }
+  return modelFailure(failureType(err), failureMessage(err));
+}
+
+/** Whether an activity ended by its timeouts: Temporal gives up retrying (TIMEOUT) or the last attempt timed out. */
+const ranOutOfTime = (err: unknown): boolean => err instanceof ActivityFailure && (err.retryState === RetryState.TIMEOUT || err.cause instanceof TimeoutFailure);
 
 function failureType(err: unknown): string | undefined {
   const cause = err instanceof ActivityFailure ? err.cause : err;

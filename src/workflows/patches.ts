@@ -49,6 +49,11 @@ export const Patch = {
   ToolCritique: 'model-critic-tools',
   /** Calls of named agents given as tools start child runs, in parallel, under the parent's budget (effects.ts, runChild). */
   ParallelAgents: 'parallel-agents',
+  /**
+   * A model call ended by its activity timeouts moves the run to its next `fallbackModels`; it failed the run before.
+   * Asked where a call timed out (effects.ts, modelCallFailure), not at the start.
+   */
+  ModelTimeoutFallback: 'model-timeout-fallback',
 } as const;
 
 /** What each patch decided for this run, read once at its start. */

@@ -8,7 +8,7 @@ import os from 'node:os';
 import path from 'node:path';
 import type { WorkflowHandle } from '@temporalio/client';
 import { TestWorkflowEnvironment } from '@temporalio/testing';
-import { Runtime, Worker, type WorkflowBundle } from '@temporalio/worker';
+import { bundleWorkflowCode, Runtime, Worker, type WorkflowBundle } from '@temporalio/worker';
 import type { DataConverter } from '@temporalio/common';
 import type { AgentDefinition, Tool, ToolPolicy } from '../../src/activities';
 import { claimCheckDataConverter, ConversationStore, FsBlobStore } from '../../src/codec';
@@ -20,7 +20,7 @@ import { agentWorkerOptions, openAIClient } from '../../src/worker/worker';
 import type { LiveStream } from '../../src/stream';
 import type { ProviderBudget } from '../../src/quota';
 import { Providers } from '../../src/activities/providers';
-import { bundleAgentWorkflows } from '../../src/worker/workflow-bundle';
+import { bundleAgentWorkflows, nativeSyntax, PRELOAD_MODULES, WORKFLOWS_PATH } from '../../src/worker/workflow-bundle';
 import { QuietLogger } from './quiet-logger';
 import { testServerAddress } from './temporal';
 
@@ -73,6 +73,10 @@ let bundlePromise: Promise<WorkflowBundle> | undefined;
 /** The workflows bundled as workers run them (`bundleAgentWorkflows`: with the preloaded modules). */
 export const workflowBundle = () => (bundlePromise ??= bundleAgentWorkflows({ logger: quietLogger }));
 
+/** The workflows bundled with extra workflow interceptor modules (a test's own activity options, say). */
+const interceptedBundle = (modules: string[]) =>
+  bundleWorkflowCode({ workflowsPath: WORKFLOWS_PATH, workflowInterceptorModules: modules, preloadModules: [...PRELOAD_MODULES], webpackConfigHook: nativeSyntax, logger: quietLogger });
+
 const noop = () => undefined;
 const quietLogger = { trace: noop, debug: noop, info: noop, warn: noop, error: console.error, log: noop };
 
@@ -104,6 +108,8 @@ export interface AgentHarnessOptions {
    * on the scripted model's URL (its scripts see which key called: `apiKey`). @default the one client, key `scripted`
    */
   providers?: { keys: string[]; named?: Record<string, string[]>; keyCooldownMs?: number };
+  /** Workflow interceptor modules bundled with the workflows (test/support/short-model-timeouts.ts). @default none */
+  workflowInterceptorModules?: string[];
 }
 
 export async function startAgentHarness(
@@ -120,7 +126,7 @@ export async function startAgentHarness(
   const dataConverter = claimCheckDataConverter({ store: blobStore, thresholdBytes: options.claimCheckThresholdBytes });
   const env = await TestWorkflowEnvironment.createFromExistingServer({ address: testServerAddress(), client: { dataConverter } });
   const taskQueue = `test-${randomUUID()}`;
-  const bundle = await workflowBundle();
+  const bundle = options.workflowInterceptorModules ? await interceptedBundle(options.workflowInterceptorModules) : await workflowBundle();
   const p = options.providers;
   const named = Object.fromEntries(Object.entries(p?.named ?? {}).map(([name, apiKeys]) => [name, { baseURL: model.url, apiKeys }]));
   // One set for the harness's life, as in a worker process: the keys' cooldowns outlive a worker restart here too.

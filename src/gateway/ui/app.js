@@ -204,13 +204,15 @@ function runPage(workflowId) {
       ['tool calls', ofLimit(view.toolCalls, view.limits.maxToolCalls)],
       ['tokens', `${view.usage.totalTokens}`],
       ['cost', `$${view.usage.costUsd.toFixed(4)}`],
-      ['model', view.lastModel ?? '—'],
+      ['model', view.model ?? "the worker's default"],
     ];
+    if (view.lastModel && view.lastModel !== view.model) counters.push(['answered by', view.lastModel]);
     if (refused) counters.push(['limits', 'none: the input was refused']);
     if (view.state === 'PAUSED' && view.resumeTo) counters.push(['resumes in', view.resumeTo]);
     if (view.pauseRequested) counters.push(['pause', 'requested']);
     if (view.state === 'PAUSED' && view.pausedDeadline) counters.push(['aborted at', time(view.pausedDeadline)]);
     $('counters').replaceChildren(...counters.flatMap(([k, v]) => [el('dt', {}, k), el('dd', {}, v)]));
+    renderModelSwitches();
     showLine($('reason'), view.reason && `Reason: ${view.reason}`);
     showLine($('last-error'), view.lastError && `Last error: ${view.lastError}`);
 
@@ -219,6 +221,7 @@ function runPage(workflowId) {
     $('resume').disabled = ended || view.state !== 'PAUSED';
     $('abort').disabled = ended;
     $('abort-reason').disabled = ended;
+    for (const id of ['message', 'send', 'interrupt']) $(id).disabled = ended;
 
     const reminder = view.state === 'AWAITING_APPROVAL' ? view.approvalReminder : null;
     const then = reminder && (reminder.onTimeout === 'reject' ? 'rejects the calls still waiting and goes on' : 'fails');
@@ -248,7 +251,7 @@ function runPage(workflowId) {
     $('state').textContent = 'unknown run';
     $('state').className = 'state state-unknown';
     $('state-since').textContent = message;
-    for (const id of ['pause', 'resume', 'abort', 'abort-reason']) $(id).disabled = true;
+    for (const id of ['pause', 'resume', 'abort', 'abort-reason', 'message', 'send', 'interrupt']) $(id).disabled = true;
     stopped = true;
     setConnection('ended', 'no run with this id');
   }
@@ -336,12 +339,25 @@ function runPage(workflowId) {
     render(data.state);
   }
 
+  /** Each move to a fallback model: from which, to which, at which step, and the error that made the run move. */
+  function renderModelSwitches() {
+    const switches = view.modelSwitches ?? [];
+    $('model-switches').hidden = switches.length === 0;
+    $('model-switches').replaceChildren(
+      ...switches.map((m) => el('li', { 'data-to': m.to }, `step ${m.step}: ${m.from ?? "the worker's default"} → ${m.to} `, el('span', { class: 'muted' }, m.error))),
+    );
+  }
+
+  /** The worker's tool policy on a call it did not simply allow: denied, held for approval, or rewritten (docs/tool-policy.md). */
+  const POLICY_TITLES = { deny: 'denied by the tool policy: never ran', approve: 'held for approval by the tool policy', rewrite: 'arguments rewritten by the tool policy' };
+
   function renderTools() {
     const rows = view.recentToolCalls.map((t) =>
       el('tr', { 'data-tool-call-id': t.toolCallId },
         el('td', {}, t.startStep),
         el('td', {}, t.name),
         el('td', { class: 'mono' }, t.arguments, t.edited ? el('span', { class: 'tag' }, 'edited') : null),
+        el('td', {}, t.policy ? el('span', { class: `tag policy policy-${t.policy}`, 'data-policy': t.policy, title: POLICY_TITLES[t.policy] }, t.policy) : ''),
         el('td', {}, t.ok === null ? 'running…' : t.ok ? 'ok' : 'failed'),
         el('td', {}, t.endedAt ? `${Date.parse(t.endedAt) - Date.parse(t.startedAt)} ms` : ''),
         el('td', { class: 'mono' }, t.output ?? ''),
@@ -363,6 +379,28 @@ function runPage(workflowId) {
     const reason = $('abort-reason').value.trim();
     control('abort', reason ? { reason } : {});
   });
+
+  $('send').addEventListener('click', () => sendMessage(false));
+  $('interrupt').addEventListener('click', () => sendMessage(true));
+
+  /** POST messages; the answer says whether the run cut its work short for it, or queued it. */
+  async function sendMessage(interrupt) {
+    const text = $('message').value.trim();
+    if (!text) {
+      $('message-result').textContent = 'write a message first';
+      return;
+    }
+    try {
+      const sent = await api('POST', `${runPath}/messages`, interrupt ? { text, interrupt: true } : { text });
+      $('message').value = '';
+      $('message-result').textContent = sent.interrupted
+        ? 'interrupted: the message goes with the next model call'
+        : `message queued (${sent.queued} waiting for the next model call)`;
+    } catch (err) {
+      showError($('message-result'), err, 'not sent: ');
+    }
+    await refreshState();
+  }
 
   async function control(name, body) {
     try {
