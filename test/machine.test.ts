@@ -20,6 +20,7 @@ import {
   resumeAt,
   TOOL_RETRY_NOTE,
   timerDue,
+  versionBefore,
   transition,
   TRANSITIONS,
   wrapUpNote,
@@ -163,7 +164,7 @@ describe('transition table', () => {
 
   test.each(cases.filter((c) => c.targets.length > 0))('$state accepts $type', ({ state, type, targets }) => {
     // PAUSED keeps TIMEOUT for runs begun before `real-providers`, whose clock runs on while paused.
-    const s = state === AgentState.PAUSED && type === 'TIMEOUT' ? { ...snapshotIn(state), features: { noProgressGuard: true, realProviders: false, conversationChain: true, wrapUp: true, approvalNotes: true, unknownToolsUncounted: true } } : snapshotIn(state);
+    const s = state === AgentState.PAUSED && type === 'TIMEOUT' ? { ...snapshotIn(state), machineVersion: versionBefore('realProviders') } : snapshotIn(state);
     const r = transition({ ...s, pauseRequested: type === 'PAUSE' ? false : s.pauseRequested }, sampleEvent(type), at(1));
     expect(r.ok).toBe(true);
     if (!r.ok) return;
@@ -317,7 +318,7 @@ describe('a run through the machine', () => {
     expect(s.phase.type).toBe('FAILED');
     expect(s.reason).toBe('no progress: the critic asked for another attempt 4 times in a row (last: retry, still wrong)');
     // Runs started before the guard existed (no patch marker) keep going until maxLoops.
-    let old = run({ ...judged(), features: { noProgressGuard: false, realProviders: true, conversationChain: true, wrapUp: true, approvalNotes: true, unknownToolsUncounted: true } }, { type: 'START' });
+    let old = run({ ...judged(), machineVersion: versionBefore('noProgressGuard') }, { type: 'START' });
     for (let i = 1; i <= 5; i++) old = attempt(old);
     expect(old.phase.type).toBe('STREAMING');
   });
@@ -603,7 +604,7 @@ describe('an interrupting message', () => {
 
   test('is refused by a closed conversation and by runs begun before interrupts', () => {
     expect(transition(completed(0), { type: 'INTERRUPT', text: 'more' }, at(1))).toEqual({ ok: false, error: 'the conversation is closed' });
-    const old = { ...streaming('x'), features: { ...snapshot().features, interrupt: undefined } };
+    const old = { ...streaming('x'), machineVersion: versionBefore('interrupt') };
     expect(transition(old, { type: 'INTERRUPT', text: 'more' }, at(1))).toEqual({ ok: false, error: 'this run began before interrupting messages: send the message without interrupt' });
     // A plain message still reaches it.
     expect(step(old, { type: 'MESSAGE', text: 'more' }).snapshot.queuedMessages).toEqual(['more']);
@@ -649,7 +650,7 @@ describe('carrying on from a snapshot', () => {
 
 describe('real providers and people', () => {
   const cut = (text: string, toolCalls: ToolCall[] = []): ModelResponse => ({ ...response(text, toolCalls), finishReason: 'length' });
-  const old = (s: RunSnapshot): RunSnapshot => ({ ...s, features: { ...s.features, realProviders: false } });
+  const old = (s: RunSnapshot): RunSnapshot => ({ ...s, machineVersion: versionBefore('realProviders') });
   const HOUR = 3600;
 
   test('the working-time clock stops while a person decides and starts again with what was left', () => {
@@ -879,7 +880,7 @@ describe('a model critic on a tool step', () => {
     const rules = afterTools(snapshot());
     expect([rules.phase.type, rules.lastCritique?.reason]).toEqual(['STREAMING', '1 tool call(s) succeeded']);
     const before = judged();
-    const older = afterTools({ ...before, features: { ...before.features, toolCritique: undefined } });
+    const older = afterTools({ ...before, machineVersion: versionBefore('toolCritique') });
     expect([older.phase.type, older.lastCritique?.reason]).toEqual(['STREAMING', '1 tool call(s) succeeded']);
   });
 
@@ -929,7 +930,7 @@ describe('a fork\'s clocks', () => {
     expect(freshClocks({ ...s, phase: { type: 'AWAITING_APPROVAL', pending: [], then: { type: 'TOOL_EXECUTING' } } }, at(10))).toEqual({ deadline: null, workRemainingMs: 600_000, approvalDeadline: at(70) });
     expect(freshClocks({ ...s, phase: { type: 'PAUSED' } as Phase }, at(10))).toEqual({ deadline: null, workRemainingMs: 600_000, approvalDeadline: null });
     // Before `real-providers`, the clock ran in every state.
-    const before = { ...s, phase: { type: 'PAUSED', resumeTo: { type: 'STREAMING' } } as Phase, features: { noProgressGuard: true, realProviders: false, conversationChain: true, wrapUp: true, approvalNotes: true, unknownToolsUncounted: true } };
+    const before = { ...s, phase: { type: 'PAUSED', resumeTo: { type: 'STREAMING' } } as Phase, machineVersion: versionBefore('realProviders') };
     expect(freshClocks(before, at(10))).toEqual({ deadline: at(610), workRemainingMs: null, approvalDeadline: null });
   });
 });
@@ -962,7 +963,7 @@ describe('the conversation chain', () => {
     expect([retried.snapshot.phase.type, retried.snapshot.step, retried.snapshot.chain]).toEqual(['STREAMING', chained.step, null]);
     expect(callOf(retried.commands)).toMatchObject({ chain: {}, messages: chained.messages, callNumber: 1 });
     // Runs begun before chaining send every message, with no chain at all.
-    const before = step({ ...snapshot(), features: { noProgressGuard: true, realProviders: true, conversationChain: false, wrapUp: false, approvalNotes: false, unknownToolsUncounted: false } }, { type: 'START' });
+    const before = step({ ...snapshot(), machineVersion: versionBefore('wrapUp'), features: { conversationChain: false } }, { type: 'START' });
     expect(callOf(before.commands)).not.toHaveProperty('chain');
   });
 
@@ -983,7 +984,8 @@ describe('snapshots of version 1 (runs begun before the phase)', () => {
     const paused = loadSnapshot(fixture('paused'));
     expect([paused.schemaVersion, paused.phase]).toEqual([2, { type: 'PAUSED', resumeTo: { type: 'TOOL_EXECUTING' } }]);
     expect(paused).not.toHaveProperty('resumeTo');
-    expect(paused.features).toEqual({ noProgressGuard: true, realProviders: true, conversationChain: false, wrapUp: false, approvalNotes: false, unknownToolsUncounted: false });
+    // Its patch results name its machine version: that of runs begun before wrap-up.
+    expect([paused.machineVersion, paused.features]).toEqual([versionBefore('wrapUp'), { conversationChain: false }]);
     const resumed = step(paused, { type: 'RESUME' });
     expect(work(resumed.commands)).toEqual([{ type: 'runTools', calls: [expect.objectContaining({ id: 'call_l1', name: 'listFiles' })] }]);
 
@@ -1042,9 +1044,9 @@ describe('wrapping up near a limit', () => {
   });
 
   test('tool calls count too; wrapUpAt 1 and runs begun before never tell', () => {
-    const tooling = (input: Partial<AgentRunInput>, features?: Partial<RunSnapshot['features']>) => {
+    const tooling = (input: Partial<AgentRunInput>, machineVersion?: number) => {
       const base = snapshot(input);
-      let s = run({ ...base, features: { ...base.features, ...features } }, { type: 'START' });
+      let s = run({ ...base, machineVersion: machineVersion ?? base.machineVersion }, { type: 'START' });
       for (let i = 1; i <= 4; i++) {
         s = run(s, { type: 'MODEL_RESPONDED', response: response('', [call(`c${i}`, 'readFile', { path: `${i}.txt` })]) });
         s = run(s, { type: 'TOOLS_DONE', results: [{ toolCallId: `c${i}`, name: 'readFile', ok: true, content: 'x' }] });
@@ -1053,7 +1055,7 @@ describe('wrapping up near a limit', () => {
     };
     expect(notes(tooling({ limits: { maxToolCalls: 5 } })).map((m) => m.content)).toEqual([wrapUpNote('4 of at most 5 tool calls are used')]);
     expect(notes(tooling({ limits: { maxToolCalls: 5, wrapUpAt: 1 } }))).toEqual([]);
-    expect(notes(tooling({ limits: { maxToolCalls: 5 } }, { wrapUp: false }))).toEqual([]);
+    expect(notes(tooling({ limits: { maxToolCalls: 5 } }, versionBefore('wrapUp')))).toEqual([]);
   });
 });
 
@@ -1095,7 +1097,7 @@ describe('approving with edited arguments', () => {
   });
 
   test('runs begun before approval notes keep the note in the tool message, and drop an approval\'s feedback', () => {
-    const s = { ...waiting(), features: { ...waiting().features, approvalNotes: false } };
+    const s = { ...waiting(), machineVersion: versionBefore('approvalNotes') };
     const r = step(s, { type: 'APPROVAL', toolCallId: 'w1', approved: true, feedback: 'use b.txt', arguments: { path: 'b.txt', content: 'mine' } });
     const done = step(r.snapshot, { type: 'TOOLS_DONE', results: [{ toolCallId: 'w1', name: 'writeFile', ok: true, content: 'wrote 4 bytes to b.txt' }] }).snapshot;
     const edited = JSON.stringify({ path: 'b.txt', content: 'mine' });
@@ -1123,9 +1125,9 @@ describe('approving with edited arguments', () => {
 
 describe("a person's decisions reach the model in one user message after the turn's tool results", () => {
   const calls = [call('w1', 'writeFile', { path: 'x', content: '1' }), call('w2', 'writeFile', { path: 'y', content: '2' })];
-  const decide = (decisions: Array<Omit<Extract<AgentEvent, { type: 'APPROVAL' }>, 'type'>>, features: Partial<RunSnapshot['features']> = {}) => {
+  const decide = (decisions: Array<Omit<Extract<AgentEvent, { type: 'APPROVAL' }>, 'type'>>, machineVersion?: number) => {
     const base = snapshot({ approval: { tools: ['writeFile'] } });
-    let s = run({ ...base, features: { ...base.features, ...features } }, { type: 'START' }, { type: 'MODEL_RESPONDED', response: response('', calls) });
+    let s = run({ ...base, machineVersion: machineVersion ?? base.machineVersion }, { type: 'START' }, { type: 'MODEL_RESPONDED', response: response('', calls) });
     s = run(s, ...decisions.map((d): AgentEvent => ({ type: 'APPROVAL', ...d })));
     const ran = s.pendingToolCalls.filter((c) => !s.presetResults.some((r) => r.toolCallId === c.id));
     return run(s, { type: 'TOOLS_DONE', results: ran.map((c) => ({ toolCallId: c.id, name: c.name, ok: true, content: `out ${c.id}` })) }).messages;
@@ -1155,7 +1157,7 @@ describe("a person's decisions reach the model in one user message after the tur
   });
 
   test('runs begun before approval notes: a rejection carries its feedback, an approval drops it', () => {
-    const messages = decide([{ toolCallId: 'w1', approved: true, feedback: 'ok' }, { toolCallId: 'w2', approved: false, feedback: 'not y' }], { approvalNotes: false });
+    const messages = decide([{ toolCallId: 'w1', approved: true, feedback: 'ok' }, { toolCallId: 'w2', approved: false, feedback: 'not y' }], versionBefore('approvalNotes'));
     expect(tools(messages)).toEqual(['out w1', 'The user rejected this call: not y']);
     expect(messages.at(-1)?.role).toBe('tool');
   });
@@ -1172,9 +1174,9 @@ describe("a person's decisions reach the model in one user message after the tur
 });
 
 describe('a model call the worker refuses for unknown tools', () => {
-  const refused = (features: Partial<RunSnapshot['features']> = {}) => {
+  const refused = (machineVersion?: number) => {
     const base = snapshot();
-    const started = run({ ...base, features: { ...base.features, ...features } }, { type: 'START' });
+    const started = run({ ...base, machineVersion: machineVersion ?? base.machineVersion }, { type: 'START' });
     expect(started.loops).toBe(1);
     return run(started, { type: 'UNKNOWN_TOOLS', error: 'unknown tools: bogus; this worker has: readFile' });
   };
@@ -1187,7 +1189,7 @@ describe('a model call the worker refuses for unknown tools', () => {
   });
 
   test('in runs begun before the change, counts as a failed model call', () => {
-    const s = refused({ unknownToolsUncounted: false });
+    const s = refused(versionBefore('unknownToolsUncounted'));
     expect([s.loops, s.reason]).toEqual([1, 'model call failed: unknown tools: bogus; this worker has: readFile']);
   });
 });

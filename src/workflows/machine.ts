@@ -3,7 +3,7 @@
  * No Temporal import, no await, no clock, no randomness: the workflow interprets the commands and feeds
  * their outcomes back as events. Every state change is appended to the snapshot's transition log.
  */
-import type { CompactionRequest, CompactionResult, CritiqueRequest, ModelRequest, ModelResponse, ToolCall, ToolRequest, ToolResult, Usage } from '../common/chat';
+import type { ChatMessage, CompactionRequest, CompactionResult, CritiqueRequest, ModelRequest, ModelResponse, ToolCall, ToolRequest, ToolResult, Usage } from '../common/chat';
 import { addUsage } from '../common/chat';
 import {
   describeRepetition,
@@ -18,7 +18,7 @@ import {
 import { budgetExceeded, contextWouldOverflow } from './budget';
 import { childRequest, childrenEnded, childrenStarted } from './children';
 import { chainAfter, chained } from './chain';
-import { addMs, clocks, timerDue } from './clocks';
+import { addMs, movedClocks, timerDue } from './clocks';
 import { ruleCritique } from './critic';
 import { compactionRequest, critiqueRequest, modelRequest } from './requests';
 import { calibrated, confident, CONTINUE_PROMPT, continued, lastAssistantText, withResponseUsage, withSideUsage } from './responses';
@@ -27,9 +27,11 @@ import type { ToolCallRecord } from '../common/view';
 import { FailureType, ModelErrorType } from '../common/failures';
 import { argumentsProblem } from '../common/input';
 import { AgentState, CritiqueAction, type CritiqueDecision, isTerminal, WORK_STATES } from '../common/states';
+import { machineDefinition, type MachineDefinition } from './machine/versions';
 
 export { CONTINUE_PROMPT } from './responses';
 export { freshClocks, timerDue } from './clocks';
+export { LATEST_MACHINE_VERSION, MACHINE_VERSIONS, machineDefinition, versionBefore, versionOfPatches, type MachineDefinition } from './machine/versions';
 
 export type AgentEvent =
   | { type: 'START' }
@@ -239,8 +241,15 @@ export function internalEvent(s: RunSnapshot): AgentEvent | null {
   return null;
 }
 
-/** A model critic judges final answers, and tool steps too since `model-critic-tools`; before, rules judged tool steps. */
-const critiqueMode = (s: RunSnapshot): 'rules' | 'model' => (s.lastToolResults.length === 0 || s.features.toolCritique ? s.options.critique : 'rules');
+/** The run's machine version: the one record of behaviour the machine reads. */
+const version = (s: RunSnapshot): MachineDefinition => machineDefinition(s.machineVersion);
+
+/** Who judges a step, by machine version: the chosen critic judges answers, and tool steps too (`toolStepsToo`); else the rules judge tool steps. */
+const CRITIC = {
+  answersOnly: (s: RunSnapshot) => (s.lastToolResults.length === 0 ? s.options.critique : 'rules'),
+  toolStepsToo: (s: RunSnapshot) => s.options.critique,
+} as const;
+const critiqueMode = (s: RunSnapshot): 'rules' | 'model' => CRITIC[version(s).critic](s);
 
 /** One state's handling of one event, checked against the table. */
 function microstep(s: RunSnapshot, event: AgentEvent, now: string): TransitionResult {
@@ -321,7 +330,7 @@ function handle(s: RunSnapshot, e: AgentEvent, now: string): TransitionResult {
         ...s.messages,
         { role: 'assistant', content: text || null, ...(toolCalls.length ? { toolCalls } : {}) },
       ];
-      if (s.features.realProviders) Object.assign(next, continued(s, e.response));
+      Object.assign(next, CUT_OFF[version(s).cutOffAnswers].continued(s, e.response));
       return enter(next, plain(S.PROCESSING), e, now);
     }
 
@@ -329,14 +338,10 @@ function handle(s: RunSnapshot, e: AgentEvent, now: string): TransitionResult {
       return fail(s, e, now, `model call failed: ${e.error}`);
 
     case 'MODEL_UNAVAILABLE':
-      return fallBack(s, e, now);
+      return MODEL_UNAVAILABLE_HANDLING[version(s).modelUnavailable](s, e, now);
 
-    case 'UNKNOWN_TOOLS': {
-      if (!s.features.unknownToolsUncounted) return fail(s, e, now, `model call failed: ${e.error}`);
-      // No request was made: the call the way into this step counted is taken back.
-      const loops = s.loops - 1;
-      return fail({ ...s, loops, stream: loops > 0 ? { callNumber: loops, attempt: 1 } : null }, e, now, `no model call was made: ${e.error}`);
-    }
+    case 'UNKNOWN_TOOLS':
+      return UNKNOWN_TOOLS[version(s).unknownTools](s, e, now);
 
     case 'CHAIN_UNAVAILABLE': {
       // This worker cannot read the chain back: send everything, and start a new chain.
@@ -375,14 +380,14 @@ function handle(s: RunSnapshot, e: AgentEvent, now: string): TransitionResult {
         failuresInARow: anyFailed ? s.failuresInARow + 1 : 0,
         pendingToolCalls: [],
         presetResults: [],
-        messages: [...s.messages, ...results.map((r) => ({ role: 'tool' as const, toolCallId: r.toolCallId, content: s.features.approvalNotes ? r.content : withEdit(s, r) })), ...noteMessage(s)],
+        messages: [...s.messages, ...results.map((r) => ({ role: 'tool' as const, toolCallId: r.toolCallId, content: decisions(s).toolMessage(s, r) })), ...decisions(s).note(s)],
         approvalNote: null,
       };
       return enter(childrenEnded(next, e.results), plain(S.CRITIQUE), e, now);
     }
 
     case 'CRITIQUE_DONE': {
-      const decision = s.features.realProviders ? confident(e.decision, s.options.critiqueMinConfidence) : e.decision;
+      const decision = CONFIDENCE[version(s).criticConfidence](e.decision, s.options.critiqueMinConfidence);
       return applyCritique({ ...withSideUsage(s, e.usage), lastCritique: decision }, e, now);
     }
 
@@ -392,7 +397,7 @@ function handle(s: RunSnapshot, e: AgentEvent, now: string): TransitionResult {
     }
 
     case 'COMPACTED': {
-      const usage = s.features.realProviders ? withSideUsage(s, e.result.usage).usage : { ...s.usage, ...addUsage(s.usage, e.result.usage) };
+      const usage = COMPACTION_USAGE[version(s).compactionUsage](s, e.result.usage);
       // A proactive compaction leaves the calibration as it was: the ratio of tokens to characters still holds.
       const next: RunSnapshot = { ...s, messages: e.result.messages, usage, chain: null };
       return enter(next, plain(s.phase.type === S.COMPACTING ? s.phase.returnTo : S.STREAMING), e, now);
@@ -416,7 +421,7 @@ function handle(s: RunSnapshot, e: AgentEvent, now: string): TransitionResult {
       }
       if (pending.kind === 'budget') {
         if (!e.approved) return fail(s, e, now, `${s.reason}; extending the budget was declined${e.feedback ? `: ${e.feedback}` : ''}`);
-        const feedback = s.features.approvalNotes ? e.feedback?.trim() : undefined;
+        const feedback = decisions(s).budgetFeedback(e.feedback);
         const told = feedback ? [{ role: 'user' as const, content: `The user approved going over the budget. Their feedback: ${feedback}` }] : [];
         return enter({ ...s, budgetGrants: s.budgetGrants + 1, messages: [...s.messages, ...told] }, phase.then, e, now);
       }
@@ -428,17 +433,10 @@ function handle(s: RunSnapshot, e: AgentEvent, now: string): TransitionResult {
       // Approved with edited arguments: the call runs with them, marked so that the model is told.
       const editedArgs = new Map(decided.filter((p) => p.decision?.arguments !== undefined).map((p) => [p.toolCallId, p.decision!.arguments!]));
       const pendingToolCalls = s.pendingToolCalls.map((c) => (editedArgs.has(c.id) ? { ...c, arguments: editedArgs.get(c.id)!, edited: true as const } : c));
-      const notes = s.features.approvalNotes;
-      const next: RunSnapshot = { ...s, pendingToolCalls, approvalNote: notes ? approvalNote(decided) : null };
+      const next: RunSnapshot = { ...s, pendingToolCalls, approvalNote: decisions(s).noteOf(decided) };
       next.presetResults = [
         ...s.presetResults,
-        ...rejected.map((p) => ({
-          toolCallId: p.toolCallId,
-          name: p.name,
-          ok: false,
-          // With approval notes the feedback is in the note, beside that of every other decision.
-          content: `The user rejected this call${!notes && p.decision?.feedback ? `: ${p.decision.feedback}` : '.'}`,
-        })),
+        ...rejected.map((p) => ({ toolCallId: p.toolCallId, name: p.name, ok: false, content: decisions(s).rejected(p) })),
       ];
       return enter(next, phase.then, e, now);
     }
@@ -460,18 +458,7 @@ function handle(s: RunSnapshot, e: AgentEvent, now: string): TransitionResult {
       return finish(s, S.ABORTED, e, now, `aborted: ${e.reason ?? 'by request'}`);
 
     case 'TIMEOUT':
-      if (s.features.realProviders && s.deadline === null) {
-        // While a person decides, only the clocks of the wait run.
-        if (s.phase.type === S.PAUSED && s.pausedDeadline) return finish(s, S.ABORTED, e, now, `aborted: paused for ${s.limits.maxPausedMs} ms (limits.maxPausedMs)`);
-        if (s.phase.type !== S.AWAITING_APPROVAL || s.approvalDeadline === null) return reject('no timer is running: the run waits for a person');
-        if (s.approvalReminderDue && now < s.approvalDeadline) return ok(remind(s, s.phase.pending, s.approvalDeadline, now));
-        const undecidedNow = s.phase.pending.filter((p) => !p.decision);
-        const waiting = undecidedNow.map((p) => p.name);
-        const why = `no decision on ${waiting.join(', ')} within ${s.limits.approvalTimeoutMs} ms (limits.approvalTimeoutMs)`;
-        if (s.options.approvalOnTimeout === 'reject' && undecidedNow.every((p) => p.kind === 'tool')) return rejectUndecided(s, s.phase, why, e, now);
-        return fail(s, e, now, why);
-      }
-      return fail(s, e, now, `timed out after ${s.limits.timeoutMs} ms${s.features.realProviders ? ' of working time' : ''} (limits.timeoutMs)`);
+      return TIMEOUTS[version(s).clocks](s, e, now);
 
     case 'MESSAGE': {
       const queued = { ...s, queuedMessages: [...s.queuedMessages, e.text] };
@@ -480,7 +467,7 @@ function handle(s: RunSnapshot, e: AgentEvent, now: string): TransitionResult {
     }
 
     case 'INTERRUPT':
-      return interrupt(s, e, now);
+      return INTERRUPTS[version(s).interrupt](s, e, now);
 
     case 'CLOSE':
       if (s.phase.type !== S.COMPLETED || !s.phase.conversationOpen) return reject('the conversation is not open');
@@ -528,7 +515,6 @@ export const INTERRUPTED_TOOL = 'Stopped before it finished: the user interrupte
  * the budget, PAUSED, compaction, the critic) it is queued as any message is.
  */
 function interrupt(s: RunSnapshot, e: Extract<AgentEvent, { type: 'INTERRUPT' }>, now: string): TransitionResult {
-  if (!s.features.interrupt) return reject('this run began before interrupting messages: send the message without interrupt');
   const queued: RunSnapshot = { ...s, queuedMessages: [...s.queuedMessages, e.text] };
   const phase = s.phase;
   switch (phase.type) {
@@ -561,7 +547,7 @@ function interrupt(s: RunSnapshot, e: Extract<AgentEvent, { type: 'INTERRUPT' }>
 
 function processResponse(s: RunSnapshot, e: AgentEvent, now: string): TransitionResult {
   const calls = s.pendingToolCalls;
-  if (s.features.realProviders && s.lastFinishReason === 'length') return processCutOff(s, e, now);
+  if (CUT_OFF[version(s).cutOffAnswers].isCut(s)) return processCutOff(s, e, now);
   if (calls.length === 0) return enter(s, plain(S.CRITIQUE), e, now);
   if (isToolCallLimitReached(s, calls.length)) {
     return atLimit(s, e, now, `tool call limit reached: ${s.toolCalls} done, ${calls.length} more requested, limits.maxToolCalls is ${s.limits.maxToolCalls}`);
@@ -693,16 +679,17 @@ function enter(s: RunSnapshot, target: Phase, e: AgentEvent, now: string): Trans
     return ok(moveTo({ ...s, pauseRequested: false }, { type: S.PAUSED, resumeTo: target as WorkPhase }, e, now));
   }
   // Once per model step: a request still too large after compacting is left to the provider (and the reactive path).
-  const overflow = callsModel && s.features.realProviders && e.type !== 'COMPACTED' ? contextWouldOverflow(s) : null;
+  const overflow = callsModel && e.type !== 'COMPACTED' ? PROACTIVE_COMPACTION[version(s).proactiveCompaction](s) : null;
   if (overflow) return enter({ ...s, reason: overflow }, { type: S.COMPACTING, returnTo: target.type as ModelStep }, e, now);
   let next = moveTo(s, target, e, now);
   if (target.type === S.TOOL_EXECUTING) next = { ...next, toolLog: toolsStarted(next, now) };
-  if (target.type === S.TOOL_EXECUTING && next.features.parallelAgents) next = { ...next, ...childrenStarted(next, commandsFor(next).flatMap((c) => (c.type === 'runTools' ? c.requests : []))) };
+  // A request carries a child only where the machine version starts child runs (children.ts).
+  if (target.type === S.TOOL_EXECUTING) next = { ...next, ...childrenStarted(next, commandsFor(next).flatMap((c) => (c.type === 'runTools' ? c.requests : []))) };
   if (callsModel) {
     const callNumber = s.loops + 1;
     const queued = s.queuedMessages.map((text) => ({ role: 'user' as const, content: text }));
     // Not on a continuation: the request to go on with a cut-off answer must stay the last message.
-    const near = s.features.wrapUp && !s.wrapUpSent && s.continuations === 0 ? nearLimit(s) : null;
+    const near = !s.wrapUpSent && s.continuations === 0 ? WRAP_UP[version(s).wrapUp](s) : null;
     const wrapUp = near ? [{ role: 'user' as const, content: wrapUpNote(near) }] : [];
     const messages = [...next.messages, ...queued, ...wrapUp];
     next = { ...next, loops: callNumber, partialText: '', stream: { callNumber, attempt: 1 }, queuedMessages: [], messages, wrapUpSent: s.wrapUpSent || near !== null };
@@ -727,9 +714,9 @@ export function commandsFor(s: RunSnapshot): WorkCommand[] {
     }
     case S.CRITIQUE:
       if (critiqueMode(s) === 'rules') return [];
-      return [{ type: 'critique', request: critiqueRequest(s), timeouts: s.features.realProviders ? 'critic' : 'modelCall' }];
+      return [{ type: 'critique', request: critiqueRequest(s), timeouts: version(s).criticTimeouts }];
     case S.COMPACTING:
-      return [{ type: 'compact', request: compactionRequest(s, s.features.realProviders ? s.options.compaction.keepRecentMessages : KEEP_RECENT_MESSAGES) }];
+      return [{ type: 'compact', request: compactionRequest(s, KEEP_RECENT[version(s).keepRecent](s)) }];
     case S.COMPLETED:
       return s.phase.conversationOpen ? [{ type: 'awaitMessage', ms: s.options.keepOpenMs }] : [];
     default:
@@ -781,8 +768,6 @@ export function approvalNote(decided: PendingApproval[]): string | null {
 /** The first line of the user message that carries a person's decisions on a turn's tool calls. */
 export const APPROVAL_NOTE_HEAD = "The user's decisions on your tool calls in this turn:";
 
-/** The approval note as the user message that follows the turn's tool results. */
-const noteMessage = (s: RunSnapshot) => (s.features.approvalNotes && s.approvalNote ? [{ role: 'user' as const, content: s.approvalNote }] : []);
 
 /** A tool's result as the model reads it in runs begun before approval notes: after edited arguments, it is told what ran. */
 function withEdit(s: RunSnapshot, r: ToolResult): string {
@@ -842,16 +827,14 @@ function rejectUndecided(s: RunSnapshot, phase: Extract<Phase, { type: typeof S.
   const timedOut = phase.pending.filter((p) => !p.decision);
   const decided = phase.pending.map((p) => (p.decision ? p : { ...p, decision: { approved: false } }));
   const rejected = decided.filter((p) => !p.decision?.approved);
-  const notes = s.features.approvalNotes;
   const edits = new Map(decided.filter((p) => p.decision?.arguments !== undefined).map((p) => [p.toolCallId, p.decision!.arguments!]));
   const pendingToolCalls = s.pendingToolCalls.map((c) => (edits.has(c.id) ? { ...c, arguments: edits.get(c.id)!, edited: true as const } : c));
-  const content = (p: PendingApproval) =>
-    timedOut.includes(phase.pending[decided.indexOf(p)]) ? approvalTimedOut(s.limits.approvalTimeoutMs) : `The user rejected this call${!notes && p.decision?.feedback ? `: ${p.decision.feedback}` : '.'}`;
+  const content = (p: PendingApproval) => (timedOut.includes(phase.pending[decided.indexOf(p)]) ? approvalTimedOut(s.limits.approvalTimeoutMs) : decisions(s).rejected(p));
   const next: RunSnapshot = {
     ...s,
     pendingToolCalls,
     reason: `${why}: rejected (approval.onTimeout is reject)`,
-    approvalNote: notes ? approvalNote(decided) : null,
+    approvalNote: decisions(s).noteOf(decided),
     presetResults: [...s.presetResults, ...rejected.map((p) => ({ toolCallId: p.toolCallId, name: p.name, ok: false, content: content(p) }))],
   };
   return enter(next, phase.then, e, now);
@@ -875,7 +858,7 @@ function finish(s: RunSnapshot, to: Ending, e: AgentEvent, now: string, reason: 
  */
 function fallBack(s: RunSnapshot, e: Extract<AgentEvent, { type: 'MODEL_UNAVAILABLE' }>, now: string): TransitionResult {
   const [to, ...rest] = s.options.fallbackModels ?? [];
-  if (!s.features.modelFallback || to === undefined) return fail(s, e, now, `model call failed: ${e.error}`);
+  if (to === undefined) return fail(s, e, now, `model call failed: ${e.error}`);
   const from = s.options.model ?? null;
   const switched = { from, to, error: e.error, step: s.step + 1, at: now };
   const next: RunSnapshot = {
@@ -900,7 +883,7 @@ function moveTo(s: RunSnapshot, to: Phase, e: AgentEvent, now: string): RunSnaps
   if (isTerminal(from) && !reopening) throw new Error(`machine bug: leaving terminal state ${from}`);
   return {
     ...s,
-    ...(s.features.realProviders ? clocks(s, to.type, now) : {}),
+    ...movedClocks(s, to.type, now),
     phase: to,
     stateSince: now,
     step: s.step + 1,
@@ -910,3 +893,111 @@ function moveTo(s: RunSnapshot, to: Phase, e: AgentEvent, now: string): RunSnaps
   };
 }
 
+
+/*
+ * What each behaviour a machine version names does (machine/versions.ts). The machine reads the run's version and
+ * looks its behaviours up here; no code below branches on a patch.
+ */
+
+type Handler<E extends AgentEvent['type']> = (s: RunSnapshot, e: Extract<AgentEvent, { type: E }>, now: string) => TransitionResult;
+
+/** An answer the output limit cut off (`cutOffAnswers`): is it one, and what its response changes about continuing. */
+const CUT_OFF = {
+  ignored: { isCut: () => false, continued: (): Partial<RunSnapshot> => ({}) },
+  continued: { isCut: (s: RunSnapshot) => s.lastFinishReason === 'length', continued },
+} as const;
+
+/** A model call refused for unknown tools (`unknownTools`): the run fails, with the call counted or taken back. */
+const UNKNOWN_TOOLS: Record<MachineDefinition['unknownTools'], Handler<'UNKNOWN_TOOLS'>> = {
+  counted: (s, e, now) => fail(s, e, now, `model call failed: ${e.error}`),
+  uncounted: (s, e, now) => {
+    // No request was made: the call the way into this step counted is taken back.
+    const loops = s.loops - 1;
+    return fail({ ...s, loops, stream: loops > 0 ? { callNumber: loops, attempt: 1 } : null }, e, now, `no model call was made: ${e.error}`);
+  },
+};
+
+/** A model that is gone or refuses the keys (`modelUnavailable`). */
+const MODEL_UNAVAILABLE_HANDLING: Record<MachineDefinition['modelUnavailable'], Handler<'MODEL_UNAVAILABLE'>> = {
+  fails: (s, e, now) => fail(s, e, now, `model call failed: ${e.error}`),
+  fallsBack: fallBack,
+};
+
+/** A message that interrupts (`interrupt`). */
+const INTERRUPTS: Record<MachineDefinition['interrupt'], Handler<'INTERRUPT'>> = {
+  refused: () => reject('this run began before interrupting messages: send the message without interrupt'),
+  stopsWork: interrupt,
+};
+
+/** The run's timer fired (`clocks`): one deadline ends the run; with working time, the clock that ran out decides. */
+const TIMEOUTS: Record<MachineDefinition['clocks'], Handler<'TIMEOUT'>> = {
+  workflowTimer: (s, e, now) => fail(s, e, now, `timed out after ${s.limits.timeoutMs} ms (limits.timeoutMs)`),
+  workingTime: (s, e, now) => {
+    if (s.deadline !== null) return fail(s, e, now, `timed out after ${s.limits.timeoutMs} ms of working time (limits.timeoutMs)`);
+    // While a person decides, only the clocks of the wait run.
+    if (s.phase.type === S.PAUSED && s.pausedDeadline) return finish(s, S.ABORTED, e, now, `aborted: paused for ${s.limits.maxPausedMs} ms (limits.maxPausedMs)`);
+    if (s.phase.type !== S.AWAITING_APPROVAL || s.approvalDeadline === null) return reject('no timer is running: the run waits for a person');
+    if (s.approvalReminderDue && now < s.approvalDeadline) return ok(remind(s, s.phase.pending, s.approvalDeadline, now));
+    const undecidedNow = s.phase.pending.filter((p) => !p.decision);
+    const waiting = undecidedNow.map((p) => p.name);
+    const why = `no decision on ${waiting.join(', ')} within ${s.limits.approvalTimeoutMs} ms (limits.approvalTimeoutMs)`;
+    if (s.options.approvalOnTimeout === 'reject' && undecidedNow.every((p) => p.kind === 'tool')) return rejectUndecided(s, s.phase, why, e, now);
+    return fail(s, e, now, why);
+  },
+};
+
+/** A critic's `complete` below `critiqueMinConfidence` (`criticConfidence`): taken, or another attempt. */
+const CONFIDENCE: Record<MachineDefinition['criticConfidence'], (d: CritiqueDecision, min: number) => CritiqueDecision> = {
+  ignored: (d) => d,
+  retried: confident,
+};
+
+/** A compaction's usage (`compactionUsage`): its tokens, or its tokens and their cost. */
+const COMPACTION_USAGE: Record<MachineDefinition['compactionUsage'], (s: RunSnapshot, u: Usage) => RunSnapshot['usage']> = {
+  tokens: (s, u) => ({ ...s.usage, ...addUsage(s.usage, u) }),
+  tokensAndCost: (s, u) => withSideUsage(s, u).usage,
+};
+
+/** Why the next model step compacts first (`proactiveCompaction`), or null. */
+const PROACTIVE_COMPACTION: Record<MachineDefinition['proactiveCompaction'], (s: RunSnapshot) => string | null> = {
+  never: () => null,
+  overThreshold: contextWouldOverflow,
+};
+
+/** The limit the next model call comes close to, to be told once (`wrapUp`), or null. */
+const WRAP_UP: Record<MachineDefinition['wrapUp'], (s: RunSnapshot) => string | null> = { never: () => null, nearLimit };
+
+/** Messages compaction keeps verbatim (`keepRecent`). */
+const KEEP_RECENT: Record<MachineDefinition['keepRecent'], (s: RunSnapshot) => number> = {
+  fixedSix: () => KEEP_RECENT_MESSAGES,
+  asConfigured: (s) => s.options.compaction.keepRecentMessages,
+};
+
+/** How a person's decisions reach the model (`decisionsToModel`): in each tool message, or in one note after them. */
+interface DecisionsToModel {
+  toolMessage: (s: RunSnapshot, r: ToolResult) => string;
+  /** The user message after the turn's tool results. */
+  note: (s: RunSnapshot) => ChatMessage[];
+  noteOf: (decided: PendingApproval[]) => string | null;
+  rejected: (p: PendingApproval) => string;
+  /** The feedback of an approved budget extension, told to the model. */
+  budgetFeedback: (feedback: string | undefined) => string | undefined;
+}
+const DECISIONS: Record<MachineDefinition['decisionsToModel'], DecisionsToModel> = {
+  inToolResults: {
+    toolMessage: withEdit,
+    note: () => [],
+    noteOf: () => null,
+    rejected: (p) => `The user rejected this call${p.decision?.feedback ? `: ${p.decision.feedback}` : '.'}`,
+    budgetFeedback: () => undefined,
+  },
+  approvalNote: {
+    toolMessage: (_s, r) => r.content,
+    note: (s) => (s.approvalNote ? [{ role: 'user', content: s.approvalNote }] : []),
+    noteOf: approvalNote,
+    // The feedback is in the note, beside that of every other decision.
+    rejected: () => 'The user rejected this call.',
+    budgetFeedback: (feedback) => feedback?.trim(),
+  },
+};
+const decisions = (s: RunSnapshot): DecisionsToModel => DECISIONS[version(s).decisionsToModel];

@@ -20,19 +20,21 @@ export const carriedSnapshot = (resume: Resume): RunSnapshot => loadSnapshot(res
 
 /**
  * The snapshot a run starts from when it carries on from another. A continued run keeps its deadline and the
- * behaviour it started with; a fork is a new run, with a fresh deadline and today's behaviour.
+ * behaviour (machine version) it started with; a fork is a new run, with a fresh deadline and this run's version.
  */
-export function carryOn(resume: Resume, features: RunSnapshot['features'], workflowId: string, now: string): RunSnapshot {
+export function carryOn(resume: Resume, run: Pick<RunSnapshot, 'features' | 'machineVersion'>, workflowId: string, now: string): RunSnapshot {
   const carried = carriedSnapshot(resume);
+  const { features, machineVersion } = run;
   const chain = { features: { ...carried.features, conversationChain: features.conversationChain }, chain: null };
   if (resume.kind === 'continue') return { ...carried, ...chain, origin: carried.origin ?? { kind: 'continue', workflowId, step: carried.step } };
   const origin = resume.origin ?? { workflowId: 'unknown', step: carried.step };
   return {
     ...carried,
     features,
+    machineVersion,
     chain: null,
     origin: { kind: 'fork', ...origin },
-    ...freshClocks({ ...carried, features }, now),
+    ...freshClocks({ ...carried, features, machineVersion }, now),
     pauseRequested: false,
     rejectedEvents: [],
   };

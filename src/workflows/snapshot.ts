@@ -3,6 +3,10 @@ import { fromOpenAI } from '../common/conversation';
 import type { Budget, CompactionOptions, Limits, ResolvedInput } from '../common/input';
 import { AgentState, type CritiqueDecision } from '../common/states';
 import type { PendingApproval, RunUsage, ToolCallRecord, TransitionRecord } from '../common/view';
+import { LATEST_MACHINE_VERSION, type PatchResult, versionOfPatches } from './machine/versions';
+
+/** The patch results snapshots carried before `machineVersion` (absent ones were off). */
+export type LegacyFeatures = Partial<Record<PatchResult | 'conversationChain', boolean>>;
 
 /** 2: the state and the data only it has are one tagged union (`phase`); 1 loads through `loadSnapshot`. */
 export const SNAPSHOT_VERSION = 2;
@@ -91,7 +95,7 @@ export interface RunSnapshot {
   budgetGrants: number;
   /**
    * When the run's `timeoutMs` runs out (reset by each new turn of a kept-open conversation). Null while the run waits
-   * for a person (with `features.realProviders`): the working time left is then in `workRemainingMs`.
+   * for a person (machine versions with `clocks: 'workingTime'`): the working time left is then in `workRemainingMs`.
    */
   deadline: string | null;
   /** Working time left, kept while the run waits for a person; null while the clock runs. */
@@ -150,20 +154,20 @@ export interface RunSnapshot {
   overflowsInARow: number;
   /** Critique decisions in a row that asked for another attempt (retry or replan). */
   setbacksInARow: number;
+  /** The machine version this run follows (machine/versions.ts), chosen once when it starts. */
+  machineVersion: number;
   /**
-   * Behaviour switched on by `patched()` markers, fixed when the run starts so that older runs replay unchanged.
-   * `conversationChain` is decided by each run of a continued chain for itself.
+   * The workflow's own patch results the machine passes on: `conversationChain` is decided by each run of a continued
+   * chain for itself (chain.ts). Snapshots from before `machineVersion` carry every patch result here (`LegacyFeatures`).
    */
-  /** `interrupt`: the run takes `sendMessage` with `interrupt: true` (absent in runs begun before it). */
-  /** `toolCritique`: a model critic (`critique: 'model'`) judges tool steps too; `parallelAgents`: calls of named agents start child runs under this run's budget (absent in runs begun before it). */
-  features: { noProgressGuard: boolean; realProviders: boolean; conversationChain: boolean; wrapUp: boolean; approvalNotes: boolean; unknownToolsUncounted: boolean; modelFallback?: boolean; interrupt?: boolean; toolCritique?: boolean; parallelAgents?: boolean };
-  /** This run's workflow id, set by the workflow with features.parallelAgents: its children's ids begin with it. */
+  features: { conversationChain: boolean };
+  /** This run's workflow id, set by the workflow in runs whose calls of named agents start child runs: its children's ids begin with it. */
   workflowId?: string;
   /** The child runs of named agents this run called, in the order they started; absent until the first. */
   children?: ChildOutcome[];
   /**
    * What a person decided on the calls now running (feedback, edited arguments), told to the model in one user
-   * message after their results (features.approvalNotes); null when there is nothing to tell.
+   * message after their results (`decisionsToModel: 'approvalNote'`); null when there is nothing to tell.
    */
   approvalNote: string | null;
   /** The model was told it is close to a limit (`limits.wrapUpAt`); it is told once. */
@@ -247,7 +251,8 @@ export function initialSnapshot(input: ResolvedInput, now: string): RunSnapshot 
     failuresInARow: 0,
     overflowsInARow: 0,
     setbacksInARow: 0,
-    features: { noProgressGuard: true, realProviders: true, conversationChain: true, wrapUp: true, approvalNotes: true, unknownToolsUncounted: true, modelFallback: true, interrupt: true, toolCritique: true },
+    machineVersion: LATEST_MACHINE_VERSION,
+    features: { conversationChain: true },
     approvalNote: null,
     wrapUpSent: false,
     chain: null,
@@ -336,14 +341,9 @@ function withDefaults(carried: RunSnapshot): RunSnapshot {
     lastFinishReason: carried.lastFinishReason ?? null,
     continuations: carried.continuations ?? 0,
     limits: { ...carried.limits, wrapUpAt: carried.limits.wrapUpAt ?? 1, onLimit: carried.limits.onLimit ?? 'fail' },
-    features: {
-      ...carried.features,
-      realProviders: carried.features?.realProviders ?? false,
-      conversationChain: carried.features?.conversationChain ?? false,
-      wrapUp: carried.features?.wrapUp ?? false,
-      approvalNotes: carried.features?.approvalNotes ?? false,
-      unknownToolsUncounted: carried.features?.unknownToolsUncounted ?? false,
-    },
+    // Before machine versions, the snapshot carried the patch results the machine branched on: they name its version.
+    machineVersion: carried.machineVersion ?? versionOfPatches((carried as { features?: LegacyFeatures }).features),
+    features: { conversationChain: carried.features?.conversationChain ?? false },
     approvalNote: carried.approvalNote ?? null,
     wrapUpSent: carried.wrapUpSent ?? false,
     toolLog: carried.toolLog ?? [],
