@@ -18,6 +18,10 @@ import {
   LOOP_WARNING,
   MAX_CONTINUATIONS,
   resumeAt,
+  ROWS,
+  rowTracer,
+  ENTRY_ROWS,
+  matchRow,
   TOOL_RETRY_NOTE,
   timerDue,
   versionBefore,
@@ -32,6 +36,18 @@ import { initialSnapshot, loadSnapshot, type Phase, type RunSnapshot, type Snaps
 import { publicView, runResult } from '../src/workflows/view';
 import { openApiDocument } from '../src/gateway/openapi';
 import { AgentState, isTerminal, type CritiqueAction } from '../src/common/states';
+
+// Every row and entry row any test below fires, for the walk of the table at the end of this file.
+const firedRows = new Set<unknown>();
+const firedEntries = new Set<string>();
+beforeAll(() => {
+  rowTracer.row = (r) => firedRows.add(r);
+  rowTracer.entry = (r, target) => firedEntries.add(`${r.action.name} into ${target}`);
+});
+afterAll(() => {
+  rowTracer.row = null;
+  rowTracer.entry = null;
+});
 
 const T0 = '2026-01-01T00:00:00.000Z';
 const at = (n: number) => new Date(Date.parse(T0) + n * 1000).toISOString();
@@ -1245,5 +1261,73 @@ describe("the Temporal UI's current details count what happened", () => {
     ['refused for bad input: no limits', () => run(snapshot(), { type: 'INVALID_INPUT', error: 'prompt: empty' }), 'step 1, model calls 0, loops 0, tool calls 0, tokens 0 (input refused: no limits applied)'],
   ])('%s', (_name, make, expected) => {
     expect(counts(make())).toBe(expected);
+  });
+});
+
+// Last in this file: the tests above are the scripted sequences and table-driven snapshots that walk the table.
+describe('the table', () => {
+  const label = (state: string, r: (typeof ROWS)[AgentState][number]) => `${state} ${r.event} [${r.guard?.name ?? 'else'}] -> ${typeof r.target === 'string' ? r.target : r.target.join('|')} (${r.action.name})`;
+
+  /** Ways a state's snapshot differs, combined: each row's guard must hold in one of them (or in a test above). */
+  const variants: Array<Array<(s: RunSnapshot) => RunSnapshot>> = [
+    [(s) => s, (s) => ({ ...s, pauseRequested: !s.pauseRequested, ...(s.phase.type === 'COMPLETED' ? { phase: { type: 'COMPLETED', conversationOpen: false } } : {}) })],
+    [(s) => s, (s) => ({ ...s, machineVersion: 1 }), (s) => ({ ...s, machineVersion: versionBefore('interrupt') })],
+    [(s) => s, (s) => ({ ...s, deadline: null }), (s) => ({ ...s, deadline: at(300) }), (s) => ({ ...s, deadline: null, approvalDeadline: null })],
+    [(s) => s, (s) => ({ ...s, quotaWait: { queuedAt: 1, since: at(0), expectedAt: at(5), position: 1 } })],
+    [(s) => s, (s) => ({ ...s, overflowsInARow: 2, setbacksInARow: 10, options: { ...s.options, fallbackModels: ['b'] } })],
+    [(s) => s, (s) => ({ ...s, queuedMessages: ['m'] })],
+    [
+      (s) => s,
+      (s) => ({ ...s, lastToolResults: [{ toolCallId: 'r', name: 'readFile', ok: true, content: 'x' }] }),
+      (s) => ({ ...s, failuresInARow: 2, lastToolResults: [{ toolCallId: 'r', name: 'readFile', ok: false, content: 'x' }] }),
+      (s) => ({ ...s, messages: [...s.messages, { role: 'assistant', content: 'the answer' }] }),
+    ],
+  ];
+  const combos = variants.reduce<Array<(s: RunSnapshot) => RunSnapshot>>((acc, list) => acc.flatMap((f) => list.map((g) => (s: RunSnapshot) => g(f(s)))), [(s) => s]);
+
+  test('every row of every state is reached, by a test in this file or from a variant of its state, and leads where it says', () => {
+    const missed: string[] = [];
+    for (const state of STATES) {
+      for (const r of ROWS[state].filter((x) => !firedRows.has(x))) {
+        const event = sampleEvent(r.event);
+        const found = combos.map((f) => f(snapshotIn(state))).find((s) => matchRow(s, event, at(1)) === r);
+        if (!found) {
+          missed.push(label(state, r));
+          continue;
+        }
+        const result = transition(found, event, at(1));
+        if (r.target === 'rejected') expect(result.ok).toBe(false);
+        else expect(result.ok).toBe(true);
+      }
+    }
+    expect(missed).toEqual([]);
+  });
+
+  // The way into a model step detours the same for PLANNING as for STREAMING (which the tests above take).
+  const intoPlanning = (input: Partial<AgentRunInput>, extra: Partial<RunSnapshot> = {}) => step({ ...snapshot({ plan: true, ...input }), ...extra }, { type: 'START' }).snapshot;
+  test.each<[string, () => RunSnapshot, AgentState]>([
+    ['the loop limit mid-answer ends it truncated', () => intoPlanning({}, { limits: { ...snapshot().limits, maxLoops: 0 }, continuations: 1 }), AgentState.COMPLETED],
+    ['the loop limit fails the run', () => intoPlanning({}, { limits: { ...snapshot().limits, maxLoops: 0 } }), AgentState.FAILED],
+    ['the loop limit with onLimit complete completes it', () => intoPlanning({}, { limits: { ...snapshot().limits, maxLoops: 0, onLimit: 'complete' } }), AgentState.COMPLETED],
+    ['an approvable budget asks', () => intoPlanning({ budget: { maxTokens: 1, onExceed: 'approve' } }), AgentState.AWAITING_APPROVAL],
+    ['a budget fails the run', () => intoPlanning({ budget: { maxTokens: 1 } }), AgentState.FAILED],
+    ['a request too large compacts first', () => intoPlanning({ contextWindowTokens: 256 }, { messages: [...snapshot().messages, { role: 'assistant', content: 'x'.repeat(4000) }, { role: 'user', content: 'go on' }] }), AgentState.COMPACTING],
+  ])('on the way into PLANNING: %s', (_name, make, state) => {
+    expect(make().phase.type).toBe(state);
+  });
+
+  test('every entry row is reached for every state it guards', () => {
+    const missed = ENTRY_ROWS.flatMap((r) => r.guards.map((state) => `${r.action.name} into ${state}`)).filter((k) => !firedEntries.has(k));
+    expect(missed).toEqual([]);
+  });
+
+  test('within a state, no row for an event follows one without a guard (it could never fire)', () => {
+    for (const state of STATES) {
+      const events = new Set(ROWS[state].map((r) => r.event));
+      for (const event of events) {
+        const rows = ROWS[state].filter((r) => r.event === event);
+        expect([state, event, rows.findIndex((r) => r.guard === null)]).toEqual([state, event, rows.length - 1]);
+      }
+    }
   });
 });
