@@ -83,14 +83,14 @@ function rowEdges(from: AgentState, r: Row): TableEdge[] {
 }
 
 /** Where entering `target` after `event` may lead: each entry row that guards it (and applies after that event). */
-function entered(target: AgentState, event: AgentEventType, seen: readonly AgentState[] = []): Array<{ to: AgentState; via?: string }> {
-  const rows = ENTRY.filter((r) => r.guards.includes(target) && r.notAfter !== event);
+function entered(target: AgentState, event: AgentEventType, after = -1): Array<{ to: AgentState; via?: string }> {
+  const rows = ENTRY.map((r, i) => ({ r, i })).filter(({ r, i }) => i > after && r.guards.includes(target) && r.notAfter !== event);
   // An ending (and a pause) is moved to directly, with no entry rows.
   if (rows.length === 0) return [{ to: target }];
-  return rows.flatMap((r) => {
+  return rows.flatMap(({ r, i }) => {
     if (r.target === null) return [{ to: target }];
-    // Compacting first enters COMPACTING, through its own entry rows.
-    if (r.target === S.COMPACTING && !seen.includes(target)) return entered(S.COMPACTING, event, [...seen, target]).map((x) => ({ to: x.to, via: r.guard?.name }));
+    // Compacting first enters COMPACTING through the entry rows after this one (those before it did not hold).
+    if (r.target === S.COMPACTING) return entered(S.COMPACTING, event, i).map((x) => ({ to: x.to, via: r.guard?.name }));
     return [{ to: r.target, via: r.guard?.name }];
   });
 }
