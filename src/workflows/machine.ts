@@ -118,7 +118,6 @@ export const allowedTargets = (state: AgentState, event: AgentEventType): readon
   return (Object.hasOwn(targets, event) && targets[event]) || [];
 };
 
-
 /**
  * Apply one event, and then the internal steps it leads to (processing a response, the rule critic) in the same
  * macrostep: every state change is in the transition log, but the commands are only the effects the interpreter

@@ -34,7 +34,6 @@ export const KEEP_RECENT_MESSAGES = 6;
 export const CUT_TOOL_CALL =
   'Not executed: your response was cut off by the output limit before this tool call was complete. Call it again with shorter arguments.';
 
-
 /** The user turn that tells the model, once, that the run is close to a limit. */
 export const wrapUpNote = (near: string) => `You are close to this run's limits (${near}). Conclude now: give your best answer with what you already have.`;
 
@@ -43,7 +42,6 @@ export const TOOL_RETRY_NOTE = 'A reviewer judged your last tool calls and asks 
 
 /** How many times an answer cut off by the output limit is continued before the run ends with it as it is. */
 export const MAX_CONTINUATIONS = 3;
-
 
 /** The run awaits a follow-up message in a kept-open conversation. */
 export const awaitsMessage = (s: RunSnapshot): boolean => s.phase.type === S.COMPLETED && s.phase.conversationOpen;
@@ -70,7 +68,6 @@ export const CRITIC = {
   toolStepsToo: (s: RunSnapshot) => s.options.critique,
 } as const;
 export const critiqueMode = (s: RunSnapshot): 'rules' | 'model' => CRITIC[version(s).critic](s);
-
 
 /**
  * The event a failed model call becomes: a context overflow leads to compaction, an unreadable chain to the same
@@ -103,7 +100,6 @@ export const ok = (snapshot: RunSnapshot, commands: AgentCommand[] = []): Transi
 /** A phase that carries no data of its own. */
 export const plain = <T extends Exclude<AgentState, typeof S.AWAITING_APPROVAL | typeof S.PAUSED | typeof S.COMPACTING | typeof S.COMPLETED>>(type: T) => ({ type });
 export const reject = (error: string): TransitionResult => ({ ok: false, error });
-
 
 /** A tool call that failed on its own: one an interrupting message stopped did not. */
 export const failed = (r: ToolResult) => !r.ok && !r.interrupted;
@@ -251,7 +247,6 @@ export function commandsFor(s: RunSnapshot): WorkCommand[] {
   }
 }
 
-
 /** Why edited arguments cannot be taken: only with an approval, for a tool whose schema is known, and passing it. */
 export function editProblem(pending: { name: string; parameters?: Record<string, unknown> }, approved: boolean, args: Record<string, unknown>): string | null {
   if (!approved) return 'edited arguments come with an approval, not a rejection';
@@ -277,7 +272,6 @@ export function approvalNote(decided: PendingApproval[]): string | null {
 
 /** The first line of the user message that carries a person's decisions on a turn's tool calls. */
 export const APPROVAL_NOTE_HEAD = "The user's decisions on your tool calls in this turn:";
-
 
 /** A tool's result as the model reads it in runs begun before approval notes: after edited arguments, it is told what ran. */
 export function withEdit(s: RunSnapshot, r: ToolResult): string {
@@ -402,7 +396,6 @@ export function moveTo(s: RunSnapshot, to: Phase, e: AgentEvent, now: string): R
     transitions: [...s.transitions, { from, to: to.type, event: e.type, at: now }],
   };
 }
-
 
 /*
  * What each behaviour a machine version names does (machine/versions.ts). The machine reads the run's version and
