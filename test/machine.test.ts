@@ -996,6 +996,17 @@ describe('the conversation chain', () => {
 describe('snapshots of version 1 (runs begun before the phase)', () => {
   const fixture = (name: string) => JSON.parse(readFileSync(path.join(__dirname, 'fixtures/snapshots', `v1-${name}.json`), 'utf8')) as SnapshotV1;
 
+  test('a snapshot from before machine versions gets the version of the newest patch result it carried', () => {
+    const { machineVersion: _dropped, ...current } = snapshot();
+    const carried = (features: Record<string, boolean | undefined>) => loadSnapshot({ ...current, features } as unknown as RunSnapshot);
+    const upToInterrupt = { noProgressGuard: true, realProviders: true, conversationChain: true, wrapUp: true, approvalNotes: true, unknownToolsUncounted: true, modelFallback: true, interrupt: true };
+    expect([carried(upToInterrupt).machineVersion, carried(upToInterrupt).features]).toEqual([versionBefore('toolCritique'), { conversationChain: true }]);
+    // A run recorded without model-fallback but with interrupts gets the version that has interrupts.
+    expect(carried({ ...upToInterrupt, modelFallback: undefined }).machineVersion).toBe(versionBefore('toolCritique'));
+    expect(carried({ noProgressGuard: false, realProviders: false, conversationChain: false }).machineVersion).toBe(1);
+    expect(loadSnapshot({ ...current, machineVersion: 4 }).machineVersion).toBe(4);
+  });
+
   test('load with their state and its data as the phase, and carry on', () => {
     const paused = loadSnapshot(fixture('paused'));
     expect([paused.schemaVersion, paused.phase]).toEqual([2, { type: 'PAUSED', resumeTo: { type: 'TOOL_EXECUTING' } }]);
