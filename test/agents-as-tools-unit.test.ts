@@ -7,7 +7,7 @@ import { AgentRegistry, defineAgent } from '../src/activities';
 import { ToolRegistry } from '../src/activities/tools/registry';
 import type { ModelResponse, ToolCall, ToolResult } from '../src/common/chat';
 import { parseAgentRunInput, type AgentRunInput } from '../src/common/input';
-import { transition, type AgentCommand, type AgentEvent } from '../src/workflows/machine';
+import { transition, versionBefore, type AgentCommand, type AgentEvent } from '../src/workflows/machine';
 import { initialSnapshot, type RunSnapshot } from '../src/workflows/snapshot';
 import { publicView } from '../src/workflows/view';
 
@@ -17,7 +17,7 @@ function snapshot(input: Partial<AgentRunInput>, parallelAgents = true): RunSnap
   const parsed = parseAgentRunInput({ prompt: 'do the task', ...input });
   if (!parsed.ok) throw new Error(parsed.error);
   const s = initialSnapshot(parsed.value, T0);
-  return parallelAgents ? { ...s, features: { ...s.features, parallelAgents }, workflowId: 'parent' } : { ...s, features: { ...s.features, parallelAgents: undefined } };
+  return parallelAgents ? { ...s, workflowId: 'parent' } : { ...s, machineVersion: versionBefore('parallelAgents') };
 }
 
 function step(s: RunSnapshot, e: AgentEvent): { snapshot: RunSnapshot; commands: AgentCommand[] } {

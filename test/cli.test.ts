@@ -312,3 +312,37 @@ describe('AgentClient.start', () => {
     expect(workflowStart).not.toHaveBeenCalled();
   });
 });
+
+describe('cli graph', () => {
+  it('prints the machine from its rows as Mermaid: guards on the edges, entry rows behind a choice node, no connection', async () => {
+    const { code, stdout, connect } = await run(['graph']);
+    expect([code, connect.mock.calls.length]).toEqual([0, 0]);
+    const lines = stdout.split('\n');
+    expect(lines[0]).toBe('stateDiagram-v2');
+    expect(lines).toEqual(
+      expect.arrayContaining([
+        '  STREAMING --> PROCESSING: MODEL_RESPONDED',
+        '  PROCESSING --> AWAITING_APPROVAL: PROCESS [needsApproval]',
+        '  PROCESSING --> enter_TOOL_EXECUTING: PROCESS',
+        '  state enter_STREAMING <<choice>>',
+        '  enter_STREAMING --> AWAITING_APPROVAL: [overBudgetAndApprovable]',
+        '  enter_STREAMING --> STREAMING: else',
+        '  PAUSED --> ABORTED: TIMEOUT [pausedTooLong]',
+        '  STREAMING --> STREAMING: MESSAGE',
+      ]),
+    );
+    // A row that refuses its event is no edge.
+    expect(stdout).not.toContain('rejected');
+  });
+
+  it('prints DOT, leaves out the rows that keep the state on request, and refuses an unknown format', async () => {
+    const dot = await run(['graph', '--format', 'dot', '--no-self-loops']);
+    expect(dot.stdout).toMatch(/^digraph agentRun \{/);
+    expect(dot.stdout).toContain('"CRITIQUE" -> "enter_PLANNING" [label="CRITIQUE_DONE [decidesReplan]"];');
+    expect(dot.stdout).not.toContain('"STREAMING" -> "STREAMING"');
+    const json = await run(['graph', '--json']);
+    expect(JSON.parse(json.stdout).edges).toEqual(expect.arrayContaining([{ from: 'IDLE', event: 'START', guard: 'plans', action: 'startRun', to: 'PLANNING' }]));
+    const bad = await run(['graph', '--format', 'svg']);
+    expect([bad.code, bad.stderr]).toEqual([1, expect.stringContaining("argument 'svg' is invalid. expected one of mermaid, dot")]);
+  });
+});

@@ -18,8 +18,13 @@ import {
   LOOP_WARNING,
   MAX_CONTINUATIONS,
   resumeAt,
+  ROWS,
+  rowTracer,
+  ENTRY_ROWS,
+  matchRow,
   TOOL_RETRY_NOTE,
   timerDue,
+  versionBefore,
   transition,
   TRANSITIONS,
   wrapUpNote,
@@ -35,6 +40,18 @@ import { undocumented } from './support/documented-state';
 import { publicView, runResult } from '../src/workflows/view';
 import { openApiDocument } from '../src/gateway/openapi';
 import { AgentState, isTerminal, type CritiqueAction } from '../src/common/states';
+
+// Every row and entry row any test below fires, for the walk of the table at the end of this file.
+const firedRows = new Set<unknown>();
+const firedEntries = new Set<string>();
+beforeAll(() => {
+  rowTracer.row = (r) => firedRows.add(r);
+  rowTracer.entry = (r, target) => firedEntries.add(`${r.action.name} into ${target}`);
+});
+afterAll(() => {
+  rowTracer.row = null;
+  rowTracer.entry = null;
+});
 
 const T0 = '2026-01-01T00:00:00.000Z';
 const at = (n: number) => new Date(Date.parse(T0) + n * 1000).toISOString();
@@ -167,7 +184,7 @@ describe('transition table', () => {
 
   test.each(cases.filter((c) => c.targets.length > 0))('$state accepts $type', ({ state, type, targets }) => {
     // PAUSED keeps TIMEOUT for runs begun before `real-providers`, whose clock runs on while paused.
-    const s = state === AgentState.PAUSED && type === 'TIMEOUT' ? { ...snapshotIn(state), features: { noProgressGuard: true, realProviders: false, conversationChain: true, wrapUp: true, approvalNotes: true, unknownToolsUncounted: true } } : snapshotIn(state);
+    const s = state === AgentState.PAUSED && type === 'TIMEOUT' ? { ...snapshotIn(state), machineVersion: versionBefore('realProviders') } : snapshotIn(state);
     const r = transition({ ...s, pauseRequested: type === 'PAUSE' ? false : s.pauseRequested }, sampleEvent(type), at(1));
     expect(r.ok).toBe(true);
     if (!r.ok) return;
@@ -321,7 +338,7 @@ describe('a run through the machine', () => {
     expect(s.phase.type).toBe('FAILED');
     expect(s.reason).toBe('no progress: the critic asked for another attempt 4 times in a row (last: retry, still wrong)');
     // Runs started before the guard existed (no patch marker) keep going until maxLoops.
-    let old = run({ ...judged(), features: { noProgressGuard: false, realProviders: true, conversationChain: true, wrapUp: true, approvalNotes: true, unknownToolsUncounted: true } }, { type: 'START' });
+    let old = run({ ...judged(), machineVersion: versionBefore('noProgressGuard') }, { type: 'START' });
     for (let i = 1; i <= 5; i++) old = attempt(old);
     expect(old.phase.type).toBe('STREAMING');
   });
@@ -607,7 +624,7 @@ describe('an interrupting message', () => {
 
   test('is refused by a closed conversation and by runs begun before interrupts', () => {
     expect(transition(completed(0), { type: 'INTERRUPT', text: 'more' }, at(1))).toEqual({ ok: false, error: 'the conversation is closed' });
-    const old = { ...streaming('x'), features: { ...snapshot().features, interrupt: undefined } };
+    const old = { ...streaming('x'), machineVersion: versionBefore('interrupt') };
     expect(transition(old, { type: 'INTERRUPT', text: 'more' }, at(1))).toEqual({ ok: false, error: 'this run began before interrupting messages: send the message without interrupt' });
     // A plain message still reaches it.
     expect(step(old, { type: 'MESSAGE', text: 'more' }).snapshot.queuedMessages).toEqual(['more']);
@@ -653,7 +670,7 @@ describe('carrying on from a snapshot', () => {
 
 describe('real providers and people', () => {
   const cut = (text: string, toolCalls: ToolCall[] = []): ModelResponse => ({ ...response(text, toolCalls), finishReason: 'length' });
-  const old = (s: RunSnapshot): RunSnapshot => ({ ...s, features: { ...s.features, realProviders: false } });
+  const old = (s: RunSnapshot): RunSnapshot => ({ ...s, machineVersion: versionBefore('realProviders') });
   const HOUR = 3600;
 
   test('the working-time clock stops while a person decides and starts again with what was left', () => {
@@ -883,7 +900,7 @@ describe('a model critic on a tool step', () => {
     const rules = afterTools(snapshot());
     expect([rules.phase.type, rules.lastCritique?.reason]).toEqual(['STREAMING', '1 tool call(s) succeeded']);
     const before = judged();
-    const older = afterTools({ ...before, features: { ...before.features, toolCritique: undefined } });
+    const older = afterTools({ ...before, machineVersion: versionBefore('toolCritique') });
     expect([older.phase.type, older.lastCritique?.reason]).toEqual(['STREAMING', '1 tool call(s) succeeded']);
   });
 
@@ -965,7 +982,7 @@ describe('calls the model call ran ahead', () => {
   test('a fork runs the pending calls itself, as before: the results the original ran ahead stay with it', () => {
     const s = responded(snapshot(), [local('l1')], [{ type: 'PAUSE' }]);
     expect(s.phase).toMatchObject({ type: 'PAUSED', resumeTo: { type: 'TOOL_EXECUTING' } });
-    const forked = carryOn({ kind: 'fork', snapshot: s as never }, s.features, 'fork-1', at(50));
+    const forked = carryOn({ kind: 'fork', snapshot: s as never }, s, 'fork-1', at(50));
     expect(forked.pendingToolCalls).toEqual([local('l1')]);
     expect(ranAhead(commandsFor(step(forked, { type: 'RESUME' }).snapshot))).toEqual([['l1', undefined]]);
     expect(ranAhead(commandsFor(step(s, { type: 'RESUME' }).snapshot))).toEqual([['l1', 'ran l1']]);
@@ -979,7 +996,7 @@ describe('a fork\'s clocks', () => {
     expect(freshClocks({ ...s, phase: { type: 'AWAITING_APPROVAL', pending: [], then: { type: 'TOOL_EXECUTING' } } }, at(10))).toEqual({ deadline: null, workRemainingMs: 600_000, approvalDeadline: at(70) });
     expect(freshClocks({ ...s, phase: { type: 'PAUSED' } as Phase }, at(10))).toEqual({ deadline: null, workRemainingMs: 600_000, approvalDeadline: null });
     // Before `real-providers`, the clock ran in every state.
-    const before = { ...s, phase: { type: 'PAUSED', resumeTo: { type: 'STREAMING' } } as Phase, features: { noProgressGuard: true, realProviders: false, conversationChain: true, wrapUp: true, approvalNotes: true, unknownToolsUncounted: true } };
+    const before = { ...s, phase: { type: 'PAUSED', resumeTo: { type: 'STREAMING' } } as Phase, machineVersion: versionBefore('realProviders') };
     expect(freshClocks(before, at(10))).toEqual({ deadline: at(610), workRemainingMs: null, approvalDeadline: null });
   });
 });
@@ -1012,7 +1029,7 @@ describe('the conversation chain', () => {
     expect([retried.snapshot.phase.type, retried.snapshot.step, retried.snapshot.chain]).toEqual(['STREAMING', chained.step, null]);
     expect(callOf(retried.commands)).toMatchObject({ chain: {}, messages: chained.messages, callNumber: 1 });
     // Runs begun before chaining send every message, with no chain at all.
-    const before = step({ ...snapshot(), features: { noProgressGuard: true, realProviders: true, conversationChain: false, wrapUp: false, approvalNotes: false, unknownToolsUncounted: false } }, { type: 'START' });
+    const before = step({ ...snapshot(), machineVersion: versionBefore('wrapUp'), features: { conversationChain: false } }, { type: 'START' });
     expect(callOf(before.commands)).not.toHaveProperty('chain');
   });
 
@@ -1029,11 +1046,23 @@ describe('the conversation chain', () => {
 describe('snapshots of version 1 (runs begun before the phase)', () => {
   const fixture = (name: string) => JSON.parse(readFileSync(path.join(__dirname, 'fixtures/snapshots', `v1-${name}.json`), 'utf8')) as SnapshotV1;
 
+  test('a snapshot from before machine versions gets the version of the newest patch result it carried', () => {
+    const { machineVersion: _dropped, ...current } = snapshot();
+    const carried = (features: Record<string, boolean | undefined>) => loadSnapshot({ ...current, features } as unknown as RunSnapshot);
+    const upToInterrupt = { noProgressGuard: true, realProviders: true, conversationChain: true, wrapUp: true, approvalNotes: true, unknownToolsUncounted: true, modelFallback: true, interrupt: true };
+    expect([carried(upToInterrupt).machineVersion, carried(upToInterrupt).features]).toEqual([versionBefore('toolCritique'), { conversationChain: true }]);
+    // A run recorded without model-fallback but with interrupts gets the version that has interrupts.
+    expect(carried({ ...upToInterrupt, modelFallback: undefined }).machineVersion).toBe(versionBefore('toolCritique'));
+    expect(carried({ noProgressGuard: false, realProviders: false, conversationChain: false }).machineVersion).toBe(1);
+    expect(loadSnapshot({ ...current, machineVersion: 4 }).machineVersion).toBe(4);
+  });
+
   test('load with their state and its data as the phase, and carry on', () => {
     const paused = loadSnapshot(fixture('paused'));
     expect([paused.schemaVersion, paused.phase]).toEqual([2, { type: 'PAUSED', resumeTo: { type: 'TOOL_EXECUTING' } }]);
     expect(paused).not.toHaveProperty('resumeTo');
-    expect(paused.features).toEqual({ noProgressGuard: true, realProviders: true, conversationChain: false, wrapUp: false, approvalNotes: false, unknownToolsUncounted: false });
+    // Its patch results name its machine version: that of runs begun before wrap-up.
+    expect([paused.machineVersion, paused.features]).toEqual([versionBefore('wrapUp'), { conversationChain: false }]);
     const resumed = step(paused, { type: 'RESUME' });
     expect(work(resumed.commands)).toEqual([{ type: 'runTools', calls: [expect.objectContaining({ id: 'call_l1', name: 'listFiles' })] }]);
 
@@ -1066,7 +1095,9 @@ describe('stored snapshots: each version is validated, then migrated', () => {
     const loaded = loadSnapshot(v2);
     expect(loaded).toMatchObject({ approvalReminderDue: null, approvalReminder: null, pausedDeadline: null, quotaWait: null, toolLog: [], approvalNote: null, wrapUpSent: false, chain: null });
     expect([loaded.limits.wrapUpAt, loaded.limits.onLimit]).toEqual([1, 'fail']);
-    expect(loaded.features).toEqual({ noProgressGuard: true, realProviders: true, conversationChain: false, wrapUp: false, approvalNotes: false, unknownToolsUncounted: false });
+    // The stored patch results (noProgressGuard and realProviders on, the rest before their patches) name the machine version.
+    expect(loaded.features).toEqual({ conversationChain: false });
+    expect(loaded.machineVersion).toBe(versionBefore('wrapUp'));
     // A snapshot that has them keeps its own values.
     const current = snapshotIn(AgentState.AWAITING_APPROVAL);
     expect(loadSnapshot({ ...current, limits: { ...current.limits, wrapUpAt: 0.5 } }).limits.wrapUpAt).toBe(0.5);
@@ -1145,9 +1176,9 @@ describe('wrapping up near a limit', () => {
   });
 
   test('tool calls count too; wrapUpAt 1 and runs begun before never tell', () => {
-    const tooling = (input: Partial<AgentRunInput>, features?: Partial<RunSnapshot['features']>) => {
+    const tooling = (input: Partial<AgentRunInput>, machineVersion?: number) => {
       const base = snapshot(input);
-      let s = run({ ...base, features: { ...base.features, ...features } }, { type: 'START' });
+      let s = run({ ...base, machineVersion: machineVersion ?? base.machineVersion }, { type: 'START' });
       for (let i = 1; i <= 4; i++) {
         s = run(s, { type: 'MODEL_RESPONDED', response: response('', [call(`c${i}`, 'readFile', { path: `${i}.txt` })]) });
         s = run(s, { type: 'TOOLS_DONE', results: [{ toolCallId: `c${i}`, name: 'readFile', ok: true, content: 'x' }] });
@@ -1156,7 +1187,7 @@ describe('wrapping up near a limit', () => {
     };
     expect(notes(tooling({ limits: { maxToolCalls: 5 } })).map((m) => m.content)).toEqual([wrapUpNote('4 of at most 5 tool calls are used')]);
     expect(notes(tooling({ limits: { maxToolCalls: 5, wrapUpAt: 1 } }))).toEqual([]);
-    expect(notes(tooling({ limits: { maxToolCalls: 5 } }, { wrapUp: false }))).toEqual([]);
+    expect(notes(tooling({ limits: { maxToolCalls: 5 } }, versionBefore('wrapUp')))).toEqual([]);
   });
 });
 
@@ -1198,7 +1229,7 @@ describe('approving with edited arguments', () => {
   });
 
   test('runs begun before approval notes keep the note in the tool message, and drop an approval\'s feedback', () => {
-    const s = { ...waiting(), features: { ...waiting().features, approvalNotes: false } };
+    const s = { ...waiting(), machineVersion: versionBefore('approvalNotes') };
     const r = step(s, { type: 'APPROVAL', toolCallId: 'w1', approved: true, feedback: 'use b.txt', arguments: { path: 'b.txt', content: 'mine' } });
     const done = step(r.snapshot, { type: 'TOOLS_DONE', results: [{ toolCallId: 'w1', name: 'writeFile', ok: true, content: 'wrote 4 bytes to b.txt' }] }).snapshot;
     const edited = JSON.stringify({ path: 'b.txt', content: 'mine' });
@@ -1226,9 +1257,9 @@ describe('approving with edited arguments', () => {
 
 describe("a person's decisions reach the model in one user message after the turn's tool results", () => {
   const calls = [call('w1', 'writeFile', { path: 'x', content: '1' }), call('w2', 'writeFile', { path: 'y', content: '2' })];
-  const decide = (decisions: Array<Omit<Extract<AgentEvent, { type: 'APPROVAL' }>, 'type'>>, features: Partial<RunSnapshot['features']> = {}) => {
+  const decide = (decisions: Array<Omit<Extract<AgentEvent, { type: 'APPROVAL' }>, 'type'>>, machineVersion?: number) => {
     const base = snapshot({ approval: { tools: ['writeFile'] } });
-    let s = run({ ...base, features: { ...base.features, ...features } }, { type: 'START' }, { type: 'MODEL_RESPONDED', response: response('', calls) });
+    let s = run({ ...base, machineVersion: machineVersion ?? base.machineVersion }, { type: 'START' }, { type: 'MODEL_RESPONDED', response: response('', calls) });
     s = run(s, ...decisions.map((d): AgentEvent => ({ type: 'APPROVAL', ...d })));
     const ran = s.pendingToolCalls.filter((c) => !s.presetResults.some((r) => r.toolCallId === c.id));
     return run(s, { type: 'TOOLS_DONE', results: ran.map((c) => ({ toolCallId: c.id, name: c.name, ok: true, content: `out ${c.id}` })) }).messages;
@@ -1258,7 +1289,7 @@ describe("a person's decisions reach the model in one user message after the tur
   });
 
   test('runs begun before approval notes: a rejection carries its feedback, an approval drops it', () => {
-    const messages = decide([{ toolCallId: 'w1', approved: true, feedback: 'ok' }, { toolCallId: 'w2', approved: false, feedback: 'not y' }], { approvalNotes: false });
+    const messages = decide([{ toolCallId: 'w1', approved: true, feedback: 'ok' }, { toolCallId: 'w2', approved: false, feedback: 'not y' }], versionBefore('approvalNotes'));
     expect(tools(messages)).toEqual(['out w1', 'The user rejected this call: not y']);
     expect(messages.at(-1)?.role).toBe('tool');
   });
@@ -1275,9 +1306,9 @@ describe("a person's decisions reach the model in one user message after the tur
 });
 
 describe('a model call the worker refuses for unknown tools', () => {
-  const refused = (features: Partial<RunSnapshot['features']> = {}) => {
+  const refused = (machineVersion?: number) => {
     const base = snapshot();
-    const started = run({ ...base, features: { ...base.features, ...features } }, { type: 'START' });
+    const started = run({ ...base, machineVersion: machineVersion ?? base.machineVersion }, { type: 'START' });
     expect(started.loops).toBe(1);
     return run(started, { type: 'UNKNOWN_TOOLS', error: 'unknown tools: bogus; this worker has: readFile' });
   };
@@ -1290,7 +1321,7 @@ describe('a model call the worker refuses for unknown tools', () => {
   });
 
   test('in runs begun before the change, counts as a failed model call', () => {
-    const s = refused({ unknownToolsUncounted: false });
+    const s = refused(versionBefore('unknownToolsUncounted'));
     expect([s.loops, s.reason]).toEqual([1, 'model call failed: unknown tools: bogus; this worker has: readFile']);
   });
 });
@@ -1346,5 +1377,73 @@ describe("the Temporal UI's current details count what happened", () => {
     ['refused for bad input: no limits', () => run(snapshot(), { type: 'INVALID_INPUT', error: 'prompt: empty' }), 'step 1, model calls 0, loops 0, tool calls 0, tokens 0 (input refused: no limits applied)'],
   ])('%s', (_name, make, expected) => {
     expect(counts(make())).toBe(expected);
+  });
+});
+
+// Last in this file: the tests above are the scripted sequences and table-driven snapshots that walk the table.
+describe('the table', () => {
+  const label = (state: string, r: (typeof ROWS)[AgentState][number]) => `${state} ${r.event} [${r.guard?.name ?? 'else'}] -> ${typeof r.target === 'string' ? r.target : r.target.join('|')} (${r.action.name})`;
+
+  /** Ways a state's snapshot differs, combined: each row's guard must hold in one of them (or in a test above). */
+  const variants: Array<Array<(s: RunSnapshot) => RunSnapshot>> = [
+    [(s) => s, (s) => ({ ...s, pauseRequested: !s.pauseRequested, ...(s.phase.type === 'COMPLETED' ? { phase: { type: 'COMPLETED', conversationOpen: false } } : {}) })],
+    [(s) => s, (s) => ({ ...s, machineVersion: 1 }), (s) => ({ ...s, machineVersion: versionBefore('interrupt') })],
+    [(s) => s, (s) => ({ ...s, deadline: null }), (s) => ({ ...s, deadline: at(300) }), (s) => ({ ...s, deadline: null, approvalDeadline: null })],
+    [(s) => s, (s) => ({ ...s, quotaWait: { queuedAt: 1, since: at(0), expectedAt: at(5), position: 1 } })],
+    [(s) => s, (s) => ({ ...s, overflowsInARow: 2, setbacksInARow: 10, options: { ...s.options, fallbackModels: ['b'] } })],
+    [(s) => s, (s) => ({ ...s, queuedMessages: ['m'] })],
+    [
+      (s) => s,
+      (s) => ({ ...s, lastToolResults: [{ toolCallId: 'r', name: 'readFile', ok: true, content: 'x' }] }),
+      (s) => ({ ...s, failuresInARow: 2, lastToolResults: [{ toolCallId: 'r', name: 'readFile', ok: false, content: 'x' }] }),
+      (s) => ({ ...s, messages: [...s.messages, { role: 'assistant', content: 'the answer' }] }),
+    ],
+  ];
+  const combos = variants.reduce<Array<(s: RunSnapshot) => RunSnapshot>>((acc, list) => acc.flatMap((f) => list.map((g) => (s: RunSnapshot) => g(f(s)))), [(s) => s]);
+
+  test('every row of every state is reached, by a test in this file or from a variant of its state, and leads where it says', () => {
+    const missed: string[] = [];
+    for (const state of STATES) {
+      for (const r of ROWS[state].filter((x) => !firedRows.has(x))) {
+        const event = sampleEvent(r.event);
+        const found = combos.map((f) => f(snapshotIn(state))).find((s) => matchRow(s, event, at(1)) === r);
+        if (!found) {
+          missed.push(label(state, r));
+          continue;
+        }
+        const result = transition(found, event, at(1));
+        if (r.target === 'rejected') expect(result.ok).toBe(false);
+        else expect(result.ok).toBe(true);
+      }
+    }
+    expect(missed).toEqual([]);
+  });
+
+  // The way into a model step detours the same for PLANNING as for STREAMING (which the tests above take).
+  const intoPlanning = (input: Partial<AgentRunInput>, extra: Partial<RunSnapshot> = {}) => step({ ...snapshot({ plan: true, ...input }), ...extra }, { type: 'START' }).snapshot;
+  test.each<[string, () => RunSnapshot, AgentState]>([
+    ['the loop limit mid-answer ends it truncated', () => intoPlanning({}, { limits: { ...snapshot().limits, maxLoops: 0 }, continuations: 1 }), AgentState.COMPLETED],
+    ['the loop limit fails the run', () => intoPlanning({}, { limits: { ...snapshot().limits, maxLoops: 0 } }), AgentState.FAILED],
+    ['the loop limit with onLimit complete completes it', () => intoPlanning({}, { limits: { ...snapshot().limits, maxLoops: 0, onLimit: 'complete' } }), AgentState.COMPLETED],
+    ['an approvable budget asks', () => intoPlanning({ budget: { maxTokens: 1, onExceed: 'approve' } }), AgentState.AWAITING_APPROVAL],
+    ['a budget fails the run', () => intoPlanning({ budget: { maxTokens: 1 } }), AgentState.FAILED],
+    ['a request too large compacts first', () => intoPlanning({ contextWindowTokens: 256 }, { messages: [...snapshot().messages, { role: 'assistant', content: 'x'.repeat(4000) }, { role: 'user', content: 'go on' }] }), AgentState.COMPACTING],
+  ])('on the way into PLANNING: %s', (_name, make, state) => {
+    expect(make().phase.type).toBe(state);
+  });
+
+  test('every entry row is reached for every state it guards', () => {
+    const missed = ENTRY_ROWS.flatMap((r) => r.guards.map((state) => `${r.action.name} into ${state}`)).filter((k) => !firedEntries.has(k));
+    expect(missed).toEqual([]);
+  });
+
+  test('within a state, no row for an event follows one without a guard (it could never fire)', () => {
+    for (const state of STATES) {
+      const events = new Set(ROWS[state].map((r) => r.event));
+      for (const event of events) {
+        const rows = ROWS[state].filter((r) => r.event === event);
+        expect([state, event, rows.findIndex((r) => r.guard === null)]).toEqual([state, event, rows.length - 1]);
+      }
+    }
   });
 });

@@ -9,7 +9,7 @@ import type { ModelResponse } from '../src/common/chat';
 import { ModelErrorType } from '../src/common/failures';
 import { parseAgentRunInput, type AgentRunInput } from '../src/common/input';
 import { llmSettings } from '../src/config';
-import { modelFailure, transition, type AgentEvent } from '../src/workflows/machine';
+import { modelFailure, transition, versionBefore, type AgentEvent } from '../src/workflows/machine';
 import { initialSnapshot, type RunSnapshot } from '../src/workflows/snapshot';
 import { publicView, runResult } from '../src/workflows/view';
 
@@ -74,7 +74,7 @@ describe('MODEL_UNAVAILABLE', () => {
 
   test('in a run begun before model-fallback, the run fails as before', () => {
     const s = step(snapshot({ fallbackModels: ['b'] }), { type: 'START' });
-    const old = step({ ...s, features: { ...s.features, modelFallback: false } }, { type: 'MODEL_UNAVAILABLE', error: 'gone' });
+    const old = step({ ...s, machineVersion: versionBefore('modelFallback') }, { type: 'MODEL_UNAVAILABLE', error: 'gone' });
     expect(old.phase.type).toBe('FAILED');
     expect(old.reason).toBe('model call failed: gone');
   });

@@ -5,6 +5,8 @@ import { historyFromJSON } from '@temporalio/common/lib/proto-utils';
 import { Worker } from '@temporalio/worker';
 import { quietRuntime, workflowBundle } from './support/agent-harness';
 import { streamSinks } from '../src/stream/sinks';
+import { readPatches } from '../src/workflows/patches';
+import { LATEST_MACHINE_VERSION, versionOfPatches } from '../src/workflows/machine';
 
 // Histories of older workflow versions stay in subfolders: runs started then must still replay.
 const DIR = path.join(__dirname, 'histories');
@@ -14,6 +16,25 @@ beforeAll(() => quietRuntime());
 
 test('there are recorded histories to replay', () => {
   expect(files.length).toBeGreaterThanOrEqual(6);
+});
+
+/** The patch markers a recorded history holds: `patched()` answers true in its replay exactly for these. */
+function markers(history: { events?: Array<{ markerRecordedEventAttributes?: { markerName?: string; details?: Record<string, { payloads?: Array<{ data?: string }> }> } }> }): Set<string> {
+  const ids = new Set<string>();
+  for (const e of history.events ?? []) {
+    const m = e.markerRecordedEventAttributes;
+    const data = m?.markerName === 'core_patch' ? m.details?.['patch-data']?.payloads?.[0]?.data : undefined;
+    if (data) ids.add((JSON.parse(Buffer.from(data, 'base64').toString()) as { id: string }).id);
+  }
+  return ids;
+}
+
+test('every machine version is the one some recorded history replays with', () => {
+  const versions = files.map((file) => {
+    const recorded = markers(JSON.parse(readFileSync(path.join(DIR, file), 'utf8')));
+    return versionOfPatches(readPatches((id) => recorded.has(id)));
+  });
+  expect([...new Set(versions)].sort((a, b) => a - b)).toEqual(Array.from({ length: LATEST_MACHINE_VERSION }, (_, i) => i + 1));
 });
 
 test.each(files)('%s replays without nondeterminism', async (file) => {

@@ -114,6 +114,9 @@ uiTest('a run started from the form: input, conversation, machine, activities an
     await page.locator('#machine g.node-current[data-state="AWAITING_APPROVAL"]').waitFor();
     const drawn = await page.locator('#machine path[data-edge]').evaluateAll((paths) => paths.map((p) => p.getAttribute('data-edge')!).sort());
     expect(drawn).toEqual(tableEdges());
+    // Each edge names its rows (event and guard), from /v1/machine's rows.
+    const approvalEdge = await page.locator('#machine path[data-edge="PROCESSING>AWAITING_APPROVAL"]').getAttribute('data-rows');
+    expect(approvalEdge?.split('; ')).toContain('PROCESS [needsApproval]');
     const taken = await page.locator('#machine path.edge-taken').evaluateAll((paths) => paths.map((p) => p.getAttribute('data-edge')));
     const path = state.transitions.filter((t) => t.from !== t.to).map((t) => `${t.from}>${t.to}`);
     expect(new Set(taken)).toEqual(new Set(path));

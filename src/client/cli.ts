@@ -25,6 +25,13 @@ import { registerSearchAttributes, REQUIRED_SEARCH_ATTRIBUTES } from '../search-
 import { formatDiff } from './time-travel';
 import { AgentState } from '../common/states';
 import type { PendingApproval } from '../common/view';
+import { TABLE_EDGES } from '../workflows/machine';
+import { GRAPH_FORMATS, machineGraph, type GraphFormat } from '../workflows/machine/graph';
+
+function graphFormat(value: string): GraphFormat {
+  if (!(GRAPH_FORMATS as readonly string[]).includes(value)) throw new InvalidArgumentError(`expected one of ${GRAPH_FORMATS.join(', ')}`);
+  return value as GraphFormat;
+}
 
 /** What the CLI needs from the outside world; tests replace it. */
 export interface CliDeps {
@@ -264,6 +271,14 @@ function buildProgram(deps: CliDeps, state: { exitCode: number }): Command {
       const runs = await withClient((client) => client.list({ state: o.state, limit: o.limit }));
       if (o.json) printJson(runs);
       else print(formatList(runs, o.state));
+    });
+
+  command('graph', "print the state machine from its table (the workflow's own rows): each edge an event with its guard")
+    .option('--format <format>', `mermaid (a stateDiagram-v2) or dot (Graphviz); --json prints the edges (default mermaid)`, graphFormat, 'mermaid' as GraphFormat)
+    .option('--no-self-loops', 'leave out the rows that keep the state (requests recorded, messages queued)')
+    .action((o: JsonOption & { format: GraphFormat; selfLoops: boolean }) => {
+      if (o.json) printJson({ initial: AgentState.IDLE, edges: TABLE_EDGES.filter((e) => o.selfLoops || e.from !== e.to) });
+      else out(machineGraph(o.format, { selfLoops: o.selfLoops }));
     });
 
   /** Follows a run to its end; the exit code is 1 when it failed. */

@@ -415,8 +415,34 @@ function buildDocument(): Json {
       '/v1/machine': {
         get: {
           operationId: 'getMachine',
-          summary: 'The state machine\'s transition table: for each state, the events it accepts and the states each may lead to',
-          responses: { '200': ok('The table.', { type: 'object', required: ['initial', 'terminal', 'transitions'], properties: { initial: { type: 'string' }, terminal: { type: 'array', items: { type: 'string' } }, transitions: { type: 'object' } } }), ...errors(401) },
+          summary: 'The state machine\'s table: its rows (event, guard, target) and, for each state, the events it accepts and the states each may lead to',
+          responses: {
+            '200': ok('The table.', {
+              type: 'object',
+              required: ['initial', 'terminal', 'transitions', 'rows'],
+              properties: {
+                initial: { type: 'string' },
+                terminal: { type: 'array', items: { type: 'string' } },
+                transitions: { type: 'object', description: 'For each state, the events it accepts and the states each may lead to (derived from `rows`).' },
+                rows: {
+                  type: 'array',
+                  description: "Each edge of the machine's rows, in the order the machine tries them: the first row whose guard holds wins.",
+                  items: {
+                    type: 'object',
+                    required: ['from', 'event', 'guard', 'to'],
+                    properties: {
+                      from: { type: 'string' },
+                      event: { type: 'string' },
+                      guard: { type: ['string', 'null'], description: 'The named guard of the row; null: the row always matches.' },
+                      to: { type: 'string' },
+                      via: { type: 'string', description: 'The entry row (a model step\'s limit, budget, pause or compaction) this edge detours through.' },
+                    },
+                  },
+                },
+              },
+            }),
+            ...errors(401),
+          },
         },
       },
       '/v1/runs/{id}/activities': {

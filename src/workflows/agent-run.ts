@@ -21,7 +21,7 @@ import { isTerminal } from '../common/states';
 import { CANCELLED, createEffects } from './effects';
 import { setRunHandlers, setRunQueries } from './handlers';
 import { namesAgent, withAgent } from './start-input';
-import { awaitsMessage, isRunning, recordRejection, resumeAt, transition, type AgentCommand, type AgentEvent, type WorkCommand } from './machine';
+import { awaitsMessage, isRunning, recordRejection, resumeAt, transition, versionOfPatches, type AgentCommand, type AgentEvent, type WorkCommand } from './machine';
 import { recordStateDuration } from './metrics';
 import { Patch, readPatches } from './patches';
 import { createPublisher } from './publisher';
@@ -45,24 +45,14 @@ export async function agentRun(rawInput: unknown): Promise<AgentRunResult> {
   const input = namesAgent(rawInput) ? await withAgent(rawInput) : parsed;
   if (input !== parsed) snapshot = base = input.ok ? initialSnapshot(input.value, now()) : blankSnapshot(now());
   const patches = readPatches();
-  const { noProgressGuard, realProviders, conversationChain, wrapUp, approvalNotes, unknownToolsUncounted, modelFallback, interrupt, toolCritique, parallelAgents } = patches;
-  snapshot.features = {
-    noProgressGuard,
-    realProviders,
-    conversationChain,
-    wrapUp,
-    approvalNotes,
-    unknownToolsUncounted,
-    modelFallback,
-    ...(interrupt ? { interrupt } : {}),
-    ...(toolCritique ? { toolCritique } : {}),
-    ...(parallelAgents ? { parallelAgents } : {}),
-  };
+  const { parallelAgents } = patches;
+  // The machine's behaviour is its version's, chosen here once from the patches; chaining is the workflow's own.
+  snapshot = { ...snapshot, machineVersion: versionOfPatches(patches), features: { conversationChain: patches.conversationChain } };
   if (parallelAgents) snapshot.workflowId = workflowInfo().workflowId;
   const effects = createEffects(patches.lean, patches.inlineLocalTools);
   const publisher = createPublisher(patches.lean, patches.stateMemo);
   let live = createStreamPublisher();
-  const timer = createRunTimer(snapshot.features.realProviders, () => dispatch({ type: 'TIMEOUT' }, true));
+  const timer = createRunTimer(patches.realProviders, () => dispatch({ type: 'TIMEOUT' }, true));
   const queue: WorkCommand[] = [];
 
   /** Apply an event. External events (signals, updates, the timer) may be refused; the outcomes of work never are. */
@@ -119,7 +109,7 @@ export async function agentRun(rawInput: unknown): Promise<AgentRunResult> {
   const carriedDeadline = resume?.kind === 'continue' ? carried!.deadline : null;
   timer.started(carriedDeadline !== null ? Math.max(0, Date.parse(carriedDeadline) - Date.now()) : snapshot.limits.timeoutMs);
   if (resume) {
-    const carriedOn = carryOn(resume, snapshot.features, workflowInfo().workflowId, now());
+    const carriedOn = carryOn(resume, snapshot, workflowInfo().workflowId, now());
     // A fork starts its own children: their ids begin with its own id.
     const resumed = resumeAt(parallelAgents ? { ...carriedOn, workflowId: workflowInfo().workflowId } : carriedOn, now());
     // A continued run's stream already has what it carries; a fork's stream is new.

@@ -5,6 +5,7 @@
  */
 import { AgentState, isTerminal } from '../common/states';
 import type { RunSnapshot } from './snapshot';
+import { machineDefinition } from './machine/versions';
 
 const S = AgentState;
 type Clocks = Pick<RunSnapshot, 'deadline' | 'workRemainingMs' | 'approvalDeadline'> & Partial<Pick<RunSnapshot, 'approvalReminderDue' | 'approvalReminder' | 'pausedDeadline'>>;
@@ -52,15 +53,28 @@ function waitClocks(s: RunSnapshot, to: AgentState, now: string): Partial<Clocks
  */
 export function freshClocks(s: RunSnapshot, now: string): Clocks {
   const running = { deadline: addMs(now, s.limits.timeoutMs), workRemainingMs: null, approvalDeadline: null };
-  if (!s.features.realProviders) return running;
-  return clocks({ ...s, ...running, phase: { type: S.IDLE } }, s.phase.type, now);
+  return CLOCKS[machineDefinition(s.machineVersion).clocks].fresh(s, running, now);
 }
 
+/** When the run's timer must fire: the earliest of its clocks (working time, an approval wait). */
+const earliestClock = (s: RunSnapshot): string | null =>
+  [s.deadline, s.approvalDeadline, s.approvalReminderDue, s.pausedDeadline].filter((d): d is string => d != null).sort()[0] ?? null;
+
 /**
- * When the run's timer must fire: the earliest of its clocks (working time, an approval wait). Runs begun before
- * `real-providers` keep the workflow's own timer instead (null here).
+ * What each machine version's clocks do. `workflowTimer` (versions before working time): one deadline, which the
+ * workflow's own timer keeps; state changes move no clock and the machine sets no timer (null).
  */
-export function timerDue(s: RunSnapshot): string | null {
-  if (!s.features.realProviders) return null;
-  return [s.deadline, s.approvalDeadline, s.approvalReminderDue, s.pausedDeadline].filter((d): d is string => d != null).sort()[0] ?? null;
-}
+const CLOCKS = {
+  workflowTimer: { moved: () => ({}), fresh: (_s: RunSnapshot, running: Clocks) => running, due: () => null },
+  workingTime: {
+    moved: clocks,
+    fresh: (s: RunSnapshot, running: Clocks, now: string) => clocks({ ...s, ...running, phase: { type: S.IDLE } }, s.phase.type, now),
+    due: earliestClock,
+  },
+} as const;
+
+/** The clocks across a state change, as the run's machine version keeps them. */
+export const movedClocks = (s: RunSnapshot, to: AgentState, now: string): Partial<Clocks> => CLOCKS[machineDefinition(s.machineVersion).clocks].moved(s, to, now);
+
+/** When the run's timer must fire; null: no timer (or the workflow's own, in versions that keep one). */
+export const timerDue = (s: RunSnapshot): string | null => CLOCKS[machineDefinition(s.machineVersion).clocks].due(s);

@@ -1,6 +1,7 @@
 import { approvalCovers } from '../common/approval';
 import type { ToolCall } from '../common/chat';
 import type { RunSnapshot } from './snapshot';
+import { machineDefinition } from './machine/versions';
 
 /** The run has made as many model calls as its `maxLoops` allows. */
 export const isLoopLimitReached = (s: RunSnapshot): boolean => s.loops >= s.limits.maxLoops;
@@ -69,7 +70,13 @@ export const describeRepetition = (r: Repetition): string =>
     : `the cycle ${r.unit.join(' -> ')} repeated ${r.times} times`;
 
 /** The critic has asked for another attempt more often in a row than `maxRepeats` allows: the run is not progressing. */
-export const isStuckInSetbacks = (s: RunSnapshot): boolean => s.features.noProgressGuard && s.setbacksInARow > s.limits.maxRepeats;
+const stuckInSetbacks = (s: RunSnapshot): boolean => s.setbacksInARow > s.limits.maxRepeats;
+
+/** Setbacks end the run only in machine versions that have the guard (`setbacks: 'endWhenStuck'`). */
+const SETBACKS = { unlimited: () => false, endWhenStuck: stuckInSetbacks } as const;
+
+/** The run is stuck in setbacks, as its machine version judges it. */
+export const isStuckInSetbacks = (s: RunSnapshot): boolean => SETBACKS[machineDefinition(s.machineVersion).setbacks](s);
 
 /**
  * The limit the next model call comes close to (`limits.wrapUpAt` of it), in words, or null: the model is then told

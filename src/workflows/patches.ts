@@ -3,7 +3,7 @@
  * when a run starts, so that runs begun before the change replay with the behaviour they had. How a patch is retired:
  * README, "Tests".
  */
-import { patched } from '@temporalio/workflow';
+import { patched as workflowPatched } from '@temporalio/workflow';
 
 /** Every patch of `agentRun`, by name. */
 export const Patch = {
@@ -75,17 +75,18 @@ export interface RunPatches {
   continueAsNew: boolean | undefined;
 }
 
-export function readPatches(): RunPatches {
+/** `patched`: Temporal's in a workflow; a test passes the markers a recorded history holds. */
+export function readPatches(patched: (id: string) => boolean = workflowPatched): RunPatches {
   // Asked first in runs of model-fallback, then the dated ones, then interrupt-2026-12, model-critic-tools and
   // parallel-agents: the order the runs that recorded these markers asked for them (each asks only those it knows).
   const modelFallback = patched(Patch.ModelFallback);
-  const dated = readDatedPatches();
+  const dated = readDatedPatches(patched);
   const interrupt = patched(Patch.Interrupt);
   const toolCritique = patched(Patch.ToolCritique);
   return { ...dated, modelFallback, interrupt, toolCritique, parallelAgents: patched(Patch.ParallelAgents) };
 }
 
-function readDatedPatches(): Omit<RunPatches, 'modelFallback' | 'interrupt' | 'toolCritique' | 'parallelAgents'> {
+function readDatedPatches(patched: (id: string) => boolean): Omit<RunPatches, 'modelFallback' | 'interrupt' | 'toolCritique' | 'parallelAgents'> {
   const all2026_11 = { noProgressGuard: true, realProviders: true, lean: true, inlineLocalTools: true, conversationChain: true, wrapUp: true, stateMemo: true, continueAsNew: true };
   if (patched(Patch.AllOf2026_12)) return { ...all2026_11, approvalNotes: true, unknownToolsUncounted: true };
   if (patched(Patch.AllOf2026_11)) return { ...all2026_11, approvalNotes: false, unknownToolsUncounted: false };

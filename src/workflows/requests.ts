@@ -1,13 +1,14 @@
 /** Activity inputs built from the snapshot: pure, so the workflow stays a thin interpreter. */
 import type { CompactionRequest, CritiqueRequest, ModelRequest, ToolCall } from '../common/chat';
 import type { RunSnapshot } from './snapshot';
+import { machineDefinition } from './machine/versions';
 import { AgentState } from '../common/states';
 
 export const PLAN_INSTRUCTION =
   'Before acting, write a short numbered plan (at most 6 steps) for the task above. Do not call tools now; reply with the plan only.';
 
 export function modelRequest(s: RunSnapshot, purpose: 'plan' | 'respond', callNumber: number): ModelRequest {
-  const extra = { ...(s.features.realProviders ? providerLimits(s) : {}), ...quotaPlace(s) };
+  const extra = { ...REQUEST_LIMITS[machineDefinition(s.machineVersion).modelRequest](s), ...quotaPlace(s) };
   if (purpose === 'plan') {
     return {
       purpose,
@@ -20,6 +21,9 @@ export function modelRequest(s: RunSnapshot, purpose: 'plan' | 'respond', callNu
   }
   return { purpose, callNumber, model: s.options.model, messages: s.messages, tools: s.options.tools, ...extra };
 }
+
+/** What a model request says of the run's limits, by machine version: nothing, or `providerLimits`. */
+const REQUEST_LIMITS = { plain: () => ({}), providerLimits: (s: RunSnapshot) => providerLimits(s) } as const;
 
 /** The call's place in the fleet's provider budget: where it waits already, and the run's priority. */
 function quotaPlace(s: RunSnapshot): Pick<ModelRequest, 'quota'> {

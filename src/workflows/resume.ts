@@ -29,21 +29,23 @@ export function carriedSnapshot(resume: Resume): RunSnapshot {
 
 /**
  * The snapshot a run starts from when it carries on from another. A continued run keeps its deadline and the
- * behaviour it started with; a fork is a new run, with a fresh deadline and today's behaviour.
+ * behaviour (machine version) it started with; a fork is a new run, with a fresh deadline and this run's version.
  */
-export function carryOn(resume: Resume, features: RunSnapshot['features'], workflowId: string, now: string): RunSnapshot {
+export function carryOn(resume: Resume, run: Pick<RunSnapshot, 'features' | 'machineVersion'>, workflowId: string, now: string): RunSnapshot {
   const carried = carriedSnapshot(resume);
+  const { features, machineVersion } = run;
   const chain = { features: { ...carried.features, conversationChain: features.conversationChain }, chain: null };
   if (resume.kind === 'continue') return { ...carried, ...chain, origin: carried.origin ?? { kind: 'continue', workflowId, step: carried.step } };
   const origin = resume.origin ?? { workflowId: 'unknown', step: carried.step };
   return {
     ...carried,
     features,
+    machineVersion,
     chain: null,
     // A fork runs its pending calls itself, as it always did: the results the original's model call ran ahead stay there.
     pendingToolCalls: carried.pendingToolCalls.map(({ ranAhead: _ranAhead, ...call }) => call),
     origin: { kind: 'fork', ...origin },
-    ...freshClocks({ ...carried, features }, now),
+    ...freshClocks({ ...carried, features, machineVersion }, now),
     pauseRequested: false,
     rejectedEvents: [],
   };

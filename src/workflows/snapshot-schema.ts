@@ -45,25 +45,28 @@ export const { WorkPhaseSchema, PhaseSchema, RunSnapshotSchema, StoredSnapshotSc
     contextWindowTokens: int().optional(),
     compaction: CompactionSchema,
   });
-  const FeaturesSchema = z.object({
-    noProgressGuard: z.boolean(),
-    realProviders: z.boolean(),
-    conversationChain: z.boolean(),
-    wrapUp: z.boolean(),
-    approvalNotes: z.boolean(),
-    unknownToolsUncounted: z.boolean(),
-    modelFallback: z.boolean().optional(),
-    interrupt: z.boolean().optional(),
-    toolCritique: z.boolean().optional(),
-    parallelAgents: z.boolean().optional(),
-  });
+  const FeaturesSchema = z.object({ conversationChain: z.boolean() });
+  /** The patch results snapshots carried before `machineVersion` (absent ones were off); they name the machine version. */
+  const LegacyFeaturesSchema = z
+    .object({
+      noProgressGuard: z.boolean(),
+      realProviders: z.boolean(),
+      conversationChain: z.boolean(),
+      wrapUp: z.boolean(),
+      approvalNotes: z.boolean(),
+      unknownToolsUncounted: z.boolean(),
+      modelFallback: z.boolean(),
+      interrupt: z.boolean(),
+      toolCritique: z.boolean(),
+      parallelAgents: z.boolean(),
+    })
+    .partial();
   const timestamp = () => z.string();
 
   /** The current version (2): what `loadSnapshot` returns and every transition keeps. */
   const RunSnapshotSchema = z.object({
     schemaVersion: z.literal(2),
     /** Reserved for the machine version a run is pinned to (issue 29), set by the workflow once it exists. */
-    machineVersion: int().optional(),
     phase: PhaseSchema,
     stateSince: timestamp(),
     step: int(),
@@ -105,6 +108,7 @@ export const { WorkPhaseSchema, PhaseSchema, RunSnapshotSchema, StoredSnapshotSc
     failuresInARow: int(),
     overflowsInARow: int(),
     setbacksInARow: int(),
+    machineVersion: int().positive(),
     features: FeaturesSchema,
     workflowId: z.string().optional(),
     children: z.array(ChildOutcomeSchema).optional(),
@@ -140,7 +144,8 @@ export const { WorkPhaseSchema, PhaseSchema, RunSnapshotSchema, StoredSnapshotSc
     .extend({
       options: OptionsSchema.partial({ critiqueMinConfidence: true, compaction: true }),
       limits: LimitsSchema.extend({ wrapUpAt: z.number().optional(), onLimit: LimitsSchema.shape.onLimit.unwrap().optional() }),
-      features: FeaturesSchema.partial({ realProviders: true, conversationChain: true, wrapUp: true, approvalNotes: true, unknownToolsUncounted: true }),
+      machineVersion: int().positive().optional(),
+      features: LegacyFeaturesSchema,
     })
     .loose();
 

@@ -6,6 +6,10 @@ import type { PendingApproval, RunUsage, ToolCallRecord, TransitionRecord } from
 import type { SameType } from '../common/same-type';
 import { StoredSnapshotSchema, type PhaseSchema, type RunSnapshotSchema, type StoredSnapshotV1, type StoredSnapshotV2 } from './snapshot-schema';
 import type { z } from 'zod';
+import { LATEST_MACHINE_VERSION, type PatchResult, versionOfPatches } from './machine/versions';
+
+/** The patch results snapshots carried before `machineVersion` (absent ones were off). */
+export type LegacyFeatures = Partial<Record<PatchResult | 'conversationChain', boolean>>;
 
 /** 2: the state and the data only it has are one tagged union (`phase`); 1 loads through `loadSnapshot`. */
 export const SNAPSHOT_VERSION = 2;
@@ -57,8 +61,6 @@ export interface QuotaWaitState {
 /** Everything a run knows, as plain JSON: it survives replay and continue-as-new unchanged. */
 export interface RunSnapshot {
   schemaVersion: typeof SNAPSHOT_VERSION;
-  /** Reserved for the machine version a run is pinned to (issue 29). */
-  machineVersion?: number;
   phase: Phase;
   stateSince: string;
   /** Number of state changes so far. */
@@ -96,7 +98,7 @@ export interface RunSnapshot {
   budgetGrants: number;
   /**
    * When the run's `timeoutMs` runs out (reset by each new turn of a kept-open conversation). Null while the run waits
-   * for a person (with `features.realProviders`): the working time left is then in `workRemainingMs`.
+   * for a person (machine versions with `clocks: 'workingTime'`): the working time left is then in `workRemainingMs`.
    */
   deadline: string | null;
   /** Working time left, kept while the run waits for a person; null while the clock runs. */
@@ -155,20 +157,20 @@ export interface RunSnapshot {
   overflowsInARow: number;
   /** Critique decisions in a row that asked for another attempt (retry or replan). */
   setbacksInARow: number;
+  /** The machine version this run follows (machine/versions.ts), chosen once when it starts. */
+  machineVersion: number;
   /**
-   * Behaviour switched on by `patched()` markers, fixed when the run starts so that older runs replay unchanged.
-   * `conversationChain` is decided by each run of a continued chain for itself.
+   * The workflow's own patch results the machine passes on: `conversationChain` is decided by each run of a continued
+   * chain for itself (chain.ts). Snapshots from before `machineVersion` carry every patch result here (`LegacyFeatures`).
    */
-  /** `interrupt`: the run takes `sendMessage` with `interrupt: true` (absent in runs begun before it). */
-  /** `toolCritique`: a model critic (`critique: 'model'`) judges tool steps too; `parallelAgents`: calls of named agents start child runs under this run's budget (absent in runs begun before it). */
-  features: { noProgressGuard: boolean; realProviders: boolean; conversationChain: boolean; wrapUp: boolean; approvalNotes: boolean; unknownToolsUncounted: boolean; modelFallback?: boolean; interrupt?: boolean; toolCritique?: boolean; parallelAgents?: boolean };
-  /** This run's workflow id, set by the workflow with features.parallelAgents: its children's ids begin with it. */
+  features: { conversationChain: boolean };
+  /** This run's workflow id, set by the workflow in runs whose calls of named agents start child runs: its children's ids begin with it. */
   workflowId?: string;
   /** The child runs of named agents this run called, in the order they started; absent until the first. */
   children?: ChildOutcome[];
   /**
    * What a person decided on the calls now running (feedback, edited arguments), told to the model in one user
-   * message after their results (features.approvalNotes); null when there is nothing to tell.
+   * message after their results (`decisionsToModel: 'approvalNote'`); null when there is nothing to tell.
    */
   approvalNote: string | null;
   /** The model was told it is close to a limit (`limits.wrapUpAt`); it is told once. */
@@ -252,7 +254,8 @@ export function initialSnapshot(input: ResolvedInput, now: string): RunSnapshot 
     failuresInARow: 0,
     overflowsInARow: 0,
     setbacksInARow: 0,
-    features: { noProgressGuard: true, realProviders: true, conversationChain: true, wrapUp: true, approvalNotes: true, unknownToolsUncounted: true, modelFallback: true, interrupt: true, toolCritique: true },
+    machineVersion: LATEST_MACHINE_VERSION,
+    features: { conversationChain: true },
     approvalNote: null,
     wrapUpSent: false,
     chain: null,
@@ -340,8 +343,8 @@ function phaseOfV1(state: AgentState, resumeTo: AgentState | null, pending: Pend
  * - `options.compaction` threshold 0.8, 6 recent messages kept: the input's defaults, which those runs compacted with.
  * - `limits.wrapUpAt` 1: the model is never told to wrap up (there was no wrap-up note).
  * - `limits.onLimit` `fail`: the only way a limit ended a run.
- * - `features.realProviders`, `conversationChain`, `wrapUp`, `approvalNotes`, `unknownToolsUncounted` false: the run
- *   began before those patches, so it keeps the behaviour from before them (`noProgressGuard` was always stored).
+ * - `machineVersion`, from the patch results the snapshot carried in `features` (absent ones were off: the run began
+ *   before those patches), so it keeps the machine it had (machine/versions.ts); `features` keeps `conversationChain`.
  * - `workRemainingMs` null: the working clock ran (it did not stop for a person).
  * - `approvalDeadline`, `approvalReminderDue`, `approvalReminder`, `pausedDeadline` null: no such wait had a limit.
  * - `quotaWait` null: no fleet quota existed, so no call waited for one.
@@ -369,14 +372,9 @@ function fillAddedFields(stored: StoredSnapshotV2): RunSnapshot {
     lastFinishReason: stored.lastFinishReason ?? null,
     continuations: stored.continuations ?? 0,
     limits: { ...stored.limits, wrapUpAt: stored.limits.wrapUpAt ?? 1, onLimit: stored.limits.onLimit ?? 'fail' },
-    features: {
-      ...stored.features,
-      realProviders: stored.features.realProviders ?? false,
-      conversationChain: stored.features.conversationChain ?? false,
-      wrapUp: stored.features.wrapUp ?? false,
-      approvalNotes: stored.features.approvalNotes ?? false,
-      unknownToolsUncounted: stored.features.unknownToolsUncounted ?? false,
-    },
+    // Before machine versions, the snapshot carried the patch results the machine branched on: they name its version.
+    machineVersion: stored.machineVersion ?? versionOfPatches(stored.features),
+    features: { conversationChain: stored.features.conversationChain ?? false },
     approvalNote: stored.approvalNote ?? null,
     wrapUpSent: stored.wrapUpSent ?? false,
     toolLog: stored.toolLog ?? [],

@@ -3,14 +3,16 @@ import type { FastifyInstance } from 'fastify';
 import { WorkflowNotFoundError } from '@temporalio/client';
 import { AgentRunNotFoundError } from '../../client';
 import { TERMINAL_STATES } from '../../common/states';
-import { TRANSITIONS } from '../../workflows/machine';
+import { TABLE_EDGES, TRANSITIONS } from '../../workflows/machine';
 import type { GatewayContext } from '../context';
 import { runActivities } from '../run-activities';
 import { parseOr400, RunParamsSchema } from '../schemas';
 
 export function registerInspectRoutes(app: FastifyInstance, { agents }: GatewayContext): void {
   // The machine's own table, so that a picture of it is drawn from what the workflow runs, never from a copy.
-  app.get('/v1/machine', async () => ({ initial: 'IDLE', terminal: TERMINAL_STATES, transitions: TRANSITIONS }));
+  // `rows`: each edge with the event and the guard of the row it comes from (`via`: the entry row it detoured through).
+  const rows = TABLE_EDGES.map(({ from, event, guard, to, via }) => ({ from, event, guard, to, ...(via ? { via } : {}) }));
+  app.get('/v1/machine', async () => ({ initial: 'IDLE', terminal: TERMINAL_STATES, transitions: TRANSITIONS, rows }));
 
   app.get('/v1/runs/:id/activities', async (request) => {
     const { id } = parseOr400(RunParamsSchema, request.params, 'path');

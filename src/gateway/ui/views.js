@@ -273,6 +273,14 @@ const RunViews = (() => {
       const visited = new Set(view.transitions.flatMap((t) => [t.from, t.to]));
       const edges = new Set();
       for (const [from, events] of Object.entries(transitions)) for (const targets of Object.values(events)) for (const to of targets) if (to !== from) edges.add(`${from}>${to}`);
+      // Each edge's rows, `EVENT [guard]` (and the entry row it detoured through), from the table's own rows.
+      const rowLabels = new Map();
+      for (const r of machine.rows ?? []) {
+        const key = `${r.from}>${r.to}`;
+        const label = `${r.event}${r.guard ? ` [${r.guard}]` : ''}${r.via ? ` via ${r.via}` : ''}`;
+        if (!rowLabels.has(key)) rowLabels.set(key, []);
+        if (!rowLabels.get(key).includes(label)) rowLabels.get(key).push(label);
+      }
 
       const svg = svgEl('svg', { viewBox: `0 0 ${width} ${height}`, width, height, role: 'img', 'aria-label': 'state machine' });
       svg.append(svgEl('defs', {}, marker('arrow', '#c4cad4'), marker('arrow-taken', '#1849a9')));
@@ -293,9 +301,11 @@ const RunViews = (() => {
           d: `M${x1},${y1} Q${mx},${my} ${x2},${y2}`,
           class: isTaken ? 'edge edge-taken' : 'edge',
           'data-edge': key,
+          'data-rows': (rowLabels.get(key) ?? []).join('; '),
           'marker-end': `url(#${isTaken ? 'arrow-taken' : 'arrow'})`,
         });
-        path.append(svgEl('title', {}, `${from} → ${to}${isTaken ? ` (taken ${taken.get(key)}×)` : ''}`));
+        const rows = rowLabels.get(key) ?? [];
+        path.append(svgEl('title', {}, `${from} → ${to}${isTaken ? ` (taken ${taken.get(key)}×)` : ''}${rows.length ? `\n${rows.join('\n')}` : ''}`));
         svg.append(path);
       }
       for (const s of states) {

@@ -1,0 +1,477 @@
+/**
+ * What the machine's rows share: the moves (`enter` with its entry rows, `finish`, `fail`), the work a state stands
+ * for (`commandsFor`), and the behaviours each machine version names (machine/versions.ts). Pure.
+ */
+import type { ChatMessage, ToolCall, ToolRequest, ToolResult, Usage } from '../../common/chat';
+import { addUsage } from '../../common/chat';
+import { isLoopLimitReached, nearLimit } from '../guards';
+import { budgetExceeded, contextWouldOverflow } from '../budget';
+import { childRequest, childrenStarted } from '../children';
+import { chained } from '../chain';
+import { movedClocks } from '../clocks';
+import { ruleCritique } from '../critic';
+import { compactionRequest, critiqueRequest, modelRequest } from '../requests';
+import { confident, continued, lastAssistantText, withSideUsage } from '../responses';
+import type { ModelStep, PendingApproval, Phase, RunSnapshot, WorkPhase } from '../snapshot';
+import type { ToolCallRecord } from '../../common/view';
+import { FailureType, ModelErrorType } from '../../common/failures';
+import { argumentsProblem } from '../../common/input';
+import { AgentState, type CritiqueDecision, isTerminal, WORK_STATES } from '../../common/states';
+import type { EntryRow, Row } from './table';
+import type { AgentCommand, AgentEvent, TransitionResult, WorkCommand } from './types';
+import { machineDefinition, type MachineDefinition } from './versions';
+
+export const S = AgentState;
+
+/** Text the model is given in place of a call that the repetition guard stopped. */
+export const LOOP_WARNING =
+  'Not executed: this repeats your earlier calls without progress. Use the results you already have or try a different approach; repeating it again ends the run.';
+
+/** How many recent messages compaction keeps verbatim in runs begun before `compaction.keepRecentMessages`. */
+export const KEEP_RECENT_MESSAGES = 6;
+
+/** Text the model is given in place of tool calls whose response the output limit cut off. */
+export const CUT_TOOL_CALL =
+  'Not executed: your response was cut off by the output limit before this tool call was complete. Call it again with shorter arguments.';
+
+/** The user turn that tells the model, once, that the run is close to a limit. */
+export const wrapUpNote = (near: string) => `You are close to this run's limits (${near}). Conclude now: give your best answer with what you already have.`;
+
+/** The user turn after a tool step the model critic asked to try again, before its reason. */
+export const TOOL_RETRY_NOTE = 'A reviewer judged your last tool calls and asks for another attempt: ';
+
+/** How many times an answer cut off by the output limit is continued before the run ends with it as it is. */
+export const MAX_CONTINUATIONS = 3;
+
+/** The run awaits a follow-up message in a kept-open conversation. */
+export const awaitsMessage = (s: RunSnapshot): boolean => s.phase.type === S.COMPLETED && s.phase.conversationOpen;
+
+/** The run has work ahead or may still take a follow-up message. */
+export const isRunning = (s: RunSnapshot): boolean => !isTerminal(s.phase.type) || awaitsMessage(s);
+
+/** The decisions the run waits for; none outside AWAITING_APPROVAL. */
+export const undecided = (s: RunSnapshot) => (s.phase.type === S.AWAITING_APPROVAL ? s.phase.pending.filter((p) => !p.decision) : []);
+
+/** The event a state resolves with at once, with no effect to wait for; null for states that wait. */
+export function internalEvent(s: RunSnapshot): AgentEvent | null {
+  if (s.phase.type === S.PROCESSING) return { type: 'PROCESS' };
+  if (s.phase.type === S.CRITIQUE && critiqueMode(s) === 'rules') return { type: 'CRITIQUE_DONE', decision: ruleCritique(s) };
+  return null;
+}
+
+/** The run's machine version: the one record of behaviour the machine reads. */
+export const version = (s: RunSnapshot): MachineDefinition => machineDefinition(s.machineVersion);
+
+/** Who judges a step, by machine version: the chosen critic judges answers, and tool steps too (`toolStepsToo`); else the rules judge tool steps. */
+export const CRITIC = {
+  answersOnly: (s: RunSnapshot) => (s.lastToolResults.length === 0 ? s.options.critique : 'rules'),
+  toolStepsToo: (s: RunSnapshot) => s.options.critique,
+} as const;
+export const critiqueMode = (s: RunSnapshot): 'rules' | 'model' => CRITIC[version(s).critic](s);
+
+/**
+ * The event a failed model call becomes: a context overflow leads to compaction, an unreadable chain to the same
+ * call with every message, anything else (already retried by the activity's policy) ends the run.
+ */
+export function modelFailure(errorType: string | undefined, error: string): AgentEvent {
+  if (errorType === ModelErrorType.ContextOverflow) return { type: 'CONTEXT_OVERFLOW', error };
+  if (errorType === FailureType.ConversationUnavailable) return { type: 'CHAIN_UNAVAILABLE', error };
+  if (errorType === FailureType.UnknownTool) return { type: 'UNKNOWN_TOOLS', error };
+  if (errorType && (MODEL_UNAVAILABLE as readonly string[]).includes(errorType)) return { type: 'MODEL_UNAVAILABLE', error };
+  return { type: 'MODEL_FAILED', error };
+}
+
+/** Failures that no retry of the same model mends, and another model may: the model's, its key's, its quota's. */
+export const MODEL_UNAVAILABLE = [
+  ModelErrorType.NotFound,
+  ModelErrorType.Authentication,
+  ModelErrorType.PermissionDenied,
+  ModelErrorType.QuotaExceeded,
+  ModelErrorType.RetriesExhausted,
+] as const;
+
+/** Keep the rejection on the snapshot so that the `state` query shows it. */
+export function recordRejection(s: RunSnapshot, event: AgentEvent, error: string, now: string): RunSnapshot {
+  const entry = { event: event.type, state: s.phase.type, at: now, error };
+  return { ...s, rejectedEvents: [...s.rejectedEvents, entry].slice(-20) };
+}
+
+export const ok = (snapshot: RunSnapshot, commands: AgentCommand[] = []): TransitionResult => ({ ok: true, snapshot, commands });
+/** A phase that carries no data of its own. */
+export const plain = <T extends Exclude<AgentState, typeof S.AWAITING_APPROVAL | typeof S.PAUSED | typeof S.COMPACTING | typeof S.COMPLETED>>(type: T) => ({ type });
+export const reject = (error: string): TransitionResult => ({ ok: false, error });
+
+/** A tool call that failed on its own: one an interrupting message stopped did not. */
+export const failed = (r: ToolResult) => !r.ok && !r.interrupted;
+
+/** Appended to the text of a model call that a message interrupted: the model reads that it stopped, and why. */
+export const INTERRUPTED_MARK = '\n\n[interrupted by the user]';
+/** The feedback on each call still waiting for approval when a message interrupted the wait. */
+export const INTERRUPTED_APPROVAL = 'Not decided: the user interrupted with a new message instead.';
+/** The result of a tool call that a message stopped before it ended. */
+export const INTERRUPTED_TOOL = 'Stopped before it finished: the user interrupted with a new message.';
+
+/**
+ * The worker's tool policy's verdicts on the answer's calls (set by the model activity, so recorded in its result):
+ * a denied call is answered with the policy's message and logged as ended at once; the reason lists every verdict.
+ */
+export function withPolicy(s: RunSnapshot, now: string): RunSnapshot {
+  const judged = s.pendingToolCalls.filter((c) => c.policy);
+  if (judged.length === 0) return s;
+  const denied = judged.flatMap((c) => (c.policy?.action === 'deny' ? [{ call: c, message: c.policy.message }] : []));
+  const step = s.step + 1;
+  const logged = denied.map(({ call, message }): ToolCallRecord => ({ toolCallId: call.id, name: call.name, arguments: clip200(call.arguments), policy: 'deny', startStep: step, startedAt: now, endStep: step, endedAt: now, ok: false, output: clip200(message) }));
+  const said = judged.map((c) => `${POLICY_VERB[c.policy!.action]} ${c.name} (${c.id})${policyWhy(c.policy!)}`);
+  return {
+    ...s,
+    reason: `tool policy: ${said.join('; ')}`,
+    presetResults: [...s.presetResults, ...denied.map(({ call, message }) => ({ toolCallId: call.id, name: call.name, ok: false, content: message }))],
+    toolLog: [...s.toolLog, ...logged].slice(-TOOL_LOG_SIZE),
+  };
+}
+
+export const POLICY_VERB = { deny: 'denied', approve: 'held for approval', rewrite: 'rewrote the arguments of' } as const;
+export const policyWhy = (v: NonNullable<ToolCall['policy']>) => (v.action === 'deny' ? `: ${v.message}` : v.reason ? `: ${v.reason}` : '');
+
+export const outputLimit = (s: RunSnapshot) => (s.options.maxOutputTokens === undefined ? "the provider's output limit" : `maxOutputTokens ${s.options.maxOutputTokens}`);
+
+/** The text so far is worth more than a failure: an answer no continuation may follow ends the run as it is, saying why. */
+export function endTruncated(s: RunSnapshot, e: AgentEvent, now: string, why: string): TransitionResult {
+  return finish({ ...s, continuations: 0 }, S.COMPLETED, e, now, `the answer was cut off by ${outputLimit(s)} and ${why}: it ends truncated`, lastAssistantText(s));
+}
+
+export const callsModel = (t: Phase) => t.type === S.STREAMING || t.type === S.PLANNING;
+export const MODEL_STEPS: readonly AgentState[] = [S.PLANNING, S.STREAMING];
+export const loopLimit = (s: RunSnapshot) => `loop limit reached: ${s.loops} model calls, limits.maxLoops is ${s.limits.maxLoops}`;
+
+/** Entry rows: the first whose guard holds on the way into a state it `guards` decides where the run goes instead. */
+export const ENTRY: ReadonlyArray<EntryRow & { guards: readonly AgentState[]; notAfter?: AgentEvent['type'] }> = [
+  {
+    guards: MODEL_STEPS,
+    guard: { name: 'loopLimitReachedMidAnswer', holds: (s) => isLoopLimitReached(s) && s.continuations > 0 },
+    target: S.COMPLETED,
+    action: { name: 'endTruncated', run: (s, _t, e, now) => endTruncated(s, e, now, `limits.maxLoops (${s.limits.maxLoops}) leaves no model call to continue it`) },
+  },
+  { guards: MODEL_STEPS, guard: { name: 'loopLimitReachedAndFails', holds: (s) => isLoopLimitReached(s) && limitFails(s) }, target: S.FAILED, action: { name: 'failAtLimit', run: (s, _t, e, now) => atLimit(s, e, now, loopLimit(s)) } },
+  { guards: MODEL_STEPS, guard: { name: 'loopLimitReached', holds: (s) => isLoopLimitReached(s) }, target: S.COMPLETED, action: { name: 'completeAtLimit', run: (s, _t, e, now) => atLimit(s, e, now, loopLimit(s)) } },
+  {
+    guards: MODEL_STEPS,
+    guard: { name: 'overBudgetAndApprovable', holds: (s) => budgetExceeded(s) !== null && s.options.budget?.onExceed === 'approve' },
+    target: S.AWAITING_APPROVAL,
+    action: {
+      name: 'askToExtendBudget',
+      run: (s, target, e, now) => {
+        const overBudget = budgetExceeded(s)!;
+        const request = { toolCallId: 'budget', kind: 'budget' as const, name: 'budget', arguments: JSON.stringify({ reason: overBudget }) };
+        return ok(moveTo({ ...s, reason: overBudget }, { type: S.AWAITING_APPROVAL, pending: [request], then: target as WorkPhase }, e, now));
+      },
+    },
+  },
+  { guards: MODEL_STEPS, guard: { name: 'overBudget', holds: (s) => budgetExceeded(s) !== null }, target: S.FAILED, action: { name: 'failOverBudget', run: (s, _t, e, now) => fail(s, e, now, budgetExceeded(s)!) } },
+  {
+    guards: WORK_STATES,
+    guard: { name: 'pauseRequested', holds: (s) => s.pauseRequested },
+    target: S.PAUSED,
+    action: { name: 'pauseBeforeWork', run: (s, target, e, now) => ok(moveTo({ ...s, pauseRequested: false }, { type: S.PAUSED, resumeTo: target as WorkPhase }, e, now)) },
+  },
+  {
+    // Once per model step: a request still too large after compacting is left to the provider (and the reactive path).
+    guards: MODEL_STEPS,
+    notAfter: 'COMPACTED',
+    guard: { name: 'wouldOverflowContext', holds: (s, e) => e.type !== 'COMPACTED' && PROACTIVE_COMPACTION[version(s).proactiveCompaction](s) !== null },
+    target: S.COMPACTING,
+    action: {
+      name: 'compactFirst',
+      run: (s, target, e, now) => enter({ ...s, reason: PROACTIVE_COMPACTION[version(s).proactiveCompaction](s) }, { type: S.COMPACTING, returnTo: target.type as ModelStep }, e, now),
+    },
+  },
+  // The states a row leads into (an ending is reached by `finish`, a pause by the row above).
+  { guards: [...WORK_STATES, S.PROCESSING, S.CRITIQUE, S.AWAITING_APPROVAL], guard: null, target: null, action: { name: 'start', run: (s, target, e, now) => start(s, target, e, now) } },
+];
+
+/** Move into `target`, or where its first entry row whose guard holds leads instead; emit the work it starts with. */
+export function enter(s: RunSnapshot, target: Phase, e: AgentEvent, now: string): TransitionResult {
+  const entry = ENTRY.find((r) => r.guards.includes(target.type) && (!r.guard || r.guard.holds(s, e, target)))!;
+  tracer.entry?.(entry, target.type);
+  return entry.action.run(s, target, e, now);
+}
+
+/** Told of every row and entry row that fires, for the test that walks the table; never set in a run. */
+export const tracer: { row: ((r: Row) => void) | null; entry: ((r: EntryRow, target: AgentState) => void) | null } = { row: null, entry: null };
+
+/** Move into `target` and start its work: a tool step's calls logged (and its children), a model step's call counted. */
+export function start(s: RunSnapshot, target: Phase, e: AgentEvent, now: string): TransitionResult {
+  let next = moveTo(s, target, e, now);
+  if (target.type === S.TOOL_EXECUTING) next = { ...next, toolLog: toolsStarted(next, now) };
+  // A request carries a child only where the machine version starts child runs (children.ts).
+  if (target.type === S.TOOL_EXECUTING) next = { ...next, ...childrenStarted(next, commandsFor(next).flatMap((c) => (c.type === 'runTools' ? c.requests : []))) };
+  if (callsModel(target)) {
+    const callNumber = s.loops + 1;
+    const queued = s.queuedMessages.map((text) => ({ role: 'user' as const, content: text }));
+    // Not on a continuation: the request to go on with a cut-off answer must stay the last message.
+    const near = !s.wrapUpSent && s.continuations === 0 ? WRAP_UP[version(s).wrapUp](s) : null;
+    const wrapUp = near ? [{ role: 'user' as const, content: wrapUpNote(near) }] : [];
+    const messages = [...next.messages, ...queued, ...wrapUp];
+    next = { ...next, loops: callNumber, partialText: '', stream: { callNumber, attempt: 1 }, queuedMessages: [], messages, wrapUpSent: s.wrapUpSent || near !== null };
+  }
+  return ok(next, commandsFor(next));
+}
+
+/** A run at a limit fails (`limits.onLimit: 'fail'`, the default) rather than completing with its last text. */
+export const limitFails = (s: RunSnapshot): boolean => (s.limits.onLimit ?? 'fail') === 'fail';
+
+/**
+ * The work a state stands for, from the snapshot alone, with its activity requests built. Used on the way into a
+ * state, and to carry on from a snapshot: after continue-as-new, or in a run forked from a step.
+ */
+export function commandsFor(s: RunSnapshot): WorkCommand[] {
+  switch (s.phase.type) {
+    case S.PLANNING:
+      return [{ type: 'callModel', request: modelRequest(s, 'plan', s.loops) }];
+    case S.STREAMING:
+      return [{ type: 'callModel', request: chained(s, modelRequest(s, 'respond', s.loops)) }];
+    case S.TOOL_EXECUTING: {
+      const preset = new Set(s.presetResults.map((r) => r.toolCallId));
+      const calls = s.pendingToolCalls.filter((c) => !preset.has(c.id));
+      return [{ type: 'runTools', requests: calls.map((call, i) => withChild(s, { call, allowed: s.options.tools, callNumber: s.toolCalls + 1 + i })) }];
+    }
+    case S.CRITIQUE:
+      if (critiqueMode(s) === 'rules') return [];
+      return [{ type: 'critique', request: critiqueRequest(s), timeouts: version(s).criticTimeouts }];
+    case S.COMPACTING:
+      return [{ type: 'compact', request: compactionRequest(s, KEEP_RECENT[version(s).keepRecent](s)) }];
+    case S.COMPLETED:
+      return s.phase.conversationOpen ? [{ type: 'awaitMessage', ms: s.options.keepOpenMs }] : [];
+    default:
+      return [];
+  }
+}
+
+/** Why edited arguments cannot be taken: only with an approval, for a tool whose schema is known, and passing it. */
+export function editProblem(pending: { name: string; parameters?: Record<string, unknown> }, approved: boolean, args: Record<string, unknown>): string | null {
+  if (!approved) return 'edited arguments come with an approval, not a rejection';
+  if (!pending.parameters) return `arguments of ${pending.name} cannot be edited: the worker sent no schema for it`;
+  const problem = argumentsProblem(pending.parameters, args);
+  return problem ? `edited arguments of ${pending.name} are invalid: ${problem}` : null;
+}
+
+/**
+ * What a person decided on a turn's calls, for the model: each call approved with edited arguments (and the
+ * arguments it ran with), and the feedback of each decision that has one. Null when there is nothing to tell.
+ */
+export function approvalNote(decided: PendingApproval[]): string | null {
+  const lines = decided.flatMap((p) => {
+    const d = p.decision;
+    const feedback = d?.feedback?.trim();
+    if (!d || (d.arguments === undefined && !feedback)) return [];
+    const verdict = !d.approved ? 'rejected' : d.arguments !== undefined ? `approved with edited arguments; it ran with ${d.arguments}` : 'approved';
+    return [`- ${p.name} (call ${p.toolCallId}): ${verdict}.${feedback ? ` Feedback: ${feedback}` : ''}`];
+  });
+  return lines.length > 0 ? `${APPROVAL_NOTE_HEAD}\n${lines.join('\n')}` : null;
+}
+
+/** The first line of the user message that carries a person's decisions on a turn's tool calls. */
+export const APPROVAL_NOTE_HEAD = "The user's decisions on your tool calls in this turn:";
+
+/** A tool's result as the model reads it in runs begun before approval notes: after edited arguments, it is told what ran. */
+export function withEdit(s: RunSnapshot, r: ToolResult): string {
+  const call = s.pendingToolCalls.find((c) => c.id === r.toolCallId);
+  return call?.edited ? `(The user approved this call with edited arguments: ${call.arguments})\n${r.content}` : r.content;
+}
+
+/** A request for a call of a named agent carries the child run it starts (children.ts). */
+export function withChild(s: RunSnapshot, request: ToolRequest): ToolRequest {
+  const child = childRequest(s, request.call, request.callNumber);
+  return child ? { ...request, child } : request;
+}
+
+/** Tool calls watchers see: the last TOOL_LOG_SIZE. */
+export const TOOL_LOG_SIZE = 20;
+export const clip200 = (text: string) => (text.length > 200 ? `${text.slice(0, 199)}…` : text);
+
+/** The calls a TOOL_EXECUTING step runs, started at its step. */
+export function toolsStarted(s: RunSnapshot, now: string): ToolCallRecord[] {
+  const preset = new Set(s.presetResults.map((r) => r.toolCallId));
+  const started = s.pendingToolCalls
+    .filter((c) => !preset.has(c.id))
+    .map((c): ToolCallRecord => ({ toolCallId: c.id, name: c.name, arguments: clip200(c.arguments), ...(c.edited ? { edited: true as const } : {}), ...(c.policy ? { policy: c.policy.action } : {}), startStep: s.step, startedAt: now, endStep: null, endedAt: null, ok: null, output: null }));
+  return [...s.toolLog, ...started].slice(-TOOL_LOG_SIZE);
+}
+
+/** The calls `results` answered, ended at `step`. */
+export function toolsEnded(log: ToolCallRecord[], results: ToolResult[], step: number, now: string): ToolCallRecord[] {
+  const byId = new Map(results.map((r) => [r.toolCallId, r]));
+  return log.map((t) => {
+    const r = t.endedAt === null ? byId.get(t.toolCallId) : undefined;
+    return r ? { ...t, endStep: step, endedAt: now, ok: r.ok, output: clip200(r.content) } : t;
+  });
+}
+
+/** A run at `maxLoops` or `maxToolCalls`: it fails, or with `limits.onLimit: 'complete'` ends with its last text. */
+export function atLimit(s: RunSnapshot, e: AgentEvent, now: string, reason: string): TransitionResult {
+  if ((s.limits.onLimit ?? 'fail') === 'fail') return fail(s, e, now, reason);
+  // Calls left unrun are answered, so that a follow-up turn (keepOpenMs) sends the provider a well-formed conversation.
+  const unrun = s.pendingToolCalls.map((c) => ({ role: 'tool' as const, toolCallId: c.id, content: `Not executed: ${reason}.` }));
+  const next = { ...s, pendingToolCalls: [], messages: [...s.messages, ...unrun] };
+  return finish(next, S.COMPLETED, e, now, `${reason}: completed with the last text (limits.onLimit is complete)`, lastAssistantText(s));
+}
+
+/** What the model is told of a call nobody decided on within `limits.approvalTimeoutMs` (approval.onTimeout 'reject'). */
+export const approvalTimedOut = (ms: number | undefined) => `Not executed: nobody approved this call within ${ms} ms (limits.approvalTimeoutMs). Go on without it, or ask the user.`;
+
+/** The approval wait's reminder, raised once at `approval.reminderAt` of its window: the state stays, the view shows it. */
+export function remind(s: RunSnapshot, pending: PendingApproval[], deadline: string, now: string): RunSnapshot {
+  const onTimeout = s.options.approvalOnTimeout ?? 'fail';
+  const toolCallIds = pending.filter((p) => !p.decision).map((p) => p.toolCallId);
+  return { ...s, approvalReminderDue: null, approvalReminder: { at: now, deadline, onTimeout, toolCallIds } };
+}
+
+/** The approval window ran out with `approval.onTimeout: 'reject'`: the undecided calls are rejected and the run goes on. */
+export function rejectUndecided(s: RunSnapshot, phase: Extract<Phase, { type: typeof S.AWAITING_APPROVAL }>, why: string, e: AgentEvent, now: string): TransitionResult {
+  const timedOut = phase.pending.filter((p) => !p.decision);
+  const decided = phase.pending.map((p) => (p.decision ? p : { ...p, decision: { approved: false } }));
+  const rejected = decided.filter((p) => !p.decision?.approved);
+  const edits = new Map(decided.filter((p) => p.decision?.arguments !== undefined).map((p) => [p.toolCallId, p.decision!.arguments!]));
+  const pendingToolCalls = s.pendingToolCalls.map((c) => (edits.has(c.id) ? { ...c, arguments: edits.get(c.id)!, edited: true as const } : c));
+  const content = (p: PendingApproval) => (timedOut.includes(phase.pending[decided.indexOf(p)]) ? approvalTimedOut(s.limits.approvalTimeoutMs) : decisions(s).rejected(p));
+  const next: RunSnapshot = {
+    ...s,
+    pendingToolCalls,
+    reason: `${why}: rejected (approval.onTimeout is reject)`,
+    approvalNote: decisions(s).noteOf(decided),
+    presetResults: [...s.presetResults, ...rejected.map((p) => ({ toolCallId: p.toolCallId, name: p.name, ok: false, content: content(p) }))],
+  };
+  return enter(next, phase.then, e, now);
+}
+
+export function fail(s: RunSnapshot, e: AgentEvent, now: string, reason: string): TransitionResult {
+  return finish({ ...s, lastError: reason }, S.FAILED, e, now, reason);
+}
+
+type Ending = typeof S.COMPLETED | typeof S.FAILED | typeof S.ABORTED;
+
+export function finish(s: RunSnapshot, to: Ending, e: AgentEvent, now: string, reason: string, answer: string | null = null): TransitionResult {
+  const phase: Phase = to === S.COMPLETED ? { type: to, conversationOpen: s.options.keepOpenMs > 0 } : { type: to };
+  const next = moveTo({ ...s, turns: s.turns + (to === S.COMPLETED ? 1 : 0), reason, answer, pauseRequested: false }, phase, e, now);
+  return ok(next, [{ type: 'cancelWork' }, ...commandsFor(next)]);
+}
+
+/**
+ * The same model step again on the next of `fallbackModels`, not counted as another loop (the failed call made no
+ * answer); with none left, or in runs begun before `model-fallback`, the run fails as with any final model error.
+ */
+export function fallBack(s: RunSnapshot, e: Extract<AgentEvent, { type: 'MODEL_UNAVAILABLE' }>, now: string): TransitionResult {
+  const [to, ...rest] = s.options.fallbackModels ?? [];
+  if (to === undefined) return fail(s, e, now, `model call failed: ${e.error}`);
+  const from = s.options.model ?? null;
+  const switched = { from, to, error: e.error, step: s.step + 1, at: now };
+  const next: RunSnapshot = {
+    ...s,
+    loops: s.loops - 1,
+    options: { ...s.options, model: to, fallbackModels: rest },
+    modelSwitches: [...(s.modelSwitches ?? []), switched],
+    reason: `${from ?? "the worker's default model"} is unavailable, switched to ${to}: ${e.error}`,
+  };
+  return enter(next, plain(s.phase.type as ModelStep), e, now);
+}
+
+/** PAUSED instead of a model call that waits for the budget: RESUME makes the call afresh, so it is counted once. */
+export function pausedBeforeCall(s: RunSnapshot, e: AgentEvent, now: string): RunSnapshot {
+  const resumeTo = plain(s.phase.type as ModelStep);
+  return moveTo({ ...s, loops: s.loops - 1, pauseRequested: false }, { type: S.PAUSED, resumeTo }, e, now);
+}
+
+export function moveTo(s: RunSnapshot, to: Phase, e: AgentEvent, now: string): RunSnapshot {
+  const from = s.phase.type;
+  const reopening = from === S.COMPLETED && (e.type === 'MESSAGE' || e.type === 'INTERRUPT');
+  if (isTerminal(from) && !reopening) throw new Error(`machine bug: leaving terminal state ${from}`);
+  return {
+    ...s,
+    ...movedClocks(s, to.type, now),
+    phase: to,
+    stateSince: now,
+    step: s.step + 1,
+    // A wait for the provider budget belongs to the model call of the state it was in.
+    quotaWait: null,
+    transitions: [...s.transitions, { from, to: to.type, event: e.type, at: now }],
+  };
+}
+
+/*
+ * What each behaviour a machine version names does (machine/versions.ts). The machine reads the run's version and
+ * looks its behaviours up here; no code below branches on a patch.
+ */
+
+export type Handler<E extends AgentEvent['type']> = (s: RunSnapshot, e: Extract<AgentEvent, { type: E }>, now: string) => TransitionResult;
+
+/** An answer the output limit cut off (`cutOffAnswers`): is it one, and what its response changes about continuing. */
+export const CUT_OFF = {
+  ignored: { isCut: () => false, continued: (): Partial<RunSnapshot> => ({}) },
+  continued: { isCut: (s: RunSnapshot) => s.lastFinishReason === 'length', continued },
+} as const;
+
+/** A model call refused for unknown tools (`unknownTools`): the run fails, with the call counted or taken back. */
+export const UNKNOWN_TOOLS: Record<MachineDefinition['unknownTools'], Handler<'UNKNOWN_TOOLS'>> = {
+  counted: (s, e, now) => fail(s, e, now, `model call failed: ${e.error}`),
+  uncounted: (s, e, now) => {
+    // No request was made: the call the way into this step counted is taken back.
+    const loops = s.loops - 1;
+    return fail({ ...s, loops, stream: loops > 0 ? { callNumber: loops, attempt: 1 } : null }, e, now, `no model call was made: ${e.error}`);
+  },
+};
+
+/** A critic's `complete` below `critiqueMinConfidence` (`criticConfidence`): taken, or another attempt. */
+export const CONFIDENCE: Record<MachineDefinition['criticConfidence'], (d: CritiqueDecision, min: number) => CritiqueDecision> = {
+  ignored: (d) => d,
+  retried: confident,
+};
+
+/** A compaction's usage (`compactionUsage`): its tokens, or its tokens and their cost. */
+export const COMPACTION_USAGE: Record<MachineDefinition['compactionUsage'], (s: RunSnapshot, u: Usage) => RunSnapshot['usage']> = {
+  tokens: (s, u) => ({ ...s.usage, ...addUsage(s.usage, u) }),
+  tokensAndCost: (s, u) => withSideUsage(s, u).usage,
+};
+
+/** Why the next model step compacts first (`proactiveCompaction`), or null. */
+export const PROACTIVE_COMPACTION: Record<MachineDefinition['proactiveCompaction'], (s: RunSnapshot) => string | null> = {
+  never: () => null,
+  overThreshold: contextWouldOverflow,
+};
+
+/** The limit the next model call comes close to, to be told once (`wrapUp`), or null. */
+export const WRAP_UP: Record<MachineDefinition['wrapUp'], (s: RunSnapshot) => string | null> = { never: () => null, nearLimit };
+
+/** Messages compaction keeps verbatim (`keepRecent`). */
+export const KEEP_RECENT: Record<MachineDefinition['keepRecent'], (s: RunSnapshot) => number> = {
+  fixedSix: () => KEEP_RECENT_MESSAGES,
+  asConfigured: (s) => s.options.compaction.keepRecentMessages,
+};
+
+/** How a person's decisions reach the model (`decisionsToModel`): in each tool message, or in one note after them. */
+interface DecisionsToModel {
+  toolMessage: (s: RunSnapshot, r: ToolResult) => string;
+  /** The user message after the turn's tool results. */
+  note: (s: RunSnapshot) => ChatMessage[];
+  noteOf: (decided: PendingApproval[]) => string | null;
+  rejected: (p: PendingApproval) => string;
+  /** The feedback of an approved budget extension, told to the model. */
+  budgetFeedback: (feedback: string | undefined) => string | undefined;
+}
+export const DECISIONS: Record<MachineDefinition['decisionsToModel'], DecisionsToModel> = {
+  inToolResults: {
+    toolMessage: withEdit,
+    note: () => [],
+    noteOf: () => null,
+    rejected: (p) => `The user rejected this call${p.decision?.feedback ? `: ${p.decision.feedback}` : '.'}`,
+    budgetFeedback: () => undefined,
+  },
+  approvalNote: {
+    toolMessage: (_s, r) => r.content,
+    note: (s) => (s.approvalNote ? [{ role: 'user', content: s.approvalNote }] : []),
+    noteOf: approvalNote,
+    // The feedback is in the note, beside that of every other decision.
+    rejected: () => 'The user rejected this call.',
+    budgetFeedback: (feedback) => feedback?.trim(),
+  },
+};
+export const decisions = (s: RunSnapshot): DecisionsToModel => DECISIONS[version(s).decisionsToModel];

@@ -1,0 +1,107 @@
+/** Rows of IDLE and the model steps (PLANNING, STREAMING): a call's answer, its failures, waits for the provider budget. */
+import { withRanAhead } from '../ran-ahead';
+import { addMs } from '../clocks';
+import { chainAfter } from '../chain';
+import { calibrated, withResponseUsage } from '../responses';
+import type { ModelStep, RunSnapshot } from '../snapshot';
+import { commandsFor, CUT_OFF, enter, fail, fallBack, INTERRUPTED_MARK, ok, pausedBeforeCall, plain, S, UNKNOWN_TOOLS, version } from './core';
+import { interruptsRefused, pauseAlreadyRequested, refuseInterrupt, refusePause, requestPause, whileRunning } from './running';
+import { action, guard, REJECTED, row, SELF, type Row } from './table';
+
+const plans = guard<'START'>('plans', (s) => s.options.plan);
+const startRun = action<'START'>('startRun', (s, e, now) =>
+  enter({ ...s, deadline: addMs(now, s.limits.timeoutMs) }, plain(s.options.plan ? S.PLANNING : S.STREAMING), e, now),
+);
+const refuseInput = action<'INVALID_INPUT'>('failInvalidInput', (s, e, now) => fail(s, e, now, e.error));
+
+export const IDLE_ROWS: readonly Row[] = [
+  row('START', plans, S.PLANNING, startRun),
+  row('START', null, S.STREAMING, startRun),
+  row('INVALID_INPUT', null, S.FAILED, refuseInput),
+  ...whileRunning(),
+];
+
+const recordPlan = action<'PLAN_READY'>('recordPlan', (s, e, now) => {
+  const plan = e.response.text.trim();
+  const next = withResponseUsage({ ...s, ...calibrated(s, e.response), plan, overflowsInARow: 0, partialText: e.response.text }, e.response);
+  next.messages = [...s.messages, { role: 'assistant', content: `Plan:\n${plan}` }, { role: 'user', content: 'Carry out the plan step by step.' }];
+  return enter(next, plain(S.STREAMING), e, now);
+});
+
+/** The answer joins the conversation; its tool calls wait to be processed (PROCESSING resolves at once). */
+const recordResponse = action<'MODEL_RESPONDED'>('recordResponse', (s, e, now) => {
+  const { text, toolCalls } = e.response;
+  const next = withResponseUsage(
+    { ...s, ...calibrated(s, e.response), chain: chainAfter(s, e.response), pendingToolCalls: withRanAhead(s, toolCalls, e.response.toolResults), lastToolResults: [], overflowsInARow: 0, partialText: text },
+    e.response,
+  );
+  next.messages = [...s.messages, { role: 'assistant', content: text || null, ...(toolCalls.length ? { toolCalls } : {}) }];
+  Object.assign(next, CUT_OFF[version(s).cutOffAnswers].continued(s, e.response));
+  return enter(next, plain(S.PROCESSING), e, now);
+});
+
+const failModelCall = action<'MODEL_FAILED' | 'MODEL_UNAVAILABLE'>('failModelCall', (s, e, now) => fail(s, e, now, `model call failed: ${e.error}`));
+/** The version moves to the next model, and one is left. */
+const hasFallbackModel = guard<'MODEL_UNAVAILABLE'>('hasFallbackModel', (s) => version(s).modelUnavailable === 'fallsBack' && (s.options.fallbackModels ?? []).length > 0);
+const switchModel = action<'MODEL_UNAVAILABLE'>('switchToFallbackModel', fallBack);
+const failUnknownTools = action<'UNKNOWN_TOOLS'>('failUnknownTools', (s, e, now) => UNKNOWN_TOOLS[version(s).unknownTools](s, e, now));
+
+const overflowedTwice = guard<'CONTEXT_OVERFLOW'>('overflowedTwice', (s) => s.overflowsInARow >= 2);
+const failOverflow = action<'CONTEXT_OVERFLOW'>('failContextOverflow', (s, e, now) => fail(s, e, now, `context still too long after ${s.overflowsInARow} compactions: ${e.error}`));
+const compactAfterOverflow = action<'CONTEXT_OVERFLOW'>('compact', (s, e, now) =>
+  enter({ ...s, lastError: e.error, overflowsInARow: s.overflowsInARow + 1 }, { type: S.COMPACTING, returnTo: s.phase.type as ModelStep }, e, now),
+);
+
+/** This worker cannot read the chain back: send everything, and start a new chain. */
+const resendAll = action<'CHAIN_UNAVAILABLE'>('resendEveryMessage', (s) => {
+  const next: RunSnapshot = { ...s, chain: null, partialText: '' };
+  return ok(next, commandsFor(next));
+});
+
+const pauseRequested = guard<'QUOTA_WAIT'>('pauseRequested', (s) => s.pauseRequested);
+const pauseBeforeCall = action<'QUOTA_WAIT'>('pauseBeforeCall', (s, e, now) => ok(pausedBeforeCall(s, e, now)));
+const waitForQuota = action<'QUOTA_WAIT'>('waitForQuota', (s, e, now) => {
+  const quotaWait = { queuedAt: e.queuedAt, since: s.quotaWait?.since ?? now, expectedAt: addMs(now, e.waitMs), position: e.position };
+  const next: RunSnapshot = { ...s, quotaWait };
+  return ok(next, commandsFor(next));
+});
+
+/** A call that only waits for the provider budget is given up at once (it has at most just started). */
+const waitsForQuota = guard<'PAUSE'>('waitsForQuota', (s) => s.quotaWait !== null);
+const pauseNow = action<'PAUSE'>('pauseBeforeCall', (s, e, now) => ok(pausedBeforeCall(s, e, now), [{ type: 'cancelWork' }]));
+
+/**
+ * An interrupting message cancels the call; the text it streamed so far stays as an assistant message marked
+ * `interrupted`, and the step starts again with the message.
+ */
+const restartWithMessage = action<'INTERRUPT'>('restartWithMessage', (s, e, now) => {
+  const queued: RunSnapshot = { ...s, queuedMessages: [...s.queuedMessages, e.text] };
+  const kept = s.partialText.trim() ? [{ role: 'assistant' as const, content: `${s.partialText}${INTERRUPTED_MARK}`, interrupted: true as const }] : [];
+  const result = enter({ ...queued, messages: [...s.messages, ...kept] }, plain(s.phase.type as ModelStep), e, now);
+  return result.ok ? ok(result.snapshot, [{ type: 'cancelWork' }, ...result.commands]) : result;
+});
+
+function modelStepRows(step: ModelStep): Row[] {
+  return [
+    ...(step === S.PLANNING ? [row('PLAN_READY', null, S.STREAMING, recordPlan)] : []),
+    ...(step === S.STREAMING ? [row('MODEL_RESPONDED', null, S.PROCESSING, recordResponse)] : []),
+    row('MODEL_FAILED', null, S.FAILED, failModelCall),
+    row('MODEL_UNAVAILABLE', hasFallbackModel, step, switchModel),
+    row('MODEL_UNAVAILABLE', null, S.FAILED, failModelCall),
+    row('UNKNOWN_TOOLS', null, S.FAILED, failUnknownTools),
+    row('CONTEXT_OVERFLOW', overflowedTwice, S.FAILED, failOverflow),
+    row('CONTEXT_OVERFLOW', null, S.COMPACTING, compactAfterOverflow),
+    ...(step === S.STREAMING ? [row('CHAIN_UNAVAILABLE', null, SELF, resendAll)] : []),
+    row('QUOTA_WAIT', pauseRequested, S.PAUSED, pauseBeforeCall),
+    row('QUOTA_WAIT', null, SELF, waitForQuota),
+    row('PAUSE', pauseAlreadyRequested, REJECTED, refusePause),
+    row('PAUSE', waitsForQuota, S.PAUSED, pauseNow),
+    row('PAUSE', null, SELF, requestPause),
+    row('INTERRUPT', interruptsRefused, REJECTED, refuseInterrupt),
+    row('INTERRUPT', null, step, restartWithMessage),
+    ...whileRunning(['PAUSE', 'INTERRUPT']),
+  ];
+}
+
+export const PLANNING_ROWS: readonly Row[] = modelStepRows(S.PLANNING);
+export const STREAMING_ROWS: readonly Row[] = modelStepRows(S.STREAMING);

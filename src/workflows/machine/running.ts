@@ -1,0 +1,90 @@
+/** Rows every running state shares: abort, the timer, pause and resume requests, messages, stream deltas. */
+import type { RunSnapshot } from '../snapshot';
+import { fail, finish, ok, reject, rejectUndecided, remind, S, version } from './core';
+import { action, guard, REJECTED, row, SELF, type Row } from './table';
+import type { AgentEventType } from './types';
+
+export const abort = action<'ABORT'>('abort', (s, e, now) => finish(s, S.ABORTED, e, now, `aborted: ${e.reason ?? 'by request'}`));
+
+export const pauseAlreadyRequested = guard<'PAUSE'>('pauseAlreadyRequested', (s) => s.pauseRequested);
+export const refusePause = action<'PAUSE'>('refuse', () => reject('a pause is already requested'));
+/** Asked to pause: the run pauses on its way into the next work. */
+export const requestPause = action<'PAUSE'>('requestPause', (s) => ok({ ...s, pauseRequested: true }));
+
+export const queueMessage = action<'MESSAGE' | 'INTERRUPT'>('queueMessage', (s, e) => ok({ ...s, queuedMessages: [...s.queuedMessages, e.text] }));
+
+/** Runs of machine versions before interrupting messages refuse them. */
+export const interruptsRefused = guard<'INTERRUPT'>('interruptsRefused', (s) => version(s).interrupt === 'refused');
+export const refuseInterrupt = action<'INTERRUPT'>('refuse', () => reject('this run began before interrupting messages: send the message without interrupt'));
+
+const streamDelta = action<'STREAM_DELTA'>('appendStreamedText', (s, e) => {
+  // Deltas of a finished or earlier call arrive late after a retry or a crash; they no longer describe anything.
+  if (s.phase.type !== S.STREAMING && s.phase.type !== S.PLANNING) return ok(s);
+  if (!s.stream || e.callNumber !== s.stream.callNumber || e.attempt < s.stream.attempt) return ok(s);
+  const restarted = e.attempt > s.stream.attempt;
+  return ok({ ...s, stream: { callNumber: e.callNumber, attempt: e.attempt }, partialText: (restarted ? '' : s.partialText) + e.text });
+});
+
+/** Versions whose clock is the workflow's own timer: it fires once, at the deadline. */
+export const keepsWorkflowTimer = guard<'TIMEOUT'>('keepsWorkflowTimer', (s) => version(s).clocks === 'workflowTimer');
+export const workingTimeRanOut = guard<'TIMEOUT'>('workingTimeRanOut', (s) => s.deadline !== null);
+export const pausedTooLong = guard<'TIMEOUT'>('pausedTooLong', (s) => s.phase.type === S.PAUSED && s.pausedDeadline !== null);
+export const noWaitClock = guard<'TIMEOUT'>('noWaitClockRuns', (s) => s.phase.type !== S.AWAITING_APPROVAL || s.approvalDeadline === null);
+export const reminderDue = guard<'TIMEOUT'>('reminderDue', (s, _e, now) => s.approvalReminderDue !== null && s.approvalDeadline !== null && now < s.approvalDeadline);
+/** `approval.onTimeout: 'reject'`, and every call still undecided is a tool call (a budget wait cannot be rejected so). */
+export const rejectsOnTimeout = guard<'TIMEOUT'>(
+  'rejectsOnTimeout',
+  (s) => s.phase.type === S.AWAITING_APPROVAL && s.options.approvalOnTimeout === 'reject' && s.phase.pending.every((p) => p.decision || p.kind === 'tool'),
+);
+
+export const timeOut = action<'TIMEOUT'>('failTimedOut', (s, e, now) => fail(s, e, now, `timed out after ${s.limits.timeoutMs} ms (limits.timeoutMs)`));
+export const workingTimeOut = action<'TIMEOUT'>('failWorkingTimeOut', (s, e, now) => fail(s, e, now, `timed out after ${s.limits.timeoutMs} ms of working time (limits.timeoutMs)`));
+export const abortPausedTooLong = action<'TIMEOUT'>('abortPausedTooLong', (s, e, now) => finish(s, S.ABORTED, e, now, `aborted: paused for ${s.limits.maxPausedMs} ms (limits.maxPausedMs)`));
+export const refuseTimeout = action<'TIMEOUT'>('refuse', () => reject('no timer is running: the run waits for a person'));
+
+const approvalWhy = (s: RunSnapshot) => {
+  const waiting = s.phase.type === S.AWAITING_APPROVAL ? s.phase.pending.filter((p) => !p.decision).map((p) => p.name) : [];
+  return `no decision on ${waiting.join(', ')} within ${s.limits.approvalTimeoutMs} ms (limits.approvalTimeoutMs)`;
+};
+export const raiseReminder = action<'TIMEOUT'>('raiseReminder', (s, _e, now) =>
+  s.phase.type === S.AWAITING_APPROVAL && s.approvalDeadline ? ok(remind(s, s.phase.pending, s.approvalDeadline, now)) : reject('no reminder is due'),
+);
+export const rejectUndecidedCalls = action<'TIMEOUT'>('rejectUndecided', (s, e, now) =>
+  s.phase.type === S.AWAITING_APPROVAL ? rejectUndecided(s, s.phase, approvalWhy(s), e, now) : reject('nothing waits for approval'),
+);
+export const failApprovalTimeout = action<'TIMEOUT'>('failApprovalTimedOut', (s, e, now) => fail(s, e, now, approvalWhy(s)));
+
+/** TIMEOUT in a state where no person is waited for: the working time ran out (or, while paused, the pause). */
+export const timeoutRows: Row[] = [
+  row('TIMEOUT', keepsWorkflowTimer, S.FAILED, timeOut),
+  row('TIMEOUT', workingTimeRanOut, S.FAILED, workingTimeOut),
+  // Before the run started, no clock runs.
+  row('TIMEOUT', null, REJECTED, refuseTimeout),
+];
+
+/** RESUME outside PAUSED: it withdraws a requested pause. */
+const notPauseRequested = guard<'RESUME'>('notPauseRequested', (s) => !s.pauseRequested);
+const refuseResume = action<'RESUME'>('refuse', (s) => reject(`the run is ${s.phase.type}, not paused`));
+const withdrawPause = action<'RESUME'>('withdrawPause', (s) => ok({ ...s, pauseRequested: false }));
+
+/**
+ * The rows every running state shares, less the events `except` (which the state's own rows handle). `self` is the
+ * state: a pause is recorded for the way into the next work, a message queued for the next model call.
+ */
+export function whileRunning(except: readonly AgentEventType[] = []): Row[] {
+  const rows: Row[] = [
+    row('ABORT', null, S.ABORTED, abort),
+    ...timeoutRows,
+    row('PAUSE', pauseAlreadyRequested, REJECTED, refusePause),
+    row('PAUSE', null, SELF, requestPause),
+    row('RESUME', notPauseRequested, REJECTED, refuseResume),
+    row('RESUME', null, SELF, withdrawPause),
+    row('MESSAGE', null, SELF, queueMessage),
+    row('INTERRUPT', interruptsRefused, REJECTED, refuseInterrupt),
+    // Where no work can be stopped for it, an interrupting message is queued as any message is.
+    row('INTERRUPT', null, SELF, queueMessage),
+    row('STREAM_DELTA', null, SELF, streamDelta),
+  ];
+  return rows.filter((r) => !except.includes(r.event));
+}
+

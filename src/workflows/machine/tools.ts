@@ -1,0 +1,140 @@
+/** Rows of TOOL_EXECUTING and AWAITING_APPROVAL: a tool step's results, and a person's decisions on its calls. */
+import type { ToolResult } from '../../common/chat';
+import { childrenEnded } from '../children';
+import type { PendingApproval, RunSnapshot } from '../snapshot';
+import { decisions, editProblem, enter, fail, failed, INTERRUPTED_APPROVAL, ok, plain, reject, S, toolsEnded } from './core';
+import {
+  failApprovalTimeout,
+  interruptsRefused,
+  keepsWorkflowTimer,
+  noWaitClock,
+  queueMessage,
+  raiseReminder,
+  refuseInterrupt,
+  refuseTimeout,
+  rejectsOnTimeout,
+  rejectUndecidedCalls,
+  reminderDue,
+  timeOut,
+  whileRunning,
+  workingTimeOut,
+  workingTimeRanOut,
+} from './running';
+import { action, type Action, type EventOf, guard, REJECTED, row, SELF, type Row } from './table';
+import type { TransitionResult } from './types';
+
+/** Every call's result, in the order of the calls (a call with none gets an error), joins the conversation. */
+const recordResults = action<'TOOLS_DONE'>('recordResults', (s, e, now) => {
+  const byId = new Map([...s.presetResults, ...e.results].map((r) => [r.toolCallId, r]));
+  const results = s.pendingToolCalls.map((call): ToolResult => byId.get(call.id) ?? { toolCallId: call.id, name: call.name, ok: false, content: 'Error: the tool returned no result.' });
+  const anyFailed = results.some(failed);
+  const next: RunSnapshot = {
+    ...s,
+    toolLog: toolsEnded(s.toolLog, e.results, s.step + 1, now),
+    toolCalls: s.toolCalls + e.results.length,
+    lastToolResults: results,
+    failuresInARow: anyFailed ? s.failuresInARow + 1 : 0,
+    pendingToolCalls: [],
+    presetResults: [],
+    messages: [...s.messages, ...results.map((r) => ({ role: 'tool' as const, toolCallId: r.toolCallId, content: decisions(s).toolMessage(s, r) })), ...decisions(s).note(s)],
+    approvalNote: null,
+  };
+  return enter(childrenEnded(next, e.results), plain(S.CRITIQUE), e, now);
+});
+
+/** Tools that may be stopped are (`interruptTools`), the others awaited; the message goes with the next model call. */
+const stopTools = action<'INTERRUPT'>('stopTools', (s, e) => ok({ ...s, queuedMessages: [...s.queuedMessages, e.text] }, [{ type: 'interruptTools' }]));
+
+export const TOOL_EXECUTING_ROWS: readonly Row[] = [
+  row('TOOLS_DONE', null, S.CRITIQUE, recordResults),
+  row('INTERRUPT', interruptsRefused, REJECTED, refuseInterrupt),
+  row('INTERRUPT', null, SELF, stopTools),
+  ...whileRunning(['INTERRUPT']),
+];
+
+type Approval = EventOf<'APPROVAL'>;
+const waitsFor = (s: RunSnapshot): PendingApproval[] => (s.phase.type === S.AWAITING_APPROVAL ? s.phase.pending : []);
+const pendingOf = (s: RunSnapshot, e: Approval) => waitsFor(s).find((p) => p.toolCallId === e.toolCallId);
+const thenOf = (s: RunSnapshot) => (s.phase.type === S.AWAITING_APPROVAL ? s.phase.then : plain(S.TOOL_EXECUTING));
+/** The wait's calls with this decision recorded. */
+function decidedWith(s: RunSnapshot, e: Approval): PendingApproval[] {
+  const edited = e.arguments !== undefined ? { arguments: JSON.stringify(e.arguments) } : {};
+  const decision = { approved: e.approved, ...(e.feedback !== undefined ? { feedback: e.feedback } : {}), ...edited };
+  return waitsFor(s).map((p) => (p.toolCallId === e.toolCallId ? { ...p, decision } : p));
+}
+
+const unknownCall = guard<'APPROVAL'>('notWaitingForIt', (s, e) => !pendingOf(s, e));
+const refuseUnknown = action<'APPROVAL'>('refuse', (s, e) => {
+  const waiting = waitsFor(s).filter((p) => !p.decision).map((p) => p.toolCallId);
+  return reject(`toolCallId ${e.toolCallId} is not waiting for approval (waiting: ${waiting.join(', ') || 'none'})`);
+});
+const alreadyDecided = guard<'APPROVAL'>('alreadyDecided', (s, e) => pendingOf(s, e)?.decision !== undefined);
+const refuseDecided = action<'APPROVAL'>('refuse', (s, e) => reject(`toolCallId ${e.toolCallId} was already ${pendingOf(s, e)?.decision?.approved ? 'approved' : 'rejected'}`));
+const editProblemOf = (s: RunSnapshot, e: Approval) => (e.arguments !== undefined ? editProblem(pendingOf(s, e)!, e.approved, e.arguments) : null);
+const invalidEdit = guard<'APPROVAL'>('invalidEdit', (s, e) => editProblemOf(s, e) !== null);
+const refuseEdit = action<'APPROVAL'>('refuse', (s, e) => reject(editProblemOf(s, e)!));
+
+const forBudget = (s: RunSnapshot, e: Approval) => pendingOf(s, e)?.kind === 'budget';
+const budgetDeclined = guard<'APPROVAL'>('budgetDeclined', (s, e) => forBudget(s, e) && !e.approved);
+const failDeclined = action<'APPROVAL'>('failBudgetDeclined', (s, e, now) => fail(s, e, now, `${s.reason}; extending the budget was declined${e.feedback ? `: ${e.feedback}` : ''}`));
+const budgetApproved = guard<'APPROVAL'>('budgetApproved', forBudget);
+/** The budget grows by its original size; the model step it waited on goes on. */
+const extendBudget = action<'APPROVAL'>('extendBudget', (s, e, now) => {
+  const feedback = decisions(s).budgetFeedback(e.feedback);
+  const told = feedback ? [{ role: 'user' as const, content: `The user approved going over the budget. Their feedback: ${feedback}` }] : [];
+  return enter({ ...s, budgetGrants: s.budgetGrants + 1, messages: [...s.messages, ...told] }, thenOf(s), e, now);
+});
+
+const othersUndecided = guard<'APPROVAL'>('othersUndecided', (s, e) => decidedWith(s, e).some((p) => !p.decision));
+const recordDecision = action<'APPROVAL'>('recordDecision', (s, e) => (s.phase.type === S.AWAITING_APPROVAL ? ok({ ...s, phase: { ...s.phase, pending: decidedWith(s, e) } }) : reject('nothing waits for approval')));
+/** The last decision: rejected calls get their answer now, approved ones run (with edited arguments, marked so). */
+const runDecided = action<'APPROVAL'>('runDecided', (s, e, now) => {
+  const decided = decidedWith(s, e);
+  const rejected = decided.filter((p) => !p.decision?.approved);
+  const editedArgs = new Map(decided.filter((p) => p.decision?.arguments !== undefined).map((p) => [p.toolCallId, p.decision!.arguments!]));
+  const pendingToolCalls = s.pendingToolCalls.map((c) => (editedArgs.has(c.id) ? { ...c, arguments: editedArgs.get(c.id)!, edited: true as const } : c));
+  const next: RunSnapshot = { ...s, pendingToolCalls, approvalNote: decisions(s).noteOf(decided) };
+  next.presetResults = [...s.presetResults, ...rejected.map((p) => ({ toolCallId: p.toolCallId, name: p.name, ok: false, content: decisions(s).rejected(p) }))];
+  return enter(next, thenOf(s), e, now);
+});
+
+const APPROVAL_ROWS: readonly Row[] = [
+  row('APPROVAL', unknownCall, REJECTED, refuseUnknown),
+  row('APPROVAL', alreadyDecided, REJECTED, refuseDecided),
+  row('APPROVAL', invalidEdit, REJECTED, refuseEdit),
+  row('APPROVAL', budgetDeclined, S.FAILED, failDeclined),
+  row('APPROVAL', budgetApproved, [S.PLANNING, S.STREAMING], extendBudget),
+  row('APPROVAL', othersUndecided, SELF, recordDecision),
+  row('APPROVAL', null, S.TOOL_EXECUTING, runDecided),
+];
+
+const decide = (s: RunSnapshot, e: Approval, now: string): TransitionResult => APPROVAL_ROWS.find((r) => !r.guard || r.guard.holds(s, e, now))!.action.run(s, e, now);
+
+/** A wait for the budget keeps waiting, with the message queued. */
+const waitsForBudget = guard<'INTERRUPT'>('waitsForBudget', (s) => waitsFor(s).some((p) => p.kind === 'budget'));
+/** Each undecided call is rejected as a person would reject it; the last decision moves the run on. */
+const rejectForMessage = action<'INTERRUPT'>('rejectUndecided', (s, e, now) => {
+  let result: TransitionResult = ok({ ...s, queuedMessages: [...s.queuedMessages, e.text] });
+  for (const p of waitsFor(s).filter((c) => !c.decision)) {
+    if (!result.ok) break;
+    result = decide(result.snapshot, { type: 'APPROVAL', toolCallId: p.toolCallId, approved: false, feedback: INTERRUPTED_APPROVAL }, now);
+  }
+  if (!result.ok) return result;
+  const transitions = result.snapshot.transitions.map((t, i) => (i >= s.transitions.length ? { ...t, event: e.type } : t));
+  return ok({ ...result.snapshot, transitions }, result.commands);
+});
+
+export const AWAITING_APPROVAL_ROWS: readonly Row[] = [
+  ...APPROVAL_ROWS,
+  row('INTERRUPT', interruptsRefused, REJECTED, refuseInterrupt),
+  row('INTERRUPT', waitsForBudget, SELF, queueMessage as unknown as Action<'INTERRUPT'>),
+  row('INTERRUPT', null, S.TOOL_EXECUTING, rejectForMessage),
+  row('TIMEOUT', keepsWorkflowTimer, S.FAILED, timeOut),
+  row('TIMEOUT', workingTimeRanOut, S.FAILED, workingTimeOut),
+  row('TIMEOUT', noWaitClock, REJECTED, refuseTimeout),
+  // The reminder keeps the state; `approval.onTimeout: 'reject'` goes on as a decision would.
+  row('TIMEOUT', reminderDue, SELF, raiseReminder),
+  row('TIMEOUT', rejectsOnTimeout, S.TOOL_EXECUTING, rejectUndecidedCalls),
+  row('TIMEOUT', null, S.FAILED, failApprovalTimeout),
+  ...whileRunning(['INTERRUPT', 'TIMEOUT']),
+];

@@ -1,0 +1,55 @@
+/** Rows of COMPACTING, PAUSED and COMPLETED (whose open conversation waits for a follow-up message). */
+import { addMs } from '../clocks';
+import type { RunSnapshot } from '../snapshot';
+import { COMPACTION_USAGE, enter, fail, ok, plain, reject, S, version } from './core';
+import { abortPausedTooLong, interruptsRefused, keepsWorkflowTimer, pausedTooLong, refuseInterrupt, refuseTimeout, timeOut, whileRunning, workingTimeOut, workingTimeRanOut } from './running';
+import { action, guard, REJECTED, row, SELF, type Row } from './table';
+
+/** The summary replaces the conversation, which no stored chain begins any more; the model step it came from goes on. */
+const useSummary = action<'COMPACTED'>('useSummary', (s, e, now) => {
+  // A proactive compaction leaves the calibration as it was: the ratio of tokens to characters still holds.
+  const next: RunSnapshot = { ...s, messages: e.result.messages, usage: COMPACTION_USAGE[version(s).compactionUsage](s, e.result.usage), chain: null };
+  return enter(next, plain(s.phase.type === S.COMPACTING ? s.phase.returnTo : S.STREAMING), e, now);
+});
+const failCompaction = action<'COMPACTION_FAILED'>('failCompaction', (s, e, now) => fail(s, e, now, `compaction failed: ${e.error}`));
+
+export const COMPACTING_ROWS: readonly Row[] = [
+  row('COMPACTED', null, [S.PLANNING, S.STREAMING], useSummary),
+  row('COMPACTION_FAILED', null, S.FAILED, failCompaction),
+  ...whileRunning(),
+];
+
+const resume = action<'RESUME'>('resume', (s, e, now) => (s.phase.type === S.PAUSED ? enter(s, s.phase.resumeTo, e, now) : reject(`the run is ${s.phase.type}, not paused`)));
+
+export const PAUSED_ROWS: readonly Row[] = [
+  row('TIMEOUT', keepsWorkflowTimer, S.FAILED, timeOut),
+  row('TIMEOUT', workingTimeRanOut, S.FAILED, workingTimeOut),
+  // Paused longer than limits.maxPausedMs; otherwise no clock runs while a person decides.
+  row('TIMEOUT', pausedTooLong, S.ABORTED, abortPausedTooLong),
+  row('TIMEOUT', null, REJECTED, refuseTimeout),
+  row('RESUME', null, [S.PLANNING, S.STREAMING, S.TOOL_EXECUTING, S.COMPACTING], resume),
+  ...whileRunning(['PAUSE', 'RESUME', 'TIMEOUT']),
+];
+
+const conversationClosed = guard<'MESSAGE' | 'INTERRUPT'>('conversationClosed', (s) => s.phase.type !== S.COMPLETED || !s.phase.conversationOpen);
+const refuseClosed = action<'MESSAGE' | 'INTERRUPT'>('refuse', () => reject('the conversation is closed'));
+/** A follow-up turn: the message goes with the next model call, with a fresh working-time deadline. */
+const followUp = action<'MESSAGE' | 'INTERRUPT'>('followUp', (s, e, now) => {
+  // The answer so far stays until the next one replaces it.
+  const queued: RunSnapshot = { ...s, queuedMessages: [...s.queuedMessages, e.text], deadline: addMs(now, s.limits.timeoutMs) };
+  return enter(queued, plain(S.STREAMING), e, now);
+});
+const notOpen = guard<'CLOSE'>('conversationNotOpen', (s) => s.phase.type !== S.COMPLETED || !s.phase.conversationOpen);
+const refuseClose = action<'CLOSE'>('refuse', () => reject('the conversation is not open'));
+const close = action<'CLOSE'>('closeConversation', (s) => ok({ ...s, phase: { type: S.COMPLETED, conversationOpen: false } }));
+
+// Terminal, unless the run keeps the conversation open for a follow-up message (keepOpenMs).
+export const COMPLETED_ROWS: readonly Row[] = [
+  row('MESSAGE', conversationClosed, REJECTED, refuseClosed),
+  row('MESSAGE', null, S.STREAMING, followUp),
+  row('INTERRUPT', interruptsRefused, REJECTED, refuseInterrupt),
+  row('INTERRUPT', conversationClosed, REJECTED, refuseClosed),
+  row('INTERRUPT', null, S.STREAMING, followUp),
+  row('CLOSE', notOpen, REJECTED, refuseClose),
+  row('CLOSE', null, SELF, close),
+];
