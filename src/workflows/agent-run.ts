@@ -52,7 +52,7 @@ export async function agentRun(rawInput: unknown): Promise<AgentRunResult> {
     ...(parallelAgents ? { parallelAgents } : {}),
   };
   if (parallelAgents) snapshot.workflowId = workflowInfo().workflowId;
-  const effects = createEffects(patches.lean, patches.inlineLocalTools);
+  const effects = createEffects(patches.lean, patches.inlineLocalTools, patches.directSteps);
   const publisher = createPublisher(patches.lean, patches.stateMemo);
   let live = createStreamPublisher();
   const timer = createRunTimer(snapshot.features.realProviders, () => dispatch({ type: 'TIMEOUT' }, true));
@@ -144,7 +144,7 @@ export async function agentRun(rawInput: unknown): Promise<AgentRunResult> {
       }
       const step = snapshot.step;
       if (effects.waits(command)) publisher.beforeWait(snapshot);
-      const event = command.type === 'awaitMessage' ? await awaitMessage(command.ms) : await effects.run(command);
+      const event = command.type === 'awaitMessage' ? await awaitMessage(command.ms) : (effects.ready(command) ?? (await effects.run(command)));
       // An outcome that arrives after an abort or timeout moved the run on describes nothing any more.
       if (event !== CANCELLED && snapshot.step === step) dispatch(event, false);
     }

@@ -23,7 +23,7 @@ import {
   type ChildWorkflowHandle,
 } from '@temporalio/workflow';
 import type { AgentActivities } from '../activities';
-import { emptyUsage, isQuotaWait, type ChildOutcome, type ChildRequest, type CritiqueOutcome, type ToolRequest, type ToolResult } from '../common/chat';
+import { emptyUsage, isQuotaWait, type ChildOutcome, type ChildRequest, type CritiqueOutcome, type ModelRequest, type ToolRequest, type ToolResult } from '../common/chat';
 import { pauseSignal, resumeSignal, type AgentRunResult } from '../common/messages';
 import { AgentState } from '../common/states';
 import { INTERRUPTED_TOOL, modelFailure, type AgentEvent, type WorkCommand } from './machine';
@@ -56,6 +56,8 @@ const activities = proxyActivities<AgentActivities>(modelCallOptions);
 const localToolOptions = { startToCloseTimeout: toolOptions.startToCloseTimeout, retry: toolOptions.retry };
 const localActivities = proxyLocalActivities<AgentActivities>(localToolOptions);
 
+type ModelOutcome = Awaited<ReturnType<AgentActivities['callModel']>>;
+
 /** The outcome of work that ABORT or TIMEOUT cancelled: it describes nothing any more. */
 export const CANCELLED = Symbol('cancelled');
 export type Outcome = AgentEvent | typeof CANCELLED;
@@ -63,6 +65,8 @@ export type Outcome = AgentEvent | typeof CANCELLED;
 export interface Effects {
   /** Run one command's activities; their outcome as the event the machine takes next. */
   run(command: Exclude<WorkCommand, { type: 'awaitMessage' }>): Promise<Outcome>;
+  /** The command's outcome when it needs no work (`direct`: tool calls the model call ran already), else undefined. */
+  ready(command: WorkCommand): Outcome | undefined;
   /** Whether the command's work outlasts the workflow task that starts it (local tools do not). */
   waits(command: WorkCommand): boolean;
   /** Cancel the work in flight, if any. */
@@ -73,7 +77,13 @@ export interface Effects {
   pauseChildren(paused: boolean): void;
 }
 
-export function createEffects(lean: boolean, inline = false): Effects {
+/**
+ * `direct` (`patched('direct-steps')`): a step makes fewer promises, each of which the SDK's promise hook captures a
+ * stack for (BENCHMARKS.md, issue 26): the model call's outcome is one `then` on the activity, not three nested
+ * awaits, and tool calls the model call ran already are an outcome at once (`ready`), with no await. Fewer microtask
+ * turns, so the order of two outcomes in one activation can differ from the runs begun before it: hence the patch.
+ */
+export function createEffects(lean: boolean, inline = false, direct = false): Effects {
   /**
    * One scope for all the run's work until `cancel` cancels it. A scope costs three promises, each of which the SDK's
    * promise hook captures a stack for; one a step was a tenth of a step's workflow CPU (BENCHMARKS.md, issue 26).
@@ -164,7 +174,43 @@ export function createEffects(lean: boolean, inline = false): Effects {
     }
   }
 
-  return {
+  const toolsRanAlready = (requests: ToolRequest[]): AgentEvent => ({ type: 'TOOLS_DONE', results: requests.map((r) => ranAlready(r)!) });
+
+  /** The model's answer as the machine's event; the results of the local tools it ran are kept for `runTools`. */
+  function modelResponded(request: ModelRequest, outcome: ModelOutcome): AgentEvent {
+    if (isQuotaWait(outcome)) return { type: 'QUOTA_WAIT', ...outcome.quotaWait };
+    const { toolResults, ...response } = outcome;
+    ranByModelCall = new Map((toolResults ?? []).map((r) => [r.toolCallId, r]));
+    return request.purpose === 'plan' ? { type: 'PLAN_READY', response } : { type: 'MODEL_RESPONDED', response };
+  }
+
+  function modelCall(command: Extract<WorkCommand, { type: 'callModel' }>): { request: ModelRequest; call: () => Promise<ModelOutcome> } {
+    const request = inline ? { ...command.request, runLocalTools: true } : command.request;
+    const summary = modelCallSummary(request.purpose, request.callNumber);
+    ranByModelCall = new Map();
+    return { request, call: () => activities.callModel.executeWithOptions({ ...modelCallOptions, summary }, [request]) };
+  }
+
+  /** `cancellable` and the failure's event in one `then`, with no async function around it: five promises fewer a call. */
+  function callModelDirect(command: Extract<WorkCommand, { type: 'callModel' }>): Promise<Outcome> {
+    const { request, call } = modelCall(command);
+    if (!scope || scope.consideredCancelled) scope = new CancellationScope();
+    const work = scope;
+    working = true;
+    return work.run(call).then(
+      (outcome) => {
+        working = false;
+        return modelResponded(request, outcome);
+      },
+      (err: unknown) => {
+        working = false;
+        if (isCancellation(err) && work.consideredCancelled) return CANCELLED;
+        return modelFailure(failureType(err), failureMessage(err));
+      },
+    );
+  }
+
+  const effects: Effects = {
     pauseChildren: (paused) => {
       // A child that has just ended refuses the signal; nothing to do then.
       for (const handle of children) handle.signal(paused ? pauseSignal : resumeSignal).catch(() => undefined);
@@ -176,28 +222,22 @@ export function createEffects(lean: boolean, inline = false): Effects {
       }
     },
     waits: (command) => command.type !== 'awaitMessage' && !(command.type === 'runTools' && command.requests.every(local)),
+    ready: (command) => (direct && command.type === 'runTools' && command.requests.every(ranAlready) ? toolsRanAlready(command.requests) : undefined),
     cancel: () => {
       if (working) scope?.cancel();
     },
     async run(command) {
       switch (command.type) {
         case 'callModel': {
-          const request = inline ? { ...command.request, runLocalTools: true } : command.request;
-          const summary = modelCallSummary(request.purpose, request.callNumber);
-          ranByModelCall = new Map();
-          const outcome = await cancellable(() => activities.callModel.executeWithOptions({ ...modelCallOptions, summary }, [request])).catch(
-            (err: unknown) => ({ failed: err }),
-          );
+          const { request, call } = modelCall(command);
+          const outcome = await cancellable(call).catch((err: unknown) => ({ failed: err }));
           if (outcome === CANCELLED) return CANCELLED;
           if ('failed' in outcome) return modelFailure(failureType(outcome.failed), failureMessage(outcome.failed));
-          if (isQuotaWait(outcome)) return { type: 'QUOTA_WAIT', ...outcome.quotaWait };
-          const { toolResults, ...response } = outcome;
-          ranByModelCall = new Map((toolResults ?? []).map((r) => [r.toolCallId, r]));
-          return request.purpose === 'plan' ? { type: 'PLAN_READY', response } : { type: 'MODEL_RESPONDED', response };
+          return modelResponded(request, outcome);
         }
         case 'runTools': {
           // All of them run by the model call already: no activity, so the run moves on in this activation.
-          if (command.requests.every(ranAlready)) return { type: 'TOOLS_DONE', results: command.requests.map((r) => ranAlready(r)!) };
+          if (command.requests.every(ranAlready)) return toolsRanAlready(command.requests);
           const results = await cancellable(() => Promise.all(command.requests.map((r) => ranAlready(r) ?? (r.child ? runChild(r, r.child) : runStoppable(r)))));
           return results === CANCELLED ? CANCELLED : { type: 'TOOLS_DONE', results };
         }
@@ -221,6 +261,9 @@ export function createEffects(lean: boolean, inline = false): Effects {
       }
     },
   };
+  if (!direct) return effects;
+  const runWork = effects.run;
+  return { ...effects, run: (command) => (command.type === 'callModel' ? callModelDirect(command) : runWork(command)) };
 }
 
 /** The prompt a parent's model gave a named agent, or null when the arguments hold none. */
