@@ -191,7 +191,7 @@ export function createEffects(lean: boolean, inline = false, direct = false): Ef
     return { request, call: () => activities.callModel.executeWithOptions({ ...modelCallOptions, summary }, [request]) };
   }
 
-  /** `cancellable` and the failure's event in one `then`, with no async function around it: five promises fewer a call. */
+  /** `cancellable` and the failure's event in one `then`, with no async function around it: four promises fewer a call. */
   function callModelDirect(command: Extract<WorkCommand, { type: 'callModel' }>): Promise<Outcome> {
     const { request, call } = modelCall(command);
     if (!scope || scope.consideredCancelled) scope = new CancellationScope();

@@ -51,7 +51,7 @@ export const Patch = {
   ParallelAgents: 'parallel-agents',
   /**
    * Every patch above at once, for runs started from this code on: one marker (and one `TemporalChangeVersion`
-   * upsert) a run instead of six, 10 history events fewer. Runs started before it find no such marker and read each
+   * upsert) a run instead of five of each, 8 history events fewer. Runs started before it find no such marker and read each
    * patch as before.
    */
   AllOf2026_13: 'features-2026-13',
