@@ -1,8 +1,8 @@
 /**
  * Running the machine's work commands as activities and turning each outcome into an event. Activity option
- * profiles live here; `createEffects(lean, inline)` picks once whether tools marked `local` run as local activities
- * (`patched('lean-steps')`) and whether the model call runs them itself (`patched('inline-local-tools')`), so the
- * interpreter never branches on either.
+ * profiles live here; `createEffects(lean, inline, direct)` picks once whether tools marked `local` run as local
+ * activities (`patched('lean-steps')`), whether the model call runs them itself (`patched('inline-local-tools')`) and
+ * whether a step makes fewer promises (`direct-steps`), so the interpreter never branches on any of them.
  *
  * Inline local tools: the model call is asked to run its answer's calls of `local` tools (pure, fast) and to answer
  * with their results. The machine still decides which calls run (limits, approvals, the loop guard): `runTools` takes
