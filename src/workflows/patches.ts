@@ -82,7 +82,7 @@ export interface RunPatches {
 
 export function readPatches(): RunPatches {
   // Runs before it did not ask for it: when replayed, a patch with no marker is off and records none.
-  if (patched(Patch.AllOf2026_13)) return ALL_OF_2026_13;
+  if (patched(Patch.AllOf2026_13)) return { ...ALL_OF_2026_13 }; // a copy: module state is shared by the runs of a reused context
   // Asked first in runs of model-fallback, then the dated ones, then interrupt-2026-12, model-critic-tools and
   // parallel-agents: the order the runs that recorded these markers asked for them (each asks only those it knows).
   const modelFallback = patched(Patch.ModelFallback);
