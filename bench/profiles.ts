@@ -90,8 +90,8 @@ const cut26Schemas: OursProfile = { ...prebundled, name: 'cut-26-schemas', srcRe
 /** `prebundled` on the code before issue 26's second round of cuts (commit 0d43e67), compiled as `prebundled` is. */
 const before26b: OursProfile = { ...prebundled, name: 'before-26b', srcRef: '0d43e67' };
 
-/** Issue 26's second round one at a time: conversation nodes put without a stat, shard folders made once (2c431b9). */
-const cut26Blobs: OursProfile = { ...prebundled, name: 'cut-26-blobs', srcRef: '2c431b9' };
+/** Issue 26's second round one at a time: conversation nodes put without a stat, shard folders made once (6d5d8db). */
+const cut26Blobs: OursProfile = { ...prebundled, name: 'cut-26-blobs', srcRef: '6d5d8db' };
 
 /** `prebundled` with blobs written without an fsync (file and folder): what making a conversation node durable costs a step. */
 const noFsync: OursProfile = { ...prebundled, name: 'no-fsync', blobFsync: false };
