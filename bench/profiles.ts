@@ -87,6 +87,12 @@ const beforeIssue26: OursProfile = { ...prebundled, name: 'before-26', srcRef: '
 const cut26Native: OursProfile = { ...prebundled, name: 'cut-26-native', srcRef: 'dee9934' };
 const cut26Schemas: OursProfile = { ...prebundled, name: 'cut-26-schemas', srcRef: 'dd07987' };
 
+/** `prebundled` on the code before issue 26's second round of cuts (commit 0d43e67), compiled as `prebundled` is. */
+const before26b: OursProfile = { ...prebundled, name: 'before-26b', srcRef: '0d43e67' };
+
+/** Issue 26's second round one at a time: conversation nodes put without a stat, shard folders made once (6d5d8db). */
+const cut26Blobs: OursProfile = { ...prebundled, name: 'cut-26-blobs', srcRef: '6d5d8db' };
+
 /** `prebundled` with blobs written without an fsync (file and folder): what making a conversation node durable costs a step. */
 const noFsync: OursProfile = { ...prebundled, name: 'no-fsync', blobFsync: false };
 
@@ -133,6 +139,8 @@ export const PROFILES: Record<string, OursProfile> = {
   'before-26': beforeIssue26,
   'cut-26-native': cut26Native,
   'cut-26-schemas': cut26Schemas,
+  'before-26b': before26b,
+  'cut-26-blobs': cut26Blobs,
   'no-journal': noJournal,
   'no-fsync': noFsync,
   'warn-logs': warnLogs,

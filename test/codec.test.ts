@@ -69,6 +69,28 @@ describe('FsBlobStore', () => {
     expect(filesUnder(dir)).toHaveLength(1);
   });
 
+  test('a fresh put does not look for the key first: one already present is replaced by the same bytes, whole', async () => {
+    const dir = tempDir('blobs-');
+    const store = new FsBlobStore(dir);
+    await store.put(KEY, utf8.encode('node'));
+    const before = await fsp.stat(store.pathOf(KEY));
+    await store.put(KEY, utf8.encode('node'), { fresh: true });
+    expect((await fsp.stat(store.pathOf(KEY))).ino).not.toBe(before.ino);
+    expect(Buffer.from(await store.get(KEY)).toString()).toBe('node');
+    expect(filesUnder(dir)).toEqual([path.join('ab', 'ab', KEY)]);
+  });
+
+  test('a folder removed after this process made it (a wiped store) is made again', async () => {
+    const dir = tempDir('blobs-');
+    const store = new FsBlobStore(dir);
+    const other = 'ab'.repeat(31) + 'cd';
+    await store.put(KEY, utf8.encode('first'));
+    await fsp.rm(path.join(dir, 'ab'), { recursive: true });
+    await store.put(other, utf8.encode('second'), { fresh: true });
+    expect(filesUnder(dir)).toEqual([path.join('ab', 'ab', other)]);
+    expect(Buffer.from(await store.get(other)).toString()).toBe('second');
+  });
+
   test('a missing blob fails with an error that names the key and the store', async () => {
     const dir = tempDir('blobs-');
     const err = await new FsBlobStore(dir).get(KEY).catch((e: unknown) => e);

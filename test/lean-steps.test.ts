@@ -135,3 +135,16 @@ test('the workflow bundle keeps object spread native: the machine spreads its sn
   expect(code).not.toMatch(/function _object_spread\(/);
   expect(code).toMatch(/rejectedEvents: \[\s*\.\.\.s\.rejectedEvents/);
 });
+
+test('a new run records one patch marker (features-2026-13) and one TemporalChangeVersion upsert, for every patch', async () => {
+  h.model.register('one-answer', () => ({ text: 'done' }));
+  const handle = await h.start({ prompt: 'Answer', model: 'one-answer' });
+  await handle.result();
+  const all = await events(handle);
+  const patchIds = all
+    .filter((e) => e.eventType === EventType.EVENT_TYPE_MARKER_RECORDED && e.markerRecordedEventAttributes?.markerName === 'core_patch')
+    .map((e) => (defaultPayloadConverter.fromPayload(e.markerRecordedEventAttributes!.details!['patch-data'].payloads![0]) as { id: string }).id);
+  expect(patchIds).toEqual(['features-2026-13']);
+  const changeVersions = all.filter((e) => e.upsertWorkflowSearchAttributesEventAttributes?.searchAttributes?.indexedFields?.TemporalChangeVersion);
+  expect(changeVersions).toHaveLength(1);
+});

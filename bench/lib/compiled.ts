@@ -15,22 +15,31 @@ export const COMPILED_NODE_ARGS = ['--enable-source-maps'];
 const ROOT = path.resolve(__dirname, '../..');
 const OUT = path.join(ROOT, 'bench/.scratch/compiled');
 
-let compiled: string | undefined;
+const compiled = new Map<string, string>();
 
-/** Transpiles src/ and the bench worker once per bench run; returns the compiled worker entry. */
-export function compiledOursWorker(): string {
-  if (compiled) return compiled;
+/**
+ * Transpiles src/ (or `srcDir`, an earlier commit's, from `srcAt`) and the bench worker once per bench run; returns
+ * the compiled worker entry, whose `../../src` is that code.
+ */
+export function compiledOursWorker(srcDir?: string): string {
+  const done = compiled.get(srcDir ?? '');
+  if (done) return done;
+  const out = srcDir ? `${OUT}-${path.basename(srcDir)}` : OUT;
   const config = ts.readConfigFile(path.join(ROOT, 'tsconfig.json'), ts.sys.readFile).config;
   const { options } = ts.convertCompilerOptionsFromJson(config.compilerOptions, ROOT);
   // With their sources inlined, as the build's own maps: the image runs `node --enable-source-maps` (COMPILED_NODE_ARGS).
   const compilerOptions = { ...options, noEmit: false, sourceMap: false, inlineSourceMap: true, inlineSources: true };
-  for (const file of [...tsFiles(path.join(ROOT, 'src')), path.join(ROOT, 'bench/systems/ours-worker.ts'), path.join(ROOT, 'bench/lib/serve.ts')]) {
+  const src = srcDir ?? path.join(ROOT, 'src');
+  const files = [...tsFiles(src).map((f) => [f, path.join('src', path.relative(src, f))]), ...['bench/systems/ours-worker.ts', 'bench/lib/serve.ts'].map((f) => [path.join(ROOT, f), f])];
+  for (const [file, relative] of files) {
     const { outputText } = ts.transpileModule(readFileSync(file, 'utf8'), { compilerOptions, fileName: file });
-    const out = path.join(OUT, path.relative(ROOT, file)).replace(/\.ts$/, '.js');
-    mkdirSync(path.dirname(out), { recursive: true });
-    writeFileSync(out, outputText);
+    const target = path.join(out, relative).replace(/\.ts$/, '.js');
+    mkdirSync(path.dirname(target), { recursive: true });
+    writeFileSync(target, outputText);
   }
-  return (compiled = path.join(OUT, 'bench/systems/ours-worker.js'));
+  const entry = path.join(out, 'bench/systems/ours-worker.js');
+  compiled.set(srcDir ?? '', entry);
+  return entry;
 }
 
 function tsFiles(dir: string): string[] {

@@ -289,7 +289,7 @@ export interface OursProfile {
   journal?: boolean;
   /** Flush each blob (conversation nodes, claim-checked payloads) to disk before history refers to it, as FsBlobStore does by default. @default true */
   blobFsync?: boolean;
-  /** The worker process runs today's src/ as JavaScript, as the Docker image does, instead of TypeScript through tsx (bench/lib/compiled.ts). */
+  /** The worker process runs its src/ (today's, or `srcRef`'s) as JavaScript, as the Docker image does, instead of TypeScript through tsx (bench/lib/compiled.ts). */
   compiled?: boolean;
   /** With `compiled`, run node with the image's `--enable-source-maps`. @default true */
   sourceMaps?: boolean;
@@ -341,13 +341,14 @@ export class OursSystem extends TemporalSystem {
       ...(this.profile.blobFsync === false ? { blobFsync: false } : {}),
       ledgerFile: this.profile.journal === false ? undefined : path.join(this.dir, 'tool-ledger.sqlite'),
       bundlePath: this.bundlePath,
-      srcDir: this.srcDir,
+      // A compiled worker's own ../../src is that commit's code, transpiled.
+      srcDir: this.profile.compiled ? undefined : this.srcDir,
       logLevel: this.profile.logLevel,
       claimCheckThresholdBytes: this.profile.claimCheckThresholdBytes,
       workerOptions: this.profile.workerOptions,
     };
-    const compiled = this.profile.compiled && !this.srcDir;
-    return spawnChild(compiled ? compiledOursWorker() : path.join(BENCH_DIR, 'systems/ours-worker.ts'), {
+    const compiled = this.profile.compiled;
+    return spawnChild(compiled ? compiledOursWorker(this.srcDir) : path.join(BENCH_DIR, 'systems/ours-worker.ts'), {
       runtime: compiled ? 'node' : 'tsx',
       nodeArgs: [...(compiled && this.profile.sourceMaps !== false ? COMPILED_NODE_ARGS : []), ...(this.profile.nodeArgs ?? [])],
       env: { ...this.profile.env, BENCH_WORKER: JSON.stringify(config) },

@@ -16,8 +16,11 @@ import path from 'node:path';
 
 /** Where claim-checked payloads live, keyed by the sha256 hex of their bytes. Implementations must be idempotent. */
 export interface BlobStore {
-  /** Stores `bytes` under `key`; storing a key that is already present is a no-op. */
-  put(key: string, bytes: Uint8Array): Promise<void>;
+  /**
+   * Stores `bytes` under `key`; storing a key that is already present is a no-op. `fresh`: the caller knows the key
+   * is new (a conversation node), so a store may skip looking for it first; storing it twice must still be harmless.
+   */
+  put(key: string, bytes: Uint8Array, options?: { fresh?: boolean }): Promise<void>;
   /** The bytes stored under `key`; rejects with `BlobNotFoundError` when there are none. */
   get(key: string): Promise<Uint8Array>;
 }
@@ -48,6 +51,8 @@ export interface FsBlobStoreOptions {
 export class FsBlobStore implements BlobStore {
   readonly dir: string;
   private readonly fsync: boolean;
+  /** Folders this process made or found: each `mkdir` is a file system call (a threadpool round trip) a blob. */
+  private readonly folders = new Set<string>();
 
   constructor(dir: string, options: FsBlobStoreOptions = {}) {
     this.dir = path.resolve(dir);
@@ -60,15 +65,21 @@ export class FsBlobStore implements BlobStore {
     return path.join(this.dir, key.slice(0, 2), key.slice(2, 4), key);
   }
 
-  async put(key: string, bytes: Uint8Array): Promise<void> {
+  async put(key: string, bytes: Uint8Array, options: { fresh?: boolean } = {}): Promise<void> {
     const file = this.pathOf(key);
-    if (await exists(file)) return;
+    // A fresh key written again is replaced by the same bytes, atomically: harmless, so no stat first.
+    if (!options.fresh && (await exists(file))) return;
     const folder = path.dirname(file);
-    await mkdir(folder, { recursive: true });
+    if (!this.folders.has(folder)) await this.makeFolder(folder);
     // Same folder, so the rename stays on one file system and is atomic; a dot name never matches a key.
     const temp = path.join(folder, `.${key}.${process.pid}.${randomBytes(6).toString('hex')}.tmp`);
     try {
-      const handle = await open(temp, 'wx');
+      // A folder removed since this process made it (a wiped store) is made again.
+      const handle = await open(temp, 'wx').catch(async (err: NodeJS.ErrnoException) => {
+        if (err.code !== 'ENOENT') throw err;
+        await this.makeFolder(folder);
+        return open(temp, 'wx');
+      });
       try {
         await handle.writeFile(bytes);
         if (this.fsync) await handle.sync();
@@ -82,6 +93,11 @@ export class FsBlobStore implements BlobStore {
       throw err;
     }
     if (this.fsync) await syncDir(folder);
+  }
+
+  private async makeFolder(folder: string): Promise<void> {
+    await mkdir(folder, { recursive: true });
+    this.folders.add(folder);
   }
 
   async get(key: string): Promise<Uint8Array> {

@@ -65,7 +65,8 @@ export class ConversationStore {
     const node: ChainNode = { v: 1, base: base ?? null, messages };
     const bytes = ProtoPayload.encode(await encodeToPayload(this.converter, node)).finish();
     const ref = sha256Hex(bytes);
-    await this.store.put(ref, bytes);
+    // A node names its base, so it is new but for a retry (or runs begun alike), which writes the same bytes again.
+    await this.store.put(ref, bytes, { fresh: true });
     // The run has moved on from its base; a retry of this call that needs it again reads it back.
     if (base) this.cache.delete(base.ref);
     this.remember(ref, full);

@@ -49,7 +49,7 @@ export async function agentRun(rawInput: unknown): Promise<AgentRunResult> {
   // The machine's behaviour is its version's, chosen here once from the patches; chaining is the workflow's own.
   snapshot = { ...snapshot, machineVersion: versionOfPatches(patches), features: { conversationChain: patches.conversationChain } };
   if (parallelAgents) snapshot.workflowId = workflowInfo().workflowId;
-  const effects = createEffects(patches.lean, patches.inlineLocalTools);
+  const effects = createEffects(patches.lean, patches.inlineLocalTools, patches.directSteps);
   const publisher = createPublisher(patches.lean, patches.stateMemo);
   let live = createStreamPublisher();
   const timer = createRunTimer(patches.realProviders, () => dispatch({ type: 'TIMEOUT' }, true));
@@ -138,7 +138,7 @@ export async function agentRun(rawInput: unknown): Promise<AgentRunResult> {
       }
       const step = snapshot.step;
       if (effects.waits(command)) publisher.beforeWait(snapshot);
-      const event = command.type === 'awaitMessage' ? await awaitMessage(command.ms) : await effects.run(command);
+      const event = command.type === 'awaitMessage' ? await awaitMessage(command.ms) : (effects.ready(command) ?? (await effects.run(command)));
       // An outcome that arrives after an abort or timeout moved the run on describes nothing any more.
       if (event !== CANCELLED && snapshot.step === step) dispatch(event, false);
     }

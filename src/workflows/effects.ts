@@ -1,8 +1,8 @@
 /**
  * Running the machine's work commands as activities and turning each outcome into an event. Activity option
- * profiles live here; `createEffects(lean, inline)` picks once whether tools marked `local` run as local activities
- * (`patched('lean-steps')`) and whether the model call runs them itself (`patched('inline-local-tools')`), so the
- * interpreter never branches on either.
+ * profiles live here; `createEffects(lean, inline, direct)` picks once whether tools marked `local` run as local
+ * activities (`patched('lean-steps')`), whether the model call runs them itself (`patched('inline-local-tools')`) and
+ * whether a step makes fewer promises (`direct-steps`), so the interpreter never branches on any of them.
  *
  * Inline local tools: the model call is asked to run its answer's calls of `local` tools (pure, fast) and to answer
  * with their results, which reach the machine with the response. The machine decides which it keeps (ran-ahead.ts),
@@ -26,7 +26,7 @@ import {
 } from '@temporalio/workflow';
 import { RetryState } from '@temporalio/common';
 import type { AgentActivities } from '../activities';
-import { emptyUsage, isQuotaWait, type ChildOutcome, type ChildRequest, type CritiqueOutcome, type ToolRequest, type ToolResult } from '../common/chat';
+import { emptyUsage, isQuotaWait, type ChildOutcome, type ChildRequest, type CritiqueOutcome, type ModelRequest, type ToolRequest, type ToolResult } from '../common/chat';
 import { pauseSignal, resumeSignal, type AgentRunResult } from '../common/messages';
 import { AgentState } from '../common/states';
 import { ModelErrorType } from '../common/failures';
@@ -62,6 +62,8 @@ const activities = proxyActivities<AgentActivities>(modelCallOptions);
 const localToolOptions = { startToCloseTimeout: toolOptions.startToCloseTimeout, retry: toolOptions.retry };
 const localActivities = proxyLocalActivities<AgentActivities>(localToolOptions);
 
+type ModelOutcome = Awaited<ReturnType<AgentActivities['callModel']>>;
+
 /** The outcome of work that ABORT or TIMEOUT cancelled: it describes nothing any more. */
 export const CANCELLED = Symbol('cancelled');
 export type Outcome = AgentEvent | typeof CANCELLED;
@@ -69,6 +71,8 @@ export type Outcome = AgentEvent | typeof CANCELLED;
 export interface Effects {
   /** Run one command's activities; their outcome as the event the machine takes next. */
   run(command: Exclude<WorkCommand, { type: 'awaitMessage' }>): Promise<Outcome>;
+  /** The command's outcome when it needs no work (`direct`: tool calls the model call ran already), else undefined. */
+  ready(command: WorkCommand): Outcome | undefined;
   /** Whether the command's work outlasts the workflow task that starts it (local tools do not). */
   waits(command: WorkCommand): boolean;
   /** Cancel the work in flight, if any. */
@@ -79,7 +83,13 @@ export interface Effects {
   pauseChildren(paused: boolean): void;
 }
 
-export function createEffects(lean: boolean, inline = false): Effects {
+/**
+ * `direct` (`patched('direct-steps')`): a step makes fewer promises, each of which the SDK's promise hook captures a
+ * stack for (BENCHMARKS.md, issue 26): the model call's outcome is one `then` on the activity, not three nested
+ * awaits, and tool calls the model call ran already are an outcome at once (`ready`), with no await. Fewer microtask
+ * turns, so the order of two outcomes in one activation can differ from the runs begun before it: hence the patch.
+ */
+export function createEffects(lean: boolean, inline = false, direct = false): Effects {
   /**
    * One scope for all the run's work until `cancel` cancels it. A scope costs three promises, each of which the SDK's
    * promise hook captures a stack for; one a step was a tenth of a step's workflow CPU (BENCHMARKS.md, issue 26).
@@ -167,7 +177,41 @@ export function createEffects(lean: boolean, inline = false): Effects {
     }
   }
 
-  return {
+  const ranAhead = (r: ToolRequest) => r.call.ranAhead !== undefined;
+  const toolsRanAlready = (requests: ToolRequest[]): AgentEvent => ({ type: 'TOOLS_DONE', results: requests.map((r) => r.call.ranAhead!) });
+
+  /** The model's answer as the machine's event; the results of the local tools it ran travel with it (the machine keeps or drops them). */
+  function modelResponded(request: ModelRequest, outcome: ModelOutcome): AgentEvent {
+    if (isQuotaWait(outcome)) return { type: 'QUOTA_WAIT', ...outcome.quotaWait };
+    return request.purpose === 'plan' ? { type: 'PLAN_READY', response: outcome } : { type: 'MODEL_RESPONDED', response: outcome };
+  }
+
+  function modelCall(command: Extract<WorkCommand, { type: 'callModel' }>): { request: ModelRequest; call: () => Promise<ModelOutcome> } {
+    const request = inline ? { ...command.request, runLocalTools: true } : command.request;
+    const summary = modelCallSummary(request.purpose, request.callNumber);
+    return { request, call: () => activities.callModel.executeWithOptions({ ...modelCallOptions, summary }, [request]) };
+  }
+
+  /** `cancellable` and the failure's event in one `then`, with no async function around it: four promises fewer a call. */
+  function callModelDirect(command: Extract<WorkCommand, { type: 'callModel' }>): Promise<Outcome> {
+    const { request, call } = modelCall(command);
+    if (!scope || scope.consideredCancelled) scope = new CancellationScope();
+    const work = scope;
+    working = true;
+    return work.run(call).then(
+      (outcome) => {
+        working = false;
+        return modelResponded(request, outcome);
+      },
+      (err: unknown) => {
+        working = false;
+        if (isCancellation(err) && work.consideredCancelled) return CANCELLED;
+        return modelCallFailure(err);
+      },
+    );
+  }
+
+  const effects: Effects = {
     pauseChildren: (paused) => {
       // A child that has just ended refuses the signal; nothing to do then.
       for (const handle of children) handle.signal(paused ? pauseSignal : resumeSignal).catch(() => undefined);
@@ -179,25 +223,22 @@ export function createEffects(lean: boolean, inline = false): Effects {
       }
     },
     waits: (command) => command.type !== 'awaitMessage' && !(command.type === 'runTools' && command.requests.every(local)),
+    ready: (command) => (direct && command.type === 'runTools' && command.requests.every(ranAhead) ? toolsRanAlready(command.requests) : undefined),
     cancel: () => {
       if (working) scope?.cancel();
     },
     async run(command) {
       switch (command.type) {
         case 'callModel': {
-          const request = inline ? { ...command.request, runLocalTools: true } : command.request;
-          const summary = modelCallSummary(request.purpose, request.callNumber);
-          const outcome = await cancellable(() => activities.callModel.executeWithOptions({ ...modelCallOptions, summary }, [request])).catch(
-            (err: unknown) => ({ failed: err }),
-          );
+          const { request, call } = modelCall(command);
+          const outcome = await cancellable(call).catch((err: unknown) => ({ failed: err }));
           if (outcome === CANCELLED) return CANCELLED;
           if ('failed' in outcome) return modelCallFailure(outcome.failed);
-          if (isQuotaWait(outcome)) return { type: 'QUOTA_WAIT', ...outcome.quotaWait };
-          return request.purpose === 'plan' ? { type: 'PLAN_READY', response: outcome } : { type: 'MODEL_RESPONDED', response: outcome };
+          return modelResponded(request, outcome);
         }
         case 'runTools': {
           // All of them run by the model call already: no activity, so the run moves on in this activation.
-          if (command.requests.every((r) => r.call.ranAhead)) return { type: 'TOOLS_DONE', results: command.requests.map((r) => r.call.ranAhead!) };
+          if (command.requests.every(ranAhead)) return toolsRanAlready(command.requests);
           const results = await cancellable(() => Promise.all(command.requests.map((r) => r.call.ranAhead ?? (r.child ? runChild(r, r.child) : runStoppable(r)))));
           return results === CANCELLED ? CANCELLED : { type: 'TOOLS_DONE', results };
         }
@@ -221,6 +262,9 @@ export function createEffects(lean: boolean, inline = false): Effects {
       }
     },
   };
+  if (!direct) return effects;
+  const runWork = effects.run;
+  return { ...effects, run: (command) => (command.type === 'callModel' ? callModelDirect(command) : runWork(command)) };
 }
 
 /** The prompt a parent's model gave a named agent, or null when the arguments hold none. */
