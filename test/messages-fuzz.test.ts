@@ -93,9 +93,10 @@ interface BadPayload {
 const refused = (what: string, path: string) => `Invalid ${what}: ${path}: `;
 
 const validApprove = fc.record({ toolCallId: fc.constant('w1'), approved: fc.boolean(), feedback: fc.string({ maxLength: 50 }) }, { requiredKeys: ['toolCallId', 'approved'] });
+// `arguments` is a key of approve (edited arguments): fast-check's strings favour such names (`arguments`, `caller`), so it is known here.
 const badApprove: fc.Arbitrary<BadPayload> = fc.oneof(
   notObject.map((payload) => ({ payload, expected: refused('approve input', '(input)') })),
-  fc.tuple(validApprove, junkKey(['toolCallId', 'approved', 'feedback']), json).map(([base, key, v]) => ({
+  fc.tuple(validApprove, junkKey(['toolCallId', 'approved', 'feedback', 'arguments']), json).map(([base, key, v]) => ({
     payload: { ...base, [key]: v },
     expected: `${refused('approve input', '(input)')}Unrecognized key: "${key}"`,
   })),
@@ -118,7 +119,7 @@ const badApprove: fc.Arbitrary<BadPayload> = fc.oneof(
 
 const badSendMessage: fc.Arbitrary<BadPayload> = fc.oneof(
   notObject.map((payload) => ({ payload, expected: refused('sendMessage input', '(input)') })),
-  fc.tuple(junkKey(['text']), json).map(([key, v]) => ({
+  fc.tuple(junkKey(['text', 'interrupt']), json).map(([key, v]) => ({
     payload: { text: 'hello', [key]: v },
     expected: `${refused('sendMessage input', '(input)')}Unrecognized key: "${key}"`,
   })),
