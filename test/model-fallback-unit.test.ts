@@ -63,7 +63,7 @@ describe('MODEL_UNAVAILABLE', () => {
     expect(publicView(s, false).model).toBe('c');
     s = step(s, { type: 'MODEL_UNAVAILABLE', error: 'gone too' });
     expect(s.phase.type).toBe('FAILED');
-    expect(s.reason).toBe('model call failed: gone too');
+    expect(s.reason?.text).toBe('model call failed: gone too');
   });
 
   test('from PLANNING, the plan is asked of the fallback model', () => {
@@ -76,7 +76,7 @@ describe('MODEL_UNAVAILABLE', () => {
     const s = step(snapshot({ fallbackModels: ['b'] }), { type: 'START' });
     const old = step({ ...s, machineVersion: versionBefore('modelFallback') }, { type: 'MODEL_UNAVAILABLE', error: 'gone' });
     expect(old.phase.type).toBe('FAILED');
-    expect(old.reason).toBe('model call failed: gone');
+    expect(old.reason?.text).toBe('model call failed: gone');
   });
 
   test('usage is priced by the model in use', () => {

@@ -14,6 +14,7 @@ import {
   patched,
   workflowInfo,
 } from '@temporalio/workflow';
+import { workDeadline } from './clocks';
 import { FailureType } from '../common/failures';
 import { parseAgentRunInput } from '../common/input';
 import type { AgentRunResult } from '../common/messages';
@@ -76,7 +77,7 @@ export async function agentRun(rawInput: unknown): Promise<AgentRunResult> {
     // A signal or update may move a run that waits on an activity (pause, abort): shown now, not after the call.
     if (changes.length > 0) publisher.transitioned(snapshot, changes, external);
     // An approval reminder takes no step: the state stays, only the view has it.
-    if (snapshot.step !== before.step || snapshot.approvalReminder !== before.approvalReminder) live.stepped(snapshot);
+    if (snapshot.step !== before.step || snapshot.clocks.approvalReminder !== before.clocks.approvalReminder) live.stepped(snapshot);
   }
 
   /** The timer and cancellation at once; work in turn, by the loop below. */
@@ -106,7 +107,7 @@ export async function agentRun(rawInput: unknown): Promise<AgentRunResult> {
   if (carried && isTerminal(carried.phase.type)) {
     throw ApplicationFailure.create({ type: FailureType.InvalidInput, message: `cannot carry on from a ${carried.phase.type} snapshot`, nonRetryable: true });
   }
-  const carriedDeadline = resume?.kind === 'continue' ? carried!.deadline : null;
+  const carriedDeadline = resume?.kind === 'continue' ? workDeadline(carried!) : null;
   timer.started(carriedDeadline !== null ? Math.max(0, Date.parse(carriedDeadline) - Date.now()) : snapshot.limits.timeoutMs);
   if (resume) {
     const carriedOn = carryOn(resume, snapshot, workflowInfo().workflowId, now());
@@ -156,7 +157,7 @@ export async function agentRun(rawInput: unknown): Promise<AgentRunResult> {
     timer.turnEnded();
     publisher.beforeWait(snapshot);
     if (!(await condition(() => !awaitsMessage(snapshot), ms))) return { type: 'CLOSE' };
-    timer.turnStarted(snapshot.deadline!);
+    timer.turnStarted(workDeadline(snapshot)!);
     return CANCELLED;
   }
 

@@ -43,9 +43,9 @@ export function carryOn(resume: Resume, run: Pick<RunSnapshot, 'features' | 'mac
     machineVersion,
     chain: null,
     // A fork runs its pending calls itself, as it always did: the results the original's model call ran ahead stay there.
-    pendingToolCalls: carried.pendingToolCalls.map(({ ranAhead: _ranAhead, ...call }) => call),
+    toolRound: { ...carried.toolRound, pending: carried.toolRound.pending.map(({ ranAhead: _ranAhead, ...call }) => call) },
     origin: { kind: 'fork', ...origin },
-    ...freshClocks({ ...carried, features, machineVersion }, now),
+    clocks: { ...carried.clocks, ...freshClocks({ ...carried, features, machineVersion }, now) },
     pauseRequested: false,
     rejectedEvents: [],
   };

@@ -7,6 +7,7 @@ import { AgentState } from '../common/states';
 import type { RunStateView } from '../common/view';
 import { lastAssistantText } from './responses';
 import type { RunSnapshot } from './snapshot';
+import { workDeadline } from './clocks';
 
 /** The curated view: the phase's data under its documented names, and none of the machine's bookkeeping. */
 export function publicView(s: RunSnapshot, includeMessages: boolean): RunStateView {
@@ -27,11 +28,11 @@ export function publicView(s: RunSnapshot, includeMessages: boolean): RunStateVi
     pauseRequested: s.pauseRequested,
     conversationOpen: phase.type === AgentState.COMPLETED && phase.conversationOpen,
     turns: s.turns,
-    deadline: s.deadline,
-    workRemainingMs: s.workRemainingMs,
-    approvalDeadline: s.approvalDeadline,
-    approvalReminder: s.approvalReminder ?? null,
-    pausedDeadline: s.pausedDeadline ?? null,
+    deadline: workDeadline(s),
+    workRemainingMs: s.clocks.work.state === 'stopped' ? s.clocks.work.remainingMs : null,
+    approvalDeadline: s.clocks.approvalDeadline,
+    approvalReminder: s.clocks.approvalReminder,
+    pausedDeadline: s.clocks.pausedDeadline,
     quotaWait: s.quotaWait ? { since: s.quotaWait.since, expectedAt: s.quotaWait.expectedAt, position: s.quotaWait.position } : null,
     recentToolCalls: s.toolLog,
     queuedMessages: s.queuedMessages,
@@ -42,7 +43,7 @@ export function publicView(s: RunSnapshot, includeMessages: boolean): RunStateVi
     modelSwitches: s.modelSwitches ?? [],
     children: s.children ?? [],
     lastError: s.lastError,
-    reason: s.reason,
+    reason: s.reason?.text ?? null,
     answer: s.answer,
     lastText: lastAssistantText(s),
     origin: s.origin,
@@ -59,7 +60,7 @@ export function runResult(s: RunSnapshot): AgentRunResult {
   const result: AgentRunResult = {
     status: s.phase.type as AgentRunResult['status'],
     answer: s.answer,
-    reason: s.reason,
+    reason: s.reason?.text ?? null,
     lastText: lastAssistantText(s),
     partialText: cutShort && s.partialText ? s.partialText : null,
     usage: s.usage,
@@ -68,7 +69,7 @@ export function runResult(s: RunSnapshot): AgentRunResult {
     ...(s.options.returnMessages ? { messages: toOpenAI(s.messages) } : {}),
   };
   if (s.phase.type === AgentState.FAILED) {
-    throw ApplicationFailure.create({ type: FailureType.AgentRunFailed, message: s.reason ?? 'failed', nonRetryable: true, details: [result] });
+    throw ApplicationFailure.create({ type: FailureType.AgentRunFailed, message: s.reason?.text ?? 'failed', nonRetryable: true, details: [result] });
   }
   return result;
 }

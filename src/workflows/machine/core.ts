@@ -64,7 +64,7 @@ export const version = (s: RunSnapshot): MachineDefinition => machineDefinition(
 
 /** Who judges a step, by machine version: the chosen critic judges answers, and tool steps too (`toolStepsToo`); else the rules judge tool steps. */
 export const CRITIC = {
-  answersOnly: (s: RunSnapshot) => (s.lastToolResults.length === 0 ? s.options.critique : 'rules'),
+  answersOnly: (s: RunSnapshot) => (s.toolRound.lastResults.length === 0 ? s.options.critique : 'rules'),
   toolStepsToo: (s: RunSnapshot) => s.options.critique,
 } as const;
 export const critiqueMode = (s: RunSnapshot): 'rules' | 'model' => CRITIC[version(s).critic](s);
@@ -116,7 +116,7 @@ export const INTERRUPTED_TOOL = 'Stopped before it finished: the user interrupte
  * a denied call is answered with the policy's message and logged as ended at once; the reason lists every verdict.
  */
 export function withPolicy(s: RunSnapshot, now: string): RunSnapshot {
-  const judged = s.pendingToolCalls.filter((c) => c.policy);
+  const judged = s.toolRound.pending.filter((c) => c.policy);
   if (judged.length === 0) return s;
   const denied = judged.flatMap((c) => (c.policy?.action === 'deny' ? [{ call: c, message: c.policy.message }] : []));
   const step = s.step + 1;
@@ -124,8 +124,8 @@ export function withPolicy(s: RunSnapshot, now: string): RunSnapshot {
   const said = judged.map((c) => `${POLICY_VERB[c.policy!.action]} ${c.name} (${c.id})${policyWhy(c.policy!)}`);
   return {
     ...s,
-    reason: `tool policy: ${said.join('; ')}`,
-    presetResults: [...s.presetResults, ...denied.map(({ call, message }) => ({ toolCallId: call.id, name: call.name, ok: false, content: message }))],
+    reason: { kind: 'toolPolicy', text: `tool policy: ${said.join('; ')}` },
+    toolRound: { ...s.toolRound, presetResults: [...s.toolRound.presetResults, ...denied.map(({ call, message }) => ({ toolCallId: call.id, name: call.name, ok: false, content: message }))] },
     toolLog: [...s.toolLog, ...logged].slice(-TOOL_LOG_SIZE),
   };
 }
@@ -163,7 +163,7 @@ export const ENTRY: ReadonlyArray<EntryRow & { guards: readonly AgentState[]; no
       run: (s, target, e, now) => {
         const overBudget = budgetExceeded(s)!;
         const request = { toolCallId: 'budget', kind: 'budget' as const, name: 'budget', arguments: JSON.stringify({ reason: overBudget }) };
-        return ok(moveTo({ ...s, reason: overBudget }, { type: S.AWAITING_APPROVAL, pending: [request], then: target as WorkPhase }, e, now));
+        return ok(moveTo({ ...s, reason: { kind: 'budget', text: overBudget } }, { type: S.AWAITING_APPROVAL, pending: [request], then: target as WorkPhase }, e, now));
       },
     },
   },
@@ -182,7 +182,7 @@ export const ENTRY: ReadonlyArray<EntryRow & { guards: readonly AgentState[]; no
     target: S.COMPACTING,
     action: {
       name: 'compactFirst',
-      run: (s, target, e, now) => enter({ ...s, reason: PROACTIVE_COMPACTION[version(s).proactiveCompaction](s) }, { type: S.COMPACTING, returnTo: target.type as ModelStep }, e, now),
+      run: (s, target, e, now) => enter({ ...s, reason: { kind: 'compaction', text: PROACTIVE_COMPACTION[version(s).proactiveCompaction](s)! } }, { type: S.COMPACTING, returnTo: target.type as ModelStep }, e, now),
     },
   },
   // The states a row leads into (an ending is reached by `finish`, a pause by the row above).
@@ -231,8 +231,8 @@ export function commandsFor(s: RunSnapshot): WorkCommand[] {
     case S.STREAMING:
       return [{ type: 'callModel', request: chained(s, modelRequest(s, 'respond', s.loops)) }];
     case S.TOOL_EXECUTING: {
-      const preset = new Set(s.presetResults.map((r) => r.toolCallId));
-      const calls = s.pendingToolCalls.filter((c) => !preset.has(c.id));
+      const preset = new Set(s.toolRound.presetResults.map((r) => r.toolCallId));
+      const calls = s.toolRound.pending.filter((c) => !preset.has(c.id));
       return [{ type: 'runTools', requests: calls.map((call, i) => withChild(s, { call, allowed: s.options.tools, callNumber: s.toolCalls + 1 + i })) }];
     }
     case S.CRITIQUE:
@@ -275,7 +275,7 @@ export const APPROVAL_NOTE_HEAD = "The user's decisions on your tool calls in th
 
 /** A tool's result as the model reads it in runs begun before approval notes: after edited arguments, it is told what ran. */
 export function withEdit(s: RunSnapshot, r: ToolResult): string {
-  const call = s.pendingToolCalls.find((c) => c.id === r.toolCallId);
+  const call = s.toolRound.pending.find((c) => c.id === r.toolCallId);
   return call?.edited ? `(The user approved this call with edited arguments: ${call.arguments})\n${r.content}` : r.content;
 }
 
@@ -291,8 +291,8 @@ export const clip200 = (text: string) => (text.length > 200 ? `${text.slice(0, 1
 
 /** The calls a TOOL_EXECUTING step runs, started at its step. */
 export function toolsStarted(s: RunSnapshot, now: string): ToolCallRecord[] {
-  const preset = new Set(s.presetResults.map((r) => r.toolCallId));
-  const started = s.pendingToolCalls
+  const preset = new Set(s.toolRound.presetResults.map((r) => r.toolCallId));
+  const started = s.toolRound.pending
     .filter((c) => !preset.has(c.id))
     .map((c): ToolCallRecord => ({ toolCallId: c.id, name: c.name, arguments: clip200(c.arguments), ...(c.edited ? { edited: true as const } : {}), ...(c.policy ? { policy: c.policy.action } : {}), startStep: s.step, startedAt: now, endStep: null, endedAt: null, ok: null, output: null }));
   return [...s.toolLog, ...started].slice(-TOOL_LOG_SIZE);
@@ -311,8 +311,8 @@ export function toolsEnded(log: ToolCallRecord[], results: ToolResult[], step: n
 export function atLimit(s: RunSnapshot, e: AgentEvent, now: string, reason: string): TransitionResult {
   if ((s.limits.onLimit ?? 'fail') === 'fail') return fail(s, e, now, reason);
   // Calls left unrun are answered, so that a follow-up turn (keepOpenMs) sends the provider a well-formed conversation.
-  const unrun = s.pendingToolCalls.map((c) => ({ role: 'tool' as const, toolCallId: c.id, content: `Not executed: ${reason}.` }));
-  const next = { ...s, pendingToolCalls: [], messages: [...s.messages, ...unrun] };
+  const unrun = s.toolRound.pending.map((c) => ({ role: 'tool' as const, toolCallId: c.id, content: `Not executed: ${reason}.` }));
+  const next = { ...s, toolRound: { ...s.toolRound, pending: [] }, messages: [...s.messages, ...unrun] };
   return finish(next, S.COMPLETED, e, now, `${reason}: completed with the last text (limits.onLimit is complete)`, lastAssistantText(s));
 }
 
@@ -323,7 +323,7 @@ export const approvalTimedOut = (ms: number | undefined) => `Not executed: nobod
 export function remind(s: RunSnapshot, pending: PendingApproval[], deadline: string, now: string): RunSnapshot {
   const onTimeout = s.options.approvalOnTimeout ?? 'fail';
   const toolCallIds = pending.filter((p) => !p.decision).map((p) => p.toolCallId);
-  return { ...s, approvalReminderDue: null, approvalReminder: { at: now, deadline, onTimeout, toolCallIds } };
+  return { ...s, clocks: { ...s.clocks, approvalReminderDue: null, approvalReminder: { at: now, deadline, onTimeout, toolCallIds } } };
 }
 
 /** The approval window ran out with `approval.onTimeout: 'reject'`: the undecided calls are rejected and the run goes on. */
@@ -332,14 +332,13 @@ export function rejectUndecided(s: RunSnapshot, phase: Extract<Phase, { type: ty
   const decided = phase.pending.map((p) => (p.decision ? p : { ...p, decision: { approved: false } }));
   const rejected = decided.filter((p) => !p.decision?.approved);
   const edits = new Map(decided.filter((p) => p.decision?.arguments !== undefined).map((p) => [p.toolCallId, p.decision!.arguments!]));
-  const pendingToolCalls = s.pendingToolCalls.map((c) => (edits.has(c.id) ? { ...c, arguments: edits.get(c.id)!, edited: true as const } : c));
+  const pending = s.toolRound.pending.map((c) => (edits.has(c.id) ? { ...c, arguments: edits.get(c.id)!, edited: true as const } : c));
   const content = (p: PendingApproval) => (timedOut.includes(phase.pending[decided.indexOf(p)]) ? approvalTimedOut(s.limits.approvalTimeoutMs) : decisions(s).rejected(p));
   const next: RunSnapshot = {
     ...s,
-    pendingToolCalls,
-    reason: `${why}: rejected (approval.onTimeout is reject)`,
+    reason: { kind: 'approvalTimeout', text: `${why}: rejected (approval.onTimeout is reject)` },
     approvalNote: decisions(s).noteOf(decided),
-    presetResults: [...s.presetResults, ...rejected.map((p) => ({ toolCallId: p.toolCallId, name: p.name, ok: false, content: content(p) }))],
+    toolRound: { ...s.toolRound, pending, presetResults: [...s.toolRound.presetResults, ...rejected.map((p) => ({ toolCallId: p.toolCallId, name: p.name, ok: false, content: content(p) }))] },
   };
   return enter(next, phase.then, e, now);
 }
@@ -352,7 +351,7 @@ type Ending = typeof S.COMPLETED | typeof S.FAILED | typeof S.ABORTED;
 
 export function finish(s: RunSnapshot, to: Ending, e: AgentEvent, now: string, reason: string, answer: string | null = null): TransitionResult {
   const phase: Phase = to === S.COMPLETED ? { type: to, conversationOpen: s.options.keepOpenMs > 0 } : { type: to };
-  const next = moveTo({ ...s, turns: s.turns + (to === S.COMPLETED ? 1 : 0), reason, answer, pauseRequested: false }, phase, e, now);
+  const next = moveTo({ ...s, turns: s.turns + (to === S.COMPLETED ? 1 : 0), reason: { kind: 'ended', text: reason }, answer, pauseRequested: false }, phase, e, now);
   return ok(next, [{ type: 'cancelWork' }, ...commandsFor(next)]);
 }
 
@@ -370,7 +369,7 @@ export function fallBack(s: RunSnapshot, e: Extract<AgentEvent, { type: 'MODEL_U
     loops: s.loops - 1,
     options: { ...s.options, model: to, fallbackModels: rest },
     modelSwitches: [...(s.modelSwitches ?? []), switched],
-    reason: `${from ?? "the worker's default model"} is unavailable, switched to ${to}: ${e.error}`,
+    reason: { kind: 'modelSwitch', text: `${from ?? "the worker's default model"} is unavailable, switched to ${to}: ${e.error}` },
   };
   return enter(next, plain(s.phase.type as ModelStep), e, now);
 }
@@ -387,7 +386,7 @@ export function moveTo(s: RunSnapshot, to: Phase, e: AgentEvent, now: string): R
   if (isTerminal(from) && !reopening) throw new Error(`machine bug: leaving terminal state ${from}`);
   return {
     ...s,
-    ...movedClocks(s, to.type, now),
+    clocks: { ...s.clocks, ...movedClocks(s, to.type, now) },
     phase: to,
     stateSince: now,
     step: s.step + 1,

@@ -20,7 +20,7 @@ function judgement(s: RunSnapshot, e: Judged): { next: RunSnapshot; decision: Cr
     judged = { ...s, lastCritique: { ...fallback, reason: `${fallback.reason} (model critic unavailable: ${e.error})` } };
   }
   const decision = judged.lastCritique!;
-  const afterTools = judged.lastToolResults.length > 0;
+  const afterTools = judged.toolRound.lastResults.length > 0;
   const setback = decision.action === CritiqueAction.RETRY || decision.action === CritiqueAction.REPLAN;
   const next: RunSnapshot = { ...judged, setbacksInARow: setback ? judged.setbacksInARow + 1 : 0 };
   // A model critic's word on a tool step: the model has not answered with the results yet, so it cannot be complete.

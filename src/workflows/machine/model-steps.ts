@@ -10,7 +10,7 @@ import { action, guard, REJECTED, row, SELF, type Row } from './table';
 
 const plans = guard<'START'>('plans', (s) => s.options.plan);
 const startRun = action<'START'>('startRun', (s, e, now) =>
-  enter({ ...s, deadline: addMs(now, s.limits.timeoutMs) }, plain(s.options.plan ? S.PLANNING : S.STREAMING), e, now),
+  enter({ ...s, clocks: { ...s.clocks, work: { state: 'running', deadline: addMs(now, s.limits.timeoutMs) } } }, plain(s.options.plan ? S.PLANNING : S.STREAMING), e, now),
 );
 const refuseInput = action<'INVALID_INPUT'>('failInvalidInput', (s, e, now) => fail(s, e, now, e.error));
 
@@ -32,7 +32,7 @@ const recordPlan = action<'PLAN_READY'>('recordPlan', (s, e, now) => {
 const recordResponse = action<'MODEL_RESPONDED'>('recordResponse', (s, e, now) => {
   const { text, toolCalls } = e.response;
   const next = withResponseUsage(
-    { ...s, ...calibrated(s, e.response), chain: chainAfter(s, e.response), pendingToolCalls: withRanAhead(s, toolCalls, e.response.toolResults), lastToolResults: [], overflowsInARow: 0, partialText: text },
+    { ...s, ...calibrated(s, e.response), chain: chainAfter(s, e.response), toolRound: { ...s.toolRound, pending: withRanAhead(s, toolCalls, e.response.toolResults), lastResults: [] }, overflowsInARow: 0, partialText: text },
     e.response,
   );
   next.messages = [...s.messages, { role: 'assistant', content: text || null, ...(toolCalls.length ? { toolCalls } : {}) }];
