@@ -130,8 +130,8 @@ function snapshotIn(state: AgentState): RunSnapshot {
   const phase = phases[state] ?? ({ type: state } as Phase);
   const extra: Partial<RunSnapshot> = {
     AWAITING_APPROVAL: { toolRound: { ...base.toolRound, pending: [call('c1', 'writeFile')] } },
-    STREAMING: { stream: { callNumber: 1, attempt: 1 }, loops: 1 },
-    PLANNING: { stream: { callNumber: 1, attempt: 1 }, loops: 1 },
+    STREAMING: { stream: { callNumber: 1, attempt: 1 }, counters: { ...base.counters, loops: 1 } },
+    PLANNING: { stream: { callNumber: 1, attempt: 1 }, counters: { ...base.counters, loops: 1 } },
   }[state as string] ?? {};
   // The working-time clock runs in working states; while a person decides it waits, and an approval wait has its own.
   const stopped = { ...base.clocks, work: { state: 'stopped' as const, remainingMs: 300_000 } };
@@ -252,7 +252,7 @@ describe('a run through the machine', () => {
     s = done.snapshot;
     expect(s.phase.type).toBe('STREAMING');
     expect(s.lastCritique).toMatchObject({ action: 'continue' });
-    expect(s.toolCalls).toBe(1);
+    expect(s.counters.toolCalls).toBe(1);
     expect(s.messages.at(-1)).toEqual({ role: 'tool', toolCallId: 'c1', content: 'hello' });
     expect(work(done.commands)).toEqual([{ type: 'callModel', purpose: 'respond', callNumber: 2 }]);
     const end = step(s, { type: 'MODEL_RESPONDED', response: response('done') });
@@ -294,7 +294,7 @@ describe('a run through the machine', () => {
     expect(s.phase.type).toBe('STREAMING');
     expect(s.loopWarned).toBe(true);
     expect(s.messages.at(-1)).toEqual({ role: 'tool', toolCallId: 'c3', content: LOOP_WARNING });
-    expect(s.toolCalls).toBe(2);
+    expect(s.counters.toolCalls).toBe(2);
     s = run(s, { type: 'MODEL_RESPONDED', response: response('', [call('c4')]) });
     expect(s.phase.type).toBe('FAILED');
     expect(s.reason?.text).toBe('loop detected: readFile({"path":"a.txt"}) called 4 times in a row');
@@ -323,7 +323,7 @@ describe('a run through the machine', () => {
   test('maxLoops ends the run before the model call that would exceed it', () => {
     let s = run(snapshot({ limits: { maxLoops: 2 } }), { type: 'START' });
     s = run(s, { type: 'MODEL_RESPONDED', response: response('') }); // the rule critic sends an empty answer back
-    expect([s.phase.type, s.loops]).toEqual(['STREAMING', 2]);
+    expect([s.phase.type, s.counters.loops]).toEqual(['STREAMING', 2]);
     const r = step(s, { type: 'MODEL_RESPONDED', response: response('') });
     expect(r.snapshot.phase.type).toBe('FAILED');
     expect(r.snapshot.reason?.text).toBe('loop limit reached: 2 model calls, limits.maxLoops is 2');
@@ -335,7 +335,7 @@ describe('a run through the machine', () => {
     const attempt = (s: RunSnapshot) => run(s, { type: 'MODEL_RESPONDED', response: response('maybe') }, retry);
     let s = run(judged(), { type: 'START' });
     for (let i = 1; i <= 3; i++) s = attempt(s);
-    expect([s.phase.type, s.setbacksInARow]).toEqual(['STREAMING', 3]);
+    expect([s.phase.type, s.counters.setbacksInARow]).toEqual(['STREAMING', 3]);
     s = attempt(s);
     expect(s.phase.type).toBe('FAILED');
     expect(s.reason?.text).toBe('no progress: the critic asked for another attempt 4 times in a row (last: retry, still wrong)');
@@ -350,7 +350,7 @@ describe('a run through the machine', () => {
     const retry = { type: 'CRITIQUE_DONE', decision: { action: 'replan', reason: 'r', confidence: 0.5 } } as const;
     s = run(s, { type: 'MODEL_RESPONDED', response: response('a') }, retry, { type: 'PLAN_READY', response: response('plan') });
     s = run(s, { type: 'MODEL_RESPONDED', response: response('b') }, { type: 'CRITIQUE_DONE', decision: { action: 'continue', reason: 'ok', confidence: 1 } });
-    expect(s.setbacksInARow).toBe(0);
+    expect(s.counters.setbacksInARow).toBe(0);
   });
 
   test('maxToolCalls ends the run when a response asks for more calls than remain', () => {
@@ -385,7 +385,7 @@ describe('a run through the machine', () => {
       { role: 'tool', toolCallId: 'r1', content: 'r' },
       { role: 'user', content: `${APPROVAL_NOTE_HEAD}\n- writeFile (call w2): rejected. Feedback: not there` },
     ]);
-    expect(s.toolCalls).toBe(2);
+    expect(s.counters.toolCalls).toBe(2);
   });
 
   test('pause takes effect on the way into new work and resume continues there', () => {
@@ -466,10 +466,10 @@ describe('a run through the machine', () => {
 
 describe('rule critic', () => {
   const base = run(snapshot(), { type: 'START' }, { type: 'MODEL_RESPONDED', response: response('', [call('c1')]) });
-  const done = (ok: boolean, failuresInARow = 0) => ({
-    ...run(base, { type: 'TOOLS_DONE', results: [{ toolCallId: 'c1', name: 'readFile', ok, content: ok ? 'x' : 'Error: nope' }] }),
-    ...(failuresInARow ? { failuresInARow } : {}),
-  });
+  const done = (ok: boolean, failuresInARow = 0) => {
+    const s = run(base, { type: 'TOOLS_DONE', results: [{ toolCallId: 'c1', name: 'readFile', ok, content: ok ? 'x' : 'Error: nope' }] });
+    return failuresInARow ? { ...s, counters: { ...s.counters, failuresInARow } } : s;
+  };
   test.each([
     { name: 'a tool succeeded', s: done(true), action: 'continue' },
     { name: 'a tool failed once', s: done(false), action: 'retry' },
@@ -514,7 +514,7 @@ describe('budgets', () => {
     const r = step(s, { type: 'CRITIQUE_DONE', decision: { action: 'retry', reason: 'again', confidence: 1 } });
     expect(r.snapshot.phase.type).toBe('FAILED');
     expect(r.snapshot.reason?.text).toMatch(/^token budget exceeded: 2600 used \+ \d+ reserved for the next call > 3000 \(budget\.maxTokens\)$/);
-    expect(r.snapshot.loops).toBe(1);
+    expect(r.snapshot.counters.loops).toBe(1);
   });
 
   test('with onExceed approve the run waits; approving extends the budget, declining ends the run', () => {
@@ -527,7 +527,7 @@ describe('budgets', () => {
       then: { type: 'STREAMING' },
     });
     const approved = step(s, { type: 'APPROVAL', toolCallId: 'budget', approved: true });
-    expect(approved.snapshot).toMatchObject({ phase: { type: 'STREAMING' }, budgetGrants: 1, loops: 2 });
+    expect(approved.snapshot).toMatchObject({ phase: { type: 'STREAMING' }, counters: { budgetGrants: 1, loops: 2 } });
     expect(work(approved.commands)).toEqual([{ type: 'callModel', purpose: 'respond', callNumber: 2 }]);
     const declined = step(s, { type: 'APPROVAL', toolCallId: 'budget', approved: false, feedback: 'too dear' });
     expect(declined.snapshot.phase.type).toBe('FAILED');
@@ -573,7 +573,7 @@ describe('an interrupting message', () => {
     expect(r.snapshot.queuedMessages).toHaveLength(queued);
     expect(queued === 0 || r.snapshot.queuedMessages[0] === 'stop: do Y instead').toBe(true);
     // A step taken for it says so in the transition log.
-    if (r.snapshot.step > s.step) expect(r.snapshot.transitions[s.transitions.length].event).toBe('INTERRUPT');
+    if (r.snapshot.counters.step > s.counters.step) expect(r.snapshot.transitions[s.transitions.length].event).toBe('INTERRUPT');
   });
 
   test('the text streamed so far stays, marked interrupted, and the next call carries it and the message', () => {
@@ -584,7 +584,7 @@ describe('an interrupting message', () => {
       { role: 'assistant', content: `Half an ans${INTERRUPTED_MARK}`, interrupted: true },
       { role: 'user', content: 'stop: do Y instead' },
     ]);
-    expect(r.snapshot).toMatchObject({ partialText: '', loops: 2, stream: { callNumber: 2, attempt: 1 } });
+    expect(r.snapshot).toMatchObject({ partialText: '', counters: { loops: 2 }, stream: { callNumber: 2, attempt: 1 } });
     expect(r.snapshot.transitions.at(-1)).toMatchObject({ from: 'STREAMING', to: 'STREAMING', event: 'INTERRUPT' });
     // A late delta of the cancelled call changes nothing.
     expect(step(r.snapshot, { type: 'STREAM_DELTA', callNumber: 1, attempt: 1, text: 'wer' }).snapshot.partialText).toBe('');
@@ -621,7 +621,7 @@ describe('an interrupting message', () => {
     const done = step(s, { type: 'TOOLS_DONE', results: [{ toolCallId: 'c1', name: 'readFile', ok: false, content: INTERRUPTED_TOOL, interrupted: true }] });
     expect(done.snapshot.phase.type).toBe('STREAMING');
     expect(done.snapshot.messages.slice(-2)).toEqual([{ role: 'tool', toolCallId: 'c1', content: INTERRUPTED_TOOL }, { role: 'user', content: 'hurry' }]);
-    expect(done.snapshot).toMatchObject({ failuresInARow: 0, setbacksInARow: 0, lastCritique: { action: 'continue' } });
+    expect(done.snapshot).toMatchObject({ counters: { failuresInARow: 0, setbacksInARow: 0 }, lastCritique: { action: 'continue' } });
   });
 
   test('is refused by a closed conversation and by runs begun before interrupts', () => {
@@ -662,7 +662,7 @@ describe('carrying on from a snapshot', () => {
     const streaming = run(snapshot(), { type: 'START' }, { type: 'STREAM_DELTA', callNumber: 1, attempt: 1, text: 'par' });
     const resumed = resumeAt(streaming, at(50));
     expect(work(resumed.commands)).toEqual([{ type: 'callModel', purpose: 'respond', callNumber: 1 }]);
-    expect(resumed.snapshot).toMatchObject({ loops: 1, partialText: '', stream: { callNumber: 1, attempt: 1 } });
+    expect(resumed.snapshot).toMatchObject({ counters: { loops: 1 }, partialText: '', stream: { callNumber: 1, attempt: 1 } });
     expect(commandsFor({ ...s, phase: { type: 'AWAITING_APPROVAL', pending: [], then: { type: 'TOOL_EXECUTING' } } })).toEqual([]);
     // A snapshot taken inside a macrostep (a fork from a PROCESSING step) takes the internal step on resuming.
     const processing = { ...s, phase: { type: 'PROCESSING' } as Phase, toolRound: { ...s.toolRound, pending: [call('c2')] } };
@@ -741,7 +741,7 @@ describe('real providers and people', () => {
     expect(waiting.commands[0]).toEqual({ type: 'timer', due: at(90) });
     const reminded = step(waiting.snapshot, { type: 'TIMEOUT' }, at(90));
     expect(reminded.snapshot.phase.type).toBe('AWAITING_APPROVAL');
-    expect(reminded.snapshot.step).toBe(waiting.snapshot.step);
+    expect(reminded.snapshot.counters.step).toBe(waiting.snapshot.counters.step);
     expect(reminded.commands).toEqual([{ type: 'timer', due: at(110) }]);
     expect(view(reminded.snapshot).approvalReminder).toEqual({ at: at(90), deadline: at(110), onTimeout: 'fail', toolCallIds: ['w', 'v'] });
     expect(step(reminded.snapshot, { type: 'TIMEOUT' }, at(110)).snapshot.phase.type).toBe('FAILED');
@@ -776,7 +776,7 @@ describe('real providers and people', () => {
     expect(work(next.commands)).toEqual([{ type: 'callModel', purpose: 'respond', callNumber: 2 }]);
     const s = run(next.snapshot, { type: 'MODEL_RESPONDED', response: response('is Paris.') });
     expect(s.messages.slice(-1)).toEqual([{ role: 'assistant', content: 'The capital is Paris.' }]);
-    expect([s.phase.type, s.answer, s.continuations]).toEqual(['COMPLETED', 'The capital is Paris.', 0]);
+    expect([s.phase.type, s.answer, s.counters.continuations]).toEqual(['COMPLETED', 'The capital is Paris.', 0]);
   });
 
   test(`an answer still cut off after ${MAX_CONTINUATIONS} continuations ends the run with the text, saying so`, () => {
@@ -802,7 +802,7 @@ describe('real providers and people', () => {
     const r = step(run(snapshot(), { type: 'START' }), { type: 'MODEL_RESPONDED', response: cut('', [call('c', 'writeFile', '{"path":"a.t')]) });
     expect(r.snapshot.phase.type).toBe('STREAMING');
     expect(r.snapshot.messages.at(-1)).toEqual({ role: 'tool', toolCallId: 'c', content: CUT_TOOL_CALL });
-    expect(r.snapshot.toolCalls).toBe(0);
+    expect(r.snapshot.counters.toolCalls).toBe(0);
   });
 
   test('with a known context window the run compacts before the request would pass the threshold, once per step', () => {
@@ -934,7 +934,7 @@ describe("the worker's tool policy", () => {
       { role: 'tool', toolCallId: 'd1', content: 'Not here.' },
       ...['a1', 'r1', 'ok'].map((id) => ({ role: 'tool', toolCallId: id, content: 'text' })),
     ]);
-    expect(done.toolCalls).toBe(3);
+    expect(done.counters.toolCalls).toBe(3);
   });
 
   test('a turn whose calls the policy all denied enters TOOL_EXECUTING with no tool to run', () => {
@@ -959,7 +959,7 @@ describe('calls the model call ran ahead', () => {
     expect(ranAhead(commandsFor(s))).toEqual([['l1', 'ran l1'], ['w1', undefined]]);
     expect(s.messages.at(-1)).toEqual({ role: 'assistant', content: null, toolCalls: [local('l1'), call('w1', 'writeFile', { path: 'b.txt', content: 'x' })] });
     const done = step(s, { type: 'TOOLS_DONE', results: [result('l1'), result('w1', 'writeFile')] }).snapshot;
-    expect(done.toolCalls).toBe(2);
+    expect(done.counters.toolCalls).toBe(2);
     expect(done.toolRound.pending).toEqual([]);
     expect(view(done).recentToolCalls.map((c) => [c.toolCallId, c.ok])).toEqual([['l1', true], ['w1', true]]);
   });
@@ -1030,7 +1030,7 @@ describe('the conversation chain', () => {
     expect(mismatched.snapshot.chain).toBeNull();
     const chained = { ...started, chain: stored(2) };
     const retried = step(chained, { type: 'CHAIN_UNAVAILABLE', error: 'blob gone' });
-    expect([retried.snapshot.phase.type, retried.snapshot.step, retried.snapshot.chain]).toEqual(['STREAMING', chained.step, null]);
+    expect([retried.snapshot.phase.type, retried.snapshot.counters.step, retried.snapshot.chain]).toEqual(['STREAMING', chained.counters.step, null]);
     expect(callOf(retried.commands)).toMatchObject({ chain: {}, messages: chained.messages, callNumber: 1 });
     // Runs begun before chaining send every message, with no chain at all.
     const before = step({ ...snapshot(), machineVersion: versionBefore('wrapUp'), features: { conversationChain: false } }, { type: 'START' });
@@ -1100,7 +1100,7 @@ describe('stored snapshots: each version is validated, then migrated', () => {
     ]);
   });
 
-  test('migration 2 -> 3: the working clock gets its state, the tool round and the clocks their groups, the reason its kind', () => {
+  test('migration 2 -> 3: the working clock gets its state, the counters, the tool round and the clocks their groups, the reason its kind', () => {
     const v2 = stored('v2-paused') as Record<string, unknown>;
     const calls = [call('a'), call('b')];
     const preset = [{ toolCallId: 'b', name: 'readFile', ok: false, content: 'rejected' }];
@@ -1111,6 +1111,9 @@ describe('stored snapshots: each version is validated, then migrated', () => {
       { pending: calls, presetResults: preset, lastResults: last },
       expect.not.objectContaining({ deadline: expect.anything(), workRemainingMs: expect.anything(), pendingToolCalls: expect.anything(), lastToolResults: expect.anything() }),
     ]);
+    const counted = { step: 7, loops: 2, toolCalls: 3, turns: 1, budgetGrants: 1, continuations: 0, failuresInARow: 1, overflowsInARow: 0, setbacksInARow: 2 };
+    const recounted = loadSnapshot({ ...v2, ...counted });
+    expect([recounted.counters, recounted]).toEqual([counted, expect.not.objectContaining({ step: expect.anything(), loops: expect.anything(), setbacksInARow: expect.anything() })]);
     expect(loadSnapshot({ ...v2, deadline: at(300), workRemainingMs: null }).clocks.work).toEqual({ state: 'running', deadline: at(300) });
     expect(loadSnapshot({ ...v2, deadline: null, workRemainingMs: null }).clocks.work).toEqual({ state: 'none' });
     // The same text, with the kind of note that wrote it; the view shows the text as before.
@@ -1218,13 +1221,13 @@ describe('wrapping up near a limit', () => {
   test('the model is told once, on the call that reaches limits.wrapUpAt of maxLoops', () => {
     let s = run(judged({ limits: { maxLoops: 5, maxRepeats: 10 } }), { type: 'START' });
     for (let call = 2; call <= 3; call++) s = answerAgain(s);
-    expect([s.loops, notes(s)]).toEqual([3, []]);
+    expect([s.counters.loops, notes(s)]).toEqual([3, []]);
     s = answerAgain(s); // call 4 of 5: 4 >= 0.8 * 5
-    expect(s.loops).toBe(4);
+    expect(s.counters.loops).toBe(4);
     expect(notes(s).map((m) => m.content)).toEqual([wrapUpNote('this is model call 4 of at most 5')]);
     expect(s.messages.at(-1)).toEqual(notes(s)[0]);
     s = answerAgain(s);
-    expect([s.loops, notes(s).length]).toEqual([5, 1]);
+    expect([s.counters.loops, notes(s).length]).toEqual([5, 1]);
   });
 
   test('tool calls count too; wrapUpAt 1 and runs begun before never tell', () => {
@@ -1249,11 +1252,11 @@ describe('tool calls for watchers', () => {
     s = step(s, { type: 'MODEL_RESPONDED', response: response('', [call('r1'), call('w1', 'writeFile')]) }, at(5)).snapshot;
     s = step(s, { type: 'APPROVAL', toolCallId: 'w1', approved: false }, at(6)).snapshot; // rejected: never runs
     expect(s.toolLog).toEqual([
-      { toolCallId: 'r1', name: 'readFile', arguments: '{"path":"a.txt"}', startStep: s.step, startedAt: at(6), endStep: null, endedAt: null, ok: null, output: null },
+      { toolCallId: 'r1', name: 'readFile', arguments: '{"path":"a.txt"}', startStep: s.counters.step, startedAt: at(6), endStep: null, endedAt: null, ok: null, output: null },
     ]);
     const done = step(s, { type: 'TOOLS_DONE', results: [{ toolCallId: 'r1', name: 'readFile', ok: true, content: 'y'.repeat(500) }] }, at(8)).snapshot;
-    expect(done.toolLog[0]).toMatchObject({ endStep: s.step + 1, endedAt: at(8), ok: true, output: `${'y'.repeat(199)}…` });
-    expect(done.transitions[s.step]).toMatchObject({ from: 'TOOL_EXECUTING', to: 'CRITIQUE' }); // the step that ended it
+    expect(done.toolLog[0]).toMatchObject({ endStep: s.counters.step + 1, endedAt: at(8), ok: true, output: `${'y'.repeat(199)}…` });
+    expect(done.transitions[s.counters.step]).toMatchObject({ from: 'TOOL_EXECUTING', to: 'CRITIQUE' }); // the step that ended it
     expect(view(done).recentToolCalls).toEqual(done.toolLog);
   });
 });
@@ -1361,7 +1364,7 @@ describe('a model call the worker refuses for unknown tools', () => {
   const refused = (machineVersion?: number) => {
     const base = snapshot();
     const started = run({ ...base, machineVersion: machineVersion ?? base.machineVersion }, { type: 'START' });
-    expect(started.loops).toBe(1);
+    expect(started.counters.loops).toBe(1);
     return run(started, { type: 'UNKNOWN_TOOLS', error: 'unknown tools: bogus; this worker has: readFile' });
   };
 
@@ -1374,7 +1377,7 @@ describe('a model call the worker refuses for unknown tools', () => {
 
   test('in runs begun before the change, counts as a failed model call', () => {
     const s = refused(versionBefore('unknownToolsUncounted'));
-    expect([s.loops, s.reason?.text]).toEqual([1, 'model call failed: unknown tools: bogus; this worker has: readFile']);
+    expect([s.counters.loops, s.reason?.text]).toEqual([1, 'model call failed: unknown tools: bogus; this worker has: readFile']);
   });
 });
 
@@ -1393,25 +1396,25 @@ describe("a model call waiting for the fleet's provider budget", () => {
     expect(second.snapshot.quotaWait).toMatchObject({ since: at(1), position: 0 });
     const answered = run(second.snapshot, { type: 'MODEL_RESPONDED', response: response('done') });
     expect(view(answered).quotaWait).toBeNull();
-    expect(answered.loops).toBe(1);
+    expect(answered.counters.loops).toBe(1);
   });
 
   test('a pause requested before the wait is known takes effect at the wait, and RESUME makes the call afresh, counted once', () => {
     const started = run(snapshot(), { type: 'START' });
     const paused = step(run(started, { type: 'PAUSE' }), { type: 'QUOTA_WAIT', waitMs: 30_000, position: 3, queuedAt: 1 }, at(2));
     expect(paused.snapshot.phase).toEqual({ type: 'PAUSED', resumeTo: { type: 'STREAMING' } });
-    expect(paused.snapshot.loops).toBe(0);
+    expect(paused.snapshot.counters.loops).toBe(0);
     expect(work(paused.commands)).toEqual([]);
     const resumed = step(paused.snapshot, { type: 'RESUME' }, at(3));
     expect(work(resumed.commands)).toEqual([{ type: 'callModel', purpose: 'respond', callNumber: 1 }]);
-    expect(resumed.snapshot.loops).toBe(1);
+    expect(resumed.snapshot.counters.loops).toBe(1);
   });
 
   test('a pause while it waits pauses at once and gives the call up', () => {
     const paused = step(waiting().snapshot, { type: 'PAUSE' }, at(2));
     expect(paused.snapshot.phase).toEqual({ type: 'PAUSED', resumeTo: { type: 'STREAMING' } });
     expect(paused.commands).toContainEqual({ type: 'cancelWork' });
-    expect([paused.snapshot.loops, paused.snapshot.pauseRequested, paused.snapshot.quotaWait]).toEqual([0, false, null]);
+    expect([paused.snapshot.counters.loops, paused.snapshot.pauseRequested, paused.snapshot.quotaWait]).toEqual([0, false, null]);
   });
 
   test('abort reaches a waiting call', () => {
@@ -1447,12 +1450,12 @@ describe('the table', () => {
       (s) => ({ ...s, clocks: { ...s.clocks, work: { state: 'none' }, approvalDeadline: null } }),
     ],
     [(s) => s, (s) => ({ ...s, quotaWait: { queuedAt: 1, since: at(0), expectedAt: at(5), position: 1 } })],
-    [(s) => s, (s) => ({ ...s, overflowsInARow: 2, setbacksInARow: 10, options: { ...s.options, fallbackModels: ['b'] } })],
+    [(s) => s, (s) => ({ ...s, counters: { ...s.counters, overflowsInARow: 2, setbacksInARow: 10 }, options: { ...s.options, fallbackModels: ['b'] } })],
     [(s) => s, (s) => ({ ...s, queuedMessages: ['m'] })],
     [
       (s) => s,
       (s) => ({ ...s, toolRound: { ...s.toolRound, lastResults: [{ toolCallId: 'r', name: 'readFile', ok: true, content: 'x' }] } }),
-      (s) => ({ ...s, failuresInARow: 2, toolRound: { ...s.toolRound, lastResults: [{ toolCallId: 'r', name: 'readFile', ok: false, content: 'x' }] } }),
+      (s) => ({ ...s, counters: { ...s.counters, failuresInARow: 2 }, toolRound: { ...s.toolRound, lastResults: [{ toolCallId: 'r', name: 'readFile', ok: false, content: 'x' }] } }),
       (s) => ({ ...s, messages: [...s.messages, { role: 'assistant', content: 'the answer' }] }),
     ],
   ];
@@ -1479,7 +1482,7 @@ describe('the table', () => {
   // The way into a model step detours the same for PLANNING as for STREAMING (which the tests above take).
   const intoPlanning = (input: Partial<AgentRunInput>, extra: Partial<RunSnapshot> = {}) => step({ ...snapshot({ plan: true, ...input }), ...extra }, { type: 'START' }).snapshot;
   test.each<[string, () => RunSnapshot, AgentState]>([
-    ['the loop limit mid-answer ends it truncated', () => intoPlanning({}, { limits: { ...snapshot().limits, maxLoops: 0 }, continuations: 1 }), AgentState.COMPLETED],
+    ['the loop limit mid-answer ends it truncated', () => intoPlanning({}, { limits: { ...snapshot().limits, maxLoops: 0 }, counters: { ...snapshot().counters, continuations: 1 } }), AgentState.COMPLETED],
     ['the loop limit fails the run', () => intoPlanning({}, { limits: { ...snapshot().limits, maxLoops: 0 } }), AgentState.FAILED],
     ['the loop limit with onLimit complete completes it', () => intoPlanning({}, { limits: { ...snapshot().limits, maxLoops: 0, onLimit: 'complete' } }), AgentState.COMPLETED],
     ['an approvable budget asks', () => intoPlanning({ budget: { maxTokens: 1, onExceed: 'approve' } }), AgentState.AWAITING_APPROVAL],

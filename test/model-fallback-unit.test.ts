@@ -50,14 +50,14 @@ describe('MODEL_UNAVAILABLE', () => {
     if (!r.ok) throw new Error(r.error);
     s = r.snapshot;
     expect(s.phase.type).toBe('STREAMING');
-    expect(s.loops).toBe(1);
+    expect(s.counters.loops).toBe(1);
     expect(s.transitions.at(-1)).toMatchObject({ from: 'STREAMING', to: 'STREAMING', event: 'MODEL_UNAVAILABLE' });
     const calls = r.commands.filter((c) => c.type === 'callModel');
     expect(calls).toHaveLength(1);
     expect(calls[0].type === 'callModel' && calls[0].request.model).toBe('b');
     const view = publicView(s, false);
     expect(view.model).toBe('b');
-    expect(view.modelSwitches).toEqual([{ from: 'a', to: 'b', error: 'model or endpoint not found (404 model_not_found)', step: s.step, at: T0 }]);
+    expect(view.modelSwitches).toEqual([{ from: 'a', to: 'b', error: 'model or endpoint not found (404 model_not_found)', step: s.counters.step, at: T0 }]);
     // The next one, then none left: the run fails as with any final model error.
     s = step(s, { type: 'MODEL_UNAVAILABLE', error: 'refused' });
     expect(publicView(s, false).model).toBe('c');

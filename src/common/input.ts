@@ -142,7 +142,7 @@ export const { LimitsSchema, PriceSchema, BudgetSchema, ApprovalSchema, Compacti
           snapshot: z.discriminatedUnion('schemaVersion', [
             z.looseObject({ schemaVersion: z.literal(1), state: z.string(), step: z.number().int().min(0) }),
             z.looseObject({ schemaVersion: z.literal(2), phase: z.looseObject({ type: z.string() }), step: z.number().int().min(0) }),
-            z.looseObject({ schemaVersion: z.literal(3), phase: z.looseObject({ type: z.string() }), step: z.number().int().min(0) }),
+            z.looseObject({ schemaVersion: z.literal(3), phase: z.looseObject({ type: z.string() }), counters: z.looseObject({ step: z.number().int().min(0) }) }),
           ]),
           origin: z.object({ workflowId: z.string(), step: z.number().int().min(0) }).strict().optional(),
         })

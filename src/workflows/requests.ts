@@ -48,7 +48,7 @@ export function compactionRequest(s: RunSnapshot, keepRecent: number): Compactio
 export function critiqueRequest(s: RunSnapshot): CritiqueRequest {
   const task = s.messages.find((m) => m.role === 'user')?.content ?? '';
   const last = [...s.messages].reverse().find((m) => m.role === 'assistant');
-  const base = { model: s.options.model, task, answer: (last?.content as string | null) ?? '', callNumber: s.loops + 1 };
+  const base = { model: s.options.model, task, answer: (last?.content as string | null) ?? '', callNumber: s.counters.loops + 1 };
   if (s.toolRound.lastResults.length === 0) return base;
   // A tool step: the critic reads each call with its arguments and (clipped) result.
   const calls = new Map((last?.role === 'assistant' ? (last.toolCalls ?? []) : []).map((c) => [c.id, c.arguments]));
@@ -69,7 +69,7 @@ export function currentDetails(s: RunSnapshot): string {
   const ofLimit = (count: number, limit: number) => (refused ? `${count}` : `${count}/${limit}`);
   const lines = [
     `**${s.phase.type}** since ${s.stateSince}`,
-    `step ${s.step}, model calls ${s.usage.modelCalls}, loops ${ofLimit(s.loops, s.limits.maxLoops)}, tool calls ${ofLimit(s.toolCalls, s.limits.maxToolCalls)}, ` +
+    `step ${s.counters.step}, model calls ${s.usage.modelCalls}, loops ${ofLimit(s.counters.loops, s.limits.maxLoops)}, tool calls ${ofLimit(s.counters.toolCalls, s.limits.maxToolCalls)}, ` +
       `tokens ${s.usage.totalTokens}${refused ? ' (input refused: no limits applied)' : ''}`,
   ];
   if (s.phase.type === AgentState.AWAITING_APPROVAL) lines.push(`awaiting approval: ${s.phase.pending.map((p) => `${p.name} (${p.toolCallId})`).join(', ')}`);

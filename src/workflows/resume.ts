@@ -35,8 +35,8 @@ export function carryOn(resume: Resume, run: Pick<RunSnapshot, 'features' | 'mac
   const carried = carriedSnapshot(resume);
   const { features, machineVersion } = run;
   const chain = { features: { ...carried.features, conversationChain: features.conversationChain }, chain: null };
-  if (resume.kind === 'continue') return { ...carried, ...chain, origin: carried.origin ?? { kind: 'continue', workflowId, step: carried.step } };
-  const origin = resume.origin ?? { workflowId: 'unknown', step: carried.step };
+  if (resume.kind === 'continue') return { ...carried, ...chain, origin: carried.origin ?? { kind: 'continue', workflowId, step: carried.counters.step } };
+  const origin = resume.origin ?? { workflowId: 'unknown', step: carried.counters.step };
   return {
     ...carried,
     features,
@@ -53,12 +53,12 @@ export function carryOn(resume: Resume, run: Pick<RunSnapshot, 'features' | 'mac
 
 /** The snapshot right after step `step`, replayed through the pure machine from this run's base. */
 export function snapshotAt(base: RunSnapshot, log: ReadonlyArray<{ event: AgentEvent; at: string }>, current: RunSnapshot, step: number): RunSnapshot {
-  if (!Number.isInteger(step) || step < base.step || step > current.step) {
-    throw new Error(`step ${step} is not in this run: it holds steps ${base.step} to ${current.step}${base.step > 0 ? ' (earlier steps are in the run it continued from)' : ''}`);
+  if (!Number.isInteger(step) || step < base.counters.step || step > current.counters.step) {
+    throw new Error(`step ${step} is not in this run: it holds steps ${base.counters.step} to ${current.counters.step}${base.counters.step > 0 ? ' (earlier steps are in the run it continued from)' : ''}`);
   }
   let s = base;
   for (const { event, at } of log) {
-    if (s.step >= step) break;
+    if (s.counters.step >= step) break;
     const r = transition(s, event, at, step);
     if (r.ok) s = r.snapshot;
   }

@@ -12,7 +12,7 @@ import { LATEST_MACHINE_VERSION, type PatchResult, versionOfPatches } from './ma
 export type LegacyFeatures = Partial<Record<PatchResult | 'conversationChain', boolean>>;
 
 /**
- * 3: the clocks, the tool round and the reason's kind are groups of their own; 2: the state and the data only it has
+ * 3: the counters, the clocks, the tool round and the reason's kind are groups of their own; 2: the state and the data only it has
  * are one tagged union (`phase`). Older versions load through `loadSnapshot`.
  */
 export const SNAPSHOT_VERSION = 3;
@@ -77,6 +77,28 @@ export interface ToolRound {
   lastResults: ToolResult[];
 }
 
+/** What the run has counted so far; the limits are checked against them. */
+export interface Counters {
+  /** Number of state changes so far. */
+  step: number;
+  /** Model calls made for planning and answering (the `maxLoops` counter). */
+  loops: number;
+  /** Tool calls that ran (the `maxToolCalls` counter). */
+  toolCalls: number;
+  /** Answers given so far; a kept-open conversation answers once per turn. */
+  turns: number;
+  /** How many times an `approve` of `budget` extended the budget by its original size. */
+  budgetGrants: number;
+  /** How many times the answer being written was cut off by the output limit and continued. */
+  continuations: number;
+  /** Tool steps in a row with a failed call (the rule critic replans at 2). */
+  failuresInARow: number;
+  /** Context overflows in a row (compactions that did not make room). */
+  overflowsInARow: number;
+  /** Critique decisions in a row that asked for another attempt (retry or replan). */
+  setbacksInARow: number;
+}
+
 export interface QuotaWaitState {
   queuedAt: number;
   since: string;
@@ -89,11 +111,7 @@ export interface RunSnapshot {
   schemaVersion: typeof SNAPSHOT_VERSION;
   phase: Phase;
   stateSince: string;
-  /** Number of state changes so far. */
-  step: number;
-  /** Model calls made for planning and answering (the `maxLoops` counter). */
-  loops: number;
-  toolCalls: number;
+  counters: Counters;
   usage: RunUsage;
   limits: Limits;
   options: {
@@ -120,8 +138,6 @@ export interface RunSnapshot {
     contextWindowTokens?: number;
     compaction: CompactionOptions;
   };
-  /** How many times an `approve` of `budget` extended the budget by its original size. */
-  budgetGrants: number;
   /** The run's clocks (clocks.ts moves them on each state change; the workflow's timer fires at the earliest). */
   clocks: {
     /** Working time (`limits.timeoutMs`, reset by each new turn of a kept-open conversation). */
@@ -146,10 +162,6 @@ export interface RunSnapshot {
   promptCalibration: { chars: number; tokens: number } | null;
   /** Why the last model response finished (`stop`, `tool_calls`, `length`, ...). */
   lastFinishReason: string | null;
-  /** How many times the answer being written was cut off by the output limit and continued. */
-  continuations: number;
-  /** Answers given so far; a kept-open conversation answers once per turn. */
-  turns: number;
   /** The model that answered the last call, as the provider named it. */
   lastModel: string | null;
   /** Each move to a fallback model: from which, to which, why, at which step. */
@@ -177,10 +189,6 @@ export interface RunSnapshot {
   /** Signatures of every tool call in order, for the repetition guard. */
   toolSignatures: string[];
   loopWarned: boolean;
-  failuresInARow: number;
-  overflowsInARow: number;
-  /** Critique decisions in a row that asked for another attempt (retry or replan). */
-  setbacksInARow: number;
   /** The machine version this run follows (machine/versions.ts), chosen once when it starts. */
   machineVersion: number;
   /**
@@ -219,9 +227,7 @@ export function initialSnapshot(input: ResolvedInput, now: string): RunSnapshot 
     schemaVersion: SNAPSHOT_VERSION,
     phase: { type: AgentState.IDLE },
     stateSince: now,
-    step: 0,
-    loops: 0,
-    toolCalls: 0,
+    counters: { step: 0, loops: 0, toolCalls: 0, turns: 0, budgetGrants: 0, continuations: 0, failuresInARow: 0, overflowsInARow: 0, setbacksInARow: 0 },
     usage: { promptTokens: 0, completionTokens: 0, totalTokens: 0, modelCalls: 0, costUsd: 0 },
     limits: input.limits,
     options: {
@@ -242,14 +248,11 @@ export function initialSnapshot(input: ResolvedInput, now: string): RunSnapshot 
       ...(input.contextWindowTokens !== undefined ? { contextWindowTokens: input.contextWindowTokens } : {}),
       compaction: input.compaction,
     },
-    budgetGrants: 0,
     clocks: { work: { state: 'none' }, approvalDeadline: null, approvalReminderDue: null, approvalReminder: null, pausedDeadline: null },
     quotaWait: null,
     contextWindow: null,
     promptCalibration: null,
     lastFinishReason: null,
-    continuations: 0,
-    turns: 0,
     lastModel: null,
     origin: null,
     transitions: [],
@@ -268,9 +271,6 @@ export function initialSnapshot(input: ResolvedInput, now: string): RunSnapshot 
     toolRound: { pending: [], presetResults: [], lastResults: [] },
     toolSignatures: [],
     loopWarned: false,
-    failuresInARow: 0,
-    overflowsInARow: 0,
-    setbacksInARow: 0,
     machineVersion: LATEST_MACHINE_VERSION,
     features: { conversationChain: true },
     approvalNote: null,
@@ -309,7 +309,7 @@ type Schema = z.infer<typeof RunSnapshotSchema>;
 const _sameSnapshot: SameType<Schema, RunSnapshot> = true;
 const _sameGroups: [SameType<Schema['options'], RunSnapshot['options']>, SameType<Schema['features'], RunSnapshot['features']>] = [true, true];
 const _samePhase: SameType<z.infer<typeof PhaseSchema>, Phase> = true;
-const _sameNew: [SameType<Schema['clocks'], RunSnapshot['clocks']>, SameType<Schema['toolRound'], ToolRound>, SameType<z.infer<typeof ReasonSchema>, Reason>] = [true, true, true];
+const _sameNew: [SameType<Schema['counters'], Counters>, SameType<Schema['clocks'], RunSnapshot['clocks']>, SameType<Schema['toolRound'], ToolRound>, SameType<z.infer<typeof ReasonSchema>, Reason>] = [true, true, true, true];
 void [_sameSnapshot, _sameGroups, _samePhase, _sameNew];
 
 /**
@@ -333,7 +333,8 @@ export function loadSnapshot(carried: unknown): RunSnapshot {
 }
 
 /**
- * Migration 2 -> 3: the clocks, the tool round and the reason become groups.
+ * Migration 2 -> 3: the counters, the clocks, the tool round and the reason become groups.
+ * - `step`, `loops`, `toolCalls`, `turns`, `budgetGrants`, `continuations` and the in-a-row counts move into `counters`.
  * - `deadline` and `workRemainingMs` become the working clock: running to the deadline, stopped with the time left
  *   (a person decides), or none (both null: before START, after the end).
  * - `approvalDeadline`, `approvalReminderDue`, `approvalReminder`, `pausedDeadline` move into `clocks` unchanged.
@@ -343,10 +344,12 @@ export function loadSnapshot(carried: unknown): RunSnapshot {
  */
 export function v2ToV3(v2: SnapshotV2): RunSnapshot {
   const { deadline, workRemainingMs, approvalDeadline, approvalReminderDue, approvalReminder, pausedDeadline, pendingToolCalls, presetResults, lastToolResults, reason, ...rest } = v2;
+  const { step, loops, toolCalls, turns, budgetGrants, continuations, failuresInARow, overflowsInARow, setbacksInARow, ...ungrouped } = rest;
   const work: WorkClock = deadline !== null ? { state: 'running', deadline } : workRemainingMs !== null ? { state: 'stopped', remainingMs: workRemainingMs } : { state: 'none' };
   return {
-    ...rest,
+    ...ungrouped,
     schemaVersion: SNAPSHOT_VERSION,
+    counters: { step, loops, toolCalls, turns, budgetGrants, continuations, failuresInARow, overflowsInARow, setbacksInARow },
     clocks: { work, approvalDeadline, approvalReminderDue, approvalReminder, pausedDeadline },
     toolRound: { pending: pendingToolCalls, presetResults, lastResults: lastToolResults },
     reason: reason === null ? null : { kind: reasonKind(v2.phase, reason), text: reason },

@@ -15,9 +15,9 @@ export function publicView(s: RunSnapshot, includeMessages: boolean): RunStateVi
   return {
     state: phase.type,
     stateSince: s.stateSince,
-    step: s.step,
-    loops: s.loops,
-    toolCalls: s.toolCalls,
+    step: s.counters.step,
+    loops: s.counters.loops,
+    toolCalls: s.counters.toolCalls,
     usage: s.usage,
     limits: s.limits,
     transitions: s.transitions,
@@ -27,7 +27,7 @@ export function publicView(s: RunSnapshot, includeMessages: boolean): RunStateVi
     resumeTo: phase.type === AgentState.PAUSED ? phase.resumeTo.type : null,
     pauseRequested: s.pauseRequested,
     conversationOpen: phase.type === AgentState.COMPLETED && phase.conversationOpen,
-    turns: s.turns,
+    turns: s.counters.turns,
     deadline: workDeadline(s),
     workRemainingMs: s.clocks.work.state === 'stopped' ? s.clocks.work.remainingMs : null,
     approvalDeadline: s.clocks.approvalDeadline,
@@ -64,8 +64,8 @@ export function runResult(s: RunSnapshot): AgentRunResult {
     lastText: lastAssistantText(s),
     partialText: cutShort && s.partialText ? s.partialText : null,
     usage: s.usage,
-    loops: s.loops,
-    toolCalls: s.toolCalls,
+    loops: s.counters.loops,
+    toolCalls: s.counters.toolCalls,
     ...(s.options.returnMessages ? { messages: toOpenAI(s.messages) } : {}),
   };
   if (s.phase.type === AgentState.FAILED) {

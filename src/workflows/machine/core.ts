@@ -11,7 +11,7 @@ import { chained } from '../chain';
 import { movedClocks } from '../clocks';
 import { ruleCritique } from '../critic';
 import { compactionRequest, critiqueRequest, modelRequest } from '../requests';
-import { confident, continued, lastAssistantText, withSideUsage } from '../responses';
+import { confident, continued, lastAssistantText, withSideUsage, type ContinuedChanges } from '../responses';
 import type { ModelStep, PendingApproval, Phase, RunSnapshot, WorkPhase } from '../snapshot';
 import type { ToolCallRecord } from '../../common/view';
 import { FailureType, ModelErrorType } from '../../common/failures';
@@ -119,7 +119,7 @@ export function withPolicy(s: RunSnapshot, now: string): RunSnapshot {
   const judged = s.toolRound.pending.filter((c) => c.policy);
   if (judged.length === 0) return s;
   const denied = judged.flatMap((c) => (c.policy?.action === 'deny' ? [{ call: c, message: c.policy.message }] : []));
-  const step = s.step + 1;
+  const step = s.counters.step + 1;
   const logged = denied.map(({ call, message }): ToolCallRecord => ({ toolCallId: call.id, name: call.name, arguments: clip200(call.arguments), policy: 'deny', startStep: step, startedAt: now, endStep: step, endedAt: now, ok: false, output: clip200(message) }));
   const said = judged.map((c) => `${POLICY_VERB[c.policy!.action]} ${c.name} (${c.id})${policyWhy(c.policy!)}`);
   return {
@@ -137,18 +137,18 @@ export const outputLimit = (s: RunSnapshot) => (s.options.maxOutputTokens === un
 
 /** The text so far is worth more than a failure: an answer no continuation may follow ends the run as it is, saying why. */
 export function endTruncated(s: RunSnapshot, e: AgentEvent, now: string, why: string): TransitionResult {
-  return finish({ ...s, continuations: 0 }, S.COMPLETED, e, now, `the answer was cut off by ${outputLimit(s)} and ${why}: it ends truncated`, lastAssistantText(s));
+  return finish({ ...s, counters: { ...s.counters, continuations: 0 } }, S.COMPLETED, e, now, `the answer was cut off by ${outputLimit(s)} and ${why}: it ends truncated`, lastAssistantText(s));
 }
 
 export const callsModel = (t: Phase) => t.type === S.STREAMING || t.type === S.PLANNING;
 export const MODEL_STEPS: readonly AgentState[] = [S.PLANNING, S.STREAMING];
-export const loopLimit = (s: RunSnapshot) => `loop limit reached: ${s.loops} model calls, limits.maxLoops is ${s.limits.maxLoops}`;
+export const loopLimit = (s: RunSnapshot) => `loop limit reached: ${s.counters.loops} model calls, limits.maxLoops is ${s.limits.maxLoops}`;
 
 /** Entry rows: the first whose guard holds on the way into a state it `guards` decides where the run goes instead. */
 export const ENTRY: ReadonlyArray<EntryRow & { guards: readonly AgentState[]; notAfter?: AgentEvent['type'] }> = [
   {
     guards: MODEL_STEPS,
-    guard: { name: 'loopLimitReachedMidAnswer', holds: (s) => isLoopLimitReached(s) && s.continuations > 0 },
+    guard: { name: 'loopLimitReachedMidAnswer', holds: (s) => isLoopLimitReached(s) && s.counters.continuations > 0 },
     target: S.COMPLETED,
     action: { name: 'endTruncated', run: (s, _t, e, now) => endTruncated(s, e, now, `limits.maxLoops (${s.limits.maxLoops}) leaves no model call to continue it`) },
   },
@@ -206,13 +206,13 @@ export function start(s: RunSnapshot, target: Phase, e: AgentEvent, now: string)
   // A request carries a child only where the machine version starts child runs (children.ts).
   if (target.type === S.TOOL_EXECUTING) next = { ...next, ...childrenStarted(next, commandsFor(next).flatMap((c) => (c.type === 'runTools' ? c.requests : []))) };
   if (callsModel(target)) {
-    const callNumber = s.loops + 1;
+    const callNumber = s.counters.loops + 1;
     const queued = s.queuedMessages.map((text) => ({ role: 'user' as const, content: text }));
     // Not on a continuation: the request to go on with a cut-off answer must stay the last message.
-    const near = !s.wrapUpSent && s.continuations === 0 ? WRAP_UP[version(s).wrapUp](s) : null;
+    const near = !s.wrapUpSent && s.counters.continuations === 0 ? WRAP_UP[version(s).wrapUp](s) : null;
     const wrapUp = near ? [{ role: 'user' as const, content: wrapUpNote(near) }] : [];
     const messages = [...next.messages, ...queued, ...wrapUp];
-    next = { ...next, loops: callNumber, partialText: '', stream: { callNumber, attempt: 1 }, queuedMessages: [], messages, wrapUpSent: s.wrapUpSent || near !== null };
+    next = { ...next, counters: { ...next.counters, loops: callNumber }, partialText: '', stream: { callNumber, attempt: 1 }, queuedMessages: [], messages, wrapUpSent: s.wrapUpSent || near !== null };
   }
   return ok(next, commandsFor(next));
 }
@@ -227,13 +227,13 @@ export const limitFails = (s: RunSnapshot): boolean => (s.limits.onLimit ?? 'fai
 export function commandsFor(s: RunSnapshot): WorkCommand[] {
   switch (s.phase.type) {
     case S.PLANNING:
-      return [{ type: 'callModel', request: modelRequest(s, 'plan', s.loops) }];
+      return [{ type: 'callModel', request: modelRequest(s, 'plan', s.counters.loops) }];
     case S.STREAMING:
-      return [{ type: 'callModel', request: chained(s, modelRequest(s, 'respond', s.loops)) }];
+      return [{ type: 'callModel', request: chained(s, modelRequest(s, 'respond', s.counters.loops)) }];
     case S.TOOL_EXECUTING: {
       const preset = new Set(s.toolRound.presetResults.map((r) => r.toolCallId));
       const calls = s.toolRound.pending.filter((c) => !preset.has(c.id));
-      return [{ type: 'runTools', requests: calls.map((call, i) => withChild(s, { call, allowed: s.options.tools, callNumber: s.toolCalls + 1 + i })) }];
+      return [{ type: 'runTools', requests: calls.map((call, i) => withChild(s, { call, allowed: s.options.tools, callNumber: s.counters.toolCalls + 1 + i })) }];
     }
     case S.CRITIQUE:
       if (critiqueMode(s) === 'rules') return [];
@@ -294,7 +294,7 @@ export function toolsStarted(s: RunSnapshot, now: string): ToolCallRecord[] {
   const preset = new Set(s.toolRound.presetResults.map((r) => r.toolCallId));
   const started = s.toolRound.pending
     .filter((c) => !preset.has(c.id))
-    .map((c): ToolCallRecord => ({ toolCallId: c.id, name: c.name, arguments: clip200(c.arguments), ...(c.edited ? { edited: true as const } : {}), ...(c.policy ? { policy: c.policy.action } : {}), startStep: s.step, startedAt: now, endStep: null, endedAt: null, ok: null, output: null }));
+    .map((c): ToolCallRecord => ({ toolCallId: c.id, name: c.name, arguments: clip200(c.arguments), ...(c.edited ? { edited: true as const } : {}), ...(c.policy ? { policy: c.policy.action } : {}), startStep: s.counters.step, startedAt: now, endStep: null, endedAt: null, ok: null, output: null }));
   return [...s.toolLog, ...started].slice(-TOOL_LOG_SIZE);
 }
 
@@ -351,7 +351,7 @@ type Ending = typeof S.COMPLETED | typeof S.FAILED | typeof S.ABORTED;
 
 export function finish(s: RunSnapshot, to: Ending, e: AgentEvent, now: string, reason: string, answer: string | null = null): TransitionResult {
   const phase: Phase = to === S.COMPLETED ? { type: to, conversationOpen: s.options.keepOpenMs > 0 } : { type: to };
-  const next = moveTo({ ...s, turns: s.turns + (to === S.COMPLETED ? 1 : 0), reason: { kind: 'ended', text: reason }, answer, pauseRequested: false }, phase, e, now);
+  const next = moveTo({ ...s, counters: { ...s.counters, turns: s.counters.turns + (to === S.COMPLETED ? 1 : 0) }, reason: { kind: 'ended', text: reason }, answer, pauseRequested: false }, phase, e, now);
   return ok(next, [{ type: 'cancelWork' }, ...commandsFor(next)]);
 }
 
@@ -363,10 +363,10 @@ export function fallBack(s: RunSnapshot, e: Extract<AgentEvent, { type: 'MODEL_U
   const [to, ...rest] = s.options.fallbackModels ?? [];
   if (to === undefined) return fail(s, e, now, `model call failed: ${e.error}`);
   const from = s.options.model ?? null;
-  const switched = { from, to, error: e.error, step: s.step + 1, at: now };
+  const switched = { from, to, error: e.error, step: s.counters.step + 1, at: now };
   const next: RunSnapshot = {
     ...s,
-    loops: s.loops - 1,
+    counters: { ...s.counters, loops: s.counters.loops - 1 },
     options: { ...s.options, model: to, fallbackModels: rest },
     modelSwitches: [...(s.modelSwitches ?? []), switched],
     reason: { kind: 'modelSwitch', text: `${from ?? "the worker's default model"} is unavailable, switched to ${to}: ${e.error}` },
@@ -377,7 +377,7 @@ export function fallBack(s: RunSnapshot, e: Extract<AgentEvent, { type: 'MODEL_U
 /** PAUSED instead of a model call that waits for the budget: RESUME makes the call afresh, so it is counted once. */
 export function pausedBeforeCall(s: RunSnapshot, e: AgentEvent, now: string): RunSnapshot {
   const resumeTo = plain(s.phase.type as ModelStep);
-  return moveTo({ ...s, loops: s.loops - 1, pauseRequested: false }, { type: S.PAUSED, resumeTo }, e, now);
+  return moveTo({ ...s, counters: { ...s.counters, loops: s.counters.loops - 1 }, pauseRequested: false }, { type: S.PAUSED, resumeTo }, e, now);
 }
 
 export function moveTo(s: RunSnapshot, to: Phase, e: AgentEvent, now: string): RunSnapshot {
@@ -389,7 +389,7 @@ export function moveTo(s: RunSnapshot, to: Phase, e: AgentEvent, now: string): R
     clocks: { ...s.clocks, ...movedClocks(s, to.type, now) },
     phase: to,
     stateSince: now,
-    step: s.step + 1,
+    counters: { ...s.counters, step: s.counters.step + 1 },
     // A wait for the provider budget belongs to the model call of the state it was in.
     quotaWait: null,
     transitions: [...s.transitions, { from, to: to.type, event: e.type, at: now }],
@@ -405,7 +405,7 @@ export type Handler<E extends AgentEvent['type']> = (s: RunSnapshot, e: Extract<
 
 /** An answer the output limit cut off (`cutOffAnswers`): is it one, and what its response changes about continuing. */
 export const CUT_OFF = {
-  ignored: { isCut: () => false, continued: (): Partial<RunSnapshot> => ({}) },
+  ignored: { isCut: () => false, continued: (): ContinuedChanges => ({}) },
   continued: { isCut: (s: RunSnapshot) => s.lastFinishReason === 'length', continued },
 } as const;
 
@@ -414,8 +414,8 @@ export const UNKNOWN_TOOLS: Record<MachineDefinition['unknownTools'], Handler<'U
   counted: (s, e, now) => fail(s, e, now, `model call failed: ${e.error}`),
   uncounted: (s, e, now) => {
     // No request was made: the call the way into this step counted is taken back.
-    const loops = s.loops - 1;
-    return fail({ ...s, loops, stream: loops > 0 ? { callNumber: loops, attempt: 1 } : null }, e, now, `no model call was made: ${e.error}`);
+    const loops = s.counters.loops - 1;
+    return fail({ ...s, counters: { ...s.counters, loops }, stream: loops > 0 ? { callNumber: loops, attempt: 1 } : null }, e, now, `no model call was made: ${e.error}`);
   },
 };
 

@@ -20,20 +20,20 @@ const held = (s: RunSnapshot) => calls(s).filter((c) => c.policy?.action !== 'de
 const cutOffWithToolCalls = guard<'PROCESS'>('cutOffWithToolCalls', (s) => isCut(s) && calls(s).length > 0);
 const answerCutCalls = action<'PROCESS'>('answerCutCalls', (s, e, now) => {
   const cut = calls(s).map((c) => ({ role: 'tool' as const, toolCallId: c.id, content: CUT_TOOL_CALL }));
-  return enter({ ...s, toolRound: { ...s.toolRound, pending: [] }, continuations: 0, messages: [...s.messages, ...cut] }, plain(S.STREAMING), e, now);
+  return enter({ ...s, toolRound: { ...s.toolRound, pending: [] }, counters: { ...s.counters, continuations: 0 }, messages: [...s.messages, ...cut] }, plain(S.STREAMING), e, now);
 });
-const cutOffTooOften = guard<'PROCESS'>('cutOffPastContinuations', (s) => isCut(s) && s.continuations >= MAX_CONTINUATIONS);
+const cutOffTooOften = guard<'PROCESS'>('cutOffPastContinuations', (s) => isCut(s) && s.counters.continuations >= MAX_CONTINUATIONS);
 const endCut = action<'PROCESS'>('endTruncated', (s, e, now) => endTruncated(s, e, now, `still was after ${MAX_CONTINUATIONS} continuations`));
 const cutOff = guard<'PROCESS'>('cutOff', isCut);
 const askToContinue = action<'PROCESS'>('askToContinue', (s, e, now) => {
-  const next: RunSnapshot = { ...s, reason: { kind: 'continuation', text: `continuing an answer cut off by ${outputLimit(s)}` }, continuations: s.continuations + 1, messages: [...s.messages, { role: 'user', content: CONTINUE_PROMPT }] };
+  const next: RunSnapshot = { ...s, reason: { kind: 'continuation', text: `continuing an answer cut off by ${outputLimit(s)}` }, counters: { ...s.counters, continuations: s.counters.continuations + 1 }, messages: [...s.messages, { role: 'user', content: CONTINUE_PROMPT }] };
   return enter(next, plain(S.STREAMING), e, now);
 });
 
 const noToolCalls = guard<'PROCESS'>('noToolCalls', (s) => calls(s).length === 0);
 const judge = action<'PROCESS'>('judgeAnswer', (s, e, now) => enter(s, plain(S.CRITIQUE), e, now));
 
-const toolCallLimit = (s: RunSnapshot) => `tool call limit reached: ${s.toolCalls} done, ${calls(s).length} more requested, limits.maxToolCalls is ${s.limits.maxToolCalls}`;
+const toolCallLimit = (s: RunSnapshot) => `tool call limit reached: ${s.counters.toolCalls} done, ${calls(s).length} more requested, limits.maxToolCalls is ${s.limits.maxToolCalls}`;
 const overToolLimitAndFails = guard<'PROCESS'>('toolCallLimitReachedAndFails', (s) => isToolCallLimitReached(s, calls(s).length) && limitFails(s));
 const overToolLimit = guard<'PROCESS'>('toolCallLimitReached', (s) => isToolCallLimitReached(s, calls(s).length));
 const stopAtToolLimit = action<'PROCESS'>('stopAtLimit', (s, e, now) => atLimit(s, e, now, toolCallLimit(s)));

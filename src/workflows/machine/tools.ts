@@ -30,10 +30,9 @@ const recordResults = action<'TOOLS_DONE'>('recordResults', (s, e, now) => {
   const anyFailed = results.some(failed);
   const next: RunSnapshot = {
     ...s,
-    toolLog: toolsEnded(s.toolLog, e.results, s.step + 1, now),
-    toolCalls: s.toolCalls + e.results.length,
+    toolLog: toolsEnded(s.toolLog, e.results, s.counters.step + 1, now),
+    counters: { ...s.counters, toolCalls: s.counters.toolCalls + e.results.length, failuresInARow: anyFailed ? s.counters.failuresInARow + 1 : 0 },
     toolRound: { pending: [], presetResults: [], lastResults: results },
-    failuresInARow: anyFailed ? s.failuresInARow + 1 : 0,
     messages: [...s.messages, ...results.map((r) => ({ role: 'tool' as const, toolCallId: r.toolCallId, content: decisions(s).toolMessage(s, r) })), ...decisions(s).note(s)],
     approvalNote: null,
   };
@@ -80,7 +79,7 @@ const budgetApproved = guard<'APPROVAL'>('budgetApproved', forBudget);
 const extendBudget = action<'APPROVAL'>('extendBudget', (s, e, now) => {
   const feedback = decisions(s).budgetFeedback(e.feedback);
   const told = feedback ? [{ role: 'user' as const, content: `The user approved going over the budget. Their feedback: ${feedback}` }] : [];
-  return enter({ ...s, budgetGrants: s.budgetGrants + 1, messages: [...s.messages, ...told] }, thenOf(s), e, now);
+  return enter({ ...s, counters: { ...s.counters, budgetGrants: s.counters.budgetGrants + 1 }, messages: [...s.messages, ...told] }, thenOf(s), e, now);
 });
 
 const othersUndecided = guard<'APPROVAL'>('othersUndecided', (s, e) => decidedWith(s, e).some((p) => !p.decision));
