@@ -191,7 +191,7 @@ describe('transition table', () => {
     expect(r.ok).toBe(true);
     if (!r.ok) return;
     // The event's own step is the first new one; internal steps (processing, the rule critic) may follow it.
-    const first = r.snapshot.transitions[s.transitions.length];
+    const first = r.snapshot.logs.transitions[s.logs.transitions.length];
     if (first?.event === type) {
       expect(first).toEqual({ from: state, to: first.to, event: type, at: at(1) });
       expect(targets).toContain(first.to);
@@ -242,7 +242,7 @@ describe('a run through the machine', () => {
     const processed = step(s, { type: 'MODEL_RESPONDED', response: response('', [call('c1')]) });
     // Processing the response needs no effect: the transition goes on to the tools and asks only for them.
     expect(processed.snapshot.phase.type).toBe('TOOL_EXECUTING');
-    expect(processed.snapshot.transitions.slice(-2).map((t) => [t.from, t.to, t.event])).toEqual([
+    expect(processed.snapshot.logs.transitions.slice(-2).map((t) => [t.from, t.to, t.event])).toEqual([
       ['STREAMING', 'PROCESSING', 'MODEL_RESPONDED'],
       ['PROCESSING', 'TOOL_EXECUTING', 'PROCESS'],
     ]);
@@ -259,7 +259,7 @@ describe('a run through the machine', () => {
     expect(end.snapshot.phase.type).toBe('COMPLETED');
     expect(end.snapshot.answer).toBe('done');
     expect(end.snapshot.usage).toEqual({ promptTokens: 20, completionTokens: 10, totalTokens: 30, modelCalls: 2, costUsd: 0 }); // model m has no price
-    expect(end.snapshot.transitions.map((t) => t.to)).toEqual([
+    expect(end.snapshot.logs.transitions.map((t) => t.to)).toEqual([
       'STREAMING', 'PROCESSING', 'TOOL_EXECUTING', 'CRITIQUE', 'STREAMING', 'PROCESSING', 'CRITIQUE', 'COMPLETED',
     ]);
   });
@@ -573,7 +573,7 @@ describe('an interrupting message', () => {
     expect(r.snapshot.queuedMessages).toHaveLength(queued);
     expect(queued === 0 || r.snapshot.queuedMessages[0] === 'stop: do Y instead').toBe(true);
     // A step taken for it says so in the transition log.
-    if (r.snapshot.counters.step > s.counters.step) expect(r.snapshot.transitions[s.transitions.length].event).toBe('INTERRUPT');
+    if (r.snapshot.counters.step > s.counters.step) expect(r.snapshot.logs.transitions[s.logs.transitions.length].event).toBe('INTERRUPT');
   });
 
   test('the text streamed so far stays, marked interrupted, and the next call carries it and the message', () => {
@@ -585,7 +585,7 @@ describe('an interrupting message', () => {
       { role: 'user', content: 'stop: do Y instead' },
     ]);
     expect(r.snapshot).toMatchObject({ partialText: '', counters: { loops: 2 }, stream: { callNumber: 2, attempt: 1 } });
-    expect(r.snapshot.transitions.at(-1)).toMatchObject({ from: 'STREAMING', to: 'STREAMING', event: 'INTERRUPT' });
+    expect(r.snapshot.logs.transitions.at(-1)).toMatchObject({ from: 'STREAMING', to: 'STREAMING', event: 'INTERRUPT' });
     // A late delta of the cancelled call changes nothing.
     expect(step(r.snapshot, { type: 'STREAM_DELTA', callNumber: 1, attempt: 1, text: 'wer' }).snapshot.partialText).toBe('');
     // Nothing streamed yet: no empty assistant turn.
@@ -1100,7 +1100,7 @@ describe('stored snapshots: each version is validated, then migrated', () => {
     ]);
   });
 
-  test('migration 2 -> 3: the working clock gets its state, the counters, the tool round and the clocks their groups, the reason its kind', () => {
+  test('migration 2 -> 3: the working clock gets its state, the counters, the logs, the tool round and the clocks their groups, the reason its kind', () => {
     const v2 = stored('v2-paused') as Record<string, unknown>;
     const calls = [call('a'), call('b')];
     const preset = [{ toolCallId: 'b', name: 'readFile', ok: false, content: 'rejected' }];
@@ -1112,6 +1112,8 @@ describe('stored snapshots: each version is validated, then migrated', () => {
       expect.not.objectContaining({ deadline: expect.anything(), workRemainingMs: expect.anything(), pendingToolCalls: expect.anything(), lastToolResults: expect.anything() }),
     ]);
     const counted = { step: 7, loops: 2, toolCalls: 3, turns: 1, budgetGrants: 1, continuations: 0, failuresInARow: 1, overflowsInARow: 0, setbacksInARow: 2 };
+    const logged = { transitions: [{ from: 'IDLE', to: 'STREAMING', event: 'START', at: at(1) }], rejectedEvents: [{ event: 'RESUME', state: 'STREAMING', at: at(2), error: 'not paused' }] };
+    expect(loadSnapshot({ ...v2, ...logged, toolLog: [] }).logs).toEqual({ ...logged, toolCalls: [] });
     const recounted = loadSnapshot({ ...v2, ...counted });
     expect([recounted.counters, recounted]).toEqual([counted, expect.not.objectContaining({ step: expect.anything(), loops: expect.anything(), setbacksInARow: expect.anything() })]);
     expect(loadSnapshot({ ...v2, deadline: at(300), workRemainingMs: null }).clocks.work).toEqual({ state: 'running', deadline: at(300) });
@@ -1148,7 +1150,7 @@ describe('stored snapshots: each version is validated, then migrated', () => {
     const v2 = stored('v2-paused') as Record<string, unknown>;
     for (const added of ['approvalReminderDue', 'approvalReminder', 'pausedDeadline', 'quotaWait', 'toolLog', 'approvalNote', 'wrapUpSent']) expect([added, added in v2]).toEqual([added, false]);
     const loaded = loadSnapshot(v2);
-    expect(loaded).toMatchObject({ clocks: { approvalReminderDue: null, approvalReminder: null, pausedDeadline: null }, quotaWait: null, toolLog: [], approvalNote: null, wrapUpSent: false, chain: null });
+    expect(loaded).toMatchObject({ clocks: { approvalReminderDue: null, approvalReminder: null, pausedDeadline: null }, quotaWait: null, logs: { toolCalls: [] }, approvalNote: null, wrapUpSent: false, chain: null });
     expect([loaded.limits.wrapUpAt, loaded.limits.onLimit]).toEqual([1, 'fail']);
     // The stored patch results (noProgressGuard and realProviders on, the rest before their patches) name the machine version.
     expect(loaded.features).toEqual({ conversationChain: false });
@@ -1251,13 +1253,13 @@ describe('tool calls for watchers', () => {
     let s = run(snapshot({ approval: { tools: ['writeFile'] } }), { type: 'START' });
     s = step(s, { type: 'MODEL_RESPONDED', response: response('', [call('r1'), call('w1', 'writeFile')]) }, at(5)).snapshot;
     s = step(s, { type: 'APPROVAL', toolCallId: 'w1', approved: false }, at(6)).snapshot; // rejected: never runs
-    expect(s.toolLog).toEqual([
+    expect(s.logs.toolCalls).toEqual([
       { toolCallId: 'r1', name: 'readFile', arguments: '{"path":"a.txt"}', startStep: s.counters.step, startedAt: at(6), endStep: null, endedAt: null, ok: null, output: null },
     ]);
     const done = step(s, { type: 'TOOLS_DONE', results: [{ toolCallId: 'r1', name: 'readFile', ok: true, content: 'y'.repeat(500) }] }, at(8)).snapshot;
-    expect(done.toolLog[0]).toMatchObject({ endStep: s.counters.step + 1, endedAt: at(8), ok: true, output: `${'y'.repeat(199)}…` });
-    expect(done.transitions[s.counters.step]).toMatchObject({ from: 'TOOL_EXECUTING', to: 'CRITIQUE' }); // the step that ended it
-    expect(view(done).recentToolCalls).toEqual(done.toolLog);
+    expect(done.logs.toolCalls[0]).toMatchObject({ endStep: s.counters.step + 1, endedAt: at(8), ok: true, output: `${'y'.repeat(199)}…` });
+    expect(done.logs.transitions[s.counters.step]).toMatchObject({ from: 'TOOL_EXECUTING', to: 'CRITIQUE' }); // the step that ended it
+    expect(view(done).recentToolCalls).toEqual(done.logs.toolCalls);
   });
 });
 
@@ -1274,7 +1276,7 @@ describe('approving with edited arguments', () => {
     const r = step(s, { type: 'APPROVAL', toolCallId: 'w1', approved: true, feedback: 'use b.txt', arguments: { path: 'b.txt', content: 'mine' } });
     const edited = JSON.stringify({ path: 'b.txt', content: 'mine' });
     expect(work(r.commands)).toEqual([{ type: 'runTools', calls: [expect.objectContaining({ id: 'w1', arguments: edited, edited: true })] }]);
-    expect(r.snapshot.toolLog.at(-1)).toMatchObject({ toolCallId: 'w1', arguments: edited, edited: true });
+    expect(r.snapshot.logs.toolCalls.at(-1)).toMatchObject({ toolCallId: 'w1', arguments: edited, edited: true });
     const done = step(r.snapshot, { type: 'TOOLS_DONE', results: [{ toolCallId: 'w1', name: 'writeFile', ok: true, content: 'wrote 4 bytes to b.txt' }] }).snapshot;
     expect(done.messages.slice(-2)).toEqual([
       { role: 'tool', toolCallId: 'w1', content: 'wrote 4 bytes to b.txt' },
@@ -1372,7 +1374,7 @@ describe('a model call the worker refuses for unknown tools', () => {
     const s = refused();
     expect(view(s)).toMatchObject({ state: 'FAILED', loops: 0, stream: null, usage: expect.objectContaining({ modelCalls: 0 }) });
     expect(s.reason?.text).toBe('no model call was made: unknown tools: bogus; this worker has: readFile');
-    expect(s.transitions.at(-1)).toMatchObject({ from: 'STREAMING', to: 'FAILED', event: 'UNKNOWN_TOOLS' });
+    expect(s.logs.transitions.at(-1)).toMatchObject({ from: 'STREAMING', to: 'FAILED', event: 'UNKNOWN_TOOLS' });
   });
 
   test('in runs begun before the change, counts as a failed model call', () => {
@@ -1387,7 +1389,7 @@ describe("a model call waiting for the fleet's provider budget", () => {
   test('stays in its state, shows the wait, and asks again with its place in the queue and its priority', () => {
     const r = waiting();
     expect(r.snapshot.phase.type).toBe('STREAMING');
-    expect(r.snapshot.transitions.at(-1)?.event).toBe('START'); // no step of its own
+    expect(r.snapshot.logs.transitions.at(-1)?.event).toBe('START'); // no step of its own
     expect(view(r.snapshot).quotaWait).toEqual({ since: at(1), expectedAt: new Date(Date.parse(at(1)) + 30_000).toISOString(), position: 3 });
     const again = r.commands.find((c) => c.type === 'callModel');
     expect(again).toMatchObject({ request: { callNumber: 1, quota: { queuedAt: 1_700_000_000_000, priority: 2 } } });

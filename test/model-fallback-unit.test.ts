@@ -51,7 +51,7 @@ describe('MODEL_UNAVAILABLE', () => {
     s = r.snapshot;
     expect(s.phase.type).toBe('STREAMING');
     expect(s.counters.loops).toBe(1);
-    expect(s.transitions.at(-1)).toMatchObject({ from: 'STREAMING', to: 'STREAMING', event: 'MODEL_UNAVAILABLE' });
+    expect(s.logs.transitions.at(-1)).toMatchObject({ from: 'STREAMING', to: 'STREAMING', event: 'MODEL_UNAVAILABLE' });
     const calls = r.commands.filter((c) => c.type === 'callModel');
     expect(calls).toHaveLength(1);
     expect(calls[0].type === 'callModel' && calls[0].request.model).toBe('b');
@@ -69,7 +69,7 @@ describe('MODEL_UNAVAILABLE', () => {
   test('from PLANNING, the plan is asked of the fallback model', () => {
     const s = step(step(snapshot({ plan: true, fallbackModels: ['b'] }), { type: 'START' }), { type: 'MODEL_UNAVAILABLE', error: 'x' });
     expect(s.phase.type).toBe('PLANNING');
-    expect(s.modelSwitches?.[0]).toMatchObject({ from: null, to: 'b' });
+    expect(s.logs.modelSwitches?.[0]).toMatchObject({ from: null, to: 'b' });
   });
 
   test('in a run begun before model-fallback, the run fails as before', () => {

@@ -72,7 +72,7 @@ export async function agentRun(rawInput: unknown): Promise<AgentRunResult> {
     run(result.commands);
     // A parent paused (or resumed) while its children run pauses (or resumes) them.
     if (snapshot.pauseRequested !== before.pauseRequested) effects.pauseChildren(snapshot.pauseRequested);
-    const changes = snapshot.counters.step > before.counters.step ? snapshot.transitions.slice(before.counters.step - snapshot.counters.step).filter((t) => t.from !== t.to) : [];
+    const changes = snapshot.counters.step > before.counters.step ? snapshot.logs.transitions.slice(before.counters.step - snapshot.counters.step).filter((t) => t.from !== t.to) : [];
     changes.forEach((t, i) => recordStateDuration(t.from, i === 0 ? before.stateSince : changes[i - 1].at, t.at));
     // A signal or update may move a run that waits on an activity (pause, abort): shown now, not after the call.
     if (changes.length > 0) publisher.transitioned(snapshot, changes, external);

@@ -65,7 +65,7 @@ export const toolCallSummary = (call: ToolCall) => clip(`tool ${call.name} ${cal
 /** A few readable lines for the UI's current details. */
 export function currentDetails(s: RunSnapshot): string {
   // A run refused for bad input applied no limits: its snapshot's are placeholders.
-  const refused = s.transitions.some((t) => t.event === 'INVALID_INPUT');
+  const refused = s.logs.transitions.some((t) => t.event === 'INVALID_INPUT');
   const ofLimit = (count: number, limit: number) => (refused ? `${count}` : `${count}/${limit}`);
   const lines = [
     `**${s.phase.type}** since ${s.stateSince}`,

@@ -14,7 +14,7 @@ const CARRIED_TRANSITIONS = 100;
 /** What goes into the next run: everything, with the transition log cut to its recent end. */
 export function carryOver(s: RunSnapshot): RunSnapshot & Record<string, unknown> {
   // The next run starts a new conversation chain: the stored one is this run's.
-  return { ...s, transitions: s.transitions.slice(-CARRIED_TRANSITIONS), chain: null };
+  return { ...s, logs: { ...s.logs, transitions: s.logs.transitions.slice(-CARRIED_TRANSITIONS) }, chain: null };
 }
 
 /**
@@ -47,7 +47,7 @@ export function carryOn(resume: Resume, run: Pick<RunSnapshot, 'features' | 'mac
     origin: { kind: 'fork', ...origin },
     clocks: { ...carried.clocks, ...freshClocks({ ...carried, features, machineVersion }, now) },
     pauseRequested: false,
-    rejectedEvents: [],
+    logs: { ...carried.logs, rejectedEvents: [] },
   };
 }
 

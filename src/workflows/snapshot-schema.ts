@@ -191,8 +191,18 @@ export const { WorkPhaseSchema, PhaseSchema, WorkClockSchema, ReasonSchema, RunS
     failuresInARow: true,
     overflowsInARow: true,
     setbacksInARow: true,
+    transitions: true,
+    toolLog: true,
+    rejectedEvents: true,
+    modelSwitches: true,
   }).extend({
     schemaVersion: z.literal(3),
+    logs: z.object({
+      transitions: V2Schema.shape.transitions,
+      toolCalls: V2Schema.shape.toolLog,
+      rejectedEvents: V2Schema.shape.rejectedEvents,
+      modelSwitches: V2Schema.shape.modelSwitches,
+    }),
     counters: z.object({
       step: int(),
       loops: int(),

@@ -12,7 +12,7 @@ import { LATEST_MACHINE_VERSION, type PatchResult, versionOfPatches } from './ma
 export type LegacyFeatures = Partial<Record<PatchResult | 'conversationChain', boolean>>;
 
 /**
- * 3: the counters, the clocks, the tool round and the reason's kind are groups of their own; 2: the state and the data only it has
+ * 3: the counters, the logs, the clocks, the tool round and the reason's kind are groups of their own; 2: the state and the data only it has
  * are one tagged union (`phase`). Older versions load through `loadSnapshot`.
  */
 export const SNAPSHOT_VERSION = 3;
@@ -99,6 +99,18 @@ export interface Counters {
   setbacksInARow: number;
 }
 
+/** What happened, for watchers and time travel; the machine decides nothing from them. */
+export interface Logs {
+  /** Each state change; a continued run carries the last 100 (the step counter still counts them all). */
+  transitions: TransitionRecord[];
+  /** The last tool calls, started and ended (`recentToolCalls` in the view). */
+  toolCalls: ToolCallRecord[];
+  /** Events that had no transition from the state they arrived in. */
+  rejectedEvents: Array<{ event: string; state: AgentState; at: string; error: string }>;
+  /** Each move to a fallback model: from which, to which, why, at which step; absent until the first. */
+  modelSwitches?: ModelSwitch[];
+}
+
 export interface QuotaWaitState {
   queuedAt: number;
   since: string;
@@ -164,11 +176,8 @@ export interface RunSnapshot {
   lastFinishReason: string | null;
   /** The model that answered the last call, as the provider named it. */
   lastModel: string | null;
-  /** Each move to a fallback model: from which, to which, why, at which step. */
-  modelSwitches?: ModelSwitch[];
   /** Set when this run carries on from another: continued as new, or forked from a step. */
   origin: { kind: 'continue' | 'fork'; workflowId: string; step: number } | null;
-  transitions: TransitionRecord[];
   /** Text of the latest model call: as far as it has streamed while the call runs, complete once it has answered. */
   partialText: string;
   /** Model call number and attempt that `partialText` belongs to; null before the first call. */
@@ -179,8 +188,6 @@ export interface RunSnapshot {
   answer: string | null;
   plan: string | null;
   messages: ChatMessage[];
-  /** The last tool calls, started and ended, for watchers (`recentToolCalls` in the view). */
-  toolLog: ToolCallRecord[];
   /**
    * The tool calls of the last model response, from PROCESSING through approval, a pause and TOOL_EXECUTING, and their
    * results, which CRITIQUE and the next request read.
@@ -213,8 +220,7 @@ export interface RunSnapshot {
   lastCritique: CritiqueDecision | null;
   /** Messages sent during the run, handed to the model before its next call. */
   queuedMessages: string[];
-  /** Events that had no transition from the state they arrived in. */
-  rejectedEvents: Array<{ event: string; state: AgentState; at: string; error: string }>;
+  logs: Logs;
 }
 
 export const DEFAULT_SYSTEM_PROMPT =
@@ -255,7 +261,6 @@ export function initialSnapshot(input: ResolvedInput, now: string): RunSnapshot 
     lastFinishReason: null,
     lastModel: null,
     origin: null,
-    transitions: [],
     partialText: '',
     stream: null,
     lastError: null,
@@ -267,7 +272,6 @@ export function initialSnapshot(input: ResolvedInput, now: string): RunSnapshot 
       ...prior.messages,
       { role: 'user', content: input.prompt },
     ],
-    toolLog: [],
     toolRound: { pending: [], presetResults: [], lastResults: [] },
     toolSignatures: [],
     loopWarned: false,
@@ -279,7 +283,7 @@ export function initialSnapshot(input: ResolvedInput, now: string): RunSnapshot 
     pauseRequested: false,
     lastCritique: null,
     queuedMessages: [],
-    rejectedEvents: [],
+    logs: { transitions: [], toolCalls: [], rejectedEvents: [] },
   };
 }
 
@@ -309,7 +313,7 @@ type Schema = z.infer<typeof RunSnapshotSchema>;
 const _sameSnapshot: SameType<Schema, RunSnapshot> = true;
 const _sameGroups: [SameType<Schema['options'], RunSnapshot['options']>, SameType<Schema['features'], RunSnapshot['features']>] = [true, true];
 const _samePhase: SameType<z.infer<typeof PhaseSchema>, Phase> = true;
-const _sameNew: [SameType<Schema['counters'], Counters>, SameType<Schema['clocks'], RunSnapshot['clocks']>, SameType<Schema['toolRound'], ToolRound>, SameType<z.infer<typeof ReasonSchema>, Reason>] = [true, true, true, true];
+const _sameNew: [SameType<Schema['logs'], Logs>, SameType<Schema['counters'], Counters>, SameType<Schema['clocks'], RunSnapshot['clocks']>, SameType<Schema['toolRound'], ToolRound>, SameType<z.infer<typeof ReasonSchema>, Reason>] = [true, true, true, true, true];
 void [_sameSnapshot, _sameGroups, _samePhase, _sameNew];
 
 /**
@@ -335,6 +339,7 @@ export function loadSnapshot(carried: unknown): RunSnapshot {
 /**
  * Migration 2 -> 3: the counters, the clocks, the tool round and the reason become groups.
  * - `step`, `loops`, `toolCalls`, `turns`, `budgetGrants`, `continuations` and the in-a-row counts move into `counters`.
+ * - `transitions`, `toolLog` (now `logs.toolCalls`), `rejectedEvents` and `modelSwitches` move into `logs`.
  * - `deadline` and `workRemainingMs` become the working clock: running to the deadline, stopped with the time left
  *   (a person decides), or none (both null: before START, after the end).
  * - `approvalDeadline`, `approvalReminderDue`, `approvalReminder`, `pausedDeadline` move into `clocks` unchanged.
@@ -344,12 +349,13 @@ export function loadSnapshot(carried: unknown): RunSnapshot {
  */
 export function v2ToV3(v2: SnapshotV2): RunSnapshot {
   const { deadline, workRemainingMs, approvalDeadline, approvalReminderDue, approvalReminder, pausedDeadline, pendingToolCalls, presetResults, lastToolResults, reason, ...rest } = v2;
-  const { step, loops, toolCalls, turns, budgetGrants, continuations, failuresInARow, overflowsInARow, setbacksInARow, ...ungrouped } = rest;
+  const { step, loops, toolCalls, turns, budgetGrants, continuations, failuresInARow, overflowsInARow, setbacksInARow, transitions, toolLog, rejectedEvents, modelSwitches, ...ungrouped } = rest;
   const work: WorkClock = deadline !== null ? { state: 'running', deadline } : workRemainingMs !== null ? { state: 'stopped', remainingMs: workRemainingMs } : { state: 'none' };
   return {
     ...ungrouped,
     schemaVersion: SNAPSHOT_VERSION,
     counters: { step, loops, toolCalls, turns, budgetGrants, continuations, failuresInARow, overflowsInARow, setbacksInARow },
+    logs: { transitions, toolCalls: toolLog, rejectedEvents, ...(modelSwitches ? { modelSwitches } : {}) },
     clocks: { work, approvalDeadline, approvalReminderDue, approvalReminder, pausedDeadline },
     toolRound: { pending: pendingToolCalls, presetResults, lastResults: lastToolResults },
     reason: reason === null ? null : { kind: reasonKind(v2.phase, reason), text: reason },

@@ -20,7 +20,7 @@ export function publicView(s: RunSnapshot, includeMessages: boolean): RunStateVi
     toolCalls: s.counters.toolCalls,
     usage: s.usage,
     limits: s.limits,
-    transitions: s.transitions,
+    transitions: s.logs.transitions,
     partialText: s.partialText,
     stream: s.stream,
     pendingApproval: phase.type === AgentState.AWAITING_APPROVAL ? phase.pending : [],
@@ -34,20 +34,20 @@ export function publicView(s: RunSnapshot, includeMessages: boolean): RunStateVi
     approvalReminder: s.clocks.approvalReminder,
     pausedDeadline: s.clocks.pausedDeadline,
     quotaWait: s.quotaWait ? { since: s.quotaWait.since, expectedAt: s.quotaWait.expectedAt, position: s.quotaWait.position } : null,
-    recentToolCalls: s.toolLog,
+    recentToolCalls: s.logs.toolCalls,
     queuedMessages: s.queuedMessages,
     plan: s.plan,
     lastCritique: s.lastCritique,
     lastModel: s.lastModel,
     model: s.options.model ?? null,
-    modelSwitches: s.modelSwitches ?? [],
+    modelSwitches: s.logs.modelSwitches ?? [],
     children: s.children ?? [],
     lastError: s.lastError,
     reason: s.reason?.text ?? null,
     answer: s.answer,
     lastText: lastAssistantText(s),
     origin: s.origin,
-    rejectedEvents: s.rejectedEvents,
+    rejectedEvents: s.logs.rejectedEvents,
     messageCount: s.messages.length,
     ...(includeMessages ? { messages: s.messages } : {}),
   };
@@ -55,7 +55,7 @@ export function publicView(s: RunSnapshot, includeMessages: boolean): RunStateVi
 
 /** The workflow's result; a FAILED run fails the workflow with the result in the failure's details. */
 export function runResult(s: RunSnapshot): AgentRunResult {
-  const last = s.transitions.at(-1);
+  const last = s.logs.transitions.at(-1);
   const cutShort = s.phase.type !== AgentState.COMPLETED && (last?.from === AgentState.STREAMING || last?.from === AgentState.PLANNING);
   const result: AgentRunResult = {
     status: s.phase.type as AgentRunResult['status'],

@@ -93,7 +93,7 @@ export const MODEL_UNAVAILABLE = [
 /** Keep the rejection on the snapshot so that the `state` query shows it. */
 export function recordRejection(s: RunSnapshot, event: AgentEvent, error: string, now: string): RunSnapshot {
   const entry = { event: event.type, state: s.phase.type, at: now, error };
-  return { ...s, rejectedEvents: [...s.rejectedEvents, entry].slice(-20) };
+  return { ...s, logs: { ...s.logs, rejectedEvents: [...s.logs.rejectedEvents, entry].slice(-20) } };
 }
 
 export const ok = (snapshot: RunSnapshot, commands: AgentCommand[] = []): TransitionResult => ({ ok: true, snapshot, commands });
@@ -126,7 +126,7 @@ export function withPolicy(s: RunSnapshot, now: string): RunSnapshot {
     ...s,
     reason: { kind: 'toolPolicy', text: `tool policy: ${said.join('; ')}` },
     toolRound: { ...s.toolRound, presetResults: [...s.toolRound.presetResults, ...denied.map(({ call, message }) => ({ toolCallId: call.id, name: call.name, ok: false, content: message }))] },
-    toolLog: [...s.toolLog, ...logged].slice(-TOOL_LOG_SIZE),
+    logs: { ...s.logs, toolCalls: [...s.logs.toolCalls, ...logged].slice(-TOOL_LOG_SIZE) },
   };
 }
 
@@ -202,7 +202,7 @@ export const tracer: { row: ((r: Row) => void) | null; entry: ((r: EntryRow, tar
 /** Move into `target` and start its work: a tool step's calls logged (and its children), a model step's call counted. */
 export function start(s: RunSnapshot, target: Phase, e: AgentEvent, now: string): TransitionResult {
   let next = moveTo(s, target, e, now);
-  if (target.type === S.TOOL_EXECUTING) next = { ...next, toolLog: toolsStarted(next, now) };
+  if (target.type === S.TOOL_EXECUTING) next = { ...next, logs: { ...next.logs, toolCalls: toolsStarted(next, now) } };
   // A request carries a child only where the machine version starts child runs (children.ts).
   if (target.type === S.TOOL_EXECUTING) next = { ...next, ...childrenStarted(next, commandsFor(next).flatMap((c) => (c.type === 'runTools' ? c.requests : []))) };
   if (callsModel(target)) {
@@ -295,7 +295,7 @@ export function toolsStarted(s: RunSnapshot, now: string): ToolCallRecord[] {
   const started = s.toolRound.pending
     .filter((c) => !preset.has(c.id))
     .map((c): ToolCallRecord => ({ toolCallId: c.id, name: c.name, arguments: clip200(c.arguments), ...(c.edited ? { edited: true as const } : {}), ...(c.policy ? { policy: c.policy.action } : {}), startStep: s.counters.step, startedAt: now, endStep: null, endedAt: null, ok: null, output: null }));
-  return [...s.toolLog, ...started].slice(-TOOL_LOG_SIZE);
+  return [...s.logs.toolCalls, ...started].slice(-TOOL_LOG_SIZE);
 }
 
 /** The calls `results` answered, ended at `step`. */
@@ -368,7 +368,7 @@ export function fallBack(s: RunSnapshot, e: Extract<AgentEvent, { type: 'MODEL_U
     ...s,
     counters: { ...s.counters, loops: s.counters.loops - 1 },
     options: { ...s.options, model: to, fallbackModels: rest },
-    modelSwitches: [...(s.modelSwitches ?? []), switched],
+    logs: { ...s.logs, modelSwitches: [...(s.logs.modelSwitches ?? []), switched] },
     reason: { kind: 'modelSwitch', text: `${from ?? "the worker's default model"} is unavailable, switched to ${to}: ${e.error}` },
   };
   return enter(next, plain(s.phase.type as ModelStep), e, now);
@@ -392,7 +392,7 @@ export function moveTo(s: RunSnapshot, to: Phase, e: AgentEvent, now: string): R
     counters: { ...s.counters, step: s.counters.step + 1 },
     // A wait for the provider budget belongs to the model call of the state it was in.
     quotaWait: null,
-    transitions: [...s.transitions, { from, to: to.type, event: e.type, at: now }],
+    logs: { ...s.logs, transitions: [...s.logs.transitions, { from, to: to.type, event: e.type, at: now }] },
   };
 }
 

@@ -30,7 +30,7 @@ const recordResults = action<'TOOLS_DONE'>('recordResults', (s, e, now) => {
   const anyFailed = results.some(failed);
   const next: RunSnapshot = {
     ...s,
-    toolLog: toolsEnded(s.toolLog, e.results, s.counters.step + 1, now),
+    logs: { ...s.logs, toolCalls: toolsEnded(s.logs.toolCalls, e.results, s.counters.step + 1, now) },
     counters: { ...s.counters, toolCalls: s.counters.toolCalls + e.results.length, failuresInARow: anyFailed ? s.counters.failuresInARow + 1 : 0 },
     toolRound: { pending: [], presetResults: [], lastResults: results },
     messages: [...s.messages, ...results.map((r) => ({ role: 'tool' as const, toolCallId: r.toolCallId, content: decisions(s).toolMessage(s, r) })), ...decisions(s).note(s)],
@@ -117,8 +117,8 @@ const rejectForMessage = action<'INTERRUPT'>('rejectUndecided', (s, e, now) => {
     result = decide(result.snapshot, { type: 'APPROVAL', toolCallId: p.toolCallId, approved: false, feedback: INTERRUPTED_APPROVAL }, now);
   }
   if (!result.ok) return result;
-  const transitions = result.snapshot.transitions.map((t, i) => (i >= s.transitions.length ? { ...t, event: e.type } : t));
-  return ok({ ...result.snapshot, transitions }, result.commands);
+  const transitions = result.snapshot.logs.transitions.map((t, i) => (i >= s.logs.transitions.length ? { ...t, event: e.type } : t));
+  return ok({ ...result.snapshot, logs: { ...result.snapshot.logs, transitions } }, result.commands);
 });
 
 export const AWAITING_APPROVAL_ROWS: readonly Row[] = [
