@@ -253,7 +253,7 @@ const RESUME: ObjectSpec = {
   snapshot: {
     ...nestedObject(
       {
-        schemaVersion: { valid: fc.constant(1), invalid: here(fc.oneof(fc.constantFrom(0, 3, '1', '2', 1.5, true), junk.filter((v) => v !== 1 && v !== 2))), required: true },
+        schemaVersion: { valid: fc.constant(1), invalid: here(fc.oneof(fc.constantFrom(0, 4, '1', '3', 1.5, true), junk.filter((v) => v !== 1 && v !== 2 && v !== 3))), required: true },
         state: { ...anyString, required: true },
         step: { ...int(0), required: true },
       },
@@ -397,7 +397,7 @@ describe('agentRun input', () => {
       [{ prompt: 'x', budget: { maxTokens: 0 } }, 'budget.maxTokens'],
       [{ prompt: 'x', budget: { maxCostUsd: 1, prices: { 'gpt-4o': { inputPerMTok: -1, outputPerMTok: 1 } } } }, 'budget.prices.gpt-4o.inputPerMTok'],
       [{ prompt: 'x', keepOpenMs: -1 }, 'keepOpenMs'],
-      [{ prompt: 'x', resume: { kind: 'fork', snapshot: { schemaVersion: 3, state: 'IDLE', step: 0 } } }, 'resume.snapshot.schemaVersion'],
+      [{ prompt: 'x', resume: { kind: 'fork', snapshot: { schemaVersion: 4, state: 'IDLE', step: 0 } } }, 'resume.snapshot.schemaVersion'],
       [{ prompt: 'x', temperature: 0 }, '(input)'],
       [null, '(input)'],
       [[{ prompt: 'x' }], '(input)'],

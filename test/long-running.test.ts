@@ -78,7 +78,7 @@ test('time travel: every step is queryable, and a run forked from a step carries
 
   // The view is for clients; a fork carries the run's own snapshot of that step.
   const carried = await original.query(stateSnapshotAtQuery, { step: 3 });
-  expect(carried).toMatchObject({ schemaVersion: 2, step: 3, phase: { type: 'TOOL_EXECUTING' } });
+  expect(carried).toMatchObject({ schemaVersion: 3, counters: { step: 3 }, phase: { type: 'TOOL_EXECUTING' } });
   const requestsBefore = h.model.requests('traveller').length;
   const fork = await h.env.client.workflow.start(WORKFLOW_TYPE, {
     taskQueue: h.taskQueue,

@@ -33,6 +33,7 @@ import {
   type AgentEventType,
 } from '../src/workflows/machine';
 import { carryOn } from '../src/workflows/resume';
+import { workDeadline } from '../src/workflows/clocks';
 import { initialSnapshot, loadSnapshot, readSnapshot, type Phase, type RunSnapshot, type SnapshotV1 } from '../src/workflows/snapshot';
 import { RunSnapshotSchema } from '../src/workflows/snapshot-schema';
 import { RunStateViewSchema } from '../src/common/view';
@@ -128,17 +129,18 @@ function snapshotIn(state: AgentState): RunSnapshot {
   };
   const phase = phases[state] ?? ({ type: state } as Phase);
   const extra: Partial<RunSnapshot> = {
-    AWAITING_APPROVAL: { pendingToolCalls: [call('c1', 'writeFile')] },
-    STREAMING: { stream: { callNumber: 1, attempt: 1 }, loops: 1 },
-    PLANNING: { stream: { callNumber: 1, attempt: 1 }, loops: 1 },
+    AWAITING_APPROVAL: { toolRound: { ...base.toolRound, pending: [call('c1', 'writeFile')] } },
+    STREAMING: { stream: { callNumber: 1, attempt: 1 }, counters: { ...base.counters, loops: 1 } },
+    PLANNING: { stream: { callNumber: 1, attempt: 1 }, counters: { ...base.counters, loops: 1 } },
   }[state as string] ?? {};
   // The working-time clock runs in working states; while a person decides it waits, and an approval wait has its own.
+  const stopped = { ...base.clocks, work: { state: 'stopped' as const, remainingMs: 300_000 } };
   const clocks: Partial<RunSnapshot> =
     state === AgentState.AWAITING_APPROVAL
-      ? { deadline: null, workRemainingMs: 300_000, approvalDeadline: at(0), limits: { ...base.limits, approvalTimeoutMs: 60_000 } }
+      ? { clocks: { ...stopped, approvalDeadline: at(0) }, limits: { ...base.limits, approvalTimeoutMs: 60_000 } }
       : state === AgentState.PAUSED
-        ? { deadline: null, workRemainingMs: 300_000 }
-        : { deadline: at(300) };
+        ? { clocks: stopped }
+        : { clocks: { ...base.clocks, work: { state: 'running', deadline: at(300) } } };
   // RESUME outside PAUSED needs a pending pause request to cancel.
   return { ...base, ...extra, ...clocks, phase, pauseRequested: state !== AgentState.PAUSED };
 }
@@ -189,7 +191,7 @@ describe('transition table', () => {
     expect(r.ok).toBe(true);
     if (!r.ok) return;
     // The event's own step is the first new one; internal steps (processing, the rule critic) may follow it.
-    const first = r.snapshot.transitions[s.transitions.length];
+    const first = r.snapshot.logs.transitions[s.logs.transitions.length];
     if (first?.event === type) {
       expect(first).toEqual({ from: state, to: first.to, event: type, at: at(1) });
       expect(targets).toContain(first.to);
@@ -240,7 +242,7 @@ describe('a run through the machine', () => {
     const processed = step(s, { type: 'MODEL_RESPONDED', response: response('', [call('c1')]) });
     // Processing the response needs no effect: the transition goes on to the tools and asks only for them.
     expect(processed.snapshot.phase.type).toBe('TOOL_EXECUTING');
-    expect(processed.snapshot.transitions.slice(-2).map((t) => [t.from, t.to, t.event])).toEqual([
+    expect(processed.snapshot.logs.transitions.slice(-2).map((t) => [t.from, t.to, t.event])).toEqual([
       ['STREAMING', 'PROCESSING', 'MODEL_RESPONDED'],
       ['PROCESSING', 'TOOL_EXECUTING', 'PROCESS'],
     ]);
@@ -250,14 +252,14 @@ describe('a run through the machine', () => {
     s = done.snapshot;
     expect(s.phase.type).toBe('STREAMING');
     expect(s.lastCritique).toMatchObject({ action: 'continue' });
-    expect(s.toolCalls).toBe(1);
+    expect(s.counters.toolCalls).toBe(1);
     expect(s.messages.at(-1)).toEqual({ role: 'tool', toolCallId: 'c1', content: 'hello' });
     expect(work(done.commands)).toEqual([{ type: 'callModel', purpose: 'respond', callNumber: 2 }]);
     const end = step(s, { type: 'MODEL_RESPONDED', response: response('done') });
     expect(end.snapshot.phase.type).toBe('COMPLETED');
     expect(end.snapshot.answer).toBe('done');
     expect(end.snapshot.usage).toEqual({ promptTokens: 20, completionTokens: 10, totalTokens: 30, modelCalls: 2, costUsd: 0 }); // model m has no price
-    expect(end.snapshot.transitions.map((t) => t.to)).toEqual([
+    expect(end.snapshot.logs.transitions.map((t) => t.to)).toEqual([
       'STREAMING', 'PROCESSING', 'TOOL_EXECUTING', 'CRITIQUE', 'STREAMING', 'PROCESSING', 'CRITIQUE', 'COMPLETED',
     ]);
   });
@@ -292,10 +294,10 @@ describe('a run through the machine', () => {
     expect(s.phase.type).toBe('STREAMING');
     expect(s.loopWarned).toBe(true);
     expect(s.messages.at(-1)).toEqual({ role: 'tool', toolCallId: 'c3', content: LOOP_WARNING });
-    expect(s.toolCalls).toBe(2);
+    expect(s.counters.toolCalls).toBe(2);
     s = run(s, { type: 'MODEL_RESPONDED', response: response('', [call('c4')]) });
     expect(s.phase.type).toBe('FAILED');
-    expect(s.reason).toBe('loop detected: readFile({"path":"a.txt"}) called 4 times in a row');
+    expect(s.reason?.text).toBe('loop detected: readFile({"path":"a.txt"}) called 4 times in a row');
   });
 
   test("limits.onLimit 'complete' ends a run at maxLoops or maxToolCalls COMPLETED with its last text, naming the limit", () => {
@@ -304,7 +306,7 @@ describe('a run through the machine', () => {
     s = run(snapshot({ limits: { maxLoops: 2, onLimit: 'complete' } }), { type: 'START' }, { type: 'MODEL_RESPONDED', response: response('draft one', [call('a')]) }, { type: 'TOOLS_DONE', results: [{ toolCallId: 'a', name: 'readFile', ok: true, content: 'x' }] });
     s = run(s, { type: 'MODEL_RESPONDED', response: response('draft two', [call('b', 'readFile', { path: 'b' })]) });
     const loops = step(s, { type: 'TOOLS_DONE', results: [{ toolCallId: 'b', name: 'readFile', ok: true, content: 'y' }] });
-    expect([loops.snapshot.phase.type, loops.snapshot.answer, loops.snapshot.reason]).toEqual([
+    expect([loops.snapshot.phase.type, loops.snapshot.answer, loops.snapshot.reason?.text]).toEqual([
       'COMPLETED',
       'draft two',
       'loop limit reached: 2 model calls, limits.maxLoops is 2: completed with the last text (limits.onLimit is complete)',
@@ -312,7 +314,7 @@ describe('a run through the machine', () => {
     expect(r.snapshot.phase.type).toBe('COMPLETED');
     const calls = [call('a', 'readFile', { path: '1' }), call('b', 'readFile', { path: '2' })];
     const tools = run(snapshot({ limits: { maxToolCalls: 1, onLimit: 'complete' } }), { type: 'START' }, { type: 'MODEL_RESPONDED', response: response('reading both', calls) });
-    expect([tools.phase.type, tools.answer, tools.reason]).toEqual(['COMPLETED', 'reading both', 'tool call limit reached: 0 done, 2 more requested, limits.maxToolCalls is 1: completed with the last text (limits.onLimit is complete)']);
+    expect([tools.phase.type, tools.answer, tools.reason?.text]).toEqual(['COMPLETED', 'reading both', 'tool call limit reached: 0 done, 2 more requested, limits.maxToolCalls is 1: completed with the last text (limits.onLimit is complete)']);
     // The calls left unrun are answered, so a follow-up turn sends a well-formed conversation.
     expect(tools.messages.filter((m) => m.role === 'tool').map((m) => m.toolCallId)).toEqual(['a', 'b']);
     expect(runResult(tools)).toMatchObject({ status: 'COMPLETED', answer: 'reading both' });
@@ -321,10 +323,10 @@ describe('a run through the machine', () => {
   test('maxLoops ends the run before the model call that would exceed it', () => {
     let s = run(snapshot({ limits: { maxLoops: 2 } }), { type: 'START' });
     s = run(s, { type: 'MODEL_RESPONDED', response: response('') }); // the rule critic sends an empty answer back
-    expect([s.phase.type, s.loops]).toEqual(['STREAMING', 2]);
+    expect([s.phase.type, s.counters.loops]).toEqual(['STREAMING', 2]);
     const r = step(s, { type: 'MODEL_RESPONDED', response: response('') });
     expect(r.snapshot.phase.type).toBe('FAILED');
-    expect(r.snapshot.reason).toBe('loop limit reached: 2 model calls, limits.maxLoops is 2');
+    expect(r.snapshot.reason?.text).toBe('loop limit reached: 2 model calls, limits.maxLoops is 2');
     expect(r.commands).toEqual([{ type: 'timer', due: null }, { type: 'cancelWork' }]);
   });
 
@@ -333,10 +335,10 @@ describe('a run through the machine', () => {
     const attempt = (s: RunSnapshot) => run(s, { type: 'MODEL_RESPONDED', response: response('maybe') }, retry);
     let s = run(judged(), { type: 'START' });
     for (let i = 1; i <= 3; i++) s = attempt(s);
-    expect([s.phase.type, s.setbacksInARow]).toEqual(['STREAMING', 3]);
+    expect([s.phase.type, s.counters.setbacksInARow]).toEqual(['STREAMING', 3]);
     s = attempt(s);
     expect(s.phase.type).toBe('FAILED');
-    expect(s.reason).toBe('no progress: the critic asked for another attempt 4 times in a row (last: retry, still wrong)');
+    expect(s.reason?.text).toBe('no progress: the critic asked for another attempt 4 times in a row (last: retry, still wrong)');
     // Runs started before the guard existed (no patch marker) keep going until maxLoops.
     let old = run({ ...judged(), machineVersion: versionBefore('noProgressGuard') }, { type: 'START' });
     for (let i = 1; i <= 5; i++) old = attempt(old);
@@ -348,14 +350,14 @@ describe('a run through the machine', () => {
     const retry = { type: 'CRITIQUE_DONE', decision: { action: 'replan', reason: 'r', confidence: 0.5 } } as const;
     s = run(s, { type: 'MODEL_RESPONDED', response: response('a') }, retry, { type: 'PLAN_READY', response: response('plan') });
     s = run(s, { type: 'MODEL_RESPONDED', response: response('b') }, { type: 'CRITIQUE_DONE', decision: { action: 'continue', reason: 'ok', confidence: 1 } });
-    expect(s.setbacksInARow).toBe(0);
+    expect(s.counters.setbacksInARow).toBe(0);
   });
 
   test('maxToolCalls ends the run when a response asks for more calls than remain', () => {
     const calls = [call('a', 'readFile', { path: '1' }), call('b', 'readFile', { path: '2' })];
     const s = run(snapshot({ limits: { maxToolCalls: 1 } }), { type: 'START' }, { type: 'MODEL_RESPONDED', response: response('', calls) });
     expect(s.phase.type).toBe('FAILED');
-    expect(s.reason).toBe('tool call limit reached: 0 done, 2 more requested, limits.maxToolCalls is 1');
+    expect(s.reason?.text).toBe('tool call limit reached: 0 done, 2 more requested, limits.maxToolCalls is 1');
   });
 
   test('guarded tools wait for every approval; a rejection goes back to the model', () => {
@@ -383,7 +385,7 @@ describe('a run through the machine', () => {
       { role: 'tool', toolCallId: 'r1', content: 'r' },
       { role: 'user', content: `${APPROVAL_NOTE_HEAD}\n- writeFile (call w2): rejected. Feedback: not there` },
     ]);
-    expect(s.toolCalls).toBe(2);
+    expect(s.counters.toolCalls).toBe(2);
   });
 
   test('pause takes effect on the way into new work and resume continues there', () => {
@@ -419,14 +421,14 @@ describe('a run through the machine', () => {
     s = run(s, { type: 'CONTEXT_OVERFLOW', error: 'still' }, { type: 'COMPACTED', result: { messages: summary, summarizedMessages: 0, usage: { promptTokens: 0, completionTokens: 0, totalTokens: 0 } } });
     s = run(s, { type: 'CONTEXT_OVERFLOW', error: 'again' });
     expect(s.phase.type).toBe('FAILED');
-    expect(s.reason).toBe('context still too long after 2 compactions: again');
+    expect(s.reason?.text).toBe('context still too long after 2 compactions: again');
   });
 
   test('abort and timeout end any running state and cancel its work', () => {
     for (const state of STATES.filter((st) => !isTerminal(st))) {
       const aborted = step(snapshotIn(state), { type: 'ABORT', reason: 'user said so' });
       expect(aborted.snapshot.phase.type).toBe('ABORTED');
-      expect(aborted.snapshot.reason).toBe('aborted: user said so');
+      expect(aborted.snapshot.reason?.text).toBe('aborted: user said so');
       // The timer stops with the run; a paused run has none running.
       const stopTimer = state === AgentState.PAUSED ? [] : [{ type: 'timer', due: null }];
       expect(aborted.commands).toEqual([...stopTimer, { type: 'cancelWork' }]);
@@ -437,7 +439,7 @@ describe('a run through the machine', () => {
       }
       const timedOut = step(snapshotIn(state), { type: 'TIMEOUT' });
       expect(timedOut.snapshot.phase.type).toBe('FAILED');
-      expect(timedOut.snapshot.reason).toBe(
+      expect(timedOut.snapshot.reason?.text).toBe(
         state === AgentState.AWAITING_APPROVAL
           ? 'no decision on writeFile within 60000 ms (limits.approvalTimeoutMs)'
           : 'timed out after 300000 ms of working time (limits.timeoutMs)',
@@ -464,10 +466,10 @@ describe('a run through the machine', () => {
 
 describe('rule critic', () => {
   const base = run(snapshot(), { type: 'START' }, { type: 'MODEL_RESPONDED', response: response('', [call('c1')]) });
-  const done = (ok: boolean, failuresInARow = 0) => ({
-    ...run(base, { type: 'TOOLS_DONE', results: [{ toolCallId: 'c1', name: 'readFile', ok, content: ok ? 'x' : 'Error: nope' }] }),
-    ...(failuresInARow ? { failuresInARow } : {}),
-  });
+  const done = (ok: boolean, failuresInARow = 0) => {
+    const s = run(base, { type: 'TOOLS_DONE', results: [{ toolCallId: 'c1', name: 'readFile', ok, content: ok ? 'x' : 'Error: nope' }] });
+    return failuresInARow ? { ...s, counters: { ...s.counters, failuresInARow } } : s;
+  };
   test.each([
     { name: 'a tool succeeded', s: done(true), action: 'continue' },
     { name: 'a tool failed once', s: done(false), action: 'retry' },
@@ -511,8 +513,8 @@ describe('budgets', () => {
     s = run(s, { type: 'MODEL_RESPONDED', response: big(1_300) });
     const r = step(s, { type: 'CRITIQUE_DONE', decision: { action: 'retry', reason: 'again', confidence: 1 } });
     expect(r.snapshot.phase.type).toBe('FAILED');
-    expect(r.snapshot.reason).toMatch(/^token budget exceeded: 2600 used \+ \d+ reserved for the next call > 3000 \(budget\.maxTokens\)$/);
-    expect(r.snapshot.loops).toBe(1);
+    expect(r.snapshot.reason?.text).toMatch(/^token budget exceeded: 2600 used \+ \d+ reserved for the next call > 3000 \(budget\.maxTokens\)$/);
+    expect(r.snapshot.counters.loops).toBe(1);
   });
 
   test('with onExceed approve the run waits; approving extends the budget, declining ends the run', () => {
@@ -521,15 +523,15 @@ describe('budgets', () => {
     expect(s.phase.type).toBe('AWAITING_APPROVAL');
     expect(s.phase).toEqual({
       type: 'AWAITING_APPROVAL',
-      pending: [{ toolCallId: 'budget', kind: 'budget', name: 'budget', arguments: JSON.stringify({ reason: s.reason }) }],
+      pending: [{ toolCallId: 'budget', kind: 'budget', name: 'budget', arguments: JSON.stringify({ reason: s.reason?.text }) }],
       then: { type: 'STREAMING' },
     });
     const approved = step(s, { type: 'APPROVAL', toolCallId: 'budget', approved: true });
-    expect(approved.snapshot).toMatchObject({ phase: { type: 'STREAMING' }, budgetGrants: 1, loops: 2 });
+    expect(approved.snapshot).toMatchObject({ phase: { type: 'STREAMING' }, counters: { budgetGrants: 1, loops: 2 } });
     expect(work(approved.commands)).toEqual([{ type: 'callModel', purpose: 'respond', callNumber: 2 }]);
     const declined = step(s, { type: 'APPROVAL', toolCallId: 'budget', approved: false, feedback: 'too dear' });
     expect(declined.snapshot.phase.type).toBe('FAILED');
-    expect(declined.snapshot.reason).toMatch(/extending the budget was declined: too dear$/);
+    expect(declined.snapshot.reason?.text).toMatch(/extending the budget was declined: too dear$/);
   });
 
   test('cost is accounted by the price of the answering model; an unpriced model stops a cost budget', () => {
@@ -538,7 +540,7 @@ describe('budgets', () => {
     expect(s.usage.costUsd).toBeCloseTo(2); // 1M prompt at $1 + 0.5M completion at $2
     const unpriced = run(judged({ budget: { maxCostUsd: 100 } }), { type: 'START' }, { type: 'MODEL_RESPONDED', response: { ...response('a'), model: 'mystery-1' } });
     const r = step(unpriced, { type: 'CRITIQUE_DONE', decision: { action: 'retry', reason: 'r', confidence: 1 } });
-    expect(r.snapshot.reason).toBe('no price for model mystery-1: add it to budget.prices');
+    expect(r.snapshot.reason?.text).toBe('no price for model mystery-1: add it to budget.prices');
   });
 });
 
@@ -571,7 +573,7 @@ describe('an interrupting message', () => {
     expect(r.snapshot.queuedMessages).toHaveLength(queued);
     expect(queued === 0 || r.snapshot.queuedMessages[0] === 'stop: do Y instead').toBe(true);
     // A step taken for it says so in the transition log.
-    if (r.snapshot.step > s.step) expect(r.snapshot.transitions[s.transitions.length].event).toBe('INTERRUPT');
+    if (r.snapshot.counters.step > s.counters.step) expect(r.snapshot.logs.transitions[s.logs.transitions.length].event).toBe('INTERRUPT');
   });
 
   test('the text streamed so far stays, marked interrupted, and the next call carries it and the message', () => {
@@ -582,8 +584,8 @@ describe('an interrupting message', () => {
       { role: 'assistant', content: `Half an ans${INTERRUPTED_MARK}`, interrupted: true },
       { role: 'user', content: 'stop: do Y instead' },
     ]);
-    expect(r.snapshot).toMatchObject({ partialText: '', loops: 2, stream: { callNumber: 2, attempt: 1 } });
-    expect(r.snapshot.transitions.at(-1)).toMatchObject({ from: 'STREAMING', to: 'STREAMING', event: 'INTERRUPT' });
+    expect(r.snapshot).toMatchObject({ partialText: '', counters: { loops: 2 }, stream: { callNumber: 2, attempt: 1 } });
+    expect(r.snapshot.logs.transitions.at(-1)).toMatchObject({ from: 'STREAMING', to: 'STREAMING', event: 'INTERRUPT' });
     // A late delta of the cancelled call changes nothing.
     expect(step(r.snapshot, { type: 'STREAM_DELTA', callNumber: 1, attempt: 1, text: 'wer' }).snapshot.partialText).toBe('');
     // Nothing streamed yet: no empty assistant turn.
@@ -619,7 +621,7 @@ describe('an interrupting message', () => {
     const done = step(s, { type: 'TOOLS_DONE', results: [{ toolCallId: 'c1', name: 'readFile', ok: false, content: INTERRUPTED_TOOL, interrupted: true }] });
     expect(done.snapshot.phase.type).toBe('STREAMING');
     expect(done.snapshot.messages.slice(-2)).toEqual([{ role: 'tool', toolCallId: 'c1', content: INTERRUPTED_TOOL }, { role: 'user', content: 'hurry' }]);
-    expect(done.snapshot).toMatchObject({ failuresInARow: 0, setbacksInARow: 0, lastCritique: { action: 'continue' } });
+    expect(done.snapshot).toMatchObject({ counters: { failuresInARow: 0, setbacksInARow: 0 }, lastCritique: { action: 'continue' } });
   });
 
   test('is refused by a closed conversation and by runs begun before interrupts', () => {
@@ -655,15 +657,15 @@ describe('multi-turn', () => {
 describe('carrying on from a snapshot', () => {
   test('every state restarts the work it stands for, without counting it twice', () => {
     const s = run(snapshot(), { type: 'START' }, { type: 'MODEL_RESPONDED', response: response('', [call('c1')]) });
-    expect(resumeAt(s, at(50)).commands).toEqual([{ type: 'timer', due: s.deadline }, ...commandsFor(s)]);
+    expect(resumeAt(s, at(50)).commands).toEqual([{ type: 'timer', due: workDeadline(s) }, ...commandsFor(s)]);
     expect(work(commandsFor(s))).toEqual([{ type: 'runTools', calls: [call('c1')] }]);
     const streaming = run(snapshot(), { type: 'START' }, { type: 'STREAM_DELTA', callNumber: 1, attempt: 1, text: 'par' });
     const resumed = resumeAt(streaming, at(50));
     expect(work(resumed.commands)).toEqual([{ type: 'callModel', purpose: 'respond', callNumber: 1 }]);
-    expect(resumed.snapshot).toMatchObject({ loops: 1, partialText: '', stream: { callNumber: 1, attempt: 1 } });
+    expect(resumed.snapshot).toMatchObject({ counters: { loops: 1 }, partialText: '', stream: { callNumber: 1, attempt: 1 } });
     expect(commandsFor({ ...s, phase: { type: 'AWAITING_APPROVAL', pending: [], then: { type: 'TOOL_EXECUTING' } } })).toEqual([]);
     // A snapshot taken inside a macrostep (a fork from a PROCESSING step) takes the internal step on resuming.
-    const processing = { ...s, phase: { type: 'PROCESSING' } as Phase, pendingToolCalls: [call('c2')] };
+    const processing = { ...s, phase: { type: 'PROCESSING' } as Phase, toolRound: { ...s.toolRound, pending: [call('c2')] } };
     expect(work(resumeAt(processing, at(50)).commands)).toEqual([{ type: 'runTools', calls: [call('c2')] }]);
   });
 });
@@ -675,14 +677,14 @@ describe('real providers and people', () => {
 
   test('the working-time clock stops while a person decides and starts again with what was left', () => {
     let s = run(snapshot({ approval: { tools: ['writeFile'] } }), { type: 'START' }); // at(1): deadline at(301)
-    expect(s.deadline).toBe(at(301));
+    expect(workDeadline(s)).toBe(at(301));
     const waiting = step(s, { type: 'MODEL_RESPONDED', response: response('', [call('w', 'writeFile')]) }, at(11));
     s = waiting.snapshot;
     expect(waiting.commands).toEqual([{ type: 'timer', due: null }]); // no clock runs while a person decides
-    expect([s.phase.type, s.deadline, s.workRemainingMs, s.approvalDeadline]).toEqual(['AWAITING_APPROVAL', null, 290_000, null]);
+    expect([s.phase.type, workDeadline(s), view(s).workRemainingMs, s.clocks.approvalDeadline]).toEqual(['AWAITING_APPROVAL', null, 290_000, null]);
     // Approved an hour later: 290 s of working time remain from then.
     const approved = transition(s, { type: 'APPROVAL', toolCallId: 'w', approved: true }, at(HOUR));
-    expect(approved.ok && [approved.snapshot.phase.type, approved.snapshot.deadline, approved.snapshot.workRemainingMs]).toEqual(['TOOL_EXECUTING', at(HOUR + 290), null]);
+    expect(approved.ok && [approved.snapshot.phase.type, workDeadline(approved.snapshot), view(approved.snapshot).workRemainingMs]).toEqual(['TOOL_EXECUTING', at(HOUR + 290), null]);
   });
 
   test('pausing stops the clock too; a run begun before keeps it running', () => {
@@ -691,21 +693,21 @@ describe('real providers and people', () => {
       return step(s, { type: 'MODEL_RESPONDED', response: response('', [call('r')]) }, at(101)).snapshot;
     };
     const s = paused(snapshot());
-    expect([s.phase.type, s.deadline, s.workRemainingMs]).toEqual(['PAUSED', null, 200_000]);
+    expect([s.phase.type, workDeadline(s), view(s).workRemainingMs]).toEqual(['PAUSED', null, 200_000]);
     const resumed = transition(s, { type: 'RESUME' }, at(HOUR));
-    expect(resumed.ok && [resumed.snapshot.phase.type, resumed.snapshot.deadline]).toEqual(['TOOL_EXECUTING', at(HOUR + 200)]);
+    expect(resumed.ok && [resumed.snapshot.phase.type, workDeadline(resumed.snapshot)]).toEqual(['TOOL_EXECUTING', at(HOUR + 200)]);
     const before = paused(old(snapshot()));
-    expect([before.phase.type, before.deadline, before.workRemainingMs]).toEqual(['PAUSED', at(301), null]);
+    expect([before.phase.type, workDeadline(before), view(before).workRemainingMs]).toEqual(['PAUSED', at(301), null]);
   });
 
   test('limits.approvalTimeoutMs ends a run whose approval waits too long, naming the tools', () => {
     let s = run(snapshot({ approval: { tools: ['writeFile'] }, limits: { approvalTimeoutMs: 60_000 } }), { type: 'START' });
     const waiting = step(s, { type: 'MODEL_RESPONDED', response: response('', [call('w', 'writeFile')]) }, at(10));
     s = waiting.snapshot;
-    expect(s.approvalDeadline).toBe(at(70));
+    expect(s.clocks.approvalDeadline).toBe(at(70));
     expect(waiting.commands).toEqual([{ type: 'timer', due: at(70) }]);
     const r = transition(s, { type: 'TIMEOUT' }, at(70));
-    expect(r.ok && [r.snapshot.phase.type, r.snapshot.reason, r.snapshot.approvalDeadline]).toEqual([
+    expect(r.ok && [r.snapshot.phase.type, r.snapshot.reason?.text, r.snapshot.clocks.approvalDeadline]).toEqual([
       'FAILED',
       'no decision on writeFile within 60000 ms (limits.approvalTimeoutMs)',
       null,
@@ -721,7 +723,7 @@ describe('real providers and people', () => {
     const waiting = awaiting({ approval: { tools: ['writeFile'], onTimeout: 'reject' } });
     const decided = step(waiting.snapshot, { type: 'APPROVAL', toolCallId: 'v', approved: true }, at(20)).snapshot;
     const r = step(decided, { type: 'TIMEOUT' }, at(110));
-    expect([r.snapshot.phase.type, r.snapshot.reason]).toEqual(['TOOL_EXECUTING', 'no decision on writeFile within 100000 ms (limits.approvalTimeoutMs): rejected (approval.onTimeout is reject)']);
+    expect([r.snapshot.phase.type, r.snapshot.reason?.text]).toEqual(['TOOL_EXECUTING', 'no decision on writeFile within 100000 ms (limits.approvalTimeoutMs): rejected (approval.onTimeout is reject)']);
     // The approved call and the unguarded one run; the undecided one is answered for the model.
     expect(work(r.commands)).toEqual([{ type: 'runTools', calls: [call('v', 'writeFile', { path: 'b' }), call('r')] }]);
     const done = step(r.snapshot, { type: 'TOOLS_DONE', results: ['v', 'r'].map((id) => ({ toolCallId: id, name: 'x', ok: true, content: 'ok' })) }).snapshot;
@@ -735,17 +737,17 @@ describe('real providers and people', () => {
 
   test('approval.reminderAt raises one reminder at its share of the window, from the timer; the wait goes on to its deadline', () => {
     const waiting = awaiting({ approval: { tools: ['writeFile'], reminderAt: 0.8 } });
-    expect(waiting.snapshot.approvalReminderDue).toBe(at(90));
+    expect(waiting.snapshot.clocks.approvalReminderDue).toBe(at(90));
     expect(waiting.commands[0]).toEqual({ type: 'timer', due: at(90) });
     const reminded = step(waiting.snapshot, { type: 'TIMEOUT' }, at(90));
     expect(reminded.snapshot.phase.type).toBe('AWAITING_APPROVAL');
-    expect(reminded.snapshot.step).toBe(waiting.snapshot.step);
+    expect(reminded.snapshot.counters.step).toBe(waiting.snapshot.counters.step);
     expect(reminded.commands).toEqual([{ type: 'timer', due: at(110) }]);
     expect(view(reminded.snapshot).approvalReminder).toEqual({ at: at(90), deadline: at(110), onTimeout: 'fail', toolCallIds: ['w', 'v'] });
     expect(step(reminded.snapshot, { type: 'TIMEOUT' }, at(110)).snapshot.phase.type).toBe('FAILED');
     // Decided in time: the reminder goes with the wait.
     const approved = run(reminded.snapshot, { type: 'APPROVAL', toolCallId: 'w', approved: true }, { type: 'APPROVAL', toolCallId: 'v', approved: true });
-    expect([approved.phase.type, view(approved).approvalReminder, approved.approvalReminderDue, timerDue(approved)]).toEqual(['TOOL_EXECUTING', null, null, approved.deadline]);
+    expect([approved.phase.type, view(approved).approvalReminder, approved.clocks.approvalReminderDue, timerDue(approved)]).toEqual(['TOOL_EXECUTING', null, null, workDeadline(approved)]);
   });
 
   test('approval.reminderAt and onTimeout reject need limits.approvalTimeoutMs, and say so', () => {
@@ -756,11 +758,11 @@ describe('real providers and people', () => {
 
   test('limits.maxPausedMs aborts a run paused that long, saying why; resuming in time stops the clock', () => {
     const paused = run(snapshot({ limits: { maxPausedMs: 3_600_000 } }), { type: 'START' }, { type: 'PAUSE' }, { type: 'MODEL_RESPONDED', response: response('', [call('r')]) });
-    expect([paused.phase.type, paused.pausedDeadline, timerDue(paused)]).toEqual(['PAUSED', at(3 + HOUR), at(3 + HOUR)]);
+    expect([paused.phase.type, paused.clocks.pausedDeadline, timerDue(paused)]).toEqual(['PAUSED', at(3 + HOUR), at(3 + HOUR)]);
     const r = step(paused, { type: 'TIMEOUT' }, at(3 + HOUR));
-    expect([r.snapshot.phase.type, r.snapshot.reason]).toEqual(['ABORTED', 'aborted: paused for 3600000 ms (limits.maxPausedMs)']);
+    expect([r.snapshot.phase.type, r.snapshot.reason?.text]).toEqual(['ABORTED', 'aborted: paused for 3600000 ms (limits.maxPausedMs)']);
     const resumed = step(paused, { type: 'RESUME' }, at(60)).snapshot;
-    expect([resumed.phase.type, resumed.pausedDeadline]).toEqual(['TOOL_EXECUTING', null]);
+    expect([resumed.phase.type, resumed.clocks.pausedDeadline]).toEqual(['TOOL_EXECUTING', null]);
     // Without the limit a paused run has no timer, as before.
     const open = run(snapshot(), { type: 'START' }, { type: 'PAUSE' }, { type: 'MODEL_RESPONDED', response: response('', [call('r')]) });
     expect([open.phase.type, timerDue(open)]).toEqual(['PAUSED', null]);
@@ -774,7 +776,7 @@ describe('real providers and people', () => {
     expect(work(next.commands)).toEqual([{ type: 'callModel', purpose: 'respond', callNumber: 2 }]);
     const s = run(next.snapshot, { type: 'MODEL_RESPONDED', response: response('is Paris.') });
     expect(s.messages.slice(-1)).toEqual([{ role: 'assistant', content: 'The capital is Paris.' }]);
-    expect([s.phase.type, s.answer, s.continuations]).toEqual(['COMPLETED', 'The capital is Paris.', 0]);
+    expect([s.phase.type, s.answer, s.counters.continuations]).toEqual(['COMPLETED', 'The capital is Paris.', 0]);
   });
 
   test(`an answer still cut off after ${MAX_CONTINUATIONS} continuations ends the run with the text, saying so`, () => {
@@ -782,11 +784,11 @@ describe('real providers and people', () => {
     for (let i = 0; i <= MAX_CONTINUATIONS; i++) s = run(s, { type: 'MODEL_RESPONDED', response: cut(`part${i} `) });
     expect(s.phase.type).toBe('COMPLETED');
     expect(s.answer).toBe('part0 part1 part2 part3 ');
-    expect(s.reason).toBe(`the answer was cut off by maxOutputTokens 5 and still was after ${MAX_CONTINUATIONS} continuations: it ends truncated`);
+    expect(s.reason?.text).toBe(`the answer was cut off by maxOutputTokens 5 and still was after ${MAX_CONTINUATIONS} continuations: it ends truncated`);
     // Nor does a cut-off answer fail the run when maxLoops leaves no call to continue it: it ends with the text.
     const last = run(snapshot({ limits: { maxLoops: 2 } }), { type: 'START' }, { type: 'MODEL_RESPONDED', response: cut('a ') });
     const ended = run(last, { type: 'MODEL_RESPONDED', response: cut('b') });
-    expect([ended.phase.type, ended.answer, ended.reason]).toEqual([
+    expect([ended.phase.type, ended.answer, ended.reason?.text]).toEqual([
       'COMPLETED',
       'a b',
       "the answer was cut off by the provider's output limit and limits.maxLoops (2) leaves no model call to continue it: it ends truncated",
@@ -800,7 +802,7 @@ describe('real providers and people', () => {
     const r = step(run(snapshot(), { type: 'START' }), { type: 'MODEL_RESPONDED', response: cut('', [call('c', 'writeFile', '{"path":"a.t')]) });
     expect(r.snapshot.phase.type).toBe('STREAMING');
     expect(r.snapshot.messages.at(-1)).toEqual({ role: 'tool', toolCallId: 'c', content: CUT_TOOL_CALL });
-    expect(r.snapshot.toolCalls).toBe(0);
+    expect(r.snapshot.counters.toolCalls).toBe(0);
   });
 
   test('with a known context window the run compacts before the request would pass the threshold, once per step', () => {
@@ -810,7 +812,7 @@ describe('real providers and people', () => {
     const r = step(s, { type: 'TOOLS_DONE', results: [{ toolCallId: 'r', name: 'readFile', ok: true, content: big }] });
     expect(r.snapshot.phase.type).toBe('COMPACTING');
     expect(work(r.commands)).toEqual([{ type: 'compact', keepRecent: 2 }]);
-    expect(r.snapshot.reason).toMatch(/^compacting first: the next request is about \d+ tokens, over 800 \(compaction.threshold 0.8 of a 1000-token context window\)$/);
+    expect(r.snapshot.reason?.text).toMatch(/^compacting first: the next request is about \d+ tokens, over 800 \(compaction.threshold 0.8 of a 1000-token context window\)$/);
     // Still over after compacting: the request goes out and the provider decides (the reactive path stays).
     const back = step(r.snapshot, { type: 'COMPACTED', result: { messages: r.snapshot.messages, summarizedMessages: 1, usage: { promptTokens: 7, completionTokens: 3, totalTokens: 10 } } });
     expect(back.snapshot.phase.type).toBe('STREAMING');
@@ -922,7 +924,7 @@ describe("the worker's tool policy", () => {
   test('a denied call is answered with its message, a held one waits for approval, the others run; the reason lists each verdict', () => {
     const s = answered();
     expect(s.phase).toMatchObject({ type: 'AWAITING_APPROVAL', pending: [{ toolCallId: 'a1', name: 'readFile' }] });
-    expect(s.reason).toBe('tool policy: denied writeFile (d1): Not here.; held for approval readFile (a1): a secret; rewrote the arguments of readFile (r1)');
+    expect(s.reason?.text).toBe('tool policy: denied writeFile (d1): Not here.; held for approval readFile (a1): a secret; rewrote the arguments of readFile (r1)');
     expect(view(s).recentToolCalls).toEqual([expect.objectContaining({ toolCallId: 'd1', policy: 'deny', ok: false, output: 'Not here.', endedAt: expect.any(String) })]);
     const r = step(s, { type: 'APPROVAL', toolCallId: 'a1', approved: true });
     expect(work(r.commands)).toEqual([{ type: 'runTools', calls: calls.slice(1) }]);
@@ -932,7 +934,7 @@ describe("the worker's tool policy", () => {
       { role: 'tool', toolCallId: 'd1', content: 'Not here.' },
       ...['a1', 'r1', 'ok'].map((id) => ({ role: 'tool', toolCallId: id, content: 'text' })),
     ]);
-    expect(done.toolCalls).toBe(3);
+    expect(done.counters.toolCalls).toBe(3);
   });
 
   test('a turn whose calls the policy all denied enters TOOL_EXECUTING with no tool to run', () => {
@@ -957,8 +959,8 @@ describe('calls the model call ran ahead', () => {
     expect(ranAhead(commandsFor(s))).toEqual([['l1', 'ran l1'], ['w1', undefined]]);
     expect(s.messages.at(-1)).toEqual({ role: 'assistant', content: null, toolCalls: [local('l1'), call('w1', 'writeFile', { path: 'b.txt', content: 'x' })] });
     const done = step(s, { type: 'TOOLS_DONE', results: [result('l1'), result('w1', 'writeFile')] }).snapshot;
-    expect(done.toolCalls).toBe(2);
-    expect(done.pendingToolCalls).toEqual([]);
+    expect(done.counters.toolCalls).toBe(2);
+    expect(done.toolRound.pending).toEqual([]);
     expect(view(done).recentToolCalls.map((c) => [c.toolCallId, c.ok])).toEqual([['l1', true], ['w1', true]]);
   });
 
@@ -972,7 +974,7 @@ describe('calls the model call ran ahead', () => {
     ];
     const s = responded(snapshot({ approval: { tools: ['listFiles'] } }), calls);
     expect(s.phase).toMatchObject({ type: 'AWAITING_APPROVAL', pending: [{ toolCallId: 'g1' }, { toolCallId: 'h1' }] });
-    expect(s.pendingToolCalls.map((c) => [c.id, c.ranAhead?.content])).toEqual([['g1', undefined], ['h1', undefined], ['d1', undefined], ['r1', 'ran r1']]);
+    expect(s.toolRound.pending.map((c) => [c.id, c.ranAhead?.content])).toEqual([['g1', undefined], ['h1', undefined], ['d1', undefined], ['r1', 'ran r1']]);
     const approved = step(s, { type: 'APPROVAL', toolCallId: 'g1', approved: true, arguments: { path: 'sub' } }).snapshot;
     const r = step(approved, { type: 'APPROVAL', toolCallId: 'h1', approved: true });
     expect(ranAhead(r.commands)).toEqual([['g1', undefined], ['h1', undefined], ['r1', 'ran r1']]);
@@ -983,7 +985,7 @@ describe('calls the model call ran ahead', () => {
     const s = responded(snapshot(), [local('l1')], [{ type: 'PAUSE' }]);
     expect(s.phase).toMatchObject({ type: 'PAUSED', resumeTo: { type: 'TOOL_EXECUTING' } });
     const forked = carryOn({ kind: 'fork', snapshot: s as never }, s, 'fork-1', at(50));
-    expect(forked.pendingToolCalls).toEqual([local('l1')]);
+    expect(forked.toolRound.pending).toEqual([local('l1')]);
     expect(ranAhead(commandsFor(step(forked, { type: 'RESUME' }).snapshot))).toEqual([['l1', undefined]]);
     expect(ranAhead(commandsFor(step(s, { type: 'RESUME' }).snapshot))).toEqual([['l1', 'ran l1']]);
   });
@@ -992,12 +994,14 @@ describe('calls the model call ran ahead', () => {
 describe('a fork\'s clocks', () => {
   test('start afresh with the limits it carries; waiting already when a person decides', () => {
     const s = snapshot({ limits: { timeoutMs: 600_000, approvalTimeoutMs: 60_000 } });
-    expect(freshClocks({ ...s, phase: { type: 'STREAMING' } as Phase }, at(10))).toEqual({ deadline: at(610), workRemainingMs: null, approvalDeadline: null });
-    expect(freshClocks({ ...s, phase: { type: 'AWAITING_APPROVAL', pending: [], then: { type: 'TOOL_EXECUTING' } } }, at(10))).toEqual({ deadline: null, workRemainingMs: 600_000, approvalDeadline: at(70) });
-    expect(freshClocks({ ...s, phase: { type: 'PAUSED' } as Phase }, at(10))).toEqual({ deadline: null, workRemainingMs: 600_000, approvalDeadline: null });
+    const running = { state: 'running', deadline: at(610) };
+    const stopped = { state: 'stopped', remainingMs: 600_000 };
+    expect(freshClocks({ ...s, phase: { type: 'STREAMING' } as Phase }, at(10))).toEqual({ work: running, approvalDeadline: null });
+    expect(freshClocks({ ...s, phase: { type: 'AWAITING_APPROVAL', pending: [], then: { type: 'TOOL_EXECUTING' } } }, at(10))).toEqual({ work: stopped, approvalDeadline: at(70) });
+    expect(freshClocks({ ...s, phase: { type: 'PAUSED' } as Phase }, at(10))).toEqual({ work: stopped, approvalDeadline: null });
     // Before `real-providers`, the clock ran in every state.
     const before = { ...s, phase: { type: 'PAUSED', resumeTo: { type: 'STREAMING' } } as Phase, machineVersion: versionBefore('realProviders') };
-    expect(freshClocks(before, at(10))).toEqual({ deadline: at(610), workRemainingMs: null, approvalDeadline: null });
+    expect(freshClocks(before, at(10))).toEqual({ work: running, approvalDeadline: null });
   });
 });
 
@@ -1026,7 +1030,7 @@ describe('the conversation chain', () => {
     expect(mismatched.snapshot.chain).toBeNull();
     const chained = { ...started, chain: stored(2) };
     const retried = step(chained, { type: 'CHAIN_UNAVAILABLE', error: 'blob gone' });
-    expect([retried.snapshot.phase.type, retried.snapshot.step, retried.snapshot.chain]).toEqual(['STREAMING', chained.step, null]);
+    expect([retried.snapshot.phase.type, retried.snapshot.counters.step, retried.snapshot.chain]).toEqual(['STREAMING', chained.counters.step, null]);
     expect(callOf(retried.commands)).toMatchObject({ chain: {}, messages: chained.messages, callNumber: 1 });
     // Runs begun before chaining send every message, with no chain at all.
     const before = step({ ...snapshot(), machineVersion: versionBefore('wrapUp'), features: { conversationChain: false } }, { type: 'START' });
@@ -1047,8 +1051,9 @@ describe('snapshots of version 1 (runs begun before the phase)', () => {
   const fixture = (name: string) => JSON.parse(readFileSync(path.join(__dirname, 'fixtures/snapshots', `v1-${name}.json`), 'utf8')) as SnapshotV1;
 
   test('a snapshot from before machine versions gets the version of the newest patch result it carried', () => {
-    const { machineVersion: _dropped, ...current } = snapshot();
-    const carried = (features: Record<string, boolean | undefined>) => loadSnapshot({ ...current, features } as unknown as RunSnapshot);
+    // Only versions 1 and 2 were written before machine versions: a version-2 snapshot without one.
+    const { machineVersion: _dropped, ...current } = JSON.parse(readFileSync(path.join(__dirname, 'fixtures/snapshots/v2-paused.json'), 'utf8')) as Record<string, unknown>;
+    const carried = (features: Record<string, boolean | undefined>) => loadSnapshot({ ...current, features });
     const upToInterrupt = { noProgressGuard: true, realProviders: true, conversationChain: true, wrapUp: true, approvalNotes: true, unknownToolsUncounted: true, modelFallback: true, interrupt: true };
     expect([carried(upToInterrupt).machineVersion, carried(upToInterrupt).features]).toEqual([versionBefore('toolCritique'), { conversationChain: true }]);
     // A run recorded without model-fallback but with interrupts gets the version that has interrupts.
@@ -1059,7 +1064,7 @@ describe('snapshots of version 1 (runs begun before the phase)', () => {
 
   test('load with their state and its data as the phase, and carry on', () => {
     const paused = loadSnapshot(fixture('paused'));
-    expect([paused.schemaVersion, paused.phase]).toEqual([2, { type: 'PAUSED', resumeTo: { type: 'TOOL_EXECUTING' } }]);
+    expect([paused.schemaVersion, paused.phase]).toEqual([3, { type: 'PAUSED', resumeTo: { type: 'TOOL_EXECUTING' } }]);
     expect(paused).not.toHaveProperty('resumeTo');
     // Its patch results name its machine version: that of runs begun before wrap-up.
     expect([paused.machineVersion, paused.features]).toEqual([versionBefore('wrapUp'), { conversationChain: false }]);
@@ -1081,19 +1086,71 @@ describe('stored snapshots: each version is validated, then migrated', () => {
   const stored = (name: string): unknown => JSON.parse(readFileSync(path.join(__dirname, 'fixtures/snapshots', `${name}.json`), 'utf8'));
 
   // The v2 fixtures were written by the first version-2 worker's machine (78caac8) from the events of the v1 ones.
-  test('a version-1 and a version-2 snapshot of the same run load to the same current snapshot, and it is the current shape', () => {
+  test('a version-1, -2 and -3 snapshot of the same run load to the same current snapshot, and it is the current shape', () => {
     for (const name of ['paused', 'approval']) {
-      const [v1, v2] = [loadSnapshot(stored(`v1-${name}`)), loadSnapshot(stored(`v2-${name}`))];
+      const [v1, v2, v3] = [loadSnapshot(stored(`v1-${name}`)), loadSnapshot(stored(`v2-${name}`)), loadSnapshot(stored(`v3-${name}`))];
       expect(v2).toEqual(v1);
+      expect(v3).toEqual(v1);
       expect(RunSnapshotSchema.strict().safeParse(v1).error?.issues ?? []).toEqual([]);
     }
+    // The v3 fixtures were written by this worker: the approval wait's working clock stopped with the time left.
+    expect([loadSnapshot(stored('v3-approval')).clocks.work, loadSnapshot(stored('v3-paused')).toolRound.pending.map((c) => c.id)]).toEqual([
+      { state: 'stopped', remainingMs: 299_000 },
+      ['call_l1'],
+    ]);
+  });
+
+  test('migration 2 -> 3: the working clock gets its state, the counters, the logs, the tool round and the clocks their groups, the reason its kind', () => {
+    const v2 = stored('v2-paused') as Record<string, unknown>;
+    const calls = [call('a'), call('b')];
+    const preset = [{ toolCallId: 'b', name: 'readFile', ok: false, content: 'rejected' }];
+    const last = [{ toolCallId: 'z', name: 'readFile', ok: true, content: 'x' }];
+    const stopped = loadSnapshot({ ...v2, pendingToolCalls: calls, presetResults: preset, lastToolResults: last, approvalDeadline: at(60), pausedDeadline: at(70) });
+    expect([stopped.clocks, stopped.toolRound, stopped]).toEqual([
+      { work: { state: 'stopped', remainingMs: 298_000 }, approvalDeadline: at(60), approvalReminderDue: null, approvalReminder: null, pausedDeadline: at(70) },
+      { pending: calls, presetResults: preset, lastResults: last },
+      expect.not.objectContaining({ deadline: expect.anything(), workRemainingMs: expect.anything(), pendingToolCalls: expect.anything(), lastToolResults: expect.anything() }),
+    ]);
+    const counted = { step: 7, loops: 2, toolCalls: 3, turns: 1, budgetGrants: 1, continuations: 0, failuresInARow: 1, overflowsInARow: 0, setbacksInARow: 2 };
+    const logged = { transitions: [{ from: 'IDLE', to: 'STREAMING', event: 'START', at: at(1) }], rejectedEvents: [{ event: 'RESUME', state: 'STREAMING', at: at(2), error: 'not paused' }] };
+    expect(loadSnapshot({ ...v2, ...logged, toolLog: [] }).logs).toEqual({ ...logged, toolCalls: [] });
+    const recounted = loadSnapshot({ ...v2, ...counted });
+    expect([recounted.counters, recounted]).toEqual([counted, expect.not.objectContaining({ step: expect.anything(), loops: expect.anything(), setbacksInARow: expect.anything() })]);
+    expect(loadSnapshot({ ...v2, deadline: at(300), workRemainingMs: null }).clocks.work).toEqual({ state: 'running', deadline: at(300) });
+    expect(loadSnapshot({ ...v2, deadline: null, workRemainingMs: null }).clocks.work).toEqual({ state: 'none' });
+    // The same text, with the kind of note that wrote it; the view shows the text as before.
+    const kindOf = (reason: string, phase: unknown = v2.phase) => loadSnapshot({ ...v2, phase, reason }).reason?.kind;
+    const streaming = { type: 'STREAMING' };
+    expect([
+      kindOf('tool policy: denied writeFile (d1): Not here.', streaming),
+      kindOf('continuing an answer cut off by maxOutputTokens 5', streaming),
+      kindOf('warned the model: readFile({}) called 3 times in a row', streaming),
+      kindOf('compacting first: the next request is about 900 tokens, over 800 (compaction.threshold 0.8 of a 1000-token context window)', { type: 'COMPACTING', returnTo: 'STREAMING' }),
+      kindOf('no decision on writeFile within 100000 ms (limits.approvalTimeoutMs): rejected (approval.onTimeout is reject)', { type: 'TOOL_EXECUTING' }),
+      kindOf("the worker's default model is unavailable, switched to b: gone", streaming),
+      kindOf('token budget exceeded: 2600 used', { type: 'AWAITING_APPROVAL', pending: [{ toolCallId: 'budget', kind: 'budget', name: 'budget', arguments: '{}' }], then: streaming }),
+      kindOf('loop limit reached', { type: 'FAILED' }),
+      kindOf('the model answered without calling tools', streaming),
+    ]).toEqual(['toolPolicy', 'continuation', 'loopWarning', 'compaction', 'approvalTimeout', 'modelSwitch', 'budget', 'ended', 'ended']);
+    const reasoned = loadSnapshot({ ...v2, reason: 'tool policy: denied x (1)' });
+    expect(view(reasoned).reason).toBe('tool policy: denied x (1)');
+    expect(loadSnapshot({ ...v2, reason: null }).reason).toBeNull();
+  });
+
+  test('a version-3 snapshot the machine wrote at a budget approval loads and goes on as it would have', () => {
+    const s = loadSnapshot(stored('v3-budget'));
+    expect([s.phase.type, s.reason?.kind, s.clocks.work.state]).toEqual(['AWAITING_APPROVAL', 'budget', 'stopped']);
+    const declined = step(s, { type: 'APPROVAL', toolCallId: 'budget', approved: false, feedback: 'too dear' }).snapshot;
+    expect([declined.phase.type, declined.reason]).toEqual(['FAILED', { kind: 'ended', text: `${s.reason?.text}; extending the budget was declined: too dear` }]);
+    const approved = step(s, { type: 'APPROVAL', toolCallId: 'budget', approved: true }, at(1_000));
+    expect([approved.snapshot.phase.type, approved.snapshot.clocks.work]).toEqual(['STREAMING', { state: 'running', deadline: at(1_000 + 298) }]);
   });
 
   test('fields added to version 2 without a bump get the values that keep an older run\'s behaviour', () => {
     const v2 = stored('v2-paused') as Record<string, unknown>;
     for (const added of ['approvalReminderDue', 'approvalReminder', 'pausedDeadline', 'quotaWait', 'toolLog', 'approvalNote', 'wrapUpSent']) expect([added, added in v2]).toEqual([added, false]);
     const loaded = loadSnapshot(v2);
-    expect(loaded).toMatchObject({ approvalReminderDue: null, approvalReminder: null, pausedDeadline: null, quotaWait: null, toolLog: [], approvalNote: null, wrapUpSent: false, chain: null });
+    expect(loaded).toMatchObject({ clocks: { approvalReminderDue: null, approvalReminder: null, pausedDeadline: null }, quotaWait: null, logs: { toolCalls: [] }, approvalNote: null, wrapUpSent: false, chain: null });
     expect([loaded.limits.wrapUpAt, loaded.limits.onLimit]).toEqual([1, 'fail']);
     // The stored patch results (noProgressGuard and realProviders on, the rest before their patches) name the machine version.
     expect(loaded.features).toEqual({ conversationChain: false });
@@ -1115,7 +1172,7 @@ describe('stored snapshots: each version is validated, then migrated', () => {
   test('a malformed snapshot is refused with an error naming the field', () => {
     expect(() => loadSnapshot(stored('malformed-missing-field'))).toThrow('Invalid snapshot: usage: Invalid input: expected object, received undefined');
     expect(() => loadSnapshot(stored('malformed-wrong-type'))).toThrow('Invalid snapshot: phase.pending.1.arguments: Invalid input: expected string, received object');
-    expect(() => loadSnapshot(stored('malformed-unknown-version'))).toThrow(/^Invalid snapshot: schemaVersion: .*'1' \| '2'/);
+    expect(() => loadSnapshot(stored('malformed-unknown-version'))).toThrow(/^Invalid snapshot: schemaVersion: .*'1' \| '2' \| '3'/);
     const v1 = stored('v1-paused') as Record<string, unknown>;
     expect(readSnapshot({ ...v1, state: 'WAITING' })).toEqual({ ok: false, error: expect.stringMatching(/^Invalid snapshot: state: /) });
     expect(readSnapshot('a snapshot')).toEqual({ ok: false, error: 'Invalid snapshot: (input): Invalid input: expected object, received string' });
@@ -1166,13 +1223,13 @@ describe('wrapping up near a limit', () => {
   test('the model is told once, on the call that reaches limits.wrapUpAt of maxLoops', () => {
     let s = run(judged({ limits: { maxLoops: 5, maxRepeats: 10 } }), { type: 'START' });
     for (let call = 2; call <= 3; call++) s = answerAgain(s);
-    expect([s.loops, notes(s)]).toEqual([3, []]);
+    expect([s.counters.loops, notes(s)]).toEqual([3, []]);
     s = answerAgain(s); // call 4 of 5: 4 >= 0.8 * 5
-    expect(s.loops).toBe(4);
+    expect(s.counters.loops).toBe(4);
     expect(notes(s).map((m) => m.content)).toEqual([wrapUpNote('this is model call 4 of at most 5')]);
     expect(s.messages.at(-1)).toEqual(notes(s)[0]);
     s = answerAgain(s);
-    expect([s.loops, notes(s).length]).toEqual([5, 1]);
+    expect([s.counters.loops, notes(s).length]).toEqual([5, 1]);
   });
 
   test('tool calls count too; wrapUpAt 1 and runs begun before never tell', () => {
@@ -1196,13 +1253,13 @@ describe('tool calls for watchers', () => {
     let s = run(snapshot({ approval: { tools: ['writeFile'] } }), { type: 'START' });
     s = step(s, { type: 'MODEL_RESPONDED', response: response('', [call('r1'), call('w1', 'writeFile')]) }, at(5)).snapshot;
     s = step(s, { type: 'APPROVAL', toolCallId: 'w1', approved: false }, at(6)).snapshot; // rejected: never runs
-    expect(s.toolLog).toEqual([
-      { toolCallId: 'r1', name: 'readFile', arguments: '{"path":"a.txt"}', startStep: s.step, startedAt: at(6), endStep: null, endedAt: null, ok: null, output: null },
+    expect(s.logs.toolCalls).toEqual([
+      { toolCallId: 'r1', name: 'readFile', arguments: '{"path":"a.txt"}', startStep: s.counters.step, startedAt: at(6), endStep: null, endedAt: null, ok: null, output: null },
     ]);
     const done = step(s, { type: 'TOOLS_DONE', results: [{ toolCallId: 'r1', name: 'readFile', ok: true, content: 'y'.repeat(500) }] }, at(8)).snapshot;
-    expect(done.toolLog[0]).toMatchObject({ endStep: s.step + 1, endedAt: at(8), ok: true, output: `${'y'.repeat(199)}…` });
-    expect(done.transitions[s.step]).toMatchObject({ from: 'TOOL_EXECUTING', to: 'CRITIQUE' }); // the step that ended it
-    expect(view(done).recentToolCalls).toEqual(done.toolLog);
+    expect(done.logs.toolCalls[0]).toMatchObject({ endStep: s.counters.step + 1, endedAt: at(8), ok: true, output: `${'y'.repeat(199)}…` });
+    expect(done.logs.transitions[s.counters.step]).toMatchObject({ from: 'TOOL_EXECUTING', to: 'CRITIQUE' }); // the step that ended it
+    expect(view(done).recentToolCalls).toEqual(done.logs.toolCalls);
   });
 });
 
@@ -1219,7 +1276,7 @@ describe('approving with edited arguments', () => {
     const r = step(s, { type: 'APPROVAL', toolCallId: 'w1', approved: true, feedback: 'use b.txt', arguments: { path: 'b.txt', content: 'mine' } });
     const edited = JSON.stringify({ path: 'b.txt', content: 'mine' });
     expect(work(r.commands)).toEqual([{ type: 'runTools', calls: [expect.objectContaining({ id: 'w1', arguments: edited, edited: true })] }]);
-    expect(r.snapshot.toolLog.at(-1)).toMatchObject({ toolCallId: 'w1', arguments: edited, edited: true });
+    expect(r.snapshot.logs.toolCalls.at(-1)).toMatchObject({ toolCallId: 'w1', arguments: edited, edited: true });
     const done = step(r.snapshot, { type: 'TOOLS_DONE', results: [{ toolCallId: 'w1', name: 'writeFile', ok: true, content: 'wrote 4 bytes to b.txt' }] }).snapshot;
     expect(done.messages.slice(-2)).toEqual([
       { role: 'tool', toolCallId: 'w1', content: 'wrote 4 bytes to b.txt' },
@@ -1261,7 +1318,7 @@ describe("a person's decisions reach the model in one user message after the tur
     const base = snapshot({ approval: { tools: ['writeFile'] } });
     let s = run({ ...base, machineVersion: machineVersion ?? base.machineVersion }, { type: 'START' }, { type: 'MODEL_RESPONDED', response: response('', calls) });
     s = run(s, ...decisions.map((d): AgentEvent => ({ type: 'APPROVAL', ...d })));
-    const ran = s.pendingToolCalls.filter((c) => !s.presetResults.some((r) => r.toolCallId === c.id));
+    const ran = s.toolRound.pending.filter((c) => !s.toolRound.presetResults.some((r) => r.toolCallId === c.id));
     return run(s, { type: 'TOOLS_DONE', results: ran.map((c) => ({ toolCallId: c.id, name: c.name, ok: true, content: `out ${c.id}` })) }).messages;
   };
   const tools = (messages: RunSnapshot['messages']) => messages.filter((m) => m.role === 'tool').map((m) => m.content);
@@ -1309,20 +1366,20 @@ describe('a model call the worker refuses for unknown tools', () => {
   const refused = (machineVersion?: number) => {
     const base = snapshot();
     const started = run({ ...base, machineVersion: machineVersion ?? base.machineVersion }, { type: 'START' });
-    expect(started.loops).toBe(1);
+    expect(started.counters.loops).toBe(1);
     return run(started, { type: 'UNKNOWN_TOOLS', error: 'unknown tools: bogus; this worker has: readFile' });
   };
 
   test('is not counted, and the reason names the tools', () => {
     const s = refused();
     expect(view(s)).toMatchObject({ state: 'FAILED', loops: 0, stream: null, usage: expect.objectContaining({ modelCalls: 0 }) });
-    expect(s.reason).toBe('no model call was made: unknown tools: bogus; this worker has: readFile');
-    expect(s.transitions.at(-1)).toMatchObject({ from: 'STREAMING', to: 'FAILED', event: 'UNKNOWN_TOOLS' });
+    expect(s.reason?.text).toBe('no model call was made: unknown tools: bogus; this worker has: readFile');
+    expect(s.logs.transitions.at(-1)).toMatchObject({ from: 'STREAMING', to: 'FAILED', event: 'UNKNOWN_TOOLS' });
   });
 
   test('in runs begun before the change, counts as a failed model call', () => {
     const s = refused(versionBefore('unknownToolsUncounted'));
-    expect([s.loops, s.reason]).toEqual([1, 'model call failed: unknown tools: bogus; this worker has: readFile']);
+    expect([s.counters.loops, s.reason?.text]).toEqual([1, 'model call failed: unknown tools: bogus; this worker has: readFile']);
   });
 });
 
@@ -1332,7 +1389,7 @@ describe("a model call waiting for the fleet's provider budget", () => {
   test('stays in its state, shows the wait, and asks again with its place in the queue and its priority', () => {
     const r = waiting();
     expect(r.snapshot.phase.type).toBe('STREAMING');
-    expect(r.snapshot.transitions.at(-1)?.event).toBe('START'); // no step of its own
+    expect(r.snapshot.logs.transitions.at(-1)?.event).toBe('START'); // no step of its own
     expect(view(r.snapshot).quotaWait).toEqual({ since: at(1), expectedAt: new Date(Date.parse(at(1)) + 30_000).toISOString(), position: 3 });
     const again = r.commands.find((c) => c.type === 'callModel');
     expect(again).toMatchObject({ request: { callNumber: 1, quota: { queuedAt: 1_700_000_000_000, priority: 2 } } });
@@ -1341,25 +1398,25 @@ describe("a model call waiting for the fleet's provider budget", () => {
     expect(second.snapshot.quotaWait).toMatchObject({ since: at(1), position: 0 });
     const answered = run(second.snapshot, { type: 'MODEL_RESPONDED', response: response('done') });
     expect(view(answered).quotaWait).toBeNull();
-    expect(answered.loops).toBe(1);
+    expect(answered.counters.loops).toBe(1);
   });
 
   test('a pause requested before the wait is known takes effect at the wait, and RESUME makes the call afresh, counted once', () => {
     const started = run(snapshot(), { type: 'START' });
     const paused = step(run(started, { type: 'PAUSE' }), { type: 'QUOTA_WAIT', waitMs: 30_000, position: 3, queuedAt: 1 }, at(2));
     expect(paused.snapshot.phase).toEqual({ type: 'PAUSED', resumeTo: { type: 'STREAMING' } });
-    expect(paused.snapshot.loops).toBe(0);
+    expect(paused.snapshot.counters.loops).toBe(0);
     expect(work(paused.commands)).toEqual([]);
     const resumed = step(paused.snapshot, { type: 'RESUME' }, at(3));
     expect(work(resumed.commands)).toEqual([{ type: 'callModel', purpose: 'respond', callNumber: 1 }]);
-    expect(resumed.snapshot.loops).toBe(1);
+    expect(resumed.snapshot.counters.loops).toBe(1);
   });
 
   test('a pause while it waits pauses at once and gives the call up', () => {
     const paused = step(waiting().snapshot, { type: 'PAUSE' }, at(2));
     expect(paused.snapshot.phase).toEqual({ type: 'PAUSED', resumeTo: { type: 'STREAMING' } });
     expect(paused.commands).toContainEqual({ type: 'cancelWork' });
-    expect([paused.snapshot.loops, paused.snapshot.pauseRequested, paused.snapshot.quotaWait]).toEqual([0, false, null]);
+    expect([paused.snapshot.counters.loops, paused.snapshot.pauseRequested, paused.snapshot.quotaWait]).toEqual([0, false, null]);
   });
 
   test('abort reaches a waiting call', () => {
@@ -1388,14 +1445,19 @@ describe('the table', () => {
   const variants: Array<Array<(s: RunSnapshot) => RunSnapshot>> = [
     [(s) => s, (s) => ({ ...s, pauseRequested: !s.pauseRequested, ...(s.phase.type === 'COMPLETED' ? { phase: { type: 'COMPLETED', conversationOpen: false } } : {}) })],
     [(s) => s, (s) => ({ ...s, machineVersion: 1 }), (s) => ({ ...s, machineVersion: versionBefore('interrupt') })],
-    [(s) => s, (s) => ({ ...s, deadline: null }), (s) => ({ ...s, deadline: at(300) }), (s) => ({ ...s, deadline: null, approvalDeadline: null })],
+    [
+      (s) => s,
+      (s) => ({ ...s, clocks: { ...s.clocks, work: { state: 'none' } } }),
+      (s) => ({ ...s, clocks: { ...s.clocks, work: { state: 'running', deadline: at(300) } } }),
+      (s) => ({ ...s, clocks: { ...s.clocks, work: { state: 'none' }, approvalDeadline: null } }),
+    ],
     [(s) => s, (s) => ({ ...s, quotaWait: { queuedAt: 1, since: at(0), expectedAt: at(5), position: 1 } })],
-    [(s) => s, (s) => ({ ...s, overflowsInARow: 2, setbacksInARow: 10, options: { ...s.options, fallbackModels: ['b'] } })],
+    [(s) => s, (s) => ({ ...s, counters: { ...s.counters, overflowsInARow: 2, setbacksInARow: 10 }, options: { ...s.options, fallbackModels: ['b'] } })],
     [(s) => s, (s) => ({ ...s, queuedMessages: ['m'] })],
     [
       (s) => s,
-      (s) => ({ ...s, lastToolResults: [{ toolCallId: 'r', name: 'readFile', ok: true, content: 'x' }] }),
-      (s) => ({ ...s, failuresInARow: 2, lastToolResults: [{ toolCallId: 'r', name: 'readFile', ok: false, content: 'x' }] }),
+      (s) => ({ ...s, toolRound: { ...s.toolRound, lastResults: [{ toolCallId: 'r', name: 'readFile', ok: true, content: 'x' }] } }),
+      (s) => ({ ...s, counters: { ...s.counters, failuresInARow: 2 }, toolRound: { ...s.toolRound, lastResults: [{ toolCallId: 'r', name: 'readFile', ok: false, content: 'x' }] } }),
       (s) => ({ ...s, messages: [...s.messages, { role: 'assistant', content: 'the answer' }] }),
     ],
   ];
@@ -1422,7 +1484,7 @@ describe('the table', () => {
   // The way into a model step detours the same for PLANNING as for STREAMING (which the tests above take).
   const intoPlanning = (input: Partial<AgentRunInput>, extra: Partial<RunSnapshot> = {}) => step({ ...snapshot({ plan: true, ...input }), ...extra }, { type: 'START' }).snapshot;
   test.each<[string, () => RunSnapshot, AgentState]>([
-    ['the loop limit mid-answer ends it truncated', () => intoPlanning({}, { limits: { ...snapshot().limits, maxLoops: 0 }, continuations: 1 }), AgentState.COMPLETED],
+    ['the loop limit mid-answer ends it truncated', () => intoPlanning({}, { limits: { ...snapshot().limits, maxLoops: 0 }, counters: { ...snapshot().counters, continuations: 1 } }), AgentState.COMPLETED],
     ['the loop limit fails the run', () => intoPlanning({}, { limits: { ...snapshot().limits, maxLoops: 0 } }), AgentState.FAILED],
     ['the loop limit with onLimit complete completes it', () => intoPlanning({}, { limits: { ...snapshot().limits, maxLoops: 0, onLimit: 'complete' } }), AgentState.COMPLETED],
     ['an approvable budget asks', () => intoPlanning({ budget: { maxTokens: 1, onExceed: 'approve' } }), AgentState.AWAITING_APPROVAL],

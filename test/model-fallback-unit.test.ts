@@ -50,33 +50,33 @@ describe('MODEL_UNAVAILABLE', () => {
     if (!r.ok) throw new Error(r.error);
     s = r.snapshot;
     expect(s.phase.type).toBe('STREAMING');
-    expect(s.loops).toBe(1);
-    expect(s.transitions.at(-1)).toMatchObject({ from: 'STREAMING', to: 'STREAMING', event: 'MODEL_UNAVAILABLE' });
+    expect(s.counters.loops).toBe(1);
+    expect(s.logs.transitions.at(-1)).toMatchObject({ from: 'STREAMING', to: 'STREAMING', event: 'MODEL_UNAVAILABLE' });
     const calls = r.commands.filter((c) => c.type === 'callModel');
     expect(calls).toHaveLength(1);
     expect(calls[0].type === 'callModel' && calls[0].request.model).toBe('b');
     const view = publicView(s, false);
     expect(view.model).toBe('b');
-    expect(view.modelSwitches).toEqual([{ from: 'a', to: 'b', error: 'model or endpoint not found (404 model_not_found)', step: s.step, at: T0 }]);
+    expect(view.modelSwitches).toEqual([{ from: 'a', to: 'b', error: 'model or endpoint not found (404 model_not_found)', step: s.counters.step, at: T0 }]);
     // The next one, then none left: the run fails as with any final model error.
     s = step(s, { type: 'MODEL_UNAVAILABLE', error: 'refused' });
     expect(publicView(s, false).model).toBe('c');
     s = step(s, { type: 'MODEL_UNAVAILABLE', error: 'gone too' });
     expect(s.phase.type).toBe('FAILED');
-    expect(s.reason).toBe('model call failed: gone too');
+    expect(s.reason?.text).toBe('model call failed: gone too');
   });
 
   test('from PLANNING, the plan is asked of the fallback model', () => {
     const s = step(step(snapshot({ plan: true, fallbackModels: ['b'] }), { type: 'START' }), { type: 'MODEL_UNAVAILABLE', error: 'x' });
     expect(s.phase.type).toBe('PLANNING');
-    expect(s.modelSwitches?.[0]).toMatchObject({ from: null, to: 'b' });
+    expect(s.logs.modelSwitches?.[0]).toMatchObject({ from: null, to: 'b' });
   });
 
   test('in a run begun before model-fallback, the run fails as before', () => {
     const s = step(snapshot({ fallbackModels: ['b'] }), { type: 'START' });
     const old = step({ ...s, machineVersion: versionBefore('modelFallback') }, { type: 'MODEL_UNAVAILABLE', error: 'gone' });
     expect(old.phase.type).toBe('FAILED');
-    expect(old.reason).toBe('model call failed: gone');
+    expect(old.reason?.text).toBe('model call failed: gone');
   });
 
   test('usage is priced by the model in use', () => {

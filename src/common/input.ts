@@ -138,10 +138,11 @@ export const { LimitsSchema, PriceSchema, BudgetSchema, ApprovalSchema, Compacti
       resume: z
         .object({
           kind: z.enum(['continue', 'fork']),
-          /** A run snapshot (version 2, or 1 from runs begun before); checked for its version, state and step, the rest is the workflow's own output. */
+          /** A run snapshot (version 3, or 1 and 2 from runs begun before); checked for its version, state and step, the rest is the workflow's own output. */
           snapshot: z.discriminatedUnion('schemaVersion', [
             z.looseObject({ schemaVersion: z.literal(1), state: z.string(), step: z.number().int().min(0) }),
             z.looseObject({ schemaVersion: z.literal(2), phase: z.looseObject({ type: z.string() }), step: z.number().int().min(0) }),
+            z.looseObject({ schemaVersion: z.literal(3), phase: z.looseObject({ type: z.string() }), counters: z.looseObject({ step: z.number().int().min(0) }) }),
           ]),
           origin: z.object({ workflowId: z.string(), step: z.number().int().min(0) }).strict().optional(),
         })

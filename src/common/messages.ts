@@ -11,7 +11,7 @@ import type { OpenAIChatMessage } from './conversation';
 export type { RunStateView } from './view';
 
 /** A run snapshot carried into another run: versioned, otherwise opaque outside the workflow. */
-export type CarriedSnapshot = { schemaVersion: number; step: number } & Record<string, unknown>;
+export type CarriedSnapshot = { schemaVersion: number } & Record<string, unknown>;
 export interface StateQueryOptions {
   includeMessages?: boolean;
 }

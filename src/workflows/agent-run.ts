@@ -14,6 +14,7 @@ import {
   patched,
   workflowInfo,
 } from '@temporalio/workflow';
+import { workDeadline } from './clocks';
 import { FailureType } from '../common/failures';
 import { parseAgentRunInput } from '../common/input';
 import type { AgentRunResult } from '../common/messages';
@@ -71,12 +72,12 @@ export async function agentRun(rawInput: unknown): Promise<AgentRunResult> {
     run(result.commands);
     // A parent paused (or resumed) while its children run pauses (or resumes) them.
     if (snapshot.pauseRequested !== before.pauseRequested) effects.pauseChildren(snapshot.pauseRequested);
-    const changes = snapshot.step > before.step ? snapshot.transitions.slice(before.step - snapshot.step).filter((t) => t.from !== t.to) : [];
+    const changes = snapshot.counters.step > before.counters.step ? snapshot.logs.transitions.slice(before.counters.step - snapshot.counters.step).filter((t) => t.from !== t.to) : [];
     changes.forEach((t, i) => recordStateDuration(t.from, i === 0 ? before.stateSince : changes[i - 1].at, t.at));
     // A signal or update may move a run that waits on an activity (pause, abort): shown now, not after the call.
     if (changes.length > 0) publisher.transitioned(snapshot, changes, external);
     // An approval reminder takes no step: the state stays, only the view has it.
-    if (snapshot.step !== before.step || snapshot.approvalReminder !== before.approvalReminder) live.stepped(snapshot);
+    if (snapshot.counters.step !== before.counters.step || snapshot.clocks.approvalReminder !== before.clocks.approvalReminder) live.stepped(snapshot);
   }
 
   /** The timer and cancellation at once; work in turn, by the loop below. */
@@ -106,7 +107,7 @@ export async function agentRun(rawInput: unknown): Promise<AgentRunResult> {
   if (carried && isTerminal(carried.phase.type)) {
     throw ApplicationFailure.create({ type: FailureType.InvalidInput, message: `cannot carry on from a ${carried.phase.type} snapshot`, nonRetryable: true });
   }
-  const carriedDeadline = resume?.kind === 'continue' ? carried!.deadline : null;
+  const carriedDeadline = resume?.kind === 'continue' ? workDeadline(carried!) : null;
   timer.started(carriedDeadline !== null ? Math.max(0, Date.parse(carriedDeadline) - Date.now()) : snapshot.limits.timeoutMs);
   if (resume) {
     const carriedOn = carryOn(resume, snapshot, workflowInfo().workflowId, now());
@@ -136,11 +137,11 @@ export async function agentRun(rawInput: unknown): Promise<AgentRunResult> {
         await condition(allHandlersFinished);
         await continueAsNew<typeof agentRun>({ ...input.value, resume: { kind: 'continue', snapshot: carryOver(snapshot) } });
       }
-      const step = snapshot.step;
+      const step = snapshot.counters.step;
       if (effects.waits(command)) publisher.beforeWait(snapshot);
       const event = command.type === 'awaitMessage' ? await awaitMessage(command.ms) : (effects.ready(command) ?? (await effects.run(command)));
       // An outcome that arrives after an abort or timeout moved the run on describes nothing any more.
-      if (event !== CANCELLED && snapshot.step === step) dispatch(event, false);
+      if (event !== CANCELLED && snapshot.counters.step === step) dispatch(event, false);
     }
   } catch (err) {
     if (!(isCancellation(err) && root.consideredCancelled)) throw err;
@@ -156,7 +157,7 @@ export async function agentRun(rawInput: unknown): Promise<AgentRunResult> {
     timer.turnEnded();
     publisher.beforeWait(snapshot);
     if (!(await condition(() => !awaitsMessage(snapshot), ms))) return { type: 'CLOSE' };
-    timer.turnStarted(snapshot.deadline!);
+    timer.turnStarted(workDeadline(snapshot)!);
     return CANCELLED;
   }
 

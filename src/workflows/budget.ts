@@ -53,8 +53,8 @@ const usd = (n: number) => `$${n.toFixed(6)}`;
 export function budgetExceeded(s: RunSnapshot): string | null {
   const b = s.options.budget;
   if (!b) return null;
-  const factor = 1 + s.budgetGrants;
-  const extended = s.budgetGrants ? `, extended ${s.budgetGrants} time(s)` : '';
+  const factor = 1 + s.counters.budgetGrants;
+  const extended = s.counters.budgetGrants ? `, extended ${s.counters.budgetGrants} time(s)` : '';
   const prompt = estimateTokens(s.messages);
   const reserve = prompt + b.reserveOutputTokens;
   if (b.maxTokens !== undefined && s.usage.totalTokens + reserve > b.maxTokens * factor) {
@@ -80,7 +80,7 @@ export function budgetExceeded(s: RunSnapshot): string | null {
 export function childBudget(s: RunSnapshot): Record<string, unknown> | undefined {
   const b = s.options.budget;
   if (!b) return undefined;
-  const factor = 1 + s.budgetGrants;
+  const factor = 1 + s.counters.budgetGrants;
   return {
     ...b,
     ...(b.maxTokens !== undefined ? { maxTokens: Math.max(1, b.maxTokens * factor - s.usage.totalTokens) } : {}),

@@ -4,11 +4,11 @@
  * on the earliest (`timerDue`).
  */
 import { AgentState, isTerminal } from '../common/states';
-import type { RunSnapshot } from './snapshot';
+import type { RunSnapshot, WorkClock } from './snapshot';
 import { machineDefinition } from './machine/versions';
 
 const S = AgentState;
-type Clocks = Pick<RunSnapshot, 'deadline' | 'workRemainingMs' | 'approvalDeadline'> & Partial<Pick<RunSnapshot, 'approvalReminderDue' | 'approvalReminder' | 'pausedDeadline'>>;
+type Clocks = Pick<RunSnapshot['clocks'], 'work' | 'approvalDeadline'> & Partial<Pick<RunSnapshot['clocks'], 'approvalReminderDue' | 'approvalReminder' | 'pausedDeadline'>>;
 
 export const addMs = (iso: string, ms: number) => new Date(Date.parse(iso) + ms).toISOString();
 
@@ -20,14 +20,14 @@ const HUMAN_WAITS: readonly AgentState[] = [S.AWAITING_APPROVAL, S.PAUSED];
  * and starts again after; an approval wait has its own deadline; an ended run has none.
  */
 export function clocks(s: RunSnapshot, to: AgentState, now: string): Clocks {
-  if (isTerminal(to)) return { deadline: null, workRemainingMs: null, approvalDeadline: null, ...waitClocks(s, to, now) };
-  let { deadline, workRemainingMs } = s;
+  if (isTerminal(to)) return { work: { state: 'none' }, approvalDeadline: null, ...waitClocks(s, to, now) };
+  let work: WorkClock = s.clocks.work;
   const waits = HUMAN_WAITS.includes(to);
-  if (waits && deadline !== null) [deadline, workRemainingMs] = [null, Math.max(0, Date.parse(deadline) - Date.parse(now))];
-  if (!waits && workRemainingMs !== null) [deadline, workRemainingMs] = [addMs(now, workRemainingMs), null];
+  if (waits && work.state === 'running') work = { state: 'stopped', remainingMs: Math.max(0, Date.parse(work.deadline) - Date.parse(now)) };
+  if (!waits && work.state === 'stopped') work = { state: 'running', deadline: addMs(now, work.remainingMs) };
   const approvalTimeout = s.limits.approvalTimeoutMs;
-  const approvalDeadline = to !== S.AWAITING_APPROVAL || approvalTimeout === undefined ? null : s.phase.type === to ? s.approvalDeadline : addMs(now, approvalTimeout);
-  return { deadline, workRemainingMs, approvalDeadline, ...waitClocks(s, to, now) };
+  const approvalDeadline = to !== S.AWAITING_APPROVAL || approvalTimeout === undefined ? null : s.phase.type === to ? s.clocks.approvalDeadline : addMs(now, approvalTimeout);
+  return { work, approvalDeadline, ...waitClocks(s, to, now) };
 }
 
 /**
@@ -40,10 +40,10 @@ function waitClocks(s: RunSnapshot, to: AgentState, now: string): Partial<Clocks
   const staying = s.phase.type === to;
   const out: Partial<Clocks> = {};
   if (share !== undefined && approvalTimeoutMs !== undefined) {
-    out.approvalReminderDue = to !== S.AWAITING_APPROVAL ? null : staying ? s.approvalReminderDue : addMs(now, Math.round(share * approvalTimeoutMs));
-    out.approvalReminder = to === S.AWAITING_APPROVAL && staying ? s.approvalReminder : null;
+    out.approvalReminderDue = to !== S.AWAITING_APPROVAL ? null : staying ? s.clocks.approvalReminderDue : addMs(now, Math.round(share * approvalTimeoutMs));
+    out.approvalReminder = to === S.AWAITING_APPROVAL && staying ? s.clocks.approvalReminder : null;
   }
-  if (maxPausedMs !== undefined) out.pausedDeadline = to !== S.PAUSED ? null : staying ? s.pausedDeadline : addMs(now, maxPausedMs);
+  if (maxPausedMs !== undefined) out.pausedDeadline = to !== S.PAUSED ? null : staying ? s.clocks.pausedDeadline : addMs(now, maxPausedMs);
   return out;
 }
 
@@ -52,13 +52,16 @@ function waitClocks(s: RunSnapshot, to: AgentState, now: string): Partial<Clocks
  * waiting already when a person decides, and an approval wait's own clock from now.
  */
 export function freshClocks(s: RunSnapshot, now: string): Clocks {
-  const running = { deadline: addMs(now, s.limits.timeoutMs), workRemainingMs: null, approvalDeadline: null };
+  const running: Clocks = { work: { state: 'running', deadline: addMs(now, s.limits.timeoutMs) }, approvalDeadline: null };
   return CLOCKS[machineDefinition(s.machineVersion).clocks].fresh(s, running, now);
 }
 
 /** When the run's timer must fire: the earliest of its clocks (working time, an approval wait). */
 const earliestClock = (s: RunSnapshot): string | null =>
-  [s.deadline, s.approvalDeadline, s.approvalReminderDue, s.pausedDeadline].filter((d): d is string => d != null).sort()[0] ?? null;
+  [workDeadline(s), s.clocks.approvalDeadline, s.clocks.approvalReminderDue, s.clocks.pausedDeadline].filter((d): d is string => d != null).sort()[0] ?? null;
+
+/** When working time runs out; null while its clock is stopped or not set. */
+export const workDeadline = (s: RunSnapshot): string | null => (s.clocks.work.state === 'running' ? s.clocks.work.deadline : null);
 
 /**
  * What each machine version's clocks do. `workflowTimer` (versions before working time): one deadline, which the
@@ -68,7 +71,7 @@ const CLOCKS = {
   workflowTimer: { moved: () => ({}), fresh: (_s: RunSnapshot, running: Clocks) => running, due: () => null },
   workingTime: {
     moved: clocks,
-    fresh: (s: RunSnapshot, running: Clocks, now: string) => clocks({ ...s, ...running, phase: { type: S.IDLE } }, s.phase.type, now),
+    fresh: (s: RunSnapshot, running: Clocks, now: string) => clocks({ ...s, clocks: { ...s.clocks, ...running }, phase: { type: S.IDLE } }, s.phase.type, now),
     due: earliestClock,
   },
 } as const;

@@ -7,11 +7,11 @@ import { CritiqueAction, type CritiqueDecision } from '../common/states';
  * a non-empty answer without tool calls completes the run; an empty one is sent back.
  */
 export function ruleCritique(s: RunSnapshot): CritiqueDecision {
-  const failed = s.lastToolResults.filter((r) => !r.ok && !r.interrupted);
-  if (s.lastToolResults.length > 0) {
-    if (failed.length === 0) return { action: CritiqueAction.CONTINUE, reason: `${s.lastToolResults.length} tool call(s) succeeded`, confidence: 0.9 };
+  const failed = s.toolRound.lastResults.filter((r) => !r.ok && !r.interrupted);
+  if (s.toolRound.lastResults.length > 0) {
+    if (failed.length === 0) return { action: CritiqueAction.CONTINUE, reason: `${s.toolRound.lastResults.length} tool call(s) succeeded`, confidence: 0.9 };
     const names = [...new Set(failed.map((r) => r.name))].join(', ');
-    if (s.failuresInARow >= 2) return { action: CritiqueAction.REPLAN, reason: `tool calls failed on ${s.failuresInARow} steps in a row (${names})`, confidence: 0.7 };
+    if (s.counters.failuresInARow >= 2) return { action: CritiqueAction.REPLAN, reason: `tool calls failed on ${s.counters.failuresInARow} steps in a row (${names})`, confidence: 0.7 };
     return { action: CritiqueAction.RETRY, reason: `tool call failed (${names})`, confidence: 0.8 };
   }
   const last = s.messages[s.messages.length - 1];

@@ -4,11 +4,11 @@ import type { RunSnapshot } from './snapshot';
 import { machineDefinition } from './machine/versions';
 
 /** The run has made as many model calls as its `maxLoops` allows. */
-export const isLoopLimitReached = (s: RunSnapshot): boolean => s.loops >= s.limits.maxLoops;
+export const isLoopLimitReached = (s: RunSnapshot): boolean => s.counters.loops >= s.limits.maxLoops;
 
 /** Executing `pending` more calls would exceed `maxToolCalls`. */
 export const isToolCallLimitReached = (s: RunSnapshot, pending: number): boolean =>
-  s.toolCalls + pending > s.limits.maxToolCalls;
+  s.counters.toolCalls + pending > s.limits.maxToolCalls;
 
 /** The run's approval settings guard this tool. */
 export const needsApproval = (s: RunSnapshot, toolName: string): boolean => approvalCovers(s.options.approvalTools, toolName);
@@ -70,7 +70,7 @@ export const describeRepetition = (r: Repetition): string =>
     : `the cycle ${r.unit.join(' -> ')} repeated ${r.times} times`;
 
 /** The critic has asked for another attempt more often in a row than `maxRepeats` allows: the run is not progressing. */
-const stuckInSetbacks = (s: RunSnapshot): boolean => s.setbacksInARow > s.limits.maxRepeats;
+const stuckInSetbacks = (s: RunSnapshot): boolean => s.counters.setbacksInARow > s.limits.maxRepeats;
 
 /** Setbacks end the run only in machine versions that have the guard (`setbacks: 'endWhenStuck'`). */
 const SETBACKS = { unlimited: () => false, endWhenStuck: stuckInSetbacks } as const;
@@ -84,12 +84,12 @@ export const isStuckInSetbacks = (s: RunSnapshot): boolean => SETBACKS[machineDe
  */
 export function nearLimit(s: RunSnapshot): string | null {
   const share = s.limits.wrapUpAt;
-  if (share >= 1 || s.loops === 0) return null;
+  if (share >= 1 || s.counters.loops === 0) return null;
   const { maxLoops, maxToolCalls } = s.limits;
-  if (s.loops + 1 >= share * maxLoops) return `this is model call ${s.loops + 1} of at most ${maxLoops}`;
-  if (s.toolCalls >= share * maxToolCalls) return `${s.toolCalls} of at most ${maxToolCalls} tool calls are used`;
+  if (s.counters.loops + 1 >= share * maxLoops) return `this is model call ${s.counters.loops + 1} of at most ${maxLoops}`;
+  if (s.counters.toolCalls >= share * maxToolCalls) return `${s.counters.toolCalls} of at most ${maxToolCalls} tool calls are used`;
   const b = s.options.budget;
-  const factor = 1 + s.budgetGrants;
+  const factor = 1 + s.counters.budgetGrants;
   if (b?.maxTokens !== undefined && s.usage.totalTokens >= share * b.maxTokens * factor) return `${s.usage.totalTokens} of ${b.maxTokens * factor} budgeted tokens are used`;
   if (b?.maxCostUsd !== undefined && s.usage.costUsd >= share * b.maxCostUsd * factor) return `$${s.usage.costUsd.toFixed(4)} of the $${b.maxCostUsd * factor} budget is spent`;
   return null;

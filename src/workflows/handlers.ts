@@ -119,7 +119,7 @@ export function setRunHandlers(run: HandledRun): void {
       run.dispatch({ type: interrupt ? 'INTERRUPT' : 'MESSAGE', text });
       // The model step started again with it, the approvals it ended, the tools being stopped; false: only queued (or a
       // follow-up turn of a completed run, which had nothing to cut short).
-      const moved = run.current().step !== before.step || run.current().phase.type === AgentState.TOOL_EXECUTING;
+      const moved = run.current().counters.step !== before.counters.step || run.current().phase.type === AgentState.TOOL_EXECUTING;
       const interrupted = moved && before.phase.type !== AgentState.COMPLETED;
       return { queued: run.current().queuedMessages.length, ...(interrupt ? { interrupted } : {}) };
     },

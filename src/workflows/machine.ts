@@ -129,7 +129,7 @@ export function transition(s: RunSnapshot, event: AgentEvent, now: string, stopA
   if (!first.ok) return first;
   let next = first.snapshot;
   const commands = [...first.commands];
-  for (let internal = internalEvent(next); internal && next.step < stopAtStep; internal = internalEvent(next)) {
+  for (let internal = internalEvent(next); internal && next.counters.step < stopAtStep; internal = internalEvent(next)) {
     const result = microstep(next, internal, now);
     if (!result.ok) throw new Error(`machine bug: internal ${internal.type} refused in ${next.phase.type}: ${result.error}`);
     next = result.snapshot;
@@ -170,7 +170,7 @@ function microstep(s: RunSnapshot, event: AgentEvent, now: string): TransitionRe
  */
 export function resumeAt(s: RunSnapshot, now: string): { snapshot: RunSnapshot; commands: AgentCommand[] } {
   const modelStep = s.phase.type === S.STREAMING || s.phase.type === S.PLANNING;
-  let snapshot: RunSnapshot = { ...s, partialText: modelStep ? '' : s.partialText, stream: modelStep ? { callNumber: s.loops, attempt: 1 } : s.stream };
+  let snapshot: RunSnapshot = { ...s, partialText: modelStep ? '' : s.partialText, stream: modelStep ? { callNumber: s.counters.loops, attempt: 1 } : s.stream };
   const internal = internalEvent(snapshot);
   if (internal) {
     const result = transition(snapshot, internal, now);

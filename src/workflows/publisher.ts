@@ -44,7 +44,7 @@ export function createPublisher(lean: boolean, memo = false): Publisher {
   let published: string | undefined;
   let stored: string | undefined;
   const store = (s: RunSnapshot): void => {
-    const key = `${s.step}/${undecided(s).length}/${s.phase.type === AgentState.COMPLETED && s.phase.conversationOpen}`;
+    const key = `${s.counters.step}/${undecided(s).length}/${s.phase.type === AgentState.COMPLETED && s.phase.conversationOpen}`;
     if (!memo || !storesState(s) || key === stored) return;
     stored = key;
     const view = publicView(s, false);
@@ -58,7 +58,7 @@ export function createPublisher(lean: boolean, memo = false): Publisher {
   };
   return {
     transitioned(s, changes, external) {
-      const first = s.step - changes.length + 1;
+      const first = s.counters.step - changes.length + 1;
       changes.forEach((t, i) => log.info(`${t.from} -> ${t.to}`, { event: t.event, step: first + i }));
       if (!lean) changes.forEach((t) => write(s, t.to));
       else if (external) write(s);

@@ -48,11 +48,11 @@ export function compactionRequest(s: RunSnapshot, keepRecent: number): Compactio
 export function critiqueRequest(s: RunSnapshot): CritiqueRequest {
   const task = s.messages.find((m) => m.role === 'user')?.content ?? '';
   const last = [...s.messages].reverse().find((m) => m.role === 'assistant');
-  const base = { model: s.options.model, task, answer: (last?.content as string | null) ?? '', callNumber: s.loops + 1 };
-  if (s.lastToolResults.length === 0) return base;
+  const base = { model: s.options.model, task, answer: (last?.content as string | null) ?? '', callNumber: s.counters.loops + 1 };
+  if (s.toolRound.lastResults.length === 0) return base;
   // A tool step: the critic reads each call with its arguments and (clipped) result.
   const calls = new Map((last?.role === 'assistant' ? (last.toolCalls ?? []) : []).map((c) => [c.id, c.arguments]));
-  const toolResults = s.lastToolResults.map((r) => ({ name: r.name, arguments: clip(calls.get(r.toolCallId) ?? '', 2_000), ok: r.ok, content: clip(r.content, 4_000) }));
+  const toolResults = s.toolRound.lastResults.map((r) => ({ name: r.name, arguments: clip(calls.get(r.toolCallId) ?? '', 2_000), ok: r.ok, content: clip(r.content, 4_000) }));
   return { ...base, toolResults };
 }
 
@@ -65,15 +65,15 @@ export const toolCallSummary = (call: ToolCall) => clip(`tool ${call.name} ${cal
 /** A few readable lines for the UI's current details. */
 export function currentDetails(s: RunSnapshot): string {
   // A run refused for bad input applied no limits: its snapshot's are placeholders.
-  const refused = s.transitions.some((t) => t.event === 'INVALID_INPUT');
+  const refused = s.logs.transitions.some((t) => t.event === 'INVALID_INPUT');
   const ofLimit = (count: number, limit: number) => (refused ? `${count}` : `${count}/${limit}`);
   const lines = [
     `**${s.phase.type}** since ${s.stateSince}`,
-    `step ${s.step}, model calls ${s.usage.modelCalls}, loops ${ofLimit(s.loops, s.limits.maxLoops)}, tool calls ${ofLimit(s.toolCalls, s.limits.maxToolCalls)}, ` +
+    `step ${s.counters.step}, model calls ${s.usage.modelCalls}, loops ${ofLimit(s.counters.loops, s.limits.maxLoops)}, tool calls ${ofLimit(s.counters.toolCalls, s.limits.maxToolCalls)}, ` +
       `tokens ${s.usage.totalTokens}${refused ? ' (input refused: no limits applied)' : ''}`,
   ];
   if (s.phase.type === AgentState.AWAITING_APPROVAL) lines.push(`awaiting approval: ${s.phase.pending.map((p) => `${p.name} (${p.toolCallId})`).join(', ')}`);
-  if (s.reason) lines.push(`reason: ${clip(s.reason, 300)}`);
+  if (s.reason?.text) lines.push(`reason: ${clip(s.reason.text, 300)}`);
   if (s.answer) lines.push(`answer: ${clip(s.answer, 300)}`);
   return lines.join('\n');
 }

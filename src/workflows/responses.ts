@@ -40,10 +40,13 @@ export function lastAssistantText(s: RunSnapshot): string | null {
  * What a response changes about continuing a cut-off answer: the finish reason, and, when it continues one, the
  * parts joined into one assistant message in place of the earlier part and the request to go on.
  */
-export function continued(s: RunSnapshot, r: ModelResponse): Partial<RunSnapshot> {
+/** The fields a response changes about a cut-off answer; `continuations` 0: the count in `counters` starts again. */
+export type ContinuedChanges = Partial<Omit<RunSnapshot, 'counters'>> & { continuations?: 0 };
+
+export function continued(s: RunSnapshot, r: ModelResponse): ContinuedChanges {
   const cut = r.finishReason === 'length';
   const [prompt, part] = [s.messages.at(-1), s.messages.at(-2)];
-  const continuing = s.continuations > 0 && r.toolCalls.length === 0 && prompt?.role === 'user' && prompt.content === CONTINUE_PROMPT && part?.role === 'assistant';
+  const continuing = s.counters.continuations > 0 && r.toolCalls.length === 0 && prompt?.role === 'user' && prompt.content === CONTINUE_PROMPT && part?.role === 'assistant';
   if (!continuing) return { lastFinishReason: r.finishReason, ...(cut ? {} : { continuations: 0 }) };
   const joined = `${part.content ?? ''}${r.text}`;
   return {

@@ -14,7 +14,7 @@ const CARRIED_TRANSITIONS = 100;
 /** What goes into the next run: everything, with the transition log cut to its recent end. */
 export function carryOver(s: RunSnapshot): RunSnapshot & Record<string, unknown> {
   // The next run starts a new conversation chain: the stored one is this run's.
-  return { ...s, transitions: s.transitions.slice(-CARRIED_TRANSITIONS), chain: null };
+  return { ...s, logs: { ...s.logs, transitions: s.logs.transitions.slice(-CARRIED_TRANSITIONS) }, chain: null };
 }
 
 /**
@@ -35,30 +35,30 @@ export function carryOn(resume: Resume, run: Pick<RunSnapshot, 'features' | 'mac
   const carried = carriedSnapshot(resume);
   const { features, machineVersion } = run;
   const chain = { features: { ...carried.features, conversationChain: features.conversationChain }, chain: null };
-  if (resume.kind === 'continue') return { ...carried, ...chain, origin: carried.origin ?? { kind: 'continue', workflowId, step: carried.step } };
-  const origin = resume.origin ?? { workflowId: 'unknown', step: carried.step };
+  if (resume.kind === 'continue') return { ...carried, ...chain, origin: carried.origin ?? { kind: 'continue', workflowId, step: carried.counters.step } };
+  const origin = resume.origin ?? { workflowId: 'unknown', step: carried.counters.step };
   return {
     ...carried,
     features,
     machineVersion,
     chain: null,
     // A fork runs its pending calls itself, as it always did: the results the original's model call ran ahead stay there.
-    pendingToolCalls: carried.pendingToolCalls.map(({ ranAhead: _ranAhead, ...call }) => call),
+    toolRound: { ...carried.toolRound, pending: carried.toolRound.pending.map(({ ranAhead: _ranAhead, ...call }) => call) },
     origin: { kind: 'fork', ...origin },
-    ...freshClocks({ ...carried, features, machineVersion }, now),
+    clocks: { ...carried.clocks, ...freshClocks({ ...carried, features, machineVersion }, now) },
     pauseRequested: false,
-    rejectedEvents: [],
+    logs: { ...carried.logs, rejectedEvents: [] },
   };
 }
 
 /** The snapshot right after step `step`, replayed through the pure machine from this run's base. */
 export function snapshotAt(base: RunSnapshot, log: ReadonlyArray<{ event: AgentEvent; at: string }>, current: RunSnapshot, step: number): RunSnapshot {
-  if (!Number.isInteger(step) || step < base.step || step > current.step) {
-    throw new Error(`step ${step} is not in this run: it holds steps ${base.step} to ${current.step}${base.step > 0 ? ' (earlier steps are in the run it continued from)' : ''}`);
+  if (!Number.isInteger(step) || step < base.counters.step || step > current.counters.step) {
+    throw new Error(`step ${step} is not in this run: it holds steps ${base.counters.step} to ${current.counters.step}${base.counters.step > 0 ? ' (earlier steps are in the run it continued from)' : ''}`);
   }
   let s = base;
   for (const { event, at } of log) {
-    if (s.step >= step) break;
+    if (s.counters.step >= step) break;
     const r = transition(s, event, at, step);
     if (r.ok) s = r.snapshot;
   }

@@ -1,6 +1,6 @@
 /**
- * The run snapshot as zod schemas: the current version (its type is checked equal to `RunSnapshot`, snapshot.ts) and
- * each version as older workers stored it, which `loadSnapshot` validates before it migrates. Plain types and the
+ * The run snapshot as zod schemas: the current version (3; its type is checked equal to `RunSnapshot`, snapshot.ts) and
+ * each version as workers stored it, which `loadSnapshot` validates before it migrates. Plain types and the
  * input's own schemas (limits, budget, compaction: the snapshot keeps the resolved input); no clock, no bounds beyond
  * the input's, so a snapshot a worker wrote always loads. Built once per worker (once-per-worker.ts).
  */
@@ -11,7 +11,7 @@ import { oncePerWorker } from '../common/once-per-worker';
 import { AgentState } from '../common/states';
 import { AgentStateSchema, ApprovalReminderViewSchema, CritiqueDecisionSchema, PendingApprovalSchema, RunUsageSchema, ToolCallRecordSchema, TransitionRecordSchema } from '../common/view';
 
-export const { WorkPhaseSchema, PhaseSchema, RunSnapshotSchema, StoredSnapshotSchema } = oncePerWorker('workflows/snapshot-schema', () => {
+export const { WorkPhaseSchema, PhaseSchema, WorkClockSchema, ReasonSchema, RunSnapshotSchema, RunSnapshotV2Schema, StoredSnapshotSchema } = oncePerWorker('workflows/snapshot-schema', () => {
   const int = () => z.number().int();
   const ModelStepSchema = z.enum([AgentState.PLANNING, AgentState.STREAMING]);
   const workPhases = [
@@ -63,10 +63,9 @@ export const { WorkPhaseSchema, PhaseSchema, RunSnapshotSchema, StoredSnapshotSc
     .partial();
   const timestamp = () => z.string();
 
-  /** The current version (2): what `loadSnapshot` returns and every transition keeps. */
-  const RunSnapshotSchema = z.object({
+  /** Version 2 as the newest version-2 worker wrote it: one flat object. */
+  const V2Schema = z.object({
     schemaVersion: z.literal(2),
-    /** Reserved for the machine version a run is pinned to (issue 29), set by the workflow once it exists. */
     phase: PhaseSchema,
     stateSince: timestamp(),
     step: int(),
@@ -125,7 +124,7 @@ export const { WorkPhaseSchema, PhaseSchema, RunSnapshotSchema, StoredSnapshotSc
    * Version 2 as any worker wrote it: the fields added without a version bump may be missing (`fillAddedFields` in
    * snapshot.ts gives them their values). Fields this worker does not know (from a newer one) are kept, unread.
    */
-  const StoredV2Schema = RunSnapshotSchema.partial({
+  const StoredV2Schema = V2Schema.partial({
     workRemainingMs: true,
     approvalDeadline: true,
     approvalReminderDue: true,
@@ -160,11 +159,86 @@ export const { WorkPhaseSchema, PhaseSchema, RunSnapshotSchema, StoredSnapshotSc
     })
     .loose();
 
+  /** The working-time clock (`limits.timeoutMs`): not set (before START, after the end), running to a deadline, or stopped while a person decides. */
+  const WorkClockSchema = z.discriminatedUnion('state', [
+    z.object({ state: z.literal('none') }),
+    z.object({ state: z.literal('running'), deadline: timestamp() }),
+    z.object({ state: z.literal('stopped'), remainingMs: z.number() }),
+  ]);
+  /** Why the run is where it is, by what wrote it: its end, or a note on the way (the view shows the latest one's text). */
+  const ReasonSchema = z.object({
+    kind: z.enum(['ended', 'budget', 'compaction', 'continuation', 'loopWarning', 'modelSwitch', 'toolPolicy', 'approvalTimeout']),
+    text: z.string(),
+  });
+
+  /** The current version (3): what `loadSnapshot` returns and every transition keeps. Version 2's fields, less those now in groups. */
+  const RunSnapshotSchema = V2Schema.omit({
+    deadline: true,
+    workRemainingMs: true,
+    approvalDeadline: true,
+    approvalReminderDue: true,
+    approvalReminder: true,
+    pausedDeadline: true,
+    pendingToolCalls: true,
+    presetResults: true,
+    lastToolResults: true,
+    step: true,
+    loops: true,
+    toolCalls: true,
+    turns: true,
+    budgetGrants: true,
+    continuations: true,
+    failuresInARow: true,
+    overflowsInARow: true,
+    setbacksInARow: true,
+    transitions: true,
+    toolLog: true,
+    rejectedEvents: true,
+    modelSwitches: true,
+  }).extend({
+    schemaVersion: z.literal(3),
+    logs: z.object({
+      transitions: V2Schema.shape.transitions,
+      toolCalls: V2Schema.shape.toolLog,
+      rejectedEvents: V2Schema.shape.rejectedEvents,
+      modelSwitches: V2Schema.shape.modelSwitches,
+    }),
+    counters: z.object({
+      step: int(),
+      loops: int(),
+      toolCalls: int(),
+      turns: int(),
+      budgetGrants: int(),
+      continuations: int(),
+      failuresInARow: int(),
+      overflowsInARow: int(),
+      setbacksInARow: int(),
+    }),
+    clocks: z.object({
+      work: WorkClockSchema,
+      approvalDeadline: timestamp().nullable(),
+      approvalReminderDue: timestamp().nullable(),
+      approvalReminder: ApprovalReminderViewSchema.nullable(),
+      pausedDeadline: timestamp().nullable(),
+    }),
+    toolRound: z.object({
+      pending: z.array(ToolCallSchema),
+      presetResults: z.array(ToolResultSchema),
+      lastResults: z.array(ToolResultSchema),
+    }),
+    reason: ReasonSchema.nullable(),
+  });
+  /** Version 3 as any worker wrote it: fields this worker does not know (from a newer one) are dropped. */
+  const StoredV3Schema = RunSnapshotSchema;
+
   /** Any snapshot this worker loads, by its version. */
-  const StoredSnapshotSchema = z.discriminatedUnion('schemaVersion', [StoredV1Schema, StoredV2Schema]);
-  return { WorkPhaseSchema, PhaseSchema, RunSnapshotSchema, StoredSnapshotSchema };
+  const StoredSnapshotSchema = z.discriminatedUnion('schemaVersion', [StoredV1Schema, StoredV2Schema, StoredV3Schema]);
+  return { WorkPhaseSchema, PhaseSchema, WorkClockSchema, ReasonSchema, RunSnapshotSchema, RunSnapshotV2Schema: V2Schema, StoredSnapshotSchema };
 });
 
 export type StoredSnapshot = z.infer<typeof StoredSnapshotSchema>;
 export type StoredSnapshotV1 = Extract<StoredSnapshot, { schemaVersion: 1 }>;
 export type StoredSnapshotV2 = Extract<StoredSnapshot, { schemaVersion: 2 }>;
+export type StoredSnapshotV3 = Extract<StoredSnapshot, { schemaVersion: 3 }>;
+/** Version 2 with every field it came to have: what `fillAddedFields` makes of a stored one. */
+export type SnapshotV2 = z.infer<typeof RunSnapshotV2Schema>;

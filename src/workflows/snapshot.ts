@@ -1,18 +1,21 @@
 import type { ChatMessage, ChildOutcome, ConversationRef, ToolCall, ToolResult } from '../common/chat';
 import { fromOpenAI } from '../common/conversation';
 import { parseWith, type Budget, type CompactionOptions, type Limits, type ParseResult, type ResolvedInput } from '../common/input';
-import { AgentState, type CritiqueDecision } from '../common/states';
+import { AgentState, isTerminal, type CritiqueDecision } from '../common/states';
 import type { PendingApproval, RunUsage, ToolCallRecord, TransitionRecord } from '../common/view';
 import type { SameType } from '../common/same-type';
-import { StoredSnapshotSchema, type PhaseSchema, type RunSnapshotSchema, type StoredSnapshotV1, type StoredSnapshotV2 } from './snapshot-schema';
+import { StoredSnapshotSchema, type PhaseSchema, type ReasonSchema, type StoredSnapshotV1, type RunSnapshotSchema, type SnapshotV2, type StoredSnapshotV2 } from './snapshot-schema';
 import type { z } from 'zod';
 import { LATEST_MACHINE_VERSION, type PatchResult, versionOfPatches } from './machine/versions';
 
 /** The patch results snapshots carried before `machineVersion` (absent ones were off). */
 export type LegacyFeatures = Partial<Record<PatchResult | 'conversationChain', boolean>>;
 
-/** 2: the state and the data only it has are one tagged union (`phase`); 1 loads through `loadSnapshot`. */
-export const SNAPSHOT_VERSION = 2;
+/**
+ * 3: the counters, the logs, the clocks, the tool round and the reason's kind are groups of their own; 2: the state and the data only it has
+ * are one tagged union (`phase`). Older versions load through `loadSnapshot`.
+ */
+export const SNAPSHOT_VERSION = 3;
 
 export type { PendingApproval, TransitionRecord } from '../common/view';
 
@@ -51,6 +54,63 @@ export interface ApprovalReminder {
   toolCallIds: string[];
 }
 
+/**
+ * The working-time clock: `none` before START and after the end (or in versions whose workflow keeps the timer, before
+ * START), `running` to its deadline, `stopped` while a person decides (machine versions with `clocks: 'workingTime'`).
+ */
+export type WorkClock = { state: 'none' } | { state: 'running'; deadline: string } | { state: 'stopped'; remainingMs: number };
+
+/** What wrote the run's `reason`: its end, or a note on the way there. */
+export type ReasonKind = 'ended' | 'budget' | 'compaction' | 'continuation' | 'loopWarning' | 'modelSwitch' | 'toolPolicy' | 'approvalTimeout';
+
+export interface Reason {
+  kind: ReasonKind;
+  text: string;
+}
+
+export interface ToolRound {
+  /** Calls of the last model response not yet executed. */
+  pending: ToolCall[];
+  /** Results decided without running the tool (rejected by the user, stopped by the loop guard). */
+  presetResults: ToolResult[];
+  /** The results of the last calls that ran, until the next model response. */
+  lastResults: ToolResult[];
+}
+
+/** What the run has counted so far; the limits are checked against them. */
+export interface Counters {
+  /** Number of state changes so far. */
+  step: number;
+  /** Model calls made for planning and answering (the `maxLoops` counter). */
+  loops: number;
+  /** Tool calls that ran (the `maxToolCalls` counter). */
+  toolCalls: number;
+  /** Answers given so far; a kept-open conversation answers once per turn. */
+  turns: number;
+  /** How many times an `approve` of `budget` extended the budget by its original size. */
+  budgetGrants: number;
+  /** How many times the answer being written was cut off by the output limit and continued. */
+  continuations: number;
+  /** Tool steps in a row with a failed call (the rule critic replans at 2). */
+  failuresInARow: number;
+  /** Context overflows in a row (compactions that did not make room). */
+  overflowsInARow: number;
+  /** Critique decisions in a row that asked for another attempt (retry or replan). */
+  setbacksInARow: number;
+}
+
+/** What happened, for watchers and time travel; the machine decides nothing from them. */
+export interface Logs {
+  /** Each state change; a continued run carries the last 100 (the step counter still counts them all). */
+  transitions: TransitionRecord[];
+  /** The last tool calls, started and ended (`recentToolCalls` in the view). */
+  toolCalls: ToolCallRecord[];
+  /** Events that had no transition from the state they arrived in. */
+  rejectedEvents: Array<{ event: string; state: AgentState; at: string; error: string }>;
+  /** Each move to a fallback model: from which, to which, why, at which step; absent until the first. */
+  modelSwitches?: ModelSwitch[];
+}
+
 export interface QuotaWaitState {
   queuedAt: number;
   since: string;
@@ -63,11 +123,7 @@ export interface RunSnapshot {
   schemaVersion: typeof SNAPSHOT_VERSION;
   phase: Phase;
   stateSince: string;
-  /** Number of state changes so far. */
-  step: number;
-  /** Model calls made for planning and answering (the `maxLoops` counter). */
-  loops: number;
-  toolCalls: number;
+  counters: Counters;
   usage: RunUsage;
   limits: Limits;
   options: {
@@ -94,23 +150,19 @@ export interface RunSnapshot {
     contextWindowTokens?: number;
     compaction: CompactionOptions;
   };
-  /** How many times an `approve` of `budget` extended the budget by its original size. */
-  budgetGrants: number;
-  /**
-   * When the run's `timeoutMs` runs out (reset by each new turn of a kept-open conversation). Null while the run waits
-   * for a person (machine versions with `clocks: 'workingTime'`): the working time left is then in `workRemainingMs`.
-   */
-  deadline: string | null;
-  /** Working time left, kept while the run waits for a person; null while the clock runs. */
-  workRemainingMs: number | null;
-  /** When the current approval wait exceeds `limits.approvalTimeoutMs`; null when none is set or nothing waits. */
-  approvalDeadline: string | null;
-  /** When the current approval wait raises its reminder (`approval.reminderAt`); null when none is due or it was raised. */
-  approvalReminderDue: string | null;
-  /** The reminder the current approval wait raised: when, and the calls undecided then; null when none. */
-  approvalReminder: ApprovalReminder | null;
-  /** When a PAUSED run is aborted (`limits.maxPausedMs`); null when not paused or no limit is set. */
-  pausedDeadline: string | null;
+  /** The run's clocks (clocks.ts moves them on each state change; the workflow's timer fires at the earliest). */
+  clocks: {
+    /** Working time (`limits.timeoutMs`, reset by each new turn of a kept-open conversation). */
+    work: WorkClock;
+    /** When the current approval wait exceeds `limits.approvalTimeoutMs`; null when none is set or nothing waits. */
+    approvalDeadline: string | null;
+    /** When the current approval wait raises its reminder (`approval.reminderAt`); null when none is due or it was raised. */
+    approvalReminderDue: string | null;
+    /** The reminder the current approval wait raised: when, and the calls undecided then; null when none. */
+    approvalReminder: ApprovalReminder | null;
+    /** When a PAUSED run is aborted (`limits.maxPausedMs`); null when not paused or no limit is set. */
+    pausedDeadline: string | null;
+  };
   /**
    * The model call waits for the fleet's provider budget: its place in the queue since `queuedAt` (epoch ms, the
    * worker's), when it began to wait, when room is expected and how many calls are ahead. Null when not waiting.
@@ -122,41 +174,28 @@ export interface RunSnapshot {
   promptCalibration: { chars: number; tokens: number } | null;
   /** Why the last model response finished (`stop`, `tool_calls`, `length`, ...). */
   lastFinishReason: string | null;
-  /** How many times the answer being written was cut off by the output limit and continued. */
-  continuations: number;
-  /** Answers given so far; a kept-open conversation answers once per turn. */
-  turns: number;
   /** The model that answered the last call, as the provider named it. */
   lastModel: string | null;
-  /** Each move to a fallback model: from which, to which, why, at which step. */
-  modelSwitches?: ModelSwitch[];
   /** Set when this run carries on from another: continued as new, or forked from a step. */
   origin: { kind: 'continue' | 'fork'; workflowId: string; step: number } | null;
-  transitions: TransitionRecord[];
   /** Text of the latest model call: as far as it has streamed while the call runs, complete once it has answered. */
   partialText: string;
   /** Model call number and attempt that `partialText` belongs to; null before the first call. */
   stream: { callNumber: number; attempt: number } | null;
   lastError: string | null;
-  /** Why the run ended, or why it is where it is. */
-  reason: string | null;
+  /** Why the run ended, or why it is where it is (the latest note: budget, compaction, loop warning, ...). */
+  reason: Reason | null;
   answer: string | null;
   plan: string | null;
   messages: ChatMessage[];
-  /** The last tool calls, started and ended, for watchers (`recentToolCalls` in the view). */
-  toolLog: ToolCallRecord[];
-  /** Calls of the last model response not yet executed. */
-  pendingToolCalls: ToolCall[];
-  /** Results decided without running the tool (rejected by the user, stopped by the loop guard). */
-  presetResults: ToolResult[];
-  lastToolResults: ToolResult[];
+  /**
+   * The tool calls of the last model response, from PROCESSING through approval, a pause and TOOL_EXECUTING, and their
+   * results, which CRITIQUE and the next request read.
+   */
+  toolRound: ToolRound;
   /** Signatures of every tool call in order, for the repetition guard. */
   toolSignatures: string[];
   loopWarned: boolean;
-  failuresInARow: number;
-  overflowsInARow: number;
-  /** Critique decisions in a row that asked for another attempt (retry or replan). */
-  setbacksInARow: number;
   /** The machine version this run follows (machine/versions.ts), chosen once when it starts. */
   machineVersion: number;
   /**
@@ -181,8 +220,7 @@ export interface RunSnapshot {
   lastCritique: CritiqueDecision | null;
   /** Messages sent during the run, handed to the model before its next call. */
   queuedMessages: string[];
-  /** Events that had no transition from the state they arrived in. */
-  rejectedEvents: Array<{ event: string; state: AgentState; at: string; error: string }>;
+  logs: Logs;
 }
 
 export const DEFAULT_SYSTEM_PROMPT =
@@ -195,9 +233,7 @@ export function initialSnapshot(input: ResolvedInput, now: string): RunSnapshot 
     schemaVersion: SNAPSHOT_VERSION,
     phase: { type: AgentState.IDLE },
     stateSince: now,
-    step: 0,
-    loops: 0,
-    toolCalls: 0,
+    counters: { step: 0, loops: 0, toolCalls: 0, turns: 0, budgetGrants: 0, continuations: 0, failuresInARow: 0, overflowsInARow: 0, setbacksInARow: 0 },
     usage: { promptTokens: 0, completionTokens: 0, totalTokens: 0, modelCalls: 0, costUsd: 0 },
     limits: input.limits,
     options: {
@@ -218,22 +254,13 @@ export function initialSnapshot(input: ResolvedInput, now: string): RunSnapshot 
       ...(input.contextWindowTokens !== undefined ? { contextWindowTokens: input.contextWindowTokens } : {}),
       compaction: input.compaction,
     },
-    budgetGrants: 0,
-    deadline: null,
-    workRemainingMs: null,
-    approvalDeadline: null,
-    approvalReminderDue: null,
-    approvalReminder: null,
-    pausedDeadline: null,
+    clocks: { work: { state: 'none' }, approvalDeadline: null, approvalReminderDue: null, approvalReminder: null, pausedDeadline: null },
     quotaWait: null,
     contextWindow: null,
     promptCalibration: null,
     lastFinishReason: null,
-    continuations: 0,
-    turns: 0,
     lastModel: null,
     origin: null,
-    transitions: [],
     partialText: '',
     stream: null,
     lastError: null,
@@ -245,15 +272,9 @@ export function initialSnapshot(input: ResolvedInput, now: string): RunSnapshot 
       ...prior.messages,
       { role: 'user', content: input.prompt },
     ],
-    toolLog: [],
-    pendingToolCalls: [],
-    presetResults: [],
-    lastToolResults: [],
+    toolRound: { pending: [], presetResults: [], lastResults: [] },
     toolSignatures: [],
     loopWarned: false,
-    failuresInARow: 0,
-    overflowsInARow: 0,
-    setbacksInARow: 0,
     machineVersion: LATEST_MACHINE_VERSION,
     features: { conversationChain: true },
     approvalNote: null,
@@ -262,7 +283,7 @@ export function initialSnapshot(input: ResolvedInput, now: string): RunSnapshot 
     pauseRequested: false,
     lastCritique: null,
     queuedMessages: [],
-    rejectedEvents: [],
+    logs: { transitions: [], toolCalls: [], rejectedEvents: [] },
   };
 }
 
@@ -292,17 +313,20 @@ type Schema = z.infer<typeof RunSnapshotSchema>;
 const _sameSnapshot: SameType<Schema, RunSnapshot> = true;
 const _sameGroups: [SameType<Schema['options'], RunSnapshot['options']>, SameType<Schema['features'], RunSnapshot['features']>] = [true, true];
 const _samePhase: SameType<z.infer<typeof PhaseSchema>, Phase> = true;
-void [_sameSnapshot, _sameGroups, _samePhase];
+const _sameNew: [SameType<Schema['logs'], Logs>, SameType<Schema['counters'], Counters>, SameType<Schema['clocks'], RunSnapshot['clocks']>, SameType<Schema['toolRound'], ToolRound>, SameType<z.infer<typeof ReasonSchema>, Reason>] = [true, true, true, true, true];
+void [_sameSnapshot, _sameGroups, _samePhase, _sameNew];
 
 /**
  * A stored snapshot (continue-as-new, fork) checked against the schema of its version and brought to the current one,
  * or why it cannot be: each problem names its field. Runs only when a run loads a snapshot, never per transition.
  */
 export function readSnapshot(carried: unknown): ParseResult<RunSnapshot> {
-  const stored = parseWith(StoredSnapshotSchema, carried, 'snapshot');
-  if (!stored.ok) return stored;
-  const v2 = stored.value.schemaVersion === 1 ? v1ToV2(stored.value) : stored.value;
-  return { ok: true, value: fillAddedFields(v2) };
+  const read = parseWith(StoredSnapshotSchema, carried, 'snapshot');
+  if (!read.ok) return read;
+  const stored = read.value;
+  if (stored.schemaVersion === 3) return { ok: true, value: stored };
+  const v2 = stored.schemaVersion === 1 ? v1ToV2(stored) : stored;
+  return { ok: true, value: v2ToV3(fillAddedFields(v2)) };
 }
 
 /** `readSnapshot`, throwing its error. */
@@ -312,10 +336,52 @@ export function loadSnapshot(carried: unknown): RunSnapshot {
   return read.value;
 }
 
+/**
+ * Migration 2 -> 3: the counters, the clocks, the tool round and the reason become groups.
+ * - `step`, `loops`, `toolCalls`, `turns`, `budgetGrants`, `continuations` and the in-a-row counts move into `counters`.
+ * - `transitions`, `toolLog` (now `logs.toolCalls`), `rejectedEvents` and `modelSwitches` move into `logs`.
+ * - `deadline` and `workRemainingMs` become the working clock: running to the deadline, stopped with the time left
+ *   (a person decides), or none (both null: before START, after the end).
+ * - `approvalDeadline`, `approvalReminderDue`, `approvalReminder`, `pausedDeadline` move into `clocks` unchanged.
+ * - `pendingToolCalls`, `presetResults`, `lastToolResults` become `toolRound` { pending, presetResults, lastResults }.
+ * - `reason` keeps its text and gets the kind its writer gives it now, told from the text (`reasonKind`); only the text
+ *   is ever read back, so a kind told wrongly changes nothing a run does.
+ */
+export function v2ToV3(v2: SnapshotV2): RunSnapshot {
+  const { deadline, workRemainingMs, approvalDeadline, approvalReminderDue, approvalReminder, pausedDeadline, pendingToolCalls, presetResults, lastToolResults, reason, ...rest } = v2;
+  const { step, loops, toolCalls, turns, budgetGrants, continuations, failuresInARow, overflowsInARow, setbacksInARow, transitions, toolLog, rejectedEvents, modelSwitches, ...ungrouped } = rest;
+  const work: WorkClock = deadline !== null ? { state: 'running', deadline } : workRemainingMs !== null ? { state: 'stopped', remainingMs: workRemainingMs } : { state: 'none' };
+  return {
+    ...ungrouped,
+    schemaVersion: SNAPSHOT_VERSION,
+    counters: { step, loops, toolCalls, turns, budgetGrants, continuations, failuresInARow, overflowsInARow, setbacksInARow },
+    logs: { transitions, toolCalls: toolLog, rejectedEvents, ...(modelSwitches ? { modelSwitches } : {}) },
+    clocks: { work, approvalDeadline, approvalReminderDue, approvalReminder, pausedDeadline },
+    toolRound: { pending: pendingToolCalls, presetResults, lastResults: lastToolResults },
+    reason: reason === null ? null : { kind: reasonKind(v2.phase, reason), text: reason },
+  };
+}
+
+/** The kind of a version-2 reason, from the phase it was in and the wording of the note that wrote it. */
+function reasonKind(phase: Phase, text: string): ReasonKind {
+  if (isTerminal(phase.type)) return 'ended';
+  if (phase.type === AgentState.AWAITING_APPROVAL && phase.pending.some((p) => p.kind === 'budget')) return 'budget';
+  const notes: Array<[ReasonKind, (t: string) => boolean]> = [
+    ['toolPolicy', (t) => t.startsWith('tool policy: ')],
+    ['continuation', (t) => t.startsWith('continuing an answer cut off by ')],
+    ['loopWarning', (t) => t.startsWith('warned the model: ')],
+    ['compaction', (t) => t.startsWith('compacting first: ')],
+    ['approvalTimeout', (t) => t.endsWith(': rejected (approval.onTimeout is reject)')],
+    ['modelSwitch', (t) => t.includes(' is unavailable, switched to ')],
+  ];
+  // Otherwise the end of a kept-open conversation's last turn, which the next turn keeps until a note replaces it.
+  return notes.find(([, is]) => is(text))?.[0] ?? 'ended';
+}
+
 /** Migration 1 -> 2: a version-1 snapshot's state and its data become the phase. */
 function v1ToV2(v1: StoredSnapshotV1): StoredSnapshotV2 {
   const { state, resumeTo, pendingApproval, conversationOpen, ...rest } = v1;
-  return { ...rest, schemaVersion: SNAPSHOT_VERSION, phase: phaseOfV1(state, resumeTo, pendingApproval ?? [], conversationOpen ?? false) };
+  return { ...rest, schemaVersion: 2, phase: phaseOfV1(state, resumeTo, pendingApproval ?? [], conversationOpen ?? false) };
 }
 
 function phaseOfV1(state: AgentState, resumeTo: AgentState | null, pending: PendingApproval[], conversationOpen: boolean): Phase {
@@ -353,7 +419,7 @@ function phaseOfV1(state: AgentState, resumeTo: AgentState | null, pending: Pend
  * - `toolLog` []: no tool calls were recorded for watchers; the next ones are.
  * - `chain` null: no stored conversation; the next call sends every message.
  */
-function fillAddedFields(stored: StoredSnapshotV2): RunSnapshot {
+function fillAddedFields(stored: StoredSnapshotV2): SnapshotV2 {
   return {
     ...stored,
     options: {

@@ -7,6 +7,7 @@ import { AgentState } from '../common/states';
 import type { RunStateView } from '../common/view';
 import { lastAssistantText } from './responses';
 import type { RunSnapshot } from './snapshot';
+import { workDeadline } from './clocks';
 
 /** The curated view: the phase's data under its documented names, and none of the machine's bookkeeping. */
 export function publicView(s: RunSnapshot, includeMessages: boolean): RunStateView {
@@ -14,39 +15,39 @@ export function publicView(s: RunSnapshot, includeMessages: boolean): RunStateVi
   return {
     state: phase.type,
     stateSince: s.stateSince,
-    step: s.step,
-    loops: s.loops,
-    toolCalls: s.toolCalls,
+    step: s.counters.step,
+    loops: s.counters.loops,
+    toolCalls: s.counters.toolCalls,
     usage: s.usage,
     limits: s.limits,
-    transitions: s.transitions,
+    transitions: s.logs.transitions,
     partialText: s.partialText,
     stream: s.stream,
     pendingApproval: phase.type === AgentState.AWAITING_APPROVAL ? phase.pending : [],
     resumeTo: phase.type === AgentState.PAUSED ? phase.resumeTo.type : null,
     pauseRequested: s.pauseRequested,
     conversationOpen: phase.type === AgentState.COMPLETED && phase.conversationOpen,
-    turns: s.turns,
-    deadline: s.deadline,
-    workRemainingMs: s.workRemainingMs,
-    approvalDeadline: s.approvalDeadline,
-    approvalReminder: s.approvalReminder ?? null,
-    pausedDeadline: s.pausedDeadline ?? null,
+    turns: s.counters.turns,
+    deadline: workDeadline(s),
+    workRemainingMs: s.clocks.work.state === 'stopped' ? s.clocks.work.remainingMs : null,
+    approvalDeadline: s.clocks.approvalDeadline,
+    approvalReminder: s.clocks.approvalReminder,
+    pausedDeadline: s.clocks.pausedDeadline,
     quotaWait: s.quotaWait ? { since: s.quotaWait.since, expectedAt: s.quotaWait.expectedAt, position: s.quotaWait.position } : null,
-    recentToolCalls: s.toolLog,
+    recentToolCalls: s.logs.toolCalls,
     queuedMessages: s.queuedMessages,
     plan: s.plan,
     lastCritique: s.lastCritique,
     lastModel: s.lastModel,
     model: s.options.model ?? null,
-    modelSwitches: s.modelSwitches ?? [],
+    modelSwitches: s.logs.modelSwitches ?? [],
     children: s.children ?? [],
     lastError: s.lastError,
-    reason: s.reason,
+    reason: s.reason?.text ?? null,
     answer: s.answer,
     lastText: lastAssistantText(s),
     origin: s.origin,
-    rejectedEvents: s.rejectedEvents,
+    rejectedEvents: s.logs.rejectedEvents,
     messageCount: s.messages.length,
     ...(includeMessages ? { messages: s.messages } : {}),
   };
@@ -54,21 +55,21 @@ export function publicView(s: RunSnapshot, includeMessages: boolean): RunStateVi
 
 /** The workflow's result; a FAILED run fails the workflow with the result in the failure's details. */
 export function runResult(s: RunSnapshot): AgentRunResult {
-  const last = s.transitions.at(-1);
+  const last = s.logs.transitions.at(-1);
   const cutShort = s.phase.type !== AgentState.COMPLETED && (last?.from === AgentState.STREAMING || last?.from === AgentState.PLANNING);
   const result: AgentRunResult = {
     status: s.phase.type as AgentRunResult['status'],
     answer: s.answer,
-    reason: s.reason,
+    reason: s.reason?.text ?? null,
     lastText: lastAssistantText(s),
     partialText: cutShort && s.partialText ? s.partialText : null,
     usage: s.usage,
-    loops: s.loops,
-    toolCalls: s.toolCalls,
+    loops: s.counters.loops,
+    toolCalls: s.counters.toolCalls,
     ...(s.options.returnMessages ? { messages: toOpenAI(s.messages) } : {}),
   };
   if (s.phase.type === AgentState.FAILED) {
-    throw ApplicationFailure.create({ type: FailureType.AgentRunFailed, message: s.reason ?? 'failed', nonRetryable: true, details: [result] });
+    throw ApplicationFailure.create({ type: FailureType.AgentRunFailed, message: s.reason?.text ?? 'failed', nonRetryable: true, details: [result] });
   }
   return result;
 }

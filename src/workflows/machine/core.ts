@@ -11,7 +11,7 @@ import { chained } from '../chain';
 import { movedClocks } from '../clocks';
 import { ruleCritique } from '../critic';
 import { compactionRequest, critiqueRequest, modelRequest } from '../requests';
-import { confident, continued, lastAssistantText, withSideUsage } from '../responses';
+import { confident, continued, lastAssistantText, withSideUsage, type ContinuedChanges } from '../responses';
 import type { ModelStep, PendingApproval, Phase, RunSnapshot, WorkPhase } from '../snapshot';
 import type { ToolCallRecord } from '../../common/view';
 import { FailureType, ModelErrorType } from '../../common/failures';
@@ -64,7 +64,7 @@ export const version = (s: RunSnapshot): MachineDefinition => machineDefinition(
 
 /** Who judges a step, by machine version: the chosen critic judges answers, and tool steps too (`toolStepsToo`); else the rules judge tool steps. */
 export const CRITIC = {
-  answersOnly: (s: RunSnapshot) => (s.lastToolResults.length === 0 ? s.options.critique : 'rules'),
+  answersOnly: (s: RunSnapshot) => (s.toolRound.lastResults.length === 0 ? s.options.critique : 'rules'),
   toolStepsToo: (s: RunSnapshot) => s.options.critique,
 } as const;
 export const critiqueMode = (s: RunSnapshot): 'rules' | 'model' => CRITIC[version(s).critic](s);
@@ -93,7 +93,7 @@ export const MODEL_UNAVAILABLE = [
 /** Keep the rejection on the snapshot so that the `state` query shows it. */
 export function recordRejection(s: RunSnapshot, event: AgentEvent, error: string, now: string): RunSnapshot {
   const entry = { event: event.type, state: s.phase.type, at: now, error };
-  return { ...s, rejectedEvents: [...s.rejectedEvents, entry].slice(-20) };
+  return { ...s, logs: { ...s.logs, rejectedEvents: [...s.logs.rejectedEvents, entry].slice(-20) } };
 }
 
 export const ok = (snapshot: RunSnapshot, commands: AgentCommand[] = []): TransitionResult => ({ ok: true, snapshot, commands });
@@ -116,17 +116,17 @@ export const INTERRUPTED_TOOL = 'Stopped before it finished: the user interrupte
  * a denied call is answered with the policy's message and logged as ended at once; the reason lists every verdict.
  */
 export function withPolicy(s: RunSnapshot, now: string): RunSnapshot {
-  const judged = s.pendingToolCalls.filter((c) => c.policy);
+  const judged = s.toolRound.pending.filter((c) => c.policy);
   if (judged.length === 0) return s;
   const denied = judged.flatMap((c) => (c.policy?.action === 'deny' ? [{ call: c, message: c.policy.message }] : []));
-  const step = s.step + 1;
+  const step = s.counters.step + 1;
   const logged = denied.map(({ call, message }): ToolCallRecord => ({ toolCallId: call.id, name: call.name, arguments: clip200(call.arguments), policy: 'deny', startStep: step, startedAt: now, endStep: step, endedAt: now, ok: false, output: clip200(message) }));
   const said = judged.map((c) => `${POLICY_VERB[c.policy!.action]} ${c.name} (${c.id})${policyWhy(c.policy!)}`);
   return {
     ...s,
-    reason: `tool policy: ${said.join('; ')}`,
-    presetResults: [...s.presetResults, ...denied.map(({ call, message }) => ({ toolCallId: call.id, name: call.name, ok: false, content: message }))],
-    toolLog: [...s.toolLog, ...logged].slice(-TOOL_LOG_SIZE),
+    reason: { kind: 'toolPolicy', text: `tool policy: ${said.join('; ')}` },
+    toolRound: { ...s.toolRound, presetResults: [...s.toolRound.presetResults, ...denied.map(({ call, message }) => ({ toolCallId: call.id, name: call.name, ok: false, content: message }))] },
+    logs: { ...s.logs, toolCalls: [...s.logs.toolCalls, ...logged].slice(-TOOL_LOG_SIZE) },
   };
 }
 
@@ -137,18 +137,18 @@ export const outputLimit = (s: RunSnapshot) => (s.options.maxOutputTokens === un
 
 /** The text so far is worth more than a failure: an answer no continuation may follow ends the run as it is, saying why. */
 export function endTruncated(s: RunSnapshot, e: AgentEvent, now: string, why: string): TransitionResult {
-  return finish({ ...s, continuations: 0 }, S.COMPLETED, e, now, `the answer was cut off by ${outputLimit(s)} and ${why}: it ends truncated`, lastAssistantText(s));
+  return finish({ ...s, counters: { ...s.counters, continuations: 0 } }, S.COMPLETED, e, now, `the answer was cut off by ${outputLimit(s)} and ${why}: it ends truncated`, lastAssistantText(s));
 }
 
 export const callsModel = (t: Phase) => t.type === S.STREAMING || t.type === S.PLANNING;
 export const MODEL_STEPS: readonly AgentState[] = [S.PLANNING, S.STREAMING];
-export const loopLimit = (s: RunSnapshot) => `loop limit reached: ${s.loops} model calls, limits.maxLoops is ${s.limits.maxLoops}`;
+export const loopLimit = (s: RunSnapshot) => `loop limit reached: ${s.counters.loops} model calls, limits.maxLoops is ${s.limits.maxLoops}`;
 
 /** Entry rows: the first whose guard holds on the way into a state it `guards` decides where the run goes instead. */
 export const ENTRY: ReadonlyArray<EntryRow & { guards: readonly AgentState[]; notAfter?: AgentEvent['type'] }> = [
   {
     guards: MODEL_STEPS,
-    guard: { name: 'loopLimitReachedMidAnswer', holds: (s) => isLoopLimitReached(s) && s.continuations > 0 },
+    guard: { name: 'loopLimitReachedMidAnswer', holds: (s) => isLoopLimitReached(s) && s.counters.continuations > 0 },
     target: S.COMPLETED,
     action: { name: 'endTruncated', run: (s, _t, e, now) => endTruncated(s, e, now, `limits.maxLoops (${s.limits.maxLoops}) leaves no model call to continue it`) },
   },
@@ -163,7 +163,7 @@ export const ENTRY: ReadonlyArray<EntryRow & { guards: readonly AgentState[]; no
       run: (s, target, e, now) => {
         const overBudget = budgetExceeded(s)!;
         const request = { toolCallId: 'budget', kind: 'budget' as const, name: 'budget', arguments: JSON.stringify({ reason: overBudget }) };
-        return ok(moveTo({ ...s, reason: overBudget }, { type: S.AWAITING_APPROVAL, pending: [request], then: target as WorkPhase }, e, now));
+        return ok(moveTo({ ...s, reason: { kind: 'budget', text: overBudget } }, { type: S.AWAITING_APPROVAL, pending: [request], then: target as WorkPhase }, e, now));
       },
     },
   },
@@ -182,7 +182,7 @@ export const ENTRY: ReadonlyArray<EntryRow & { guards: readonly AgentState[]; no
     target: S.COMPACTING,
     action: {
       name: 'compactFirst',
-      run: (s, target, e, now) => enter({ ...s, reason: PROACTIVE_COMPACTION[version(s).proactiveCompaction](s) }, { type: S.COMPACTING, returnTo: target.type as ModelStep }, e, now),
+      run: (s, target, e, now) => enter({ ...s, reason: { kind: 'compaction', text: PROACTIVE_COMPACTION[version(s).proactiveCompaction](s)! } }, { type: S.COMPACTING, returnTo: target.type as ModelStep }, e, now),
     },
   },
   // The states a row leads into (an ending is reached by `finish`, a pause by the row above).
@@ -202,17 +202,17 @@ export const tracer: { row: ((r: Row) => void) | null; entry: ((r: EntryRow, tar
 /** Move into `target` and start its work: a tool step's calls logged (and its children), a model step's call counted. */
 export function start(s: RunSnapshot, target: Phase, e: AgentEvent, now: string): TransitionResult {
   let next = moveTo(s, target, e, now);
-  if (target.type === S.TOOL_EXECUTING) next = { ...next, toolLog: toolsStarted(next, now) };
+  if (target.type === S.TOOL_EXECUTING) next = { ...next, logs: { ...next.logs, toolCalls: toolsStarted(next, now) } };
   // A request carries a child only where the machine version starts child runs (children.ts).
   if (target.type === S.TOOL_EXECUTING) next = { ...next, ...childrenStarted(next, commandsFor(next).flatMap((c) => (c.type === 'runTools' ? c.requests : []))) };
   if (callsModel(target)) {
-    const callNumber = s.loops + 1;
+    const callNumber = s.counters.loops + 1;
     const queued = s.queuedMessages.map((text) => ({ role: 'user' as const, content: text }));
     // Not on a continuation: the request to go on with a cut-off answer must stay the last message.
-    const near = !s.wrapUpSent && s.continuations === 0 ? WRAP_UP[version(s).wrapUp](s) : null;
+    const near = !s.wrapUpSent && s.counters.continuations === 0 ? WRAP_UP[version(s).wrapUp](s) : null;
     const wrapUp = near ? [{ role: 'user' as const, content: wrapUpNote(near) }] : [];
     const messages = [...next.messages, ...queued, ...wrapUp];
-    next = { ...next, loops: callNumber, partialText: '', stream: { callNumber, attempt: 1 }, queuedMessages: [], messages, wrapUpSent: s.wrapUpSent || near !== null };
+    next = { ...next, counters: { ...next.counters, loops: callNumber }, partialText: '', stream: { callNumber, attempt: 1 }, queuedMessages: [], messages, wrapUpSent: s.wrapUpSent || near !== null };
   }
   return ok(next, commandsFor(next));
 }
@@ -227,13 +227,13 @@ export const limitFails = (s: RunSnapshot): boolean => (s.limits.onLimit ?? 'fai
 export function commandsFor(s: RunSnapshot): WorkCommand[] {
   switch (s.phase.type) {
     case S.PLANNING:
-      return [{ type: 'callModel', request: modelRequest(s, 'plan', s.loops) }];
+      return [{ type: 'callModel', request: modelRequest(s, 'plan', s.counters.loops) }];
     case S.STREAMING:
-      return [{ type: 'callModel', request: chained(s, modelRequest(s, 'respond', s.loops)) }];
+      return [{ type: 'callModel', request: chained(s, modelRequest(s, 'respond', s.counters.loops)) }];
     case S.TOOL_EXECUTING: {
-      const preset = new Set(s.presetResults.map((r) => r.toolCallId));
-      const calls = s.pendingToolCalls.filter((c) => !preset.has(c.id));
-      return [{ type: 'runTools', requests: calls.map((call, i) => withChild(s, { call, allowed: s.options.tools, callNumber: s.toolCalls + 1 + i })) }];
+      const preset = new Set(s.toolRound.presetResults.map((r) => r.toolCallId));
+      const calls = s.toolRound.pending.filter((c) => !preset.has(c.id));
+      return [{ type: 'runTools', requests: calls.map((call, i) => withChild(s, { call, allowed: s.options.tools, callNumber: s.counters.toolCalls + 1 + i })) }];
     }
     case S.CRITIQUE:
       if (critiqueMode(s) === 'rules') return [];
@@ -275,7 +275,7 @@ export const APPROVAL_NOTE_HEAD = "The user's decisions on your tool calls in th
 
 /** A tool's result as the model reads it in runs begun before approval notes: after edited arguments, it is told what ran. */
 export function withEdit(s: RunSnapshot, r: ToolResult): string {
-  const call = s.pendingToolCalls.find((c) => c.id === r.toolCallId);
+  const call = s.toolRound.pending.find((c) => c.id === r.toolCallId);
   return call?.edited ? `(The user approved this call with edited arguments: ${call.arguments})\n${r.content}` : r.content;
 }
 
@@ -291,11 +291,11 @@ export const clip200 = (text: string) => (text.length > 200 ? `${text.slice(0, 1
 
 /** The calls a TOOL_EXECUTING step runs, started at its step. */
 export function toolsStarted(s: RunSnapshot, now: string): ToolCallRecord[] {
-  const preset = new Set(s.presetResults.map((r) => r.toolCallId));
-  const started = s.pendingToolCalls
+  const preset = new Set(s.toolRound.presetResults.map((r) => r.toolCallId));
+  const started = s.toolRound.pending
     .filter((c) => !preset.has(c.id))
-    .map((c): ToolCallRecord => ({ toolCallId: c.id, name: c.name, arguments: clip200(c.arguments), ...(c.edited ? { edited: true as const } : {}), ...(c.policy ? { policy: c.policy.action } : {}), startStep: s.step, startedAt: now, endStep: null, endedAt: null, ok: null, output: null }));
-  return [...s.toolLog, ...started].slice(-TOOL_LOG_SIZE);
+    .map((c): ToolCallRecord => ({ toolCallId: c.id, name: c.name, arguments: clip200(c.arguments), ...(c.edited ? { edited: true as const } : {}), ...(c.policy ? { policy: c.policy.action } : {}), startStep: s.counters.step, startedAt: now, endStep: null, endedAt: null, ok: null, output: null }));
+  return [...s.logs.toolCalls, ...started].slice(-TOOL_LOG_SIZE);
 }
 
 /** The calls `results` answered, ended at `step`. */
@@ -311,8 +311,8 @@ export function toolsEnded(log: ToolCallRecord[], results: ToolResult[], step: n
 export function atLimit(s: RunSnapshot, e: AgentEvent, now: string, reason: string): TransitionResult {
   if ((s.limits.onLimit ?? 'fail') === 'fail') return fail(s, e, now, reason);
   // Calls left unrun are answered, so that a follow-up turn (keepOpenMs) sends the provider a well-formed conversation.
-  const unrun = s.pendingToolCalls.map((c) => ({ role: 'tool' as const, toolCallId: c.id, content: `Not executed: ${reason}.` }));
-  const next = { ...s, pendingToolCalls: [], messages: [...s.messages, ...unrun] };
+  const unrun = s.toolRound.pending.map((c) => ({ role: 'tool' as const, toolCallId: c.id, content: `Not executed: ${reason}.` }));
+  const next = { ...s, toolRound: { ...s.toolRound, pending: [] }, messages: [...s.messages, ...unrun] };
   return finish(next, S.COMPLETED, e, now, `${reason}: completed with the last text (limits.onLimit is complete)`, lastAssistantText(s));
 }
 
@@ -323,7 +323,7 @@ export const approvalTimedOut = (ms: number | undefined) => `Not executed: nobod
 export function remind(s: RunSnapshot, pending: PendingApproval[], deadline: string, now: string): RunSnapshot {
   const onTimeout = s.options.approvalOnTimeout ?? 'fail';
   const toolCallIds = pending.filter((p) => !p.decision).map((p) => p.toolCallId);
-  return { ...s, approvalReminderDue: null, approvalReminder: { at: now, deadline, onTimeout, toolCallIds } };
+  return { ...s, clocks: { ...s.clocks, approvalReminderDue: null, approvalReminder: { at: now, deadline, onTimeout, toolCallIds } } };
 }
 
 /** The approval window ran out with `approval.onTimeout: 'reject'`: the undecided calls are rejected and the run goes on. */
@@ -332,14 +332,13 @@ export function rejectUndecided(s: RunSnapshot, phase: Extract<Phase, { type: ty
   const decided = phase.pending.map((p) => (p.decision ? p : { ...p, decision: { approved: false } }));
   const rejected = decided.filter((p) => !p.decision?.approved);
   const edits = new Map(decided.filter((p) => p.decision?.arguments !== undefined).map((p) => [p.toolCallId, p.decision!.arguments!]));
-  const pendingToolCalls = s.pendingToolCalls.map((c) => (edits.has(c.id) ? { ...c, arguments: edits.get(c.id)!, edited: true as const } : c));
+  const pending = s.toolRound.pending.map((c) => (edits.has(c.id) ? { ...c, arguments: edits.get(c.id)!, edited: true as const } : c));
   const content = (p: PendingApproval) => (timedOut.includes(phase.pending[decided.indexOf(p)]) ? approvalTimedOut(s.limits.approvalTimeoutMs) : decisions(s).rejected(p));
   const next: RunSnapshot = {
     ...s,
-    pendingToolCalls,
-    reason: `${why}: rejected (approval.onTimeout is reject)`,
+    reason: { kind: 'approvalTimeout', text: `${why}: rejected (approval.onTimeout is reject)` },
     approvalNote: decisions(s).noteOf(decided),
-    presetResults: [...s.presetResults, ...rejected.map((p) => ({ toolCallId: p.toolCallId, name: p.name, ok: false, content: content(p) }))],
+    toolRound: { ...s.toolRound, pending, presetResults: [...s.toolRound.presetResults, ...rejected.map((p) => ({ toolCallId: p.toolCallId, name: p.name, ok: false, content: content(p) }))] },
   };
   return enter(next, phase.then, e, now);
 }
@@ -352,7 +351,7 @@ type Ending = typeof S.COMPLETED | typeof S.FAILED | typeof S.ABORTED;
 
 export function finish(s: RunSnapshot, to: Ending, e: AgentEvent, now: string, reason: string, answer: string | null = null): TransitionResult {
   const phase: Phase = to === S.COMPLETED ? { type: to, conversationOpen: s.options.keepOpenMs > 0 } : { type: to };
-  const next = moveTo({ ...s, turns: s.turns + (to === S.COMPLETED ? 1 : 0), reason, answer, pauseRequested: false }, phase, e, now);
+  const next = moveTo({ ...s, counters: { ...s.counters, turns: s.counters.turns + (to === S.COMPLETED ? 1 : 0) }, reason: { kind: 'ended', text: reason }, answer, pauseRequested: false }, phase, e, now);
   return ok(next, [{ type: 'cancelWork' }, ...commandsFor(next)]);
 }
 
@@ -364,13 +363,13 @@ export function fallBack(s: RunSnapshot, e: Extract<AgentEvent, { type: 'MODEL_U
   const [to, ...rest] = s.options.fallbackModels ?? [];
   if (to === undefined) return fail(s, e, now, `model call failed: ${e.error}`);
   const from = s.options.model ?? null;
-  const switched = { from, to, error: e.error, step: s.step + 1, at: now };
+  const switched = { from, to, error: e.error, step: s.counters.step + 1, at: now };
   const next: RunSnapshot = {
     ...s,
-    loops: s.loops - 1,
+    counters: { ...s.counters, loops: s.counters.loops - 1 },
     options: { ...s.options, model: to, fallbackModels: rest },
-    modelSwitches: [...(s.modelSwitches ?? []), switched],
-    reason: `${from ?? "the worker's default model"} is unavailable, switched to ${to}: ${e.error}`,
+    logs: { ...s.logs, modelSwitches: [...(s.logs.modelSwitches ?? []), switched] },
+    reason: { kind: 'modelSwitch', text: `${from ?? "the worker's default model"} is unavailable, switched to ${to}: ${e.error}` },
   };
   return enter(next, plain(s.phase.type as ModelStep), e, now);
 }
@@ -378,7 +377,7 @@ export function fallBack(s: RunSnapshot, e: Extract<AgentEvent, { type: 'MODEL_U
 /** PAUSED instead of a model call that waits for the budget: RESUME makes the call afresh, so it is counted once. */
 export function pausedBeforeCall(s: RunSnapshot, e: AgentEvent, now: string): RunSnapshot {
   const resumeTo = plain(s.phase.type as ModelStep);
-  return moveTo({ ...s, loops: s.loops - 1, pauseRequested: false }, { type: S.PAUSED, resumeTo }, e, now);
+  return moveTo({ ...s, counters: { ...s.counters, loops: s.counters.loops - 1 }, pauseRequested: false }, { type: S.PAUSED, resumeTo }, e, now);
 }
 
 export function moveTo(s: RunSnapshot, to: Phase, e: AgentEvent, now: string): RunSnapshot {
@@ -387,13 +386,13 @@ export function moveTo(s: RunSnapshot, to: Phase, e: AgentEvent, now: string): R
   if (isTerminal(from) && !reopening) throw new Error(`machine bug: leaving terminal state ${from}`);
   return {
     ...s,
-    ...movedClocks(s, to.type, now),
+    clocks: { ...s.clocks, ...movedClocks(s, to.type, now) },
     phase: to,
     stateSince: now,
-    step: s.step + 1,
+    counters: { ...s.counters, step: s.counters.step + 1 },
     // A wait for the provider budget belongs to the model call of the state it was in.
     quotaWait: null,
-    transitions: [...s.transitions, { from, to: to.type, event: e.type, at: now }],
+    logs: { ...s.logs, transitions: [...s.logs.transitions, { from, to: to.type, event: e.type, at: now }] },
   };
 }
 
@@ -406,7 +405,7 @@ export type Handler<E extends AgentEvent['type']> = (s: RunSnapshot, e: Extract<
 
 /** An answer the output limit cut off (`cutOffAnswers`): is it one, and what its response changes about continuing. */
 export const CUT_OFF = {
-  ignored: { isCut: () => false, continued: (): Partial<RunSnapshot> => ({}) },
+  ignored: { isCut: () => false, continued: (): ContinuedChanges => ({}) },
   continued: { isCut: (s: RunSnapshot) => s.lastFinishReason === 'length', continued },
 } as const;
 
@@ -415,8 +414,8 @@ export const UNKNOWN_TOOLS: Record<MachineDefinition['unknownTools'], Handler<'U
   counted: (s, e, now) => fail(s, e, now, `model call failed: ${e.error}`),
   uncounted: (s, e, now) => {
     // No request was made: the call the way into this step counted is taken back.
-    const loops = s.loops - 1;
-    return fail({ ...s, loops, stream: loops > 0 ? { callNumber: loops, attempt: 1 } : null }, e, now, `no model call was made: ${e.error}`);
+    const loops = s.counters.loops - 1;
+    return fail({ ...s, counters: { ...s.counters, loops }, stream: loops > 0 ? { callNumber: loops, attempt: 1 } : null }, e, now, `no model call was made: ${e.error}`);
   },
 };
 

@@ -20,9 +20,9 @@ function judgement(s: RunSnapshot, e: Judged): { next: RunSnapshot; decision: Cr
     judged = { ...s, lastCritique: { ...fallback, reason: `${fallback.reason} (model critic unavailable: ${e.error})` } };
   }
   const decision = judged.lastCritique!;
-  const afterTools = judged.lastToolResults.length > 0;
+  const afterTools = judged.toolRound.lastResults.length > 0;
   const setback = decision.action === CritiqueAction.RETRY || decision.action === CritiqueAction.REPLAN;
-  const next: RunSnapshot = { ...judged, setbacksInARow: setback ? judged.setbacksInARow + 1 : 0 };
+  const next: RunSnapshot = { ...judged, counters: { ...judged.counters, setbacksInARow: setback ? judged.counters.setbacksInARow + 1 : 0 } };
   // A model critic's word on a tool step: the model has not answered with the results yet, so it cannot be complete.
   const modelOnTools = afterTools && e.type === 'CRITIQUE_DONE' && critiqueMode(judged) === 'model';
   const act = modelOnTools && decision.action === CritiqueAction.COMPLETE ? CritiqueAction.CONTINUE : decision.action;
@@ -32,7 +32,7 @@ function judgement(s: RunSnapshot, e: Judged): { next: RunSnapshot; decision: Cr
 const stuck = guard<'CRITIQUE_DONE' | 'CRITIC_FAILED'>('stuckInSetbacks', (s, e) => isStuckInSetbacks(judgement(s, e).next));
 const failStuck = action<'CRITIQUE_DONE' | 'CRITIC_FAILED'>('failNoProgress', (s, e, now) => {
   const { next, decision } = judgement(s, e);
-  return fail(next, e, now, `no progress: the critic asked for another attempt ${next.setbacksInARow} times in a row (last: ${decision.action}, ${decision.reason})`);
+  return fail(next, e, now, `no progress: the critic asked for another attempt ${next.counters.setbacksInARow} times in a row (last: ${decision.action}, ${decision.reason})`);
 });
 
 const decides = (act: CritiqueAction) => guard<'CRITIQUE_DONE' | 'CRITIC_FAILED'>(`decides${act[0].toUpperCase()}${act.slice(1)}`, (s, e) => judgement(s, e).act === act);

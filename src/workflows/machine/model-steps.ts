@@ -10,7 +10,7 @@ import { action, guard, REJECTED, row, SELF, type Row } from './table';
 
 const plans = guard<'START'>('plans', (s) => s.options.plan);
 const startRun = action<'START'>('startRun', (s, e, now) =>
-  enter({ ...s, deadline: addMs(now, s.limits.timeoutMs) }, plain(s.options.plan ? S.PLANNING : S.STREAMING), e, now),
+  enter({ ...s, clocks: { ...s.clocks, work: { state: 'running', deadline: addMs(now, s.limits.timeoutMs) } } }, plain(s.options.plan ? S.PLANNING : S.STREAMING), e, now),
 );
 const refuseInput = action<'INVALID_INPUT'>('failInvalidInput', (s, e, now) => fail(s, e, now, e.error));
 
@@ -23,7 +23,7 @@ export const IDLE_ROWS: readonly Row[] = [
 
 const recordPlan = action<'PLAN_READY'>('recordPlan', (s, e, now) => {
   const plan = e.response.text.trim();
-  const next = withResponseUsage({ ...s, ...calibrated(s, e.response), plan, overflowsInARow: 0, partialText: e.response.text }, e.response);
+  const next = withResponseUsage({ ...s, ...calibrated(s, e.response), plan, counters: { ...s.counters, overflowsInARow: 0 }, partialText: e.response.text }, e.response);
   next.messages = [...s.messages, { role: 'assistant', content: `Plan:\n${plan}` }, { role: 'user', content: 'Carry out the plan step by step.' }];
   return enter(next, plain(S.STREAMING), e, now);
 });
@@ -32,11 +32,13 @@ const recordPlan = action<'PLAN_READY'>('recordPlan', (s, e, now) => {
 const recordResponse = action<'MODEL_RESPONDED'>('recordResponse', (s, e, now) => {
   const { text, toolCalls } = e.response;
   const next = withResponseUsage(
-    { ...s, ...calibrated(s, e.response), chain: chainAfter(s, e.response), pendingToolCalls: withRanAhead(s, toolCalls, e.response.toolResults), lastToolResults: [], overflowsInARow: 0, partialText: text },
+    { ...s, ...calibrated(s, e.response), chain: chainAfter(s, e.response), toolRound: { ...s.toolRound, pending: withRanAhead(s, toolCalls, e.response.toolResults), lastResults: [] }, counters: { ...s.counters, overflowsInARow: 0 }, partialText: text },
     e.response,
   );
   next.messages = [...s.messages, { role: 'assistant', content: text || null, ...(toolCalls.length ? { toolCalls } : {}) }];
-  Object.assign(next, CUT_OFF[version(s).cutOffAnswers].continued(s, e.response));
+  const { continuations, ...changes } = CUT_OFF[version(s).cutOffAnswers].continued(s, e.response);
+  Object.assign(next, changes);
+  if (continuations !== undefined) next.counters = { ...next.counters, continuations };
   return enter(next, plain(S.PROCESSING), e, now);
 });
 
@@ -46,10 +48,10 @@ const hasFallbackModel = guard<'MODEL_UNAVAILABLE'>('hasFallbackModel', (s) => v
 const switchModel = action<'MODEL_UNAVAILABLE'>('switchToFallbackModel', fallBack);
 const failUnknownTools = action<'UNKNOWN_TOOLS'>('failUnknownTools', (s, e, now) => UNKNOWN_TOOLS[version(s).unknownTools](s, e, now));
 
-const overflowedTwice = guard<'CONTEXT_OVERFLOW'>('overflowedTwice', (s) => s.overflowsInARow >= 2);
-const failOverflow = action<'CONTEXT_OVERFLOW'>('failContextOverflow', (s, e, now) => fail(s, e, now, `context still too long after ${s.overflowsInARow} compactions: ${e.error}`));
+const overflowedTwice = guard<'CONTEXT_OVERFLOW'>('overflowedTwice', (s) => s.counters.overflowsInARow >= 2);
+const failOverflow = action<'CONTEXT_OVERFLOW'>('failContextOverflow', (s, e, now) => fail(s, e, now, `context still too long after ${s.counters.overflowsInARow} compactions: ${e.error}`));
 const compactAfterOverflow = action<'CONTEXT_OVERFLOW'>('compact', (s, e, now) =>
-  enter({ ...s, lastError: e.error, overflowsInARow: s.overflowsInARow + 1 }, { type: S.COMPACTING, returnTo: s.phase.type as ModelStep }, e, now),
+  enter({ ...s, lastError: e.error, counters: { ...s.counters, overflowsInARow: s.counters.overflowsInARow + 1 } }, { type: S.COMPACTING, returnTo: s.phase.type as ModelStep }, e, now),
 );
 
 /** This worker cannot read the chain back: send everything, and start a new chain. */

@@ -10,7 +10,7 @@ import { whileRunning } from './running';
 import { action, guard, row, type Row } from './table';
 
 const isCut = (s: RunSnapshot) => CUT_OFF[version(s).cutOffAnswers].isCut(s);
-const calls = (s: RunSnapshot) => s.pendingToolCalls;
+const calls = (s: RunSnapshot) => s.toolRound.pending;
 const signatures = (s: RunSnapshot) => [...s.toolSignatures, ...calls(s).map(toolSignature)];
 const repetition = (s: RunSnapshot) => findRepetition(signatures(s), s.limits.maxRepeats);
 /** The calls a person must decide on first: the run's approval tools, and those the tool policy holds (not those it denies). */
@@ -20,20 +20,20 @@ const held = (s: RunSnapshot) => calls(s).filter((c) => c.policy?.action !== 'de
 const cutOffWithToolCalls = guard<'PROCESS'>('cutOffWithToolCalls', (s) => isCut(s) && calls(s).length > 0);
 const answerCutCalls = action<'PROCESS'>('answerCutCalls', (s, e, now) => {
   const cut = calls(s).map((c) => ({ role: 'tool' as const, toolCallId: c.id, content: CUT_TOOL_CALL }));
-  return enter({ ...s, pendingToolCalls: [], continuations: 0, messages: [...s.messages, ...cut] }, plain(S.STREAMING), e, now);
+  return enter({ ...s, toolRound: { ...s.toolRound, pending: [] }, counters: { ...s.counters, continuations: 0 }, messages: [...s.messages, ...cut] }, plain(S.STREAMING), e, now);
 });
-const cutOffTooOften = guard<'PROCESS'>('cutOffPastContinuations', (s) => isCut(s) && s.continuations >= MAX_CONTINUATIONS);
+const cutOffTooOften = guard<'PROCESS'>('cutOffPastContinuations', (s) => isCut(s) && s.counters.continuations >= MAX_CONTINUATIONS);
 const endCut = action<'PROCESS'>('endTruncated', (s, e, now) => endTruncated(s, e, now, `still was after ${MAX_CONTINUATIONS} continuations`));
 const cutOff = guard<'PROCESS'>('cutOff', isCut);
 const askToContinue = action<'PROCESS'>('askToContinue', (s, e, now) => {
-  const next: RunSnapshot = { ...s, reason: `continuing an answer cut off by ${outputLimit(s)}`, continuations: s.continuations + 1, messages: [...s.messages, { role: 'user', content: CONTINUE_PROMPT }] };
+  const next: RunSnapshot = { ...s, reason: { kind: 'continuation', text: `continuing an answer cut off by ${outputLimit(s)}` }, counters: { ...s.counters, continuations: s.counters.continuations + 1 }, messages: [...s.messages, { role: 'user', content: CONTINUE_PROMPT }] };
   return enter(next, plain(S.STREAMING), e, now);
 });
 
 const noToolCalls = guard<'PROCESS'>('noToolCalls', (s) => calls(s).length === 0);
 const judge = action<'PROCESS'>('judgeAnswer', (s, e, now) => enter(s, plain(S.CRITIQUE), e, now));
 
-const toolCallLimit = (s: RunSnapshot) => `tool call limit reached: ${s.toolCalls} done, ${calls(s).length} more requested, limits.maxToolCalls is ${s.limits.maxToolCalls}`;
+const toolCallLimit = (s: RunSnapshot) => `tool call limit reached: ${s.counters.toolCalls} done, ${calls(s).length} more requested, limits.maxToolCalls is ${s.limits.maxToolCalls}`;
 const overToolLimitAndFails = guard<'PROCESS'>('toolCallLimitReachedAndFails', (s) => isToolCallLimitReached(s, calls(s).length) && limitFails(s));
 const overToolLimit = guard<'PROCESS'>('toolCallLimitReached', (s) => isToolCallLimitReached(s, calls(s).length));
 const stopAtToolLimit = action<'PROCESS'>('stopAtLimit', (s, e, now) => atLimit(s, e, now, toolCallLimit(s)));
@@ -48,8 +48,8 @@ const warnOfLoop = action<'PROCESS'>('warnOfLoop', (s, e, now) => {
     ...s,
     loopWarned: true,
     toolSignatures: signatures(s),
-    reason: `warned the model: ${describeRepetition(repetition(s)!)}`,
-    pendingToolCalls: [],
+    reason: { kind: 'loopWarning', text: `warned the model: ${describeRepetition(repetition(s)!)}` },
+    toolRound: { ...s.toolRound, pending: [] },
     messages: [...s.messages, ...warned],
   };
   return enter(next, plain(S.STREAMING), e, now);

@@ -27,10 +27,10 @@ const streamDelta = action<'STREAM_DELTA'>('appendStreamedText', (s, e) => {
 
 /** Versions whose clock is the workflow's own timer: it fires once, at the deadline. */
 export const keepsWorkflowTimer = guard<'TIMEOUT'>('keepsWorkflowTimer', (s) => version(s).clocks === 'workflowTimer');
-export const workingTimeRanOut = guard<'TIMEOUT'>('workingTimeRanOut', (s) => s.deadline !== null);
-export const pausedTooLong = guard<'TIMEOUT'>('pausedTooLong', (s) => s.phase.type === S.PAUSED && s.pausedDeadline !== null);
-export const noWaitClock = guard<'TIMEOUT'>('noWaitClockRuns', (s) => s.phase.type !== S.AWAITING_APPROVAL || s.approvalDeadline === null);
-export const reminderDue = guard<'TIMEOUT'>('reminderDue', (s, _e, now) => s.approvalReminderDue !== null && s.approvalDeadline !== null && now < s.approvalDeadline);
+export const workingTimeRanOut = guard<'TIMEOUT'>('workingTimeRanOut', (s) => s.clocks.work.state === 'running');
+export const pausedTooLong = guard<'TIMEOUT'>('pausedTooLong', (s) => s.phase.type === S.PAUSED && s.clocks.pausedDeadline !== null);
+export const noWaitClock = guard<'TIMEOUT'>('noWaitClockRuns', (s) => s.phase.type !== S.AWAITING_APPROVAL || s.clocks.approvalDeadline === null);
+export const reminderDue = guard<'TIMEOUT'>('reminderDue', (s, _e, now) => s.clocks.approvalReminderDue !== null && s.clocks.approvalDeadline !== null && now < s.clocks.approvalDeadline);
 /** `approval.onTimeout: 'reject'`, and every call still undecided is a tool call (a budget wait cannot be rejected so). */
 export const rejectsOnTimeout = guard<'TIMEOUT'>(
   'rejectsOnTimeout',
@@ -47,7 +47,7 @@ const approvalWhy = (s: RunSnapshot) => {
   return `no decision on ${waiting.join(', ')} within ${s.limits.approvalTimeoutMs} ms (limits.approvalTimeoutMs)`;
 };
 export const raiseReminder = action<'TIMEOUT'>('raiseReminder', (s, _e, now) =>
-  s.phase.type === S.AWAITING_APPROVAL && s.approvalDeadline ? ok(remind(s, s.phase.pending, s.approvalDeadline, now)) : reject('no reminder is due'),
+  s.phase.type === S.AWAITING_APPROVAL && s.clocks.approvalDeadline ? ok(remind(s, s.phase.pending, s.clocks.approvalDeadline, now)) : reject('no reminder is due'),
 );
 export const rejectUndecidedCalls = action<'TIMEOUT'>('rejectUndecided', (s, e, now) =>
   s.phase.type === S.AWAITING_APPROVAL ? rejectUndecided(s, s.phase, approvalWhy(s), e, now) : reject('nothing waits for approval'),

@@ -25,17 +25,14 @@ import type { TransitionResult } from './types';
 
 /** Every call's result, in the order of the calls (a call with none gets an error), joins the conversation. */
 const recordResults = action<'TOOLS_DONE'>('recordResults', (s, e, now) => {
-  const byId = new Map([...s.presetResults, ...e.results].map((r) => [r.toolCallId, r]));
-  const results = s.pendingToolCalls.map((call): ToolResult => byId.get(call.id) ?? { toolCallId: call.id, name: call.name, ok: false, content: 'Error: the tool returned no result.' });
+  const byId = new Map([...s.toolRound.presetResults, ...e.results].map((r) => [r.toolCallId, r]));
+  const results = s.toolRound.pending.map((call): ToolResult => byId.get(call.id) ?? { toolCallId: call.id, name: call.name, ok: false, content: 'Error: the tool returned no result.' });
   const anyFailed = results.some(failed);
   const next: RunSnapshot = {
     ...s,
-    toolLog: toolsEnded(s.toolLog, e.results, s.step + 1, now),
-    toolCalls: s.toolCalls + e.results.length,
-    lastToolResults: results,
-    failuresInARow: anyFailed ? s.failuresInARow + 1 : 0,
-    pendingToolCalls: [],
-    presetResults: [],
+    logs: { ...s.logs, toolCalls: toolsEnded(s.logs.toolCalls, e.results, s.counters.step + 1, now) },
+    counters: { ...s.counters, toolCalls: s.counters.toolCalls + e.results.length, failuresInARow: anyFailed ? s.counters.failuresInARow + 1 : 0 },
+    toolRound: { pending: [], presetResults: [], lastResults: results },
     messages: [...s.messages, ...results.map((r) => ({ role: 'tool' as const, toolCallId: r.toolCallId, content: decisions(s).toolMessage(s, r) })), ...decisions(s).note(s)],
     approvalNote: null,
   };
@@ -76,13 +73,13 @@ const refuseEdit = action<'APPROVAL'>('refuse', (s, e) => reject(editProblemOf(s
 
 const forBudget = (s: RunSnapshot, e: Approval) => pendingOf(s, e)?.kind === 'budget';
 const budgetDeclined = guard<'APPROVAL'>('budgetDeclined', (s, e) => forBudget(s, e) && !e.approved);
-const failDeclined = action<'APPROVAL'>('failBudgetDeclined', (s, e, now) => fail(s, e, now, `${s.reason}; extending the budget was declined${e.feedback ? `: ${e.feedback}` : ''}`));
+const failDeclined = action<'APPROVAL'>('failBudgetDeclined', (s, e, now) => fail(s, e, now, `${s.reason?.text ?? null}; extending the budget was declined${e.feedback ? `: ${e.feedback}` : ''}`));
 const budgetApproved = guard<'APPROVAL'>('budgetApproved', forBudget);
 /** The budget grows by its original size; the model step it waited on goes on. */
 const extendBudget = action<'APPROVAL'>('extendBudget', (s, e, now) => {
   const feedback = decisions(s).budgetFeedback(e.feedback);
   const told = feedback ? [{ role: 'user' as const, content: `The user approved going over the budget. Their feedback: ${feedback}` }] : [];
-  return enter({ ...s, budgetGrants: s.budgetGrants + 1, messages: [...s.messages, ...told] }, thenOf(s), e, now);
+  return enter({ ...s, counters: { ...s.counters, budgetGrants: s.counters.budgetGrants + 1 }, messages: [...s.messages, ...told] }, thenOf(s), e, now);
 });
 
 const othersUndecided = guard<'APPROVAL'>('othersUndecided', (s, e) => decidedWith(s, e).some((p) => !p.decision));
@@ -92,9 +89,9 @@ const runDecided = action<'APPROVAL'>('runDecided', (s, e, now) => {
   const decided = decidedWith(s, e);
   const rejected = decided.filter((p) => !p.decision?.approved);
   const editedArgs = new Map(decided.filter((p) => p.decision?.arguments !== undefined).map((p) => [p.toolCallId, p.decision!.arguments!]));
-  const pendingToolCalls = s.pendingToolCalls.map((c) => (editedArgs.has(c.id) ? { ...c, arguments: editedArgs.get(c.id)!, edited: true as const } : c));
-  const next: RunSnapshot = { ...s, pendingToolCalls, approvalNote: decisions(s).noteOf(decided) };
-  next.presetResults = [...s.presetResults, ...rejected.map((p) => ({ toolCallId: p.toolCallId, name: p.name, ok: false, content: decisions(s).rejected(p) }))];
+  const pending = s.toolRound.pending.map((c) => (editedArgs.has(c.id) ? { ...c, arguments: editedArgs.get(c.id)!, edited: true as const } : c));
+  const presetResults = [...s.toolRound.presetResults, ...rejected.map((p) => ({ toolCallId: p.toolCallId, name: p.name, ok: false, content: decisions(s).rejected(p) }))];
+  const next: RunSnapshot = { ...s, toolRound: { ...s.toolRound, pending, presetResults }, approvalNote: decisions(s).noteOf(decided) };
   return enter(next, thenOf(s), e, now);
 });
 
@@ -120,8 +117,8 @@ const rejectForMessage = action<'INTERRUPT'>('rejectUndecided', (s, e, now) => {
     result = decide(result.snapshot, { type: 'APPROVAL', toolCallId: p.toolCallId, approved: false, feedback: INTERRUPTED_APPROVAL }, now);
   }
   if (!result.ok) return result;
-  const transitions = result.snapshot.transitions.map((t, i) => (i >= s.transitions.length ? { ...t, event: e.type } : t));
-  return ok({ ...result.snapshot, transitions }, result.commands);
+  const transitions = result.snapshot.logs.transitions.map((t, i) => (i >= s.logs.transitions.length ? { ...t, event: e.type } : t));
+  return ok({ ...result.snapshot, logs: { ...result.snapshot.logs, transitions } }, result.commands);
 });
 
 export const AWAITING_APPROVAL_ROWS: readonly Row[] = [

@@ -36,7 +36,7 @@ const refuseClosed = action<'MESSAGE' | 'INTERRUPT'>('refuse', () => reject('the
 /** A follow-up turn: the message goes with the next model call, with a fresh working-time deadline. */
 const followUp = action<'MESSAGE' | 'INTERRUPT'>('followUp', (s, e, now) => {
   // The answer so far stays until the next one replaces it.
-  const queued: RunSnapshot = { ...s, queuedMessages: [...s.queuedMessages, e.text], deadline: addMs(now, s.limits.timeoutMs) };
+  const queued: RunSnapshot = { ...s, queuedMessages: [...s.queuedMessages, e.text], clocks: { ...s.clocks, work: { state: 'running', deadline: addMs(now, s.limits.timeoutMs) } } };
   return enter(queued, plain(S.STREAMING), e, now);
 });
 const notOpen = guard<'CLOSE'>('conversationNotOpen', (s) => s.phase.type !== S.COMPLETED || !s.phase.conversationOpen);
