@@ -133,7 +133,7 @@ test('the workflow bundle keeps object spread native: the machine spreads its sn
   const { code } = await workflowBundle();
   // The SDK's bundler alone compiles for ES2017, where every `{ ...s }` becomes a call of this helper.
   expect(code).not.toMatch(/function _object_spread\(/);
-  expect(code).toMatch(/rejectedEvents: \[\s*\.\.\.s\.rejectedEvents/);
+  expect(code).toMatch(/rejectedEvents: \[\s*\.\.\.s\.logs\.rejectedEvents/);
 });
 
 test('a new run records one patch marker (features-2026-13) and one TemporalChangeVersion upsert, for every patch', async () => {
