@@ -25,6 +25,7 @@ import {
   TOOL_RETRY_NOTE,
   timerDue,
   versionBefore,
+  LATEST_MACHINE_VERSION,
   transition,
   TRANSITIONS,
   wrapUpNote,
@@ -1176,6 +1177,10 @@ describe('stored snapshots: each version is validated, then migrated', () => {
     const v1 = stored('v1-paused') as Record<string, unknown>;
     expect(readSnapshot({ ...v1, state: 'WAITING' })).toEqual({ ok: false, error: expect.stringMatching(/^Invalid snapshot: state: /) });
     expect(readSnapshot('a snapshot')).toEqual({ ok: false, error: 'Invalid snapshot: (input): Invalid input: expected object, received string' });
+    // A machine version from newer code is refused when the snapshot loads, not at the run's first transition.
+    const current = snapshotIn(AgentState.PAUSED);
+    expect(readSnapshot({ ...current, machineVersion: LATEST_MACHINE_VERSION + 1 })).toEqual({ ok: false, error: expect.stringMatching(/^Invalid snapshot: machineVersion: Too big/) });
+    expect(readSnapshot({ ...current, machineVersion: LATEST_MACHINE_VERSION }).ok).toBe(true);
   });
 });
 

@@ -9,10 +9,13 @@ import { ChatMessageSchema, ChildOutcomeSchema, ConversationRefSchema, ToolCallS
 import { BudgetSchema, CompactionSchema, LimitsSchema } from '../common/input';
 import { oncePerWorker } from '../common/once-per-worker';
 import { AgentState } from '../common/states';
+import { LATEST_MACHINE_VERSION } from './machine/versions';
 import { AgentStateSchema, ApprovalReminderViewSchema, CritiqueDecisionSchema, PendingApprovalSchema, RunUsageSchema, ToolCallRecordSchema, TransitionRecordSchema } from '../common/view';
 
 export const { WorkPhaseSchema, PhaseSchema, WorkClockSchema, ReasonSchema, RunSnapshotSchema, RunSnapshotV2Schema, StoredSnapshotSchema } = oncePerWorker('workflows/snapshot-schema', () => {
   const int = () => z.number().int();
+  // A version this code does not know is a snapshot from newer code: refused when it loads, naming the field, not at its first transition.
+  const machineVersion = () => int().min(1).max(LATEST_MACHINE_VERSION);
   const ModelStepSchema = z.enum([AgentState.PLANNING, AgentState.STREAMING]);
   const workPhases = [
     z.object({ type: z.enum([AgentState.PLANNING, AgentState.STREAMING, AgentState.TOOL_EXECUTING]) }),
@@ -107,7 +110,7 @@ export const { WorkPhaseSchema, PhaseSchema, WorkClockSchema, ReasonSchema, RunS
     failuresInARow: int(),
     overflowsInARow: int(),
     setbacksInARow: int(),
-    machineVersion: int().positive(),
+    machineVersion: machineVersion(),
     features: FeaturesSchema,
     workflowId: z.string().optional(),
     children: z.array(ChildOutcomeSchema).optional(),
@@ -143,7 +146,7 @@ export const { WorkPhaseSchema, PhaseSchema, WorkClockSchema, ReasonSchema, RunS
     .extend({
       options: OptionsSchema.partial({ critiqueMinConfidence: true, compaction: true }),
       limits: LimitsSchema.extend({ wrapUpAt: z.number().optional(), onLimit: LimitsSchema.shape.onLimit.unwrap().optional() }),
-      machineVersion: int().positive().optional(),
+      machineVersion: machineVersion().optional(),
       features: LegacyFeaturesSchema,
     })
     .loose();
