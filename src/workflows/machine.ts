@@ -95,6 +95,16 @@ function entered(target: AgentState, event: AgentEventType, after = -1): Array<{
   });
 }
 
+/** The states each row may end in, by the state it is a row of: worked out once (the rows are constants), checked at each move. */
+const REACHES = new WeakMap<Row, Map<AgentState, ReadonlySet<AgentState>>>();
+function reaches(from: AgentState, r: Row): ReadonlySet<AgentState> {
+  let byState = REACHES.get(r);
+  if (!byState) REACHES.set(r, (byState = new Map()));
+  let states = byState.get(from);
+  if (!states) byState.set(from, (states = new Set(rowEdges(from, r).map((edge) => edge.to))));
+  return states;
+}
+
 /** Every edge of the table, in row order: what `agent graph` and `/v1/machine` draw. */
 export const TABLE_EDGES: readonly TableEdge[] = (Object.keys(ROWS) as AgentState[]).flatMap((state) => ROWS[state].flatMap((r) => rowEdges(state, r)));
 
@@ -157,7 +167,7 @@ function microstep(s: RunSnapshot, event: AgentEvent, now: string): TransitionRe
   tracer.row?.(r);
   const result = r.action.run(s, event as never, now);
   const to = result.ok ? result.snapshot.phase.type : state;
-  if (to !== state && !rowEdges(state, r).some((edge) => edge.to === to)) {
+  if (to !== state && !reaches(state, r).has(to)) {
     // The row's action and its target disagree: a bug in the table, caught by the table-driven tests.
     throw new Error(`machine bug: ${state} --${event.type}--> ${to} is not where its row leads`);
   }
