@@ -1,5 +1,7 @@
 /** The HTTP gateway on a real worker and dev server: JSON routes through `inject`, SSE over a real port with `fetch`. */
-import type { AddressInfo } from 'node:net';
+import http from 'node:http';
+import { once } from 'node:events';
+import net, { type AddressInfo } from 'node:net';
 import Fastify, { type FastifyInstance, type InjectOptions } from 'fastify';
 import { AgentClient, AgentRunHandle, type WatchEvent } from '../src/client';
 import { AgentRunInputSchema } from '../src/common/input';
@@ -78,7 +80,7 @@ test('OpenAPI: every documented route exists, every route is documented, the sta
   bare.addHook('onRoute', (r) => {
     for (const m of [r.method].flat()) if (m !== 'HEAD') registered.push(`${m} ${r.url}`);
   });
-  registerRoutes(bare, { agents: {} as AgentClient, heartbeatMs: 1, pollIntervalMs: 1, controlTimeoutMs: 1, inflight: new Set(), streamTokens: streamTokens(null, 1) });
+  registerRoutes(bare, { agents: {} as AgentClient, heartbeatMs: 1, pollIntervalMs: 1, controlTimeoutMs: 1, inflight: new Map(), streamTokens: streamTokens(null, 1) });
   await bare.ready();
   expect(registered.sort()).toEqual([...documented].sort());
   await bare.close();
@@ -378,3 +380,34 @@ test('stream tokens: one run, a few minutes, accepted as ?token= on that run\'s 
 
 const toResponse = (res: { statusCode: number; headers: Record<string, unknown>; body: string }) =>
   new Response(res.body, { status: res.statusCode, headers: Object.entries(res.headers).map(([k, v]) => [k, String(v)]) });
+
+test('closing the gateway ends open streams and every connection: one a client keeps alive for reuse, one on which no request came yet', async () => {
+  h.model.register('gw-close', () => ({ toolCalls: [{ id: 'c1', name: 'writeFile', arguments: { path: 'close.txt', content: 'x' } }] }));
+  const id = await startRun({ prompt: 'write', model: 'gw-close', approval: { tools: ['writeFile'] } });
+  await waitForState(id, (s) => s.state === 'AWAITING_APPROVAL');
+  const closing = buildGateway({ agents: new AgentClient(h.env.client, h.taskQueue), token: TOKEN, pollIntervalMs: 100 });
+  await closing.listen({ port: 0, host: '127.0.0.1' });
+  const port = (closing.server.address() as AddressInfo).port;
+  // Node's agent keeps an idle connection until the server ends it, as a browser does (for minutes).
+  const agent = new http.Agent({ keepAlive: true });
+  // A browser opens connections before it has requests for them (preconnect).
+  const preconnected = net.connect(port, '127.0.0.1');
+  await once(preconnected, 'connect');
+  try {
+    const stream = await new Promise<http.IncomingMessage>((resolve, reject) =>
+      http.get({ agent, host: '127.0.0.1', port, path: `/v1/runs/${id}/events`, headers: auth }, resolve).on('error', reject),
+    );
+    stream.resume();
+    await once(stream, 'data');
+    const closed = [once(stream.socket, 'close'), once(preconnected, 'close')];
+    // Without ending them, the close waited for the clients to drop these connections, or 72 s (keepAliveTimeout).
+    await closing.close();
+    await Promise.all(closed);
+    expect(stream.complete).toBe(true);
+  } finally {
+    preconnected.destroy();
+    agent.destroy();
+    await closing.close();
+    await api('POST', `/v1/runs/${id}/abort`, { reason: 'test over' });
+  }
+});

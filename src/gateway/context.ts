@@ -12,8 +12,11 @@ export interface GatewayContext {
   pollIntervalMs: number;
   /** How long a control (approval, message, abort, pause, resume) waits for the run to take it. */
   controlTimeoutMs: number;
-  /** Long requests (SSE streams, result waits) in flight; closing the gateway aborts them. */
-  inflight: Set<AbortController>;
+  /**
+   * Long requests (SSE streams, result waits) in flight, each with its end; closing the gateway aborts them and waits
+   * for their ends, so that none calls the server after the close (its client may close the connection then).
+   */
+  inflight: Map<AbortController, Promise<void>>;
   /** Set when the gateway starts closing: a long request that registers after that is aborted at once. */
   closing?: boolean;
   /** Where runs' events are published (src/stream); absent: every stream polls the state. */
@@ -32,7 +35,8 @@ export function abortOnClose(ctx: GatewayContext, reply: FastifyReply): { signal
   const controller = new AbortController();
   const onClose = () => controller.abort(new Error('the client closed the connection'));
   reply.raw.once('close', onClose);
-  ctx.inflight.add(controller);
+  let ended!: () => void;
+  ctx.inflight.set(controller, new Promise<void>((resolve) => (ended = resolve)));
   // A stream that began before the close and registers after it would hold the close open for as long as it lives.
   if (ctx.closing) controller.abort(new Error('the gateway is closing'));
   return {
@@ -40,6 +44,7 @@ export function abortOnClose(ctx: GatewayContext, reply: FastifyReply): { signal
     dispose() {
       reply.raw.off('close', onClose);
       ctx.inflight.delete(controller);
+      ended();
     },
   };
 }

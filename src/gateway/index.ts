@@ -4,6 +4,8 @@
  * `{ error: { code, message } }`, bearer-token auth. See docs/gateway.md.
  */
 import cors from '@fastify/cors';
+import type { IncomingMessage, ServerResponse } from 'node:http';
+import type { Socket } from 'node:net';
 import Fastify, { type FastifyInstance, type FastifyRequest } from 'fastify';
 import { DEFAULT_CONTROL_TIMEOUT_MS, type AgentClient } from '../client';
 import { registerAuth } from './auth';
@@ -71,7 +73,7 @@ export function buildGateway(opts: GatewayOptions): FastifyInstance {
     heartbeatMs: opts.heartbeatMs ?? 15_000,
     pollIntervalMs: opts.pollIntervalMs ?? 250,
     controlTimeoutMs: opts.controlTimeoutMs ?? DEFAULT_CONTROL_TIMEOUT_MS,
-    inflight: new Set(),
+    inflight: new Map(),
     streamTokens: streamTokens(opts.token, opts.streamTokenTtlMs ?? 300_000),
     ...(opts.stream ? { stream: opts.stream } : {}),
     attachWaitMs: opts.attachWaitMs ?? 3_000,
@@ -94,9 +96,45 @@ export function buildGateway(opts: GatewayOptions): FastifyInstance {
   if (opts.ui ?? true) registerUiRoutes(app);
   app.addHook('preClose', async () => {
     ctx.closing = true;
-    for (const request of ctx.inflight) request.abort(new Error('the gateway is closing'));
+    const ends = [...ctx.inflight.values()];
+    for (const request of ctx.inflight.keys()) request.abort(new Error('the gateway is closing'));
+    // Also those whose client left already: a state query of theirs in a retry's backoff outlives the abort.
+    await Promise.all(ends);
   });
+  endConnectionsOnClose(app);
   return app;
+}
+
+/**
+ * The close waits for every connection to end, and Node ends only those idle when it begins: one on which no request
+ * came yet (a browser's preconnect) or whose response ends later (a stream the close aborted, a request in flight)
+ * would hold the close open until the client drops it or keepAliveTimeout (72 s) passes. These end here: the first at
+ * once, the others once their last response is sent.
+ */
+function endConnectionsOnClose(app: FastifyInstance): void {
+  const inFlight = new Map<Socket, number>();
+  let closing = false;
+  const endIfIdle = (socket: Socket) => closing && !inFlight.get(socket) && socket.destroySoon();
+  app.server.on('connection', (socket: Socket) => {
+    inFlight.set(socket, 0);
+    socket.once('close', () => inFlight.delete(socket));
+  });
+  app.server.on('request', (request: IncomingMessage, response: ServerResponse) => {
+    const socket = request.socket;
+    if (!inFlight.has(socket)) return;
+    inFlight.set(socket, inFlight.get(socket)! + 1);
+    response.once('close', () => {
+      // A socket already closed is gone from the map and stays gone.
+      if (!inFlight.has(socket)) return;
+      inFlight.set(socket, inFlight.get(socket)! - 1);
+      endIfIdle(socket);
+    });
+  });
+  app.addHook('preClose', (done) => {
+    closing = true;
+    for (const socket of inFlight.keys()) endIfIdle(socket);
+    done();
+  });
 }
 
 /**
