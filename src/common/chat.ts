@@ -146,7 +146,7 @@ export interface ToolRequest {
   allowed?: string[];
   /** 1-based number of this tool call within the run; used in summaries. */
   callNumber: number;
-  /** A call of a named agent (features.parallelAgents): the child run to start, and the most of the budget it may use. */
+  /** A call of a named agent (machine versions with `agentCalls: 'childRun'`): the child run to start, and the most of the budget it may use. */
   child?: ChildRequest;
 }
 
