@@ -167,7 +167,7 @@ export async function buildOursBundle(srcDir?: string, interceptorModules: strin
     ? await bundleWorkflowCode({
         workflowsPath: path.join(src, 'workflows'),
         workflowInterceptorModules: interceptorModules,
-        preloadModules: [...(require(path.join(src, 'workflow-bundle')) as { PRELOAD_MODULES: string[] }).PRELOAD_MODULES],
+        preloadModules: [...(requireBundleModule(src) as { PRELOAD_MODULES: string[] }).PRELOAD_MODULES],
         logger,
       })
     : await (ownBundler(src)?.({ logger }) ?? bundleWorkflowCode({ workflowsPath: path.join(src, 'workflows'), logger }));
@@ -181,10 +181,26 @@ type Bundler = (o: { logger: BundleOptions['logger'] }) => Promise<{ code: strin
 /** That src/'s `bundleAgentWorkflows`, or undefined for code from before it (bundled with the SDK's defaults). */
 function ownBundler(src: string): Bundler | undefined {
   try {
-    return (require(path.join(src, 'workflow-bundle')) as { bundleAgentWorkflows?: Bundler }).bundleAgentWorkflows;
+    return (requireBundleModule(src) as { bundleAgentWorkflows?: Bundler }).bundleAgentWorkflows;
   } catch {
     return undefined;
   }
+}
+
+/**
+ * That src/'s workflow-bundle module: `worker/workflow-bundle` since the rooms of issue 29, `workflow-bundle` before.
+ * A miss here bundled today's code with the SDK's defaults (ES2017, object spread as helper calls) without a word.
+ */
+function requireBundleModule(src: string): unknown {
+  for (const candidate of [path.join(src, 'worker', 'workflow-bundle'), path.join(src, 'workflow-bundle')]) {
+    try {
+      require.resolve(candidate);
+    } catch {
+      continue;
+    }
+    return require(candidate);
+  }
+  throw new Error(`no workflow-bundle module under ${src}`);
 }
 
 /** Every run of a workflow id, oldest first, following continue-as-new back from the latest. */
