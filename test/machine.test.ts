@@ -33,7 +33,7 @@ import {
   type AgentEvent,
   type AgentEventType,
 } from '../src/workflows/machine';
-import { carryOn } from '../src/workflows/resume';
+import { carriedSnapshot, carryOn } from '../src/workflows/resume';
 import { workDeadline } from '../src/workflows/clocks';
 import { initialSnapshot, loadSnapshot, readSnapshot, type Phase, type RunSnapshot, type SnapshotV1 } from '../src/workflows/snapshot';
 import { RunSnapshotSchema } from '../src/workflows/snapshot-schema';
@@ -985,7 +985,7 @@ describe('calls the model call ran ahead', () => {
   test('a fork runs the pending calls itself, as before: the results the original ran ahead stay with it', () => {
     const s = responded(snapshot(), [local('l1')], [{ type: 'PAUSE' }]);
     expect(s.phase).toMatchObject({ type: 'PAUSED', resumeTo: { type: 'TOOL_EXECUTING' } });
-    const forked = carryOn({ kind: 'fork', snapshot: s as never }, s, 'fork-1', at(50));
+    const forked = carryOn({ kind: 'fork', snapshot: s as never }, carriedSnapshot({ kind: 'fork', snapshot: s as never }), s, 'fork-1', at(50));
     expect(forked.toolRound.pending).toEqual([local('l1')]);
     expect(ranAhead(commandsFor(step(forked, { type: 'RESUME' }).snapshot))).toEqual([['l1', undefined]]);
     expect(ranAhead(commandsFor(step(s, { type: 'RESUME' }).snapshot))).toEqual([['l1', 'ran l1']]);

@@ -109,8 +109,8 @@ export async function agentRun(rawInput: unknown): Promise<AgentRunResult> {
   }
   const carriedDeadline = resume?.kind === 'continue' ? workDeadline(carried!) : null;
   timer.started(carriedDeadline !== null ? Math.max(0, Date.parse(carriedDeadline) - Date.now()) : snapshot.limits.timeoutMs);
-  if (resume) {
-    const carriedOn = carryOn(resume, snapshot, workflowInfo().workflowId, now());
+  if (resume && carried) {
+    const carriedOn = carryOn(resume, carried, snapshot, workflowInfo().workflowId, now());
     // A fork starts its own children: their ids begin with its own id.
     const resumed = resumeAt(parallelAgents ? { ...carriedOn, workflowId: workflowInfo().workflowId } : carriedOn, now());
     // A continued run's stream already has what it carries; a fork's stream is new.

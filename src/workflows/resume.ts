@@ -28,11 +28,11 @@ export function carriedSnapshot(resume: Resume): RunSnapshot {
 }
 
 /**
- * The snapshot a run starts from when it carries on from another. A continued run keeps its deadline and the
- * behaviour (machine version) it started with; a fork is a new run, with a fresh deadline and this run's version.
+ * The snapshot a run starts from when it carries on from another (`carried`: the resume's snapshot as
+ * `carriedSnapshot` read it). A continued run keeps its deadline and the behaviour (machine version) it started with;
+ * a fork is a new run, with a fresh deadline and this run's version.
  */
-export function carryOn(resume: Resume, run: Pick<RunSnapshot, 'features' | 'machineVersion'>, workflowId: string, now: string): RunSnapshot {
-  const carried = carriedSnapshot(resume);
+export function carryOn(resume: Resume, carried: RunSnapshot, run: Pick<RunSnapshot, 'features' | 'machineVersion'>, workflowId: string, now: string): RunSnapshot {
   const { features, machineVersion } = run;
   const chain = { features: { ...carried.features, conversationChain: features.conversationChain }, chain: null };
   if (resume.kind === 'continue') return { ...carried, ...chain, origin: carried.origin ?? { kind: 'continue', workflowId, step: carried.counters.step } };
