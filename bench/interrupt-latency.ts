@@ -17,6 +17,7 @@ import { agentWorkerOptions, openAIClient } from '../src/worker';
 import { bundleAgentWorkflows } from '../src/worker/workflow-bundle';
 import { startDevServer } from '../scripts/lib/dev-server';
 import { freePort } from '../scripts/lib/free-port';
+import { closeSafeConnectionPlugin } from '../src/config/connection';
 
 const LONG = 'A long answer goes on. '.repeat(2_000);
 const summary = (xs: number[]) => ({ min: Math.min(...xs), p50: pct(xs, 50), p90: pct(xs, 90), max: Math.max(...xs) });
@@ -42,7 +43,7 @@ async function main(): Promise<void> {
   // Each run's first call streams for minutes; the call after the interrupt (its last message is the user's) answers.
   model.register('slow', ({ request }) => (request.messages.at(-1)?.content === 'stop' ? { text: 'short' } : { text: LONG, chunkSize: 5, chunkDelayMs: 50 }));
   const taskQueue = 'bench-interrupt';
-  const connection = await NativeConnection.connect({ address: server.address });
+  const connection = await NativeConnection.connect({ address: server.address, plugins: [closeSafeConnectionPlugin] });
   const worker = await Worker.create({
     connection,
     taskQueue,
@@ -55,7 +56,7 @@ async function main(): Promise<void> {
     }),
   });
   const running = worker.run();
-  const temporal = new Client({ connection: await Connection.connect({ address: server.address }) });
+  const temporal = new Client({ connection: await Connection.connect({ address: server.address, plugins: [closeSafeConnectionPlugin] }) });
   const client = new AgentClient(temporal, taskQueue);
   const streaming = async (handle: AgentRunHandle) => {
     for (;;) {

@@ -13,6 +13,7 @@ import { buildGateway } from '../src/gateway';
 import { httpTarget, liveStream, MemoryHub, RedisChannel, type StreamChannel } from '../src/stream';
 import { agentWorkerOptions, openAIClient } from '../src/worker/worker';
 import { bundleAgentWorkflows } from '../src/worker/workflow-bundle';
+import { closeSafeConnectionPlugin } from '../src/config/connection';
 
 const CHUNKS = 60;
 const GAP_MS = 100;
@@ -49,7 +50,7 @@ async function main(): Promise<void> {
   const stream =
     mode === 'poll' ? undefined : liveStream(workerChannel ?? { publish: (id, events) => httpTarget(gatewayUrl, 'bench').publish(id, events) });
   const taskQueue = `bench-${randomUUID()}`;
-  const connection = await NativeConnection.connect({ address });
+  const connection = await NativeConnection.connect({ address, plugins: [closeSafeConnectionPlugin] });
   const worker = await Worker.create({
     connection,
     taskQueue,
@@ -57,7 +58,7 @@ async function main(): Promise<void> {
     ...agentWorkerOptions({ openai: openAIClient({ baseURL: modelUrl }), defaultModel: 'bench', workspace: '/tmp', stream }),
   });
   const running = worker.run();
-  const client = new Client({ connection: await Connection.connect({ address }) });
+  const client = new Client({ connection: await Connection.connect({ address, plugins: [closeSafeConnectionPlugin] }) });
   const agents = new AgentClient(client, taskQueue);
   const app = buildGateway({ agents, token: 'bench', ...(channel ? { stream: channel } : {}) });
   await app.listen({ port: 0, host: '127.0.0.1' });

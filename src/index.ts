@@ -69,6 +69,12 @@ export { FailureType, ModelErrorType } from './common/failures';
 /** The data converter workers and clients share (encryption, claim check); pass it to your own `Client` or `Worker`. */
 export { agentDataConverter } from './client';
 
+/**
+ * Client connections that can be closed while a call waits to retry (the SDK's retry would throw "Channel has been
+ * shut down" from a timer): `AgentClient` uses them; add the plugin to a `Connection` or `TestWorkflowEnvironment` of your own.
+ */
+export { closeSafeConnectionPlugin, closeSafeInterceptors, closedChannelGuard } from './config/connection';
+
 /** Settings, as the environment gives them: `workerConfig(env)` is the default of `createAgentWorker`. */
 export { workerConfig, codecSettings, temporalSettings } from './config';
 export type { CodecSettings, LlmSettings, TemporalSettings, WorkerConfig } from './config';

@@ -30,6 +30,7 @@ import { agentWorkerOptions, openAIClient } from '../src/worker/worker';
 import { quietRuntime, workflowBundle } from './support/agent-harness';
 import { testServerAddress } from './support/temporal';
 import { streamSinks } from '../src/stream/sinks';
+import { closeSafeConnectionPlugin } from '../src/config/connection';
 
 const utf8 = new TextEncoder();
 const tempDir = (prefix: string) => mkdtempSync(path.join(os.tmpdir(), prefix));
@@ -292,7 +293,7 @@ describe('agentRun on the real server', () => {
     dataConverter = claimCheckDataConverter({ store: new FsBlobStore(blobDir) });
     lowDataConverter = claimCheckDataConverter({ store: new FsBlobStore(blobDir), thresholdBytes: 4 * 1024 });
     model = await startScriptedModel();
-    env = await TestWorkflowEnvironment.createFromExistingServer({ address: testServerAddress(), client: { dataConverter } });
+    env = await TestWorkflowEnvironment.createFromExistingServer({ address: testServerAddress(), client: { dataConverter }, plugins: [closeSafeConnectionPlugin] });
     raw = new Client({ connection: env.connection, namespace: env.namespace });
     withCodec = await startWorker(dataConverter, workspace);
     lowThreshold = await startWorker(lowDataConverter, workspace);

@@ -7,7 +7,8 @@ import { mkdtempSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { temporalSettings } from '../src/config';
-import { clientConnectionOptions, nativeConnectionOptions, temporalConnectionOptions } from '../src/config/connection';
+import { Connection } from '@temporalio/client';
+import { clientConnectionOptions, closeSafeConnectionPlugin, closedChannelGuard, nativeConnectionOptions, temporalConnectionOptions } from '../src/config/connection';
 
 /** What a connection is opened with, for this environment. */
 const optionsFrom = (env: NodeJS.ProcessEnv) => temporalConnectionOptions(temporalSettings(env));
@@ -91,5 +92,39 @@ test('an explicit address wins over the environment; worker and client options a
   const expected = { address: 'explicit:7233', apiKey: 'k', tls: true, metadata: { 'x-tenant': 't1' } };
   const settings = { ...temporalSettings(env), address: 'explicit:7233' };
   expect(nativeConnectionOptions(settings)).toEqual(expected);
-  expect(clientConnectionOptions(settings)).toEqual(expected);
+  const { interceptors, ...client } = clientConnectionOptions(settings);
+  expect(client).toEqual(expected);
+  expect(interceptors?.at(-1)).toBe(closedChannelGuard);
+});
+
+/**
+ * A call that fails with a retryable status (UNAVAILABLE: nothing listens on port 1) waits on the SDK's retry timer;
+ * the connection closes during the wait. Without the guard the next attempt throws "Channel has been shut down" from
+ * the timer (an uncaught exception: it failed CI's ui.test.ts) and the caller's promise never settles.
+ */
+describe('a connection closed while a call waits to retry', () => {
+  const closeDuringRetry = async (connection: Connection) => {
+    const call = connection.workflowService.getSystemInfo({}).then(
+      () => 'answered',
+      (err: { code?: number; message: string }) => err,
+    );
+    await new Promise((r) => setTimeout(r, 300));
+    await connection.close();
+    let timer: NodeJS.Timeout | undefined;
+    const never = new Promise((r) => (timer = setTimeout(() => r('never settled'), 10_000)));
+    return Promise.race([call, never]).finally(() => clearTimeout(timer));
+  };
+  const expectCancelled = (outcome: unknown) =>
+    expect(outcome).toMatchObject({ code: 1, message: expect.stringMatching(/the Temporal connection is closed: Channel has been shut down/) });
+
+  test("the library's client options: the call is rejected with CANCELLED, nothing is thrown", async () => {
+    const settings = { ...temporalSettings({}), address: '127.0.0.1:1' };
+    expectCancelled(await closeDuringRetry(await Connection.lazy(clientConnectionOptions(settings))));
+  }, 20_000);
+
+  test("closeSafeConnectionPlugin on a connection opened elsewhere, with or without the caller's own interceptors", async () => {
+    expectCancelled(await closeDuringRetry(await Connection.lazy({ address: '127.0.0.1:1', plugins: [closeSafeConnectionPlugin] })));
+    const configured = closeSafeConnectionPlugin.configureConnection!({ address: 'x:1', interceptors: [closedChannelGuard] });
+    expect(configured.interceptors).toEqual([closedChannelGuard]);
+  }, 20_000);
 });

@@ -14,6 +14,7 @@ import type { AgentRunResult } from '../src/common/messages';
 import { startScriptedModel, type ScriptedModel } from '../src/scripted-model';
 import { waitFor } from './support/agent-harness';
 import { testServerAddress } from './support/temporal';
+import { closeSafeConnectionPlugin } from '../src/config/connection';
 
 const ROOT = path.resolve(__dirname, '..');
 let model: ScriptedModel;
@@ -23,7 +24,7 @@ const output: string[] = [];
 
 beforeAll(async () => {
   model = await startScriptedModel();
-  env = await TestWorkflowEnvironment.createFromExistingServer({ address: testServerAddress() });
+  env = await TestWorkflowEnvironment.createFromExistingServer({ address: testServerAddress(), plugins: [closeSafeConnectionPlugin] });
 });
 afterAll(async () => {
   for (const w of workers) if (w.exitCode === null && w.signalCode === null) w.kill('SIGKILL');

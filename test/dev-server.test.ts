@@ -10,6 +10,7 @@ import { ensureSearchAttributes, isServerUp, startDevServer, temporalUiUrl } fro
 import { freePort } from '../scripts/lib/free-port';
 import { ensureTemporalCli } from '../scripts/lib/temporal-cli';
 import { testServerAddress } from './support/temporal';
+import { closeSafeConnectionPlugin } from '../src/config/connection';
 
 // Wire value of temporal.api.enums.v1.IndexedValueType.INDEXED_VALUE_TYPE_KEYWORD.
 const KEYWORD = 2;
@@ -17,7 +18,7 @@ const KEYWORD = 2;
 let connection: Connection;
 
 beforeAll(async () => {
-  connection = await Connection.connect({ address: testServerAddress() });
+  connection = await Connection.connect({ address: testServerAddress(), plugins: [closeSafeConnectionPlugin] });
 });
 afterAll(async () => connection?.close());
 

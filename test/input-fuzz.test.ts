@@ -14,6 +14,7 @@ import {
   SendMessageInputSchema,
   type ParseResult,
 } from '../src/common/input';
+import { closeSafeConnectionPlugin } from '../src/config/connection';
 
 const RUNS = { numRuns: 200 };
 
@@ -435,7 +436,7 @@ describe.each([
 
 describe('AgentClient.start', () => {
   // A lazy connection to a port nothing listens on: a call that reached the network would fail, not hang.
-  const connection = Connection.lazy({ address: '127.0.0.1:1' });
+  const connection = Connection.lazy({ address: '127.0.0.1:1', plugins: [closeSafeConnectionPlugin] });
   const client = new Client({ connection });
   const agents = new AgentClient(client, 'nowhere');
   afterAll(() => connection.close());

@@ -10,12 +10,13 @@ import { Worker } from '@temporalio/worker';
 import { AgentClient } from '../src/client';
 import { quietRuntime, waitFor } from './support/agent-harness';
 import { testServerAddress } from './support/temporal';
+import { closeSafeConnectionPlugin } from '../src/config/connection';
 
 const OLD_WORKFLOWS = path.join(__dirname, 'fixtures', 'old-worker-workflows.ts');
 
 test("a run on a worker from before stateAt answers time travel through snapshotAt, and its own refusals stand", async () => {
   quietRuntime();
-  const env = await TestWorkflowEnvironment.createFromExistingServer({ address: testServerAddress() });
+  const env = await TestWorkflowEnvironment.createFromExistingServer({ address: testServerAddress(), plugins: [closeSafeConnectionPlugin] });
   try {
     const taskQueue = `old-worker-${randomUUID()}`;
     const worker = await Worker.create({ connection: env.nativeConnection, taskQueue, workflowsPath: OLD_WORKFLOWS });

@@ -22,6 +22,7 @@ import { sleep, waitFor } from './support/agent-harness';
 import { freePort, startRedis } from './support/redis';
 import { readSse } from './support/sse';
 import { testServerAddress } from './support/temporal';
+import { closeSafeConnectionPlugin } from '../src/config/connection';
 
 const ROOT = path.resolve(__dirname, '..');
 const TOKEN = 'reconnect-token';
@@ -47,7 +48,7 @@ beforeAll(async () => {
   channel = RedisChannel.open({ url: redisUrl });
   await channel.ready;
   model = await startScriptedModel();
-  env = await TestWorkflowEnvironment.createFromExistingServer({ address: testServerAddress() });
+  env = await TestWorkflowEnvironment.createFromExistingServer({ address: testServerAddress(), plugins: [closeSafeConnectionPlugin] });
   app = buildGateway({ agents: new AgentClient(env.client, taskQueue), token: TOKEN, heartbeatMs: 200, pollIntervalMs: 100, stream: channel });
   await app.listen({ port: 0, host: '127.0.0.1' });
   baseUrl = `http://127.0.0.1:${(app.server.address() as AddressInfo).port}`;

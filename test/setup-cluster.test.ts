@@ -11,12 +11,13 @@ import { AGENT_STATE_SEARCH_ATTRIBUTE } from '../src/common/constants';
 import { assertSearchAttributes, MissingSearchAttributesError } from '../src/search-attributes';
 import { createAgentWorker } from '../src/worker/worker';
 import { testServerAddress } from './support/temporal';
+import { closeSafeConnectionPlugin } from '../src/config/connection';
 
 let connection: Connection;
 const namespace = `setup-${Date.now()}`;
 
 beforeAll(async () => {
-  connection = await Connection.connect({ address: testServerAddress() });
+  connection = await Connection.connect({ address: testServerAddress(), plugins: [closeSafeConnectionPlugin] });
   const cli = await ensureTemporalCli({ quiet: true });
   await promisify(execFile)(cli, ['operator', 'namespace', 'create', '--namespace', namespace, '--address', testServerAddress()]);
   // The new namespace reaches the frontend's cache some seconds after it is stored.

@@ -17,6 +17,7 @@ import type { AgentRunResult } from '../src/common/messages';
 import { startScriptedModel, textOf, type ScriptedModel } from '../src/scripted-model';
 import { waitFor } from './support/agent-harness';
 import { testServerAddress } from './support/temporal';
+import { closeSafeConnectionPlugin } from '../src/config/connection';
 
 const ROOT = path.resolve(__dirname, '..');
 const SCRIPT = 'two-workers';
@@ -31,7 +32,7 @@ const output: string[] = [];
 
 beforeAll(async () => {
   model = await startScriptedModel();
-  connection = await Connection.connect({ address: testServerAddress() });
+  connection = await Connection.connect({ address: testServerAddress(), plugins: [closeSafeConnectionPlugin] });
 });
 afterAll(async () => {
   for (const w of workers) if (w.exitCode === null && w.signalCode === null) w.kill('SIGKILL');

@@ -13,6 +13,7 @@ import { startDevServer } from '../../scripts/lib/dev-server';
 import { offsetPorts, stackDown, stackUp } from '../../scripts/lib/stack/stack';
 import { freePort } from '../../scripts/lib/free-port';
 import { executionStatus, rawExecutions } from '../../src/client';
+import { closeSafeConnectionPlugin } from '../../src/config/connection';
 
 
 export interface ServerTuning {
@@ -50,7 +51,7 @@ export async function startBenchServer(tuning: ServerTuning = {}, dataConverter?
   ];
   const handle = await startDevServer({ port: await freePort(), headless: true, dbFile, extraArgs, env: tuning.env, logFile: path.join(dir, 'server.log') });
   const stopPerf = process.env.BENCH_SERVER_PERF ? recordServerCpu(handle.pid, process.env.BENCH_SERVER_PERF) : undefined;
-  const connection = await Connection.connect({ address: handle.address });
+  const connection = await Connection.connect({ address: handle.address, plugins: [closeSafeConnectionPlugin] });
   const client = new Client({ connection, dataConverter });
   return {
     address: handle.address,
@@ -95,7 +96,7 @@ async function connectBenchStack(dataConverter?: DataConverter): Promise<BenchSe
     return { address: up.address, pids: { server: up.state.processes.temporal.pid, database: up.state.processes.postgres.pid } };
   })();
   const { address, pids } = await benchStack;
-  const connection = await Connection.connect({ address });
+  const connection = await Connection.connect({ address, plugins: [closeSafeConnectionPlugin] });
   const client = new Client({ connection, dataConverter });
   return {
     address,

@@ -7,6 +7,7 @@ import { Connection, type ConnectionOptions } from '@temporalio/client';
 import { AGENT_STATE_SEARCH_ATTRIBUTE } from '../../src/common/constants';
 import { registerSearchAttributes } from '../../src/search-attributes';
 import { ensureTemporalCli, PROJECT_ROOT } from './temporal-cli';
+import { closeSafeConnectionPlugin } from '../../src/config/connection';
 
 const READY_TIMEOUT_MS = 60_000;
 
@@ -164,7 +165,7 @@ export async function isServerUp(address: string, namespace = 'default'): Promis
   if (match && !(await isPortOpen(Number(match[2]), match[1]))) return false;
   let connection: Connection | undefined;
   try {
-    connection = await Connection.connect({ address, connectTimeout: 1_000 });
+    connection = await Connection.connect({ address, connectTimeout: 1_000, plugins: [closeSafeConnectionPlugin] });
     const conn = connection;
     await conn.withDeadline(Date.now() + 1_000, () => conn.workflowService.describeNamespace({ namespace }));
     return true;
@@ -201,7 +202,7 @@ export async function ensureSearchAttributes(
   namespace = 'default',
   opts: { deadline?: number; tls?: ConnectionOptions['tls'] } = {},
 ): Promise<void> {
-  const connection = await Connection.connect({ address, connectTimeout: 5_000, ...(opts.tls != null ? { tls: opts.tls } : {}) });
+  const connection = await Connection.connect({ address, connectTimeout: 5_000, ...(opts.tls != null ? { tls: opts.tls } : {}), plugins: [closeSafeConnectionPlugin] });
   try {
     await registerSearchAttributes(connection.operatorService, namespace, opts);
   } finally {

@@ -3,7 +3,8 @@
  * src/config reads by the conventions of `@temporalio/envconfig` (TEMPORAL_*, temporal.toml profiles).
  */
 import { connect } from 'node:tls';
-import type { ConnectionOptions } from '@temporalio/client';
+import { Metadata, status as GrpcStatus, type Interceptor, type InterceptingCall } from '@grpc/grpc-js';
+import { defaultGrpcRetryOptions, makeGrpcRetryInterceptor, type ConnectionOptions, type ConnectionPlugin } from '@temporalio/client';
 import type { NativeConnectionOptions } from '@temporalio/worker';
 import type { TemporalSettings } from '.';
 
@@ -17,8 +18,65 @@ export function temporalConnectionOptions({ address, apiKey, tls, metadata }: Te
 /** Options of `NativeConnection.connect` for the worker. */
 export const nativeConnectionOptions = (settings: TemporalSettings): NativeConnectionOptions => temporalConnectionOptions(settings);
 
-/** Options of `Connection.connect` for clients. */
-export const clientConnectionOptions = (settings: TemporalSettings): ConnectionOptions => temporalConnectionOptions(settings);
+/** Options of `Connection.connect` for clients: the settings, and the SDK's retry made safe to close under. */
+export const clientConnectionOptions = (settings: TemporalSettings): ConnectionOptions => ({
+  ...temporalConnectionOptions(settings),
+  interceptors: closeSafeInterceptors(),
+});
+
+/**
+ * The SDK's gRPC retry waits on a timer that a closed connection does not cancel: a call that failed with a retryable
+ * status (UNAVAILABLE, say) just before `connection.close()` starts its next attempt on the closed channel, and grpc-js
+ * throws "Channel has been shut down" from inside that timer, an uncaught exception that can end the process, while
+ * the caller's promise never settles. This interceptor sits inside the retry: an attempt on a closed channel ends with
+ * status CANCELLED (which the retry does not retry), so the caller's call is rejected and nothing is thrown.
+ */
+export const closedChannelGuard: Interceptor = (options, nextCall) => {
+  try {
+    return nextCall(options) as InterceptingCall;
+  } catch (err) {
+    return closedCall(err instanceof Error ? err.message : String(err));
+  }
+};
+
+/** A call that never reached the channel: it ends with CANCELLED as soon as it starts, and ignores what is sent. */
+function closedCall(reason: string): InterceptingCall {
+  const details = `the Temporal connection is closed: ${reason}`;
+  const call = {
+    start(_metadata: Metadata, listener?: { onReceiveStatus?: (status: { code: number; details: string; metadata: Metadata }) => void }) {
+      process.nextTick(() => listener?.onReceiveStatus?.({ code: GrpcStatus.CANCELLED, details, metadata: new Metadata() }));
+    },
+    cancelWithStatus() {},
+    getPeer: () => '',
+    sendMessageWithContext() {},
+    sendMessage() {},
+    startRead() {},
+    halfClose() {},
+    getAuthContext: () => null,
+  };
+  return call as unknown as InterceptingCall;
+}
+
+/**
+ * The interceptors a client connection gets: the SDK's default retry (as when none are given), then
+ * `closedChannelGuard` inside it. Give `retry` to change the retry's backoff.
+ */
+export function closeSafeInterceptors(retry: Parameters<typeof defaultGrpcRetryOptions>[0] = {}): Interceptor[] {
+  return [makeGrpcRetryInterceptor(defaultGrpcRetryOptions(retry)), closedChannelGuard];
+}
+
+/**
+ * For connections this library does not open (`TestWorkflowEnvironment`'s, a caller's own `Connection.connect`): a
+ * connection plugin that adds `closedChannelGuard` innermost, after the SDK's default retry when no interceptors were
+ * given, or after the caller's own.
+ */
+export const closeSafeConnectionPlugin: ConnectionPlugin = {
+  name: 'durable-agent-worker/close-safe-connection',
+  configureConnection: (options) => ({
+    ...options,
+    interceptors: options.interceptors ? [...options.interceptors.filter((i) => i !== closedChannelGuard), closedChannelGuard] : closeSafeInterceptors(),
+  }),
+};
 
 /**
  * Why a TLS connection to `address` fails, found by one TLS handshake with the same settings and a moment of reading:

@@ -23,6 +23,7 @@ import { Providers } from '../../src/activities/providers';
 import { bundleAgentWorkflows, nativeSyntax, PRELOAD_MODULES, WORKFLOWS_PATH } from '../../src/worker/workflow-bundle';
 import { QuietLogger } from './quiet-logger';
 import { testServerAddress } from './temporal';
+import { closeSafeConnectionPlugin } from '../../src/config/connection';
 
 export interface AgentHarness {
   env: TestWorkflowEnvironment;
@@ -124,7 +125,7 @@ export async function startAgentHarness(
   const blobDir = mkdtempSync(path.join(os.tmpdir(), 'agent-blobs-'));
   const blobStore = new FsBlobStore(blobDir);
   const dataConverter = claimCheckDataConverter({ store: blobStore, thresholdBytes: options.claimCheckThresholdBytes });
-  const env = await TestWorkflowEnvironment.createFromExistingServer({ address: testServerAddress(), client: { dataConverter } });
+  const env = await TestWorkflowEnvironment.createFromExistingServer({ address: testServerAddress(), client: { dataConverter }, plugins: [closeSafeConnectionPlugin] });
   const taskQueue = `test-${randomUUID()}`;
   const bundle = options.workflowInterceptorModules ? await interceptedBundle(options.workflowInterceptorModules) : await workflowBundle();
   const p = options.providers;

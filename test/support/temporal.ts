@@ -1,4 +1,5 @@
 import { TestWorkflowEnvironment } from '@temporalio/testing';
+import { closeSafeConnectionPlugin } from '../../src/config/connection';
 
 /** Address of the dev server started by the jest global setup (or given in TEMPORAL_TEST_ADDRESS). */
 export function testServerAddress(): string {
@@ -8,4 +9,4 @@ export function testServerAddress(): string {
 }
 
 export const createTestEnv = (): Promise<TestWorkflowEnvironment> =>
-  TestWorkflowEnvironment.createFromExistingServer({ address: testServerAddress() });
+  TestWorkflowEnvironment.createFromExistingServer({ address: testServerAddress(), plugins: [closeSafeConnectionPlugin] });

@@ -24,7 +24,7 @@ import { isRunning, spawnDetached, stopProcess, waitUntil, type ProcessRecord } 
 import { ensureTemporalServer, type TemporalServerPaths } from './temporal-server-build';
 import { ensureTemporalUi } from './temporal-ui-build';
 import { clientTlsEnv, ensureCertificates, serverTlsEnv, TLS_SERVER_NAME, tlsFiles, tlsModeFrom, type TlsFiles, type TlsMode } from './tls';
-import { clientConnectionOptions } from '../../../src/config/connection';
+import { clientConnectionOptions, closeSafeInterceptors } from '../../../src/config/connection';
 import { temporalSettings } from '../../../src/config';
 
 /** Every port the stack listens on, all on 127.0.0.1. */
@@ -564,7 +564,7 @@ export function removeStackData(dir: string): void {
 
 /** How the stack's own clients connect: through the TEMPORAL_TLS_* settings its workers get (config.ts reads them). */
 export function stackConnectionOptions(dir: string, address: string, tls: TlsMode): ConnectionOptions {
-  if (tls === 'off') return { address };
+  if (tls === 'off') return { address, interceptors: closeSafeInterceptors() };
   return clientConnectionOptions(temporalSettings({ TEMPORAL_ADDRESS: address, ...clientTlsEnv(tls, tlsFiles(dir)) }));
 }
 
