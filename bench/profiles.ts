@@ -90,6 +90,9 @@ const cut26Schemas: OursProfile = { ...prebundled, name: 'cut-26-schemas', srcRe
 /** `prebundled` on the code before issue 26's second round of cuts (commit 0d43e67), compiled as `prebundled` is. */
 const before26b: OursProfile = { ...prebundled, name: 'before-26b', srcRef: '0d43e67' };
 
+/** `prebundled` on the code before the third round of issue 26 (7ba907a): the machine's table worked out for every run. */
+const before26c: OursProfile = { ...prebundled, name: 'before-26c', srcRef: '7ba907a' };
+
 /** Issue 26's second round one at a time: conversation nodes put without a stat, shard folders made once (6d5d8db). */
 const cut26Blobs: OursProfile = { ...prebundled, name: 'cut-26-blobs', srcRef: '6d5d8db' };
 
@@ -140,6 +143,7 @@ export const PROFILES: Record<string, OursProfile> = {
   'cut-26-native': cut26Native,
   'cut-26-schemas': cut26Schemas,
   'before-26b': before26b,
+  'before-26c': before26c,
   'cut-26-blobs': cut26Blobs,
   'no-journal': noJournal,
   'no-fsync': noFsync,

@@ -12,6 +12,8 @@ export interface FigureA {
   mean: number;
   /** CPU ms per step by process role (worker or runner, Temporal server); independent of other load on the machine. */
   cpuPerStepMs: Record<string, number>;
+  /** The same, for each round: (a) runs the systems in rounds, one run each a round (bench/run.ts, figureA). */
+  cpuPerStepMsByRound?: Array<Record<string, number>>;
 }
 
 export interface FigureB {
@@ -94,7 +96,7 @@ export function markdownReport(r: BenchResults): string {
   const floorA = r.a.floor;
   const onStack = [...Object.keys(r.a), ...Object.keys(r.c)].some((l) => l.endsWith('@stack'));
   if (Object.keys(r.a).length) {
-    out.push(`### (a) Durable overhead per step at zero model latency (${o.overheadRuns} runs of ${o.overheadSteps} steps each, after a warm-up run)`, '');
+    out.push(`### (a) Durable overhead per step at zero model latency (${o.overheadRuns} rounds of one ${o.overheadSteps}-step run on each system, in rotated order, after a warm-up run)`, '');
     out.push(
       row(['system', 'step p50 ms', 'step p99 ms', 'overhead p50 ms', 'overhead p99 ms', 'CPU ms/step: agent process', 'CPU ms/step: Temporal server', ...(onStack ? ['CPU ms/step: PostgreSQL'] : [])]),
       row(['---', '---:', '---:', '---:', '---:', '---:', '---:', ...(onStack ? ['---:'] : [])]),
@@ -240,9 +242,94 @@ export function markdownReport(r: BenchResults): string {
     out.push('', 'Below 1x is better for overhead and RSS, above 1x is better for throughput.', '');
   }
 
+  out.push(...issue26Goals(r));
   for (const [label, why] of Object.entries(r.skipped)) out.push(`- skipped ${label}: ${why}`);
   for (const [what, err] of Object.entries(r.errors)) out.push(`- error in ${what}: ${err.split('\n')[0]}`);
   return out.join('\n') + '\n';
+}
+
+/** The goals of issue 26 for figures (a) to (d), each against `temporal-floor` (an empty Temporal agent) where it has one. */
+export const STEP_GOALS = { overheadRatio: 1.2, cpuRatio: 1.2, longRatio: 1.2, throughputShare: 0.85, peakRssBytes: 1024 ** 3, restartMs: 1_000 };
+
+const median = (xs: number[]) => {
+  const s = [...xs].sort((a, b) => a - b);
+  return s.length ? (s.length % 2 ? s[(s.length - 1) / 2] : (s[s.length / 2 - 1] + s[s.length / 2]) / 2) : NaN;
+};
+
+/** Issue 26's goals for each of this product's systems that ran beside `temporal-floor`, measured and marked met or not. */
+export function issue26Goals(r: BenchResults): string[] {
+  const floorSys = 'temporal-floor';
+  const ours = [...new Set([...Object.keys(r.a), ...Object.keys(r.b), ...Object.keys(r.c), ...Object.keys(r.d)])].filter((l) => l.startsWith('ours:') && !l.endsWith('@stack'));
+  if (!ours.length) return [];
+  const mark = (ok: boolean | undefined) => (ok === undefined ? 'not measured' : ok ? '**met**' : '**not met**');
+  const x = (v: number | undefined) => (v === undefined || !Number.isFinite(v) ? 'n/a' : `${v.toFixed(2)}x`);
+  const agent = (c: Record<string, number> | undefined) => c?.worker ?? c?.runner;
+  const out = ['### The goals of issue 26', '', row(['goal', ...ours]), row(['---', ...ours.map(() => '---')])];
+  const cells = (f: (label: string) => string) => ours.map(f);
+  const floorA = r.a.floor;
+  const tfA = r.a[floorSys];
+  out.push(
+    row([
+      '(a) overhead p50 within 1.2x of temporal-floor\'s',
+      ...cells((l) => {
+        const a = r.a[l];
+        if (!a || !tfA || !floorA) return mark(undefined);
+        const ratio = (a.p50 - floorA.p50) / (tfA.p50 - floorA.p50);
+        return `${ms(a.p50 - floorA.p50, 2)} against ${ms(tfA.p50 - floorA.p50, 2)} ms: ${x(ratio)}, ${mark(tfA.p50 > floorA.p50 && ratio <= STEP_GOALS.overheadRatio)}`;
+      }),
+    ]),
+    row([
+      '(a) agent process CPU a step within 1.2x of temporal-floor\'s',
+      ...cells((l) => {
+        const a = r.a[l];
+        const ours1 = agent(a?.cpuPerStepMs);
+        const theirs = agent(tfA?.cpuPerStepMs);
+        if (ours1 === undefined || theirs === undefined) return mark(undefined);
+        const byRound = (a.cpuPerStepMsByRound ?? []).map((c, i) => (agent(c) ?? NaN) / (agent(tfA.cpuPerStepMsByRound?.[i]) ?? NaN)).filter(Number.isFinite);
+        const spread = byRound.length ? ` (rounds: median ${x(median(byRound))}, ${x(Math.min(...byRound))} to ${x(Math.max(...byRound))})` : '';
+        return `${ms(ours1, 2)} against ${ms(theirs, 2)} ms: ${x(ours1 / theirs)}${spread}, ${mark(ours1 / theirs <= STEP_GOALS.cpuRatio)}`;
+      }),
+    ]),
+    row([
+      '(b) step 500 within 1.2x of step 10',
+      ...cells((l) => {
+        const b = r.b[l];
+        const first = b?.at[0]?.stepMs;
+        const last = b?.at.at(-1)?.stepMs;
+        if (!b || !first || !last || b.completedSteps < b.steps) return mark(b ? false : undefined);
+        return `${ms(last, 1)} against ${ms(first, 1)} ms: ${x(last / first)}, ${mark(last / first <= STEP_GOALS.longRatio)}`;
+      }),
+    ]),
+    row([
+      '(c) throughput at least 85% of temporal-floor\'s',
+      ...cells((l) => {
+        const c = r.c[l];
+        const tf = r.c[floorSys];
+        if (!c || !tf) return mark(undefined);
+        const share = c.throughput / tf.throughput;
+        return `${c.throughput.toFixed(1)} against ${tf.throughput.toFixed(1)} runs/s: ${percent(share)}, ${mark(c.completed === c.runs && share >= STEP_GOALS.throughputShare)}`;
+      }),
+    ]),
+    row([
+      '(c) peak RSS at most 1 GiB',
+      ...cells((l) => {
+        const c = r.c[l];
+        return c ? `${(c.peakRssBytes / 2 ** 20).toFixed(0)} MiB, ${mark(c.peakRssBytes <= STEP_GOALS.peakRssBytes)}` : mark(undefined);
+      }),
+    ]),
+    row([
+      '(d) restart within 1 s: graceful / crash, to the next step',
+      ...cells((l) => {
+        const d = r.d[l];
+        const g = d?.graceful?.spawnToNextStepMs;
+        const c = d?.crash?.spawnToNextStepMs;
+        if (g == null || c == null) return mark(undefined);
+        return `${ms(g, 0)} / ${ms(c, 0)} ms: ${mark(g <= STEP_GOALS.restartMs && c <= STEP_GOALS.restartMs)}`;
+      }),
+    ]),
+  );
+  out.push('', '(f) has its own goals above. Overhead is a step\'s p50 less the plain loop\'s (`floor`) in the same run.', '');
+  return out;
 }
 
 /** The goals of issue 26 for figure (f): no run fails for quota, at most 1% of requests 429, within 1.2x of the ideal. */

@@ -248,34 +248,83 @@ async function main(): Promise<void> {
     }
   };
 
-  try {
-    if (opts.figures.includes('a')) {
-      await model.call('configure', { latencyMs: 0 });
-      await each('a', async (sys, label) => {
-        const steps: number[] = [];
-        const warm = { runId: runId('warm'), steps: 3 };
-        await sys.runBatch([warm]); // first run pays for caches, connections and JIT
-        await drain();
-        const pids = sys.pids();
-        const cpuBefore = Object.fromEntries(Object.entries(pids).map(([role, pid]) => [role, cpuTimeMs(pid)]));
-        for (let i = 0; i < opts.overheadRuns; i++) {
-          const r = await sys.runBatch([{ runId: runId('a'), steps: opts.overheadSteps }]);
-          if (r.failures.length) throw new Error(`run failed: ${r.failures.join('; ')}`);
+  /**
+   * Figure (a) in rounds: every system is started (and warmed) at once, and each round runs one run on each system in
+   * turn, the order rotated every round. Systems measured one after another saw different minutes of the machine (their
+   * CPU a step moved by 20-50% between invocations of the same code); in rounds, a slow minute falls on all of them.
+   * CPU a step is each system's total over its rounds; the per-round figures are kept for the ratios' spread.
+   */
+  const figureA = async () => {
+    const started: Array<{ sys: BenchSystem; label: string }> = [];
+    const acc = new Map<string, { steps: number[]; rounds: Array<Record<string, number>> }>();
+    try {
+      for (const { label, make } of systemFactories(opts)) {
+        const missing = ensurePeer(label.split(/[:@]/)[0]);
+        if (missing) {
+          results.skipped[label] = missing;
+          continue;
         }
-        // CPU per step does not depend on how busy the rest of the machine is, unlike the wall-clock step time.
-        const totalSteps = opts.overheadRuns * opts.overheadSteps;
-        const cpuPerStepMs = Object.fromEntries(Object.entries(pids).map(([role, pid]) => [role, (cpuTimeMs(pid) - cpuBefore[role]) / totalSteps]));
-        for (const times of stepTimes(await drain()).values()) steps.push(...times);
+        const sys = make();
+        log(`a: starting ${label}`);
+        started.push({ sys, label });
+        try {
+          await sys.start(ctx);
+          await drain();
+          await sys.runBatch([{ runId: runId('warm'), steps: 3 }]); // first run pays for caches, connections and JIT
+          await drain();
+          acc.set(label, { steps: [], rounds: [] });
+        } catch (err) {
+          results.errors[`a:${label}`] = (err instanceof Error ? err.message : String(err)).slice(0, 2_000);
+          log(`a: ${label} failed to start: ${String(err).split('\n')[0]}`);
+        }
+      }
+      const running = started.filter(({ label }) => acc.has(label));
+      for (let round = 0; round < opts.overheadRuns; round++) {
+        for (let i = 0; i < running.length; i++) {
+          const { sys, label } = running[(i + round) % running.length];
+          const a = acc.get(label);
+          if (!a) continue; // failed in an earlier round
+          const pids = sys.pids();
+          const cpuBefore = Object.fromEntries(Object.entries(pids).map(([role, pid]) => [role, cpuTimeMs(pid)]));
+          const run = { runId: runId('a'), steps: opts.overheadSteps };
+          try {
+            const r = await sys.runBatch([run]);
+            if (r.failures.length) throw new Error(`run failed: ${r.failures.join('; ')}`);
+          } catch (err) {
+            results.errors[`a:${label}`] = (err instanceof Error ? err.message : String(err)).slice(0, 2_000);
+            log(`a: ${label} failed in round ${round + 1}: ${String(err).split('\n')[0]}`);
+            acc.delete(label);
+            continue;
+          }
+          // CPU per step does not depend on how busy the rest of the machine is, unlike the wall-clock step time.
+          a.rounds.push(Object.fromEntries(Object.entries(pids).map(([role, pid]) => [role, (cpuTimeMs(pid) - cpuBefore[role]) / run.steps])));
+          a.steps.push(...(stepTimes(await drain()).get(run.runId) ?? []));
+        }
+        log(`a: round ${round + 1} of ${opts.overheadRuns} done`);
+      }
+      for (const [label, { steps, rounds }] of acc) {
+        const roles = Object.keys(rounds[0] ?? {});
+        const cpuPerStepMs = Object.fromEntries(roles.map((role) => [role, rounds.reduce((t, r) => t + r[role], 0) / rounds.length]));
         const fig: FigureA = {
           steps: steps.length,
           p50: percentile(steps, 50),
           p99: percentile(steps, 99),
-          mean: steps.reduce((a, b) => a + b, 0) / steps.length,
+          mean: steps.reduce((x, y) => x + y, 0) / steps.length,
           cpuPerStepMs,
+          cpuPerStepMsByRound: rounds,
         };
         results.a[label] = fig;
         log(`a: ${label} p50 ${fig.p50.toFixed(2)} ms, p99 ${fig.p99.toFixed(2)} ms over ${fig.steps} steps; CPU per step ${JSON.stringify(cpuPerStepMs)}`);
-      });
+      }
+    } finally {
+      for (const { sys, label } of started) await sys.stop().catch((err: unknown) => log(`stopping ${label}: ${String(err)}`));
+    }
+  };
+
+  try {
+    if (opts.figures.includes('a')) {
+      await model.call('configure', { latencyMs: 0 });
+      await figureA();
     }
 
     if (opts.figures.includes('b')) {

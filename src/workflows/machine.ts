@@ -9,6 +9,7 @@
  */
 import type { AgentState } from '../common/states';
 import { AgentState as S, isTerminal } from '../common/states';
+import { oncePerWorker } from '../common/once-per-worker';
 import { timerDue } from './clocks';
 import type { RunSnapshot } from './snapshot';
 import { commandsFor, ENTRY, internalEvent, ok, reject, tracer } from './machine/core';
@@ -105,22 +106,32 @@ function reaches(from: AgentState, r: Row): ReadonlySet<AgentState> {
   return states;
 }
 
-/** Every edge of the table, in row order: what `agent graph` and `/v1/machine` draw. */
-export const TABLE_EDGES: readonly TableEdge[] = (Object.keys(ROWS) as AgentState[]).flatMap((state) => ROWS[state].flatMap((r) => rowEdges(state, r)));
+/**
+ * Every edge of the table, in row order: what `agent graph` and `/v1/machine` draw. Worked out once per worker, not
+ * once per run: a worker loads a run's modules for every run, and working the table out took 2-3 ms of each run's CPU
+ * (BENCHMARKS.md, issue 26). Plain data (strings), frozen; no run's state is in it.
+ */
+export const TABLE_EDGES: readonly TableEdge[] = oncePerWorker('machine-table-edges', () =>
+  Object.freeze((Object.keys(ROWS) as AgentState[]).flatMap((state) => ROWS[state].flatMap((r) => rowEdges(state, r))).map((e) => Object.freeze(e))),
+);
 
 type Targets = Partial<Record<AgentEventType, readonly AgentState[]>>;
 
 /** For each state, the events it accepts and the states each may lead to: derived from the rows. */
-export const TRANSITIONS: Readonly<Record<AgentState, Targets>> = Object.fromEntries(
-  (Object.keys(ROWS) as AgentState[]).map((state) => {
-    const targets: Record<string, AgentState[]> = {};
-    for (const e of TABLE_EDGES.filter((x) => x.from === state)) {
-      const list = (targets[e.event] ??= []);
-      if (!list.includes(e.to)) list.push(e.to);
-    }
-    return [state, targets];
-  }),
-) as unknown as Record<AgentState, Targets>;
+export const TRANSITIONS: Readonly<Record<AgentState, Targets>> = oncePerWorker('machine-transitions', () =>
+  Object.freeze(
+    Object.fromEntries(
+      (Object.keys(ROWS) as AgentState[]).map((state) => {
+        const targets: Record<string, AgentState[]> = {};
+        for (const e of TABLE_EDGES.filter((x) => x.from === state)) {
+          const list = (targets[e.event] ??= []);
+          if (!list.includes(e.to)) list.push(e.to);
+        }
+        return [state, Object.freeze(Object.fromEntries(Object.entries(targets).map(([event, to]) => [event, Object.freeze(to)])))];
+      }),
+    ),
+  ) as unknown as Record<AgentState, Targets>,
+);
 
 /** Own properties only: an event named like an Object.prototype member (`constructor`) has no transition either. */
 export const allowedTargets = (state: AgentState, event: AgentEventType): readonly AgentState[] => {
