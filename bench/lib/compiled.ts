@@ -5,7 +5,7 @@
  * emits them, without type checking or declarations) into bench/.scratch/compiled, in the same layout, so the
  * entry's relative paths (`../../src`) resolve there and its imports to the project's node_modules.
  */
-import { mkdirSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { mkdirSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import ts from 'typescript';
 
@@ -30,6 +30,10 @@ export function compiledOursWorker(srcDir?: string): string {
   // With their sources inlined, as the build's own maps: the image runs `node --enable-source-maps` (COMPILED_NODE_ARGS).
   const compilerOptions = { ...options, noEmit: false, sourceMap: false, inlineSourceMap: true, inlineSources: true };
   const src = srcDir ?? path.join(ROOT, 'src');
+  // Emptied first: a file left from an earlier layout shadows the new one. After issue 29 moved src/worker.ts to
+  // src/worker/worker.ts, a stale compiled src/worker.js kept answering `require('<src>/worker')` (a file wins over a
+  // folder's index), so the bench ran the old worker's wiring beside today's activities until this was found.
+  rmSync(out, { recursive: true, force: true });
   const files = [...tsFiles(src).map((f) => [f, path.join('src', path.relative(src, f))]), ...['bench/systems/ours-worker.ts', 'bench/lib/serve.ts'].map((f) => [path.join(ROOT, f), f])];
   for (const [file, relative] of files) {
     const { outputText } = ts.transpileModule(readFileSync(file, 'utf8'), { compilerOptions, fileName: file });

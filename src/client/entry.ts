@@ -40,3 +40,6 @@ export { AgentState, isTerminal } from '../common/states';
 /** Where Temporal is, for `AgentClient.connect(settings)`; unset fields come from the environment. */
 export type { CodecSettings, TemporalSettings } from '../config';
 export { codecSettings, temporalSettings } from '../config';
+
+/** For a `Connection` this package does not open: a call waiting to retry when it closes is rejected, not thrown from a timer. */
+export { closeSafeConnectionPlugin, closeSafeInterceptors, closedChannelGuard } from '../config/connection';

@@ -4,16 +4,25 @@
  * client side only: never import from workflow code.
  */
 import { context, propagation, trace, type Tracer } from '@opentelemetry/api';
-import { OTLPTraceExporter } from '@opentelemetry/exporter-trace-otlp-http';
-import { Resource } from '@opentelemetry/resources';
-import { BatchSpanProcessor, ConsoleSpanExporter, type SpanProcessor } from '@opentelemetry/sdk-trace-base';
-import { NodeTracerProvider } from '@opentelemetry/sdk-trace-node';
-import {
-  makeWorkflowExporter,
-  OpenTelemetryActivityInboundInterceptor,
-  OpenTelemetryActivityOutboundInterceptor,
-  OpenTelemetryWorkflowClientInterceptor,
-} from '@temporalio/interceptors-opentelemetry';
+import type * as OtlpHttp from '@opentelemetry/exporter-trace-otlp-http';
+import type * as Resources from '@opentelemetry/resources';
+import type { Resource } from '@opentelemetry/resources';
+import type * as TraceBase from '@opentelemetry/sdk-trace-base';
+import type { SpanProcessor } from '@opentelemetry/sdk-trace-base';
+import type * as TraceNode from '@opentelemetry/sdk-trace-node';
+import type * as TemporalOtel from '@temporalio/interceptors-opentelemetry';
+/*
+ * The OpenTelemetry SDK, its OTLP exporter and Temporal's interceptors are loaded when tracing is first used, not
+ * when this module is: they took about 250 ms of every worker's start (with --enable-source-maps), tracing on or off,
+ * and a restarted worker's next step waits for its start (BENCHMARKS.md, issue 26). Types are imported as usual.
+ */
+const otel = () => ({
+  ...(require('@opentelemetry/exporter-trace-otlp-http') as typeof OtlpHttp),
+  ...(require('@opentelemetry/resources') as typeof Resources),
+  ...(require('@opentelemetry/sdk-trace-base') as typeof TraceBase),
+  ...(require('@opentelemetry/sdk-trace-node') as typeof TraceNode),
+});
+const temporalOtel = () => require('@temporalio/interceptors-opentelemetry') as typeof TemporalOtel;
 import type { WorkerOptions } from '@temporalio/worker';
 import { DEFAULT_SERVICE_NAME, type ObservabilitySettings } from '../config';
 
@@ -33,6 +42,7 @@ export interface Tracing {
  * activity spans to their workflow) that sends every span, workflow spans included, to `spanProcessor`.
  */
 export function startTracing(spanProcessor: SpanProcessor, serviceName = DEFAULT_SERVICE_NAME): Tracing {
+  const { Resource, NodeTracerProvider } = otel();
   const resource = new Resource({ 'service.name': serviceName });
   const provider = new NodeTracerProvider({ resource, spanProcessors: [spanProcessor] });
   provider.register();
@@ -56,6 +66,7 @@ export function startTracing(spanProcessor: SpanProcessor, serviceName = DEFAULT
  */
 export function configuredTracing({ tracing, serviceName }: Pick<ObservabilitySettings, 'tracing' | 'serviceName'>): Tracing | undefined {
   if (tracing === 'off') return undefined;
+  const { BatchSpanProcessor, ConsoleSpanExporter, OTLPTraceExporter } = otel();
   // The OTLP exporter reads OTEL_EXPORTER_OTLP_(TRACES_)ENDPOINT and _HEADERS itself, by the OpenTelemetry spec.
   return startTracing(new BatchSpanProcessor(tracing === 'console' ? new ConsoleSpanExporter() : new OTLPTraceExporter()), serviceName);
 }
@@ -66,6 +77,7 @@ export function configuredTracing({ tracing, serviceName }: Pick<ObservabilitySe
  */
 export function tracingWorkerOptions(tracing: Tracing, bundling = true): Required<Pick<WorkerOptions, 'interceptors' | 'sinks'>> {
   const options = { tracer: tracing.tracer };
+  const { makeWorkflowExporter, OpenTelemetryActivityInboundInterceptor, OpenTelemetryActivityOutboundInterceptor, OpenTelemetryWorkflowClientInterceptor } = temporalOtel();
   return {
     interceptors: {
       workflowModules: bundling ? [WORKFLOW_TRACING_MODULE] : [],

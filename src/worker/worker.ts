@@ -9,15 +9,19 @@ import { Providers, type ProviderConfig } from '../activities/providers';
 import { createActivities, readableErrorBodies, SqliteToolLedger, type ActivityDeps, type AgentDefinition, type Tool, type ToolPolicy } from '../activities';
 import { InflightActivities, type RecoveryReport } from '../activities/inflight';
 import { heartbeatThrottleMs } from '../activities/model';
-import { connectMcpServers, parseMcpServers, type McpServerInfo, type McpTools } from '../activities/tools/mcp';
+import type { McpServerInfo, McpTools } from '../activities/tools/mcp';
 import { createConversationStore, createDataConverter } from '../codec';
-import { streamSettings, usesScriptedModel, workerConfig, type CodecSettings, type TemporalSettings, type VersioningSettings, type WorkerConfig } from '../config';
+import { streamSettings, usesScriptedModel, workerConfig, type CodecSettings, type McpServersSource, type TemporalSettings, type VersioningSettings, type WorkerConfig } from '../config';
 import { nativeConnectionOptions, tlsFailureReason } from '../config/connection';
 import { configuredTracing, tracingWorkerOptions, type Tracing } from '../observability/tracing';
 import { DEMO_SCRIPT_NAME, startScriptedModel, type ScriptedModel } from '../scripted-model';
 import { assertSearchAttributes } from '../search-attributes';
-import { httpTarget, liveStream, RedisChannel, streamSinks, type LiveStream } from '../stream';
-import { RedisBudget, type ProviderBudget } from '../quota';
+import { httpTarget, liveStream, type LiveStream } from '../stream/publisher';
+import type * as RedisModule from '../stream/redis';
+import type { RedisChannel } from '../stream/redis';
+import { streamSinks } from '../stream/sinks';
+import type { ProviderBudget } from '../quota';
+import type { RedisBudget } from '../quota/redis-budget';
 import { workflowCode } from './workflow-bundle';
 
 /** Used when neither the run nor `LLM_MODEL` names a model. */
@@ -149,6 +153,15 @@ export interface AgentWorkerOptions {
 
 const isNativeConnection = (c: AgentWorkerOptions['connection']): c is NativeConnection => c instanceof NativeConnection;
 
+/** A worker with no MCP servers: none connected, nothing to close (and the MCP SDK not loaded). */
+const NO_MCP: McpTools = { tools: [], servers: [], close: async () => undefined };
+
+/** Connects the configured MCP servers; the MCP SDK (about 150 ms to load) is loaded only then. */
+async function connectConfiguredMcp(servers: McpServersSource): Promise<McpTools> {
+  const { connectMcpServers, parseMcpServers } = await import('../activities/tools/mcp');
+  return connectMcpServers(parseMcpServers(servers.value, servers.source));
+}
+
 /**
  * The live stream the environment asks for: Redis (`AGENT_STREAM_REDIS_URL`), the gateway's hub (`AGENT_STREAM_URL`,
  * by default the local gateway's), or none (`AGENT_STREAM_URL=off`).
@@ -163,6 +176,8 @@ export function configuredStream(env: NodeJS.ProcessEnv, opened: (channel: Redis
       if (!reported) log.warn(`stream channel (redis): ${err.message}`);
       reported = true;
     };
+    // Loaded only when configured, as are MCP, the fleet budget and tracing: a worker's start is a restarted run's wait.
+    const { RedisChannel } = require('../stream/redis') as typeof RedisModule;
     const channel = RedisChannel.open({ url: settings.redisUrl, onError });
     opened(channel);
     return liveStream(channel, log);
@@ -244,14 +259,17 @@ export async function createAgentWorker(options: AgentWorkerOptions = {}): Promi
       console.warn(`worker: could not list the search attributes of namespace ${temporal.namespace} (no permission); make sure AgentState (Keyword) is registered`);
     }
     const servers = config.mcpServers;
-    mcp = await connectMcpServers(servers ? parseMcpServers(servers.value, servers.source) : []);
+    mcp = servers ? await connectConfiguredMcp(servers) : NO_MCP;
     ownTracing = options.tracing ? undefined : configuredTracing(config.observability);
     const tracing = options.tracing ?? ownTracing;
     const dataConverter = createDataConverter(config.codecs);
     const bundleDir = config.workflowBundleDir;
     const traced = tracing ? tracingWorkerOptions(tracing, bundleDir === undefined) : undefined;
     const live = options.stream ?? configuredStream(options.env ?? process.env, (c) => (channel = c));
-    if (!options.budget && config.quota) ownBudget = await RedisBudget.connect({ ...config.quota, url: config.quota.redisUrl });
+    if (!options.budget && config.quota) {
+      const { RedisBudget } = await import('../quota/redis-budget');
+      ownBudget = await RedisBudget.connect({ ...config.quota, url: config.quota.redisUrl });
+    }
     const budget = options.budget ?? ownBudget;
     const workerOptions = agentWorkerOptions({
       openai: openAIClient({ baseURL, apiKey: llm.apiKey }),
