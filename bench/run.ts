@@ -222,14 +222,23 @@ async function main(): Promise<void> {
   const ctx = { model, modelUrl, workspace, scratch, restartWaitMs: opts.restartWaitS * 1000 };
   const drain = () => model.call<Arrival[]>('drain');
 
+  /** The systems to run, each peer installed on first use; a peer that cannot be is recorded as skipped and left out. */
+  const runnable = () =>
+    systemFactories(opts).filter(({ label }) => {
+      const missing = ensurePeer(label.split(/[:@]/)[0]);
+      if (missing) results.skipped[label] = missing;
+      return !missing;
+    });
+  /** Records a system's failure in a figure (the first line also in the log); the bench goes on. */
+  const failed = (figure: string, label: string, err: unknown, when = 'failed') => {
+    const msg = err instanceof Error ? err.message : String(err);
+    log(`${figure}: ${label} ${when}: ${msg.split('\n')[0]}`);
+    results.errors[`${figure}:${label}`] = msg.slice(0, 2_000);
+  };
+
   /** Runs `fn` on a fresh started instance of each system, then stops it; a failure is recorded and the bench goes on. */
   const each = async (figure: string, fn: (sys: BenchSystem, label: string) => Promise<void>) => {
-    for (const { label, make } of systemFactories(opts)) {
-      const missing = ensurePeer(label.split(/[:@]/)[0]);
-      if (missing) {
-        results.skipped[label] = missing;
-        continue;
-      }
+    for (const { label, make } of runnable()) {
       const sys = make();
       log(`${figure}: ${label}`);
       const t0 = performance.now();
@@ -238,9 +247,7 @@ async function main(): Promise<void> {
         await drain();
         await fn(sys, label);
       } catch (err) {
-        const msg = err instanceof Error ? err.message : String(err);
-        log(`${figure}: ${label} failed: ${msg.split('\n')[0]}`);
-        results.errors[`${figure}:${label}`] = msg.slice(0, 2_000);
+        failed(figure, label, err);
       } finally {
         await sys.stop().catch((err: unknown) => log(`stopping ${label}: ${String(err)}`));
         log(`${figure}: ${label} took ${((performance.now() - t0) / 1000).toFixed(1)} s`);
@@ -258,12 +265,7 @@ async function main(): Promise<void> {
     const started: Array<{ sys: BenchSystem; label: string }> = [];
     const acc = new Map<string, { steps: number[]; rounds: Array<Record<string, number>> }>();
     try {
-      for (const { label, make } of systemFactories(opts)) {
-        const missing = ensurePeer(label.split(/[:@]/)[0]);
-        if (missing) {
-          results.skipped[label] = missing;
-          continue;
-        }
+      for (const { label, make } of runnable()) {
         const sys = make();
         log(`a: starting ${label}`);
         started.push({ sys, label });
@@ -274,8 +276,7 @@ async function main(): Promise<void> {
           await drain();
           acc.set(label, { steps: [], rounds: [] });
         } catch (err) {
-          results.errors[`a:${label}`] = (err instanceof Error ? err.message : String(err)).slice(0, 2_000);
-          log(`a: ${label} failed to start: ${String(err).split('\n')[0]}`);
+          failed('a', label, err, 'failed to start');
         }
       }
       const running = started.filter(({ label }) => acc.has(label));
@@ -291,8 +292,7 @@ async function main(): Promise<void> {
             const r = await sys.runBatch([run]);
             if (r.failures.length) throw new Error(`run failed: ${r.failures.join('; ')}`);
           } catch (err) {
-            results.errors[`a:${label}`] = (err instanceof Error ? err.message : String(err)).slice(0, 2_000);
-            log(`a: ${label} failed in round ${round + 1}: ${String(err).split('\n')[0]}`);
+            failed('a', label, err, `failed in round ${round + 1}`);
             acc.delete(label);
             continue;
           }
