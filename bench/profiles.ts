@@ -124,6 +124,10 @@ const tokioOne: OursProfile = { ...prebundled, name: 'tokio-one', env: { TOKIO_W
 /** `prebundled` with workflows run on the worker's main thread (the SDK's `debugMode`): no activation messages between threads, no execution time limit. */
 const mainThread: OursProfile = { ...prebundled, name: 'main-thread', workerOptions: { debugMode: true } };
 
+/** `prebundled` with model calls heartbeating every 250 ms (issue 27's cadence) / every second instead of MODEL_HEARTBEAT_MS (500 ms): what the beats cost the server. */
+const heartbeat250: OursProfile = { ...prebundled, name: 'heartbeat-250', modelHeartbeatMs: 250 };
+const heartbeat1s: OursProfile = { ...prebundled, name: 'heartbeat-1s', modelHeartbeatMs: 1_000 };
+
 export const PROFILES: Record<string, OursProfile> = {
   before,
   baseline,
@@ -155,6 +159,8 @@ export const PROFILES: Record<string, OursProfile> = {
   'go-tuned': goTuned,
   'tokio-one': tokioOne,
   'main-thread': mainThread,
+  'heartbeat-250': heartbeat250,
+  'heartbeat-1s': heartbeat1s,
 };
 
 /** The profile the bench reports as "ours": the product as its Docker image runs it, on a dev server as it comes. */

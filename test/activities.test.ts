@@ -168,12 +168,12 @@ describe('callModel', () => {
   test('a model call heartbeats every MODEL_HEARTBEAT_MS, and the worker lets every beat through to the server', async () => {
     // Cancellation (an interrupt) reaches the call only in a heartbeat's reply: beats a second apart left the provider's
     // stream open up to a second after the message (docs/steering.md).
-    model.register('beats', [{ text: 'x'.repeat(8), chunkSize: 1, chunkDelayMs: 250 }]);
+    model.register('beats', [{ text: 'x'.repeat(16), chunkSize: 1, chunkDelayMs: 250 }]);
     const env = modelCallEnv();
     const beats = heartbeatsOf(env);
     await runIn(env, callModel, request('beats'));
-    // About 2 s of stream: 8 beats at 250 ms; 1 at the old second.
-    expect(beats.length).toBeGreaterThanOrEqual(4);
+    // About 4 s of stream: 8 beats at MODEL_HEARTBEAT_MS (500 ms); 4 at the old second.
+    expect(beats.length).toBeGreaterThanOrEqual(6);
     const options = agentWorkerOptions({ openai, defaultModel: 'unset', workspace });
     expect(msToNumber(options.maxHeartbeatThrottleInterval!)).toBeLessThan(MODEL_HEARTBEAT_MS);
     const slower = agentWorkerOptions({ openai, defaultModel: 'unset', workspace, modelHeartbeatMs: 1_000 });

@@ -297,6 +297,8 @@ export interface OursProfile {
   nodeArgs?: string[];
   /** More environment for the worker process (the Rust core's `TOKIO_WORKER_THREADS`, say). */
   env?: Record<string, string>;
+  /** How often a model call heartbeats (activity deps' `modelHeartbeatMs`). @default the product's MODEL_HEARTBEAT_MS */
+  modelHeartbeatMs?: number;
   /** Workflow interceptor modules bundled with today's src/ (bench experiments; implies `prebundle`). */
   workflowInterceptorModules?: string[];
 }
@@ -346,6 +348,7 @@ export class OursSystem extends TemporalSystem {
       logLevel: this.profile.logLevel,
       claimCheckThresholdBytes: this.profile.claimCheckThresholdBytes,
       workerOptions: this.profile.workerOptions,
+      modelHeartbeatMs: this.profile.modelHeartbeatMs,
     };
     const compiled = this.profile.compiled;
     return spawnChild(compiled ? compiledOursWorker(this.srcDir) : path.join(BENCH_DIR, 'systems/ours-worker.ts'), {

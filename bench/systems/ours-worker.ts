@@ -28,6 +28,8 @@ export interface OursWorkerConfig {
   bundlePath?: string;
   /** Payloads above this many bytes go to the blob store. @default the codec's 32 KiB */
   claimCheckThresholdBytes?: number;
+  /** How often a model call heartbeats (the activity deps' `modelHeartbeatMs`); absent, the product's default. */
+  modelHeartbeatMs?: number;
   /** Runtime log level; production's default is INFO, which logs every transition. */
   logLevel?: 'TRACE' | 'DEBUG' | 'INFO' | 'WARN' | 'ERROR';
   workerOptions?: Partial<
@@ -75,6 +77,7 @@ async function main(): Promise<void> {
       workspace: config.workspace,
       // As createAgentWorker wires it (absent before the tuning).
       ...(ConversationStore ? { conversations: new ConversationStore(store, { dataConverter }) } : {}),
+      ...(config.modelHeartbeatMs ? { modelHeartbeatMs: config.modelHeartbeatMs } : {}),
     }),
     // As createAgentWorker sets it (absent before the tuning: the SDK's 0).
     ...(SHUTDOWN_GRACE_TIME ? { shutdownGraceTime: SHUTDOWN_GRACE_TIME } : {}),

@@ -48,7 +48,7 @@ export interface ActivityDeps {
   providers?: Providers;
   /** Decides on each tool call before it runs (docs/tool-policy.md); absent: every call is allowed, at no cost. */
   toolPolicy?: ToolPolicy;
-  /** How often a model call heartbeats, which bounds how late it hears of an interrupt. @default MODEL_HEARTBEAT_MS (250) */
+  /** How often a model call heartbeats, which bounds how late it hears of an interrupt. @default MODEL_HEARTBEAT_MS (500) */
   modelHeartbeatMs?: number;
 }
 

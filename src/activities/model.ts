@@ -62,15 +62,17 @@ export interface ModelDeps {
   providers?: Providers;
   /** Decides on each tool call of an answer before any runs (tool-policy.ts); absent: every call is allowed. */
   toolPolicy?: ToolPolicy;
-  /** How often a model call heartbeats (MODEL_HEARTBEAT_MS); the worker's heartbeat throttle follows it. @default 250 */
+  /** How often a model call heartbeats (MODEL_HEARTBEAT_MS); the worker's heartbeat throttle follows it. @default 500 */
   modelHeartbeatMs?: number;
 }
 
 /**
  * A model call heartbeats this often: an interrupt or an abort reaches it only in a heartbeat's reply, so this bounds
- * how long the provider's stream outlives the message (docs/steering.md, with what it costs in heartbeat RPCs).
+ * how long the provider's stream outlives the message (docs/steering.md, with what it costs in heartbeat RPCs). 500 ms
+ * keeps that bound near half a second; 250 ms halved it again, at twice the RPCs, which cost a fleet 8% of its
+ * throughput at 1,000 runs (BENCHMARKS.md, issue 26).
  */
-export const MODEL_HEARTBEAT_MS = 250;
+export const MODEL_HEARTBEAT_MS = 500;
 
 /** The worker's heartbeat throttle for a model-call cadence: a little under it, so that every beat goes to the server. */
 export const heartbeatThrottleMs = (cadenceMs: number = MODEL_HEARTBEAT_MS): number => Math.floor(cadenceMs * 0.8);
