@@ -41,5 +41,6 @@ ENV AGENT_WORKFLOW_BUNDLE_DIR=/app/dist/workflow-bundles \
   AGENT_BLOB_DIR=/data/agent/blobs
 # The base image's `node` user, by number so that runAsNonRoot checks can verify it.
 USER 1000:1000
-# The SDK shuts the worker down on SIGTERM; no npm in between to swallow the signal.
-CMD ["node", "--enable-source-maps", "dist/bin/worker.js"]
+# The SDK shuts the worker down on SIGTERM; no npm in between to swallow the signal. No `--enable-source-maps`: the
+# entry turns source maps on itself once the SDK is loaded, so only the product's own maps are read (src/bin/source-maps.ts).
+CMD ["node", "dist/bin/worker.js"]

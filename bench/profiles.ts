@@ -74,7 +74,7 @@ const beforeInline: OursProfile = { ...prebundled, name: 'before-inline', srcRef
 /** `prebundled` on the code before zod and the input schemas were preloaded once per worker (commit c68b603). */
 const beforePreload: OursProfile = { ...prebundled, name: 'before-preload', srcRef: 'c68b603' };
 
-/** `prebundled` without the image's `--enable-source-maps`: what mapping stack traces back to the sources costs. */
+/** `prebundled` with no source maps at all (neither the entry's nor `--enable-source-maps`): what mapping stack traces back to the sources costs. */
 const noSourceMaps: OursProfile = { ...prebundled, name: 'no-source-maps', sourceMaps: false };
 
 /** `prebundled` without the journal of activities in flight (crash recovery): what writing it down costs a step. */
@@ -92,6 +92,9 @@ const before26b: OursProfile = { ...prebundled, name: 'before-26b', srcRef: '0d4
 
 /** `prebundled` on the code before the third round of issue 26 (7ba907a): the machine's table worked out for every run. */
 const before26c: OursProfile = { ...prebundled, name: 'before-26c', srcRef: '7ba907a' };
+
+/** `prebundled` on the code before the fourth round of issue 26 (e10ced1): the workflow bundle's source map with the sources' text. */
+const before26d: OursProfile = { ...prebundled, name: 'before-26d', srcRef: 'e10ced1' };
 
 /** Issue 26's second round one at a time: conversation nodes put without a stat, shard folders made once (6d5d8db). */
 const cut26Blobs: OursProfile = { ...prebundled, name: 'cut-26-blobs', srcRef: '6d5d8db' };
@@ -148,6 +151,7 @@ export const PROFILES: Record<string, OursProfile> = {
   'cut-26-schemas': cut26Schemas,
   'before-26b': before26b,
   'before-26c': before26c,
+  'before-26d': before26d,
   'cut-26-blobs': cut26Blobs,
   'no-journal': noJournal,
   'no-fsync': noFsync,

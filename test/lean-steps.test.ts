@@ -11,7 +11,7 @@ import { defaultPayloadConverter } from '@temporalio/common';
 import { temporal } from '@temporalio/proto';
 import { Worker } from '@temporalio/worker';
 import { approveUpdate, stateQuery } from '../src/common/messages';
-import { nativeSyntax, workflowCode } from '../src/worker/workflow-bundle';
+import { sandboxWebpackConfig, workflowCode } from '../src/worker/workflow-bundle';
 import { startAgentHarness, waitFor, workflowBundle, type AgentHarness } from './support/agent-harness';
 import { streamSinks } from '../src/stream/sinks';
 
@@ -125,7 +125,7 @@ test('a worker told to use a prebuilt bundle directory that lacks one fails at o
   expect(() => workflowCode(empty, true)).toThrow(/has no workflows-tracing\.js/);
   expect(workflowCode(undefined, false)).toEqual({
     workflowsPath: require.resolve('../src/workflows'),
-    bundlerOptions: { preloadModules: ['zod', require.resolve('../src/common/once-per-worker')], webpackConfigHook: nativeSyntax },
+    bundlerOptions: { preloadModules: ['zod', require.resolve('../src/common/once-per-worker')], webpackConfigHook: sandboxWebpackConfig },
   });
 });
 

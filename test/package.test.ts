@@ -94,6 +94,24 @@ test('durable-agent-worker/client loads no native module in a fresh Node process
   expect(JSON.parse(await node('probe-root.mjs'))).toEqual(expect.arrayContaining([expect.stringMatching(/core-bridge.*\.node$/)]));
 });
 
+test("the worker's entry maps the product's stack traces to its TypeScript, and reads no source map of the SDK", async () => {
+  // What `node dist/bin/worker.js` (the image's CMD, without --enable-source-maps) imports first: src/bin/source-maps.ts.
+  writeFileSync(
+    path.join(project, 'probe-maps.cjs'),
+    `const { findSourceMap } = require('node:module');
+const dist = require('node:path').join(__dirname, 'node_modules/durable-agent-worker/dist');
+require(dist + '/bin/source-maps.js');
+const { workerConfig } = require(dist + '/config/index.js');
+let stack = '';
+try { workerConfig({ AGENT_LOG_LEVEL: 'nonsense' }); } catch (err) { stack = err.stack; }
+console.log(JSON.stringify({ stack, sdk: !!findSourceMap(require.resolve('@temporalio/worker/lib/worker.js')), ours: !!findSourceMap(dist + '/config/index.js') }));
+`,
+  );
+  const { stack, sdk, ours } = JSON.parse(await node('probe-maps.cjs'));
+  expect(stack).toMatch(/AGENT_LOG_LEVEL must be[\s\S]*\bat \w+ \(.*src\/config\/index\.ts:\d+:\d+\)/);
+  expect({ sdk, ours }).toEqual({ sdk: false, ours: true });
+});
+
 test('a plain .mjs worker with its own tool and a plain .mjs client complete a run that calls the tool', async () => {
   writeFileSync(
     path.join(project, 'worker.mjs'),

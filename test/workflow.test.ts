@@ -89,6 +89,18 @@ test('while the model streams slowly, state answers within a second with STREAMI
   expect((await handle.query(stateQuery)).partialText).toBe(text);
 });
 
+test('the stack trace of a waiting run (the UI\'s "Stack Trace" tab) names the product\'s sources and lines, from a bundle whose source map leaves out their text', async () => {
+  expect(h.bundle.code).not.toContain('"sourcesContent"');
+  h.model.register('stack', [{ text: 'y'.repeat(400), chunkSize: 2, chunkDelayMs: 100 }]);
+  const handle = await h.start({ prompt: 'Take your time', model: 'stack' });
+  await h.waitForState(handle, (s) => s.state === 'STREAMING');
+  const trace: string = await handle.query('__stack_trace');
+  // Mapped back through the source map: a TypeScript file of src/workflows with its line and column, not bundle offsets.
+  expect(trace).toMatch(/src\/workflows\/[\w/-]+\.ts:\d+:\d+/);
+  await handle.signal(abortSignal, { reason: 'seen' });
+  expect((await handle.result()).status).toBe('ABORTED');
+});
+
 test('abort during a stream ends the run ABORTED and closes the HTTP stream before it ends', async () => {
   h.model.register('endless', [{ text: 'x'.repeat(2_000), chunkSize: 2, chunkDelayMs: 100 }]);
   const handle = await h.start({ prompt: 'Talk forever', model: 'endless' });

@@ -5,12 +5,16 @@
  * emits them, without type checking or declarations) into bench/.scratch/compiled, in the same layout, so the
  * entry's relative paths (`../../src`) resolve there and its imports to the project's node_modules.
  */
-import { mkdirSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import ts from 'typescript';
 
-/** The image's node flags (Dockerfile `CMD`): stack traces mapped back to the sources. */
-export const COMPILED_NODE_ARGS = ['--enable-source-maps'];
+/**
+ * The image's node flags (Dockerfile `CMD`) for a commit's code: none since the worker's entry turns source maps on
+ * itself after the SDK loads (src/bin/source-maps.ts), `--enable-source-maps` before.
+ */
+export const compiledNodeArgs = (srcDir?: string): string[] =>
+  existsSync(path.join(srcDir ?? path.join(ROOT, 'src'), 'bin/source-maps.ts')) ? [] : ['--enable-source-maps'];
 
 const ROOT = path.resolve(__dirname, '../..');
 const OUT = path.join(ROOT, 'bench/.scratch/compiled');
@@ -27,7 +31,7 @@ export function compiledOursWorker(srcDir?: string): string {
   const out = srcDir ? `${OUT}-${path.basename(srcDir)}` : OUT;
   const config = ts.readConfigFile(path.join(ROOT, 'tsconfig.json'), ts.sys.readFile).config;
   const { options } = ts.convertCompilerOptionsFromJson(config.compilerOptions, ROOT);
-  // With their sources inlined, as the build's own maps: the image runs `node --enable-source-maps` (COMPILED_NODE_ARGS).
+  // With their sources inlined, as the build's own maps: the image's worker reads them (compiledNodeArgs).
   const compilerOptions = { ...options, noEmit: false, sourceMap: false, inlineSourceMap: true, inlineSources: true };
   const src = srcDir ?? path.join(ROOT, 'src');
   // Emptied first: a file left from an earlier layout shadows the new one. After issue 29 moved src/worker.ts to

@@ -10,7 +10,7 @@ import { claimCheckDataConverter, FsBlobStore } from '../../src/codec';
 import { WORKFLOW_TYPE } from '../../src/common/constants';
 import type { AgentRunInput } from '../../src/common/input';
 import { BENCH_DIR, peakRss, spawnChild, stopChild, type Child } from '../lib/ipc';
-import { COMPILED_NODE_ARGS, compiledOursWorker } from '../lib/compiled';
+import { compiledNodeArgs, compiledOursWorker } from '../lib/compiled';
 import { buildOursBundle, historyBytesPerStep, srcAt, historyChain, startBenchServer, waitForTaskQueue, type BenchServer, type HistoryBytes, type ServerKind, type ServerTuning } from '../lib/temporal';
 import { BENCH_MODEL, promptOf, READ_FILE_TOOL, SYSTEM_PROMPT, TOOL_NAME } from '../lib/workload';
 import type { OursWorkerConfig } from './ours-worker';
@@ -291,7 +291,7 @@ export interface OursProfile {
   blobFsync?: boolean;
   /** The worker process runs its src/ (today's, or `srcRef`'s) as JavaScript, as the Docker image does, instead of TypeScript through tsx (bench/lib/compiled.ts). */
   compiled?: boolean;
-  /** With `compiled`, run node with the image's `--enable-source-maps`. @default true */
+  /** With `compiled`, map stack traces as the image does (compiledNodeArgs, and the entry's source-maps module). @default true */
   sourceMaps?: boolean;
   /** More node flags for the worker process (V8 heap settings, say), after the image's. */
   nodeArgs?: string[];
@@ -349,11 +349,12 @@ export class OursSystem extends TemporalSystem {
       claimCheckThresholdBytes: this.profile.claimCheckThresholdBytes,
       workerOptions: this.profile.workerOptions,
       modelHeartbeatMs: this.profile.modelHeartbeatMs,
+      sourceMaps: this.profile.sourceMaps,
     };
     const compiled = this.profile.compiled;
     return spawnChild(compiled ? compiledOursWorker(this.srcDir) : path.join(BENCH_DIR, 'systems/ours-worker.ts'), {
       runtime: compiled ? 'node' : 'tsx',
-      nodeArgs: [...(compiled && this.profile.sourceMaps !== false ? COMPILED_NODE_ARGS : []), ...(this.profile.nodeArgs ?? [])],
+      nodeArgs: [...(compiled && this.profile.sourceMaps !== false ? compiledNodeArgs(this.srcDir) : []), ...(this.profile.nodeArgs ?? [])],
       env: { ...this.profile.env, BENCH_WORKER: JSON.stringify(config) },
       stdoutFile: path.join(this.dir, 'worker.log'),
     });

@@ -3,6 +3,8 @@
  * The worker process: `npm run worker` (`node dist/bin/worker.js` in the image). Polls the `agent-runs` task queue
  * until SIGINT or SIGTERM; with no LLM_API_KEY and no LLM_BASE_URL it serves the scripted model and says so.
  */
+// First: the SDK loads before source maps are on (source-maps.ts says why).
+import './source-maps';
 import { workerConfig } from '../config';
 import { installWorkerRuntime } from '../observability/runtime';
 import { createAgentWorker } from '../worker/worker';

@@ -20,7 +20,7 @@ import { agentWorkerOptions, openAIClient } from '../../src/worker/worker';
 import type { LiveStream } from '../../src/stream';
 import type { ProviderBudget } from '../../src/quota';
 import { Providers } from '../../src/activities/providers';
-import { bundleAgentWorkflows, nativeSyntax, PRELOAD_MODULES, WORKFLOWS_PATH } from '../../src/worker/workflow-bundle';
+import { bundleAgentWorkflows, PRELOAD_MODULES, sandboxWebpackConfig, WORKFLOWS_PATH } from '../../src/worker/workflow-bundle';
 import { QuietLogger } from './quiet-logger';
 import { testServerAddress } from './temporal';
 import { closeSafeConnectionPlugin } from '../../src/config/connection';
@@ -76,7 +76,7 @@ export const workflowBundle = () => (bundlePromise ??= bundleAgentWorkflows({ lo
 
 /** The workflows bundled with extra workflow interceptor modules (a test's own activity options, say). */
 const interceptedBundle = (modules: string[]) =>
-  bundleWorkflowCode({ workflowsPath: WORKFLOWS_PATH, workflowInterceptorModules: modules, preloadModules: [...PRELOAD_MODULES], webpackConfigHook: nativeSyntax, logger: quietLogger });
+  bundleWorkflowCode({ workflowsPath: WORKFLOWS_PATH, workflowInterceptorModules: modules, preloadModules: [...PRELOAD_MODULES], webpackConfigHook: sandboxWebpackConfig, logger: quietLogger });
 
 const noop = () => undefined;
 const quietLogger = { trace: noop, debug: noop, info: noop, warn: noop, error: console.error, log: noop };
