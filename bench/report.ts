@@ -51,7 +51,21 @@ export interface FigureC {
 const STACK_NOTE =
   '`@stack`: on `npm run stack`\'s cluster (Temporal Server 1.32.2, all services in one process, on PostgreSQL 15 with advanced visibility, on this machine); without it, on the `temporal` CLI\'s dev server (SQLite). On the stack the server\'s CPU is the Temporal Server\'s, and PostgreSQL\'s (the postmaster and its backends) is its own column.';
 
-export type FigureD = { crash?: Restart; graceful?: Restart; note?: string };
+/** `crash` and `graceful`: the median of the restarts of that kind (`runs`, each as measured). */
+export type FigureD = { crash?: Restart; graceful?: Restart; runs?: Restart[]; note?: string };
+
+/** The median restart of several of one kind: each time its own median; not resumed counts as slower than any. */
+export function medianRestart(runs: Restart[]): Restart {
+  const mid = <T>(xs: T[]) => xs[Math.floor((xs.length - 1) / 2)];
+  const next = mid(runs.map((r) => r.spawnToNextStepMs ?? Infinity).sort((a, b) => a - b));
+  const waited = runs.find((r) => r.notResumedWithinMs)?.notResumedWithinMs;
+  return {
+    mode: runs[0].mode,
+    spawnToNextStepMs: Number.isFinite(next) ? next : null,
+    ...(Number.isFinite(next) || waited === undefined ? {} : { notResumedWithinMs: waited }),
+    spawnToReadyMs: mid(runs.map((r) => r.spawnToReadyMs).sort((a, b) => a - b)),
+  };
+}
 
 export interface BenchResults {
   startedAt: string;
@@ -201,7 +215,8 @@ export function markdownReport(r: BenchResults): string {
     out.push(
       `### (d) Worker restart during model call #${o.restartAtCall} (${o.restartLatency} ms model latency)`,
       '',
-      'From spawning the new worker (or runner) to the run\'s next model call arriving. Crash: `kill -9` while the call is at the model, so that call is made again. Graceful: SIGTERM, the worker lets the call finish, and the next call is the resumed run\'s next step.',
+      'From spawning the new worker (or runner) to the run\'s next model call arriving. Crash: `kill -9` while the call is at the model, so that call is made again. Graceful: SIGTERM, the worker lets the call finish, and the next call is the resumed run\'s next step. ' +
+        `Each cell is the median of ${o.restarts ?? 1} restarts of that kind (one, for a system that did not resume in time), with the range of the restarts in brackets.`,
       '',
     );
     out.push(row(['system', 'crash: to next step ms', 'crash: process ready ms', 'graceful: to next step ms', 'graceful: process ready ms']), row(['---', '---:', '---:', '---:', '---:']));
@@ -209,7 +224,12 @@ export function markdownReport(r: BenchResults): string {
       if (d.note) out.push(row([label, d.note, '', '', '']));
       else {
         const next = (x: Restart | undefined) => (x?.spawnToNextStepMs == null && x?.notResumedWithinMs ? `> ${x.notResumedWithinMs}` : ms(x?.spawnToNextStepMs ?? undefined, 0));
-        out.push(row([label, next(d.crash), ms(d.crash?.spawnToReadyMs, 0), next(d.graceful), ms(d.graceful?.spawnToReadyMs, 0)]));
+        const range = (mode: Restart['mode'], of: (x: Restart) => number | null) => {
+          const xs = (d.runs ?? []).filter((x) => x.mode === mode).map(of);
+          return xs.length > 1 && xs.every((x) => x !== null) ? ` (${ms(Math.min(...(xs as number[])), 0)} to ${ms(Math.max(...(xs as number[])), 0)})` : '';
+        };
+        const cells = (mode: Restart['mode']) => [next(d[mode]) + range(mode, (x) => x.spawnToNextStepMs), ms(d[mode]?.spawnToReadyMs, 0) + range(mode, (x) => x.spawnToReadyMs)];
+        out.push(row([label, ...cells('crash'), ...cells('graceful')]));
       }
     }
     out.push('');
