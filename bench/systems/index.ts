@@ -6,6 +6,8 @@ import { mkdtempSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { WorkflowFailedError, type Client } from '@temporalio/client';
+import { temporal } from '@temporalio/proto';
+import { tsToMs } from '@temporalio/common/lib/time';
 import { claimCheckDataConverter, FsBlobStore } from '../../src/codec';
 import { WORKFLOW_TYPE } from '../../src/common/constants';
 import type { AgentRunInput } from '../../src/common/input';
@@ -255,6 +257,13 @@ abstract class TemporalSystem implements BenchSystem {
       return { mode, spawnToNextStepMs: null, spawnToReadyMs: readyAt - spawnedAt, notResumedWithinMs: waitMs };
     }
     await this.client.workflow.getHandle(run.runId).result();
+    // BENCH_D_HISTORY=1: where the time after the spawn went, by the server's clock (the history's events, ms after the spawn).
+    if (process.env.BENCH_D_HISTORY) {
+      const { events } = await this.client.workflow.getHandle(run.runId).fetchHistory();
+      const at = (e: temporal.api.history.v1.IHistoryEvent) => tsToMs(e.eventTime) - spawnedAt;
+      const around = (events ?? []).filter((e) => at(e) > -1_500 && at(e) < 3_000);
+      console.error(`d: ${mode}: ready ${readyAt - spawnedAt} ms, next step ${next - spawnedAt} ms; events: ${around.map((e) => `${at(e)} ${temporal.api.enums.v1.EventType[e.eventType ?? 0]}`).join(', ')}`);
+    }
     return { mode, spawnToNextStepMs: next - spawnedAt, spawnToReadyMs: readyAt - spawnedAt };
   }
 
