@@ -96,6 +96,9 @@ const before26c: OursProfile = { ...prebundled, name: 'before-26c', srcRef: '7ba
 /** `prebundled` on the code before the fourth round of issue 26 (e10ced1): the workflow bundle's source map with the sources' text. */
 const before26d: OursProfile = { ...prebundled, name: 'before-26d', srcRef: 'e10ced1' };
 
+/** `prebundled` on the code before the blob store's one-level layout (aeff481): shard folders `ab/cd/`, 65,536 of them. */
+const before26e: OursProfile = { ...prebundled, name: 'before-26e', srcRef: 'aeff481' };
+
 /** Issue 26's second round one at a time: conversation nodes put without a stat, shard folders made once (6d5d8db). */
 const cut26Blobs: OursProfile = { ...prebundled, name: 'cut-26-blobs', srcRef: '6d5d8db' };
 
@@ -152,6 +155,7 @@ export const PROFILES: Record<string, OursProfile> = {
   'before-26b': before26b,
   'before-26c': before26c,
   'before-26d': before26d,
+  'before-26e': before26e,
   'cut-26-blobs': cut26Blobs,
   'no-journal': noJournal,
   'no-fsync': noFsync,

@@ -2,8 +2,8 @@
  * The claim-check codec: the blob store and the codec as units, then agentRun end to end on the real dev server, where
  * large payloads must leave history as references and history must grow by a flat amount per step.
  */
-import { randomBytes, randomUUID } from 'node:crypto';
-import { mkdtempSync, readdirSync, writeFileSync, type Dirent } from 'node:fs';
+import { createHash, randomBytes, randomUUID } from 'node:crypto';
+import { mkdirSync, mkdtempSync, readdirSync, writeFileSync, type Dirent } from 'node:fs';
 import * as fsp from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
@@ -48,13 +48,37 @@ function filesUnder(dir: string): string[] {
 const KEY = 'ab'.repeat(32);
 
 describe('FsBlobStore', () => {
-  test('stores a blob under ab/cd/<hash> and reads it back', async () => {
+  test('stores a blob under ab/<hash> and reads it back', async () => {
     const dir = tempDir('blobs-');
     const store = new FsBlobStore(dir);
     const key = 'abcd' + '0'.repeat(60);
     await store.put(key, utf8.encode('hello'));
-    expect(filesUnder(dir)).toEqual([path.join('ab', 'cd', key)]);
+    expect(filesUnder(dir)).toEqual([path.join('ab', key)]);
     expect(Buffer.from(await store.get(key)).toString()).toBe('hello');
+  });
+
+  test('blobs of the layout before 2026-11-26 (ab/cd/<hash>) are still read, and not written again', async () => {
+    const dir = tempDir('blobs-');
+    const key = 'abcd' + '1'.repeat(60);
+    const legacy = path.join(dir, 'ab', 'cd', key);
+    mkdirSync(path.dirname(legacy), { recursive: true });
+    writeFileSync(legacy, 'from an older worker');
+    const store = new FsBlobStore(dir);
+    expect(Buffer.from(await store.get(key)).toString()).toBe('from an older worker');
+    await store.put(key, utf8.encode('from an older worker'));
+    expect(filesUnder(dir)).toEqual([path.join('ab', 'cd', key)]);
+  });
+
+  test('a store makes one folder for every 256th of the key space, however many blobs it holds', async () => {
+    const dir = tempDir('blobs-');
+    const store = new FsBlobStore(dir);
+    const keys = Array.from({ length: 300 }, (_, i) => createHash('sha256').update(String(i)).digest('hex'));
+    await Promise.all(keys.map((key) => store.put(key, utf8.encode(key), { fresh: true })));
+    // Every folder at any depth: the layout before made a second level, one folder for nearly every blob here.
+    const folders = (readdirSync(dir, { recursive: true, withFileTypes: true }) as Dirent[]).filter((e) => e.isDirectory());
+    expect(folders.length).toBe(new Set(keys.map((k) => k.slice(0, 2))).size);
+    expect(folders.length).toBeLessThanOrEqual(256);
+    expect(filesUnder(dir)).toHaveLength(300);
   });
 
   test('a second put of the same key is a no-op', async () => {
@@ -78,7 +102,7 @@ describe('FsBlobStore', () => {
     await store.put(KEY, utf8.encode('node'), { fresh: true });
     expect((await fsp.stat(store.pathOf(KEY))).ino).not.toBe(before.ino);
     expect(Buffer.from(await store.get(KEY)).toString()).toBe('node');
-    expect(filesUnder(dir)).toEqual([path.join('ab', 'ab', KEY)]);
+    expect(filesUnder(dir)).toEqual([path.join('ab', KEY)]);
   });
 
   test('a folder removed after this process made it (a wiped store) is made again', async () => {
@@ -88,7 +112,7 @@ describe('FsBlobStore', () => {
     await store.put(KEY, utf8.encode('first'));
     await fsp.rm(path.join(dir, 'ab'), { recursive: true });
     await store.put(other, utf8.encode('second'), { fresh: true });
-    expect(filesUnder(dir)).toEqual([path.join('ab', 'ab', other)]);
+    expect(filesUnder(dir)).toEqual([path.join('ab', other)]);
     expect(Buffer.from(await store.get(other)).toString()).toBe('second');
   });
 
@@ -126,7 +150,7 @@ describe('FsBlobStore', () => {
     // The polling did run while the bytes were being written, and it never saw them under the final name unfinished.
     expect(sawTempFile).toBe(true);
     expect(seen.every((size) => size === bytes.length)).toBe(true);
-    expect(filesUnder(dir)).toEqual([path.join('ab', 'ab', KEY)]);
+    expect(filesUnder(dir)).toEqual([path.join('ab', KEY)]);
     expect(Buffer.compare(Buffer.from(await store.get(KEY)), bytes)).toBe(0);
   });
 
@@ -167,7 +191,7 @@ describe('ClaimCheckCodec', () => {
     const key = Buffer.from(ref.data!).toString();
     expect(key).toMatch(/^[0-9a-f]{64}$/);
     expect(payloadSize(ref)).toBeLessThan(200);
-    expect(filesUnder(dir)).toEqual([path.join(key.slice(0, 2), key.slice(2, 4), key)]);
+    expect(filesUnder(dir)).toEqual([path.join(key.slice(0, 2), key)]);
 
     const [decoded] = await codec.decode([ref]);
     expect(defaultPayloadConverter.fromPayload(decoded)).toEqual({ text: 'x'.repeat(5_000) });

@@ -45,8 +45,11 @@ export interface FsBlobStoreOptions {
 }
 
 /**
- * Blobs as files under `dir`, sharded as `ab/cd/<hash>`. A blob appears under its final name only whole: it is written
- * to a temporary file in the same folder, flushed, then renamed. Fits one machine or a shared volume (NFS, EFS).
+ * Blobs as files under `dir`, sharded as `ab/<hash>`: 256 folders, each made (and flushed into `dir`) once. Until
+ * 2026-11-26 the layout was `ab/cd/<hash>`, 65,536 folders, so a fresh store or a new worker process made a folder for
+ * nearly every conversation node, one `mkdir` a model call (BENCHMARKS.md, issue 26); blobs written then are still
+ * read where they are. A blob appears under its final name only whole: it is written to a temporary file in the same
+ * folder, flushed, then renamed. Fits one machine or a shared volume (NFS, EFS).
  */
 export class FsBlobStore implements BlobStore {
   readonly dir: string;
@@ -62,13 +65,18 @@ export class FsBlobStore implements BlobStore {
   /** The file that holds `key`. Throws on a key that is not a sha256 hex digest, so no key can leave `dir`. */
   pathOf(key: string): string {
     if (!SHA256_HEX.test(key)) throw new Error(`invalid blob key ${JSON.stringify(key)}: expected a sha256 hex digest`);
+    return path.join(this.dir, key.slice(0, 2), key);
+  }
+
+  /** Where the layout before 2026-11-26 (`ab/cd/<hash>`) kept `key`: read, never written. */
+  private legacyPathOf(key: string): string {
     return path.join(this.dir, key.slice(0, 2), key.slice(2, 4), key);
   }
 
   async put(key: string, bytes: Uint8Array, options: { fresh?: boolean } = {}): Promise<void> {
     const file = this.pathOf(key);
     // A fresh key written again is replaced by the same bytes, atomically: harmless, so no stat first.
-    if (!options.fresh && (await exists(file))) return;
+    if (!options.fresh && ((await exists(file)) || (await exists(this.legacyPathOf(key))))) return;
     const folder = path.dirname(file);
     if (!this.folders.has(folder)) await this.makeFolder(folder);
     // Same folder, so the rename stays on one file system and is atomic; a dot name never matches a key.
@@ -95,23 +103,27 @@ export class FsBlobStore implements BlobStore {
     if (this.fsync) await syncDir(folder);
   }
 
+  /** Makes a shard folder; a new one is flushed into `dir`, or a crash could lose it with the blobs synced into it. */
   private async makeFolder(folder: string): Promise<void> {
-    await mkdir(folder, { recursive: true });
+    const made = await mkdir(folder, { recursive: true });
+    if (made && this.fsync) await syncDir(path.dirname(folder));
     this.folders.add(folder);
   }
 
   async get(key: string): Promise<Uint8Array> {
-    const file = this.pathOf(key);
-    try {
-      return await readFile(file);
-    } catch (err) {
-      if ((err as NodeJS.ErrnoException).code === 'ENOENT') throw new BlobNotFoundError(key, this.dir);
-      throw err;
-    }
+    const bytes = (await readIfThere(this.pathOf(key))) ?? (await readIfThere(this.legacyPathOf(key)));
+    if (!bytes) throw new BlobNotFoundError(key, this.dir);
+    return bytes;
   }
 }
 
 const exists = (file: string) => stat(file).then((s) => s.isFile(), () => false);
+
+const readIfThere = (file: string): Promise<Uint8Array | undefined> =>
+  readFile(file).catch((err: NodeJS.ErrnoException) => {
+    if (err.code === 'ENOENT') return undefined;
+    throw err;
+  });
 
 /** Makes the rename itself durable; some platforms cannot open a folder for syncing, which is not an error. */
 async function syncDir(folder: string): Promise<void> {
