@@ -69,8 +69,8 @@ export interface ModelDeps {
 /**
  * A model call heartbeats this often: an interrupt or an abort reaches it only in a heartbeat's reply, so this bounds
  * how long the provider's stream outlives the message (docs/steering.md, with what it costs in heartbeat RPCs). 500 ms
- * keeps that bound near half a second; 250 ms halved it again, at twice the RPCs, which cost a fleet 8% of its
- * throughput at 1,000 runs (BENCHMARKS.md, issue 26).
+ * keeps that bound near half a second; 250 ms halved it again, at twice the RPCs, which cost a fleet about 8% of
+ * its throughput at 1,000 runs (BENCHMARKS.md, issue 26).
  */
 export const MODEL_HEARTBEAT_MS = 500;
 

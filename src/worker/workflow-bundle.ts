@@ -47,7 +47,7 @@ export function nativeSyntax(config: WebpackConfiguration): WebpackConfiguration
 /**
  * The bundle's inline source map without the sources' text (webpack's `inline-nosources-source-map` instead of the
  * SDK's `inline-source-map`): stack traces and the sandbox's promise stacks keep their files, lines and columns, and
- * every worker's start has 1.3 MB less to decode, parse and hand to the SDK's source-map reader (the bundle is 2.5 MB
+ * every worker's start has 1.3 MB less to decode, parse and hand to the SDK's source-map reader (the bundle is 2.1 MB
  * instead of 3.8). The text is read only for the UI's stack trace with the SDK's `showStackTraceSources`, which the
  * product's workers leave off (BENCHMARKS.md, issue 26, figure (d)).
  */
