@@ -24,7 +24,7 @@ import { stepTimes, writeWorkspace, type Arrival } from './lib/workload';
 import { PEER_WORKER_OPTIONS } from './lib/peer-worker';
 import { PROFILES, TUNED } from './profiles';
 import { AiSdkSystem, FloorSystem, LangGraphSystem, OursSystem, TemporalFloorSystem, type BenchSystem, type Restart, type RunSpec } from './systems';
-import { medianRestart, type BenchResults, type FigureA, type FigureB, type FigureC, type FigureD } from './report';
+import { meanOfBatches, medianRestart, type BenchResults, type FigureA, type FigureB, type FigureC, type FigureD } from './report';
 import { DEFAULT_SCENARIOS, figureE } from './figure-e';
 import { figureF } from './lib/quota-figure';
 
@@ -45,6 +45,7 @@ interface Options {
   longSteps: number;
   longAt: number[];
   concRuns: number;
+  concPasses: number;
   concSteps: number;
   concLatency: number;
   restartLatency: number;
@@ -74,6 +75,7 @@ function parseOptions(argv: string[]): Options {
     .option('--overhead-steps <n>', '(a) steps per run')
     .option('--long-steps <n>', '(b) steps of the long run')
     .option('--conc-runs <n>', '(c) concurrent runs')
+    .option('--conc-passes <n>', '(c) batches a system, the systems in the default order, then reversed, and so on (A B B A); the figure is their mean', '2')
     .option('--conc-steps <n>', '(c) steps per run')
     .option('--conc-latency <ms>', '(c) model latency', '500')
     .option('--restart-latency <ms>', '(d) model latency', '1000')
@@ -112,6 +114,7 @@ function parseOptions(argv: string[]): Options {
     longSteps,
     longAt: [10, Math.round(longSteps / 5), longSteps],
     concRuns: num(o.concRuns, 1_000, 100),
+    concPasses: Number(o.concPasses),
     concSteps: num(o.concSteps, 5, 3),
     concLatency: Number(o.concLatency),
     restartLatency: Number(o.restartLatency),
@@ -240,8 +243,9 @@ async function main(): Promise<void> {
   };
 
   /** Runs `fn` on a fresh started instance of each system, then stops it; a failure is recorded and the bench goes on. */
-  const each = async (figure: string, fn: (sys: BenchSystem, label: string) => Promise<void>) => {
-    for (const { label, make } of runnable()) {
+  const each = async (figure: string, fn: (sys: BenchSystem, label: string) => Promise<void>, reversed = false) => {
+    const systems = runnable();
+    for (const { label, make } of reversed ? systems.reverse() : systems) {
       const sys = make();
       log(`${figure}: ${label}`);
       const t0 = performance.now();
@@ -363,7 +367,10 @@ async function main(): Promise<void> {
 
     if (opts.figures.includes('c')) {
       await model.call('configure', { latencyMs: opts.concLatency });
-      await each('c', async (sys, label) => {
+      // One batch a system, minutes apart, moved a system's wall time by 20-30% from one pass to the next (BENCHMARKS.md,
+      // issue 26, fourth round); 1,000-run batches cannot share the machine, so each system runs several, in A B B A order.
+      const batches: Record<string, FigureC[]> = {};
+      const concBatch = (pass: number) => async (sys: BenchSystem, label: string) => {
         await sys.runBatch([{ runId: runId('warm'), steps: 1 }]);
         await drain();
         const runs = Array.from({ length: opts.concRuns }, () => ({ runId: runId('c'), steps: opts.concSteps }));
@@ -393,16 +400,15 @@ async function main(): Promise<void> {
           modelCalls: arrivals.length,
           cpuPerStepMs,
         };
-        results.c[label] = fig;
-        // The floor runs first (SYSTEMS' order), so every later system is also measured against it in this run.
-        const floor = results.c.floor;
-        const ofFloor = floor && label !== 'floor' ? `, ${((100 * fig.throughput) / floor.throughput).toFixed(0)}% of the floor's throughput` : '';
+        (batches[label] ??= []).push(fig);
+        results.c[label] = meanOfBatches(batches[label]);
         const cpu = Object.values(cpuPerStepMs).reduce((a, b) => a + b, 0);
         log(
-          `c: ${label} ${fig.completed}/${fig.runs} in ${(wallMs / 1000).toFixed(1)} s (${(fig.efficiency * 100).toFixed(0)}% of ideal${ofFloor}), ` +
+          `c: ${label} pass ${pass + 1}/${opts.concPasses}: ${fig.completed}/${fig.runs} in ${(wallMs / 1000).toFixed(1)} s (${(fig.efficiency * 100).toFixed(0)}% of ideal), ` +
             `CPU ${cpu.toFixed(1)} ms a step, RSS ${(fig.peakRssBytes / 2 ** 20).toFixed(0)} MiB`,
         );
-      });
+      };
+      for (let pass = 0; pass < opts.concPasses; pass++) await each('c', concBatch(pass), pass % 2 === 1);
     }
 
     if (opts.figures.includes('d')) {
