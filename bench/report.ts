@@ -205,7 +205,7 @@ export function markdownReport(r: BenchResults): string {
       '',
       `% of floor: the system's throughput as a share of the floor's (the plain loop with no durability) in the same run, which is what a 2-core machine allows at all; the issue's goal is 50%.`,
       '',
-      ...(c0.batches ? [`Each row is the mean of ${c0.batches.length} batches of the system, run in passes over the systems in alternating order (A B B A): one batch a system, minutes apart, moved by 20-30% from one pass to the next on this machine. Throughput is from the mean wall time; peak RSS is the most of any batch.`, ''] : []),
+      ...(c0.batches ? [`Each row is the mean of ${c0.batches.length} batches of the system, run in passes over the systems in alternating order (A B B A): one batch a system, minutes apart, moved by up to about 20% from one pass to the next on this machine. Throughput is from the mean wall time; peak RSS is the most of any batch.`, ''] : []),
       `CPU ceiling: the most this machine's ${m.nproc} cores allow at the CPU a step cost in this batch, as a share of the ideal: ${m.nproc} x 1000 / (CPU ms per step, agent process + Temporal server) steps/s against the ${(c0.runs * 1000 / c0.latencyMs).toFixed(0)} steps/s that ${c0.runs} runs at ${c0.latencyMs} ms ask for. It leaves out the model server's CPU, so it is an upper bound.`,
       '',
     );

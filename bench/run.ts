@@ -367,7 +367,7 @@ async function main(): Promise<void> {
 
     if (opts.figures.includes('c')) {
       await model.call('configure', { latencyMs: opts.concLatency });
-      // One batch a system, minutes apart, moved a system's wall time by 20-30% from one pass to the next (BENCHMARKS.md,
+      // One batch a system, minutes apart, moved a system's wall time by up to about 20% from one pass to the next (BENCHMARKS.md,
       // issue 26, fourth round); 1,000-run batches cannot share the machine, so each system runs several, in A B B A order.
       const batches: Record<string, FigureC[]> = {};
       const concBatch = (pass: number) => async (sys: BenchSystem, label: string) => {
