@@ -9,15 +9,17 @@ import { existsSync, mkdirSync, readdirSync, readFileSync, rmSync, writeFileSync
 import path from 'node:path';
 import ts from 'typescript';
 
-/**
- * The image's node flags (Dockerfile `CMD`) for a commit's code: none since the worker's entry turns source maps on
- * itself after the SDK loads (src/bin/source-maps.ts), `--enable-source-maps` before.
- */
-export const compiledNodeArgs = (srcDir?: string): string[] =>
-  existsSync(path.join(srcDir ?? path.join(ROOT, 'src'), 'bin/source-maps.ts')) ? [] : ['--enable-source-maps'];
-
 const ROOT = path.resolve(__dirname, '../..');
 const OUT = path.join(ROOT, 'bench/.scratch/compiled');
+
+/** Whether a commit's src/ (today's without `srcDir`) has the worker entry's source-maps module (src/bin/source-maps.ts). */
+export const hasSourceMapsEntry = (srcDir?: string): boolean => existsSync(path.join(srcDir ?? path.join(ROOT, 'src'), 'bin/source-maps.ts'));
+
+/**
+ * The image's node flags (Dockerfile `CMD`) for a commit's code: none since the worker's entry turns source maps on
+ * itself after the SDK loads (hasSourceMapsEntry), `--enable-source-maps` before.
+ */
+export const compiledNodeArgs = (srcDir?: string): string[] => (hasSourceMapsEntry(srcDir) ? [] : ['--enable-source-maps']);
 
 const compiled = new Map<string, string>();
 

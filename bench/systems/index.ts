@@ -12,7 +12,7 @@ import { claimCheckDataConverter, FsBlobStore } from '../../src/codec';
 import { WORKFLOW_TYPE } from '../../src/common/constants';
 import type { AgentRunInput } from '../../src/common/input';
 import { BENCH_DIR, peakRss, spawnChild, stopChild, type Child } from '../lib/ipc';
-import { compiledNodeArgs, compiledOursWorker } from '../lib/compiled';
+import { compiledNodeArgs, compiledOursWorker, hasSourceMapsEntry } from '../lib/compiled';
 import { buildOursBundle, historyBytesPerStep, srcAt, historyChain, startBenchServer, waitForTaskQueue, type BenchServer, type HistoryBytes, type ServerKind, type ServerTuning } from '../lib/temporal';
 import { BENCH_MODEL, promptOf, READ_FILE_TOOL, SYSTEM_PROMPT, TOOL_NAME } from '../lib/workload';
 import type { OursWorkerConfig } from './ours-worker';
@@ -358,7 +358,7 @@ export class OursSystem extends TemporalSystem {
       claimCheckThresholdBytes: this.profile.claimCheckThresholdBytes,
       workerOptions: this.profile.workerOptions,
       modelHeartbeatMs: this.profile.modelHeartbeatMs,
-      sourceMaps: this.profile.sourceMaps,
+      sourceMaps: this.profile.sourceMaps !== false && hasSourceMapsEntry(this.srcDir),
     };
     const compiled = this.profile.compiled;
     return spawnChild(compiled ? compiledOursWorker(this.srcDir) : path.join(BENCH_DIR, 'systems/ours-worker.ts'), {

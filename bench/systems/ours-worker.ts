@@ -3,7 +3,6 @@
  * `agentWorkerOptions`, the claim-check data converter) plus the tuning the bench passes in BENCH_WORKER (JSON).
  * It starts polling at boot, so the driver can time a restart from the moment it spawns the process.
  */
-import { existsSync } from 'node:fs';
 import path from 'node:path';
 import { NativeConnection, Runtime, DefaultLogger, Worker, type WorkerOptions } from '@temporalio/worker';
 import { serveWorker } from '../lib/serve';
@@ -29,7 +28,7 @@ export interface OursWorkerConfig {
   bundlePath?: string;
   /** Payloads above this many bytes go to the blob store. @default the codec's 32 KiB */
   claimCheckThresholdBytes?: number;
-  /** false: the product's own source maps stay off (the entry's src/bin/source-maps, where that code has one). */
+  /** Turn the product's own source maps on as the image's entry does (src/bin/source-maps); the driver says whether that code has it. */
   sourceMaps?: boolean;
   /** How often a model call heartbeats (the activity deps' `modelHeartbeatMs`); absent, the product's default. */
   modelHeartbeatMs?: number;
@@ -60,8 +59,7 @@ async function main(): Promise<void> {
   const config = JSON.parse(process.env.BENCH_WORKER ?? '{}') as OursWorkerConfig;
   const src = config.srcDir ?? path.resolve(__dirname, '../../src');
   // As the image's entry (src/bin/worker.ts) does first: the product's own source maps on, once the SDK is loaded.
-  const hasSourceMaps = ['bin/source-maps.ts', 'bin/source-maps.js'].some((file) => existsSync(path.join(src, file)));
-  if (hasSourceMaps && config.sourceMaps !== false) require(path.join(src, 'bin/source-maps'));
+  if (config.sourceMaps) require(path.join(src, 'bin/source-maps'));
   const { claimCheckDataConverter, FsBlobStore, ConversationStore } = require(path.join(src, 'codec')) as Partial<typeof CodecModule> &
     Pick<typeof CodecModule, 'claimCheckDataConverter' | 'FsBlobStore'>;
   const { agentWorkerOptions, openAIClient, SHUTDOWN_GRACE_TIME } = require(path.join(src, 'worker')) as Partial<typeof WorkerModule> & Pick<typeof WorkerModule, 'agentWorkerOptions' | 'openAIClient'>;
