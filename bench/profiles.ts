@@ -99,6 +99,12 @@ const before26d: OursProfile = { ...prebundled, name: 'before-26d', srcRef: 'e10
 /** `prebundled` on the code before the blob store's one-level layout (aeff481): shard folders `ab/cd/`, 65,536 of them. */
 const before26e: OursProfile = { ...prebundled, name: 'before-26e', srcRef: 'aeff481' };
 
+/** `prebundled` on the code before the fifth round of issue 26 (5567d38): the workflow thread started by `Worker.create`, after every module. */
+const before26f: OursProfile = { ...prebundled, name: 'before-26f', srcRef: '5567d38' };
+
+/** `prebundled` with the SDK starting its workflow thread in `Worker.create`, not at the top of the process (src/worker/early-thread.ts). */
+const noEarlyThread: OursProfile = { ...prebundled, name: 'no-early-thread', earlyThread: false };
+
 /** Issue 26's second round one at a time: conversation nodes put without a stat, shard folders made once (6d5d8db). */
 const cut26Blobs: OursProfile = { ...prebundled, name: 'cut-26-blobs', srcRef: '6d5d8db' };
 
@@ -156,6 +162,8 @@ export const PROFILES: Record<string, OursProfile> = {
   'before-26c': before26c,
   'before-26d': before26d,
   'before-26e': before26e,
+  'before-26f': before26f,
+  'no-early-thread': noEarlyThread,
   'cut-26-blobs': cut26Blobs,
   'no-journal': noJournal,
   'no-fsync': noFsync,

@@ -12,6 +12,12 @@ export type { AgentWorker, AgentWorkerOptions, ConnectionSettings, ModelOptions 
 /** For a Temporal worker of your own that bundles `durable-agent-worker/workflows`: the activities and their tuning. */
 export { agentWorkerOptions, openAIClient } from './worker/worker';
 /**
+ * The SDK's `Worker`, adopting the workflow thread that `startWorkflowThreadEarly()` (from
+ * `durable-agent-worker/early-thread`, imported first in your entry) started: a worker of your own then starts as fast
+ * as `createAgentWorker`'s.
+ */
+export { AgentSdkWorker } from './worker/sdk-worker';
+/**
  * The workflow code bundled as the agent's own workers bundle it: `bundleAgentWorkflows()` for `workflowBundle`, or
  * `bundleAtBoot()` (`workflowsPath` and `bundlerOptions`), with `PRELOAD_MODULES` loaded once per worker, not per run.
  */

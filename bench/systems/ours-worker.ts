@@ -3,13 +3,18 @@
  * `agentWorkerOptions`, the claim-check data converter) plus the tuning the bench passes in BENCH_WORKER (JSON).
  * It starts polling at boot, so the driver can time a restart from the moment it spawns the process.
  */
+import { existsSync } from 'node:fs';
 import path from 'node:path';
-import { NativeConnection, Runtime, DefaultLogger, Worker, type WorkerOptions } from '@temporalio/worker';
-import { serveWorker } from '../lib/serve';
+// Types only at the top: the SDK loads in main(), after the workflow thread has started (as the image's entry does).
+import type { WorkerOptions } from '@temporalio/worker';
+import type * as SdkModule from '@temporalio/worker';
+import type * as ServeModule from '../lib/serve';
 
 import type * as CodecModule from '../../src/codec';
 import type * as WorkerModule from '../../src/worker/worker';
 import type * as InflightModule from '../../src/activities/inflight';
+import type * as EarlyThreadModule from '../../src/worker/early-thread';
+import type * as SdkWorkerModule from '../../src/worker/sdk-worker';
 
 /** What the driver passes; everything under `tuning` is a plain worker option or a harness-only switch. */
 export interface OursWorkerConfig {
@@ -32,6 +37,8 @@ export interface OursWorkerConfig {
   sourceMaps?: boolean;
   /** How often a model call heartbeats (the activity deps' `modelHeartbeatMs`); absent, the product's default. */
   modelHeartbeatMs?: number;
+  /** Start the SDK's workflow thread before the modules load and have the worker adopt it, as the image's entry does (src/worker/early-thread); absent or false, the SDK starts it in `Worker.create`. */
+  earlyThread?: boolean;
   /** Runtime log level; production's default is INFO, which logs every transition. */
   logLevel?: 'TRACE' | 'DEBUG' | 'INFO' | 'WARN' | 'ERROR';
   workerOptions?: Partial<
@@ -58,8 +65,15 @@ export interface OursWorkerConfig {
 async function main(): Promise<void> {
   const config = JSON.parse(process.env.BENCH_WORKER ?? '{}') as OursWorkerConfig;
   const src = config.srcDir ?? path.resolve(__dirname, '../../src');
-  // As the image's entry (src/bin/worker.ts) does first: the product's own source maps on, once the SDK is loaded.
+  // As the image's entry (src/bin/worker.ts) does first: the workflow thread starts, then the SDK loads and the
+  // product's own source maps go on.
+  if (config.earlyThread) (require(path.join(src, 'worker/early-thread')) as typeof EarlyThreadModule).startWorkflowThreadEarly();
   if (config.sourceMaps) require(path.join(src, 'bin/source-maps'));
+  const { NativeConnection, Runtime, DefaultLogger, Worker } = require('@temporalio/worker') as typeof SdkModule;
+  const { serveWorker } = require('../lib/serve') as typeof ServeModule;
+  // The product's Worker where the code has one (it adopts the early thread), else the SDK's.
+  const sdkWorker = path.join(src, 'worker/sdk-worker');
+  const WorkerClass = hasModule(sdkWorker) ? (require(sdkWorker) as typeof SdkWorkerModule).AgentSdkWorker : Worker;
   const { claimCheckDataConverter, FsBlobStore, ConversationStore } = require(path.join(src, 'codec')) as Partial<typeof CodecModule> &
     Pick<typeof CodecModule, 'claimCheckDataConverter' | 'FsBlobStore'>;
   const { agentWorkerOptions, openAIClient, SHUTDOWN_GRACE_TIME } = require(path.join(src, 'worker')) as Partial<typeof WorkerModule> & Pick<typeof WorkerModule, 'agentWorkerOptions' | 'openAIClient'>;
@@ -70,7 +84,7 @@ async function main(): Promise<void> {
   await inflight?.recover(connection, 'default');
   const store = new FsBlobStore(config.blobDir, config.blobFsync === false ? { fsync: false } : {});
   const dataConverter = claimCheckDataConverter({ store, thresholdBytes: config.claimCheckThresholdBytes });
-  const worker = await Worker.create({
+  const worker = await WorkerClass.create({
     connection,
     taskQueue: config.taskQueue,
     ...(config.bundlePath ? { workflowBundle: { codePath: config.bundlePath } } : { workflowsPath: require.resolve('../../src/workflows') }),
@@ -90,6 +104,9 @@ async function main(): Promise<void> {
   });
   await serveWorker(worker, connection);
 }
+
+/** Whether `file` (without its extension) is a module of the code this worker runs: .ts under tsx, .js compiled. */
+const hasModule = (file: string): boolean => existsSync(`${file}.ts`) || existsSync(`${file}.js`);
 
 function loadInflight(src: string, file: string): InstanceType<typeof InflightModule.InflightActivities> | undefined {
   let module: typeof InflightModule;

@@ -3,7 +3,9 @@
  * The worker process: `npm run worker` (`node dist/bin/worker.js` in the image). Polls the `agent-runs` task queue
  * until SIGINT or SIGTERM; with no LLM_API_KEY and no LLM_BASE_URL it serves the scripted model and says so.
  */
-// First: the SDK loads before source maps are on (source-maps.ts says why).
+// First: the workflow thread starts loading (workflow-thread.ts says why); then the SDK loads before source maps are on
+// (source-maps.ts).
+import './workflow-thread';
 import './source-maps';
 import { workerConfig } from '../config';
 import { installWorkerRuntime } from '../observability/runtime';
