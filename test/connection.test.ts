@@ -117,6 +117,19 @@ describe('a connection closed while a call waits to retry', () => {
   const expectCancelled = (outcome: unknown) =>
     expect(outcome).toMatchObject({ code: 1, message: expect.stringMatching(/the Temporal connection is closed: Channel has been shut down/) });
 
+  test('a call made after the close is rejected with CANCELLED as well, and nothing is thrown', async () => {
+    // The guard then answers the retry's first attempt, which has no response yet (CI's live-stream.test.ts failure).
+    const connection = await Connection.lazy(clientConnectionOptions({ ...temporalSettings({}), address: '127.0.0.1:1' }));
+    await connection.close();
+    let timer: NodeJS.Timeout | undefined;
+    const never = new Promise((r) => (timer = setTimeout(() => r('never settled'), 10_000)));
+    const call = connection.workflowService.getSystemInfo({}).then(
+      () => 'answered',
+      (err: { code?: number; message: string }) => err,
+    );
+    expectCancelled(await Promise.race([call, never]).finally(() => clearTimeout(timer)));
+  }, 20_000);
+
   test("the library's client options: the call is rejected with CANCELLED, nothing is thrown", async () => {
     const settings = { ...temporalSettings({}), address: '127.0.0.1:1' };
     expectCancelled(await closeDuringRetry(await Connection.lazy(clientConnectionOptions(settings))));

@@ -39,12 +39,23 @@ export const closedChannelGuard: Interceptor = (options, nextCall) => {
   }
 };
 
-/** A call that never reached the channel: it ends with CANCELLED as soon as it starts, and ignores what is sent. */
+/**
+ * A call that never reached the channel: it ends with CANCELLED as soon as it starts, and ignores what is sent. Like
+ * grpc-js's own unary calls, it hands the listener a null message before the status: the SDK's retry passes the saved
+ * message on when it gives up, and had none to pass when the very first attempt was this one (a call made after the
+ * close), which threw a TypeError from the status callback and left the caller's promise unsettled.
+ */
 function closedCall(reason: string): InterceptingCall {
   const details = `the Temporal connection is closed: ${reason}`;
   const call = {
-    start(_metadata: Metadata, listener?: { onReceiveStatus?: (status: { code: number; details: string; metadata: Metadata }) => void }) {
-      process.nextTick(() => listener?.onReceiveStatus?.({ code: GrpcStatus.CANCELLED, details, metadata: new Metadata() }));
+    start(
+      _metadata: Metadata,
+      listener?: { onReceiveMessage?: (message: unknown) => void; onReceiveStatus?: (status: { code: number; details: string; metadata: Metadata }) => void },
+    ) {
+      process.nextTick(() => {
+        listener?.onReceiveMessage?.(null);
+        listener?.onReceiveStatus?.({ code: GrpcStatus.CANCELLED, details, metadata: new Metadata() });
+      });
     },
     cancelWithStatus() {},
     getPeer: () => '',
