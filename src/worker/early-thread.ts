@@ -6,7 +6,7 @@
  * figure (d)). Started first, the thread loads on the second core while the main thread loads its own.
  *
  * This module imports nothing but `node:worker_threads`, so that starting the thread costs the main thread nothing.
- * `AgentSdkWorker` (worker.ts) adopts the thread; a process that never creates a worker leaves it unreferenced and
+ * `AgentSdkWorker` (sdk-worker.ts) adopts the thread; a process that never creates a worker leaves it unreferenced and
  * idle, and it ends with the process.
  */
 import { Worker as NodeWorker } from 'node:worker_threads';
