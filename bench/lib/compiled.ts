@@ -12,11 +12,14 @@ import ts from 'typescript';
 const ROOT = path.resolve(__dirname, '../..');
 const OUT = path.join(ROOT, 'bench/.scratch/compiled');
 
-/** Whether a commit's src/ (today's without `srcDir`) has the worker entry's source-maps module (src/bin/source-maps.ts). */
-export const hasSourceMapsEntry = (srcDir?: string): boolean => existsSync(path.join(srcDir ?? path.join(ROOT, 'src'), 'bin/source-maps.ts'));
+/** Whether a commit's src/ (today's without `srcDir`) has `file`. */
+const srcHas = (srcDir: string | undefined, file: string): boolean => existsSync(path.join(srcDir ?? path.join(ROOT, 'src'), file));
 
-/** Whether a commit's src/ starts the SDK's workflow thread early in the worker's entry (src/worker/early-thread.ts). */
-export const hasEarlyThread = (srcDir?: string): boolean => existsSync(path.join(srcDir ?? path.join(ROOT, 'src'), 'worker/early-thread.ts'));
+/** Whether a commit's src/ has the worker entry's source-maps module (src/bin/source-maps.ts). */
+export const hasSourceMapsEntry = (srcDir?: string): boolean => srcHas(srcDir, 'bin/source-maps.ts');
+
+/** Whether a commit's src/ starts the SDK's workflow thread early and adopts it (src/worker/early-thread.ts, sdk-worker.ts). */
+export const hasEarlyThread = (srcDir?: string): boolean => srcHas(srcDir, 'worker/early-thread.ts');
 
 /**
  * The image's node flags (Dockerfile `CMD`) for a commit's code: none since the worker's entry turns source maps on

@@ -3,7 +3,6 @@
  * `agentWorkerOptions`, the claim-check data converter) plus the tuning the bench passes in BENCH_WORKER (JSON).
  * It starts polling at boot, so the driver can time a restart from the moment it spawns the process.
  */
-import { existsSync } from 'node:fs';
 import path from 'node:path';
 // Types only at the top: the SDK loads in main(), after the workflow thread has started (as the image's entry does).
 import type { WorkerOptions } from '@temporalio/worker';
@@ -71,9 +70,8 @@ async function main(): Promise<void> {
   if (config.sourceMaps) require(path.join(src, 'bin/source-maps'));
   const { NativeConnection, Runtime, DefaultLogger, Worker } = require('@temporalio/worker') as typeof SdkModule;
   const { serveWorker } = require('../lib/serve') as typeof ServeModule;
-  // The product's Worker where the code has one (it adopts the early thread), else the SDK's.
-  const sdkWorker = path.join(src, 'worker/sdk-worker');
-  const WorkerClass = hasModule(sdkWorker) ? (require(sdkWorker) as typeof SdkWorkerModule).AgentSdkWorker : Worker;
+  // The product's Worker, which adopts that thread (it came with it); without one, it is the SDK's Worker anyway.
+  const WorkerClass = config.earlyThread ? (require(path.join(src, 'worker/sdk-worker')) as typeof SdkWorkerModule).AgentSdkWorker : Worker;
   const { claimCheckDataConverter, FsBlobStore, ConversationStore } = require(path.join(src, 'codec')) as Partial<typeof CodecModule> &
     Pick<typeof CodecModule, 'claimCheckDataConverter' | 'FsBlobStore'>;
   const { agentWorkerOptions, openAIClient, SHUTDOWN_GRACE_TIME } = require(path.join(src, 'worker')) as Partial<typeof WorkerModule> & Pick<typeof WorkerModule, 'agentWorkerOptions' | 'openAIClient'>;
@@ -104,9 +102,6 @@ async function main(): Promise<void> {
   });
   await serveWorker(worker, connection);
 }
-
-/** Whether `file` (without its extension) is a module of the code this worker runs: .ts under tsx, .js compiled. */
-const hasModule = (file: string): boolean => existsSync(`${file}.ts`) || existsSync(`${file}.js`);
 
 function loadInflight(src: string, file: string): InstanceType<typeof InflightModule.InflightActivities> | undefined {
   let module: typeof InflightModule;
