@@ -3,7 +3,7 @@
  * a deployment chooses: a prebuilt workflow bundle, dev server settings. `TUNED` is what the bench reports as the
  * product; `before` keeps the figures of the code before the tuning in BENCHMARKS.md measurable in the same run.
  */
-import { LOCAL_QUEUE_POLL_RATES } from '../scripts/lib/dev-server';
+import { LOCAL_QUEUE_POLL_RATES, LOCAL_TIMER_SHIFT } from '../scripts/lib/dev-server';
 import type { OursProfile } from './systems';
 
 /** The product before the tuning (commit 03fc755): SDK default worker options, an upsert on every transition, every tool a task-queue activity, a 15 s model heartbeat timeout, bundling at boot. */
@@ -102,6 +102,9 @@ const before26e: OursProfile = { ...prebundled, name: 'before-26e', srcRef: 'aef
 /** `prebundled` on the code before the fifth round of issue 26 (5567d38): the workflow thread started by `Worker.create`, after every module. */
 const before26f: OursProfile = { ...prebundled, name: 'before-26f', srcRef: '5567d38' };
 
+/** `prebundled` on the code before the sixth round of issue 26 (3b55554): a model call's unsent text tail signalled to the run before the call returns. */
+const before26g: OursProfile = { ...prebundled, name: 'before-26g', srcRef: '3b55554' };
+
 /** `prebundled` with the SDK starting its workflow thread in `Worker.create`, not at the top of the process (src/worker/early-thread.ts). */
 const noEarlyThread: OursProfile = { ...prebundled, name: 'no-early-thread', earlyThread: false };
 
@@ -119,6 +122,13 @@ const stockServer: OursProfile = {
   ...prebundled,
   name: 'stock-server',
   server: { dynamicConfig: LOCAL_QUEUE_POLL_RATES.map((setting) => setting.replace(/=\d+$/, '=20')) },
+};
+
+/** `prebundled` on a dev server with Temporal's own timer time shift (1 s), not the project's 100 ms: a retry timer due sooner fires about a second after the timer queue's last read. */
+const stockTimerShift: OursProfile = {
+  ...prebundled,
+  name: 'stock-timer-shift',
+  server: { dynamicConfig: [LOCAL_TIMER_SHIFT.replace(/"[^"]*"$/, '"1s"')] },
 };
 
 /** `prebundled` on a dev server whose Go garbage collector runs a quarter as often (GOGC=400; Go's default is 100). */
@@ -163,6 +173,7 @@ export const PROFILES: Record<string, OursProfile> = {
   'before-26d': before26d,
   'before-26e': before26e,
   'before-26f': before26f,
+  'before-26g': before26g,
   'no-early-thread': noEarlyThread,
   'cut-26-blobs': cut26Blobs,
   'no-journal': noJournal,
@@ -170,6 +181,7 @@ export const PROFILES: Record<string, OursProfile> = {
   'warn-logs': warnLogs,
   'no-source-maps': noSourceMaps,
   'stock-server': stockServer,
+  'stock-timer-shift': stockTimerShift,
   'go-gc': goGc,
   'go-one-proc': goOneProc,
   'go-tuned': goTuned,

@@ -53,6 +53,9 @@ test('a run lists files and answers', async () => {
   // The recorded history replays deterministically against the same workflow code.
   const history = await handle.fetchHistory();
   await expect(Worker.runReplayHistory({ workflowBundle: h.bundle, sinks: streamSinks(undefined) }, history, handle.workflowId)).resolves.toBeUndefined();
+  // The answer streamed within one flush interval: the result carried its text, and no delta signal cost a workflow task.
+  expect(history.events!.filter((e) => e.workflowExecutionSignaledEventAttributes)).toEqual([]);
+  expect(history.events!.filter((e) => e.workflowTaskCompletedEventAttributes)).toHaveLength(3);
 });
 
 test('a model that calls readFile forever is stopped by the loop guard, with a reason', async () => {
@@ -87,6 +90,12 @@ test('while the model streams slowly, state answers within a second with STREAMI
   const result = await handle.result();
   expect(result.answer).toBe(text);
   expect((await handle.query(stateQuery)).partialText).toBe(text);
+  // The deltas that reached the run came before its answer, none after it.
+  const events = (await handle.fetchHistory()).events!;
+  const signals = events.flatMap((e, i) => (e.workflowExecutionSignaledEventAttributes?.signalName === 'streamDelta' ? [i] : []));
+  const answered = events.findIndex((e) => e.activityTaskCompletedEventAttributes);
+  expect(signals.length).toBeGreaterThan(0);
+  expect(Math.max(...signals)).toBeLessThan(answered);
 });
 
 test('the stack trace of a waiting run (the UI\'s "Stack Trace" tab) names the product\'s sources and lines, from a bundle whose source map leaves out their text', async () => {

@@ -231,7 +231,8 @@ export function createCallModel(deps: ModelDeps) {
       // Nor one a proxy ended early: a complete answer always says why it finished.
       if (assembler.finishReason === null) throw streamTruncated(assembler.text.length);
       await reservation?.settle(assembler.usage?.total_tokens);
-      await publisher?.flush();
+      // The result carries the whole text: sending its unsent tail as a signal only cost the run a workflow task.
+      await publisher?.settle();
       const conversation = request.chain && (await storeConversation(request, messages, deps.conversations, ctx));
       const answeredBy = assembler.model || model;
       const contextWindowTokens = deps.contextWindowTokens ?? knownContextWindow(answeredBy);
@@ -432,6 +433,13 @@ class DeltaPublisher {
           this.ctx.log[ended ? 'debug' : 'warn']('stream delta not delivered', { error: String(err) });
         });
     }
+    return this.inFlight;
+  }
+
+  /** Drops the text not sent yet and resolves once the deltas already sent have reached the run, so none follows the result. */
+  settle(): Promise<void> {
+    this.stop();
+    this.buffer = '';
     return this.inFlight;
   }
 
