@@ -105,9 +105,6 @@ const before26f: OursProfile = { ...prebundled, name: 'before-26f', srcRef: '556
 /** `prebundled` on the code before the sixth round of issue 26 (3b55554): a model call's unsent text tail signalled to the run before the call returns. */
 const before26g: OursProfile = { ...prebundled, name: 'before-26g', srcRef: '3b55554' };
 
-/** `prebundled` on the code before the workflow thread's warm-up run (d1435bc): a new worker's first workflow task runs on a cold thread. */
-const noWarmUp: OursProfile = { ...prebundled, name: 'no-warm-up', srcRef: 'd1435bc' };
-
 /** `prebundled` with the SDK starting its workflow thread in `Worker.create`, not at the top of the process (src/worker/early-thread.ts). */
 const noEarlyThread: OursProfile = { ...prebundled, name: 'no-early-thread', earlyThread: false };
 
@@ -178,7 +175,6 @@ export const PROFILES: Record<string, OursProfile> = {
   'before-26f': before26f,
   'before-26g': before26g,
   'no-early-thread': noEarlyThread,
-  'no-warm-up': noWarmUp,
   'cut-26-blobs': cut26Blobs,
   'no-journal': noJournal,
   'no-fsync': noFsync,

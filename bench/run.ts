@@ -43,6 +43,7 @@ interface Options {
   overheadRuns: number;
   overheadSteps: number;
   longSteps: number;
+  longRuns: number;
   longAt: number[];
   concRuns: number;
   concPasses: number;
@@ -74,6 +75,7 @@ function parseOptions(argv: string[]): Options {
     .option('--overhead-runs <n>', '(a) sequential runs at zero model latency')
     .option('--overhead-steps <n>', '(a) steps per run')
     .option('--long-steps <n>', '(b) steps of the long run')
+    .option('--long-runs <n>', '(b) long runs a system; each step\'s time is their median')
     .option('--conc-runs <n>', '(c) concurrent runs')
     .option('--conc-passes <n>', '(c) batches a system, the systems in the default order, then reversed, and so on (A B B A); the figure is their mean', '2')
     .option('--conc-steps <n>', '(c) steps per run')
@@ -112,6 +114,7 @@ function parseOptions(argv: string[]): Options {
     overheadRuns: num(o.overheadRuns, 5, 2),
     overheadSteps: num(o.overheadSteps, 50, 20),
     longSteps,
+    longRuns: num(o.longRuns, 3, 1),
     longAt: [10, Math.round(longSteps / 5), longSteps],
     concRuns: num(o.concRuns, 1_000, 100),
     concPasses: Number(o.concPasses),
@@ -340,26 +343,43 @@ async function main(): Promise<void> {
         // As in (a): the first run pays for caches, connections and JIT, which would otherwise land on the early steps.
         await sys.runBatch([{ runId: runId('warm'), steps: 3 }]);
         await drain();
-        const run: RunSpec = { runId: runId('b'), steps: opts.longSteps };
-        const batch = await sys.runBatch([run], { timeoutMs: 60 * 60_000 });
-        // A run that fails part way (a peer hitting a server limit) still reports the steps it made, and why it stopped.
-        const times = stepTimes(await drain()).get(run.runId) ?? [];
-        const bytes = sys.persistedBytes
-          ? await sys.persistedBytes(run.runId).catch((err: unknown) => {
-              results.errors[`b:${label}:bytes`] = String(err).slice(0, 500);
-              return undefined;
-            })
-          : undefined;
-        const fig: FigureB = {
-          steps: run.steps,
-          completedSteps: times.length,
-          ...(batch.failures.length ? { failure: batch.failures.join('; ').slice(0, 500) } : {}),
-          wallMs: batch.endedAt - batch.startedAt,
-          at: opts.longAt.map((k) => ({ step: k, stepMs: windowMedian(times, k, STEP_WINDOW_HALF), bytes: bytes?.perStep.get(k) ?? 0 })),
-          totalBytes: bytes?.totalBytes ?? 0,
-          runs: bytes?.runs ?? 1,
-          largestRecordBytes: bytes?.largestEventBytes ?? 0,
-        };
+        // Several long runs, the figure their median at each step: one run's medians moved the ratio from 0.83x to
+        // 1.22x between two full runs of the same code (BENCHMARKS.md, issue 26's fifth round).
+        let fig: FigureB | undefined;
+        const stepMsByRun: number[][] = [];
+        for (let i = 0; i < opts.longRuns; i++) {
+          const run: RunSpec = { runId: runId('b'), steps: opts.longSteps };
+          const batch = await sys.runBatch([run], { timeoutMs: 60 * 60_000 });
+          // A run that fails part way (a peer hitting a server limit) still reports the steps it made, and why it stopped.
+          const times = stepTimes(await drain()).get(run.runId) ?? [];
+          if (!fig) {
+            const bytes = sys.persistedBytes
+              ? await sys.persistedBytes(run.runId).catch((err: unknown) => {
+                  results.errors[`b:${label}:bytes`] = String(err).slice(0, 500);
+                  return undefined;
+                })
+              : undefined;
+            fig = {
+              steps: run.steps,
+              completedSteps: times.length,
+              wallMs: batch.endedAt - batch.startedAt,
+              at: opts.longAt.map((k) => ({ step: k, stepMs: NaN, bytes: bytes?.perStep.get(k) ?? 0 })),
+              totalBytes: bytes?.totalBytes ?? 0,
+              runs: bytes?.runs ?? 1,
+              largestRecordBytes: bytes?.largestEventBytes ?? 0,
+            };
+          }
+          stepMsByRun.push(opts.longAt.map((k) => windowMedian(times, k, STEP_WINDOW_HALF)));
+          log(`b: ${label} run ${i + 1}/${opts.longRuns}: ${opts.longAt.map((k, j) => `step ${k}: ${stepMsByRun[i][j].toFixed(1)} ms`).join(', ')}`);
+          if (batch.failures.length || times.length < run.steps) {
+            fig.completedSteps = Math.min(fig.completedSteps, times.length);
+            fig.failure = batch.failures.join('; ').slice(0, 500) || `run ${i + 1} made ${times.length} of ${run.steps} steps`;
+            break;
+          }
+        }
+        if (!fig) return;
+        fig.at = fig.at.map((x, j) => ({ ...x, stepMs: percentile(stepMsByRun.map((r) => r[j]), 50) }));
+        fig.lastToFirstByRun = stepMsByRun.map((r) => r[r.length - 1] / r[0]);
         results.b[label] = fig;
         log(`b: ${label} ${fig.at.map((x) => `step ${x.step}: ${x.stepMs.toFixed(1)} ms ${x.bytes} B`).join(', ')}`);
       });

@@ -1,8 +1,7 @@
 /**
  * The workflow thread started before the worker's modules load (src/worker/early-thread.ts) and adopted by the
  * product's `Worker` (src/worker/sdk-worker.ts): the adopted thread is the one that runs the workflows, a worker the
- * SDK must build otherwise ends it, a process that never adopts it still exits, and the thread is warmed up with a
- * throwaway run before its first workflow task (src/worker/warm-up.ts).
+ * SDK must build otherwise ends it, and a process that never adopts it still exits.
  */
 import { execFile } from 'node:child_process';
 import { randomUUID } from 'node:crypto';
@@ -11,16 +10,13 @@ import os from 'node:os';
 import path from 'node:path';
 import { promisify } from 'node:util';
 import type { Worker as NodeWorker } from 'node:worker_threads';
-import { DefaultLogger, NativeConnection } from '@temporalio/worker';
-import { WorkerThreadClient } from '@temporalio/worker/lib/workflow/threaded-vm';
-import { parseWorkflowCode } from '@temporalio/worker/lib/worker';
+import { NativeConnection } from '@temporalio/worker';
 import { AgentClient } from '../src/client';
 import { workerConfig } from '../src/config';
 import { startScriptedModel, type ScriptedModel } from '../src/scripted-model';
 import { startWorkflowThreadEarly, takeEarlyWorkflowThread } from '../src/worker/early-thread';
 import { AgentSdkWorker } from '../src/worker/sdk-worker';
 import { createAgentWorker } from '../src/worker/worker';
-import { WARM_UP_RUN_ID, warmUpWorkflowThread } from '../src/worker/warm-up';
 import { quietRuntime, workflowBundle } from './support/agent-harness';
 import { testServerAddress } from './support/temporal';
 
@@ -100,23 +96,3 @@ test('a process that starts the thread and never creates a worker still exits', 
   });
   expect(stdout.trim()).toBe('started'); // and it ended: exec kills it, and fails, after 20 s
 });
-
-test('the adopted thread is warmed up with a throwaway run, which starts and asks for its first model call, and is gone after', async () => {
-  const thread = startWorkflowThreadEarly();
-  const client = new WorkerThreadClient(takeEarlyWorkflowThread()!, new DefaultLogger('WARN'));
-  try {
-    // As the SDK's Worker.create hands it to a thread: the code with its source map taken apart.
-    const bundle = parseWorkflowCode((await workflowBundle()).code);
-    await client.send({ type: 'init', workflowBundle: bundle, isolateExecutionTimeoutMs: 5_000, reuseV8Context: true, registeredActivityNames: new Set(['default']), hasPatchActivationCallback: false });
-    const logs: string[] = [];
-    const logger = new DefaultLogger('DEBUG', (entry) => logs.push(entry.message));
-    const completion = await warmUpWorkflowThread(client, { taskQueue: 'warm-up', namespace: 'default' }, logger);
-    expect(logs).toEqual(['workflow thread warmed up']);
-    expect(completion?.successful?.commands?.map((c) => c.scheduleActivity?.activityType).filter(Boolean)).toEqual(['callModel']);
-    // Disposed of: the thread no longer knows the run.
-    await expect(client.send({ type: 'dispose-workflow', runId: WARM_UP_RUN_ID })).rejects.toThrow(/non running workflow/);
-  } finally {
-    await client.destroy();
-    await thread.terminate();
-  }
-}, 60_000);

@@ -5,15 +5,13 @@
  *
  * `createWorkflowCreator` is the SDK's protected hook for this. The `init` message below is the one the SDK's
  * `ThreadedVMWorkflowCreator.create` sends (@temporalio/worker 1.24, lib/workflow/threaded-vm.js); the package's version
- * is pinned, and every workflow test runs through this path. It then warms the thread up with a throwaway run
- * (warm-up.ts).
+ * is pinned, and every workflow test runs through this path.
  */
 import { Worker, type CompiledWorkerOptions, type Logger } from '@temporalio/worker';
 import { ThreadedVMWorkflowCreator, WorkerThreadClient } from '@temporalio/worker/lib/workflow/threaded-vm';
 import type { WorkflowCreator } from '@temporalio/worker/lib/workflow/interface';
 import type { WorkflowBundleWithSourceMapAndFilename } from '@temporalio/worker/lib/workflow/workflow-worker-thread/input';
 import { dropEarlyWorkflowThread, takeEarlyWorkflowThread } from './early-thread';
-import { warmUpWorkflowThread } from './warm-up';
 
 export class AgentSdkWorker extends Worker {
   protected static override async createWorkflowCreator(
@@ -39,8 +37,6 @@ export class AgentSdkWorker extends Worker {
       registeredActivityNames: new Set(options.activities.keys()),
       hasPatchActivationCallback: patchActivationCallback !== undefined,
     });
-    // Not awaited: the worker polls meanwhile, and a first workflow task queues behind the warm-up in the thread.
-    void warmUpWorkflowThread(client, options, logger);
     return new ThreadedVMWorkflowCreator([client]);
   }
 }
