@@ -11,7 +11,7 @@ async function main(): Promise<void> {
   // SCRIPTED_MODEL_TOKENS_PER_MINUTE: answer 429 above this many tokens per rolling minute, as a provider's quota does.
   const tpm = process.env.SCRIPTED_MODEL_TOKENS_PER_MINUTE ? Number(process.env.SCRIPTED_MODEL_TOKENS_PER_MINUTE) : undefined;
   if (tpm !== undefined && !(Number.isInteger(tpm) && tpm > 0)) throw new Error(`SCRIPTED_MODEL_TOKENS_PER_MINUTE must be a whole number > 0, got "${process.env.SCRIPTED_MODEL_TOKENS_PER_MINUTE}"`);
-  const model = await startScriptedModel({ port, host: '127.0.0.1', tokensPerMinute: tpm });
+  const model = await startScriptedModel({ port, host: '127.0.0.1', tokensPerMinute: tpm, recordBodies: false, maxRecordedRequests: 1_000 });
   console.log(`Scripted model listening on ${model.url}`);
   console.log(`This is a scripted model, not a real LLM: it answers from canned scripts (default script "${DEMO_SCRIPT_NAME}").`);
   console.log(`Point an OpenAI client at base URL ${model.url} with model "${DEMO_SCRIPT_NAME}". Ctrl+C to stop.`);

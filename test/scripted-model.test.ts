@@ -1,6 +1,6 @@
 import OpenAI from 'openai';
 import type { ChatCompletionMessageParam, ChatCompletionTool } from 'openai/resources/chat/completions';
-import { DEMO_SCRIPT_NAME, startScriptedModel } from '../src/scripted-model';
+import { DEMO_SCRIPT_NAME, startScriptedModel, textOf } from '../src/scripted-model';
 import type { ScriptedModel } from '../src/scripted-model';
 
 const user = (content: string): ChatCompletionMessageParam => ({ role: 'user', content });
@@ -486,5 +486,47 @@ describe('a provider quota (tokensPerMinute)', () => {
     } finally {
       await model.close();
     }
+  });
+});
+
+describe('the request log of a long-lived model (recordBodies, maxRecordedRequests)', () => {
+  it('drops each body once answered and keeps only the newest records', async () => {
+    const model = await startScriptedModel({ recordBodies: false, maxRecordedRequests: 2 });
+    try {
+      const client = new OpenAI({ baseURL: model.url, apiKey: 'scripted', maxRetries: 0 });
+      // The script still sees each request's body: the run is named in the answer.
+      model.register('log', ({ request }) => ({ text: `seen ${textOf(request.messages[0].content)}` }));
+      const answers: string[] = [];
+      for (const n of [1, 2, 3]) {
+        const completion = await client.chat.completions.create({ model: 'log', messages: [user(`call ${n}`)] });
+        answers.push(completion.choices[0].message.content ?? '');
+      }
+      expect(answers).toEqual(['seen call 1', 'seen call 2', 'seen call 3']);
+      await waitFor(() => model.requests('log').every((r) => r.body === null), 2_000);
+      const records = model.requests('log');
+      expect(records).toHaveLength(2);
+      expect(records.map((r) => ({ body: r.body, completed: r.completed }))).toEqual([
+        { body: null, completed: true },
+        { body: null, completed: true },
+      ]);
+    } finally {
+      await model.close();
+    }
+  });
+
+  it('keeps bodies by default', async () => {
+    const model = await startScriptedModel();
+    try {
+      const client = new OpenAI({ baseURL: model.url, apiKey: 'scripted', maxRetries: 0 });
+      model.register('kept', [{ text: 'ok' }]);
+      await client.chat.completions.create({ model: 'kept', messages: [user('keep me')] });
+      expect(model.requests('kept')[0].body.messages).toEqual([{ role: 'user', content: 'keep me' }]);
+    } finally {
+      await model.close();
+    }
+  });
+
+  it('refuses a maxRecordedRequests that is not a whole number', async () => {
+    await expect(startScriptedModel({ maxRecordedRequests: -1 })).rejects.toThrow('maxRecordedRequests must be a whole number >= 0, got -1');
   });
 });

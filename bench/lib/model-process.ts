@@ -21,7 +21,7 @@ async function main(): Promise<void> {
   };
   // Wall-clock milliseconds with sub-millisecond resolution, comparable with Date.now() in other processes.
   const now = () => performance.timeOrigin + performance.now();
-  const model = await startScriptedModel({ port: Number(process.env.BENCH_MODEL_PORT ?? 0) });
+  const model = await startScriptedModel({ port: Number(process.env.BENCH_MODEL_PORT ?? 0), recordBodies: false, maxRecordedRequests: 0 });
   const register = () => model.register(BENCH_MODEL, benchScript(() => settings, onArrival, now));
   register();
   serve({
@@ -29,7 +29,7 @@ async function main(): Promise<void> {
     configure: (msg: { latencyMs: number }) => {
       settings.latencyMs = msg.latencyMs;
     },
-    /** Returns and forgets the arrivals so far; the scripted model's own request log is dropped too (it keeps bodies). */
+    /** Returns and forgets the arrivals so far. */
     drain: () => {
       const out = arrivals;
       arrivals = [];

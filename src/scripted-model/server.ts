@@ -48,6 +48,9 @@ class ScriptedHttpError extends Error {
  */
 export async function startScriptedModel(opts: ScriptedModelOptions = {}): Promise<ScriptedModel> {
   const host = opts.host ?? '127.0.0.1';
+  if (opts.maxRecordedRequests !== undefined && !(Number.isInteger(opts.maxRecordedRequests) && opts.maxRecordedRequests >= 0)) {
+    throw new Error(`maxRecordedRequests must be a whole number >= 0, got ${String(opts.maxRecordedRequests)}`);
+  }
   const scripts = new Map<string, RegisteredScript>();
   const recorded: RecordedRequest[] = [];
   let sequence = 0;
@@ -89,12 +92,14 @@ export async function startScriptedModel(opts: ScriptedModelOptions = {}): Promi
       closedByClient: false,
     };
     recorded.push(record);
+    if (opts.maxRecordedRequests !== undefined && recorded.length > opts.maxRecordedRequests) recorded.splice(0, recorded.length - opts.maxRecordedRequests);
     res.on('finish', () => {
       // A truncated stream ends like a whole one on the wire, but its response was not all sent.
       record.completed = record.fault !== 'truncate';
     });
     res.on('close', () => {
       if (!res.writableFinished && !closing && record.fault !== 'reset') Object.assign(record, { closedByClient: true, closedAt: Date.now() });
+      if (opts.recordBodies === false) record.body = null;
     });
     const onFault = (kind: Fault) => {
       record.fault = kind;

@@ -96,7 +96,7 @@ export interface RecordedRequest {
   script: string;
   /** The bearer token the client sent. */
   apiKey?: string;
-  /** Parsed JSON body; `null` when the body was not JSON. */
+  /** Parsed JSON body; `null` when the body was not JSON, or once answered on a model started with `recordBodies: false`. */
   body: any;
   receivedAt: number;
   stream: boolean;
@@ -139,6 +139,14 @@ export interface ScriptedModelOptions {
    * answered 429 with `retry-after`, as OpenAI does. @default none
    */
   tokensPerMinute?: number;
+  /**
+   * Keep each request's parsed body in its record (`requests()`) after it is answered. A server that serves long runs
+   * for long (the worker's embedded model, a bench) sets false: every body carries the whole conversation, and keeping
+   * them all grows the heap, and the time each garbage collection takes, with every call. @default true
+   */
+  recordBodies?: boolean;
+  /** At most this many records, the oldest dropped first. @default no limit */
+  maxRecordedRequests?: number;
 }
 
 export const isErrorStep = (step: ScriptStep): step is ErrorStep => 'error' in step && step.error !== undefined;

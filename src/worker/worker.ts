@@ -224,7 +224,7 @@ export async function createAgentWorker(options: AgentWorkerOptions = {}): Promi
   const config = resolveWorkerConfig(options);
   const { temporal, llm } = config;
   let scripted: ScriptedModel | undefined;
-  if (usesScriptedModel(llm)) scripted = await startScriptedModel({ demoPaceMs: llm.scriptedPaceMs });
+  if (usesScriptedModel(llm)) scripted = await startScriptedModel({ demoPaceMs: llm.scriptedPaceMs, recordBodies: false, maxRecordedRequests: 1_000 });
   const baseURL = scripted?.url ?? llm.baseURL ?? 'https://api.openai.com/v1';
   const model = llm.model ?? (scripted ? DEMO_SCRIPT_NAME : DEFAULT_MODEL);
   const ledger = new SqliteToolLedger(config.ledgerFile);
