@@ -105,6 +105,9 @@ const before26f: OursProfile = { ...prebundled, name: 'before-26f', srcRef: '556
 /** `prebundled` on the code before the sixth round of issue 26 (3b55554): a model call's unsent text tail signalled to the run before the call returns. */
 const before26g: OursProfile = { ...prebundled, name: 'before-26g', srcRef: '3b55554' };
 
+/** `prebundled` on the code before the seventh round of issue 26 (9559ce4): every conversation node flushed to disk, file and folder. */
+const before26h: OursProfile = { ...prebundled, name: 'before-26h', srcRef: '9559ce4' };
+
 /** `prebundled` with the SDK starting its workflow thread in `Worker.create`, not at the top of the process (src/worker/early-thread.ts). */
 const noEarlyThread: OursProfile = { ...prebundled, name: 'no-early-thread', earlyThread: false };
 
@@ -174,6 +177,7 @@ export const PROFILES: Record<string, OursProfile> = {
   'before-26e': before26e,
   'before-26f': before26f,
   'before-26g': before26g,
+  'before-26h': before26h,
   'no-early-thread': noEarlyThread,
   'cut-26-blobs': cut26Blobs,
   'no-journal': noJournal,

@@ -154,6 +154,34 @@ describe('FsBlobStore', () => {
     expect(Buffer.compare(Buffer.from(await store.get(KEY)), bytes)).toBe(0);
   });
 
+  test('a blob is flushed to disk, file and folder, unless its caller does without it (durable: false) or the store is told not to', async () => {
+    const dir = tempDir('blobs-');
+    // FileHandle is not exported: its prototype is reached through a handle.
+    const probe = await fsp.open(dir, 'r');
+    const FileHandleProto = Object.getPrototypeOf(probe) as { sync: () => Promise<void> };
+    await probe.close();
+    const sync = jest.spyOn(FileHandleProto, 'sync');
+    try {
+      const store = new FsBlobStore(dir);
+      await store.put(KEY, utf8.encode('a')); // its shard folder is new: folder, blob, blob's folder
+      const first = sync.mock.calls.length;
+      expect(first).toBe(3);
+      // Two more keys in the same shard folder, which is there now: no folder to make.
+      const [b, c] = ['c', 'd'].map((x) => `ab${x.repeat(62)}`);
+      await store.put(b, utf8.encode('b'), { durable: false });
+      expect(sync.mock.calls.length).toBe(first);
+      await store.put(c, utf8.encode('c'));
+      expect(sync.mock.calls.length).toBe(first + 2);
+      const unflushed = new FsBlobStore(tempDir('blobs-'), { fsync: false });
+      await unflushed.put(KEY, utf8.encode('a'));
+      expect(sync.mock.calls.length).toBe(first + 2);
+      // Flushed or not, a blob is there whole under its name.
+      expect(Buffer.from(await store.get(b)).toString()).toBe('b');
+    } finally {
+      sync.mockRestore();
+    }
+  });
+
   test('a write that fails leaves neither the blob nor a temp file behind', async () => {
     const dir = tempDir('blobs-');
     const store = new FsBlobStore(dir);

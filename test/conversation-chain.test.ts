@@ -63,6 +63,19 @@ describe('ConversationStore', () => {
     await expect(withoutKey.resolve(ref, [])).rejects.toThrow();
   });
 
+  test('nodes are stored without a flush to disk, and one a crash of the host left empty reads back as unavailable', async () => {
+    const dir = tempDir();
+    const blobs = new FsBlobStore(dir);
+    const puts: Array<{ fresh?: boolean; durable?: boolean } | undefined> = [];
+    const recording = { put: (key: string, bytes: Uint8Array, options?: { fresh?: boolean; durable?: boolean }) => (puts.push(options), blobs.put(key, bytes, options)), get: (key: string) => blobs.get(key) };
+    const ref = await new ConversationStore(recording).save(undefined, [user('a')], [user('a')]);
+    expect(puts).toEqual([{ fresh: true, durable: false }]);
+    // What ext4 can leave of a file renamed but not flushed when the power goes: its name, no bytes.
+    const [file] = filesUnder(dir);
+    writeFileSync(file, '');
+    await expect(new ConversationStore(blobs).resolve(ref, [])).rejects.toThrow(new ConversationUnavailableError(`conversation ${ref.ref} is corrupt: its content hashes to ${'e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855'}`));
+  });
+
   test('a missing, corrupt or miscounted chain is ConversationUnavailableError, naming the node', async () => {
     const dir = tempDir();
     const store = new ConversationStore(new FsBlobStore(dir), { maxCached: 0 });

@@ -19,8 +19,10 @@ export interface BlobStore {
   /**
    * Stores `bytes` under `key`; storing a key that is already present is a no-op. `fresh`: the caller knows the key
    * is new (a conversation node), so a store may skip looking for it first; storing it twice must still be harmless.
+   * `durable: false`: the caller does without the blob if a crash of the host loses it (a conversation node: the run
+   * then sends the whole conversation), so a store need not flush it to disk before it returns. @default durable
    */
-  put(key: string, bytes: Uint8Array, options?: { fresh?: boolean }): Promise<void>;
+  put(key: string, bytes: Uint8Array, options?: { fresh?: boolean; durable?: boolean }): Promise<void>;
   /** The bytes stored under `key`; rejects with `BlobNotFoundError` when there are none. */
   get(key: string): Promise<Uint8Array>;
 }
@@ -73,8 +75,11 @@ export class FsBlobStore implements BlobStore {
     return path.join(this.dir, key.slice(0, 2), key.slice(2, 4), key);
   }
 
-  async put(key: string, bytes: Uint8Array, options: { fresh?: boolean } = {}): Promise<void> {
+  async put(key: string, bytes: Uint8Array, options: { fresh?: boolean; durable?: boolean } = {}): Promise<void> {
     const file = this.pathOf(key);
+    // Not flushed, a blob still reaches every process on this host (and, through the page cache, the volume's other
+    // clients) once renamed; what a crash of the host can take is a blob its caller can rebuild.
+    const sync = this.fsync && options.durable !== false;
     // A fresh key written again is replaced by the same bytes, atomically: harmless, so no stat first.
     if (!options.fresh && ((await exists(file)) || (await exists(this.legacyPathOf(key))))) return;
     const folder = path.dirname(file);
@@ -90,7 +95,7 @@ export class FsBlobStore implements BlobStore {
       });
       try {
         await handle.writeFile(bytes);
-        if (this.fsync) await handle.sync();
+        if (sync) await handle.sync();
       } finally {
         await handle.close();
       }
@@ -100,7 +105,7 @@ export class FsBlobStore implements BlobStore {
       await rm(temp, { force: true });
       throw err;
     }
-    if (this.fsync) await syncDir(folder);
+    if (sync) await syncDir(folder);
   }
 
   /** Makes a shard folder; a new one is flushed into `dir`, or a crash could lose it with the blobs synced into it. */

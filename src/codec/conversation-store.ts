@@ -66,7 +66,9 @@ export class ConversationStore {
     const bytes = ProtoPayload.encode(await encodeToPayload(this.converter, node)).finish();
     const ref = sha256Hex(bytes);
     // A node names its base, so it is new but for a retry (or runs begun alike), which writes the same bytes again.
-    await this.store.put(ref, bytes, { fresh: true });
+    // Not flushed to disk: a node a crash of the host loses (or leaves torn) reads back as unavailable, and the run
+    // sends the whole conversation instead (CHAIN_UNAVAILABLE), so a flush a model call would buy nothing.
+    await this.store.put(ref, bytes, { fresh: true, durable: false });
     // The run has moved on from its base; a retry of this call that needs it again reads it back.
     if (base) this.cache.delete(base.ref);
     this.remember(ref, full);
