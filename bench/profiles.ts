@@ -108,6 +108,9 @@ const before26g: OursProfile = { ...prebundled, name: 'before-26g', srcRef: '3b5
 /** `prebundled` on the code before the seventh round of issue 26 (9559ce4): every conversation node flushed to disk, file and folder. */
 const before26h: OursProfile = { ...prebundled, name: 'before-26h', srcRef: '9559ce4' };
 
+/** `prebundled` on the code before scope hoisting (feee3b5): each workflow source a module of its own, instantiated for every run. */
+const before26i: OursProfile = { ...prebundled, name: 'before-26i', srcRef: 'feee3b5' };
+
 /** `prebundled` with the SDK starting its workflow thread in `Worker.create`, not at the top of the process (src/worker/early-thread.ts). */
 const noEarlyThread: OursProfile = { ...prebundled, name: 'no-early-thread', earlyThread: false };
 
@@ -178,6 +181,7 @@ export const PROFILES: Record<string, OursProfile> = {
   'before-26f': before26f,
   'before-26g': before26g,
   'before-26h': before26h,
+  'before-26i': before26i,
   'no-early-thread': noEarlyThread,
   'cut-26-blobs': cut26Blobs,
   'no-journal': noJournal,

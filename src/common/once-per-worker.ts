@@ -24,3 +24,9 @@ export function oncePerWorker<T>(key: string, build: () => T): T {
 // zod fills a few module-level caches of its own on first use (whether `new Function` is allowed, for its compiled
 // object parser). A preloaded module is frozen once loaded, so they are filled now, while it still can be.
 z.object({ warm: z.string() }).safeParse({ warm: '' });
+
+// The parts of zod the workflow code uses beyond schemas.js are loaded here too, into the shared context: the bundler
+// loads only the modules a file names (`z.object` is schemas.js), and a module a run loads first is loaded again by
+// every run (`z.fromJSONSchema` and `z.iso`, with zod's checks: 0.5 ms a run, BENCHMARKS.md, issue 26).
+z.fromJSONSchema({ type: 'string' }).safeParse('');
+z.iso.datetime({ offset: true }).safeParse('2026-01-01T00:00:00Z');

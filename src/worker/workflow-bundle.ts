@@ -56,8 +56,20 @@ export function withoutSourcesText(config: WebpackConfiguration): WebpackConfigu
   return config;
 }
 
+/**
+ * Webpack's scope hoisting (`concatenateModules`, on in its production mode, off in the development mode the SDK
+ * bundles in): the workflow sources become one module instead of about 50. The sandbox instantiates workflow code
+ * for every run, and each module instance defines its exports one getter at a time, so a run of 5 steps spent more
+ * time loading its modules than in its first transition (BENCHMARKS.md, issue 26). A module reached from outside
+ * the workflow sources (the preloaded ones, shared by every run) stays a module of its own.
+ */
+export function scopeHoisted(config: WebpackConfiguration): WebpackConfiguration {
+  config.optimization = { ...config.optimization, concatenateModules: true };
+  return config;
+}
+
 /** Every change the product makes to the SDK's webpack configuration. */
-export const sandboxWebpackConfig = (config: WebpackConfiguration): WebpackConfiguration => withoutSourcesText(nativeSyntax(config));
+export const sandboxWebpackConfig = (config: WebpackConfiguration): WebpackConfiguration => scopeHoisted(withoutSourcesText(nativeSyntax(config)));
 
 /** The agent workflows bundled as workers run them (with the preloaded modules); `tracing` adds the OpenTelemetry workflow interceptors. */
 export function bundleAgentWorkflows(options: { tracing?: boolean; logger?: BundleOptions['logger'] } = {}): Promise<WorkflowBundle> {
