@@ -493,21 +493,20 @@ describe('the request log of a long-lived model (recordBodies, maxRecordedReques
   it('drops each body once answered and keeps only the newest records', async () => {
     const model = await startScriptedModel({ recordBodies: false, maxRecordedRequests: 2 });
     try {
-      const client = new OpenAI({ baseURL: model.url, apiKey: 'scripted', maxRetries: 0 });
-      // The script still sees each request's body: the run is named in the answer.
+      // The script still sees each request's body: the call is named in the answer.
       model.register('log', ({ request }) => ({ text: `seen ${textOf(request.messages[0].content)}` }));
       const answers: string[] = [];
       for (const n of [1, 2, 3]) {
+        // Each call with its own API key, which a record keeps without the body.
+        const client = new OpenAI({ baseURL: model.url, apiKey: `key-${n}`, maxRetries: 0 });
         const completion = await client.chat.completions.create({ model: 'log', messages: [user(`call ${n}`)] });
         answers.push(completion.choices[0].message.content ?? '');
       }
       expect(answers).toEqual(['seen call 1', 'seen call 2', 'seen call 3']);
       await waitFor(() => model.requests('log').every((r) => r.body === null), 2_000);
-      const records = model.requests('log');
-      expect(records).toHaveLength(2);
-      expect(records.map((r) => ({ body: r.body, completed: r.completed }))).toEqual([
-        { body: null, completed: true },
-        { body: null, completed: true },
+      expect(model.requests('log').map((r) => ({ apiKey: r.apiKey, body: r.body, completed: r.completed }))).toEqual([
+        { apiKey: 'key-2', body: null, completed: true },
+        { apiKey: 'key-3', body: null, completed: true },
       ]);
     } finally {
       await model.close();
