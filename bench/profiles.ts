@@ -111,6 +111,9 @@ const before26h: OursProfile = { ...prebundled, name: 'before-26h', srcRef: '955
 /** `prebundled` on the code before scope hoisting (feee3b5): each workflow source a module of its own, instantiated for every run. */
 const before26i: OursProfile = { ...prebundled, name: 'before-26i', srcRef: 'feee3b5' };
 
+/** `prebundled` on the code before the eighth round (2195c5f): conversation nodes through a temporary file, a read's root made and resolved at every call. */
+const before26j: OursProfile = { ...prebundled, name: 'before-26j', srcRef: '2195c5f' };
+
 /** `prebundled` with the SDK starting its workflow thread in `Worker.create`, not at the top of the process (src/worker/early-thread.ts). */
 const noEarlyThread: OursProfile = { ...prebundled, name: 'no-early-thread', earlyThread: false };
 
@@ -182,6 +185,7 @@ export const PROFILES: Record<string, OursProfile> = {
   'before-26g': before26g,
   'before-26h': before26h,
   'before-26i': before26i,
+  'before-26j': before26j,
   'no-early-thread': noEarlyThread,
   'cut-26-blobs': cut26Blobs,
   'no-journal': noJournal,

@@ -407,6 +407,27 @@ describe('tools', () => {
     await expect(resolveInWorkspace(workspace, 'escape/new.txt')).rejects.toThrow('symbolic link');
     expect((await run('readFile', { path: 'inner/link.txt' })).content).toBe('alpha');
     expect((await run('writeFile', { path: 'escape/x.txt', content: 'no' })).ok).toBe(false);
+    expect((await run('readFile', { path: 'escape/secret.txt' })).content).toMatch(/^Error: path leaves the workspace through a symbolic link/);
+  });
+
+  test('a dangling symlink cannot be written through to outside the workspace', async () => {
+    const outside = mkdtempSync(path.join(os.tmpdir(), 'outside-'));
+    symlinkSync(path.join(outside, 'planted.txt'), path.join(workspace, 'dangling'));
+    const result = await run('writeFile', { path: 'dangling', content: 'no' });
+    expect(result).toMatchObject({ ok: false, content: expect.stringMatching(/^Error: .*ENOENT/) });
+    expect(existsSync(path.join(outside, 'planted.txt'))).toBe(false);
+  });
+
+  test('a workspace removed after a read reads as missing until a write makes it again', async () => {
+    const own = mkdtempSync(path.join(os.tmpdir(), 'agent-root-'));
+    const tools = createActivities({ openai, defaultModel: 'unset', workspace: own });
+    const call = (name: string, args: unknown) => act(tools.executeTool, { call: { id: 'c', name, arguments: JSON.stringify(args) }, callNumber: 1 });
+    writeFileSync(path.join(own, 'x.txt'), 'one');
+    expect((await call('readFile', { path: 'x.txt' })).content).toBe('one');
+    rmSync(own, { recursive: true });
+    expect(await call('readFile', { path: 'x.txt' })).toMatchObject({ ok: false, content: expect.stringMatching(/^Error: .*ENOENT/) });
+    expect((await call('writeFile', { path: 'x.txt', content: 'two' })).ok).toBe(true);
+    expect((await call('readFile', { path: 'x.txt' })).content).toBe('two');
   });
 
   describe('a slow tool', () => {

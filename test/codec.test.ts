@@ -182,6 +182,32 @@ describe('FsBlobStore', () => {
     }
   });
 
+  test('a blob its caller can rebuild (durable: false) is written under its final name at once, and a fresh put mends a torn one', async () => {
+    const dir = tempDir('blobs-');
+    const store = new FsBlobStore(dir);
+    // The module object FsBlobStore calls through (an `import * as` namespace copies it).
+    const rename = jest.spyOn(require('node:fs/promises') as typeof fsp, 'rename');
+    try {
+      await store.put(KEY, utf8.encode('whole'), { fresh: true, durable: false });
+      expect(rename).not.toHaveBeenCalled();
+      expect(filesUnder(dir)).toEqual([path.join('ab', KEY)]);
+      // Torn by a crash: the next fresh put of the key writes it whole again, over what is there.
+      writeFileSync(store.pathOf(KEY), 'wh');
+      await store.put(KEY, utf8.encode('whole'), { fresh: true, durable: false });
+      expect(Buffer.from(await store.get(KEY)).toString()).toBe('whole');
+      // Its shard folder wiped since this process made it: made again.
+      await fsp.rm(path.join(dir, 'ab'), { recursive: true });
+      await store.put(KEY, utf8.encode('whole'), { fresh: true, durable: false });
+      expect(Buffer.from(await store.get(KEY)).toString()).toBe('whole');
+      expect(rename).not.toHaveBeenCalled();
+      // A durable blob still goes through a temporary file.
+      await store.put(`ab${'e'.repeat(62)}`, utf8.encode('e'));
+      expect(rename).toHaveBeenCalledTimes(1);
+    } finally {
+      rename.mockRestore();
+    }
+  });
+
   test('a write that fails leaves neither the blob nor a temp file behind', async () => {
     const dir = tempDir('blobs-');
     const store = new FsBlobStore(dir);

@@ -11,7 +11,7 @@
  * drops blobs older than the namespace's retention period is the store's concern.
  */
 import { randomBytes } from 'node:crypto';
-import { mkdir, open, readFile, rename, rm, stat } from 'node:fs/promises';
+import { mkdir, open, readFile, rename, rm, stat, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 
 /** Where claim-checked payloads live, keyed by the sha256 hex of their bytes. Implementations must be idempotent. */
@@ -19,8 +19,9 @@ export interface BlobStore {
   /**
    * Stores `bytes` under `key`; storing a key that is already present is a no-op. `fresh`: the caller knows the key
    * is new (a conversation node), so a store may skip looking for it first; storing it twice must still be harmless.
-   * `durable: false`: the caller does without the blob if a crash of the host loses it (a conversation node: the run
-   * then sends the whole conversation), so a store need not flush it to disk before it returns. @default durable
+   * `durable: false`: the caller does without the blob if a crash of the host loses or tears it, and checks what it
+   * reads back (a conversation node: its hash; the run then sends the whole conversation), so a store need not flush
+   * it to disk before it returns, nor make it appear whole at once. @default durable
    */
   put(key: string, bytes: Uint8Array, options?: { fresh?: boolean; durable?: boolean }): Promise<void>;
   /** The bytes stored under `key`; rejects with `BlobNotFoundError` when there are none. */
@@ -51,7 +52,8 @@ export interface FsBlobStoreOptions {
  * 2026-11-26 the layout was `ab/cd/<hash>`, 65,536 folders, so a fresh store or a new worker process made a folder for
  * nearly every conversation node, one `mkdir` a model call (BENCHMARKS.md, issue 26); blobs written then are still
  * read where they are. A blob appears under its final name only whole: it is written to a temporary file in the same
- * folder, flushed, then renamed. Fits one machine or a shared volume (NFS, EFS).
+ * folder, flushed, then renamed; but for a `durable: false` put, which is written under its final name. Fits one
+ * machine or a shared volume (NFS, EFS).
  */
 export class FsBlobStore implements BlobStore {
   readonly dir: string;
@@ -84,6 +86,18 @@ export class FsBlobStore implements BlobStore {
     if (!options.fresh && ((await exists(file)) || (await exists(this.legacyPathOf(key))))) return;
     const folder = path.dirname(file);
     if (!this.folders.has(folder)) await this.makeFolder(folder);
+    // A blob its caller can rebuild is written under its final name at once: no temporary file, no rename (two file
+    // system calls a model call, BENCHMARKS.md, issue 26). A reader that meets it half written, or torn by a crash,
+    // must tell by its content (a conversation node's hash no longer matches its key), and a fresh put of the same
+    // key writes it whole again.
+    if (options.durable === false) {
+      await writeFile(file, bytes).catch(async (err: NodeJS.ErrnoException) => {
+        if (err.code !== 'ENOENT') throw err;
+        await this.makeFolder(folder); // a folder removed since this process made it (a wiped store)
+        await writeFile(file, bytes);
+      });
+      return;
+    }
     // Same folder, so the rename stays on one file system and is atomic; a dot name never matches a key.
     const temp = path.join(folder, `.${key}.${process.pid}.${randomBytes(6).toString('hex')}.tmp`);
     try {

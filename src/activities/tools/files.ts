@@ -10,20 +10,34 @@ const MAX_LIST_ENTRIES = 500;
 
 const RelativePath = z.string().min(1).max(MAX_PATH_LENGTH).describe('Path relative to the workspace root');
 
-/** Resolve `relative` inside `root`, following symlinks, or throw an error that says why not. */
-export async function resolveInWorkspace(root: string, relative: string): Promise<string> {
+/**
+ * Resolve `relative` inside `root`, following symlinks, or throw an error that says why not. `realRoot`: `root`'s own
+ * real path, when the caller has it already (fileTools resolves it once).
+ */
+export async function resolveInWorkspace(root: string, relative: string, realRoot?: string): Promise<string> {
   if (relative.length > MAX_PATH_LENGTH) throw new Error(`path is longer than ${MAX_PATH_LENGTH} characters`);
   if (relative.includes('\0')) throw new Error('path contains a NUL character');
   if (path.isAbsolute(relative)) throw new Error(`absolute paths are not allowed: ${relative}`);
-  const realRoot = await fs.realpath(root);
-  const target = path.resolve(realRoot, relative);
-  if (!isInside(realRoot, target)) throw new Error(`path leaves the workspace: ${relative}`);
-  // Follow symlinks on the deepest part that exists, so a link cannot point outside.
+  const base = realRoot ?? (await fs.realpath(root));
+  const target = path.resolve(base, relative);
+  if (!isInside(base, target)) throw new Error(`path leaves the workspace: ${relative}`);
+  // A path that is there (a read, the usual call) resolves in one call; one that is not yet follows the links of its
+  // deepest part that is (a dangling link is there: its real path fails, as it should).
+  const real = (await realpathIfThere(target)) ?? (await realpathOfMissing(target));
+  if (!isInside(base, real)) throw new Error(`path leaves the workspace through a symbolic link: ${relative}`);
+  return real;
+}
+
+const realpathIfThere = (p: string): Promise<string | undefined> =>
+  fs.realpath(p).catch((err: NodeJS.ErrnoException) => {
+    if (err.code === 'ENOENT' || err.code === 'ENOTDIR') return undefined;
+    throw err;
+  });
+
+async function realpathOfMissing(target: string): Promise<string> {
   let existing = target;
   while (!(await exists(existing))) existing = path.dirname(existing);
-  const real = path.join(await fs.realpath(existing), path.relative(existing, target));
-  if (!isInside(realRoot, real)) throw new Error(`path leaves the workspace through a symbolic link: ${relative}`);
-  return real;
+  return path.join(await fs.realpath(existing), path.relative(existing, target));
 }
 
 const isInside = (root: string, p: string) => p === root || p.startsWith(root + path.sep);
@@ -32,6 +46,17 @@ const exists = (p: string) => fs.lstat(p).then(() => true, () => false);
 export function fileTools(workspace: string): Tool[] {
   const root = path.resolve(workspace);
   const ensureRoot = () => fs.mkdir(root, { recursive: true });
+  // A read resolves paths from the root's real path, found once (three file system calls a read fewer, BENCHMARKS.md,
+  // issue 26); a root that is gone meanwhile makes the read fail as a missing file would. Listing and writing still
+  // make the root first.
+  let realRoot: Promise<string> | undefined;
+  const rootForReads = (): Promise<string> =>
+    (realRoot ??= ensureRoot()
+      .then(() => fs.realpath(root))
+      .catch((err: unknown) => {
+        realRoot = undefined; // tried again by the next call
+        throw err;
+      }));
   return [
     defineTool({
       name: 'listFiles',
@@ -56,8 +81,7 @@ export function fileTools(workspace: string): Tool[] {
       sideEffects: false,
       local: true,
       async execute({ path: rel }, { signal }) {
-        await ensureRoot();
-        const file = await resolveInWorkspace(root, rel);
+        const file = await resolveInWorkspace(root, rel, await rootForReads());
         const stat = await fs.stat(file);
         if (!stat.isFile()) throw new Error(`${rel} is not a file`);
         if (stat.size > MAX_READ_BYTES) throw new Error(`${rel} is ${stat.size} bytes; the limit is ${MAX_READ_BYTES}`);
