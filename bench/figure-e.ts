@@ -402,8 +402,13 @@ async function langgraphTarget(modelUrl: string, dir: string): Promise<Target & 
 async function startRedis(dir: string): Promise<{ url: string; pid: number; stop(): Promise<void> }> {
   const port = await freePort();
   const proc = spawn('redis-server', ['--port', String(port), '--bind', '127.0.0.1', '--save', '', '--appendonly', 'no', '--dir', dir], { stdio: 'ignore' });
+  // Not installed: this system's row fails with the reason, and the run goes on (an unhandled 'error' event would end
+  // the whole bench before it writes what it measured).
+  const failed = new Promise<never>((_, reject) =>
+    proc.once('error', (err) => reject(new Error(`the redis row needs redis-server (apt-get install redis-server): ${err.message}`))),
+  );
   const p: Proc = { name: 'redis', proc, pid: track(proc.pid) };
-  await waitUntil('redis-server', 10_000, () => reachable(port));
+  await Promise.race([waitUntil('redis-server', 10_000, () => reachable(port)), failed]);
   return { url: `redis://127.0.0.1:${port}`, pid: p.pid, stop: () => stopProc(p) };
 }
 
