@@ -82,7 +82,8 @@ export class FsBlobStore implements BlobStore {
     // Not flushed, a blob still reaches every process on this host (and, through the page cache, the volume's other
     // clients) once renamed; what a crash of the host can take is a blob its caller can rebuild.
     const sync = this.fsync && options.durable !== false;
-    // A fresh key written again is replaced by the same bytes, atomically: harmless, so no stat first.
+    // A fresh key written again is replaced by the same bytes (atomically, but for `durable: false`): harmless, so no
+    // stat first.
     if (!options.fresh && ((await exists(file)) || (await exists(this.legacyPathOf(key))))) return;
     const folder = path.dirname(file);
     if (!this.folders.has(folder)) await this.makeFolder(folder);
@@ -90,23 +91,11 @@ export class FsBlobStore implements BlobStore {
     // system calls a model call, BENCHMARKS.md, issue 26). A reader that meets it half written, or torn by a crash,
     // must tell by its content (a conversation node's hash no longer matches its key), and a fresh put of the same
     // key writes it whole again.
-    if (options.durable === false) {
-      await writeFile(file, bytes).catch(async (err: NodeJS.ErrnoException) => {
-        if (err.code !== 'ENOENT') throw err;
-        await this.makeFolder(folder); // a folder removed since this process made it (a wiped store)
-        await writeFile(file, bytes);
-      });
-      return;
-    }
+    if (options.durable === false) return this.inFolder(folder, () => writeFile(file, bytes));
     // Same folder, so the rename stays on one file system and is atomic; a dot name never matches a key.
     const temp = path.join(folder, `.${key}.${process.pid}.${randomBytes(6).toString('hex')}.tmp`);
     try {
-      // A folder removed since this process made it (a wiped store) is made again.
-      const handle = await open(temp, 'wx').catch(async (err: NodeJS.ErrnoException) => {
-        if (err.code !== 'ENOENT') throw err;
-        await this.makeFolder(folder);
-        return open(temp, 'wx');
-      });
+      const handle = await this.inFolder(folder, () => open(temp, 'wx'));
       try {
         await handle.writeFile(bytes);
         if (sync) await handle.sync();
@@ -120,6 +109,15 @@ export class FsBlobStore implements BlobStore {
       throw err;
     }
     if (sync) await syncDir(folder);
+  }
+
+  /** Creates a file in `folder` with `create`; a folder removed since this process made it (a wiped store) is made again. */
+  private inFolder<T>(folder: string, create: () => Promise<T>): Promise<T> {
+    return create().catch(async (err: NodeJS.ErrnoException) => {
+      if (err.code !== 'ENOENT') throw err;
+      await this.makeFolder(folder);
+      return create();
+    });
   }
 
   /** Makes a shard folder; a new one is flushed into `dir`, or a crash could lose it with the blobs synced into it. */
