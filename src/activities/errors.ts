@@ -177,11 +177,26 @@ export function classifyModelError(err: unknown, secrets: ReadonlyArray<string |
  * undici's fetch fails a body cut short with `TypeError('terminated')` (cause: SocketError "other side closed",
  * code UND_ERR_SOCKET); a reset before the response gives ECONNRESET. test/faults.test.ts resets the socket mid-stream.
  */
+/** undici's error for a redirect that `redirect: 'error'` refuses (wire.ts `withoutRedirects`), under fetch's own. */
+const REDIRECTED = /(^|\n)unexpected redirect$/m;
+
+/** The messages of an error's chain of causes, one a line. */
+function causes(err: unknown): string {
+  const lines: string[] = [];
+  for (let e = (err as { cause?: unknown })?.cause, depth = 0; e !== undefined && e !== null && depth < 5; e = (e as { cause?: unknown }).cause, depth++) {
+    lines.push(String((e as { message?: unknown }).message ?? e));
+  }
+  return lines.join('\n');
+}
+
 const DROPPED = /^(terminated|other side closed|socket hang up)$|ECONNRESET|EPIPE|UND_ERR_SOCKET/;
 
 function classify(err: unknown): ApplicationFailure {
   if (err instanceof ApplicationFailure) return err;
   if (err instanceof OpenAI.APIConnectionTimeoutError) return failure(ModelErrorType.Timeout, `model request timed out: ${err.message}`, true);
+  if (err instanceof OpenAI.APIConnectionError && REDIRECTED.test(causes(err))) {
+    return failure(ModelErrorType.NotFound, 'the provider answered the model request with a redirect, which the worker does not follow: set its base URL to the address it redirects to', false);
+  }
   if (err instanceof OpenAI.APIConnectionError) return failure(ModelErrorType.Connection, `connection to the model failed: ${err.message}`, true);
   if (err instanceof OpenAI.APIError && !(err instanceof OpenAI.APIUserAbortError)) return classifyResponse(read(err));
   // Errors from another realm (undici under some runners) fail instanceof Error; read their message all the same.

@@ -98,3 +98,4 @@ export { ToolRegistry, defineTool, RetryableToolError, type Tool } from './tools
 export { SqliteToolLedger, UNKNOWN_OUTCOME, type ToolLedger } from './tools/ledger';
 export type { ToolPolicy, ToolPolicyCall, ToolPolicyContext, ToolPolicyDecision } from './tool-policy';
 export { classifyModelError, ModelErrorType, readableErrorBodies } from './errors';
+export { withoutRedirects } from './wire';

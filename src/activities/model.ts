@@ -5,8 +5,9 @@
  */
 import { CancelledFailure, Context } from '@temporalio/activity';
 import { WorkflowNotFoundError } from '@temporalio/client';
+import { AzureOpenAI } from 'openai';
 import type OpenAI from 'openai';
-import type { ChatCompletionChunk, ChatCompletionMessageParam } from 'openai/resources/chat/completions';
+import type { ChatCompletionChunk, ChatCompletionCreateParamsStreaming } from 'openai/resources/chat/completions';
 import { ApplicationFailure } from '@temporalio/common';
 import { approvalCovers, mayRunAhead } from '../common/approval';
 import { ConversationUnavailableError, type ConversationStore } from '../codec/conversation-store';
@@ -35,6 +36,9 @@ import { recordToolCall } from './metrics';
 import { usageOf } from './usage';
 import type { ToolRegistry } from './tools/registry';
 import { applyToolPolicy, type ToolPolicy } from './tool-policy';
+import { chatRequestBody, encodeMessages, toOpenAIMessages } from './wire';
+
+export { toOpenAIMessages } from './wire';
 
 export interface ModelDeps {
   openai: OpenAI;
@@ -82,25 +86,6 @@ export const heartbeatThrottleMs = (cadenceMs: number = MODEL_HEARTBEAT_MS): num
  * attempts in the heartbeat details, so a worker killed mid-call (which fails no request) spends none.
  */
 export const MAX_PROVIDER_FAILURES = 10;
-
-export function toOpenAIMessages(messages: ChatMessage[]): ChatCompletionMessageParam[] {
-  return messages.map((m): ChatCompletionMessageParam => {
-    switch (m.role) {
-      case 'tool':
-        return { role: 'tool', tool_call_id: m.toolCallId, content: m.content };
-      case 'assistant':
-        return {
-          role: 'assistant',
-          content: m.content,
-          ...(m.toolCalls?.length
-            ? { tool_calls: m.toolCalls.map((c) => ({ id: c.id, type: 'function' as const, function: { name: c.name, arguments: c.arguments } })) }
-            : {}),
-        };
-      default:
-        return { role: m.role, content: m.content };
-    }
-  });
-}
 
 /** Assembles the streamed chunks of one completion. */
 class CompletionAssembler {
@@ -150,7 +135,7 @@ export function createCallModel(deps: ModelDeps) {
     const ctx = Context.current();
     // Before any request: a run started with tools this worker lacks would only fail later, and the same on every retry.
     checkTools(request.checkTools, deps.tools);
-    const messages = await conversationOf(request, deps.conversations);
+    const { messages, base } = await conversationOf(request, deps.conversations);
     const route = routeOf(deps, request.model ?? deps.defaultModel);
     const { model } = route;
     const secrets = secretsOf(deps);
@@ -197,27 +182,26 @@ export function createCallModel(deps: ModelDeps) {
         reservation = reserved;
       }
       armIdle();
-      const body = (sent: ChatMessage[]) => ({
+      const params = {
         model,
-        messages: toOpenAIMessages(sent),
         ...(tools.length ? { tools } : {}),
         // `max_tokens`, not `max_completion_tokens`: llama.cpp, vLLM and Ollama all read it.
         ...(request.maxOutputTokens !== undefined ? { max_tokens: request.maxOutputTokens } : {}),
         stream: true as const,
         stream_options: { include_usage: true },
-      });
-      const create = (sent: ChatMessage[]) =>
-        withKeyRotation(route, deps.providers, ctx, (client) => client.chat.completions.create(body(sent), { signal: controller.signal }));
+      };
+      const create = (sent: readonly ChatMessage[], base?: readonly ChatMessage[]) =>
+        withKeyRotation(route, deps.providers, ctx, (client) => streamChat(client, params, sent, base, controller.signal));
       const stream = resumed
-        ? await create(continuation(messages, resumed.text)).catch(async (err: unknown) => {
+        ? await create(continuation(messages, resumed.text), messages).catch(async (err: unknown) => {
             // A provider that will not continue (a 4xx) gets the call anew, marked as a restart.
             if (ctx.cancellationSignal.aborted || !classifyModelError(err, secrets).nonRetryable) throw err;
             ctx.log.warn('the provider refused to continue the streamed text: the call starts over', { error: String(err) });
             live?.publish(runId, [{ type: 'restart', callNumber, attempt }]);
             assembler.text = unsent = '';
-            return create(messages);
+            return create(messages, base);
           })
-        : await create(messages);
+        : await create(messages, base);
       for await (const chunk of stream) {
         armIdle();
         const text = assembler.add(chunk);
@@ -336,8 +320,22 @@ async function resumePoint(live: LiveStream, runId: string, callNumber: number, 
   return { text: call.text, after };
 }
 
+/**
+ * One streamed chat request, its body encoded by wire.ts (the messages `base` shares with `sent` are not encoded
+ * again). `params` is everything but the messages. Azure's client reads the deployment out of the body object, so it
+ * gets the body as an object.
+ */
+function streamChat(client: OpenAI, params: StreamParams, sent: readonly ChatMessage[], base: readonly ChatMessage[] | undefined, signal: AbortSignal) {
+  if (client instanceof AzureOpenAI) return client.chat.completions.create({ ...params, messages: toOpenAIMessages(sent) }, { signal });
+  // `options.body` is what is sent; the `messages` of the typed parameters are not.
+  const body = chatRequestBody(params, encodeMessages(sent, base));
+  return client.chat.completions.create({ ...params, messages: [] }, { signal, body, headers: { 'content-type': 'application/json' } });
+}
+
+type StreamParams = Omit<ChatCompletionCreateParamsStreaming, 'messages'>;
+
 /** The request that goes on with `text`: the continuation the run uses for answers cut off by the output limit. */
-const continuation = (messages: ChatMessage[], text: string): ChatMessage[] => [
+const continuation = (messages: readonly ChatMessage[], text: string): ChatMessage[] => [
   ...messages,
   { role: 'assistant', content: text },
   { role: 'user', content: CONTINUE_PROMPT },
@@ -362,12 +360,14 @@ function providerFailuresSoFar(ctx: Context): number {
 }
 
 /** The whole conversation of a request: its messages, after those of its chain's base when it has one. */
-async function conversationOf(request: ModelRequest, store: ConversationStore | undefined): Promise<ChatMessage[]> {
-  const base = request.chain?.base;
-  if (!base) return request.messages;
+/** The whole conversation of a call, and the conversation it goes on from (whose encoding the request reuses). */
+async function conversationOf(request: ModelRequest, store: ConversationStore | undefined): Promise<{ messages: ChatMessage[]; base?: readonly ChatMessage[] }> {
+  const ref = request.chain?.base;
+  if (!ref) return { messages: request.messages };
   try {
     if (!store) throw new ConversationUnavailableError('this worker keeps no conversations (AGENT_CLAIM_CHECK=off)');
-    return await store.resolve(base, request.messages);
+    const base = await store.conversation(ref);
+    return { messages: base.concat(request.messages), base };
   } catch (err) {
     if (!(err instanceof ConversationUnavailableError)) throw err;
     throw ApplicationFailure.create({ type: FailureType.ConversationUnavailable, message: err.message, nonRetryable: true });

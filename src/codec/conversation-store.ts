@@ -60,6 +60,14 @@ export class ConversationStore {
     return (await this.load(base)).concat(tail);
   }
 
+  /**
+   * The conversation `ref` names, from memory when this worker has it. The array is the one kept in memory, the same
+   * object on every call until the run moves on (the model call keys its encoded request by it): do not change it.
+   */
+  conversation(ref: ConversationRef): Promise<readonly ChatMessage[]> {
+    return this.load(ref);
+  }
+
   /** Stores `messages` (everything after `base`, or the whole conversation without one) as a node; `full` is the result. */
   async save(base: ConversationRef | undefined, messages: ChatMessage[], full: ChatMessage[]): Promise<ConversationRef> {
     const node: ChainNode = { v: 1, base: base ?? null, messages };

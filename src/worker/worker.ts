@@ -6,7 +6,7 @@
 import { NativeConnection, Runtime, type Worker, type WorkerOptions } from '@temporalio/worker';
 import OpenAI from 'openai';
 import { Providers, type ProviderConfig } from '../activities/providers';
-import { createActivities, readableErrorBodies, SqliteToolLedger, type ActivityDeps, type AgentDefinition, type Tool, type ToolPolicy } from '../activities';
+import { createActivities, readableErrorBodies, withoutRedirects, SqliteToolLedger, type ActivityDeps, type AgentDefinition, type Tool, type ToolPolicy } from '../activities';
 import { InflightActivities, type RecoveryReport } from '../activities/inflight';
 import { heartbeatThrottleMs } from '../activities/model';
 import type { McpServerInfo, McpTools } from '../activities/tools/mcp';
@@ -61,7 +61,8 @@ export const SHUTDOWN_GRACE_TIME = '30 seconds';
 export function openAIClient(llm: { baseURL: string; apiKey?: string }): OpenAI {
   // Temporal owns retries (classified by error kind); the client must not retry behind its back. readableErrorBodies:
   // error bodies the client cannot read (Gemini's root array, vLLM 0.4's top-level message) are classified all the same.
-  return new OpenAI({ baseURL: llm.baseURL, apiKey: llm.apiKey ?? 'not-needed', maxRetries: 0, timeout: 10 * 60_000, fetch: readableErrorBodies() });
+  // withoutRedirects: a long run's request body is sent without the copy that following a redirect needs.
+  return new OpenAI({ baseURL: llm.baseURL, apiKey: llm.apiKey ?? 'not-needed', maxRetries: 0, timeout: 10 * 60_000, fetch: readableErrorBodies(withoutRedirects()) });
 }
 
 export interface AgentWorker {
