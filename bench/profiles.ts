@@ -114,6 +114,9 @@ const before26i: OursProfile = { ...prebundled, name: 'before-26i', srcRef: 'fee
 /** `prebundled` on the code before the eighth round (2195c5f): conversation nodes through a temporary file, a read's root made and resolved at every call. */
 const before26j: OursProfile = { ...prebundled, name: 'before-26j', srcRef: '2195c5f' };
 
+/** `prebundled` on the code before the ninth round (b0f655c): every model call's request encoded whole, and copied to follow a redirect. */
+const before26k: OursProfile = { ...prebundled, name: 'before-26k', srcRef: 'b0f655c' };
+
 /** `prebundled` with the SDK starting its workflow thread in `Worker.create`, not at the top of the process (src/worker/early-thread.ts). */
 const noEarlyThread: OursProfile = { ...prebundled, name: 'no-early-thread', earlyThread: false };
 
@@ -186,6 +189,7 @@ export const PROFILES: Record<string, OursProfile> = {
   'before-26h': before26h,
   'before-26i': before26i,
   'before-26j': before26j,
+  'before-26k': before26k,
   'no-early-thread': noEarlyThread,
   'cut-26-blobs': cut26Blobs,
   'no-journal': noJournal,

@@ -11,6 +11,8 @@ export type { AgentWorker, AgentWorkerOptions, ConnectionSettings, ModelOptions 
 
 /** For a Temporal worker of your own that bundles `durable-agent-worker/workflows`: the activities and their tuning. */
 export { agentWorkerOptions, openAIClient } from './worker/worker';
+/** A `fetch` for an `openai` client of your own that follows no redirect, as `openAIClient`'s does (docs/models.md). */
+export { withoutRedirects } from './activities/wire';
 /**
  * The SDK's `Worker`, adopting the workflow thread that `startWorkflowThreadEarly()` (from
  * `durable-agent-worker/early-thread`, imported first in your entry) started: a worker of your own then starts as fast

@@ -13,7 +13,7 @@ import { ApplicationFailure } from '@temporalio/common';
 import { createActivities } from '../src/activities';
 import { chatRequestBody, encodeMessages, toOpenAIMessages } from '../src/activities/wire';
 import { ConversationStore, FsBlobStore } from '../src/codec';
-import { isQuotaWait, type ChatMessage, type ModelRequest, type ModelResponse } from '../src/common/chat';
+import { isQuotaWait, type ChatMessage, type ModelRequest, type ModelResponse, type QuotaWait } from '../src/common/chat';
 import { ModelErrorType } from '../src/common/failures';
 import { startScriptedModel, type ScriptedModel } from '../src/scripted-model';
 import { openAIClient } from '../src/worker';
@@ -93,7 +93,7 @@ describe('callModel on a chained conversation', () => {
     const activities = createActivities({ openai: openAIClient({ baseURL: model.url, apiKey: 'x' }), defaultModel: 'unset', workspace: dir, conversations });
     model.register('chained', [{ text: 'one' }, { text: 'two' }, { text: 'three' }]);
     const call = async (request: ModelRequest): Promise<ModelResponse> => {
-      const r = await new MockActivityEnvironment(undefined, quiet).run(activities.callModel, request);
+      const r = await new MockActivityEnvironment(undefined, quiet).run<[ModelRequest], ModelResponse | QuotaWait, typeof activities.callModel>(activities.callModel, request);
       if (isQuotaWait(r)) throw new Error('no budget here');
       return r;
     };
@@ -132,8 +132,9 @@ describe("the worker's provider client", () => {
     try {
       const { port } = server.address() as AddressInfo;
       const activities = createActivities({ openai: openAIClient({ baseURL: `http://127.0.0.1:${port}/v1` }), defaultModel: 'm', workspace: os.tmpdir() });
+      const request: ModelRequest = { purpose: 'respond', callNumber: 1, messages: [{ role: 'user', content: 'hi' }] };
       const err = await new MockActivityEnvironment(undefined, quiet)
-        .run(activities.callModel, { purpose: 'respond', callNumber: 1, messages: [{ role: 'user', content: 'hi' }] })
+        .run<[ModelRequest], ModelResponse | QuotaWait, typeof activities.callModel>(activities.callModel, request)
         .catch((e: unknown) => e);
       expect(err).toBeInstanceOf(ApplicationFailure);
       expect(err).toMatchObject({ type: ModelErrorType.NotFound, nonRetryable: true, message: expect.stringContaining('answered the model request with a redirect') });
