@@ -52,6 +52,9 @@ const eagerOnePartition: OursProfile = {
 /** `prebundled` with a larger young generation for V8 (semi-spaces of 64 MB, Node 20's default is 16): fewer scavenges. */
 const semiSpace64: OursProfile = { ...prebundled, name: 'semi-space-64', nodeArgs: ['--max-semi-space-size=64'] };
 
+/** `prebundled` with V8's own old-generation growth, not the worker entry's (src/worker/heap.ts): what that tuning buys. */
+const noHeapTuning: OursProfile = { ...prebundled, name: 'no-heap-tuning', heapTuning: false };
+
 /**
  * An experiment, not a mode of the product: `prebundled` with every model call run as a local activity
  * (bench/lib/local-model-calls.ts), to measure what a step costs when the model's answer needs no activity on the server.
@@ -172,6 +175,7 @@ export const PROFILES: Record<string, OursProfile> = {
   'local-model': localModel,
   'local-model-slots': localModelSlots,
   'semi-space-64': semiSpace64,
+  'no-heap-tuning': noHeapTuning,
   'one-partition': onePartition,
   'eager-one-partition': eagerOnePartition,
   'before-server': beforeServer,

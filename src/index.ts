@@ -13,6 +13,8 @@ export type { AgentWorker, AgentWorkerOptions, ConnectionSettings, ModelOptions 
 export { agentWorkerOptions, openAIClient } from './worker/worker';
 /** A `fetch` for an `openai` client of your own that follows no redirect, as `openAIClient`'s does (docs/models.md). */
 export { withoutRedirects } from './activities/wire';
+/** V8's old-generation growth for a worker process, as the worker's entry sets it (`AGENT_HEAP_GROWING_PERCENT`). */
+export { tuneWorkerHeap, WORKER_HEAP_GROWING_PERCENT } from './worker/heap';
 /**
  * The SDK's `Worker`, adopting the workflow thread that `startWorkflowThreadEarly()` (from
  * `durable-agent-worker/early-thread`, imported first in your entry) started: a worker of your own then starts as fast

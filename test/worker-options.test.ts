@@ -1,8 +1,10 @@
 /** createAgentWorker's options over the environment (resolveWorkerConfig): what each option overrides, and what it leaves. */
+import { execFileSync } from 'node:child_process';
 import path from 'node:path';
 import { workerConfig } from '../src/config';
 import { agentPlugin } from '../src/worker/plugin';
 import { deploymentOptions, resolveWorkerConfig } from '../src/worker/worker';
+import { tuneWorkerHeap } from '../src/worker/heap';
 
 const env: NodeJS.ProcessEnv = {
   TEMPORAL_ADDRESS: 'temporal.env:7233',
@@ -78,5 +80,28 @@ test('versioning: the option over AGENT_DEPLOYMENT_NAME/AGENT_BUILD_ID, PINNED u
   expect(deploymentOptions(resolveWorkerConfig({ env }).versioning)).toEqual({});
   expect(deploymentOptions(resolveWorkerConfig({ env: versioned }).versioning)).toEqual({
     workerDeploymentOptions: { version: { deploymentName: 'agents', buildId: 'env-build' }, useWorkerVersioning: true, defaultVersioningBehavior: 'PINNED' },
+  });
+});
+
+describe("the worker process's heap (src/worker/heap.ts)", () => {
+  /** The growth factor V8 applies at a full collection in a fresh process that first calls `tuneWorkerHeap(percent)`. */
+  const factorAfter = (percent: string): string => {
+    const script = `require('./src/worker/heap.ts').tuneWorkerHeap(${percent}); const keep = []; for (let i = 0; i < 300000; i++) keep.push({ i }); gc();`;
+    const out = execFileSync(process.execPath, ['--import', 'tsx', '--trace-gc-verbose', '--expose-gc', '-e', script], { cwd: path.join(__dirname, '..'), encoding: 'utf8' });
+    return /\[HeapController\] Limit: .* \(([\d.]+)\)/.exec(out)?.[1] ?? `no limit in: ${out.slice(0, 200)}`;
+  };
+
+  test('the old generation grows to four times what is live by default, or as far as asked', () => {
+    expect(factorAfter('')).toBe('4.0');
+    expect(factorAfter('50')).toBe('1.5');
+    expect(() => tuneWorkerHeap(0)).not.toThrow(); // V8's own growth: no flag set
+    expect(() => tuneWorkerHeap(-1)).toThrow('the heap growing percent must be a whole number from 0 to 1000, got -1');
+  });
+
+  test('AGENT_HEAP_GROWING_PERCENT sets it, and a value that is not a percent is refused, naming the variable', () => {
+    expect(workerConfig({ AGENT_HEAP_GROWING_PERCENT: ' 150 ' }).heapGrowingPercent).toBe(150);
+    expect(workerConfig({}).heapGrowingPercent).toBeUndefined();
+    expect(() => workerConfig({ AGENT_HEAP_GROWING_PERCENT: '4x' })).toThrow('AGENT_HEAP_GROWING_PERCENT must be a whole number from 0 to 1000');
+    expect(() => workerConfig({ AGENT_HEAP_GROWING_PERCENT: '5000' })).toThrow('AGENT_HEAP_GROWING_PERCENT must be a whole number from 0 to 1000');
   });
 });

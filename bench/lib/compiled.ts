@@ -21,6 +21,9 @@ export const hasSourceMapsEntry = (srcDir?: string): boolean => srcHas(srcDir, '
 /** Whether a commit's src/ starts the SDK's workflow thread early and adopts it (src/worker/early-thread.ts, sdk-worker.ts). */
 export const hasEarlyThread = (srcDir?: string): boolean => srcHas(srcDir, 'worker/early-thread.ts');
 
+/** Whether a commit's src/ sets V8's old-generation growth in the worker's entry (src/worker/heap.ts). */
+export const hasHeapTuning = (srcDir?: string): boolean => srcHas(srcDir, 'worker/heap.ts');
+
 /**
  * The image's node flags (Dockerfile `CMD`) for a commit's code: none since the worker's entry turns source maps on
  * itself after the SDK loads (hasSourceMapsEntry), `--enable-source-maps` before.

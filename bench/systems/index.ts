@@ -12,7 +12,7 @@ import { claimCheckDataConverter, FsBlobStore } from '../../src/codec';
 import { WORKFLOW_TYPE } from '../../src/common/constants';
 import type { AgentRunInput } from '../../src/common/input';
 import { BENCH_DIR, peakRss, spawnChild, stopChild, type Child } from '../lib/ipc';
-import { compiledNodeArgs, compiledOursWorker, hasEarlyThread, hasSourceMapsEntry } from '../lib/compiled';
+import { compiledNodeArgs, compiledOursWorker, hasEarlyThread, hasHeapTuning, hasSourceMapsEntry } from '../lib/compiled';
 import { buildOursBundle, historyBytesPerStep, srcAt, historyChain, startBenchServer, waitForTaskQueue, type BenchServer, type HistoryBytes, type ServerKind, type ServerTuning } from '../lib/temporal';
 import { BENCH_MODEL, promptOf, READ_FILE_TOOL, SYSTEM_PROMPT, TOOL_NAME } from '../lib/workload';
 import type { OursWorkerConfig } from './ours-worker';
@@ -304,6 +304,8 @@ export interface OursProfile {
   sourceMaps?: boolean;
   /** Start the SDK's workflow thread before the worker's modules load, as the image's entry does, where the code has it (hasEarlyThread). @default true */
   earlyThread?: boolean;
+  /** Set V8's old-generation growth as the image's entry does, where the code has it (hasHeapTuning). @default true */
+  heapTuning?: boolean;
   /** More node flags for the worker process (V8 heap settings, say), after the image's. */
   nodeArgs?: string[];
   /** More environment for the worker process (the Rust core's `TOKIO_WORKER_THREADS`, say). */
@@ -362,6 +364,7 @@ export class OursSystem extends TemporalSystem {
       modelHeartbeatMs: this.profile.modelHeartbeatMs,
       sourceMaps: this.profile.sourceMaps !== false && hasSourceMapsEntry(this.srcDir),
       earlyThread: this.profile.earlyThread !== false && hasEarlyThread(this.srcDir),
+      heapTuning: this.profile.heapTuning !== false && hasHeapTuning(this.srcDir),
     };
     const compiled = this.profile.compiled;
     return spawnChild(compiled ? compiledOursWorker(this.srcDir) : path.join(BENCH_DIR, 'systems/ours-worker.ts'), {

@@ -13,6 +13,7 @@ import type * as CodecModule from '../../src/codec';
 import type * as WorkerModule from '../../src/worker/worker';
 import type * as InflightModule from '../../src/activities/inflight';
 import type * as EarlyThreadModule from '../../src/worker/early-thread';
+import type * as HeapModule from '../../src/worker/heap';
 import type * as SdkWorkerModule from '../../src/worker/sdk-worker';
 
 /** What the driver passes; everything under `tuning` is a plain worker option or a harness-only switch. */
@@ -38,6 +39,8 @@ export interface OursWorkerConfig {
   modelHeartbeatMs?: number;
   /** Start the SDK's workflow thread before the modules load and have the worker adopt it, as the image's entry does (src/worker/early-thread); absent or false, the SDK starts it in `Worker.create`. */
   earlyThread?: boolean;
+  /** Set V8's old-generation growth as the image's entry does (src/worker/heap); absent or false, V8's own. */
+  heapTuning?: boolean;
   /** Runtime log level; production's default is INFO, which logs every transition. */
   logLevel?: 'TRACE' | 'DEBUG' | 'INFO' | 'WARN' | 'ERROR';
   workerOptions?: Partial<
@@ -68,6 +71,7 @@ async function main(): Promise<void> {
   // product's own source maps go on.
   if (config.earlyThread) (require(path.join(src, 'worker/early-thread')) as typeof EarlyThreadModule).startWorkflowThreadEarly();
   if (config.sourceMaps) require(path.join(src, 'bin/source-maps'));
+  if (config.heapTuning) (require(path.join(src, 'worker/heap')) as typeof HeapModule).tuneWorkerHeap();
   const { NativeConnection, Runtime, DefaultLogger, Worker } = require('@temporalio/worker') as typeof SdkModule;
   const { serveWorker } = require('../lib/serve') as typeof ServeModule;
   // The product's Worker, which adopts that thread (it came with it); without one, it is the SDK's Worker anyway.

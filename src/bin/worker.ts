@@ -10,9 +10,11 @@ import './source-maps';
 import { workerConfig } from '../config';
 import { installWorkerRuntime } from '../observability/runtime';
 import { createAgentWorker } from '../worker/worker';
+import { tuneWorkerHeap } from '../worker/heap';
 
 async function main(): Promise<void> {
   const config = workerConfig(process.env);
+  tuneWorkerHeap(config.heapGrowingPercent);
   // Logs (AGENT_LOG_FORMAT, AGENT_LOG_LEVEL) and Prometheus metrics (AGENT_METRICS_PORT), before any connection.
   const { say } = installWorkerRuntime(config.observability);
   const agent = await createAgentWorker({ config });

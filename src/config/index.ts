@@ -449,6 +449,20 @@ export interface WorkerConfig {
   quota?: QuotaSettings;
   /** `AGENT_DEPLOYMENT_NAME`, `AGENT_BUILD_ID`, `AGENT_VERSIONING_BEHAVIOR`; unset, the worker is unversioned. */
   versioning?: VersioningSettings;
+  /**
+   * `AGENT_HEAP_GROWING_PERCENT`: how far past what is live V8's old generation grows before its next full collection
+   * (src/worker/heap.ts); 0 leaves V8's own growth. Unset: `WORKER_HEAP_GROWING_PERCENT` (300).
+   */
+  heapGrowingPercent?: number;
+}
+
+function heapGrowingPercent(env: NodeJS.ProcessEnv): number | undefined {
+  const raw = env.AGENT_HEAP_GROWING_PERCENT?.trim();
+  if (!raw) return undefined;
+  if (!/^\d+$/.test(raw) || Number(raw) > 1_000) {
+    throw new Error(`AGENT_HEAP_GROWING_PERCENT must be a whole number from 0 to 1000 (0 leaves V8's own growth), got ${JSON.stringify(env.AGENT_HEAP_GROWING_PERCENT)}`);
+  }
+  return Number(raw);
 }
 
 export function workerConfig(env: NodeJS.ProcessEnv = process.env): WorkerConfig {
@@ -456,6 +470,7 @@ export function workerConfig(env: NodeJS.ProcessEnv = process.env): WorkerConfig
   const mcpServers = mcpServersSource(env);
   const quota = quotaSettings(env);
   const versioning = versioningSettings(env);
+  const heap = heapGrowingPercent(env);
   return {
     temporal: temporalSettings(env),
     llm: llmSettings(env),
@@ -467,5 +482,6 @@ export function workerConfig(env: NodeJS.ProcessEnv = process.env): WorkerConfig
     observability: observabilitySettings(env),
     ...(quota ? { quota } : {}),
     ...(versioning ? { versioning } : {}),
+    ...(heap !== undefined ? { heapGrowingPercent: heap } : {}),
   };
 }
