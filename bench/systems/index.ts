@@ -2,7 +2,7 @@
  * The four systems as the driver sees them. Each one runs its agents in a child process of its own (a runner for the
  * in-process systems, a worker for the Temporal ones), so its peak RSS is measurable and its event loop is its own.
  */
-import { mkdtempSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, rmSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { WorkflowFailedError, type Client } from '@temporalio/client';
@@ -329,11 +329,18 @@ export class OursSystem extends TemporalSystem {
     super(profile.server);
   }
 
+  /** The blob store goes with the system: a full run's stores held every conversation node of every batch. */
+  override async stop(): Promise<void> {
+    await super.stop();
+    rmSync(this.blobDir, { recursive: true, force: true });
+  }
+
   protected override dataConverter() {
     return claimCheckDataConverter({ store: new FsBlobStore(this.blobDir), thresholdBytes: this.profile.claimCheckThresholdBytes });
   }
 
   override async start(ctx: SystemContext): Promise<void> {
+    mkdirSync(this.blobDir, { recursive: true }); // again after a stop
     const ref = this.profile.srcRef;
     if (ref) this.srcDir = srcAt(ref);
     // An earlier commit's workflows are always bundled ahead: its worker would otherwise bundle today's src/.
