@@ -173,10 +173,6 @@ export function classifyModelError(err: unknown, secrets: ReadonlyArray<string |
   });
 }
 
-/**
- * undici's fetch fails a body cut short with `TypeError('terminated')` (cause: SocketError "other side closed",
- * code UND_ERR_SOCKET); a reset before the response gives ECONNRESET. test/faults.test.ts resets the socket mid-stream.
- */
 /** undici's error for a redirect that `redirect: 'error'` refuses (wire.ts `withoutRedirects`), under fetch's own. */
 const REDIRECTED = /(^|\n)unexpected redirect$/m;
 
@@ -189,6 +185,10 @@ function causes(err: unknown): string {
   return lines.join('\n');
 }
 
+/**
+ * undici's fetch fails a body cut short with `TypeError('terminated')` (cause: SocketError "other side closed",
+ * code UND_ERR_SOCKET); a reset before the response gives ECONNRESET. test/faults.test.ts resets the socket mid-stream.
+ */
 const DROPPED = /^(terminated|other side closed|socket hang up)$|ECONNRESET|EPIPE|UND_ERR_SOCKET/;
 
 function classify(err: unknown): ApplicationFailure {

@@ -359,8 +359,10 @@ function providerFailuresSoFar(ctx: Context): number {
   return typeof details?.providerFailures === 'number' ? details.providerFailures : 0;
 }
 
-/** The whole conversation of a request: its messages, after those of its chain's base when it has one. */
-/** The whole conversation of a call, and the conversation it goes on from (whose encoding the request reuses). */
+/**
+ * The whole conversation of a call (its messages, after those of its chain's base when it has one), and the
+ * conversation it goes on from, whose encoding the request reuses.
+ */
 async function conversationOf(request: ModelRequest, store: ConversationStore | undefined): Promise<{ messages: ChatMessage[]; base?: readonly ChatMessage[] }> {
   const ref = request.chain?.base;
   if (!ref) return { messages: request.messages };
