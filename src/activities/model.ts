@@ -22,6 +22,7 @@ import {
   type ToolCall,
   type ToolResult,
 } from '../common/chat';
+import { toOpenAI } from '../common/conversation';
 import { streamDeltaSignal } from '../common/messages';
 import { followText, type CallText } from '../common/stream';
 import { knownContextWindow } from '../common/models';
@@ -36,9 +37,7 @@ import { recordToolCall } from './metrics';
 import { usageOf } from './usage';
 import type { ToolRegistry } from './tools/registry';
 import { applyToolPolicy, type ToolPolicy } from './tool-policy';
-import { chatRequestBody, encodeMessages, toOpenAIMessages } from './wire';
-
-export { toOpenAIMessages } from './wire';
+import { chatRequestBody, encodeMessages } from './wire';
 
 export interface ModelDeps {
   openai: OpenAI;
@@ -326,7 +325,7 @@ async function resumePoint(live: LiveStream, runId: string, callNumber: number, 
  * gets the body as an object.
  */
 function streamChat(client: OpenAI, params: StreamParams, sent: readonly ChatMessage[], base: readonly ChatMessage[] | undefined, signal: AbortSignal) {
-  if (client instanceof AzureOpenAI) return client.chat.completions.create({ ...params, messages: toOpenAIMessages(sent) }, { signal });
+  if (client instanceof AzureOpenAI) return client.chat.completions.create({ ...params, messages: toOpenAI(sent) }, { signal });
   // `options.body` is what is sent; the `messages` of the typed parameters are not.
   const body = chatRequestBody(params, encodeMessages(sent, base));
   return client.chat.completions.create({ ...params, messages: [] }, { signal, body, headers: { 'content-type': 'application/json' } });

@@ -5,33 +5,14 @@
  * messages of a call are encoded once, kept beside the conversation they belong to, and the next call of the run
  * encodes only the messages it adds.
  */
-import type { ChatCompletionMessageParam } from 'openai/resources/chat/completions';
 import type { ChatMessage } from '../common/chat';
+import { toOpenAIMessage } from '../common/conversation';
 
 /**
  * The JSON of each conversation's messages, comma-separated, keyed by the array itself: it lives as long as the
  * conversation does (the conversation store's memory), and no longer.
  */
 const encoded = new WeakMap<readonly ChatMessage[], Buffer>();
-
-export function toOpenAIMessage(m: ChatMessage): ChatCompletionMessageParam {
-  switch (m.role) {
-    case 'tool':
-      return { role: 'tool', tool_call_id: m.toolCallId, content: m.content };
-    case 'assistant':
-      return {
-        role: 'assistant',
-        content: m.content,
-        ...(m.toolCalls?.length
-          ? { tool_calls: m.toolCalls.map((c) => ({ id: c.id, type: 'function' as const, function: { name: c.name, arguments: c.arguments } })) }
-          : {}),
-      };
-    default:
-      return { role: m.role, content: m.content };
-  }
-}
-
-export const toOpenAIMessages = (messages: readonly ChatMessage[]): ChatCompletionMessageParam[] => messages.map(toOpenAIMessage);
 
 /**
  * The encoded messages of `messages`. `base`, when given, must be the conversation `messages` goes on from (its first

@@ -82,20 +82,21 @@ export function fromOpenAI(messages: InputConversation): { system: string | unde
   return { system, messages: rest };
 }
 
-/** The run's messages in OpenAI's format, as `returnMessages` answers them (worker-only hints on tool calls left out). */
-export function toOpenAI(messages: ChatMessage[]): OpenAIChatMessage[] {
-  return messages.map((m): OpenAIChatMessage => {
-    switch (m.role) {
-      case 'assistant':
-        return {
-          role: 'assistant',
-          content: m.content,
-          ...(m.toolCalls?.length ? { tool_calls: m.toolCalls.map((c) => ({ id: c.id, type: 'function' as const, function: { name: c.name, arguments: c.arguments } })) } : {}),
-        };
-      case 'tool':
-        return { role: 'tool', tool_call_id: m.toolCallId, content: m.content };
-      default:
-        return { role: m.role, content: m.content };
-    }
-  });
+/** One of the run's messages in OpenAI's format (worker-only hints on tool calls left out). */
+export function toOpenAIMessage(m: ChatMessage): OpenAIChatMessage {
+  switch (m.role) {
+    case 'assistant':
+      return {
+        role: 'assistant',
+        content: m.content,
+        ...(m.toolCalls?.length ? { tool_calls: m.toolCalls.map((c) => ({ id: c.id, type: 'function' as const, function: { name: c.name, arguments: c.arguments } })) } : {}),
+      };
+    case 'tool':
+      return { role: 'tool', tool_call_id: m.toolCallId, content: m.content };
+    default:
+      return { role: m.role, content: m.content };
+  }
 }
+
+/** The run's messages in OpenAI's format, as `returnMessages` answers them and a model call sends them. */
+export const toOpenAI = (messages: readonly ChatMessage[]): OpenAIChatMessage[] => messages.map(toOpenAIMessage);
