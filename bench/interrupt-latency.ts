@@ -1,5 +1,5 @@
 /**
- * Interrupt latency and its heartbeat cost (issue 27), by hand: `tsx bench/interrupt-latency.ts [heartbeatMs] [streams] [interrupts]`.
+ * Interrupt latency and its heartbeat cost (issue 27), by hand: `tsx bench/interrupt-latency.ts [heartbeatMs] [streams] [interrupts] [split]`.
  * Starts its own dev server (with a metrics port) and a worker whose model calls heartbeat every `heartbeatMs`.
  * Cost: `streams` runs stream at once for 10 s; the frontend's count of RecordActivityTaskHeartbeat requests over that
  * window, per second (the history service counts each again). Figures: docs/steering.md. Latency: `interrupts` runs, each interrupted at a random moment of its stream; the time from
@@ -15,6 +15,7 @@ import { AgentClient, type AgentRunHandle } from '../src/client';
 import { startScriptedModel } from '../src/scripted-model';
 import { agentWorkerOptions, openAIClient } from '../src/worker';
 import { bundleAgentWorkflows } from '../src/worker/workflow-bundle';
+import { streamSinks } from '../src/stream/sinks';
 import { startDevServer } from '../scripts/lib/dev-server';
 import { freePort } from '../scripts/lib/free-port';
 import { closeSafeConnectionPlugin } from '../src/config/connection';
@@ -33,7 +34,10 @@ async function heartbeatRequests(metricsUrl: string): Promise<number> {
 }
 
 async function main(): Promise<void> {
-  const [heartbeatMs = 250, streams = 10, interrupts = 30] = process.argv.slice(2).map(Number);
+  const [heartbeatMs = 800, streams = 10, interrupts = 30] = process.argv.slice(2, 5).map(Number);
+  // `split`: the workflows on one worker, the activities on another, so that no run's workflow task finds its model
+  // call on its own worker and every interrupt reaches the call at its next heartbeat (the bound for several workers).
+  const split = process.argv[5] === 'split';
   Runtime.install({ logger: new DefaultLogger('WARN') });
   const dir = mkdtempSync(path.join(os.tmpdir(), 'bench-interrupt-'));
   const metricsPort = await freePort();
@@ -44,18 +48,20 @@ async function main(): Promise<void> {
   model.register('slow', ({ request }) => (request.messages.at(-1)?.content === 'stop' ? { text: 'short' } : { text: LONG, chunkSize: 5, chunkDelayMs: 50 }));
   const taskQueue = 'bench-interrupt';
   const connection = await NativeConnection.connect({ address: server.address, plugins: [closeSafeConnectionPlugin] });
-  const worker = await Worker.create({
-    connection,
-    taskQueue,
-    workflowBundle: await bundleAgentWorkflows(),
-    ...agentWorkerOptions({
-      openai: openAIClient({ baseURL: model.url, apiKey: 'scripted' }),
-      defaultModel: 'slow',
-      workspace: mkdtempSync(path.join(dir, 'ws-')),
-      modelHeartbeatMs: heartbeatMs,
-    }),
+  const options = agentWorkerOptions({
+    openai: openAIClient({ baseURL: model.url, apiKey: 'scripted' }),
+    defaultModel: 'slow',
+    workspace: mkdtempSync(path.join(dir, 'ws-')),
+    modelHeartbeatMs: heartbeatMs,
   });
-  const running = worker.run();
+  const workflowBundle = await bundleAgentWorkflows();
+  const workers = split
+    ? [
+        await Worker.create({ connection, taskQueue, workflowBundle, sinks: streamSinks(undefined) }),
+        await Worker.create({ connection, taskQueue, ...options }),
+      ]
+    : [await Worker.create({ connection, taskQueue, workflowBundle, ...options })];
+  const running = Promise.all(workers.map((w) => w.run()));
   const temporal = new Client({ connection: await Connection.connect({ address: server.address, plugins: [closeSafeConnectionPlugin] }) });
   const client = new AgentClient(temporal, taskQueue);
   const streaming = async (handle: AgentRunHandle) => {
@@ -101,6 +107,7 @@ async function main(): Promise<void> {
     console.log(
       JSON.stringify({
         heartbeatMs,
+        split,
         streams,
         heartbeatRpcsPerSecond: perSecond,
         perStream: perSecond / streams,
@@ -111,7 +118,7 @@ async function main(): Promise<void> {
       }),
     );
   } finally {
-    worker.shutdown();
+    for (const w of workers) w.shutdown();
     await running;
     await connection.close();
     await model.close();

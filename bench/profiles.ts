@@ -161,8 +161,12 @@ const tokioOne: OursProfile = { ...prebundled, name: 'tokio-one', env: { TOKIO_W
 /** `prebundled` with workflows run on the worker's main thread (the SDK's `debugMode`): no activation messages between threads, no execution time limit. */
 const mainThread: OursProfile = { ...prebundled, name: 'main-thread', workerOptions: { debugMode: true } };
 
-/** `prebundled` with model calls heartbeating every 250 ms (issue 27's cadence) / every second instead of MODEL_HEARTBEAT_MS (500 ms): what the beats cost the server. */
+/**
+ * `prebundled` with model calls heartbeating every 250 ms (issue 27's cadence) / 500 ms (issue 26's until its tenth
+ * round) / every second instead of MODEL_HEARTBEAT_MS (800 ms): what the beats cost the server.
+ */
 const heartbeat250: OursProfile = { ...prebundled, name: 'heartbeat-250', modelHeartbeatMs: 250 };
+const heartbeat500: OursProfile = { ...prebundled, name: 'heartbeat-500', modelHeartbeatMs: 500 };
 const heartbeat1s: OursProfile = { ...prebundled, name: 'heartbeat-1s', modelHeartbeatMs: 1_000 };
 
 export const PROFILES: Record<string, OursProfile> = {
@@ -208,6 +212,7 @@ export const PROFILES: Record<string, OursProfile> = {
   'tokio-one': tokioOne,
   'main-thread': mainThread,
   'heartbeat-250': heartbeat250,
+  'heartbeat-500': heartbeat500,
   'heartbeat-1s': heartbeat1s,
 };
 

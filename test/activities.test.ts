@@ -8,7 +8,7 @@ import { ApplicationFailure } from '@temporalio/common';
 import { MockActivityEnvironment } from '@temporalio/testing';
 import OpenAI from 'openai';
 import { z } from 'zod';
-import { createActivities, type ToolPolicy, type ToolPolicyDecision } from '../src/activities';
+import { createActivities, ModelCallsInFlight, type ToolPolicy, type ToolPolicyDecision } from '../src/activities';
 import { agentPlugin } from '../src/worker/plugin';
 import { chunkTranscript, recentStart } from '../src/activities/compaction';
 import { classifyModelError, ModelErrorType, retryAfterMs } from '../src/activities/errors';
@@ -166,18 +166,74 @@ describe('callModel', () => {
   });
 
   test('a model call heartbeats every MODEL_HEARTBEAT_MS, and the worker lets every beat through to the server', async () => {
-    // Cancellation (an interrupt) reaches the call only in a heartbeat's reply: beats a second apart left the provider's
-    // stream open up to a second after the message (docs/steering.md).
-    model.register('beats', [{ text: 'x'.repeat(16), chunkSize: 1, chunkDelayMs: 250 }]);
+    // Cancellation (an interrupt) reaches a call on another worker than its run's workflow task only in a heartbeat's
+    // reply: beats a second apart left the provider's stream open up to a second after the message (docs/steering.md).
+    model.register('beats', [{ text: 'x'.repeat(24), chunkSize: 1, chunkDelayMs: 250 }]);
     const env = modelCallEnv();
     const beats = heartbeatsOf(env);
     await runIn(env, callModel, request('beats'));
-    // About 4 s of stream: 8 beats at MODEL_HEARTBEAT_MS (500 ms); 4 at the old second.
-    expect(beats.length).toBeGreaterThanOrEqual(6);
+    // About 6 s of stream: 7 beats at MODEL_HEARTBEAT_MS (800 ms); 5 or 6 at the old second.
+    expect(MODEL_HEARTBEAT_MS).toBeLessThan(1_000);
+    expect(beats.length).toBeGreaterThanOrEqual(Math.floor(6_000 / MODEL_HEARTBEAT_MS) - 1);
     const options = agentWorkerOptions({ openai, defaultModel: 'unset', workspace });
     expect(msToNumber(options.maxHeartbeatThrottleInterval!)).toBeLessThan(MODEL_HEARTBEAT_MS);
     const slower = agentWorkerOptions({ openai, defaultModel: 'unset', workspace, modelHeartbeatMs: 1_000 });
     expect(msToNumber(slower.maxHeartbeatThrottleInterval!)).toBeLessThan(1_000);
+  });
+
+  describe('stopped by its run on this worker (ModelCallsInFlight)', () => {
+    const execution = { workflowId: 'wf-stop', runId: 'run-stop' };
+    const stoppable = (calls: ModelCallsInFlight, name: string) => {
+      model.register(name, [{ text: 'y'.repeat(400), chunkSize: 2, chunkDelayMs: 50 }]);
+      const withCalls = createActivities({ openai, defaultModel: 'unset', workspace, callsInFlight: calls });
+      const env = new MockActivityEnvironment({ heartbeatTimeoutMs: 5_000, workflowExecution: execution }, quiet);
+      const running = runIn(env, answering(withCalls.callModel), request(name, { callNumber: 3 }));
+      running.catch(() => undefined);
+      return { env, running };
+    };
+    const streaming = async (name: string, calls: ModelCallsInFlight) => {
+      while (!(model.requests(name)[0] && calls.size === 1)) await pause(20);
+    };
+
+    test('its stream closes at once; it ends cancelled when Temporal cancels it, not before', async () => {
+      const calls = new ModelCallsInFlight();
+      const { env, running } = stoppable(calls, 'stop-here');
+      await streaming('stop-here', calls);
+      // Another run's call, or another call of this run: not this one.
+      expect([calls.stop('wf-stop', 'run-other', 3), calls.stop('wf-stop', 'run-stop', 2)]).toEqual([false, false]);
+      expect(calls.stop('wf-stop', 'run-stop', 3)).toBe(true);
+      let settled = false;
+      const settle = () => (settled = true);
+      void running.then(settle, settle);
+      while (!model.requests('stop-here')[0].closedByClient) await pause(20);
+      expect(model.requests('stop-here')[0].completed).toBe(false);
+      // Closed, but still waiting for the cancellation its heartbeat will bring: a failure now would be retried.
+      await pause(300);
+      expect(settled).toBe(false);
+      env.cancel('CANCELLED');
+      await expect(running).rejects.toBeInstanceOf(CancelledFailure);
+      expect([calls.size, calls.stop('wf-stop', 'run-stop', 3)]).toEqual([0, false]);
+    });
+
+    test('a stop with no cancellation after it: the call fails, retryable, once the grace has passed', async () => {
+      const calls = new ModelCallsInFlight(200);
+      const { running } = stoppable(calls, 'stop-no-cancel');
+      await streaming('stop-no-cancel', calls);
+      calls.stop('wf-stop', 'run-stop', 3);
+      const err = await running.catch((e: unknown) => e);
+      expect(err).toBeInstanceOf(ApplicationFailure);
+      expect(err).toMatchObject({ type: 'StoppedWithoutCancellation', nonRetryable: false });
+      expect(model.requests('stop-no-cancel')[0]).toMatchObject({ completed: false, closedByClient: true });
+    });
+
+    test('a call that streamed its whole answer is no longer found', async () => {
+      const calls = new ModelCallsInFlight();
+      model.register('stop-after', [{ text: 'done' }]);
+      const withCalls = createActivities({ openai, defaultModel: 'unset', workspace, callsInFlight: calls });
+      const env = new MockActivityEnvironment({ workflowExecution: execution }, quiet);
+      await expect(runIn(env, answering(withCalls.callModel), request('stop-after', { callNumber: 3 }))).resolves.toMatchObject({ text: 'done' });
+      expect([calls.size, calls.stop('wf-stop', 'run-stop', 3)]).toEqual([0, false]);
+    });
   });
 
   test('streams text and tool calls, collects usage and heartbeats while streaming', async () => {

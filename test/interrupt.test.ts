@@ -4,7 +4,7 @@
  */
 import type { FastifyInstance } from 'fastify';
 import { z } from 'zod';
-import { defineTool } from '../src/activities';
+import { defineTool, ModelCallsInFlight } from '../src/activities';
 import { runCli } from '../src/client/cli';
 import { AgentClient } from '../src/client';
 import { stateQuery } from '../src/common/messages';
@@ -43,13 +43,28 @@ const slowDeploy = defineTool({
   },
 });
 
+/**
+ * The worker's model calls in flight, with what each stop found. `elsewhere`: every call seems to run on another
+ * worker, so a stop finds none and the call hears of its cancellation at its next heartbeat.
+ */
+class RecordedCalls extends ModelCallsInFlight {
+  readonly stops: Array<{ workflowId: string; runId: string; callNumber: number; found: boolean }> = [];
+  elsewhere = false;
+  override stop(workflowId: string, runId: string, callNumber: number): boolean {
+    const found = !this.elsewhere && super.stop(workflowId, runId, callNumber);
+    this.stops.push({ workflowId, runId, callNumber, found });
+    return found;
+  }
+}
+const calls = new RecordedCalls();
+
 const TOKEN = 'interrupt-test-token';
 let h: AgentHarness;
 let client: AgentClient;
 let app: FastifyInstance;
 
 beforeAll(async () => {
-  h = await startAgentHarness(undefined, { tools: [slowSearch, slowDeploy] });
+  h = await startAgentHarness(undefined, { tools: [slowSearch, slowDeploy], callsInFlight: calls });
   client = new AgentClient(h.env.client, h.taskQueue);
   app = buildGateway({ agents: client, token: TOKEN, pollIntervalMs: 100 });
 }, 120_000);
@@ -100,10 +115,15 @@ test('through the client: the stream is cut, its text kept as interrupted, and t
   const closed = await waitFor(() => h.model.requests('int-client')[0]?.closedAt, 10_000, 'the provider stream to close');
   // Not asserted (a loaded machine stretches both); bench/interrupt-latency.ts measures the distribution.
   console.log(`interrupt to provider stream closed: ${closed - sent} ms after sending, ${closed - applied} ms after the run applied it`);
+  // The run's workflow task found its call streaming on this worker and stopped it there, with no heartbeat between.
+  const { runId } = await handle.describe();
+  expect(calls.stops.filter((s) => s.workflowId === handle.workflowId)).toEqual([{ workflowId: handle.workflowId, runId, callNumber: 1, found: true }]);
   await expectInterruptedStream('int-client', handle.workflowId, 'stop, answer briefly');
 });
 
-test('the provider sees its stream closed before it would send its next chunk, 3 s after the one the run had', async () => {
+test('from another worker, the provider sees its stream closed before it would send its next chunk, 3 s after the one the run had', async () => {
+  // The call hears of the interrupt at its next heartbeat (every MODEL_HEARTBEAT_MS), as when another worker runs it.
+  calls.elsewhere = true;
   // The role chunk at once, then a chunk every 3 s: the run is interrupted just after the first text arrived.
   const GAP_MS = 3_000;
   h.model.register('int-bound', ({ callIndex, request }) =>
@@ -122,6 +142,8 @@ test('the provider sees its stream closed before it would send its next chunk, 3
     { role: 'assistant', content: `First part. ${INTERRUPTED_MARK}` },
     { role: 'user', content: 'stop now' },
   ]);
+  expect(calls.stops.filter((s) => s.workflowId === handle.workflowId)).toEqual([expect.objectContaining({ callNumber: 1, found: false })]);
+  calls.elsewhere = false;
 });
 
 test('through the gateway: POST messages with interrupt; a bad flag is a 400 naming it', async () => {

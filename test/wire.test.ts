@@ -8,6 +8,8 @@ import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
+import v8 from 'node:v8';
+import { runInNewContext } from 'node:vm';
 import { MockActivityEnvironment } from '@temporalio/testing';
 import { ApplicationFailure } from '@temporalio/common';
 import { createActivities } from '../src/activities';
@@ -122,6 +124,37 @@ describe('callModel on a chained conversation', () => {
 });
 
 describe("the worker's provider client", () => {
+  test('an abort closes the provider stream, a garbage collection after the request was sent notwithstanding', async () => {
+    // undici lost the link from the signal to a request sent with redirect 'error' once its Request object was
+    // collected (nodejs/undici#4627): the stream then went on after the abort, and an interrupted call kept streaming.
+    v8.setFlagsFromString('--expose-gc');
+    const gc = runInNewContext('gc') as () => void;
+    const model = await startScriptedModel();
+    try {
+    model.register('abort-after-gc', () => ({ text: 'z'.repeat(4_000), chunkSize: 2, chunkDelayMs: 20 }));
+    const openai = openAIClient({ baseURL: model.url, apiKey: 'scripted' });
+    for (let i = 0; i < 3; i++) {
+      const controller = new AbortController();
+      const stream = await openai.chat.completions.create({ model: 'abort-after-gc', messages: [{ role: 'user', content: 'go' }], stream: true }, { signal: controller.signal });
+      let chunks = 0;
+      const reading = (async () => {
+        for await (const chunk of stream) chunks += chunk.choices.length > 0 ? 1 : 0;
+        return 'ended';
+      })();
+      while (chunks < 3) await new Promise((resolve) => setTimeout(resolve, 10));
+      gc();
+      controller.abort();
+      const outcome = await Promise.race([reading.catch(() => 'ended'), new Promise((resolve) => setTimeout(() => resolve('still streaming'), 2_000))]);
+      expect(outcome).toBe('ended');
+      const request = () => model.requests('abort-after-gc')[i];
+      for (let waited = 0; !request().closedByClient && waited < 2_000; waited += 20) await new Promise((resolve) => setTimeout(resolve, 20));
+      expect(request()).toMatchObject({ completed: false, closedByClient: true });
+    }
+    } finally {
+      await model.close();
+    }
+  });
+
   test('does not follow a redirect: the call fails at once, not retried, saying why', async () => {
     let requests = 0;
     const server = http.createServer((req, res) => {

@@ -20,6 +20,7 @@ import { ToolRegistry, type Tool } from './tools/registry';
 import type { ProviderBudget } from '../quota';
 import type { Providers } from './providers';
 import type { ToolPolicy } from './tool-policy';
+import type { ModelCallsInFlight } from './calls-in-flight';
 
 export interface ActivityDeps {
   openai: OpenAI;
@@ -48,8 +49,16 @@ export interface ActivityDeps {
   providers?: Providers;
   /** Decides on each tool call before it runs (docs/tool-policy.md); absent: every call is allowed, at no cost. */
   toolPolicy?: ToolPolicy;
-  /** How often a model call heartbeats, which bounds how late it hears of an interrupt. @default MODEL_HEARTBEAT_MS (500) */
+  /**
+   * How often a model call heartbeats, which bounds how late a call on another worker than its run's workflow task
+   * hears of an interrupt. @default MODEL_HEARTBEAT_MS (800)
+   */
   modelHeartbeatMs?: number;
+  /**
+   * Streaming model calls, where the run's workflow task on this worker finds one to stop at once (an interrupt, an
+   * abort, a pause, the time limit). `agentWorkerOptions` makes one and hands it to the `modelCalls` sink as well.
+   */
+  callsInFlight?: ModelCallsInFlight;
 }
 
 export function createActivities(deps: ActivityDeps) {
@@ -99,3 +108,4 @@ export { SqliteToolLedger, UNKNOWN_OUTCOME, type ToolLedger } from './tools/ledg
 export type { ToolPolicy, ToolPolicyCall, ToolPolicyContext, ToolPolicyDecision } from './tool-policy';
 export { classifyModelError, ModelErrorType, readableErrorBodies } from './errors';
 export { withoutRedirects } from './wire';
+export { ModelCallsInFlight, STOPPED_CALL_GRACE_MS } from './calls-in-flight';

@@ -38,6 +38,7 @@ import { usageOf } from './usage';
 import type { ToolRegistry } from './tools/registry';
 import { applyToolPolicy, type ToolPolicy } from './tool-policy';
 import { chatRequestBody, encodeMessages } from './wire';
+import type { ModelCallsInFlight } from './calls-in-flight';
 
 export interface ModelDeps {
   openai: OpenAI;
@@ -65,17 +66,20 @@ export interface ModelDeps {
   providers?: Providers;
   /** Decides on each tool call of an answer before any runs (tool-policy.ts); absent: every call is allowed. */
   toolPolicy?: ToolPolicy;
-  /** How often a model call heartbeats (MODEL_HEARTBEAT_MS); the worker's heartbeat throttle follows it. @default 500 */
+  /** How often a model call heartbeats (MODEL_HEARTBEAT_MS); the worker's heartbeat throttle follows it. @default 800 */
   modelHeartbeatMs?: number;
+  /** Where a streaming call is found by its run's workflow task, to be stopped at once (calls-in-flight.ts); absent: at its next heartbeat. */
+  callsInFlight?: ModelCallsInFlight;
 }
 
 /**
- * A model call heartbeats this often: an interrupt or an abort reaches it only in a heartbeat's reply, so this bounds
- * how long the provider's stream outlives the message (docs/steering.md, with what it costs in heartbeat RPCs). 500 ms
- * keeps that bound near half a second; 250 ms halved it again, at twice the RPCs, which cost a fleet about 8% of
- * its throughput at 1,000 runs (BENCHMARKS.md, issue 26).
+ * A model call heartbeats this often. Temporal tells an activity of its cancellation only in a heartbeat's reply, so
+ * where the run's workflow task cannot stop the call itself (the call runs on another worker: calls-in-flight.ts), this
+ * bounds how long the provider's stream outlives an interrupt or an abort: within a second, as issue 27 asks
+ * (docs/steering.md, with what it costs in heartbeat RPCs). Each beat is a write to the run's mutable state: 500 ms
+ * cost a fleet of 1,000 runs about 4% of its throughput against 800 (BENCHMARKS.md, issue 26), and 250 ms 8% more.
  */
-export const MODEL_HEARTBEAT_MS = 500;
+export const MODEL_HEARTBEAT_MS = 800;
 
 /** The worker's heartbeat throttle for a model-call cadence: a little under it, so that every beat goes to the server. */
 export const heartbeatThrottleMs = (cadenceMs: number = MODEL_HEARTBEAT_MS): number => Math.floor(cadenceMs * 0.8);
@@ -142,6 +146,20 @@ export function createCallModel(deps: ModelDeps) {
     const controller = new AbortController();
     const onCancel = () => controller.abort(ctx.cancellationSignal.reason);
     ctx.cancellationSignal.addEventListener('abort', onCancel);
+    // Stopped by its run's workflow task on this worker: the stream closes now, and the call waits for its cancellation.
+    let stoppedHere = false;
+    const execution = ctx.info.workflowExecution;
+    let forget =
+      execution &&
+      deps.callsInFlight?.add(execution.workflowId, execution.runId, request.callNumber, () => {
+        stoppedHere = true;
+        controller.abort(new CancelledFailure('stopped by its run'));
+      });
+    const streamed = () => {
+      forget?.();
+      forget = undefined;
+    };
+    const cancelled = () => stoppedHere || ctx.cancellationSignal.aborted;
 
     const assembler = new CompletionAssembler();
     // A local activity runs inside its workflow's task: a signal to that workflow would fail the task, which then
@@ -190,11 +208,11 @@ export function createCallModel(deps: ModelDeps) {
         stream_options: { include_usage: true },
       };
       const create = (sent: readonly ChatMessage[], base?: readonly ChatMessage[]) =>
-        withKeyRotation(route, deps.providers, ctx, (client) => streamChat(client, params, sent, base, controller.signal));
+        withKeyRotation(route, deps.providers, cancelled, ctx, (client) => streamChat(client, params, sent, base, controller.signal));
       const stream = resumed
         ? await create(continuation(messages, resumed.text), messages).catch(async (err: unknown) => {
             // A provider that will not continue (a 4xx) gets the call anew, marked as a restart.
-            if (ctx.cancellationSignal.aborted || !classifyModelError(err, secrets).nonRetryable) throw err;
+            if (cancelled() || !classifyModelError(err, secrets).nonRetryable) throw err;
             ctx.log.warn('the provider refused to continue the streamed text: the call starts over', { error: String(err) });
             live?.publish(runId, [{ type: 'restart', callNumber, attempt }]);
             assembler.text = unsent = '';
@@ -208,6 +226,7 @@ export function createCallModel(deps: ModelDeps) {
         if (text) publisher?.push(unsent + text);
         if (text) unsent = '';
       }
+      streamed(); // a stop from now on finds the answer whole: it completes, and the run, which moved on, drops it
       publisher?.push(unsent);
       // An aborted stream ends its iteration without an error: never return a cut-off answer as a result.
       if (controller.signal.aborted) throw new Error('stream aborted');
@@ -235,7 +254,10 @@ export function createCallModel(deps: ModelDeps) {
         ...(toolResults?.length ? { toolResults } : {}),
       };
     } catch (err) {
+      if (stoppedHere) await untilCancelled(ctx, deps.callsInFlight?.graceMs ?? 0);
       if (ctx.cancellationSignal.aborted) throw new CancelledFailure('model call cancelled');
+      // Its run stopped it, but no cancellation came (its workflow task never reached the server): the call is made again.
+      if (stoppedHere) throw ApplicationFailure.retryable('the model call was stopped by its run, which then did not cancel it', 'StoppedWithoutCancellation');
       const failure = stalled ? streamStalled(idleTimeoutMs) : classifyModelError(err, secrets);
       // The provider said no after all: the whole fleet holds off, not only this call.
       if (failure.type === ModelErrorType.RateLimit) await deps.budget?.penalize(retryAfterMs(headersOf(err)) ?? 1_000).catch(() => undefined);
@@ -253,6 +275,7 @@ export function createCallModel(deps: ModelDeps) {
         nonRetryable: true,
       });
     } finally {
+      streamed();
       // A call that failed is assumed to have used what it reserved.
       await reservation?.settle(undefined).catch(() => undefined);
       clearTimeout(idle);
@@ -268,7 +291,7 @@ export function createCallModel(deps: ModelDeps) {
  * while and the next one is tried at once, before the run is told the model is unavailable. Any other error, or the
  * last key's, is thrown as it is.
  */
-async function withKeyRotation<T>(route: Route, providers: Providers | undefined, ctx: Context, open: (client: OpenAI) => Promise<T>): Promise<T> {
+async function withKeyRotation<T>(route: Route, providers: Providers | undefined, cancelled: () => boolean, ctx: Context, open: (client: OpenAI) => Promise<T>): Promise<T> {
   for (let i = 0; ; i++) {
     const key = route.keys[i];
     try {
@@ -276,13 +299,21 @@ async function withKeyRotation<T>(route: Route, providers: Providers | undefined
       providers?.succeeded(key);
       return opened;
     } catch (err) {
-      const type = ctx.cancellationSignal.aborted ? undefined : classifyModelError(err).type;
+      const type = cancelled() ? undefined : classifyModelError(err).type;
       if (!type || !KEY_FAILURES.includes(type)) throw err;
       providers?.failed(key);
       if (i === route.keys.length - 1) throw err;
       ctx.log.warn('a provider key was refused: the next key is tried', { provider: route.provider, key: key.index, next: route.keys[i + 1].index, type });
     }
   }
+}
+
+/** Until the activity is cancelled, or `ms` passed. */
+async function untilCancelled(ctx: Context, ms: number): Promise<void> {
+  let timer: NodeJS.Timeout | undefined;
+  const elapsed = new Promise<void>((resolve) => (timer = setTimeout(resolve, ms)));
+  await Promise.race([ctx.cancelled.catch(() => undefined), elapsed]);
+  clearTimeout(timer);
 }
 
 /** The text a retried attempt goes on with, and the offset of the last event it was read from. */

@@ -48,6 +48,24 @@ export function chatRequestBody(params: Record<string, unknown>, messages: Buffe
  * (errors.ts, `REDIRECTED`).
  */
 export function withoutRedirects(fetchImpl: typeof fetch = fetch): typeof fetch {
-  // `window: null` with `redirect: 'error'` is what lets undici send the request without that copy.
-  return (input, init) => fetchImpl(input, { ...init, redirect: 'error', window: null });
+  return async (input, init) => {
+    // `window: null` with `redirect: 'error'` is what lets undici send the request without that copy.
+    const response = await fetchImpl(input, { ...init, redirect: 'error', window: null });
+    return init?.signal ? abortable(response, init.signal) : response;
+  };
+}
+
+/**
+ * The response with a body that `signal` ends itself. With `redirect: 'error'`, undici (Node 20's 6.x, and the 6.x
+ * package) keeps nothing alive that links the caller's signal to the request once its `Request` object is collected,
+ * so an abort after a garbage collection went unheard and the provider's stream kept coming (nodejs/undici#4627; fixed
+ * in undici 7 by #4750). Aborted, the pipe cancels undici's body, which closes the connection, and errors the body
+ * the caller reads with the abort.
+ */
+function abortable(response: Response, signal: AbortSignal): Response {
+  if (!response.body) return response;
+  const body = response.body.pipeThrough(new TransformStream(), { signal });
+  const piped = new Response(body, { status: response.status, statusText: response.statusText, headers: response.headers });
+  Object.defineProperty(piped, 'url', { value: response.url }); // for the client's logs
+  return piped;
 }

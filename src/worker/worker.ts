@@ -6,7 +6,7 @@
 import { NativeConnection, Runtime, type Worker, type WorkerOptions } from '@temporalio/worker';
 import OpenAI from 'openai';
 import { Providers, type ProviderConfig } from '../activities/providers';
-import { createActivities, readableErrorBodies, withoutRedirects, SqliteToolLedger, type ActivityDeps, type AgentDefinition, type Tool, type ToolPolicy } from '../activities';
+import { createActivities, ModelCallsInFlight, readableErrorBodies, withoutRedirects, SqliteToolLedger, type ActivityDeps, type AgentDefinition, type Tool, type ToolPolicy } from '../activities';
 import { InflightActivities, type RecoveryReport } from '../activities/inflight';
 import { heartbeatThrottleMs } from '../activities/model';
 import type { McpServerInfo, McpTools } from '../activities/tools/mcp';
@@ -41,9 +41,11 @@ export function agentWorkerOptions(
   | 'activityTaskPollerBehavior'
   | 'sinks'
 > {
+  // One for the activities and the sink both: a run's workflow task stops the model call it cancels when it runs here.
+  const callsInFlight = deps.callsInFlight ?? new ModelCallsInFlight();
   return {
-    activities: createActivities(deps),
-    sinks: streamSinks(deps.stream),
+    activities: createActivities({ ...deps, callsInFlight }),
+    sinks: streamSinks(deps.stream, callsInFlight),
     // Cancellation reaches an activity only in a heartbeat's reply: every beat of a model call must reach the server.
     maxHeartbeatThrottleInterval: heartbeatThrottleMs(deps.modelHeartbeatMs),
     // A model call waits on the network, not the CPU: the SDK's 100 slots would cap a worker at 100 calls in flight

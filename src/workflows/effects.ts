@@ -19,6 +19,7 @@ import {
   patched,
   proxyActivities,
   proxyLocalActivities,
+  proxySinks,
   startChild,
   TimeoutFailure,
   type ActivityOptions,
@@ -30,13 +31,14 @@ import { emptyUsage, isQuotaWait, type ChildOutcome, type ChildRequest, type Cri
 import { pauseSignal, resumeSignal, type AgentRunResult } from '../common/messages';
 import { AgentState } from '../common/states';
 import { ModelErrorType } from '../common/failures';
+import type { ModelCallSinks } from '../common/sinks';
 import { INTERRUPTED_TOOL, modelFailure, type AgentEvent, type WorkCommand } from './machine';
 import { Patch } from './patches';
 import { modelCallSummary, toolCallSummary } from './requests';
 
 /**
  * Model calls stream for a while; compaction and the critic wait for a non-streamed answer. All heartbeat (model calls
- * every 500 ms, for prompt interrupts), so the heartbeat timeout catches a dead worker within 5 s; a stalled stream is
+ * every 800 ms, for interrupts that reach them from another worker), so the heartbeat timeout catches a dead worker within 5 s; a stalled stream is
  * cut by the activity's own idle timeout. Retries are bounded by time, not by a count that worker crashes would spend:
  * a kill costs an attempt and 5 s, and a provider that keeps failing ends the call after 20 minutes (then the run may
  * move to a fallback model: modelCallFailure). Final provider errors (authentication, bad request, context overflow)
@@ -61,6 +63,8 @@ const activities = proxyActivities<AgentActivities>(modelCallOptions);
 /** Tools the model activity marked `local` (pure, answering in milliseconds): no task-queue round trip, no extra task. */
 const localToolOptions = { startToCloseTimeout: toolOptions.startToCloseTimeout, retry: toolOptions.retry };
 const localActivities = proxyLocalActivities<AgentActivities>(localToolOptions);
+/** A sink, not a command: the worker that runs the model call being cancelled stops it at once (activities/calls-in-flight.ts). */
+const { modelCalls } = proxySinks<ModelCallSinks>();
 
 type ModelOutcome = Awaited<ReturnType<AgentActivities['callModel']>>;
 
@@ -96,6 +100,8 @@ export function createEffects(lean: boolean, inline = false, direct = false): Ef
    */
   let scope: CancellationScope | undefined;
   let working = false;
+  /** The model call in flight, by number, which `cancel` also stops on this worker if it runs here. */
+  let calling: number | undefined;
   const local = (r: ToolRequest) => lean && r.call.local === true;
   /** The scopes of running calls an interrupting message may stop, and those it stopped. */
   const stoppable = new Set<CancellationScope>();
@@ -198,13 +204,16 @@ export function createEffects(lean: boolean, inline = false, direct = false): Ef
     if (!scope || scope.consideredCancelled) scope = new CancellationScope();
     const work = scope;
     working = true;
+    calling = request.callNumber;
     return work.run(call).then(
       (outcome) => {
         working = false;
+        calling = undefined;
         return modelResponded(request, outcome);
       },
       (err: unknown) => {
         working = false;
+        calling = undefined;
         if (isCancellation(err) && work.consideredCancelled) return CANCELLED;
         return modelCallFailure(err);
       },
@@ -225,13 +234,17 @@ export function createEffects(lean: boolean, inline = false, direct = false): Ef
     waits: (command) => command.type !== 'awaitMessage' && !(command.type === 'runTools' && command.requests.every(local)),
     ready: (command) => (direct && command.type === 'runTools' && command.requests.every(ranAhead) ? toolsRanAlready(command.requests) : undefined),
     cancel: () => {
-      if (working) scope?.cancel();
+      if (!working) return;
+      if (calling !== undefined) modelCalls.stop(calling);
+      scope?.cancel();
     },
     async run(command) {
       switch (command.type) {
         case 'callModel': {
           const { request, call } = modelCall(command);
+          calling = request.callNumber;
           const outcome = await cancellable(call).catch((err: unknown) => ({ failed: err }));
+          calling = undefined;
           if (outcome === CANCELLED) return CANCELLED;
           if ('failed' in outcome) return modelCallFailure(outcome.failed);
           return modelResponded(request, outcome);

@@ -10,7 +10,7 @@ import type { WorkflowHandle } from '@temporalio/client';
 import { TestWorkflowEnvironment } from '@temporalio/testing';
 import { bundleWorkflowCode, Runtime, Worker, type WorkflowBundle } from '@temporalio/worker';
 import type { DataConverter } from '@temporalio/common';
-import type { AgentDefinition, Tool, ToolPolicy } from '../../src/activities';
+import type { AgentDefinition, ModelCallsInFlight, Tool, ToolPolicy } from '../../src/activities';
 import { claimCheckDataConverter, ConversationStore, FsBlobStore } from '../../src/codec';
 import { WORKFLOW_TYPE } from '../../src/common/constants';
 import type { AgentRunInput } from '../../src/common/input';
@@ -111,6 +111,8 @@ export interface AgentHarnessOptions {
   providers?: { keys: string[]; named?: Record<string, string[]>; keyCooldownMs?: number };
   /** Workflow interceptor modules bundled with the workflows (test/support/short-model-timeouts.ts). @default none */
   workflowInterceptorModules?: string[];
+  /** The worker's streaming model calls, which a run's workflow task stops at once; absent: a fresh one per worker. */
+  callsInFlight?: ModelCallsInFlight;
 }
 
 export async function startAgentHarness(
@@ -150,6 +152,7 @@ export async function startAgentHarness(
         tools: options.tools,
         agents: options.agents,
         ...(options.toolPolicy ? { toolPolicy: options.toolPolicy } : {}),
+        ...(options.callsInFlight ? { callsInFlight: options.callsInFlight } : {}),
         conversations: options.conversations === false ? undefined : new ConversationStore(blobStore, { dataConverter, maxCached: options.conversationCache }),
       }),
     });
