@@ -55,9 +55,9 @@ export { SqliteToolLedger } from './activities/tools/ledger';
 export type { ToolLedger } from './activities/tools/ledger';
 
 /**
- * The worker's end of the workflow's `stream` sink, which `agentWorkerOptions` and `agentPlugin` register: pass
- * `sinks: streamSinks(undefined)` to `Worker.runReplayHistories` of agent runs, or each replayed step logs an
- * unregistered sink.
+ * The worker's end of the workflow's sinks (`stream`, and `modelCalls`, which stops a cancelled model call on the
+ * worker that runs it), which `agentWorkerOptions` and `agentPlugin` register: pass `sinks: streamSinks(undefined)`
+ * to `Worker.runReplayHistories` of agent runs, or each replayed step logs an unregistered sink.
  */
 export { streamSinks } from './stream/sinks';
 
