@@ -38,8 +38,8 @@ import { modelCallSummary, toolCallSummary } from './requests';
 
 /**
  * Model calls stream for a while; compaction and the critic wait for a non-streamed answer. All heartbeat (model calls
- * every 800 ms, for interrupts that reach them from another worker), so the heartbeat timeout catches a dead worker within 5 s; a stalled stream is
- * cut by the activity's own idle timeout. Retries are bounded by time, not by a count that worker crashes would spend:
+ * every 800 ms, for interrupts that reach them from another worker), so the heartbeat timeout catches a dead worker
+ * within 5 s; a stalled stream is cut by the activity's own idle timeout. Retries are bounded by time, not by a count that worker crashes would spend:
  * a kill costs an attempt and 5 s, and a provider that keeps failing ends the call after 20 minutes (then the run may
  * move to a fallback model: modelCallFailure). Final provider errors (authentication, bad request, context overflow)
  * are not retried at all (activities/errors.ts).
