@@ -62,14 +62,14 @@ test('a whole config replaces the environment as the base', () => {
   expect(config.ledgerFile).toBe(path.resolve('./.agent/tool-ledger.sqlite'));
 });
 
-test('the plugin registers the workflow stream sink on workers and replay workers, beside sinks of their own', () => {
+test("the plugin registers the workflow's sinks (the stream, the model calls it stops) on workers and replay workers, beside sinks of their own", () => {
   const own = { audit: { record: { fn: () => undefined } } };
   const plugin = agentPlugin({ llm: { baseURL: 'http://127.0.0.1:1/v1', apiKey: 'none', model: 'm' } });
   const replay = plugin.configureReplayWorker({ sinks: own });
-  expect(Object.keys(replay.sinks ?? {}).sort()).toEqual(['audit', 'stream']);
-  expect(replay.sinks?.stream?.publish?.callDuringReplay).toBe(false);
+  expect(Object.keys(replay.sinks ?? {}).sort()).toEqual(['audit', 'modelCalls', 'stream']);
+  expect([replay.sinks?.stream?.publish?.callDuringReplay, replay.sinks?.modelCalls?.stop?.callDuringReplay]).toEqual([false, false]);
   const worker = plugin.configureWorker({ taskQueue: 'q', sinks: own });
-  expect(Object.keys(worker.sinks ?? {}).sort()).toEqual(['audit', 'stream']);
+  expect(Object.keys(worker.sinks ?? {}).sort()).toEqual(['audit', 'modelCalls', 'stream']);
 });
 
 test('versioning: the option over AGENT_DEPLOYMENT_NAME/AGENT_BUILD_ID, PINNED unless told; false turns it off; unversioned gives the SDK no deployment options', () => {
