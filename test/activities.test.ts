@@ -16,6 +16,7 @@ import { fileTools, resolveInWorkspace } from '../src/activities/tools/files';
 import { defineTool, MAX_TOOL_OUTPUT_CHARS, RetryableToolError, ToolRegistry } from '../src/activities/tools/registry';
 import { isQuotaWait, type ChatMessage, type CritiqueRequest, type ModelRequest, type ModelResponse, type QuotaWait } from '../src/common/chat';
 import { FailureType } from '../src/common/failures';
+import { COMPACTION_CALL, criticCall } from '../src/common/sinks';
 import { llmSettings } from '../src/config';
 import { startScriptedModel, type ScriptedModel } from '../src/scripted-model';
 import { agentWorkerOptions, openAIClient } from '../src/worker';
@@ -183,6 +184,7 @@ describe('callModel', () => {
 
   describe('stopped by its run on this worker (ModelCallsInFlight)', () => {
     const execution = { workflowId: 'wf-stop', runId: 'run-stop' };
+    const turns: ChatMessage[] = ['sys', 'the task', 'a1', 'u2', 'a3', 'u4'].map((content, i) => ({ role: i === 0 ? 'system' : i % 2 ? 'user' : 'assistant', content }));
     const stoppable = (calls: ModelCallsInFlight, name: string) => {
       model.register(name, [{ text: 'y'.repeat(400), chunkSize: 2, chunkDelayMs: 50 }]);
       const withCalls = createActivities({ openai, defaultModel: 'unset', workspace, callsInFlight: calls });
@@ -224,6 +226,30 @@ describe('callModel', () => {
       expect(err).toBeInstanceOf(ApplicationFailure);
       expect(err).toMatchObject({ type: 'StoppedWithoutCancellation', nonRetryable: false });
       expect(model.requests('stop-no-cancel')[0]).toMatchObject({ completed: false, closedByClient: true });
+    });
+
+    test.each([
+      ['the critic', 'stop-critic', criticCall(3), (a: ReturnType<typeof createActivities>, m: string) => a.critiqueAnswer({ model: m, task: 'Add 2 and 2', answer: '4', callNumber: 3 })],
+      ['a compaction', 'stop-compaction', COMPACTION_CALL, (a: ReturnType<typeof createActivities>, m: string) => a.compactContext({ model: m, messages: turns, keepRecent: 2 })],
+    ] as const)('%s: its request closes at once; it ends cancelled when Temporal cancels it, not before', async (_what, name, key, start) => {
+      const calls = new ModelCallsInFlight();
+      model.register(name, [{ text: 'never read', firstChunkDelayMs: 20_000 }]);
+      const withCalls = createActivities({ openai, defaultModel: 'unset', workspace, callsInFlight: calls });
+      const env = new MockActivityEnvironment({ heartbeatTimeoutMs: 5_000, workflowExecution: execution }, quiet);
+      const running = env.run(() => start(withCalls, name));
+      let settled = false;
+      const settle = () => (settled = true);
+      running.then(settle, settle);
+      while (!(model.requests(name)[0] && calls.size === 1)) await pause(20);
+      // Keyed apart from the model call of the same number.
+      expect(calls.stop('wf-stop', 'run-stop', 3)).toBe(false);
+      expect(calls.stop('wf-stop', 'run-stop', key)).toBe(true);
+      while (!model.requests(name)[0].closedByClient) await pause(20);
+      await pause(300);
+      expect(settled).toBe(false);
+      env.cancel('CANCELLED');
+      await expect(running).rejects.toBeInstanceOf(CancelledFailure);
+      expect([calls.size, model.requests(name)]).toEqual([0, [expect.objectContaining({ completed: false, closedByClient: true })]]);
     });
 
     test('a call that streamed its whole answer is no longer found', async () => {

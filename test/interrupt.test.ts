@@ -8,6 +8,7 @@ import { defineTool, ModelCallsInFlight } from '../src/activities';
 import { runCli } from '../src/client/cli';
 import { AgentClient } from '../src/client';
 import { stateQuery } from '../src/common/messages';
+import { criticCall, type ModelCallKey } from '../src/common/sinks';
 import { buildGateway } from '../src/gateway/index';
 import { APPROVAL_NOTE_HEAD, INTERRUPTED_APPROVAL, INTERRUPTED_MARK, INTERRUPTED_TOOL } from '../src/workflows/machine';
 import { sleep, startAgentHarness, waitFor, type AgentHarness } from './support/agent-harness';
@@ -48,11 +49,11 @@ const slowDeploy = defineTool({
  * worker, so a stop finds none and the call hears of its cancellation at its next heartbeat.
  */
 class RecordedCalls extends ModelCallsInFlight {
-  readonly stops: Array<{ workflowId: string; runId: string; callNumber: number; found: boolean }> = [];
+  readonly stops: Array<{ workflowId: string; runId: string; call: ModelCallKey; found: boolean }> = [];
   elsewhere = false;
-  override stop(workflowId: string, runId: string, callNumber: number): boolean {
-    const found = !this.elsewhere && super.stop(workflowId, runId, callNumber);
-    this.stops.push({ workflowId, runId, callNumber, found });
+  override stop(workflowId: string, runId: string, call: ModelCallKey): boolean {
+    const found = !this.elsewhere && super.stop(workflowId, runId, call);
+    this.stops.push({ workflowId, runId, call, found });
     return found;
   }
 }
@@ -117,7 +118,7 @@ test('through the client: the stream is cut, its text kept as interrupted, and t
   console.log(`interrupt to provider stream closed: ${closed - sent} ms after sending, ${closed - applied} ms after the run applied it`);
   // The run's workflow task found its call streaming on this worker and stopped it there, with no heartbeat between.
   const { runId } = await handle.describe();
-  expect(calls.stops.filter((s) => s.workflowId === handle.workflowId)).toEqual([{ workflowId: handle.workflowId, runId, callNumber: 1, found: true }]);
+  expect(calls.stops.filter((s) => s.workflowId === handle.workflowId)).toEqual([{ workflowId: handle.workflowId, runId, call: 1, found: true }]);
   await expectInterruptedStream('int-client', handle.workflowId, 'stop, answer briefly');
 });
 
@@ -142,8 +143,21 @@ test('from another worker, the provider sees its stream closed before it would s
     { role: 'assistant', content: `First part. ${INTERRUPTED_MARK}` },
     { role: 'user', content: 'stop now' },
   ]);
-  expect(calls.stops.filter((s) => s.workflowId === handle.workflowId)).toEqual([expect.objectContaining({ callNumber: 1, found: false })]);
+  expect(calls.stops.filter((s) => s.workflowId === handle.workflowId)).toEqual([expect.objectContaining({ call: 1, found: false })]);
   calls.elsewhere = false;
+});
+
+test("an abort while the model critic writes its verdict stops the critic's request on this worker at once", async () => {
+  h.model.register('abort-critic', ({ request }) => (request.stream ? { text: 'An answer to judge.' } : { text: '{}', firstChunkDelayMs: 60_000 }));
+  const handle = await h.start({ prompt: 'Answer, then be judged', model: 'abort-critic', critique: 'model' });
+  await h.waitForState(handle, (s) => s.state === 'CRITIQUE');
+  await waitFor(() => h.model.requests('abort-critic').find((r) => !r.stream), 10_000, 'the critic request');
+  await client.handle(handle.workflowId).abort('enough');
+  expect(await client.handle(handle.workflowId).result()).toMatchObject({ status: 'ABORTED' });
+  // Found running here, as the critic's request (the run's second model request), not as a model call.
+  const { runId } = await handle.describe();
+  expect(calls.stops.filter((s) => s.workflowId === handle.workflowId)).toEqual([{ workflowId: handle.workflowId, runId, call: criticCall(2), found: true }]);
+  await waitFor(() => h.model.requests('abort-critic').find((r) => !r.stream)?.closedByClient || undefined, 10_000, 'the critic request to close');
 });
 
 test('through the gateway: POST messages with interrupt; a bad flag is a 400 naming it', async () => {

@@ -4,8 +4,9 @@
  * run does two side effects (`recordEffect`, which appends a line per real execution) and answers. kill -9 of a
  * worker, kill -9 of the Temporal Server, and PostgreSQL stopped in `fast` and in `immediate` mode, each mid-run and
  * followed by `up`; a worker on a lost host (its network namespace deleted) and one partitioned for 30 s: every run
- * completes, and no side effect is done twice. A rolling deploy with Worker Versioning: runs in flight stay on their
- * build, new runs go to the new one. Figures in RELIABILITY.md.
+ * completes, and no side effect is done twice. Interrupts with a worker on each host: every provider stream closes
+ * before its next chunk. A rolling deploy with Worker Versioning: runs in flight stay on their build, new runs go to
+ * the new one. Figures in RELIABILITY.md.
  */
 import { randomUUID } from 'node:crypto';
 import { execFile } from 'node:child_process';
@@ -20,11 +21,13 @@ import { spawnDetached, stopProcess, type ProcessRecord } from '../scripts/lib/s
 import { readState, stackConnectionOptions, stackUp, stackWorkerEnv, stopStackPostgres, waitForPoller, type StackState } from '../scripts/lib/stack/stack';
 import { clientTlsEnv, tlsFiles } from '../scripts/lib/stack/tls';
 import { PROJECT_ROOT } from '../scripts/lib/temporal-cli';
+import { AgentClient } from '../src/client';
 import { createDataConverter } from '../src/codec';
 import { codecSettings } from '../src/config';
 import { WORKFLOW_TYPE } from '../src/common/constants';
 import type { AgentRunResult } from '../src/common/messages';
 import { startScriptedModel, textOf, type ScriptedModel } from '../src/scripted-model';
+import { INTERRUPTED_MARK } from '../src/workflows/machine';
 import { PRODUCTION_ENV, PRODUCTION_MODEL } from './global-setup-production';
 import { waitFor } from './support/agent-harness';
 import { addHost, deleteHost, forward, removeStaleHosts, setLink, type Host } from './support/netns';
@@ -498,6 +501,64 @@ describe('a worker on another host', () => {
       await provider.close();
     }
   }, 600_000);
+
+  test('interrupts on two hosts: every stream closes before the provider would send its next chunk, whichever worker streams it', async () => {
+    const { host, worker } = await hostedWorker(4);
+    const survivor = state().processes['worker-1'];
+    // The role chunk at once, then a text chunk every 8 s: the run's partialText follows the stream every 3 s when a live
+    // stream is up (the stack's), so the run has the first text well before the second comes. The second call says
+    // which message it got.
+    const GAP_MS = 8_000;
+    const name = `production-interrupt-${Date.now()}`;
+    model.register(name, ({ request }) => {
+      const users = (request.messages as any[]).filter((m) => m.role === 'user');
+      return users.length === 1 ? { text: 'First part. Second part. Third part.', chunkSize: 12, chunkDelayMs: GAP_MS } : { text: `Now doing: ${textOf(users.at(-1).content)}` };
+    });
+    const agents = new AgentClient(client, state().taskQueue);
+    try {
+      const runs = await Promise.all(Array.from({ length: RUNS }, (_, i) => agents.start({ prompt: `Interrupted run ${i}: write in parts.`, model: name })));
+      // Each run is interrupted once it has the first text, while the call waits for its next chunk.
+      const sent = await Promise.all(
+        runs.map(async (run) => {
+          await waitFor(async () => ((await run.state()).partialText.length > 0 ? true : undefined), 60_000, 'the first text of a run');
+          const at = Date.now();
+          await run.sendMessage('stop now', { interrupt: true });
+          return at;
+        }),
+      );
+      const results = await Promise.all(runs.map((run) => run.result()));
+      expect(results.map((r) => r.answer)).toEqual(runs.map(() => 'Now doing: stop now'));
+      const byRun = (await Promise.all(runs.map((run) => run.state({ includeMessages: true })))).map((s) => s.messages?.find((m) => m.role === 'assistant' && m.interrupted));
+      expect(byRun.map((m) => m?.content)).toEqual(runs.map(() => `First part. ${INTERRUPTED_MARK}`));
+      const first = (id: string) => model.requests(name).find((r) => JSON.stringify(r.body.messages).includes(`Interrupted run ${id}:`));
+      // Server-side times only: the first text chunk went at receivedAt + GAP_MS, the next would have gone GAP_MS later.
+      const requests = runs.map((_, i) => first(String(i))!);
+      for (const r of requests) {
+        expect(r).toMatchObject({ completed: false, closedByClient: true });
+        expect(r.closedAt).toBeLessThan(r.receivedAt + 2 * GAP_MS);
+      }
+      // Which worker streamed each first call, and which one's workflow task applied the interrupt: the same one can
+      // stop the call at once (the modelCalls sink); another hears of it at the call's next heartbeat.
+      const paths = await Promise.all(
+        runs.map(async (run) => {
+          const events = (await client.workflow.getHandle(run.workflowId).fetchHistory()).events ?? [];
+          const streamedBy = events.find((e) => e.activityTaskStartedEventAttributes)?.activityTaskStartedEventAttributes?.identity;
+          const cancel = events.find((e) => e.activityTaskCancelRequestedEventAttributes);
+          const appliedBy = cancel && events.find((e) => e.eventId?.toString() === cancel.activityTaskCancelRequestedEventAttributes!.workflowTaskCompletedEventId?.toString())?.workflowTaskCompletedEventAttributes?.identity;
+          return { streamedBy, sameWorker: streamedBy === appliedBy };
+        }),
+      );
+      const hosts = new Set(paths.map((p) => p.streamedBy));
+      expect([...hosts].every((id) => id === identityOf(worker.pid) || id === identityOf(survivor.pid))).toBe(true);
+      const closedMs = requests.map((r, i) => r.closedAt! - sent[i]);
+      console.log(
+        `interrupts on two hosts: ${RUNS} runs, streamed by ${[...hosts].length} workers; stream closed ${closedMs.map((m, i) => `${m} ms (${paths[i].sameWorker ? 'same worker' : 'other worker'})`).join(', ')} after the interrupt was sent`,
+      );
+    } finally {
+      await stopProcess(worker, 40_000);
+      deleteHost(host.ns);
+    }
+  }, 300_000);
 
   test('a 30 s partition between a worker and the server, then healed: every run completes, no side effect done twice', async () => {
     const { host, worker } = await hostedWorker(2);

@@ -1,7 +1,8 @@
 /**
- * Slow activities on the real dev server, under the product's own activity options: a summary, a critic verdict and a
- * tool that take far longer than their heartbeat timeouts each finish in one attempt, because they heartbeat while
- * they work. Asserted from the workflow history: the activity's started event says attempt 1, and nothing timed out.
+ * Slow activities on the real dev server, under the product's own activity options: a streamed answer, a summary, a
+ * critic verdict and a tool that take far longer than their heartbeat timeouts each finish in one attempt, because
+ * they heartbeat while they work. Asserted from the workflow history: the activity's started event says attempt 1,
+ * and nothing timed out.
  */
 import { setTimeout as waitUnlessAborted } from 'node:timers/promises';
 import type { WorkflowHandle } from '@temporalio/client';
@@ -14,6 +15,8 @@ import { startAgentHarness, waitFor, type AgentHarness } from './support/agent-h
 const EventType = temporal.api.enums.v1.EventType;
 /** Twice the model call's 5 s heartbeat timeout. */
 const SLOW_MODEL_MS = 10_000;
+/** A reasoning model's answer: 10 s to its first token, then a chunk a second (16 of 4 characters). */
+const SLOW_STREAM = { firstChunkDelayMs: SLOW_MODEL_MS, chunkSize: 4, chunkDelayMs: 1_000 } as const;
 /** Half again the tool's 30 s heartbeat timeout. */
 const SLOW_TOOL_MS = 45_000;
 
@@ -66,6 +69,32 @@ test('a compaction whose summary takes 10 s finishes in one attempt', async () =
   const summaries = h.model.requests('slow-summary').filter((r) => !r.stream);
   expect(summaries).toEqual([expect.objectContaining({ completed: true, closedByClient: false })]);
 }, 60_000);
+
+test('a model answer streamed over 25 s finishes in one attempt: the 800 ms beat keeps the 5 s heartbeat timeout', async () => {
+  const answer = 'word'.repeat(16);
+  h.model.register('slow-stream', [{ text: answer, ...SLOW_STREAM }]);
+  const handle = await h.start({ prompt: 'What is in the workspace?', model: 'slow-stream' });
+
+  // While it waits for its first token and while it streams, the server records the call's heartbeats.
+  const beatTimes = new Set<number>();
+  const watching = (async () => {
+    for (;;) {
+      const { raw, status } = await handle.describe();
+      if (status.name !== 'RUNNING') return;
+      const call = raw.pendingActivities?.find((a) => a.activityType?.name === 'callModel');
+      if (call?.lastHeartbeatTime) beatTimes.add(Number(call.lastHeartbeatTime.seconds));
+      await new Promise((resolve) => setTimeout(resolve, 2_000));
+    }
+  })();
+  const result = await handle.result();
+  await watching;
+
+  expect(result).toMatchObject({ status: 'COMPLETED', answer });
+  expect(await attemptsOf(handle, 'callModel')).toEqual({ attempts: [1], timedOut: 0 });
+  // Beats seen at many distinct seconds: the ticker ran through the wait for the first token and through the stream.
+  expect(beatTimes.size).toBeGreaterThanOrEqual(8);
+  expect(h.model.requests('slow-stream')).toEqual([expect.objectContaining({ completed: true, closedByClient: false })]);
+}, 90_000);
 
 test('a model critic whose verdict takes 10 s finishes in one attempt, and its verdict decides', async () => {
   const verdict = { action: 'complete', reason: 'the answer names the file', confidence: 0.85 };

@@ -10,11 +10,13 @@ import type OpenAI from 'openai';
 import type { ChatMessage, CompactionRequest, CompactionResult, Usage } from '../common/chat';
 import { addUsage, emptyUsage } from '../common/chat';
 import { FailureType, ModelErrorType } from '../common/failures';
+import { COMPACTION_CALL } from '../common/sinks';
 import type { ProviderBudget } from '../quota';
 import { classifyModelError } from './errors';
 import { budgeted } from './quota';
 import { routeOf, secretsOf, type Providers } from './providers';
 import { heartbeating } from './heartbeat';
+import { stoppableCall, type ModelCallsInFlight } from './calls-in-flight';
 import { usageOf } from './usage';
 
 export interface CompactionDeps {
@@ -26,6 +28,8 @@ export interface CompactionDeps {
   chunkChars?: number;
   /** The fleet's provider budget: each summarising call reserves before it starts. */
   budget?: ProviderBudget;
+  /** The model requests this worker makes, which the run's workflow task stops at once when it runs here. */
+  callsInFlight?: ModelCallsInFlight;
 }
 
 export const SUMMARY_PREFIX = 'Summary of the earlier conversation:';
@@ -87,24 +91,22 @@ export function createCompactContext(deps: CompactionDeps) {
 
     const route = routeOf(deps, model);
     /** One summary of `chunk`; a cancellation aborts the request and ends the activity as cancelled. */
-    const summarise = async (chunk: string): Promise<string> => {
+    const summarise = async (chunk: string, signal: AbortSignal): Promise<string> => {
       try {
         const asked = [{ role: 'system' as const, content: SUMMARISE_PROMPT }, { role: 'user' as const, content: chunk }];
         const id = `${ctx.info.workflowExecution?.workflowId ?? ctx.info.activityId}:compaction:${ctx.info.activityId}:${++calls}`;
-        const response = await budgeted(deps.budget, id, asked, ctx.cancellationSignal, () =>
-          route.keys[0].client.chat.completions.create({ model: route.model, messages: asked }, { signal: ctx.cancellationSignal }),
-        );
+        const response = await budgeted(deps.budget, id, asked, signal, () => route.keys[0].client.chat.completions.create({ model: route.model, messages: asked }, { signal }));
         const u = response.usage;
         if (u) usage = addUsage(usage, usageOf(u));
         return response.choices[0]?.message?.content?.trim() ?? '';
       } catch (err) {
-        if (ctx.cancellationSignal.aborted) throw new CancelledFailure('compaction cancelled');
+        if (signal.aborted) throw new CancelledFailure('compaction cancelled');
         throw classifyModelError(err, secretsOf(deps));
       }
     };
 
     /** Chunk by chunk, then the summaries, until one summary is left; a chunk too large halves the chunk size. */
-    const compact = async (): Promise<string | undefined> => {
+    const compact = async (signal: AbortSignal): Promise<string | undefined> => {
       let chunkChars = deps.chunkChars ?? 24_000;
       let texts = older.map(render);
       for (let round = 0; round < 8; round++) {
@@ -113,7 +115,7 @@ export function createCompactContext(deps: CompactionDeps) {
         for (const chunk of chunkTranscript(texts, chunkChars)) {
           progress.done = summaries.length;
           try {
-            summaries.push(await summarise(chunk));
+            summaries.push(await summarise(chunk, signal));
           } catch (err) {
             if (!(err instanceof ApplicationFailure && err.type === ModelErrorType.ContextOverflow && chunkChars > 2_000)) throw err;
             chunkChars = Math.floor(chunkChars / 2);
@@ -127,8 +129,12 @@ export function createCompactContext(deps: CompactionDeps) {
       return undefined;
     };
 
-    // A summary is not streamed: the ticker keeps the activity alive (and cancellable) while the model writes it.
-    const summary = await heartbeating(() => ({ ...progress }), compact);
+    // A summary is not streamed: the ticker keeps the activity alive (and cancellable) while the model writes it, and
+    // the run stops it at once when it runs here.
+    const summary = await heartbeating(
+      () => ({ ...progress }),
+      () => stoppableCall(ctx, deps.callsInFlight, COMPACTION_CALL, compact),
+    );
     if (summary === undefined) {
       throw ApplicationFailure.create({ type: FailureType.CompactionImpossible, message: 'compaction did not converge to one summary', nonRetryable: true });
     }

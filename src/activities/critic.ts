@@ -11,11 +11,13 @@ import type { ChatCompletion, ChatCompletionCreateParamsNonStreaming } from 'ope
 import { z } from 'zod';
 import type { CritiqueOutcome, CritiqueRequest } from '../common/chat';
 import { FailureType } from '../common/failures';
+import { criticCall } from '../common/sinks';
 import type { ProviderBudget } from '../quota';
 import { classifyModelError } from './errors';
 import { budgeted } from './quota';
 import { routeOf, secretsOf, type Providers } from './providers';
 import { heartbeating } from './heartbeat';
+import { stoppableCall, type ModelCallsInFlight } from './calls-in-flight';
 import { usageOf } from './usage';
 
 const ACTIONS = ['continue', 'retry', 'replan', 'complete'] as const;
@@ -82,7 +84,7 @@ export function refusesResponseFormat(err: unknown): boolean {
   return badRequest && FORMAT_REFUSED.test(`${message} ${failure.message}`);
 }
 
-export function createCritiqueAnswer(deps: { openai: OpenAI; defaultModel: string; budget?: ProviderBudget; providers?: Providers }) {
+export function createCritiqueAnswer(deps: { openai: OpenAI; defaultModel: string; budget?: ProviderBudget; providers?: Providers; callsInFlight?: ModelCallsInFlight }) {
   /** Per model, the strictest response format this worker's provider accepted (or has not refused yet). */
   const formats = new Map<string, CriticResponseFormat>();
 
@@ -92,20 +94,17 @@ export function createCritiqueAnswer(deps: { openai: OpenAI; defaultModel: strin
     let format = formats.get(model) ?? CRITIC_RESPONSE_FORMATS[0];
     const route = routeOf(deps, model);
 
-    const ask = async (): Promise<ChatCompletion> => {
+    const ask = async (signal: AbortSignal): Promise<ChatCompletion> => {
       for (;;) {
         try {
           const responseFormat = RESPONSE_FORMAT[format];
           const messages = criticMessages(request);
           const id = `${ctx.info.workflowExecution?.workflowId ?? ctx.info.activityId}:critic:${request.callNumber}:${format}`;
-          return await budgeted(deps.budget, id, messages, ctx.cancellationSignal, () =>
-            route.keys[0].client.chat.completions.create(
-              { model: route.model, messages, ...(responseFormat ? { response_format: responseFormat } : {}) },
-              { signal: ctx.cancellationSignal },
-            ),
+          return await budgeted(deps.budget, id, messages, signal, () =>
+            route.keys[0].client.chat.completions.create({ model: route.model, messages, ...(responseFormat ? { response_format: responseFormat } : {}) }, { signal }),
           );
         } catch (err) {
-          if (ctx.cancellationSignal.aborted) throw new CancelledFailure('model critique cancelled');
+          if (signal.aborted) throw new CancelledFailure('model critique cancelled');
           const next = CRITIC_RESPONSE_FORMATS[CRITIC_RESPONSE_FORMATS.indexOf(format) + 1];
           if (!next || !refusesResponseFormat(err)) throw classifyModelError(err, secretsOf(deps));
           ctx.log.info('the provider refused the response format; asking with the next one', { model, refused: format, next });
@@ -115,8 +114,12 @@ export function createCritiqueAnswer(deps: { openai: OpenAI; defaultModel: strin
       }
     };
 
-    // The verdict is not streamed: the ticker keeps the activity alive (and cancellable) while the model writes it.
-    const response = await heartbeating(() => ({ callNumber: request.callNumber, format }), ask);
+    // The verdict is not streamed: the ticker keeps the activity alive (and cancellable) while the model writes it, and
+    // the run stops it at once when it runs here.
+    const response = await heartbeating(
+      () => ({ callNumber: request.callNumber, format }),
+      () => stoppableCall(ctx, deps.callsInFlight, criticCall(request.callNumber), ask),
+    );
     const content = response.choices[0]?.message?.content ?? '';
     const json = content.slice(content.indexOf('{'), content.lastIndexOf('}') + 1);
     const parsed = DecisionSchema.safeParse(safeJson(json));

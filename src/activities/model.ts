@@ -38,7 +38,7 @@ import { usageOf } from './usage';
 import type { ToolRegistry } from './tools/registry';
 import { applyToolPolicy, type ToolPolicy } from './tool-policy';
 import { chatRequestBody, encodeMessages } from './wire';
-import type { ModelCallsInFlight } from './calls-in-flight';
+import { ended, type ModelCallsInFlight } from './calls-in-flight';
 
 export interface ModelDeps {
   openai: OpenAI;
@@ -254,10 +254,8 @@ export function createCallModel(deps: ModelDeps) {
         ...(toolResults?.length ? { toolResults } : {}),
       };
     } catch (err) {
-      if (stoppedHere) await untilCancelled(ctx, deps.callsInFlight?.graceMs ?? 0);
+      if (stoppedHere) await ended(ctx, deps.callsInFlight?.graceMs ?? 0);
       if (ctx.cancellationSignal.aborted) throw new CancelledFailure('model call cancelled');
-      // Its run stopped it, but no cancellation came (its workflow task never reached the server): the call is made again.
-      if (stoppedHere) throw ApplicationFailure.retryable('the model call was stopped by its run, which then did not cancel it', 'StoppedWithoutCancellation');
       const failure = stalled ? streamStalled(idleTimeoutMs) : classifyModelError(err, secrets);
       // The provider said no after all: the whole fleet holds off, not only this call.
       if (failure.type === ModelErrorType.RateLimit) await deps.budget?.penalize(retryAfterMs(headersOf(err)) ?? 1_000).catch(() => undefined);
@@ -306,14 +304,6 @@ async function withKeyRotation<T>(route: Route, providers: Providers | undefined
       ctx.log.warn('a provider key was refused: the next key is tried', { provider: route.provider, key: key.index, next: route.keys[i + 1].index, type });
     }
   }
-}
-
-/** Until the activity is cancelled, or `ms` passed. */
-async function untilCancelled(ctx: Context, ms: number): Promise<void> {
-  let timer: NodeJS.Timeout | undefined;
-  const elapsed = new Promise<void>((resolve) => (timer = setTimeout(resolve, ms)));
-  await Promise.race([ctx.cancelled.catch(() => undefined), elapsed]);
-  clearTimeout(timer);
 }
 
 /** The text a retried attempt goes on with, and the offset of the last event it was read from. */

@@ -4,12 +4,20 @@
  */
 import type { Sinks } from '@temporalio/workflow';
 
-/** The run's way to stop its streaming model call on the worker that runs it, at once (activities/calls-in-flight.ts). */
+/**
+ * A model request of a run, as the worker that makes it knows it: a model call by its number, the critic by the
+ * number of the answer it judges (`criticCall`), a compaction by `COMPACTION_CALL` (a run compacts once at a time).
+ */
+export type ModelCallKey = number | string;
+export const criticCall = (callNumber: number): ModelCallKey => `critic:${callNumber}`;
+export const COMPACTION_CALL: ModelCallKey = 'compaction';
+
+/** The run's way to stop its model request on the worker that makes it, at once (activities/calls-in-flight.ts). */
 export interface ModelCallSinks extends Sinks {
-  modelCalls: { stop(callNumber: number): void };
+  modelCalls: { stop(call: ModelCallKey): void };
 }
 
-/** The worker's end of `modelCalls` (`ModelCallsInFlight`): stops the call if it streams on this worker. */
+/** The worker's end of `modelCalls` (`ModelCallsInFlight`): stops the request if it runs on this worker. */
 export interface StopsModelCalls {
-  stop(workflowId: string, runId: string, callNumber: number): boolean;
+  stop(workflowId: string, runId: string, call: ModelCallKey): boolean;
 }

@@ -31,7 +31,7 @@ import { emptyUsage, isQuotaWait, type ChildOutcome, type ChildRequest, type Cri
 import { pauseSignal, resumeSignal, type AgentRunResult } from '../common/messages';
 import { AgentState } from '../common/states';
 import { ModelErrorType } from '../common/failures';
-import type { ModelCallSinks } from '../common/sinks';
+import { COMPACTION_CALL, criticCall, type ModelCallKey, type ModelCallSinks } from '../common/sinks';
 import { INTERRUPTED_TOOL, modelFailure, type AgentEvent, type WorkCommand } from './machine';
 import { Patch } from './patches';
 import { modelCallSummary, toolCallSummary } from './requests';
@@ -100,8 +100,8 @@ export function createEffects(lean: boolean, inline = false, direct = false): Ef
    */
   let scope: CancellationScope | undefined;
   let working = false;
-  /** The model call in flight, by number, which `cancel` also stops on this worker if it runs here. */
-  let calling: number | undefined;
+  /** The model request in flight (a model call, the critic, a compaction), which `cancel` also stops here if it runs here. */
+  let calling: ModelCallKey | undefined;
   const local = (r: ToolRequest) => lean && r.call.local === true;
   /** The scopes of running calls an interrupting message may stop, and those it stopped. */
   const stoppable = new Set<CancellationScope>();
@@ -258,7 +258,9 @@ export function createEffects(lean: boolean, inline = false, direct = false): Ef
         case 'critique': {
           const { request } = command;
           const options = { ...(command.timeouts === 'critic' ? criticOptions : modelCallOptions), summary: `model critique of the answer (call #${request.callNumber})` };
+          calling = criticCall(request.callNumber);
           const outcome = await cancellable(() => activities.critiqueAnswer.executeWithOptions(options, [request])).catch((err: unknown) => ({ failed: err }));
+          calling = undefined;
           if (outcome === CANCELLED) return CANCELLED;
           if ('failed' in outcome) return { type: 'CRITIC_FAILED', error: failureMessage(outcome.failed) };
           const { usage, ...decision } = outcome as CritiqueOutcome;
@@ -266,9 +268,11 @@ export function createEffects(lean: boolean, inline = false, direct = false): Ef
         }
         case 'compact': {
           const summary = `compaction of ${command.request.messages.length} messages`;
+          calling = COMPACTION_CALL;
           const outcome = await cancellable(() => activities.compactContext.executeWithOptions({ ...modelCallOptions, summary }, [command.request])).catch(
             (err: unknown) => ({ failed: err }),
           );
+          calling = undefined;
           if (outcome === CANCELLED) return CANCELLED;
           return 'failed' in outcome ? { type: 'COMPACTION_FAILED', error: failureMessage(outcome.failed) } : { type: 'COMPACTED', result: outcome };
         }
