@@ -14,8 +14,9 @@ export { agentWorkerOptions, openAIClient } from './worker/worker';
 /** A `fetch` for an `openai` client of your own that follows no redirect, as `openAIClient`'s does (docs/models.md). */
 export { withoutRedirects } from './activities/wire';
 /**
- * The model calls a worker streams, which a run's workflow task on that worker stops at once on an interrupt, abort,
- * pause or time limit (docs/steering.md); `agentWorkerOptions` makes one, or takes yours as `callsInFlight`.
+ * The model requests a worker makes (model calls, the critic, compactions), which a run's workflow task on that
+ * worker stops at once on an interrupt, abort, pause or time limit (docs/steering.md); `agentWorkerOptions` makes one,
+ * or takes yours as `callsInFlight`.
  */
 export { ModelCallsInFlight, STOPPED_CALL_GRACE_MS } from './activities/calls-in-flight';
 /** V8's old-generation growth for a worker process, as the worker's entry sets it (`AGENT_HEAP_GROWING_PERCENT`). */

@@ -45,44 +45,83 @@ export class ModelCallsInFlight implements StopsModelCalls {
 const keyOf = (workflowId: string, runId: string, call: ModelCallKey) => `${workflowId}\n${runId}\n${call}`;
 
 /**
- * Runs a request that is not streamed (the critic's verdict, a compaction's summaries) with a signal that aborts when
- * the activity is cancelled or when its run stops it on this worker (`calls`). Stopped here, it ends as a cancelled
- * call does: `ended` waits for Temporal's cancellation and throws.
+ * The abort of one model request: its signal aborts when the activity is cancelled, or when its run's workflow task
+ * stops it on this worker (`calls`). A request stopped here waits for its cancellation (`ended`). `release` it when
+ * the request ends.
  */
-export async function stoppableCall<T>(ctx: Context, calls: ModelCallsInFlight | undefined, call: ModelCallKey, work: (signal: AbortSignal) => Promise<T>): Promise<T> {
-  const controller = new AbortController();
-  const onCancel = () => controller.abort(ctx.cancellationSignal.reason);
-  if (ctx.cancellationSignal.aborted) onCancel();
-  ctx.cancellationSignal.addEventListener('abort', onCancel);
-  let stoppedHere = false;
-  const execution = ctx.info.workflowExecution;
-  const forget =
-    execution &&
-    calls?.add(execution.workflowId, execution.runId, call, () => {
-      stoppedHere = true;
-      controller.abort(new CancelledFailure('stopped by its run'));
-    });
-  try {
-    return await work(controller.signal);
-  } catch (err) {
-    if (stoppedHere) await ended(ctx, calls!.graceMs);
-    throw err;
-  } finally {
-    forget?.();
-    ctx.cancellationSignal.removeEventListener('abort', onCancel);
+export class StoppableRequest {
+  /** Its run stopped it here, before any cancellation came. */
+  stoppedHere = false;
+  private readonly controller = new AbortController();
+  private readonly onCancel = () => this.controller.abort(this.ctx.cancellationSignal.reason);
+  private forgetCall: (() => void) | undefined;
+  private readonly graceMs: number;
+
+  constructor(
+    private readonly ctx: Context,
+    calls: ModelCallsInFlight | undefined,
+    call: ModelCallKey,
+  ) {
+    if (ctx.cancellationSignal.aborted) this.onCancel();
+    ctx.cancellationSignal.addEventListener('abort', this.onCancel);
+    this.graceMs = calls?.graceMs ?? 0;
+    const execution = ctx.info.workflowExecution;
+    this.forgetCall =
+      execution &&
+      calls?.add(execution.workflowId, execution.runId, call, () => {
+        this.stoppedHere = true;
+        this.controller.abort(new CancelledFailure('stopped by its run'));
+      });
+  }
+
+  get signal(): AbortSignal {
+    return this.controller.signal;
+  }
+
+  /** Aborts the request for a reason of the activity's own (a stalled stream). */
+  abort(reason: unknown): void {
+    this.controller.abort(reason);
+  }
+
+  /** Cancelled by Temporal, or stopped here. */
+  get cancelled(): boolean {
+    return this.stoppedHere || this.ctx.cancellationSignal.aborted;
+  }
+
+  /** Its run no longer finds it: a stop from now on does nothing. */
+  forget(): void {
+    this.forgetCall?.();
+    this.forgetCall = undefined;
+  }
+
+  release(): void {
+    this.forget();
+    this.ctx.cancellationSignal.removeEventListener('abort', this.onCancel);
+  }
+
+  /**
+   * The end of a request stopped here: once Temporal's cancellation comes, a `CancelledFailure`; with none within
+   * the grace (the run's workflow task never reached the server), a retryable failure, so the call is made again.
+   */
+  async ended(): Promise<never> {
+    let timer: NodeJS.Timeout | undefined;
+    const elapsed = new Promise<void>((resolve) => (timer = setTimeout(resolve, this.graceMs)));
+    await Promise.race([this.ctx.cancelled.catch(() => undefined), elapsed]);
+    clearTimeout(timer);
+    if (this.ctx.cancellationSignal.aborted) throw new CancelledFailure('model call cancelled');
+    throw ApplicationFailure.retryable('the model call was stopped by its run, which then did not cancel it', 'StoppedWithoutCancellation');
   }
 }
 
-/**
- * The end of a call its run stopped on this worker: once Temporal's cancellation comes, a `CancelledFailure`; with
- * none within `graceMs` (the run's workflow task never reached the server), a retryable failure, so the call is
- * made again.
- */
-export async function ended(ctx: Context, graceMs: number): Promise<never> {
-  let timer: NodeJS.Timeout | undefined;
-  const elapsed = new Promise<void>((resolve) => (timer = setTimeout(resolve, graceMs)));
-  await Promise.race([ctx.cancelled.catch(() => undefined), elapsed]);
-  clearTimeout(timer);
-  if (ctx.cancellationSignal.aborted) throw new CancelledFailure('model call cancelled');
-  throw ApplicationFailure.retryable('the model call was stopped by its run, which then did not cancel it', 'StoppedWithoutCancellation');
+/** Runs a request that is not streamed (the critic's verdict, a compaction's summaries) as a `StoppableRequest`. */
+export async function stoppableCall<T>(ctx: Context, calls: ModelCallsInFlight | undefined, call: ModelCallKey, work: (signal: AbortSignal) => Promise<T>): Promise<T> {
+  const request = new StoppableRequest(ctx, calls, call);
+  try {
+    return await work(request.signal);
+  } catch (err) {
+    if (request.stoppedHere) await request.ended();
+    throw err;
+  } finally {
+    request.release();
+  }
 }

@@ -56,7 +56,8 @@ export interface ActivityDeps {
   modelHeartbeatMs?: number;
   /**
    * Model requests running here (model calls, the critic, compactions), where the run's workflow task on this worker
-   * finds one to stop at once (an interrupt, an abort, a pause, the time limit). `agentWorkerOptions` makes one and hands it to the `modelCalls` sink as well.
+   * finds one to stop at once (an interrupt, an abort, a pause, the time limit). `agentWorkerOptions` makes one and
+   * hands it to the `modelCalls` sink as well.
    */
   callsInFlight?: ModelCallsInFlight;
 }

@@ -38,7 +38,7 @@ import { usageOf } from './usage';
 import type { ToolRegistry } from './tools/registry';
 import { applyToolPolicy, type ToolPolicy } from './tool-policy';
 import { chatRequestBody, encodeMessages } from './wire';
-import { ended, type ModelCallsInFlight } from './calls-in-flight';
+import { StoppableRequest, type ModelCallsInFlight } from './calls-in-flight';
 
 export interface ModelDeps {
   openai: OpenAI;
@@ -68,7 +68,7 @@ export interface ModelDeps {
   toolPolicy?: ToolPolicy;
   /** How often a model call heartbeats (MODEL_HEARTBEAT_MS); the worker's heartbeat throttle follows it. @default 800 */
   modelHeartbeatMs?: number;
-  /** Where a streaming call is found by its run's workflow task, to be stopped at once (calls-in-flight.ts); absent: at its next heartbeat. */
+  /** Where its run's workflow task finds a call to stop it at once (calls-in-flight.ts); absent: at its next heartbeat. */
   callsInFlight?: ModelCallsInFlight;
 }
 
@@ -143,23 +143,6 @@ export function createCallModel(deps: ModelDeps) {
     const { model } = route;
     const secrets = secretsOf(deps);
     const tools = request.tools?.length === 0 ? [] : deps.tools.definitions(request.tools);
-    const controller = new AbortController();
-    const onCancel = () => controller.abort(ctx.cancellationSignal.reason);
-    ctx.cancellationSignal.addEventListener('abort', onCancel);
-    // Stopped by its run's workflow task on this worker: the stream closes now, and the call waits for its cancellation.
-    let stoppedHere = false;
-    const execution = ctx.info.workflowExecution;
-    let forget =
-      execution &&
-      deps.callsInFlight?.add(execution.workflowId, execution.runId, request.callNumber, () => {
-        stoppedHere = true;
-        controller.abort(new CancelledFailure('stopped by its run'));
-      });
-    const streamed = () => {
-      forget?.();
-      forget = undefined;
-    };
-    const cancelled = () => stoppedHere || ctx.cancellationSignal.aborted;
 
     const assembler = new CompletionAssembler();
     // A local activity runs inside its workflow's task: a signal to that workflow would fail the task, which then
@@ -180,6 +163,9 @@ export function createCallModel(deps: ModelDeps) {
     let unsent = assembler.text;
     const providerFailures = providerFailuresSoFar(ctx);
     const beat = () => ({ callNumber: request.callNumber, chars: assembler.text.length, providerFailures, ...(assembler.hasToolCalls ? { toolCalls: true } : {}) });
+    // Stopped by its run's workflow task on this worker: the stream closes now, and the call waits for its cancellation.
+    const stop = new StoppableRequest(ctx, deps.callsInFlight, request.callNumber);
+    const cancelled = () => stop.cancelled;
     const stopHeartbeat = startHeartbeat(beat, deps.modelHeartbeatMs ?? MODEL_HEARTBEAT_MS);
     let idle: NodeJS.Timeout | undefined;
     let stalled = false;
@@ -187,14 +173,14 @@ export function createCallModel(deps: ModelDeps) {
       clearTimeout(idle);
       idle = setTimeout(() => {
         stalled = true;
-        controller.abort(new Error('stream stalled'));
+        stop.abort(new Error('stream stalled'));
       }, idleTimeoutMs);
     };
 
     let reservation: Reservation | undefined;
     try {
       if (deps.budget) {
-        const reserved = await reserve(deps.budget, `${runId}:${callNumber}`, request, messages, controller.signal);
+        const reserved = await reserve(deps.budget, `${runId}:${callNumber}`, request, messages, stop.signal);
         if (isQuotaWait(reserved)) return reserved;
         reservation = reserved;
       }
@@ -208,7 +194,7 @@ export function createCallModel(deps: ModelDeps) {
         stream_options: { include_usage: true },
       };
       const create = (sent: readonly ChatMessage[], base?: readonly ChatMessage[]) =>
-        withKeyRotation(route, deps.providers, cancelled, ctx, (client) => streamChat(client, params, sent, base, controller.signal));
+        withKeyRotation(route, deps.providers, cancelled, ctx, (client) => streamChat(client, params, sent, base, stop.signal));
       const stream = resumed
         ? await create(continuation(messages, resumed.text), messages).catch(async (err: unknown) => {
             // A provider that will not continue (a 4xx) gets the call anew, marked as a restart.
@@ -226,10 +212,10 @@ export function createCallModel(deps: ModelDeps) {
         if (text) publisher?.push(unsent + text);
         if (text) unsent = '';
       }
-      streamed(); // a stop from now on finds the answer whole: it completes, and the run, which moved on, drops it
+      stop.forget(); // a stop from now on finds the answer whole: it completes, and the run, which moved on, drops it
       publisher?.push(unsent);
       // An aborted stream ends its iteration without an error: never return a cut-off answer as a result.
-      if (controller.signal.aborted) throw new Error('stream aborted');
+      if (stop.signal.aborted) throw new Error('stream aborted');
       // Nor one a proxy ended early: a complete answer always says why it finished.
       if (assembler.finishReason === null) throw streamTruncated(assembler.text.length);
       await reservation?.settle(assembler.usage?.total_tokens);
@@ -254,7 +240,7 @@ export function createCallModel(deps: ModelDeps) {
         ...(toolResults?.length ? { toolResults } : {}),
       };
     } catch (err) {
-      if (stoppedHere) await ended(ctx, deps.callsInFlight?.graceMs ?? 0);
+      if (stop.stoppedHere) await stop.ended();
       if (ctx.cancellationSignal.aborted) throw new CancelledFailure('model call cancelled');
       const failure = stalled ? streamStalled(idleTimeoutMs) : classifyModelError(err, secrets);
       // The provider said no after all: the whole fleet holds off, not only this call.
@@ -273,13 +259,12 @@ export function createCallModel(deps: ModelDeps) {
         nonRetryable: true,
       });
     } finally {
-      streamed();
+      stop.release();
       // A call that failed is assumed to have used what it reserved.
       await reservation?.settle(undefined).catch(() => undefined);
       clearTimeout(idle);
       stopHeartbeat();
       publisher?.stop();
-      ctx.cancellationSignal.removeEventListener('abort', onCancel);
     }
   };
 }

@@ -1,4 +1,7 @@
-/** The worker's end of the workflow's sinks: `stream` (common/stream.ts) and `modelCalls` (common/sinks.ts); not called during replay. */
+/**
+ * The worker's end of the workflow's sinks: `stream` (common/stream.ts) and `modelCalls` (common/sinks.ts); not
+ * called during replay.
+ */
 import type { InjectedSinks } from '@temporalio/worker';
 import type { ModelCallSinks, StopsModelCalls } from '../common/sinks';
 import type { StreamSinks } from '../common/stream';

@@ -39,10 +39,10 @@ import { modelCallSummary, toolCallSummary } from './requests';
 /**
  * Model calls stream for a while; compaction and the critic wait for a non-streamed answer. All heartbeat (model calls
  * every 800 ms, for interrupts that reach them from another worker), so the heartbeat timeout catches a dead worker
- * within 5 s; a stalled stream is cut by the activity's own idle timeout. Retries are bounded by time, not by a count that worker crashes would spend:
- * a kill costs an attempt and 5 s, and a provider that keeps failing ends the call after 20 minutes (then the run may
- * move to a fallback model: modelCallFailure). Final provider errors (authentication, bad request, context overflow)
- * are not retried at all (activities/errors.ts).
+ * within 5 s; a stalled stream is cut by the activity's own idle timeout. Retries are bounded by time, not by a count
+ * that worker crashes would spend: a kill costs an attempt and 5 s, and a provider that keeps failing ends the call
+ * after 20 minutes (then the run may move to a fallback model: modelCallFailure). Final provider errors
+ * (authentication, bad request, context overflow) are not retried at all (activities/errors.ts).
  */
 const modelCallOptions: ActivityOptions = {
   startToCloseTimeout: '5 minutes',
@@ -107,11 +107,12 @@ export function createEffects(lean: boolean, inline = false, direct = false): Ef
   const stoppable = new Set<CancellationScope>();
   const stopped = new WeakSet<CancellationScope>();
 
-  /** Run activity work in a scope that `cancel` can cancel. */
-  async function cancellable<T>(fn: () => Promise<T>): Promise<T | typeof CANCELLED> {
+  /** Run activity work in a scope that `cancel` can cancel; `call`: the model request it makes, which `cancel` stops too. */
+  async function cancellable<T>(fn: () => Promise<T>, call?: ModelCallKey): Promise<T | typeof CANCELLED> {
     if (!scope || scope.consideredCancelled) scope = new CancellationScope();
     const work = scope;
     working = true;
+    calling = call;
     try {
       return await work.run(fn);
     } catch (err) {
@@ -119,6 +120,7 @@ export function createEffects(lean: boolean, inline = false, direct = false): Ef
       throw err;
     } finally {
       working = false;
+      calling = undefined;
     }
   }
 
@@ -242,9 +244,7 @@ export function createEffects(lean: boolean, inline = false, direct = false): Ef
       switch (command.type) {
         case 'callModel': {
           const { request, call } = modelCall(command);
-          calling = request.callNumber;
-          const outcome = await cancellable(call).catch((err: unknown) => ({ failed: err }));
-          calling = undefined;
+          const outcome = await cancellable(call, request.callNumber).catch((err: unknown) => ({ failed: err }));
           if (outcome === CANCELLED) return CANCELLED;
           if ('failed' in outcome) return modelCallFailure(outcome.failed);
           return modelResponded(request, outcome);
@@ -258,9 +258,8 @@ export function createEffects(lean: boolean, inline = false, direct = false): Ef
         case 'critique': {
           const { request } = command;
           const options = { ...(command.timeouts === 'critic' ? criticOptions : modelCallOptions), summary: `model critique of the answer (call #${request.callNumber})` };
-          calling = criticCall(request.callNumber);
-          const outcome = await cancellable(() => activities.critiqueAnswer.executeWithOptions(options, [request])).catch((err: unknown) => ({ failed: err }));
-          calling = undefined;
+          const critic = () => activities.critiqueAnswer.executeWithOptions(options, [request]);
+          const outcome = await cancellable(critic, criticCall(request.callNumber)).catch((err: unknown) => ({ failed: err }));
           if (outcome === CANCELLED) return CANCELLED;
           if ('failed' in outcome) return { type: 'CRITIC_FAILED', error: failureMessage(outcome.failed) };
           const { usage, ...decision } = outcome as CritiqueOutcome;
@@ -268,11 +267,8 @@ export function createEffects(lean: boolean, inline = false, direct = false): Ef
         }
         case 'compact': {
           const summary = `compaction of ${command.request.messages.length} messages`;
-          calling = COMPACTION_CALL;
-          const outcome = await cancellable(() => activities.compactContext.executeWithOptions({ ...modelCallOptions, summary }, [command.request])).catch(
-            (err: unknown) => ({ failed: err }),
-          );
-          calling = undefined;
+          const compaction = () => activities.compactContext.executeWithOptions({ ...modelCallOptions, summary }, [command.request]);
+          const outcome = await cancellable(compaction, COMPACTION_CALL).catch((err: unknown) => ({ failed: err }));
           if (outcome === CANCELLED) return CANCELLED;
           return 'failed' in outcome ? { type: 'COMPACTION_FAILED', error: failureMessage(outcome.failed) } : { type: 'COMPACTED', result: outcome };
         }
