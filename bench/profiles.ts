@@ -129,6 +129,9 @@ const cut26Blobs: OursProfile = { ...prebundled, name: 'cut-26-blobs', srcRef: '
 /** `prebundled` with blobs written without an fsync (file and folder): what making a conversation node durable costs a step. */
 const noFsync: OursProfile = { ...prebundled, name: 'no-fsync', blobFsync: false };
 
+/** `prebundled` with a conversation node a file of its own, as before 2026-11-27, not appended to a pack of the worker's. */
+const nodeFiles: OursProfile = { ...prebundled, name: 'node-files', blobPacks: false };
+
 /** `prebundled` with the runtime logging at WARN: the per-transition INFO lines are made (a sink call each) but not written. */
 const warnLogs: OursProfile = { ...prebundled, name: 'warn-logs', logLevel: 'WARN' };
 
@@ -202,6 +205,7 @@ export const PROFILES: Record<string, OursProfile> = {
   'cut-26-blobs': cut26Blobs,
   'no-journal': noJournal,
   'no-fsync': noFsync,
+  'node-files': nodeFiles,
   'warn-logs': warnLogs,
   'no-source-maps': noSourceMaps,
   'stock-server': stockServer,

@@ -223,6 +223,84 @@ describe('FsBlobStore', () => {
   });
 });
 
+describe('FsBlobStore packs (append)', () => {
+  const keyOf = (text: string) => createHash('sha256').update(text).digest('hex');
+
+  test('blobs appended by one store go into one pack file, each read back by the place append gave', async () => {
+    const dir = tempDir('blobs-');
+    const store = new FsBlobStore(dir);
+    const texts = Array.from({ length: 50 }, (_, i) => `node ${i} `.repeat(i + 1));
+    // All at once, as concurrent model calls append: each gets a range of its own.
+    const places = await Promise.all(texts.map((t) => store.append(keyOf(t), utf8.encode(t))));
+    const files = filesUnder(dir);
+    expect(files).toHaveLength(1);
+    expect(files[0]).toMatch(new RegExp(`^packs/${os.hostname().replace(/[^A-Za-z0-9.-]/g, '_')}-${process.pid}-[0-9a-z]+-[0-9a-f]{8}\\.pack$`));
+    expect((await fsp.stat(path.join(dir, files[0]))).size).toBe(texts.reduce((n, t) => n + Buffer.byteLength(t), 0));
+    expect(new Set(places).size).toBe(texts.length);
+    for (const [i, t] of texts.entries()) {
+      expect(places[i]).toMatch(/^packs\/[^/]+\.pack@\d+\+\d+$/);
+      expect(Buffer.from(await store.get(keyOf(t), places[i])).toString()).toBe(t);
+    }
+    // Another worker on the volume (nothing in memory) reads it by its place too; by its key alone it is not found.
+    const other = new FsBlobStore(dir);
+    expect(Buffer.from(await other.get(keyOf(texts[7]), places[7])).toString()).toBe(texts[7]);
+    await expect(other.get(keyOf(texts[7]))).rejects.toThrow(BlobNotFoundError);
+  });
+
+  test('two stores on one folder (two workers) write packs of their own; a full pack is followed by a new one', async () => {
+    const dir = tempDir('blobs-');
+    const a = new FsBlobStore(dir, { packMaxBytes: 100 });
+    const b = new FsBlobStore(dir, { packMaxBytes: 100 });
+    const big = 'x'.repeat(60);
+    const inA = [await a.append(keyOf('a1'), utf8.encode(big)), await a.append(keyOf('a2'), utf8.encode(big)), await a.append(keyOf('a3'), utf8.encode('small'))];
+    const inB = await b.append(keyOf('b1'), utf8.encode(big));
+    const packOf = (at: string | undefined) => at!.split('@')[0];
+    // 60 + 60 > 100: the second blob starts a new pack, which the third still fits into; b never writes into a's.
+    expect(packOf(inA[1])).not.toBe(packOf(inA[0]));
+    expect(packOf(inA[2])).toBe(packOf(inA[1]));
+    expect(inA[2]).toMatch(/@60\+5$/);
+    expect([packOf(inA[0]), packOf(inA[1])]).not.toContain(packOf(inB));
+    expect(filesUnder(dir)).toHaveLength(3);
+    expect(Buffer.from(await b.get(keyOf('a3'), inA[2])).toString()).toBe('small');
+    expect(Buffer.from(await a.get(keyOf('b1'), inB)).toString()).toBe(big);
+  });
+
+  test('a pack cut short by a crash reads short, and a swept one falls back to the key', async () => {
+    const dir = tempDir('blobs-');
+    const store = new FsBlobStore(dir);
+    const at = await store.append(keyOf('whole'), utf8.encode('whole'));
+    const [pack] = filesUnder(dir);
+    await fsp.truncate(path.join(dir, pack), 2);
+    expect(Buffer.from(await store.get(keyOf('whole'), at)).toString()).toBe('wh'); // the caller's hash check catches it
+    await fsp.rm(path.join(dir, pack));
+    await expect(store.get(keyOf('whole'), at)).rejects.toThrow(`claim-check blob ${keyOf('whole')} not found in ${dir}`);
+    // A wiped packs folder is made again by the next append.
+    await fsp.rm(path.join(dir, 'packs'), { recursive: true });
+    const again = await new FsBlobStore(dir).append(keyOf('again'), utf8.encode('again'));
+    expect(Buffer.from(await store.get(keyOf('again'), again)).toString()).toBe('again');
+  });
+
+  test('a place that is not one append gives is refused without reading outside the packs; a bad key too', async () => {
+    const dir = tempDir('blobs-');
+    writeFileSync(path.join(dir, 'secret.pack'), 'secret');
+    const store = new FsBlobStore(dir);
+    for (const at of ['packs/../secret.pack@0+6', '../secret.pack@0+6', 'packs/x.pack@-1+6', 'packs/x.pack', `packs/x.pack@0+${2 ** 40}`]) {
+      const err = await store.get(KEY, at).catch((e: unknown) => e);
+      expect(err).toBeInstanceOf(BlobNotFoundError);
+      expect((err as Error).message).toBe(`claim-check blob ${KEY} not found in ${dir} (invalid location ${JSON.stringify(at)}: expected packs/<name>.pack@<offset>+<length>)`);
+    }
+    await expect(store.append('../../etc/passwd', utf8.encode('x'))).rejects.toThrow(/invalid blob key/);
+  });
+
+  test('with packs off, append writes the blob as a file under its key and gives no place', async () => {
+    const dir = tempDir('blobs-');
+    const store = new FsBlobStore(dir, { packs: false });
+    await expect(store.append(KEY, utf8.encode('node'))).resolves.toBeUndefined();
+    expect(filesUnder(dir)).toEqual([path.join('ab', KEY)]);
+    expect(Buffer.from(await store.get(KEY)).toString()).toBe('node');
+  });
+});
+
 describe('ClaimCheckCodec', () => {
   const codecIn = (dir = tempDir('blobs-'), thresholdBytes = 1024) => ({ dir, codec: new ClaimCheckCodec({ store: new FsBlobStore(dir), thresholdBytes }) });
 

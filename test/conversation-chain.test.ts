@@ -4,12 +4,12 @@
  * every message, and a worker that cannot read a chain back makes the call with everything.
  */
 import { randomBytes } from 'node:crypto';
-import { mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { temporal } from '@temporalio/proto';
 import { ConversationStore, ConversationUnavailableError, EncryptionCodec, FsBlobStore } from '../src/codec';
-import type { ChatMessage } from '../src/common/chat';
+import type { ChatMessage, ConversationRef } from '../src/common/chat';
 import { startAgentHarness, type AgentHarness } from './support/agent-harness';
 
 const EventType = temporal.api.enums.v1.EventType;
@@ -30,8 +30,16 @@ describe('ConversationStore', () => {
     const reader = new ConversationStore(new FsBlobStore(dir)); // a restarted worker or another replica: nothing in memory
     await expect(reader.resolve(child, [user('four')])).resolves.toEqual([...second, user('four')]);
     await expect(reader.resolve(root, [])).resolves.toEqual(first);
-    // Each node holds only its own messages: two nodes, not a growing copy of the conversation.
-    expect(filesUnder(dir)).toHaveLength(2);
+    // Each node holds only its own messages: two nodes, not a growing copy of the conversation, appended to one pack.
+    const [pack] = filesUnder(dir);
+    expect(filesUnder(dir)).toEqual([pack]);
+    const nodeText = (ref: ConversationRef) => {
+      const [, offset, length] = /@(\d+)\+(\d+)$/.exec(ref.at!)!.map(Number);
+      return readFileSync(pack).subarray(offset, offset + length).toString();
+    };
+    expect(nodeText(child)).toContain('"three"');
+    expect(nodeText(child)).not.toContain('"one"');
+    expect(statSync(pack).size).toBe(nodeText(root).length + nodeText(child).length);
   });
 
   test('a worker keeps one conversation per run in memory: a call that stores its own drops its base', async () => {
@@ -63,7 +71,21 @@ describe('ConversationStore', () => {
     await expect(withoutKey.resolve(ref, [])).rejects.toThrow();
   });
 
-  test('nodes are stored without a flush to disk, and one a crash of the host left empty reads back as unavailable', async () => {
+  test('nodes are appended to a pack without a flush to disk, and one a crash of the host cut off reads back as unavailable', async () => {
+    const dir = tempDir();
+    const blobs = new FsBlobStore(dir);
+    const appended: string[] = [];
+    const recording = { put: () => Promise.reject(new Error('not put')), get: (key: string, at?: string) => blobs.get(key, at), append: (key: string, bytes: Uint8Array) => (appended.push(key), blobs.append(key, bytes)) };
+    const ref = await new ConversationStore(recording).save(undefined, [user('a')], [user('a')]);
+    expect(appended).toEqual([ref.ref]);
+    expect(ref.at).toMatch(/^packs\/.+\.pack@0\+\d+$/);
+    // What ext4 can leave of a file written but not flushed when the power goes: its name, no bytes.
+    const [pack] = filesUnder(dir);
+    writeFileSync(pack, '');
+    await expect(new ConversationStore(blobs).resolve(ref, [])).rejects.toThrow(new ConversationUnavailableError(`conversation ${ref.ref} is corrupt: its content hashes to ${'e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855'}`));
+  });
+
+  test('a store without append gets each node put as fresh and not durable, and one left empty reads back as unavailable', async () => {
     const dir = tempDir();
     const blobs = new FsBlobStore(dir);
     const puts: Array<{ fresh?: boolean; durable?: boolean } | undefined> = [];
@@ -84,7 +106,8 @@ describe('ConversationStore', () => {
     await expect(store.resolve({ ...ref, count: 2 }, [])).rejects.toThrow(`conversation ${ref.ref} holds 1 messages, not the 2 its reference says`);
     const [file] = filesUnder(dir);
     const bytes = readFileSync(file);
-    writeFileSync(file, Buffer.concat([bytes, Buffer.from('tampered')]));
+    bytes[bytes.length - 1] ^= 0xff;
+    writeFileSync(file, bytes);
     await expect(store.resolve(ref, [])).rejects.toThrow(`conversation ${ref.ref} is corrupt`);
     rmSync(file);
     await expect(store.resolve(ref, [])).rejects.toThrow(ConversationUnavailableError);

@@ -11,6 +11,7 @@ import path from 'node:path';
 import { promisify } from 'node:util';
 import { Client } from '@temporalio/client';
 import { defaultPayloadConverter, type Payload } from '@temporalio/common';
+import { decodeFromPayloadsAtIndex, loadDataConverter } from '@temporalio/common/lib/internal-non-workflow';
 import { temporal } from '@temporalio/proto';
 import type { FastifyInstance } from 'fastify';
 import { ensureTemporalCli } from '../scripts/lib/temporal-cli';
@@ -276,8 +277,29 @@ describe('the production worker and client on the real server, encrypted', () =>
     for (const blob of blobs) {
       const stored = readFileSync(blob);
       expect(stored.includes(PROMPT_SECRET) || stored.includes(FILE_SECRET)).toBe(false);
-      expect(isEncrypted(ProtoPayload.decode(stored))).toBe(true);
+      if (!blob.includes(`${path.sep}packs${path.sep}`)) expect(isEncrypted(ProtoPayload.decode(stored))).toBe(true);
     }
+    // The conversation nodes, appended to a pack: each place the model calls' results name holds an encrypted payload
+    // (or a claim-check reference), and together they are the whole pack.
+    const converter = loadDataConverter(createDataConverter(codecSettings(env)));
+    const results = await Promise.all(
+      events
+        .filter((e) => e.activityTaskCompletedEventAttributes?.result?.payloads)
+        .map((e) => decodeFromPayloadsAtIndex<{ conversation?: { at?: string } }>(converter, 0, e.activityTaskCompletedEventAttributes!.result!.payloads as Payload[])),
+    );
+    const places = results.flatMap((r) => (r?.conversation?.at ? [r.conversation.at] : []));
+    expect(places.length).toBeGreaterThan(0);
+    const packs = new Map<string, Buffer>();
+    let placed = 0;
+    for (const at of places) {
+      const [, name, offset, length] = /^packs\/(.+)@(\d+)\+(\d+)$/.exec(at)!;
+      if (!packs.has(name)) packs.set(name, readFileSync(path.join(blobDir, 'packs', name)));
+      // A node larger than the claim check's threshold is there as a reference to a blob of its own, checked above.
+      const node = ProtoPayload.decode(packs.get(name)!.subarray(Number(offset), Number(offset) + Number(length)));
+      expect(isEncrypted(node) || text(node.metadata?.encoding) === CLAIM_CHECK_ENCODING).toBe(true);
+      placed += Number(length);
+    }
+    expect(placed).toBe([...packs.values()].reduce((n, b) => n + b.length, 0));
   });
 
   test('the stored copy of the state is encrypted too (or claim-checked), and a client without the keys still lists the run', async () => {

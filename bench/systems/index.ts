@@ -298,6 +298,8 @@ export interface OursProfile {
   journal?: boolean;
   /** Flush each blob (conversation nodes, claim-checked payloads) to disk before history refers to it, as FsBlobStore does by default. @default true */
   blobFsync?: boolean;
+  /** Conversation nodes appended to packs, as FsBlobStore does by default; false: a file a node. @default true */
+  blobPacks?: boolean;
   /** The worker process runs its src/ (today's, or `srcRef`'s) as JavaScript, as the Docker image does, instead of TypeScript through tsx (bench/lib/compiled.ts). */
   compiled?: boolean;
   /** With `compiled`, map stack traces as the image does (compiledNodeArgs, and the entry's source-maps module). @default true */
@@ -361,6 +363,7 @@ export class OursSystem extends TemporalSystem {
       workspace: this.ctx.workspace,
       blobDir: this.blobDir,
       ...(this.profile.blobFsync === false ? { blobFsync: false } : {}),
+      ...(this.profile.blobPacks === false ? { blobPacks: false } : {}),
       ledgerFile: this.profile.journal === false ? undefined : path.join(this.dir, 'tool-ledger.sqlite'),
       bundlePath: this.bundlePath,
       // A compiled worker's own ../../src is that commit's code, transpiled.

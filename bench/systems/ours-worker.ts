@@ -25,6 +25,8 @@ export interface OursWorkerConfig {
   blobDir: string;
   /** FsBlobStore's `fsync`; absent, its default (true). */
   blobFsync?: boolean;
+  /** FsBlobStore's `packs`; absent, its default (true). */
+  blobPacks?: boolean;
   /** The tool ledger's SQLite file, where the worker writes down its activities in flight (as createAgentWorker does); absent, it does not. */
   ledgerFile?: string;
   /** An earlier commit's src/ (profile `srcRef`) whose activities and codec to load instead of today's. */
@@ -84,7 +86,10 @@ async function main(): Promise<void> {
   // As createAgentWorker does: hand back what a crashed worker left in flight, and write down this one's (absent before).
   const inflight = config.ledgerFile ? loadInflight(src, config.ledgerFile) : undefined;
   await inflight?.recover(connection, 'default');
-  const store = new FsBlobStore(config.blobDir, config.blobFsync === false ? { fsync: false } : {});
+  const store = new FsBlobStore(config.blobDir, {
+    ...(config.blobFsync === false ? { fsync: false } : {}),
+    ...(config.blobPacks === false ? { packs: false } : {}),
+  });
   const dataConverter = claimCheckDataConverter({ store, thresholdBytes: config.claimCheckThresholdBytes });
   const worker = await WorkerClass.create({
     connection,

@@ -8,10 +8,13 @@
  *   `get` = `SELECT bytes`, no row = `BlobNotFoundError`.
  * Every worker and every client that reads results must reach the same store; pass it to
  * `claimCheckDataConverter({ store })` (src/codec/index.ts). Blobs are immutable and never deleted here: a sweep that
- * drops blobs older than the namespace's retention period is the store's concern.
+ * drops blobs older than the namespace's retention period is the store's concern (for `FsBlobStore`, files by their
+ * modification time, pack files included).
  */
 import { randomBytes } from 'node:crypto';
+import * as fs from 'node:fs';
 import { mkdir, open, readFile, rename, rm, stat, writeFile } from 'node:fs/promises';
+import os from 'node:os';
 import path from 'node:path';
 
 /** Where claim-checked payloads live, keyed by the sha256 hex of their bytes. Implementations must be idempotent. */
@@ -24,8 +27,17 @@ export interface BlobStore {
    * it to disk before it returns, nor make it appear whole at once. @default durable
    */
   put(key: string, bytes: Uint8Array, options?: { fresh?: boolean; durable?: boolean }): Promise<void>;
-  /** The bytes stored under `key`; rejects with `BlobNotFoundError` when there are none. */
-  get(key: string): Promise<Uint8Array>;
+  /**
+   * The bytes stored under `key`; rejects with `BlobNotFoundError` when there are none. `at`: where `append` said it
+   * put them; a store may then return what it finds there without checking it against `key`, so the caller checks.
+   */
+  get(key: string, at?: string): Promise<Uint8Array>;
+  /**
+   * Optional: stores a blob its caller can rebuild (as `put` with `fresh` and `durable: false`) where it costs least,
+   * and answers where that is, for `get(key, at)`; `undefined`: under its key, as `put` stores it. The caller keeps
+   * `at` beside the key: a conversation node's reference carries it in history.
+   */
+  append?(key: string, bytes: Uint8Array): Promise<string | undefined>;
 }
 
 /** No blob is stored under this key: the store was wiped, or this process points at another store than the writer. */
@@ -45,7 +57,23 @@ const SHA256_HEX = /^[0-9a-f]{64}$/;
 export interface FsBlobStoreOptions {
   /** Flush each new blob (and its folder) to disk before it is referenced from history. @default true */
   fsync?: boolean;
+  /**
+   * `append` writes into pack files of this process (`packs/<host>-<pid>-...pack`), one write a blob, instead of one
+   * new file a blob. @default true
+   */
+  packs?: boolean;
+  /** A pack takes blobs until it holds this many bytes, or is an hour old; then the next one begins. @default 64 MiB */
+  packMaxBytes?: number;
 }
+
+/** A pack takes blobs until it holds this much, or is this old; then the next one begins (so a sweep by age can drop it). */
+const PACK_MAX_BYTES = 64 * 1024 * 1024;
+const PACK_MAX_AGE_MS = 60 * 60_000;
+
+/** The longest blob a place may name: a conversation node is kilobytes. */
+const MAX_PACKED_BYTES = 1024 * 1024 * 1024;
+/** Where `append` put a blob: `packs/<name>.pack@<offset>+<length>`. */
+const PACKED_AT = /^packs\/([A-Za-z0-9._-]+\.pack)@(\d+)\+(\d+)$/;
 
 /**
  * Blobs as files under `dir`, sharded as `ab/<hash>`: 256 folders, each made (and flushed into `dir`) once. Until
@@ -58,12 +86,18 @@ export interface FsBlobStoreOptions {
 export class FsBlobStore implements BlobStore {
   readonly dir: string;
   private readonly fsync: boolean;
+  private readonly packs: boolean;
+  private readonly packMaxBytes: number;
   /** Folders this process made or found: each `mkdir` is a file system call (a threadpool round trip) a blob. */
   private readonly folders = new Set<string>();
+  /** The pack `append` writes into now. */
+  private pack: Pack | undefined;
 
   constructor(dir: string, options: FsBlobStoreOptions = {}) {
     this.dir = path.resolve(dir);
     this.fsync = options.fsync ?? true;
+    this.packs = options.packs ?? true;
+    this.packMaxBytes = options.packMaxBytes ?? PACK_MAX_BYTES;
   }
 
   /** The file that holds `key`. Throws on a key that is not a sha256 hex digest, so no key can leave `dir`. */
@@ -127,12 +161,133 @@ export class FsBlobStore implements BlobStore {
     this.folders.add(folder);
   }
 
-  async get(key: string): Promise<Uint8Array> {
+  /**
+   * A blob its caller can rebuild (a conversation node), written into this process's pack at an offset of its own: one
+   * write, where a file a blob costs an open, a write, a close and a new inode (BENCHMARKS.md, issue 26). Not flushed,
+   * as `put` with `durable: false`: a crash of the host can lose or tear it, which its reader tells by the content.
+   * Packs are named by host and process, so workers sharing the folder (one host, or a shared volume) never write into
+   * each other's; any of them reads a blob back by `at`.
+   */
+  async append(key: string, bytes: Uint8Array): Promise<string | undefined> {
+    if (!this.packs) {
+      await this.put(key, bytes, { fresh: true, durable: false });
+      return undefined;
+    }
+    this.pathOf(key); // the same check of the key as put's
+    let pack = this.pack;
+    if (!pack || pack.full(bytes.length)) {
+      pack?.retire();
+      pack = this.pack = new Pack(path.join(this.dir, 'packs'), this.packMaxBytes);
+    }
+    const offset = await pack.write(bytes).catch((err: unknown) => {
+      if (this.pack === pack) {
+        pack.retire();
+        this.pack = undefined; // the next blob opens a new pack
+      }
+      throw err;
+    });
+    return `packs/${pack.name}@${offset}+${bytes.length}`;
+  }
+
+  async get(key: string, at?: string): Promise<Uint8Array> {
+    const packed = at === undefined ? undefined : await this.readPacked(key, at);
+    if (packed) return packed;
     const bytes = (await readIfThere(this.pathOf(key))) ?? (await readIfThere(this.legacyPathOf(key)));
     if (!bytes) throw new BlobNotFoundError(key, this.dir);
     return bytes;
   }
+
+  /** The bytes at `at` (as much of them as the pack holds: a torn write reads short); undefined when the pack is gone. */
+  private async readPacked(key: string, at: string): Promise<Uint8Array | undefined> {
+    this.pathOf(key);
+    const m = PACKED_AT.exec(at);
+    // Not a place append gives (so nothing outside the packs' folder is read, and no absurd length is allocated): the
+    // blob is not there.
+    if (!m || Number(m[3]) > MAX_PACKED_BYTES) throw new BlobNotFoundError(key, `${this.dir} (invalid location ${JSON.stringify(at)}: expected packs/<name>.pack@<offset>+<length>)`);
+    const handle = await open(path.join(this.dir, 'packs', m[1]), 'r').catch((err: NodeJS.ErrnoException) => {
+      if (err.code === 'ENOENT') return undefined;
+      throw err;
+    });
+    if (!handle) return undefined;
+    try {
+      const bytes = new Uint8Array(Number(m[3]));
+      let got = 0;
+      while (got < bytes.length) {
+        const { bytesRead } = await handle.read(bytes, got, bytes.length - got, Number(m[2]) + got);
+        if (bytesRead === 0) break;
+        got += bytesRead;
+      }
+      return bytes.subarray(0, got);
+    } finally {
+      await handle.close();
+    }
+  }
 }
+
+/**
+ * One pack file of this process. Each blob gets its offset when it is appended, so concurrent writes go to their own
+ * ranges (positional writes) and need no lock. Opened on the first write; closed once retired and written out.
+ * File system calls go through their callbacks, not `fs/promises`, which opens a `FileHandle` and chains promises.
+ */
+class Pack {
+  readonly name = `${os.hostname().replace(/[^A-Za-z0-9.-]/g, '_')}-${process.pid}-${Date.now().toString(36)}-${randomBytes(4).toString('hex')}.pack`;
+  private readonly openedAt = Date.now();
+  private size = 0;
+  private writing = 0;
+  private retired = false;
+  private fd: Promise<number> | undefined;
+
+  constructor(
+    private readonly folder: string,
+    private readonly maxBytes: number,
+  ) {}
+
+  /** Whether `bytes` more no longer belong here (but a pack always takes its first blob). */
+  full(bytes: number): boolean {
+    return (this.size > 0 && this.size + bytes > this.maxBytes) || Date.now() - this.openedAt > PACK_MAX_AGE_MS;
+  }
+
+  /** Appends `bytes`; resolves with their offset once they are written whole. */
+  async write(bytes: Uint8Array): Promise<number> {
+    const offset = this.size;
+    this.size += bytes.length;
+    this.writing++;
+    try {
+      const fd = await (this.fd ??= this.open());
+      for (let done = 0; done < bytes.length; ) done += await pwrite(fd, bytes.subarray(done), offset + done);
+      return offset;
+    } finally {
+      this.writing--;
+      if (this.retired) this.closeWhenDone();
+    }
+  }
+
+  /** No more blobs come here: the file closes once the writes under way end. */
+  retire(): void {
+    this.retired = true;
+    this.closeWhenDone();
+  }
+
+  private closeWhenDone(): void {
+    if (this.writing > 0 || !this.fd) return;
+    const fd = this.fd;
+    this.fd = undefined;
+    fd.then((n) => fs.close(n, () => undefined), () => undefined);
+  }
+
+  private open(): Promise<number> {
+    const file = path.join(this.folder, this.name);
+    const create = () => new Promise<number>((resolve, reject) => fs.open(file, 'wx', (err, fd) => (err ? reject(err) : resolve(fd))));
+    return create().catch(async (err: NodeJS.ErrnoException) => {
+      if (err.code !== 'ENOENT') throw err;
+      await mkdir(this.folder, { recursive: true }); // the first pack of the store, or the folder was wiped
+      return create();
+    });
+  }
+}
+
+const pwrite = (fd: number, bytes: Uint8Array, position: number) =>
+  new Promise<number>((resolve, reject) => fs.write(fd, bytes, 0, bytes.length, position, (err, written) => (err ? reject(err) : resolve(written))));
 
 const exists = (file: string) => stat(file).then((s) => s.isFile(), () => false);
 

@@ -75,12 +75,15 @@ export class ConversationStore {
     const ref = sha256Hex(bytes);
     // A node names its base, so it is new but for a retry (or runs begun alike), which writes the same bytes again.
     // Not flushed to disk: a node a crash of the host loses (or leaves torn) reads back as unavailable, and the run
-    // sends the whole conversation instead (CHAIN_UNAVAILABLE), so a flush a model call would buy nothing.
-    await this.store.put(ref, bytes, { fresh: true, durable: false });
+    // sends the whole conversation instead (CHAIN_UNAVAILABLE), so a flush a model call would buy nothing. Where the
+    // store can, it appends the node to a pack and says where, and the reference carries that place.
+    let at: string | undefined;
+    if (this.store.append) at = await this.store.append(ref, bytes);
+    else await this.store.put(ref, bytes, { fresh: true, durable: false });
     // The run has moved on from its base; a retry of this call that needs it again reads it back.
     if (base) this.cache.delete(base.ref);
     this.remember(ref, full);
-    return { ref, count: full.length };
+    return at === undefined ? { ref, count: full.length } : { ref, count: full.length, at };
   }
 
   private async load(target: ConversationRef): Promise<ChatMessage[]> {
@@ -94,7 +97,7 @@ export class ConversationStore {
         messages = cached;
         break;
       }
-      const node = await this.read(at.ref);
+      const node = await this.read(at);
       nodes.push({ at, node });
       at = node.base;
     }
@@ -109,10 +112,10 @@ export class ConversationStore {
     return messages;
   }
 
-  private async read(ref: string): Promise<ChainNode> {
+  private async read({ ref, at }: ConversationRef): Promise<ChainNode> {
     let bytes: Uint8Array;
     try {
-      bytes = await this.store.get(ref);
+      bytes = await this.store.get(ref, at);
     } catch (err) {
       if (err instanceof BlobNotFoundError) throw new ConversationUnavailableError(`conversation ${ref} is not in the blob store (${err.message})`);
       throw err; // the store is unreachable for now: worth a retry

@@ -120,6 +120,8 @@ export const isQuotaWait = (r: object): r is QuotaWait => 'quotaWait' in r;
 export interface ConversationRef {
   ref: string;
   count: number;
+  /** Where the blob store put the node when it says (`BlobStore.append`: a pack file and offset); absent, under its hash. */
+  at?: string;
 }
 
 export interface ModelResponse {
@@ -254,7 +256,7 @@ export const { UsageSchema, ToolCallSchema, ChatMessageSchema, ConversationRefSc
     z.object({ role: z.literal('assistant'), content: z.string().nullable(), toolCalls: z.array(ToolCallSchema).optional(), interrupted: z.literal(true).optional() }),
     z.object({ role: z.literal('tool'), toolCallId: z.string(), content: z.string() }),
   ]);
-  const ConversationRefSchema = z.object({ ref: z.string(), count: int() });
+  const ConversationRefSchema = z.object({ ref: z.string(), count: int(), at: z.string().optional() });
   return { UsageSchema, ToolCallSchema, ChatMessageSchema, ConversationRefSchema, ChildOutcomeSchema, ToolResultSchema };
 });
 
