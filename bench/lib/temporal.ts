@@ -62,6 +62,8 @@ export async function startBenchServer(tuning: ServerTuning = {}, dataConverter?
       await connection.close().catch(() => undefined);
       await stopPerf?.();
       await handle.stop();
+      // The SQLite file and the log: 50-100 MB a system, which every full run used to leave in the temp folder.
+      rmSync(dir, { recursive: true, force: true });
     },
   };
 }
