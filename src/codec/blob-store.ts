@@ -177,7 +177,9 @@ export class FsBlobStore implements BlobStore {
     let pack = this.pack;
     if (!pack || pack.full(bytes.length)) {
       pack?.retire();
-      pack = this.pack = new Pack(path.join(this.dir, 'packs'), this.packMaxBytes);
+      const folder = path.join(this.dir, 'packs');
+      // Made on the first pack, and again if the folder was wiped, as shard folders are.
+      pack = this.pack = new Pack(this.packMaxBytes, (name) => this.inFolder(folder, () => openNew(path.join(folder, name))));
     }
     const offset = await pack.write(bytes).catch((err: unknown) => {
       if (this.pack === pack) {
@@ -238,8 +240,9 @@ class Pack {
   private fd: Promise<number> | undefined;
 
   constructor(
-    private readonly folder: string,
     private readonly maxBytes: number,
+    /** Creates the file `name` and opens it for writing. */
+    private readonly create: (name: string) => Promise<number>,
   ) {}
 
   /** Whether `bytes` more no longer belong here (but a pack always takes its first blob). */
@@ -253,7 +256,7 @@ class Pack {
     this.size += bytes.length;
     this.writing++;
     try {
-      const fd = await (this.fd ??= this.open());
+      const fd = await (this.fd ??= this.create(this.name));
       for (let done = 0; done < bytes.length; ) done += await pwrite(fd, bytes.subarray(done), offset + done);
       return offset;
     } finally {
@@ -274,17 +277,9 @@ class Pack {
     this.fd = undefined;
     fd.then((n) => fs.close(n, () => undefined), () => undefined);
   }
-
-  private open(): Promise<number> {
-    const file = path.join(this.folder, this.name);
-    const create = () => new Promise<number>((resolve, reject) => fs.open(file, 'wx', (err, fd) => (err ? reject(err) : resolve(fd))));
-    return create().catch(async (err: NodeJS.ErrnoException) => {
-      if (err.code !== 'ENOENT') throw err;
-      await mkdir(this.folder, { recursive: true }); // the first pack of the store, or the folder was wiped
-      return create();
-    });
-  }
 }
+
+const openNew = (file: string) => new Promise<number>((resolve, reject) => fs.open(file, 'wx', (err, fd) => (err ? reject(err) : resolve(fd))));
 
 const pwrite = (fd: number, bytes: Uint8Array, position: number) =>
   new Promise<number>((resolve, reject) => fs.write(fd, bytes, 0, bytes.length, position, (err, written) => (err ? reject(err) : resolve(written))));
