@@ -26,6 +26,12 @@ export interface FigureB {
   at: Array<{ step: number; stepMs: number; bytes: number }>;
   /** Each run's last step time against its first (absent in results from before several runs). */
   lastToFirstByRun?: number[];
+  /**
+   * The step at each of `at`'s steps by part, medians as for `stepMs`: the model server reading and parsing the request
+   * (every system's), the durable round trip between model calls (systems with a history), and the rest of the step
+   * (the system's model call and tool, the request's way to the model server). Absent in results from before 2026-11-27.
+   */
+  phases?: Array<{ step: number; providerReadMs: number; roundTripMs?: number; restMs: number }>;
   totalBytes: number;
   /** Runs in the chain (continue-as-new), or 1. */
   runs: number;
@@ -194,6 +200,24 @@ export function markdownReport(r: BenchResults): string {
         const over = b.at.map((x, i) => (Number.isFinite(x.stepMs) && Number.isFinite(floor.at[i]?.stepMs) ? x.stepMs - floor.at[i].stepMs : NaN));
         const ratio = over[0] > 0 && Number.isFinite(over.at(-1)!) ? `${(over.at(-1)! / over[0]).toFixed(2)}x` : 'n/a';
         out.push(row([label, ...over.map((x) => ms(x)), ratio]));
+      }
+      out.push('');
+    }
+    const phased = Object.entries(r.b).filter(([, b]) => b.phases?.length);
+    if (phased.length) {
+      out.push(
+        `The step by part, medians as above. Model server: reading and parsing the request, which carries the whole conversation (the model server's clock; part of every system's step). Round trip: from one model call's activity completing to the next one's starting, from the run's history (the server's clock): the workflow task that schedules the next call and the server's dispatch of both tasks, nothing the activities do. The rest: the step less both, step by step: the system's model call and tool, and the request's way to the model server.`,
+        '',
+        row(['system', ...at.map((k) => `model server ms @${k}`), ...at.map((k) => `round trip ms @${k}`), `round trip @${at.at(-1)} / @${at[0]}`, ...at.map((k) => `rest ms @${k}`)]),
+        row(['---', ...at.map(() => '---:'), ...at.map(() => '---:'), '---:', ...at.map(() => '---:')]),
+      );
+      for (const [label, b] of phased) {
+        const phases = b.phases!;
+        const trips = phases.map((p) => p.roundTripMs ?? NaN);
+        const first = trips[0];
+        const last = trips.at(-1)!;
+        const ratio = first > 0 && Number.isFinite(last) ? `${(last / first).toFixed(2)}x` : '-';
+        out.push(row([label, ...phases.map((p) => ms(p.providerReadMs, 2)), ...trips.map((t) => (Number.isFinite(t) ? ms(t, 2) : '-')), ratio, ...phases.map((p) => ms(p.restMs, 2))]));
       }
       out.push('');
     }

@@ -20,7 +20,7 @@ import { LoadMonitor, machineInfo } from './lib/machine';
 import { markdownReport } from './report';
 import { stopBenchStack, type ServerKind } from './lib/temporal';
 import { percentile, STEP_WINDOW_HALF, windowMedian } from './lib/stats';
-import { stepTimes, writeWorkspace, type Arrival } from './lib/workload';
+import { readTimes, stepTimes, writeWorkspace, type Arrival } from './lib/workload';
 import { PEER_WORKER_OPTIONS } from './lib/peer-worker';
 import { PROFILES, TUNED } from './profiles';
 import { AiSdkSystem, FloorSystem, LangGraphSystem, OursSystem, TemporalFloorSystem, type BenchSystem, type Restart, type RunSpec } from './systems';
@@ -347,11 +347,29 @@ async function main(): Promise<void> {
         // 1.22x between two full runs of the same code (BENCHMARKS.md, issue 26's fifth round).
         let fig: FigureB | undefined;
         const stepMsByRun: number[][] = [];
+        const phasesByRun: Array<Array<{ providerReadMs: number; roundTripMs?: number; restMs: number }>> = [];
         for (let i = 0; i < opts.longRuns; i++) {
           const run: RunSpec = { runId: runId('b'), steps: opts.longSteps };
           const batch = await sys.runBatch([run], { timeoutMs: 60 * 60_000 });
           // A run that fails part way (a peer hitting a server limit) still reports the steps it made, and why it stopped.
-          const times = stepTimes(await drain()).get(run.runId) ?? [];
+          const arrivals = await drain();
+          const times = stepTimes(arrivals).get(run.runId) ?? [];
+          const reads = readTimes(arrivals).get(run.runId) ?? [];
+          const roundTrips = sys.roundTrips
+            ? await sys.roundTrips(run.runId).catch((err: unknown) => {
+                results.errors[`b:${label}:round-trips`] = String(err).slice(0, 500);
+                return undefined;
+              })
+            : undefined;
+          // What is neither, step by step: the system's model call and tool, and the request's way to the model server.
+          const rest = times.map((t, i) => t - (reads[i] ?? NaN) - (roundTrips ? (roundTrips[i] ?? NaN) : 0));
+          phasesByRun.push(
+            opts.longAt.map((k) => ({
+              providerReadMs: windowMedian(reads, k, STEP_WINDOW_HALF),
+              ...(roundTrips ? { roundTripMs: windowMedian(roundTrips, k, STEP_WINDOW_HALF) } : {}),
+              restMs: windowMedian(rest, k, STEP_WINDOW_HALF),
+            })),
+          );
           if (!fig) {
             const bytes = sys.persistedBytes
               ? await sys.persistedBytes(run.runId).catch((err: unknown) => {
@@ -380,6 +398,16 @@ async function main(): Promise<void> {
         if (!fig) return;
         fig.at = fig.at.map((x, j) => ({ ...x, stepMs: percentile(stepMsByRun.map((r) => r[j]), 50) }));
         fig.lastToFirstByRun = stepMsByRun.map((r) => r[r.length - 1] / r[0]);
+        const medianOf = (values: Array<number | undefined>) => {
+          const known = values.filter((v): v is number => v !== undefined && Number.isFinite(v));
+          return known.length ? percentile(known, 50) : NaN;
+        };
+        fig.phases = opts.longAt.map((step, j) => {
+          const providerReadMs = medianOf(phasesByRun.map((r) => r[j].providerReadMs));
+          const roundTripMs = medianOf(phasesByRun.map((r) => r[j].roundTripMs));
+          const restMs = medianOf(phasesByRun.map((r) => r[j].restMs));
+          return { step, providerReadMs, ...(Number.isFinite(roundTripMs) ? { roundTripMs } : {}), restMs };
+        });
         results.b[label] = fig;
         log(`b: ${label} ${fig.at.map((x) => `step ${x.step}: ${x.stepMs.toFixed(1)} ms ${x.bytes} B`).join(', ')}`);
       });

@@ -190,6 +190,26 @@ describe('scripted model', () => {
     expect(err.message).toContain('echo script refused "boom"');
   });
 
+  it('tells a function script when the request arrived, before its body was read', async () => {
+    const seen: Array<{ receivedAt: number; calledAt: number }> = [];
+    model.register('timed', ({ receivedAt }) => {
+      seen.push({ receivedAt, calledAt: performance.timeOrigin + performance.now() });
+      return { text: 'ok' };
+    });
+    const before = performance.timeOrigin + performance.now();
+    // A body of a few MB: the server takes measurable time to read and parse it.
+    const big = 'x'.repeat(4_000_000);
+    await client.chat.completions.create({ model: 'timed', messages: [user(big)] });
+    const after = performance.timeOrigin + performance.now();
+    expect(seen).toHaveLength(1);
+    const [{ receivedAt, calledAt }] = seen;
+    expect(receivedAt).toBeGreaterThanOrEqual(before);
+    expect(calledAt).toBeGreaterThan(receivedAt);
+    expect(calledAt).toBeLessThanOrEqual(after);
+    // Sub-millisecond precision, not Date.now()'s whole milliseconds.
+    expect(Number.isInteger(receivedAt)).toBe(false);
+  });
+
   it.each([
     { status: 429, type: 'rate_limit_error' as const, code: 'rate_limit_exceeded', cls: OpenAI.RateLimitError, stream: false },
     { status: 429, type: 'rate_limit_error' as const, code: 'rate_limit_exceeded', cls: OpenAI.RateLimitError, stream: true },

@@ -267,6 +267,33 @@ export function historyBytesPerStep(histories: temporal.api.history.v1.IHistory[
   return { perStep, totalBytes, totalEvents, runs: histories.length, largestEventBytes };
 }
 
+/** An event's time (the server's clock) in ms since the epoch, to the microsecond the server gives. */
+const eventMs = (e: temporal.api.history.v1.IHistoryEvent): number => Number(e.eventTime?.seconds ?? 0) * 1000 + (e.eventTime?.nanos ?? 0) / 1e6;
+
+/**
+ * The durable round trip of each step of a run, from its histories (the server's clock): from model call k's activity
+ * completing to call k + 1's activity starting, at index k - 1. It holds the workflow task that takes the result and
+ * schedules the next call, and the server's dispatch of both tasks; nothing of what the activities do.
+ */
+export function roundTripsPerStep(histories: temporal.api.history.v1.IHistory[], modelActivity: string): number[] {
+  const started: number[] = [];
+  const completed: number[] = [];
+  let calls = 0;
+  histories.forEach((history, run) => {
+    // Event ids start again in each run of a chain (continue-as-new).
+    const callOf = new Map<string, number>();
+    const key = (id: unknown) => `${run}:${String(id)}`;
+    for (const event of history.events ?? []) {
+      if (event.activityTaskScheduledEventAttributes?.activityType?.name === modelActivity) callOf.set(key(event.eventId), calls++);
+      const start = callOf.get(key(event.activityTaskStartedEventAttributes?.scheduledEventId));
+      if (event.activityTaskStartedEventAttributes && start !== undefined) started[start] = eventMs(event);
+      const end = callOf.get(key(event.activityTaskCompletedEventAttributes?.scheduledEventId));
+      if (event.activityTaskCompletedEventAttributes && end !== undefined) completed[end] = eventMs(event);
+    }
+  });
+  return completed.slice(0, -1).map((at, k) => (started[k + 1] ?? NaN) - at);
+}
+
 /** Waits until no workflow on `taskQueue` is running; returns the latest close time (server clock) and the statuses of the runs in `ids`. */
 export async function waitForTaskQueue(
   client: Client,

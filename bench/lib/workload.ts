@@ -52,7 +52,10 @@ export function parsePrompt(messages: Array<{ role: string; content?: unknown }>
 export interface Arrival {
   runId: string;
   call: number;
+  /** When the script saw the call: its request read and parsed. */
   t: number;
+  /** How long the model server took to read and parse the request before that: it grows with the conversation. */
+  readMs?: number;
 }
 
 /**
@@ -60,12 +63,13 @@ export interface Arrival {
  * `onArrival` sees every call as it arrives.
  */
 export function benchScript(settings: () => ModelSettings, onArrival: (a: Arrival) => void, now: () => number): Script {
-  return ({ request }): ScriptStep => {
+  return ({ request, receivedAt }): ScriptStep => {
+    const t = now();
     const messages = (request?.messages ?? []) as Array<{ role: string; content?: unknown }>;
     const run = parsePrompt(messages);
     const done = messages.filter((m) => m.role === 'tool').length;
     const call = done + 1;
-    if (run) onArrival({ runId: run.runId, call, t: now() });
+    if (run) onArrival({ runId: run.runId, call, t, readMs: t - receivedAt });
     const firstChunkDelayMs = settings().latencyMs;
     // The scripted model keeps every request body it served; drop the conversation so a 500-step run does not hold
     // hundreds of megabytes there (usage is given, a rough constant per message, so nothing reads them after this).
@@ -85,23 +89,37 @@ export function writeWorkspace(dir: string, bytes: number): void {
   }
 }
 
+/** Each run's calls by number, at their first arrival: a call that arrives twice (a retry after a crash) counts once. */
+function firstArrivals(arrivals: Arrival[]): Map<string, Map<number, Arrival>> {
+  const byRun = new Map<string, Map<number, Arrival>>();
+  for (const a of arrivals) {
+    const calls = byRun.get(a.runId) ?? new Map<number, Arrival>();
+    if (!calls.has(a.call)) calls.set(a.call, a);
+    byRun.set(a.runId, calls);
+  }
+  return byRun;
+}
+
+/** For each run, `of(call k, call k + 1)` for every step k that has both calls. */
+function perStep(arrivals: Arrival[], of: (call: Arrival, next: Arrival) => number): Map<string, number[]> {
+  const out = new Map<string, number[]>();
+  for (const [runId, calls] of firstArrivals(arrivals)) {
+    const values: number[] = [];
+    for (let k = 1; calls.has(k) && calls.has(k + 1); k++) values.push(of(calls.get(k)!, calls.get(k + 1)!));
+    out.set(runId, values);
+  }
+  return out;
+}
+
 /**
  * Per-step times of each run from its arrivals: step k is from the arrival of call k to that of call k + 1, so it holds
  * the model's answer to call k, the system's own work, the tool call, and the dispatch of the next call.
  * A call that arrives twice (a retry after a crash) counts from its first arrival to the next call's first arrival.
  */
-export function stepTimes(arrivals: Arrival[]): Map<string, number[]> {
-  const firstByRun = new Map<string, Map<number, number>>();
-  for (const a of arrivals) {
-    const calls = firstByRun.get(a.runId) ?? new Map<number, number>();
-    if (!calls.has(a.call)) calls.set(a.call, a.t);
-    firstByRun.set(a.runId, calls);
-  }
-  const out = new Map<string, number[]>();
-  for (const [runId, calls] of firstByRun) {
-    const times: number[] = [];
-    for (let k = 1; calls.has(k) && calls.has(k + 1); k++) times.push(calls.get(k + 1)! - calls.get(k)!);
-    out.set(runId, times);
-  }
-  return out;
-}
+export const stepTimes = (arrivals: Arrival[]): Map<string, number[]> => perStep(arrivals, (call, next) => next.t - call.t);
+
+/**
+ * The model server's part of each step: how long it took to read and parse the request that ends step k (call k + 1's),
+ * which carries the whole conversation. NaN where the arrival did not say.
+ */
+export const readTimes = (arrivals: Arrival[]): Map<string, number[]> => perStep(arrivals, (_call, next) => next.readMs ?? NaN);

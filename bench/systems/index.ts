@@ -13,7 +13,7 @@ import { WORKFLOW_TYPE } from '../../src/common/constants';
 import type { AgentRunInput } from '../../src/common/input';
 import { BENCH_DIR, peakRss, spawnChild, stopChild, type Child } from '../lib/ipc';
 import { compiledNodeArgs, compiledOursWorker, hasEarlyThread, hasHeapTuning, hasSourceMapsEntry } from '../lib/compiled';
-import { buildOursBundle, historyBytesPerStep, srcAt, historyChain, startBenchServer, waitForTaskQueue, type BenchServer, type HistoryBytes, type ServerKind, type ServerTuning } from '../lib/temporal';
+import { buildOursBundle, historyBytesPerStep, roundTripsPerStep, srcAt, historyChain, startBenchServer, waitForTaskQueue, type BenchServer, type HistoryBytes, type ServerKind, type ServerTuning } from '../lib/temporal';
 import { BENCH_MODEL, promptOf, READ_FILE_TOOL, SYSTEM_PROMPT, TOOL_NAME } from '../lib/workload';
 import type { OursWorkerConfig } from './ours-worker';
 import type { TemporalFloorWorkerConfig } from './temporal-floor-worker';
@@ -58,6 +58,8 @@ export interface BenchSystem {
   runBatch(runs: RunSpec[], opts?: { startConcurrency?: number; timeoutMs?: number }): Promise<BatchResult>;
   /** Bytes the system persisted per step of one finished run. */
   persistedBytes?(runId: string): Promise<HistoryBytes>;
+  /** (b): the durable round trip of each step of one finished run (roundTripsPerStep), for systems with a history. */
+  roundTrips?(runId: string): Promise<number[]>;
   /** Kills (or gracefully stops) the worker while `call` of a run is at the model, starts a new one, and times the resume. */
   restartDuring?(run: RunSpec, call: number, mode: 'crash' | 'graceful'): Promise<Restart>;
   /** Peak RSS (VmHWM) of the process that runs the agents, read while it lives. */
@@ -232,6 +234,10 @@ abstract class TemporalSystem implements BenchSystem {
 
   async persistedBytes(runId: string): Promise<HistoryBytes> {
     return historyBytesPerStep(await historyChain(this.client, runId), this.modelActivity);
+  }
+
+  async roundTrips(runId: string): Promise<number[]> {
+    return roundTripsPerStep(await historyChain(this.client, runId), this.modelActivity);
   }
 
   async restartDuring(run: RunSpec, call: number, mode: 'crash' | 'graceful'): Promise<Restart> {

@@ -1,5 +1,6 @@
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
+import { performance } from 'node:perf_hooks';
 import { demoScript, pacedDemoScript } from './demo-script';
 import { isErrorStep, isRecordedError, textOf } from './types';
 import type {
@@ -83,6 +84,7 @@ export async function startScriptedModel(opts: ScriptedModelOptions = {}): Promi
   };
 
   const chatCompletion = async (req: http.IncomingMessage, res: http.ServerResponse, id: number): Promise<void> => {
+    const receivedAt = performance.timeOrigin + performance.now();
     const record: RecordedRequest = {
       script: '',
       body: null,
@@ -131,7 +133,7 @@ export async function startScriptedModel(opts: ScriptedModelOptions = {}): Promi
       if (!Array.isArray(body.messages)) {
         throw new ScriptedHttpError(400, '`messages` must be an array', 'invalid_messages');
       }
-      const { step: scripted, callIndex } = await nextStep(body.model, entry, body, apiKey);
+      const { step: scripted, callIndex } = await nextStep(body.model, entry, body, apiKey, receivedAt);
       const step = isErrorStep(scripted) ? scripted : continued(body, scripted);
       const overQuota = !isErrorStep(step) && quota?.take(usageOf(body, step, wireToolCalls(step, callIndex)).total_tokens);
       if (overQuota) {
@@ -228,8 +230,9 @@ async function nextStep(
   entry: RegisteredScript,
   request: unknown,
   apiKey: string | undefined,
+  receivedAt: number,
 ): Promise<{ step: ScriptStep; callIndex: number }> {
-  const ctx: ScriptContext = { request, callIndex: entry.calls++, ...(apiKey ? { apiKey } : {}) };
+  const ctx: ScriptContext = { request, callIndex: entry.calls++, ...(apiKey ? { apiKey } : {}), receivedAt };
   if (typeof entry.script === 'function') {
     const step = await entry.script(ctx);
     if (!step || typeof step !== 'object') {

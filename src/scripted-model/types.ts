@@ -86,6 +86,11 @@ export interface ScriptContext {
   callIndex: number;
   /** The bearer token the client sent: which of a provider's keys made the call. */
   apiKey?: string;
+  /**
+   * When the request reached the server, before its body was read: ms since the epoch with sub-millisecond precision
+   * (`performance.timeOrigin + performance.now()`), so the time the server took to read and parse a body is known.
+   */
+  receivedAt: number;
 }
 
 /** Steps served in order (running out is an error), or a policy that picks the step from the request. */
