@@ -398,10 +398,8 @@ async function main(): Promise<void> {
         if (!fig) return;
         fig.at = fig.at.map((x, j) => ({ ...x, stepMs: percentile(stepMsByRun.map((r) => r[j]), 50) }));
         fig.lastToFirstByRun = stepMsByRun.map((r) => r[r.length - 1] / r[0]);
-        const medianOf = (values: Array<number | undefined>) => {
-          const known = values.filter((v): v is number => v !== undefined && Number.isFinite(v));
-          return known.length ? percentile(known, 50) : NaN;
-        };
+        // NaN where no run knew it (percentile of nothing).
+        const medianOf = (values: Array<number | undefined>) => percentile(values.filter((v): v is number => Number.isFinite(v)), 50);
         fig.phases = opts.longAt.map((step, j) => {
           const providerReadMs = medianOf(phasesByRun.map((r) => r[j].providerReadMs));
           const roundTripMs = medianOf(phasesByRun.map((r) => r[j].roundTripMs));
