@@ -120,6 +120,9 @@ const before26j: OursProfile = { ...prebundled, name: 'before-26j', srcRef: '219
 /** `prebundled` on the code before the ninth round (b0f655c): every model call's request encoded whole, and copied to follow a redirect. */
 const before26k: OursProfile = { ...prebundled, name: 'before-26k', srcRef: 'b0f655c' };
 
+/** `prebundled` on the code before the fourteenth round (272644b): a prebuilt bundle compiled and run once in the main thread for a debugger (the SDK's `parseWorkflowCode`). */
+const before26n: OursProfile = { ...prebundled, name: 'before-26n', srcRef: '272644b' };
+
 /** `prebundled` with the SDK starting its workflow thread in `Worker.create`, not at the top of the process (src/worker/early-thread.ts). */
 const noEarlyThread: OursProfile = { ...prebundled, name: 'no-early-thread', earlyThread: false };
 
@@ -201,6 +204,7 @@ export const PROFILES: Record<string, OursProfile> = {
   'before-26i': before26i,
   'before-26j': before26j,
   'before-26k': before26k,
+  'before-26n': before26n,
   'no-early-thread': noEarlyThread,
   'cut-26-blobs': cut26Blobs,
   'no-journal': noJournal,

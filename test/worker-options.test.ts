@@ -1,10 +1,13 @@
 /** createAgentWorker's options over the environment (resolveWorkerConfig): what each option overrides, and what it leaves. */
 import { execFileSync } from 'node:child_process';
+import os from 'node:os';
 import path from 'node:path';
+import { parseWorkflowCode } from '@temporalio/worker/lib/worker';
 import { workerConfig } from '../src/config';
 import { agentPlugin } from '../src/worker/plugin';
 import { deploymentOptions, resolveWorkerConfig } from '../src/worker/worker';
 import { tuneWorkerHeap } from '../src/worker/heap';
+import { preparedBundle } from '../src/worker/sdk-worker';
 
 const env: NodeJS.ProcessEnv = {
   TEMPORAL_ADDRESS: 'temporal.env:7233',
@@ -103,5 +106,21 @@ describe("the worker process's heap (src/worker/heap.ts)", () => {
     expect(workerConfig({}).heapGrowingPercent).toBeUndefined();
     expect(() => workerConfig({ AGENT_HEAP_GROWING_PERCENT: '4x' })).toThrow('AGENT_HEAP_GROWING_PERCENT must be a whole number from 0 to 1000');
     expect(() => workerConfig({ AGENT_HEAP_GROWING_PERCENT: '5000' })).toThrow('AGENT_HEAP_GROWING_PERCENT must be a whole number from 0 to 1000');
+  });
+});
+
+describe('a prebuilt bundle read without the SDK\'s debugger preload (AgentSdkWorker.getOrCreateBundle, preparedBundle)', () => {
+  const map = { version: 3, file: 'workflows.js', sources: ['webpack://src/workflows/agent-run.ts'], names: [], mappings: 'AAAA' };
+  const code = `globalThis.bundled = 1;\n//# sourceMappingURL=data:application/json;base64,${Buffer.from(JSON.stringify(map)).toString('base64')}\n`;
+
+  test.each([
+    ['an absolute path', path.join(os.tmpdir(), 'bundles', 'workflows.js')],
+    ['a relative path, whose map is given the absolute one', path.join('bundles', 'workflows.js')],
+  ])('%s: the code, map and file name the SDK\'s parseWorkflowCode gives', (_, codePath) => {
+    expect(preparedBundle(code, codePath)).toEqual(parseWorkflowCode(code, codePath));
+  });
+
+  test('a bundle with no inline source map is refused, naming the file and how to build one', () => {
+    expect(() => preparedBundle('globalThis.bundled = 1;\n', '/bundles/workflows.js')).toThrow(/\/bundles\/workflows\.js has no inline source map: build it with `npm run build:workflows`/);
   });
 });

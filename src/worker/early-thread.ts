@@ -11,8 +11,16 @@
  */
 import { Worker as NodeWorker } from 'node:worker_threads';
 
-/** The SDK's entry for a workflow thread (`ThreadedVMWorkflowCreator` spawns the same file). */
-const WORKFLOW_THREAD_ENTRY = '@temporalio/worker/lib/workflow/workflow-worker-thread';
+/**
+ * The product's workflow thread (workflow-thread-main.ts): the SDK's entry, with the promise hook of promise-stacks.ts.
+ * Compiled, it is a JavaScript file the thread loads as it is; run from the TypeScript sources (tsx, jest) the thread
+ * registers tsx's loader first, as it has no loader of its own.
+ */
+function startWorkflowThread(): NodeWorker {
+  const entry = require.resolve('./workflow-thread-main');
+  if (!entry.endsWith('.ts')) return new NodeWorker(entry);
+  return new NodeWorker(`require(${JSON.stringify(require.resolve('tsx/cjs/api'))}).register(); require(${JSON.stringify(entry)});`, { eval: true });
+}
 
 let early: NodeWorker | undefined;
 
@@ -22,7 +30,7 @@ let early: NodeWorker | undefined;
  */
 export function startWorkflowThreadEarly(): NodeWorker {
   if (early) return early;
-  const thread = new NodeWorker(require.resolve(WORKFLOW_THREAD_ENTRY));
+  const thread = startWorkflowThread();
   thread.unref(); // a process that never adopts it must still be able to end
   const forget = () => {
     if (early === thread) early = undefined;
@@ -31,6 +39,17 @@ export function startWorkflowThreadEarly(): NodeWorker {
   thread.once('error', forget);
   thread.once('exit', forget);
   early = thread;
+  return thread;
+}
+
+/**
+ * The thread started early, if one is waiting and alive, or else one started now; it keeps the process alive from
+ * now on. An early thread is taken once only.
+ */
+export function takeWorkflowThread(): NodeWorker {
+  const thread = early ?? startWorkflowThread();
+  early = undefined;
+  thread.ref();
   return thread;
 }
 

@@ -1,0 +1,8 @@
+/**
+ * The entry of the product's workflow thread: the SDK's own (`ThreadedVMWorkflowCreator` spawns the same file), with
+ * the promise hook that formats a promise's stack when it is read (promise-stacks.ts). early-thread.ts starts it.
+ */
+import '@temporalio/worker/lib/workflow/workflow-worker-thread';
+import { installLazyPromiseStacks } from './promise-stacks';
+
+installLazyPromiseStacks();
