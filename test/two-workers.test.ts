@@ -107,6 +107,21 @@ test('two worker processes share the runs, and one finishes them all after the o
   // Each with a key of its own, so the scripted model knows whose call it answers.
   const [first, second] = await Promise.all([startWorkerProcess('a', { ...env, LLM_API_KEY: 'a' }), startWorkerProcess('b', { ...env, LLM_API_KEY: 'b' })]);
   const identityOf = (child: ChildProcess) => `${child.pid}@${os.hostname()}`;
+  // Its log line comes before its polls reach the server. Both must be polling before the runs start: the first worker
+  // to take a run's workflow task keeps the run (its sticky queue) and, by the server's eager dispatch, its model calls,
+  // so a worker that polled late could get no call at all.
+  await waitFor(
+    async () => {
+      for (const taskQueueType of [1, 2]) {
+        const { pollers } = await connection.workflowService.describeTaskQueue({ namespace: 'default', taskQueue: { name: env.TEMPORAL_TASK_QUEUE! }, taskQueueType });
+        const seen = new Set((pollers ?? []).map((p) => p.identity));
+        if (![first, second].every((w) => seen.has(identityOf(w)))) return undefined;
+      }
+      return true;
+    },
+    60_000,
+    'both workers to poll for workflow and activity tasks',
+  );
 
   const client = new Client({ connection, dataConverter: createDataConverter(codecSettings(env)) });
   const handles = await Promise.all(
@@ -129,7 +144,10 @@ test('two worker processes share the runs, and one finishes them all after the o
     () => (model.requests(SCRIPT).some((r) => r.apiKey === 'b' && !r.completed && Date.now() - r.receivedAt < FIRST_CHUNK_MS - 400) ? true : undefined),
     30_000,
     'a model call of worker b',
-  );
+  ).catch((err: unknown) => {
+    const calls = model.requests(SCRIPT).map((r) => `worker ${r.apiKey}, ${r.completed ? 'answered' : 'open'}, ${Date.now() - r.receivedAt} ms ago`);
+    throw new Error(`${String(err)}\n--- model calls ---\n${calls.join('\n')}\n--- worker output ---\n${output.join('').slice(-4_000)}`);
+  });
   second.kill('SIGKILL');
   await waitFor(() => (second.signalCode === 'SIGKILL' ? true : undefined), 5_000, 'worker b to die');
   const killedAt = Date.now();
