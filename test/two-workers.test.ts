@@ -5,7 +5,7 @@
  */
 import { spawn, type ChildProcess } from 'node:child_process';
 import { randomUUID } from 'node:crypto';
-import { mkdtempSync, readdirSync, readFileSync } from 'node:fs';
+import { mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { Client, Connection, type WorkflowHandle } from '@temporalio/client';
@@ -28,6 +28,8 @@ let model: ScriptedModel;
 let connection: Connection;
 const workers: ChildProcess[] = [];
 const output: string[] = [];
+/** The workspace, ledger and blob store both workers share; removed at the end. */
+const shared = mkdtempSync(path.join(os.tmpdir(), 'agent-two-workers-'));
 
 beforeAll(async () => {
   model = await startScriptedModel();
@@ -37,6 +39,7 @@ afterAll(async () => {
   for (const w of workers) if (w.exitCode === null && w.signalCode === null) w.kill('SIGKILL');
   await connection?.close();
   await model?.close();
+  rmSync(shared, { recursive: true, force: true });
 });
 
 /** Tool results seen so far decide the step: write `run-N.txt`, read it back, then answer with what was read. */
@@ -86,7 +89,6 @@ async function activityStarts(handle: WorkflowHandle): Promise<Array<{ identity:
 
 test('two worker processes share the runs, and one finishes them all after the other is killed', async () => {
   registerScript();
-  const shared = mkdtempSync(path.join(os.tmpdir(), 'agent-two-workers-'));
   const env: NodeJS.ProcessEnv = {
     ...process.env,
     TEMPORAL_ADDRESS: testServerAddress(),
