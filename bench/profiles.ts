@@ -123,6 +123,9 @@ const before26k: OursProfile = { ...prebundled, name: 'before-26k', srcRef: 'b0f
 /** `prebundled` on the code before the fourteenth round (272644b): a prebuilt bundle compiled and run once in the main thread for a debugger (the SDK's `parseWorkflowCode`). */
 const before26n: OursProfile = { ...prebundled, name: 'before-26n', srcRef: '272644b' };
 
+/** `prebundled` on the code before the fifteenth round (a7d5367): an activation's protobuf converters built when the first activation after the start needs them. */
+const before26o: OursProfile = { ...prebundled, name: 'before-26o', srcRef: 'a7d5367' };
+
 /** `prebundled` with the SDK starting its workflow thread in `Worker.create`, not at the top of the process (src/worker/early-thread.ts). */
 const noEarlyThread: OursProfile = { ...prebundled, name: 'no-early-thread', earlyThread: false };
 
@@ -205,6 +208,7 @@ export const PROFILES: Record<string, OursProfile> = {
   'before-26j': before26j,
   'before-26k': before26k,
   'before-26n': before26n,
+  'before-26o': before26o,
   'no-early-thread': noEarlyThread,
   'cut-26-blobs': cut26Blobs,
   'no-journal': noJournal,
