@@ -8,7 +8,7 @@ import { agentPlugin } from '../src/worker/plugin';
 import { deploymentOptions, resolveWorkerConfig } from '../src/worker/worker';
 import { tuneWorkerHeap } from '../src/worker/heap';
 import { preparedBundle } from '../src/worker/sdk-worker';
-import { setUpActivationTypes, setUpMessageTypes } from '../src/worker/message-types';
+import { setUpActivationTypes, setUpMessageTypes, setUpTaskTypes } from '../src/worker/message-types';
 import { coresdk, temporal } from '@temporalio/proto';
 
 const env: NodeJS.ProcessEnv = {
@@ -155,8 +155,17 @@ describe("an activation's converters built before the first activation (message-
     expect(Buffer.from(converted.jobs[0].initializeWorkflow!.arguments![0].data!).toString()).toBe('{"prompt":"hi"}');
   });
 
+  test("the main thread's: activity tasks, and the completions of both kinds of task", () => {
+    const { ScheduleActivity } = coresdk.workflow_commands;
+    const { Start } = coresdk.activity_task;
+    const { ActivityTaskCompletion } = coresdk;
+    expect([ScheduleActivity, Start, ActivityTaskCompletion].map(built)).toEqual([false, false, false]);
+    expect(setUpTaskTypes()).toBeGreaterThan(setUpActivationTypes());
+    expect([ScheduleActivity, Start, ActivityTaskCompletion].map(built)).toEqual([true, true, true]);
+  });
+
   test('what is not a message type is refused, naming what it needs', () => {
-    expect(() => setUpMessageTypes({})).toThrow('setUpMessageTypes needs a protobufjs message type');
-    expect(() => setUpMessageTypes(undefined)).toThrow(TypeError);
+    expect(() => setUpMessageTypes({})).toThrow('setUpMessageTypes needs protobufjs message types');
+    expect(() => setUpMessageTypes(coresdk.ActivityHeartbeat, undefined)).toThrow(TypeError);
   });
 });

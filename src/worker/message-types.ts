@@ -1,9 +1,12 @@
 /**
  * protobufjs builds a message type's converters (`decode`, `encode`, `fromObject`, ...) the first time the type is used,
- * by generating and compiling their source. The SDK's workflow thread converts every activation with
- * `WorkflowActivation.fromObject`, so the first workflow task after a restart paid for every type that activation held,
- * on the critical path of the restart (about 30 ms for an activation that starts a run, measured alone). The thread
- * is idle while the main thread loads (early-thread.ts), so workflow-thread-main.ts builds them there.
+ * by generating and compiling their source. The first workflow task and the first activity task after a restart paid
+ * for every type they held, on the critical path of the restart:
+ * - the SDK's workflow thread converts every activation with `WorkflowActivation.fromObject` (about 30 ms for an
+ *   activation that starts a run, measured alone). The thread is idle while the main thread loads (early-thread.ts),
+ *   so workflow-thread-main.ts builds them there;
+ * - the main thread decodes activations and activity tasks from the SDK's core and encodes their completions (about
+ *   50 ms for all of them). It is idle while the workflow thread takes the bundle, so `AgentSdkWorker` builds them then.
  */
 import { coresdk } from '@temporalio/proto';
 
@@ -18,12 +21,15 @@ function isMessageType(value: unknown): value is MessageType {
 }
 
 /**
- * Builds the converters of `root` and of every message type its fields can hold, however deep. Returns how many types
- * that was. Types whose converters were built already are built again, which is harmless: call it once, early.
+ * Builds the converters of each root and of every message type their fields can hold, however deep. Returns how many
+ * types that was. Types whose converters were built already are built again, which is harmless: call it once, early.
  */
-export function setUpMessageTypes(root: unknown): number {
-  if (!isMessageType(root)) throw new TypeError('setUpMessageTypes needs a protobufjs message type, such as coresdk.workflow_activation.WorkflowActivation');
-  const seen = new Set<MessageType>([root]);
+export function setUpMessageTypes(...roots: unknown[]): number {
+  const seen = new Set<MessageType>();
+  for (const root of roots) {
+    if (!isMessageType(root)) throw new TypeError('setUpMessageTypes needs protobufjs message types, such as coresdk.workflow_activation.WorkflowActivation');
+    seen.add(root);
+  }
   for (const type of seen) {
     for (const field of type.fieldsArray) {
       const nested = field.resolve().resolvedType;
@@ -37,4 +43,15 @@ export function setUpMessageTypes(root: unknown): number {
 /** The types the workflow thread converts every activation through. */
 export function setUpActivationTypes(): number {
   return setUpMessageTypes(coresdk.workflow_activation.WorkflowActivation);
+}
+
+/** The types the main thread decodes workflow and activity tasks from, and encodes their completions and heartbeats in. */
+export function setUpTaskTypes(): number {
+  return setUpMessageTypes(
+    coresdk.workflow_activation.WorkflowActivation,
+    coresdk.workflow_completion.WorkflowActivationCompletion,
+    coresdk.activity_task.ActivityTask,
+    coresdk.ActivityTaskCompletion,
+    coresdk.ActivityHeartbeat,
+  );
 }

@@ -3,7 +3,8 @@
  * - its workflow thread is the product's (early-thread.ts, workflow-thread-main.ts): the SDK's, with a promise hook
  *   that formats a promise's stack only when a query reads it (promise-stacks.ts); the one `startWorkflowThreadEarly`
  *   started at the top of the process when there is one, a new one otherwise;
- * - a prebuilt bundle (`workflowBundle: { codePath }`) is read without the SDK's debugger preload (`preparedBundle`).
+ * - a prebuilt bundle (`workflowBundle: { codePath }`) is read without the SDK's debugger preload (`preparedBundle`);
+ * - while its workflow thread takes the bundle, the main thread builds what its first tasks need (`prepareForFirstTasks`).
  * Everything else, and every other configuration (debug mode, a pool of threads, a bundle built at boot), is the
  * SDK's own.
  *
@@ -19,6 +20,7 @@ import { ThreadedVMWorkflowCreator, WorkerThreadClient } from '@temporalio/worke
 import type { WorkflowCreator } from '@temporalio/worker/lib/workflow/interface';
 import type { WorkflowBundleWithSourceMapAndFilename } from '@temporalio/worker/lib/workflow/workflow-worker-thread/input';
 import { dropEarlyWorkflowThread, takeWorkflowThread } from './early-thread';
+import { setUpTaskTypes } from './message-types';
 
 export class AgentSdkWorker extends Worker {
   /**
@@ -54,7 +56,7 @@ export class AgentSdkWorker extends Worker {
     const thread = takeWorkflowThread();
     const { patchActivationCallback } = options;
     const client = new WorkerThreadClient(thread, logger, patchActivationCallback);
-    await client.send({
+    const initialized = client.send({
       type: 'init',
       workflowBundle,
       isolateExecutionTimeoutMs: options.isolateExecutionTimeoutMs,
@@ -62,8 +64,21 @@ export class AgentSdkWorker extends Worker {
       registeredActivityNames: new Set(options.activities.keys()),
       hasPatchActivationCallback: patchActivationCallback !== undefined,
     });
+    prepareForFirstTasks();
+    await initialized;
     return new ThreadedVMWorkflowCreator([client]);
   }
+}
+
+/**
+ * Run while the workflow thread compiles and runs the bundle (tens of ms), when the main thread would only wait: what
+ * its first workflow and activity tasks would otherwise build on the critical path of a restart. The converters of
+ * the tasks' messages (message-types.ts), and Node's `fetch`, which loads its HTTP client (undici, about 20 ms) at its
+ * first call: a model call's. Reading `Headers` loads the same module.
+ */
+function prepareForFirstTasks(): void {
+  setUpTaskTypes();
+  void globalThis.Headers;
 }
 
 const SOURCE_MAP_COMMENT = '//# sourceMappingURL=data:';
