@@ -142,7 +142,7 @@ describe("an activation's converters built before the first activation (message-
   // protobufjs puts a type's generated converters on the type itself when it builds them; until then they are its prototype's.
   const built = (type: object) => Object.prototype.hasOwnProperty.call(type, 'fromObject') && Object.prototype.hasOwnProperty.call(type, 'decode');
 
-  test('every message type an activation can hold, however deep, is built once, and converts as before', () => {
+  test('every message type an activation can hold, however deep, is built, and converts as before', () => {
     const { Payload } = temporal.api.common.v1;
     const { InitializeWorkflow } = coresdk.workflow_activation;
     expect([WorkflowActivation, InitializeWorkflow, Payload].map(built)).toEqual([false, false, false]);

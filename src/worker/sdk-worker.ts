@@ -64,7 +64,7 @@ export class AgentSdkWorker extends Worker {
       registeredActivityNames: new Set(options.activities.keys()),
       hasPatchActivationCallback: patchActivationCallback !== undefined,
     });
-    prepareForFirstTasks();
+    prepareForFirstTasks(logger);
     await initialized;
     return new ThreadedVMWorkflowCreator([client]);
   }
@@ -74,11 +74,16 @@ export class AgentSdkWorker extends Worker {
  * Run while the workflow thread compiles and runs the bundle (tens of ms), when the main thread would only wait: what
  * its first workflow and activity tasks would otherwise build on the critical path of a restart. The converters of
  * the tasks' messages (message-types.ts), and Node's `fetch`, which loads its HTTP client (undici, about 20 ms) at its
- * first call: a model call's. Reading `Headers` loads the same module.
+ * first call: a model call's. Reading `Headers` loads the same module. Only a head start: should it fail (another
+ * protobufjs), the tasks build what they need as before, and the worker starts all the same.
  */
-function prepareForFirstTasks(): void {
-  setUpTaskTypes();
-  void globalThis.Headers;
+function prepareForFirstTasks(logger: Logger): void {
+  try {
+    setUpTaskTypes();
+    void globalThis.Headers;
+  } catch (error) {
+    logger.warn('could not build the protobuf converters of the first tasks ahead of them; they will build them', { error: String(error) });
+  }
 }
 
 const SOURCE_MAP_COMMENT = '//# sourceMappingURL=data:';

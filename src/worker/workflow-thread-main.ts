@@ -8,4 +8,8 @@ import { setUpActivationTypes } from './message-types';
 import { installLazyPromiseStacks } from './promise-stacks';
 
 installLazyPromiseStacks();
-setUpActivationTypes();
+try {
+  setUpActivationTypes();
+} catch {
+  // Only a head start: the first activation builds what it needs, as the SDK's own thread does.
+}
