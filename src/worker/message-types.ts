@@ -20,9 +20,15 @@ function isMessageType(value: unknown): value is MessageType {
   return typeof value === 'object' && value !== null && Array.isArray((value as MessageType).fieldsArray) && typeof (value as MessageType).setup === 'function';
 }
 
+/** protobufjs's own mark of a built type: `setup` puts the generated converters on the type, over its prototype's. */
+function isBuilt(type: MessageType): boolean {
+  return Object.prototype.hasOwnProperty.call(type, 'decode');
+}
+
 /**
  * Builds the converters of each root and of every message type their fields can hold, however deep. Returns how many
- * types that was. Types whose converters were built already are built again, which is harmless: call it once, early.
+ * types that was. Types built already (by use, or by an earlier call: a process that creates several workers) are
+ * left as they are.
  */
 export function setUpMessageTypes(...roots: unknown[]): number {
   const seen = new Set<MessageType>();
@@ -35,7 +41,7 @@ export function setUpMessageTypes(...roots: unknown[]): number {
       const nested = field.resolve().resolvedType;
       if (isMessageType(nested)) seen.add(nested);
     }
-    type.setup();
+    if (!isBuilt(type)) type.setup();
   }
   return seen.size;
 }
