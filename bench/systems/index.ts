@@ -118,7 +118,8 @@ abstract class RunnerSystem implements BenchSystem {
   }
 
   async stop(): Promise<void> {
-    await stopChild(this.runner);
+    // Missing when the runner did not start.
+    if (this.runner) await stopChild(this.runner);
   }
 }
 
