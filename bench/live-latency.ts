@@ -11,7 +11,7 @@ import { NativeConnection, Worker } from '@temporalio/worker';
 import { AgentClient } from '../src/client';
 import { buildGateway } from '../src/gateway';
 import { httpTarget, liveStream, MemoryHub, RedisChannel, type StreamChannel } from '../src/stream';
-import { agentWorkerOptions, openAIClient } from '../src/worker/worker';
+import { agentWorkerOptions, openAIClient } from '../src/worker';
 import { bundleAgentWorkflows } from '../src/worker/workflow-bundle';
 import { closeSafeConnectionPlugin } from '../src/config/connection';
 

@@ -8,7 +8,7 @@ import { DefaultLogger, Runtime, Worker } from '@temporalio/worker';
 import { z } from 'zod';
 import { defineTool } from '../src/activities';
 import { workerConfig } from '../src/config';
-import { createAgentWorker } from '../src/worker/worker';
+import { createAgentWorker } from '../src/worker';
 
 /** One line of the effects file. */
 export interface EffectLine {

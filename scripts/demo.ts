@@ -12,7 +12,7 @@ import { AgentClient, failureReason, type AgentRunHandle, type WatchEvent } from
 import { workerConfig } from '../src/config';
 import { DefaultLogger, Runtime } from '@temporalio/worker';
 import { liveStream, MemoryHub, START } from '../src/stream';
-import { createAgentWorker } from '../src/worker/worker';
+import { createAgentWorker } from '../src/worker';
 import { ensureSearchAttributes, isServerUp, startDevServer, temporalUiUrl, type DevServerHandle } from './lib/dev-server';
 
 const PROMPT = process.env.DEMO_PROMPT ?? 'Look around the workspace, read the most useful file, and tell me what it says.';

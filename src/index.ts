@@ -6,11 +6,11 @@
  */
 
 /** The worker: `await (await createAgentWorker({ tools: [myTool] })).run()`; settings not given come from the environment. */
-export { createAgentWorker, resolveWorkerConfig, DEFAULT_MODEL, SHUTDOWN_GRACE_TIME } from './worker/worker';
-export type { AgentWorker, AgentWorkerOptions, ConnectionSettings, ModelOptions } from './worker/worker';
+export { createAgentWorker, resolveWorkerConfig, DEFAULT_MODEL, SHUTDOWN_GRACE_TIME } from './worker';
+export type { AgentWorker, AgentWorkerOptions, ConnectionSettings, ModelOptions } from './worker';
 
 /** For a Temporal worker of your own that bundles `durable-agent-worker/workflows`: the activities and their tuning. */
-export { agentWorkerOptions, openAIClient } from './worker/worker';
+export { agentWorkerOptions, openAIClient } from './worker';
 /** A `fetch` for an `openai` client of your own that follows no redirect, as `openAIClient`'s does (docs/models.md). */
 export { withoutRedirects } from './activities/wire';
 /**

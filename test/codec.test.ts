@@ -26,7 +26,7 @@ import type { AgentRunInput } from '../src/common/input';
 import { stateQuery, type AgentRunResult } from '../src/common/messages';
 import { claimCheckSettings, codecSettings } from '../src/config';
 import { startScriptedModel, type ScriptedModel } from '../src/scripted-model';
-import { agentWorkerOptions, openAIClient } from '../src/worker/worker';
+import { agentWorkerOptions, openAIClient } from '../src/worker';
 import { quietRuntime, workflowBundle } from './support/agent-harness';
 import { testServerAddress } from './support/temporal';
 import { streamSinks } from '../src/stream/sinks';

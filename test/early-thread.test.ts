@@ -16,7 +16,7 @@ import { workerConfig } from '../src/config';
 import { startScriptedModel, type ScriptedModel } from '../src/scripted-model';
 import { startWorkflowThreadEarly, takeEarlyWorkflowThread } from '../src/worker/early-thread';
 import { AgentSdkWorker } from '../src/worker/sdk-worker';
-import { createAgentWorker } from '../src/worker/worker';
+import { createAgentWorker } from '../src/worker';
 import { quietRuntime, workflowBundle } from './support/agent-harness';
 import { testServerAddress } from './support/temporal';
 

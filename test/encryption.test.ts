@@ -31,7 +31,7 @@ import {
 import { createCodecServer } from '../src/codec/server';
 import { codecSettings, encryptionSettings, workerConfig } from '../src/config';
 import { startScriptedModel, type ScriptedModel } from '../src/scripted-model';
-import { createAgentWorker, type AgentWorker } from '../src/worker/worker';
+import { createAgentWorker, type AgentWorker } from '../src/worker';
 import { quietRuntime } from './support/agent-harness';
 import { testServerAddress } from './support/temporal';
 

@@ -1,7 +1,8 @@
 /**
  * The layout's rules, read from the code's own imports (type-only and dynamic ones included, which eslint's
  * import-x/no-cycle does not follow): no two files of src/ or bench/ import each other, directly or round a loop; no
- * two rooms of src/ do; and src/ keeps at most 5 loose files beside its rooms. eslint.config.mjs (ABOVE) says which
+ * two rooms of src/ do; and src/'s root holds only the entry points (index.ts, worker.ts, client.ts), which the repository's own code imports
+ * `createAgentWorker` and `AgentClient` from. eslint.config.mjs (ABOVE) says which
  * way each room may point.
  */
 import { readdirSync, readFileSync, statSync } from 'node:fs';
@@ -96,7 +97,38 @@ test('no rooms of src/ import each other', () => {
   expect(circles(rooms)).toEqual([]);
 });
 
-test('src/ keeps at most 5 loose files beside its rooms', () => {
-  const loose = readdirSync(path.join(ROOT, 'src'), { withFileTypes: true }).filter((e) => e.isFile());
-  expect(loose.length).toBeLessThanOrEqual(5);
+test("src/'s root holds only the entry points: index.ts (the package), worker.ts and client.ts", () => {
+  const loose = readdirSync(path.join(ROOT, 'src'), { withFileTypes: true }).filter((e) => e.isFile()).map((e) => e.name);
+  expect(loose.sort()).toEqual(['client.ts', 'index.ts', 'worker.ts']);
+});
+
+/** Each named binding a file imports, with the module it names: `import { a, type B as C } from 'x'`. */
+function namedImports(file: string): Array<{ name: string; from: string }> {
+  const found: Array<{ name: string; from: string }> = [];
+  const source = ts.createSourceFile(file, readFileSync(file, 'utf8'), ts.ScriptTarget.Latest);
+  for (const statement of source.statements) {
+    if (!ts.isImportDeclaration(statement) || !ts.isStringLiteral(statement.moduleSpecifier)) continue;
+    const bindings = statement.importClause?.namedBindings;
+    if (!bindings || !ts.isNamedImports(bindings)) continue;
+    for (const element of bindings.elements) found.push({ name: (element.propertyName ?? element.name).text, from: statement.moduleSpecifier.text });
+  }
+  return found;
+}
+
+test.each([
+  ['createAgentWorker', 'src/worker.ts'],
+  ['AgentClient', 'src/client.ts'],
+])('%s is imported from its entry point, %s, everywhere in the repository', (name, entry) => {
+  const entryFile = path.join(ROOT, entry);
+  // The room behind the door (src/worker/, src/client/) uses its own parts directly.
+  const room = entryFile.replace(/\.ts$/, path.sep);
+  const importers = ['src', 'test', 'scripts', 'bench', 'chaos', 'examples'].flatMap((d) => sources(path.join(ROOT, d)));
+  const uses = importers.flatMap((file) =>
+    namedImports(file)
+      .filter((i) => i.name === name && i.from.startsWith('.'))
+      .map((i) => ({ file: path.relative(ROOT, file), resolved: resolveImport(file, i.from) })),
+  );
+  expect(uses.length).toBeGreaterThan(3);
+  expect(uses.filter((u) => u.resolved !== entryFile && !path.join(ROOT, u.file).startsWith(room))).toEqual([]);
+  expect(readFileSync(entryFile, 'utf8')).toMatch(new RegExp(`export \\{[^}]*\\b${name}\\b`));
 });

@@ -7,7 +7,7 @@ import { z } from 'zod';
 import { createActivities, defineTool, RetryableToolError, SqliteToolLedger, UNKNOWN_OUTCOME } from '../src/activities';
 import { InflightActivities, isGone, processStart, thisProcess, type ProcessId } from '../src/activities/inflight';
 import type { ToolRequest, ToolResult } from '../src/common/chat';
-import { openAIClient } from '../src/worker/worker';
+import { openAIClient } from '../src/worker';
 import { QuietLogger } from './support/quiet-logger';
 
 const tmp = () => mkdtempSync(path.join(os.tmpdir(), 'ledger-'));

@@ -12,7 +12,7 @@ import type { AgentRunResult } from '../src/common/messages';
 import { codecSettings, workerConfig } from '../src/config';
 import { startTracing } from '../src/observability/tracing';
 import { startScriptedModel, type ScriptedModel } from '../src/scripted-model';
-import { createAgentWorker } from '../src/worker/worker';
+import { createAgentWorker } from '../src/worker';
 import { quietRuntime, waitFor } from './support/agent-harness';
 import { testServerAddress } from './support/temporal';
 import { freePort } from '../scripts/lib/free-port';

@@ -60,7 +60,7 @@ beforeAll(async () => {
   const [packed] = JSON.parse(await npm(['pack', '--json', '--ignore-scripts', '--pack-destination', dir], ROOT)) as { filename: string; files: { path: string }[] }[];
   const files = packed.files.map((f) => f.path);
   expect(files.filter((p) => !p.startsWith('dist/') && !p.startsWith('docs/')).sort()).toEqual(['LICENSE', 'README.md', 'package.json']);
-  expect(files).toEqual(expect.arrayContaining(['dist/index.d.ts', 'dist/client/entry.d.ts', 'dist/workflows/index.js', 'dist/bin/agent.js']));
+  expect(files).toEqual(expect.arrayContaining(['dist/index.d.ts', 'dist/client.d.ts', 'dist/workflows/index.js', 'dist/bin/agent.js']));
   // What docs/embedding.md tells a service to add: the install scripts it approves, and cookie 1 on Node 20.
   const { allowScripts, overrides } = JSON.parse(/```json consumer-package\n([\s\S]*?)```/.exec(readFileSync(path.join(ROOT, 'docs', 'embedding.md'), 'utf8'))![1]);
   writeFileSync(path.join(project, 'package.json'), JSON.stringify({ name: 'consumer', private: true, allowScripts, overrides }));
@@ -195,5 +195,5 @@ test('examples/service type-checks against the published types', async () => {
   expect(errors).toBe('');
   // The published types are what it checked against, not the repository's sources.
   const { stdout } = await run(process.execPath, [tsc, '-p', example, '--traceResolution'], { cwd: example, maxBuffer: 256 * 1024 * 1024 });
-  expect(stdout).toMatch(/'durable-agent-worker\/client' was successfully resolved to '.*consumer\/node_modules\/durable-agent-worker\/dist\/client\/entry\.d\.ts'/);
+  expect(stdout).toMatch(/'durable-agent-worker\/client' was successfully resolved to '.*consumer\/node_modules\/durable-agent-worker\/dist\/client\.d\.ts'/);
 }, 2 * MINUTES);

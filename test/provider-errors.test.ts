@@ -7,7 +7,7 @@ import type { ApplicationFailure } from '@temporalio/common';
 import OpenAI from 'openai';
 import { classifyModelError, ModelErrorType } from '../src/activities/errors';
 import { startScriptedModel, type ScriptedModel } from '../src/scripted-model';
-import { openAIClient } from '../src/worker/worker';
+import { openAIClient } from '../src/worker';
 
 const T = ModelErrorType;
 

@@ -18,7 +18,7 @@ import { ensureTemporalCli } from '../scripts/lib/temporal-cli';
 import { WORKFLOW_TYPE } from '../src/common/constants';
 import { stateQuery } from '../src/common/messages';
 import { startScriptedModel, type ScriptedModel } from '../src/scripted-model';
-import { agentWorkerOptions, openAIClient } from '../src/worker/worker';
+import { agentWorkerOptions, openAIClient } from '../src/worker';
 import { quietRuntime, workflowBundle } from './support/agent-harness';
 import { createTestEnv, testServerAddress } from './support/temporal';
 

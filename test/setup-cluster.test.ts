@@ -8,8 +8,8 @@ import { promisify } from 'node:util';
 import { Connection } from '@temporalio/client';
 import { ensureTemporalCli } from '../scripts/lib/temporal-cli';
 import { AGENT_STATE_SEARCH_ATTRIBUTE } from '../src/common/constants';
-import { assertSearchAttributes, MissingSearchAttributesError } from '../src/search-attributes';
-import { createAgentWorker } from '../src/worker/worker';
+import { assertSearchAttributes, MissingSearchAttributesError } from '../src/config/search-attributes';
+import { createAgentWorker } from '../src/worker';
 import { testServerAddress } from './support/temporal';
 import { closeSafeConnectionPlugin } from '../src/config/connection';
 

@@ -19,7 +19,7 @@ import { codecSettings, workerConfig } from '../src/config';
 import { createCodecServer } from '../src/codec/server';
 import { SESSION_COOKIE } from '../src/codec/session';
 import { startScriptedModel, type ScriptedModel } from '../src/scripted-model';
-import { createAgentWorker, type AgentWorker } from '../src/worker/worker';
+import { createAgentWorker, type AgentWorker } from '../src/worker';
 import { quietRuntime } from './support/agent-harness';
 import { freePort } from '../scripts/lib/free-port';
 import { chromiumSkipReason as skipReason, launchChromium, SHOTS, UI_TIMEOUT_MS, withScreenshot } from './support/browser';

@@ -12,7 +12,7 @@ import { bundleWorkflowCode, type BundleOptions } from '@temporalio/worker';
 import { startDevServer } from '../../scripts/lib/dev-server';
 import { offsetPorts, stackDown, stackUp } from '../../scripts/lib/stack/stack';
 import { freePort } from '../../scripts/lib/free-port';
-import { executionStatus, rawExecutions } from '../../src/client';
+import { executionStatus, rawExecutions } from '../../src/client/listing';
 import { closeSafeConnectionPlugin } from '../../src/config/connection';
 
 

@@ -10,7 +10,7 @@ import type * as SdkModule from '@temporalio/worker';
 import type * as ServeModule from '../lib/serve';
 
 import type * as CodecModule from '../../src/codec';
-import type * as WorkerModule from '../../src/worker/worker';
+import type * as WorkerModule from '../../src/worker';
 import type * as InflightModule from '../../src/activities/inflight';
 import type * as EarlyThreadModule from '../../src/worker/early-thread';
 import type * as HeapModule from '../../src/worker/heap';

@@ -5,7 +5,7 @@ import path from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { Connection, type ConnectionOptions } from '@temporalio/client';
 import { AGENT_STATE_SEARCH_ATTRIBUTE } from '../../src/common/constants';
-import { registerSearchAttributes } from '../../src/search-attributes';
+import { registerSearchAttributes } from '../../src/config/search-attributes';
 import { ensureTemporalCli, PROJECT_ROOT } from './temporal-cli';
 import { closeSafeConnectionPlugin } from '../../src/config/connection';
 

@@ -9,7 +9,7 @@ import './workflow-thread';
 import './source-maps';
 import { workerConfig } from '../config';
 import { installWorkerRuntime } from '../observability/runtime';
-import { createAgentWorker } from '../worker/worker';
+import { createAgentWorker } from '../worker';
 import { tuneWorkerHeap } from '../worker/heap';
 
 async function main(): Promise<void> {

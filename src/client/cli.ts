@@ -15,13 +15,13 @@ import {
   type AgentRunHandle,
   type AgentRunSummary,
   type WatchEvent,
-} from '.';
+} from './index';
 import { parseAgentRunInput, type AgentRunInput } from '../common/input';
 
 type Limits = NonNullable<AgentRunInput['limits']>;
 type ApprovalInput = NonNullable<AgentRunInput['approval']>;
 import type { AgentRunResult, ControlResult, RunStateView } from '../common/messages';
-import { registerSearchAttributes, REQUIRED_SEARCH_ATTRIBUTES } from '../search-attributes';
+import { registerSearchAttributes, REQUIRED_SEARCH_ATTRIBUTES } from '../config/search-attributes';
 import { formatDiff } from './time-travel';
 import { AgentState } from '../common/states';
 import type { PendingApproval } from '../common/view';

@@ -10,7 +10,7 @@ import type { Client } from '@temporalio/client';
 import { defaultPayloadConverter } from '@temporalio/common';
 import { decodeMapFromPayloads } from '@temporalio/common/lib/internal-non-workflow';
 import { optionalTsToDate } from '@temporalio/common/lib/time';
-import { executionStatus, rawExecutions } from '../client';
+import { executionStatus, rawExecutions } from '../client/listing';
 import { AGENT_RUN_MEMO, AGENT_STATE_MEMO, AGENT_STATE_SEARCH_ATTRIBUTE, WORKFLOW_TYPE } from '../common/constants';
 import type { RunStateView } from '../common/view';
 

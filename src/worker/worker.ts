@@ -15,7 +15,7 @@ import { streamSettings, usesScriptedModel, workerConfig, type CodecSettings, ty
 import { nativeConnectionOptions, tlsFailureReason } from '../config/connection';
 import { configuredTracing, tracingWorkerOptions, type Tracing } from '../observability/tracing';
 import { DEMO_SCRIPT_NAME, startScriptedModel, type ScriptedModel } from '../scripted-model';
-import { assertSearchAttributes } from '../search-attributes';
+import { assertSearchAttributes } from '../config/search-attributes';
 import { httpTarget, liveStream, type LiveStream } from '../stream/publisher';
 import type * as RedisModule from '../stream/redis';
 import type { RedisChannel } from '../stream/redis';

@@ -16,7 +16,7 @@ import { WORKFLOW_TYPE } from '../../src/common/constants';
 import type { AgentRunInput } from '../../src/common/input';
 import { stateQuery, type RunStateView } from '../../src/common/messages';
 import { startScriptedModel, type ScriptedModel, type ScriptedModelOptions } from '../../src/scripted-model';
-import { agentWorkerOptions, openAIClient } from '../../src/worker/worker';
+import { agentWorkerOptions, openAIClient } from '../../src/worker';
 import { AgentSdkWorker } from '../../src/worker/sdk-worker';
 import type { LiveStream } from '../../src/stream';
 import type { ProviderBudget } from '../../src/quota';

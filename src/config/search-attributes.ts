@@ -5,7 +5,7 @@
  * refuses registration through the API: there they are added with `tcld` or the Cloud UI (docs/deployment.md).
  */
 import type { temporal } from '@temporalio/proto';
-import { AGENT_STATE_SEARCH_ATTRIBUTE } from './common/constants';
+import { AGENT_STATE_SEARCH_ATTRIBUTE } from '../common/constants';
 
 type OperatorService = temporal.api.operatorservice.v1.OperatorService;
 

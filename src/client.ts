@@ -1,0 +1,45 @@
+/**
+ * The client's entry, the package's `durable-agent-worker/client`: start, watch and steer agent runs from a backend service. Safe in a web backend: this
+ * entry and everything it imports load no native module (no `@temporalio/worker`, core bridge or SQLite), which
+ * test/package.test.ts checks in a fresh process.
+ */
+
+/** The client: `AgentClient.connect()` (TEMPORAL_* settings by default), `start`, `handle(id)`, `list`, `fork`. */
+export { AgentClient, AgentRunHandle, agentDataConverter, diffState, DEFAULT_CONTROL_TIMEOUT_MS } from './client/index';
+export type { AgentRunSummary, ConnectOptions, ControlOptions, ListOptions, SendMessageOptions, StartOptions, StateOptions, WatchEvent, WatchOptions } from './client/index';
+
+/** The pushed stream `watch({ stream, after, onOffset })` reads: the Redis channel the workers publish to, offsets, the events (with `resume`). */
+export { compareOffsets, RedisChannel, START } from './stream';
+export type { Offset, RedisChannelOptions, StreamChannel } from './stream';
+export { followText, type CallText, type StreamEvent } from './common/stream';
+
+/** Errors the client throws, and helpers that unwrap why a run failed. */
+export {
+  AgentControlTimeoutError,
+  AgentQueryTimeoutError,
+  AgentRunEndedError,
+  AgentRunNotFoundError,
+  AgentStepNotFoundError,
+  AgentUpdateRejectedError,
+  InvalidAgentInputError,
+  failureReason,
+  isAlreadyStarted,
+  runFailure,
+} from './client/index';
+export type { RunFailure } from './client/index';
+
+/** Time travel's answers: `AgentRunHandle.steps()` and `diff(from, to)`. */
+export type { DiffEntry, SnapshotDiff, StepRecord } from './client/time-travel';
+
+/** A run's input, its result and the view its `state` query answers (fields are added, never removed, in a major version). */
+export type { AgentRunInput, ApproveInput } from './common/input';
+export type { AgentRunResult, ApproveResult, ControlResult, SendMessageResult } from './common/messages';
+export type { PendingApproval, RunStateView, RunUsage, TransitionRecord } from './common/view';
+export { AgentState, isTerminal } from './common/states';
+
+/** Where Temporal is, for `AgentClient.connect(settings)`; unset fields come from the environment. */
+export type { CodecSettings, TemporalSettings } from './config';
+export { codecSettings, temporalSettings } from './config';
+
+/** For a `Connection` this package does not open: a call waiting to retry when it closes is rejected, not thrown from a timer. */
+export { closeSafeConnectionPlugin, closeSafeInterceptors, closedChannelGuard } from './config/connection';
