@@ -22,10 +22,7 @@ import { startScriptedModel, type ScriptedModel } from '../src/scripted-model';
 import { createAgentWorker, type AgentWorker } from '../src/worker';
 import { quietRuntime } from './support/agent-harness';
 import { freePort } from '../scripts/lib/free-port';
-import { chromiumSkipReason as skipReason, launchChromium, SHOTS, UI_TIMEOUT_MS, withScreenshot } from './support/browser';
-
-if (skipReason) console.warn(`test/ui-codec.test.ts skipped: ${skipReason}`);
-const uiTest = skipReason ? test.skip : test;
+import { launchChromium, SHOTS, UI_TIMEOUT_MS, withScreenshot } from './support/browser';
 
 const TOKEN = randomBytes(24).toString('hex');
 const PROMPT_SECRET = `PROMPT-${randomUUID()}`;
@@ -49,7 +46,6 @@ const sessionCookies = async () => (await context.cookies(codecUrl)).filter((c) 
 const decodes: { status: number; session: boolean }[] = [];
 
 beforeAll(async () => {
-  if (skipReason) return;
   quietRuntime();
   dir = mkdtempSync(path.join(os.tmpdir(), 'agent-ui-codec-'));
   model = await startScriptedModel();
@@ -116,7 +112,7 @@ async function openRun(expected: 'success' | 'error'): Promise<void> {
   await page.getByTestId(`data-encoder-status-${expected}`).waitFor();
 }
 
-uiTest('the UI\'s Codec Server settings take the endpoint with "include cross-origin credentials" on', () =>
+test('the UI\'s Codec Server settings take the endpoint with "include cross-origin credentials" on', () =>
   withScreenshot(page, 'codec-settings.png', async () => {
     await page.goto(runUrl);
     // The top bar's codec button; its test id says the status (configured, error, success).
@@ -137,7 +133,7 @@ uiTest('the UI\'s Codec Server settings take the endpoint with "include cross-or
     expect(stored).toEqual([JSON.stringify(codecUrl), 'true', 'true']);
   }), TEST_TIMEOUT_MS);
 
-uiTest("signed out, the run's page shows the prompt encrypted", () =>
+test("signed out, the run's page shows the prompt encrypted", () =>
   withScreenshot(page, 'codec-signed-out.png', async () => {
     await openRun('error');
     expect(await page.content()).not.toContain(PROMPT_SECRET);
@@ -145,7 +141,7 @@ uiTest("signed out, the run's page shows the prompt encrypted", () =>
     expect(decodes.every((d) => d.status === 401 && !d.session)).toBe(true);
   }), TEST_TIMEOUT_MS);
 
-uiTest('a wrong token at the sign-in page is refused and sets no cookie', () =>
+test('a wrong token at the sign-in page is refused and sets no cookie', () =>
   withScreenshot(page, 'codec-login-refused.png', async () => {
     await page.goto(`${codecUrl}/login`);
     await page.getByLabel('Codec server token').fill(`${TOKEN}x`);
@@ -156,7 +152,7 @@ uiTest('a wrong token at the sign-in page is refused and sets no cookie', () =>
     expect(await sessionCookies()).toEqual([]);
   }), TEST_TIMEOUT_MS);
 
-uiTest("after signing in at the codec server, the run's page shows the prompt decrypted", async () => {
+test("after signing in at the codec server, the run's page shows the prompt decrypted", async () => {
   await withScreenshot(page, 'codec-login.png', async () => {
     await page.goto(`${codecUrl}/login`);
     await page.getByLabel('Codec server token').fill(TOKEN);
@@ -175,7 +171,7 @@ uiTest("after signing in at the codec server, the run's page shows the prompt de
   });
 }, TEST_TIMEOUT_MS);
 
-uiTest("after signing out, the run's page shows the prompt encrypted again", () =>
+test("after signing out, the run's page shows the prompt encrypted again", () =>
   withScreenshot(page, 'codec-signed-out-again.png', async () => {
     await page.goto(`${codecUrl}/logout`);
     await page.getByRole('heading', { name: 'Signed out' }).waitFor();

@@ -15,10 +15,7 @@ import type { RunStateView } from '../src/common/messages';
 import { buildGateway } from '../src/gateway';
 import { httpTarget, liveStream, MemoryHub, type PublishTarget } from '../src/stream';
 import { startAgentHarness, waitFor, type AgentHarness } from './support/agent-harness';
-import { chromiumSkipReason as skipReason, launchChromium, withScreenshot } from './support/browser';
-
-if (skipReason) console.warn(`test/ui-page.test.ts skipped: ${skipReason}`);
-const uiTest = skipReason ? test.skip : test;
+import { launchChromium, withScreenshot } from './support/browser';
 
 const TOKEN = 'ui-page-test-token';
 const PAGE_TIMEOUT_MS = 20_000;
@@ -45,7 +42,6 @@ async function startGateway(): Promise<void> {
 }
 
 beforeAll(async () => {
-  if (skipReason) return;
   let publishTo: PublishTarget | undefined;
   h = await startAgentHarness(undefined, { stream: liveStream({ publish: (id, e) => publishTo!.publish(id, e) }, { warn: () => undefined, info: () => undefined }) });
   agents = new AgentClient(h.env.client, h.taskQueue);
@@ -115,7 +111,7 @@ async function pageOfWaitingRun(): Promise<{ id: string; page: Page }> {
   return { id, page };
 }
 
-uiTest("an approval wait's reminder shows as a note on the page (pushed through the stream channel), then the run rejects the call and goes on", async () => {
+test("an approval wait's reminder shows as a note on the page (pushed through the stream channel), then the run rejects the call and goes on", async () => {
   const id = await startRun({
     prompt: 'Write a draft to out.txt',
     model: 'page-writer',
@@ -136,7 +132,7 @@ uiTest("an approval wait's reminder shows as a note on the page (pushed through 
   await page.close();
 });
 
-uiTest('the page is served without the token, holds no data, and forbids inline and foreign scripts; the API still needs the token', async () => {
+test('the page is served without the token, holds no data, and forbids inline and foreign scripts; the API still needs the token', async () => {
   const page = await fetch(`${base}/ui/runs/some-run`);
   expect(page.status).toBe(200);
   expect(page.headers.get('content-type')).toMatch(/^text\/html/);
@@ -147,7 +143,7 @@ uiTest('the page is served without the token, holds no data, and forbids inline 
   expect((await fetch(`${base}/ui/anything-else`)).status).toBe(401);
 });
 
-uiTest('a run streams, waits for approval, is approved with edited arguments from the page, and completes with them', async () => {
+test('a run streams, waits for approval, is approved with edited arguments from the page, and completes with them', async () => {
   const id = await startRun({ prompt: 'Write a draft to out.txt', model: 'page-writer', approval: { tools: ['writeFile'] } });
 
   // The list, behind the token form.
@@ -205,7 +201,7 @@ uiTest('a run streams, waits for approval, is approved with edited arguments fro
   await page.close();
 });
 
-uiTest('the counters say what happened: a run refused for unknown tools counts no model call, one refused for bad input shows no limits', async () => {
+test('the counters say what happened: a run refused for unknown tools counts no model call, one refused for bad input shows no limits', async () => {
   const counters = async (page: Page) => (await page.locator('#counters').innerText()).replace(/\s+/g, ' ');
   const unknown = await agents.start({ prompt: 'Use it', model: 'page-writer', tools: ['bogusTool'] });
   await unknown.result().catch(() => undefined);
@@ -230,7 +226,7 @@ uiTest('the counters say what happened: a run refused for unknown tools counts n
   await page.close();
 });
 
-uiTest('abort from the page: the run ends ABORTED with the reason, and the page keeps the text produced so far', async () => {
+test('abort from the page: the run ends ABORTED with the reason, and the page keeps the text produced so far', async () => {
   const id = await startRun({ prompt: 'Talk for a while', model: 'page-talker' });
   const page = await openPage(`/ui/runs/${encodeURIComponent(id)}`);
   await expectState(page, id, 'STREAMING');
@@ -250,7 +246,7 @@ uiTest('abort from the page: the run ends ABORTED with the reason, and the page 
   await page.close();
 });
 
-uiTest('the gateway goes away while the run moves on: the page says it is offline, then reconnects and shows the run as it is', async () => {
+test('the gateway goes away while the run moves on: the page says it is offline, then reconnects and shows the run as it is', async () => {
   const { id, page } = await pageOfWaitingRun();
 
   await gateway.close();
@@ -272,7 +268,7 @@ uiTest('the gateway goes away while the run moves on: the page says it is offlin
   await page.close();
 });
 
-uiTest('the sign-in page shows no empty connection pill, and /favicon.ico needs no token', async () => {
+test('the sign-in page shows no empty connection pill, and /favicon.ico needs no token', async () => {
   const page = await context.newPage();
   const favicons: number[] = [];
   page.on('response', (res) => res.url().endsWith('/favicon.ico') && favicons.push(res.status()));
@@ -289,7 +285,7 @@ uiTest('the sign-in page shows no empty connection pill, and /favicon.ico needs 
   await page.close();
 });
 
-uiTest('an unknown run: the page says so and its controls are off', async () => {
+test('an unknown run: the page says so and its controls are off', async () => {
   const page = await openPage('/ui/runs/no-such-run');
   await withScreenshot(page, 'page-unknown-run.png', async () => {
     await page.getByTestId('state').filter({ hasText: /^unknown run$/ }).waitFor();
@@ -298,7 +294,7 @@ uiTest('an unknown run: the page says so and its controls are off', async () => 
   await page.close();
 });
 
-uiTest('offline: one notice however many polls fail, and errors of requests that got no answer go once the gateway answers', async () => {
+test('offline: one notice however many polls fail, and errors of requests that got no answer go once the gateway answers', async () => {
   const { id, page } = await pageOfWaitingRun();
   const card = page.locator('.approval[data-tool-call-id="w1"]');
 
@@ -325,7 +321,7 @@ uiTest('offline: one notice however many polls fail, and errors of requests that
   await page.close();
 });
 
-uiTest('the list says its order, open runs first then the most recently closed, and shows it', async () => {
+test('the list says its order, open runs first then the most recently closed, and shows it', async () => {
   h.model.register('page-quick', () => ({ text: 'done' }));
   const open = await startRun({ prompt: 'Write a draft to out.txt', model: 'page-writer', approval: { tools: ['writeFile'] } });
   const closed = await startRun({ prompt: 'quick', model: 'page-quick' });
@@ -345,7 +341,7 @@ uiTest('the list says its order, open runs first then the most recently closed, 
   await page.close();
 });
 
-uiTest('a page on another origin follows a run with the snippet of docs/gateway.md: CORS and a stream token, in Chromium', async () => {
+test('a page on another origin follows a run with the snippet of docs/gateway.md: CORS and a stream token, in Chromium', async () => {
   h.model.register('page-spa', () => ({ text: 'Followed from another origin.', chunkSize: 5, chunkDelayMs: 50 }));
   const docs = readFileSync(path.resolve(__dirname, '../docs/gateway.md'), 'utf8');
   const snippet = /## Browsers on another origin[\s\S]*?```js\n([\s\S]*?)```/.exec(docs)![1];
@@ -389,7 +385,7 @@ uiTest('a page on another origin follows a run with the snippet of docs/gateway.
   }
 });
 
-uiTest('a page follows a run by push: the text grows while it streams, no state polling, and reconnects repeat nothing', async () => {
+test('a page follows a run by push: the text grows while it streams, no state polling, and reconnects repeat nothing', async () => {
   const answer = Array.from({ length: 90 }, (_, i) => `word${i} `).join('');
   const res = await fetch(`${liveBase}/v1/runs`, { method: 'POST', headers: { ...authed, 'content-type': 'application/json' }, body: JSON.stringify({ prompt: 'talk', model: 'page-pushed' }) });
   const id = ((await res.json()) as { workflowId: string }).workflowId;

@@ -18,10 +18,7 @@ import { buildGateway } from '../src/gateway';
 import type { ActivityRecord } from '../src/gateway/run-activities';
 import { TRANSITIONS } from '../src/workflows/machine';
 import { startAgentHarness, waitFor, type AgentHarness } from './support/agent-harness';
-import { chromiumSkipReason as skipReason, launchChromium, withScreenshot } from './support/browser';
-
-if (skipReason) console.warn(`test/ui-views.test.ts skipped: ${skipReason}`);
-const uiTest = skipReason ? test.skip : test;
+import { launchChromium, withScreenshot } from './support/browser';
 
 const TOKEN = 'ui-views-test-token';
 
@@ -42,7 +39,6 @@ let browser: Browser;
 let context: BrowserContext;
 
 beforeAll(async () => {
-  if (skipReason) return;
   h = await startAgentHarness(undefined, { agents: [defineAgent({ name: 'drafter', instructions: 'You write drafts for the team.', model: 'views-writer' })], toolPolicy: steeringPolicy });
   agents = new AgentClient(h.env.client, h.taskQueue);
   // A write that needs a person's approval; once it is done (a tool message in the conversation), the answer.
@@ -84,7 +80,7 @@ function tableEdges(): string[] {
   return [...edges].sort();
 }
 
-uiTest('a run started from the form: input, conversation, machine, activities and timeline, live and ended; then time travel and search', async () => {
+test('a run started from the form: input, conversation, machine, activities and timeline, live and ended; then time travel and search', async () => {
   const page = await openPage('/ui');
   await page.locator('#start-run summary').click();
   const form = page.locator('#start-form');
@@ -207,7 +203,7 @@ uiTest('a run started from the form: input, conversation, machine, activities an
   await page.close();
 });
 
-uiTest('the list route refuses a search it cannot run, with the field named', async () => {
+test('the list route refuses a search it cannot run, with the field named', async () => {
   const res = await fetch(`${base}/v1/runs?since=yesterday`, { headers: authed });
   expect(res.status).toBe(400);
   expect(((await res.json()) as { error: { message: string } }).error.message).toMatch(/since/);
@@ -215,7 +211,7 @@ uiTest('the list route refuses a search it cannot run, with the field named', as
   expect(reversed.status).toBe(400);
 });
 
-uiTest("a pattern's children link to their parent, and the parent search finds them", async () => {
+test("a pattern's children link to their parent, and the parent search finds them", async () => {
   h.model.register('views-stage', () => ({ text: 'stage done' }));
   const pipeline = await h.env.client.workflow.start('agentPipeline', {
     taskQueue: h.taskQueue,
@@ -234,7 +230,7 @@ uiTest("a pattern's children link to their parent, and the parent search finds t
   await page.close();
 });
 
-uiTest('a compacted conversation: the summary is marked in place of the messages it replaced, and compaction is in the activities', async () => {
+test('a compacted conversation: the summary is marked in place of the messages it replaced, and compaction is in the activities', async () => {
   h.model.register('views-overflow', ({ request, callIndex }) => {
     if (!request.stream) return { text: 'summary of the early turns' }; // the compaction call
     if (callIndex === 0) return { toolCalls: [{ name: 'listFiles', arguments: {} }] };
@@ -257,7 +253,7 @@ uiTest('a compacted conversation: the summary is marked in place of the messages
   await page.close();
 });
 
-uiTest('steering: the model in use and its switch, the tool policy marks, and an interrupt sent from the message box', async () => {
+test('steering: the model in use and its switch, the tool policy marks, and an interrupt sent from the message box', async () => {
   const LONG = 'The long answer goes on and on. '.repeat(300);
   const lastUser = (messages: Array<{ role: string; content: string }>) => [...messages].reverse().find((m) => m.role === 'user')?.content;
   h.model.register('views-steer', ({ request }) => {

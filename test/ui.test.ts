@@ -12,10 +12,7 @@ import type { Browser, Page } from 'playwright-core';
 import { startDevServer, type DevServerHandle } from '../scripts/lib/dev-server';
 import { startAgentHarness, waitFor, type AgentHarness } from './support/agent-harness';
 import { freePort } from '../scripts/lib/free-port';
-import { chromiumSkipReason as skipReason, launchChromium, UI_TIMEOUT_MS, withScreenshot as saveShot } from './support/browser';
-
-if (skipReason) console.warn(`test/ui.test.ts skipped: ${skipReason}`);
-const uiTest = skipReason ? test.skip : test;
+import { launchChromium, UI_TIMEOUT_MS, withScreenshot as saveShot } from './support/browser';
 
 let dir: string;
 let server: DevServerHandle;
@@ -27,7 +24,6 @@ let completed: WorkflowHandle;
 let waiting: WorkflowHandle;
 
 beforeAll(async () => {
-  if (skipReason) return;
   dir = mkdtempSync(path.join(os.tmpdir(), 'agent-ui-test-'));
   server = await startDevServer({
     port: await freePort(),
@@ -93,7 +89,7 @@ const withScreenshot = (name: string, check: () => Promise<void>) => saveShot(pa
 // Each page's first render is slow on a loaded machine; the UI timeout bounds every single wait.
 const TEST_TIMEOUT_MS = 120_000;
 
-uiTest("the run's page shows the current details the workflow sets", () =>
+test("the run's page shows the current details the workflow sets", () =>
   withScreenshot('current-details.png', async () => {
     await openRunTab(waiting.workflowId, 'User Metadata');
     // The UI renders current details (markdown) in a sandboxed iframe.
@@ -102,7 +98,7 @@ uiTest("the run's page shows the current details the workflow sets", () =>
     await details.getByText('awaiting approval: writeFile (w1)').waitFor();
   }), TEST_TIMEOUT_MS);
 
-uiTest("the Queries tab leads with the state query, runs it without an argument, and shows the run's view", () =>
+test("the Queries tab leads with the state query, runs it without an argument, and shows the run's view", () =>
   withScreenshot('state-query.png', async () => {
     await openRunTab(waiting.workflowId, 'Queries');
     // The UI lists queries by name and preselects the first: `state`, which needs no argument, so Run Query as it is.
@@ -115,7 +111,7 @@ uiTest("the Queries tab leads with the state query, runs it without an argument,
     await result.locator('.cm-line', { hasText: '"pendingApproval": [' }).waitFor();
   }), TEST_TIMEOUT_MS);
 
-uiTest('the runs list filtered by AgentState shows the runs in that state only', async () => {
+test('the runs list filtered by AgentState shows the runs in that state only', async () => {
   await withScreenshot('list-completed.png', async () => {
     await listRuns('AgentState="COMPLETED"', completed.workflowId);
     expect(await page.getByRole('link', { name: waiting.workflowId, exact: true }).count()).toBe(0);

@@ -15,11 +15,10 @@ export const SHOTS = path.resolve(__dirname, '..', '..', 'test-results', 'ui');
 /** The UI is a SvelteKit app on a busy 2-core machine: its first render can take several seconds. */
 export const UI_TIMEOUT_MS = 30_000;
 
-/** Why the browser tests cannot run here; CI installs Chromium in .ci/run, so there a missing browser is a failure. */
-export const chromiumSkipReason = !existsSync(CHROMIUM) && !process.env.CI ? `${CHROMIUM} is missing (apt-get install -y chromium)` : undefined;
-
 /** Chromium with a fresh temporary profile that `close()` removes; also creates the screenshot folder. */
 export function launchChromium(): Promise<Browser> {
+  // `npm test`'s pretest installs it (scripts/setup-tests.ts): a missing browser is a failure, never a skip.
+  if (!existsSync(CHROMIUM)) throw new Error(`${CHROMIUM} is missing: run npm test (its pretest installs it), or apt-get install -y chromium`);
   mkdirSync(SHOTS, { recursive: true });
   return chromium.launch({ executablePath: CHROMIUM, args: CHROMIUM_ARGS });
 }

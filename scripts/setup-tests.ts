@@ -1,0 +1,19 @@
+/**
+ * `npm test`'s pretest (and, with --production, `npm run test:production`'s): obtains what the tiers need beyond Node
+ * and npm on a fresh machine, one line for each thing it installs, nothing when all is there. The real-model tier's
+ * llama-server is built by the slow tier's global setup (test/global-setup-slow.ts), once, into ~/.cache.
+ */
+import { ensurePrerequisites, ensureHadolint, PRODUCTION_PREREQUISITES, TEST_PREREQUISITES } from './lib/prerequisites';
+import { ensureTemporalCli } from './lib/temporal-cli';
+
+async function main(): Promise<void> {
+  const production = process.argv.includes('--production');
+  ensurePrerequisites(production ? PRODUCTION_PREREQUISITES : TEST_PREREQUISITES);
+  if (!production) ensureHadolint();
+  await ensureTemporalCli();
+}
+
+main().catch((err: unknown) => {
+  console.error(err instanceof Error ? err.message : err);
+  process.exit(1);
+});
