@@ -22,12 +22,6 @@ export { ModelCallsInFlight, STOPPED_CALL_GRACE_MS } from './activities/calls-in
 /** V8's old-generation growth for a worker process, as the worker's entry sets it (`AGENT_HEAP_GROWING_PERCENT`). */
 export { tuneWorkerHeap, WORKER_HEAP_GROWING_PERCENT } from './worker/heap';
 /**
- * The SDK's `Worker`, adopting the workflow thread that `startWorkflowThreadEarly()` (from
- * `durable-agent-worker/early-thread`, imported first in your entry) started: a worker of your own then starts as fast
- * as `createAgentWorker`'s.
- */
-export { AgentSdkWorker } from './worker/sdk-worker';
-/**
  * The workflow code bundled as the agent's own workers bundle it: `bundleAgentWorkflows()` for `workflowBundle`, or
  * `bundleAtBoot()` (`workflowsPath` and `bundlerOptions`), with `PRELOAD_MODULES` loaded once per worker, not per run.
  */

@@ -1,15 +1,10 @@
 /** createAgentWorker's options over the environment (resolveWorkerConfig): what each option overrides, and what it leaves. */
 import { execFileSync } from 'node:child_process';
-import os from 'node:os';
 import path from 'node:path';
-import { parseWorkflowCode } from '@temporalio/worker/lib/worker';
 import { workerConfig } from '../src/config';
 import { agentPlugin } from '../src/worker/plugin';
 import { deploymentOptions, resolveWorkerConfig } from '../src/worker/worker';
 import { tuneWorkerHeap } from '../src/worker/heap';
-import { preparedBundle } from '../src/worker/sdk-worker';
-import { setUpActivationTypes, setUpMessageTypes, setUpTaskTypes } from '../src/worker/message-types';
-import { coresdk, temporal } from '@temporalio/proto';
 
 const env: NodeJS.ProcessEnv = {
   TEMPORAL_ADDRESS: 'temporal.env:7233',
@@ -111,61 +106,3 @@ describe("the worker process's heap (src/worker/heap.ts)", () => {
   });
 });
 
-describe('a prebuilt bundle read without the SDK\'s debugger preload (AgentSdkWorker.getOrCreateBundle, preparedBundle)', () => {
-  const map = { version: 3, file: 'workflows.js', sources: ['webpack://src/workflows/agent-run.ts'], names: [], mappings: 'AAAA' };
-  const code = `globalThis.bundled = 1;\n//# sourceMappingURL=data:application/json;base64,${Buffer.from(JSON.stringify(map)).toString('base64')}\n`;
-
-  test.each([
-    ['an absolute path', path.join(os.tmpdir(), 'bundles', 'workflows.js')],
-    ['a relative path, whose map is given the absolute one', path.join('bundles', 'workflows.js')],
-  ])('%s: the code, map and file name the SDK\'s parseWorkflowCode gives', (_, codePath) => {
-    expect(preparedBundle(code, codePath)).toEqual(parseWorkflowCode(code, codePath));
-  });
-
-  test('a bundle with no inline source map is refused, naming the file and how to build one', () => {
-    expect(() => preparedBundle('globalThis.bundled = 1;\n', '/bundles/workflows.js')).toThrow(/\/bundles\/workflows\.js has no inline source map: build it with `npm run build:workflows`/);
-  });
-});
-
-describe("an activation's converters built before the first activation (message-types.ts, the workflow thread's entry)", () => {
-  const { WorkflowActivation } = coresdk.workflow_activation;
-  const payload = { metadata: { encoding: Buffer.from('json/plain') }, data: Buffer.from('{"prompt":"hi"}') };
-  const activation = {
-    runId: 'r1',
-    isReplaying: true,
-    jobs: [
-      { initializeWorkflow: { workflowType: 'agentRun', workflowId: 'w1', arguments: [payload], randomnessSeed: 7, attempt: 1, memo: { fields: { a: payload } } } },
-      { resolveActivity: { seq: 1, result: { completed: { result: payload } } } },
-      { signalWorkflow: { signalName: 'pause', input: [payload] } },
-    ],
-  };
-  // protobufjs puts a type's generated converters on the type itself when it builds them; until then they are its prototype's.
-  const built = (type: object) => Object.prototype.hasOwnProperty.call(type, 'fromObject') && Object.prototype.hasOwnProperty.call(type, 'decode');
-
-  test('every message type an activation can hold, however deep, is built, and converts as before', () => {
-    const { Payload } = temporal.api.common.v1;
-    const { InitializeWorkflow } = coresdk.workflow_activation;
-    expect([WorkflowActivation, InitializeWorkflow, Payload].map(built)).toEqual([false, false, false]);
-    const count = setUpActivationTypes();
-    expect([WorkflowActivation, InitializeWorkflow, Payload].map(built)).toEqual([true, true, true]);
-    // Every job kind and what each holds: dozens of types, not just the root.
-    expect(count).toBeGreaterThan(40);
-    const converted = WorkflowActivation.fromObject(activation);
-    expect(WorkflowActivation.toObject(converted, { bytes: String })).toEqual(WorkflowActivation.toObject(WorkflowActivation.decode(WorkflowActivation.encode(converted).finish()), { bytes: String }));
-    expect(Buffer.from(converted.jobs[0].initializeWorkflow!.arguments![0].data!).toString()).toBe('{"prompt":"hi"}');
-  });
-
-  test("the main thread's: activity tasks, and the completions of both kinds of task", () => {
-    const { ScheduleActivity } = coresdk.workflow_commands;
-    const { Start } = coresdk.activity_task;
-    const { ActivityTaskCompletion } = coresdk;
-    expect([ScheduleActivity, Start, ActivityTaskCompletion].map(built)).toEqual([false, false, false]);
-    expect(setUpTaskTypes()).toBeGreaterThan(setUpActivationTypes());
-    expect([ScheduleActivity, Start, ActivityTaskCompletion].map(built)).toEqual([true, true, true]);
-  });
-
-  test('what is not a message type is refused, naming what it needs', () => {
-    expect(() => setUpMessageTypes({})).toThrow('setUpMessageTypes needs protobufjs message types');
-    expect(() => setUpMessageTypes(coresdk.ActivityHeartbeat, undefined)).toThrow(TypeError);
-  });
-});

@@ -12,9 +12,7 @@ import type * as ServeModule from '../lib/serve';
 import type * as CodecModule from '../../src/codec';
 import type * as WorkerModule from '../../src/worker';
 import type * as InflightModule from '../../src/activities/inflight';
-import type * as EarlyThreadModule from '../../src/worker/early-thread';
 import type * as HeapModule from '../../src/worker/heap';
-import type * as SdkWorkerModule from '../../src/worker/sdk-worker';
 
 /** What the driver passes; everything under `tuning` is a plain worker option or a harness-only switch. */
 export interface OursWorkerConfig {
@@ -71,13 +69,14 @@ async function main(): Promise<void> {
   const src = config.srcDir ?? path.resolve(__dirname, '../../src');
   // As the image's entry (src/bin/worker.ts) does first: the workflow thread starts, then the SDK loads and the
   // product's own source maps go on.
-  if (config.earlyThread) (require(path.join(src, 'worker/early-thread')) as typeof EarlyThreadModule).startWorkflowThreadEarly();
+  // Builds of src/ from before issue 49 (bench profiles of earlier commits) started their own workflow thread first.
+  if (config.earlyThread) (require(path.join(src, 'worker/early-thread')) as { startWorkflowThreadEarly(): unknown }).startWorkflowThreadEarly();
   if (config.sourceMaps) require(path.join(src, 'bin/source-maps'));
   if (config.heapTuning) (require(path.join(src, 'worker/heap')) as typeof HeapModule).tuneWorkerHeap();
   const { NativeConnection, Runtime, DefaultLogger, Worker } = require('@temporalio/worker') as typeof SdkModule;
   const { serveWorker } = require('../lib/serve') as typeof ServeModule;
   // The product's Worker, which adopts that thread (it came with it); without one, it is the SDK's Worker anyway.
-  const WorkerClass = config.earlyThread ? (require(path.join(src, 'worker/sdk-worker')) as typeof SdkWorkerModule).AgentSdkWorker : Worker;
+  const WorkerClass = config.earlyThread ? (require(path.join(src, 'worker/sdk-worker')) as { AgentSdkWorker: typeof Worker }).AgentSdkWorker : Worker;
   const { claimCheckDataConverter, FsBlobStore, ConversationStore } = require(path.join(src, 'codec')) as Partial<typeof CodecModule> &
     Pick<typeof CodecModule, 'claimCheckDataConverter' | 'FsBlobStore'>;
   const { agentWorkerOptions, openAIClient, SHUTDOWN_GRACE_TIME } = require(path.join(src, 'worker')) as Partial<typeof WorkerModule> & Pick<typeof WorkerModule, 'agentWorkerOptions' | 'openAIClient'>;

@@ -3,9 +3,7 @@
  * The worker process: `npm run worker` (`node dist/bin/worker.js` in the image). Polls the `agent-runs` task queue
  * until SIGINT or SIGTERM; with no LLM_API_KEY and no LLM_BASE_URL it serves the scripted model and says so.
  */
-// First: the workflow thread starts loading (workflow-thread.ts says why); then the SDK loads before source maps are on
-// (source-maps.ts).
-import './workflow-thread';
+// First, so that the SDK loads before source maps are on (source-maps.ts).
 import './source-maps';
 import { workerConfig } from '../config';
 import { installWorkerRuntime } from '../observability/runtime';

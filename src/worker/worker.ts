@@ -3,7 +3,7 @@
  * Configured by one options object over the environment (src/config). With no LLM_API_KEY and no LLM_BASE_URL it serves
  * the project's scripted model in-process. The process is `src/bin/worker.ts` (`npm run worker`).
  */
-import { NativeConnection, Runtime, type Worker, type WorkerOptions } from '@temporalio/worker';
+import { NativeConnection, Runtime, Worker, type WorkerOptions } from '@temporalio/worker';
 import OpenAI from 'openai';
 import { Providers, type ProviderConfig } from '../activities/providers';
 import { createActivities, ModelCallsInFlight, readableErrorBodies, withoutRedirects, SqliteToolLedger, type ActivityDeps, type AgentDefinition, type Tool, type ToolPolicy } from '../activities';
@@ -22,7 +22,6 @@ import type { RedisChannel } from '../stream/redis';
 import { streamSinks } from '../stream/sinks';
 import type { ProviderBudget } from '../quota';
 import type { RedisBudget } from '../quota/redis-budget';
-import { AgentSdkWorker } from './sdk-worker';
 import { workflowCode } from './workflow-bundle';
 
 /** Used when neither the run nor `LLM_MODEL` names a model. */
@@ -289,8 +288,7 @@ export async function createAgentWorker(options: AgentWorkerOptions = {}): Promi
       stream: live,
       budget,
     });
-    // The SDK's Worker, adopting the workflow thread the process started early, if it did (sdk-worker.ts).
-    const worker = await AgentSdkWorker.create({
+    const worker = await Worker.create({
       connection,
       namespace: temporal.namespace,
       taskQueue: temporal.taskQueue,

@@ -17,7 +17,6 @@ import type { AgentRunInput } from '../../src/common/input';
 import { stateQuery, type RunStateView } from '../../src/common/messages';
 import { startScriptedModel, type ScriptedModel, type ScriptedModelOptions } from '../../src/scripted-model';
 import { agentWorkerOptions, openAIClient } from '../../src/worker';
-import { AgentSdkWorker } from '../../src/worker/sdk-worker';
 import type { LiveStream } from '../../src/stream';
 import type { ProviderBudget } from '../../src/quota';
 import { Providers } from '../../src/activities/providers';
@@ -114,8 +113,6 @@ export interface AgentHarnessOptions {
   workflowInterceptorModules?: string[];
   /** The worker's streaming model calls, which a run's workflow task stops at once; absent: a fresh one per worker. */
   callsInFlight?: ModelCallsInFlight;
-  /** The SDK's own `Worker` and workflow thread instead of the product's (`AgentSdkWorker`, as createAgentWorker builds it). @default false */
-  sdkWorker?: boolean;
 }
 
 export async function startAgentHarness(
@@ -138,7 +135,7 @@ export async function startAgentHarness(
   // One set for the harness's life, as in a worker process: the keys' cooldowns outlive a worker restart here too.
   const providers = p ? Providers.fromConfig(openAIClient, { baseURL: model.url, apiKeys: p.keys }, named, p.keyCooldownMs) : undefined;
   const createWorker = () =>
-    (options.sdkWorker ? Worker : AgentSdkWorker).create({
+    Worker.create({
       connection: env.nativeConnection,
       taskQueue,
       workflowBundle: bundle,
