@@ -41,9 +41,10 @@ describe('query parameters: what the document lists is what the gateway takes', 
       status: 400,
       body: { error: { code: 'invalid_input', message: 'Invalid query: unknown parameter "statee" for GET /v1/runs (it takes state, limit, q, agent, since, until, parent, forkOf)' } },
     });
-    // Every route, those that take no query too (before they look the run up).
-    for (const { method, path, url } of operations) {
+    // Every route, those that take no query too (before they look the run up), and each documents the 400.
+    for (const { method, path, url, op } of operations) {
       if (!path.startsWith('/v1/')) continue;
+      expect([method, path, op.responses['400']]).toEqual([method, path, expect.anything()]);
       const refused = await api(method, `${url}?bogus=1`);
       expect([method, path, refused.status, refused.body.error?.message]).toEqual([method, path, 400, expect.stringContaining('unknown parameter "bogus"')]);
     }

@@ -34,7 +34,7 @@ const lastEventIdHeader = { name: 'Last-Event-ID', in: 'header', description: 'R
 const agentStates = Object.values(AgentState);
 
 const ERROR_RESPONSES: Record<number, string> = {
-  400: 'Invalid input: the message names each bad field.',
+  400: 'Invalid input: the message names each bad field, or the query parameter the route does not take; on an event stream, also a `Last-Event-ID` past the end of the run\'s stream (`head` is its last id).',
   413: 'The body is larger than the gateway\'s limit, 1 MiB (1,048,576 bytes) unless the gateway was built with another `bodyLimit`; `limitBytes` says it.',
   415: 'The body is not JSON: `Content-Type` must be `application/json`.',
   401: 'Missing or wrong bearer token (or, on the event stream, a stream token that expired, is for another run or was altered: the message says which).',
@@ -484,11 +484,13 @@ function buildDocument(): Json {
 }
 
 /**
- * Every POST reads its body before its route runs, whether the route uses one or not (pause, resume): each answers 413
- * to a body over the limit and 415 to one that is not JSON (the gateway has no other parser).
+ * Every route under /v1 answers 400 to a query parameter it does not take. Every POST reads its body before its route
+ * runs, whether the route uses one or not (pause, resume): each answers 413 to a body over the limit and 415 to one
+ * that is not JSON (the gateway has no other parser).
  */
-function withBodyErrors(doc: Json): Json {
-  for (const path of Object.values(doc.paths as Record<string, Record<string, Json>>)) {
+function withCommonErrors(doc: Json): Json {
+  for (const [route, path] of Object.entries(doc.paths as Record<string, Record<string, Json>>)) {
+    for (const operation of Object.values(path)) if (route.startsWith('/v1/')) Object.assign(operation.responses as Json, errors(400));
     if (path.post) Object.assign(path.post.responses as Json, errors(413, 415));
   }
   return doc;
@@ -496,4 +498,4 @@ function withBodyErrors(doc: Json): Json {
 
 let cached: Json | undefined;
 /** The document, built once. */
-export const openApiDocument = (): Json => (cached ??= withBodyErrors(buildDocument()));
+export const openApiDocument = (): Json => (cached ??= withCommonErrors(buildDocument()));

@@ -17,9 +17,9 @@ import type { RunStateView } from '../../common/view';
 import { WorkflowNotFoundError } from '@temporalio/client';
 import { AgentRunNotFoundError } from '../../client';
 import { abortOnClose, type GatewayContext } from '../context';
-import { toHttpError } from '../errors';
+import { HttpError, toHttpError } from '../errors';
 import { EventsQuerySchema, parseOr400, RunParamsSchema } from '../schemas';
-import { isOffset, START } from '../../stream/channel';
+import { isOffset, isPastHead, START } from '../../stream/channel';
 import { serveLive } from '../live-events';
 import { uiMessageStreamFormat } from '../ui-message-stream';
 import { agUiFormat } from '../ag-ui';
@@ -100,7 +100,18 @@ export async function serveRunEvents(ctx: GatewayContext, request: FastifyReques
             throw err instanceof WorkflowNotFoundError ? new AgentRunNotFoundError(id) : err;
           },
         );
-      const after = isOffset(lastEventId) ? lastEventId.trim() : query.from === 'now' ? ((await ctx.stream.head(id).catch(() => null)) ?? START) : START;
+      const head = isOffset(lastEventId) || query.from === 'now' ? await ctx.stream.head(id).catch(() => null) : null;
+      // No id this stream sent is past its end: replaying to such an id would send lower ids than it, and taking it as
+      // caught up would hide events the watcher never had. Refused before anything is sent, as a bad parameter is.
+      if (isOffset(lastEventId) && isPastHead(lastEventId.trim(), head)) {
+        throw new HttpError(
+          400,
+          'invalid_input',
+          `Last-Event-ID ${lastEventId.trim()} is past the end of this run's stream (its last event is ${head}): not an id this stream sent; reconnect without it to read the run from the start`,
+          { head },
+        );
+      }
+      const after = isOffset(lastEventId) ? lastEventId.trim() : query.from === 'now' ? (head ?? START) : START;
       // Only a format that opens with the state (AG-UI's snapshot) reads it here: a reconnect otherwise costs no query.
       const view = format.startsWithState ? await handle.state({ signal }) : undefined;
       const fallback = await serveLive(ctx.stream, id, after, closed, ctx.attachWaitMs ?? 3_000, {
