@@ -87,3 +87,16 @@ uiTest("an aborted run is listed as ABORTED and closed, not as Temporal's COMPLE
   });
   await page.close();
 }, 90_000);
+
+uiTest("an unknown run's page says so, and shows neither an \"ended\" pill nor empty sections", async () => {
+  const page = await openList(1_400);
+  await page.getByTestId('connection').filter({ hasText: 'live' }).waitFor();
+  await page.goto(`${base}/ui/runs/no-such-run`);
+  await withScreenshot(page, 'list-unknown-run.png', async () => {
+    await page.getByTestId('state').filter({ hasText: /^unknown run$/ }).waitFor();
+    expect(await page.getByTestId('connection').isVisible()).toBe(false);
+    const shown = await page.locator('#run-page section:visible').evaluateAll((sections) => sections.map((s) => s.getAttribute('aria-label')));
+    expect(shown).toEqual(['Status']);
+  });
+  await page.close();
+}, 60_000);
