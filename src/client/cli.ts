@@ -20,6 +20,7 @@ import { parseAgentRunInput, type AgentRunInput } from '../common/input';
 
 type Limits = NonNullable<AgentRunInput['limits']>;
 type ApprovalInput = NonNullable<AgentRunInput['approval']>;
+type Budget = NonNullable<AgentRunInput['budget']>;
 import type { AgentRunResult, ControlResult, RunStateView } from '../common/messages';
 import { registerSearchAttributes, REQUIRED_SEARCH_ATTRIBUTES } from '../config/search-attributes';
 import { formatDiff } from './time-travel';
@@ -92,7 +93,7 @@ function buildProgram(deps: CliDeps, state: { exitCode: number }): Command {
     .exitOverride()
     .configureOutput({ writeOut: deps.out, writeErr: deps.err })
     .showSuggestionAfterError()
-    .helpCommand(false);
+    .helpCommand('help [command]', 'show the help of a command (as <command> --help does)');
 
   const command = (nameAndArgs: string, description: string) =>
     program.command(nameAndArgs).description(description).option('--json', 'machine-readable output');
@@ -112,17 +113,21 @@ function buildProgram(deps: CliDeps, state: { exitCode: number }): Command {
     .option('--timeout-ms <n>', 'working time of the run in ms before it fails (time waiting for an approval or paused does not count)', integer)
     .option('--approval-timeout-ms <n>', 'longest wait for one approval before --on-approval-timeout applies', integer)
     .option('--on-approval-timeout <what>', 'fail (default) | reject: reject the calls still waiting, tell the model, go on')
-    .option('--approval-reminder-at <share>', 'share of --approval-timeout-ms (e.g. 0.8) at which an undecided wait raises an approvalReminder event', Number)
+    .option('--approval-reminder-at <share>', 'share of --approval-timeout-ms (e.g. 0.8) at which an undecided wait raises an approvalReminder event', decimal)
     .option('--max-paused-ms <n>', 'a run paused this long is aborted', integer)
     .option('--on-limit <what>', 'fail (default) | complete: at --max-loops or --max-tool-calls end COMPLETED with the last text')
+    .option('--max-tokens <n>', 'budget: total tokens (prompt and completion) the run may use', integer)
+    .option('--max-cost-usd <usd>', 'budget: total cost in US dollars, from the worker\'s price table', decimal)
+    .option('--on-budget-exceed <what>', 'fail (default) | approve: wait for an approval of toolCallId "budget", which extends the budget by its size')
+    .option('--keep-open-ms <n>', 'after the answer, keep the conversation open this long for `agent send` to continue it (default 0)', integer)
     .option('--tools <names>', 'comma-separated tools the run may use, and named agents it may call as child runs (default: every tool, no agent)')
     .option('--id <workflowId>', 'workflow id (default: agent-<random>)')
     .option('--watch', 'follow the run until it ends')
     .action(async (prompt: string, o: StartFlags) => {
       const input = startInput(prompt, o);
       // Validate before connecting: bad input should not depend on the server being up.
-      const parsed = parseAgentRunInput(input);
-      if (!parsed.ok) throw new InvalidAgentInputError(parsed.error);
+      const problem = startInputProblem(input);
+      if (problem) throw new InvalidAgentInputError(problem);
       await withClient(async (client) => {
         const handle = await client.start(input, { workflowId: o.id });
         if (o.json) printJson({ type: 'started', workflowId: handle.workflowId, runId: handle.runId });
@@ -195,6 +200,8 @@ function buildProgram(deps: CliDeps, state: { exitCode: number }): Command {
       const result = await withClient((client) => client.handle(workflowId).sendMessage(text, { timeoutMs: o.waitMs, interrupt: o.interrupt }));
       if (o.json) printJson(result);
       else if (result.interrupted) print('interrupted: the message goes with the next model call');
+      // None waiting: the run took it at once (an open conversation goes on with it).
+      else if (result.queued === 0) print('message taken: the model reads it in its next call, which starts now');
       else print(`message queued (${result.queued} waiting for the next model call)`);
     });
 
@@ -210,7 +217,11 @@ function buildProgram(deps: CliDeps, state: { exitCode: number }): Command {
     .action(async (workflowId: string, o: JsonOption) => {
       const steps = await withClient((client) => client.handle(workflowId).steps());
       if (o.json) printJson(steps);
-      else for (const s of steps) print(`${String(s.step).padStart(4)}  ${clock(s.at)}  ${s.from} -> ${s.to} (${s.event})`);
+      else {
+        // Step 0 holds no state change, so the run does not list it: it is the run as started, what `fork --from-step 0` takes.
+        if (steps[0]?.step === 1) print(`${'0'.padStart(4)}  ${clock(steps[0].at)}  the run before its start (fork --from-step 0: a fresh run of the same input)`);
+        for (const s of steps) print(`${String(s.step).padStart(4)}  ${clock(s.at)}  ${s.from} -> ${s.to} (${s.event})`);
+      }
     });
 
   command('diff <workflowId> <stepA> <stepB>', 'show what changed in a run between two steps: each added (+), removed (-) or changed value with its path')
@@ -228,14 +239,22 @@ function buildProgram(deps: CliDeps, state: { exitCode: number }): Command {
     .option('--query <query>', 'a visibility query the runs must also match, e.g. TaskQueue="agent-runs"')
     .action(async (o: JsonOption & { workflows?: string; limit: number; recent: number; query?: string }) => {
       // Loaded here only: replay needs the worker's native core, which the other commands do without.
-      const { checkDeploy, quietReplayLogs } = await import('../worker/check-deploy');
+      const { checkDeploy, DeployCheckQueryError, quietReplayLogs } = await import('../worker/check-deploy');
       quietReplayLogs();
       const workflows = o.workflows ? { workflowsPath: path.resolve(o.workflows) } : undefined;
-      const result = await withClient((client) => checkDeploy({ client: client.client, workflows, limit: o.limit, recentClosed: o.recent, query: o.query }));
+      const result = await withClient((client) => checkDeploy({ client: client.client, workflows, limit: o.limit, recentClosed: o.recent, query: o.query })).catch((err: unknown) => {
+        if (err instanceof DeployCheckQueryError) throw new InvalidAgentInputError(`--query ${JSON.stringify(err.query)}: not a visibility query the server accepts: ${err.reason}`);
+        throw err;
+      });
       if (o.json) printJson(result);
       else {
         print(`replayed ${result.checked.length} run(s): ${result.failures.length === 0 ? 'all replay with this code' : `${result.failures.length} would fail`}`);
-        for (const f of result.failures) print(`  ${f.workflowId} (${f.runId}): ${oneLine(f.error, 300)}`);
+        // Each run by name, so that "all replay" can be checked against the runs the operator expected.
+        const failed = new Map(result.failures.map((f) => [`${f.workflowId}/${f.runId}`, f.error]));
+        for (const r of result.checked) {
+          const error = failed.get(`${r.workflowId}/${r.runId}`);
+          print(`  ${error === undefined ? 'ok    ' : 'FAILS '} ${r.workflowId} (${r.runId})${error === undefined ? '' : `: ${oneLine(error, 300)}`}`);
+        }
       }
       if (result.failures.length > 0) state.exitCode = 1;
     });
@@ -268,7 +287,8 @@ function buildProgram(deps: CliDeps, state: { exitCode: number }): Command {
     .option('--state <state>', 'only runs in this AgentState (e.g. AWAITING_APPROVAL)')
     .option('--limit <n>', 'most runs to show (default 20)', integer)
     .action(async (o: JsonOption & { state?: string; limit?: number }) => {
-      const runs = await withClient((client) => client.list({ state: o.state, limit: o.limit }));
+      // States are upper case (the AgentState search attribute); `--state completed` means the same.
+      const runs = await withClient((client) => client.list({ state: o.state?.toUpperCase(), limit: o.limit }));
       if (o.json) printJson(runs);
       else print(formatList(runs, o.state));
     });
@@ -309,6 +329,10 @@ interface StartFlags extends JsonOption {
   approvalReminderAt?: number;
   maxPausedMs?: number;
   onLimit?: string;
+  maxTokens?: number;
+  maxCostUsd?: number;
+  onBudgetExceed?: string;
+  keepOpenMs?: number;
   tools?: string;
   id?: string;
   watch?: boolean;
@@ -329,9 +353,11 @@ export function startInput(prompt: string, o: Omit<StartFlags, 'json' | 'id' | '
     onTimeout: o.onApprovalTimeout as ApprovalInput['onTimeout'],
     reminderAt: o.approvalReminderAt,
   });
+  const budget = definedOnly({ maxTokens: o.maxTokens, maxCostUsd: o.maxCostUsd, onExceed: o.onBudgetExceed as Budget['onExceed'] });
   return {
     prompt,
-    ...definedOnly({ agent: o.agent, model: o.model, systemPrompt: o.system }),
+    ...definedOnly({ agent: o.agent, model: o.model, systemPrompt: o.system, keepOpenMs: o.keepOpenMs }),
+    ...(Object.keys(budget).length ? { budget: budget as Budget } : {}),
     ...(Object.keys(limits).length ? { limits } : {}),
     ...(o.tools !== undefined ? { tools: names(o.tools) } : {}),
     ...(o.fallbackModels !== undefined ? { fallbackModels: names(o.fallbackModels) } : {}),
@@ -341,6 +367,68 @@ export function startInput(prompt: string, o: Omit<StartFlags, 'json' | 'id' | '
     ...(o.critique !== undefined ? { critique: o.critique as AgentRunInput['critique'] } : {}),
     ...(Object.keys(approval).length ? { approval: approval as ApprovalInput } : {}),
   };
+}
+
+/** The flag that sets each input field: a refusal names what the operator typed, with the field beside it. */
+const FLAGS: Record<string, string> = {
+  prompt: '<prompt>',
+  agent: '--agent',
+  model: '--model',
+  fallbackModels: '--fallback-models',
+  messages: '--messages-file',
+  systemPrompt: '--system',
+  critique: '--critique',
+  tools: '--tools',
+  keepOpenMs: '--keep-open-ms',
+  'approval.tools': '--approve-tools',
+  'approval.onTimeout': '--on-approval-timeout',
+  'approval.reminderAt': '--approval-reminder-at',
+  'limits.maxLoops': '--max-loops',
+  'limits.maxToolCalls': '--max-tool-calls',
+  'limits.timeoutMs': '--timeout-ms',
+  'limits.approvalTimeoutMs': '--approval-timeout-ms',
+  'limits.maxPausedMs': '--max-paused-ms',
+  'limits.onLimit': '--on-limit',
+  budget: '--max-tokens/--max-cost-usd',
+  'budget.maxTokens': '--max-tokens',
+  'budget.maxCostUsd': '--max-cost-usd',
+  'budget.onExceed': '--on-budget-exceed',
+};
+
+/** `--max-loops (limits.maxLoops)` for a field path; a path under a flag's field (`messages.3.content`) keeps its rest. */
+function flagOf(field: string): string {
+  if (FLAGS[field]) return `${FLAGS[field]} (${field})`;
+  const parent = Object.keys(FLAGS)
+    .filter((f) => field.startsWith(`${f}.`))
+    .sort((a, b) => b.length - a.length)[0];
+  return parent ? `${FLAGS[parent]} (${field})` : field;
+}
+
+/**
+ * What is wrong with the input the flags built, in the flags' names; null when nothing. An approval or budget setting
+ * without what it qualifies is said as such, not as the schema's missing field the operator never typed.
+ */
+export function startInputProblem(input: AgentRunInput): string | null {
+  const given = (flags: Array<[unknown, string]>) => flags.filter(([v]) => v !== undefined).map(([, flag]) => flag);
+  if (input.approval && input.approval.tools === undefined) {
+    const flags = given([[input.approval.reminderAt, '--approval-reminder-at'], [input.approval.onTimeout, '--on-approval-timeout']]);
+    return `${flags.join(' and ')} need${flags.length > 1 ? '' : 's'} --approve-tools: the tools whose calls wait for approval`;
+  }
+  if (input.budget && input.budget.maxTokens === undefined && input.budget.maxCostUsd === undefined) {
+    return '--on-budget-exceed needs --max-tokens or --max-cost-usd: the budget it applies to';
+  }
+  const parsed = parseAgentRunInput(input);
+  if (parsed.ok) return null;
+  const issues = parsed.error.replace(/^Invalid agentRun input: /, '').split('; ');
+  return issues
+    .map((issue) => {
+      const at = issue.indexOf(': ');
+      const [field, message] = at < 0 ? ['', issue] : [issue.slice(0, at), issue.slice(at + 2)];
+      // Fields named inside a message (`needs limits.approvalTimeoutMs`) are flags too.
+      const said = message.replace(/\b(limits|approval|budget)\.[A-Za-z]+\b/g, (f) => flagOf(f));
+      return field ? `${flagOf(field)}: ${said}` : said;
+    })
+    .join('; ');
 }
 
 /** `--messages-file`: the file's JSON array; the input schema then checks each message. */
@@ -390,6 +478,12 @@ function jsonObject(value: string): Record<string, unknown> {
   }
   if (typeof parsed !== 'object' || parsed === null || Array.isArray(parsed)) throw new InvalidArgumentError('expected a JSON object');
   return parsed as Record<string, unknown>;
+}
+
+/** A number as typed: `Number` would pass `NaN` on for the schema to call "received NaN". */
+function decimal(value: string): number {
+  if (!/^-?(\d+\.?\d*|\.\d+)$/.test(value.trim())) throw new InvalidArgumentError('expected a number, e.g. 0.8');
+  return Number(value);
 }
 
 function integer(value: string): number {
@@ -568,7 +662,7 @@ function formatState(workflowId: string, v: RunStateView): string {
 function formatList(runs: AgentRunSummary[], state: string | undefined): string {
   if (!runs.length) return state ? `no agent runs in state ${state}` : 'no agent runs';
   const rows = [
-    ['WORKFLOW ID', 'AGENT STATE', 'STATUS', 'STARTED'],
+    ['WORKFLOW ID', 'AGENT STATE', 'EXECUTION', 'STARTED'],
     ...runs.map((r) => [r.workflowId, r.agentState ?? '-', r.status, dateTime(r.startTime)]),
   ];
   const widths = rows[0].map((_, i) => Math.max(...rows.map((row) => row[i].length)));

@@ -7,8 +7,9 @@ import type { RunStateView } from '../common/messages';
 import { AgentState, isTerminal } from '../common/states';
 import { followText, type CallText, type StreamEvent } from '../common/stream';
 import { diffState, type WatchEvent } from '../common/watch';
-import type { StreamChannel } from '../stream/channel';
+import { isOffset, isPastHead, START, type StreamChannel } from '../stream/channel';
 import { pause } from './abortable';
+import { InvalidAgentInputError } from './errors';
 
 /** Options of `AgentRunHandle.watch`. */
 export interface WatchOptions {
@@ -25,9 +26,12 @@ export interface WatchOptions {
    * the stream had not. Absent: polling only.
    */
   stream?: StreamChannel;
-  /** With `stream`: re-attach after this offset (the last one `onOffset` gave), so only what came after is reported. @default '0-0' (from the start) */
+  /**
+   * With `stream` only (without, `watch` refuses it: polling has no offsets): re-attach after this offset (the last one
+   * `onOffset` gave), so only what came after is reported. One past the run's last event is refused. @default '0-0' (from the start)
+   */
   after?: string;
-  /** With `stream`: called with each event's offset once `onEvent` has taken it: keep the last to re-attach with `after`. */
+  /** With `stream` only: called with each event's offset once `onEvent` has taken it: keep the last to re-attach with `after`. */
   onOffset?: (offset: string) => void | Promise<void>;
 }
 
@@ -45,6 +49,7 @@ export interface WatchedRun {
  */
 export async function watchRun(run: WatchedRun, onEvent: (event: WatchEvent) => void | Promise<void>, opts: WatchOptions = {}): Promise<RunStateView> {
   const intervalMs = opts.intervalMs ?? 250;
+  checkOffsetOptions(opts);
   const seen = opts.stream ? await watchStream(run.workflowId, opts.stream, onEvent, opts) : undefined;
   if (seen && 'end' in seen) return seen.end;
   let previous: RunStateView | undefined;
@@ -64,6 +69,24 @@ export async function watchRun(run: WatchedRun, onEvent: (event: WatchEvent) => 
 }
 
 /**
+ * Offsets are positions in a stream channel: without `stream`, `watch` polls the state, which has none, and would
+ * report everything from the start while `onOffset` is never called. A backend whose workers publish to the gateway's
+ * embedded hub has no channel of its own to pass: it reads offsets from the gateway's `GET /v1/runs/:id/events`.
+ */
+function checkOffsetOptions(opts: WatchOptions): void {
+  const given = [opts.after !== undefined ? 'after' : '', opts.onOffset ? 'onOffset' : ''].filter(Boolean);
+  if (!opts.stream && given.length) {
+    throw new InvalidAgentInputError(
+      `Invalid watch options: ${given.join(' and ')} need${given.length > 1 ? '' : 's'} stream: offsets are positions in a stream channel, and without one watch polls the state, which has none ` +
+        "(with the gateway's embedded hub, follow GET /v1/runs/:id/events, whose event ids are the offsets)",
+    );
+  }
+  if (opts.after !== undefined && opts.after !== START && !isOffset(opts.after)) {
+    throw new InvalidAgentInputError(`Invalid watch options: after: expected an offset such as 0-0 or 1732590000000-42 (one onOffset gave), got ${JSON.stringify(opts.after)}`);
+  }
+}
+
+/**
  * `watch` on the stream channel: reports its events until the run's `end` (resolves with it), or until the channel
  * cannot go on (a gap, down, no stream for the run): then resolves with what was reported, for polling to go on from.
  */
@@ -71,6 +94,9 @@ async function watchStream(workflowId: string, channel: StreamChannel, onEvent: 
   const seen: Seen = { step: 0, toolStarts: new Set(), toolEnds: new Set(), approvals: new Set(), texts: new Map(), call: undefined };
   const head = await channel.head(workflowId).catch(() => undefined);
   if (head === undefined) return seen;
+  if (opts.after !== undefined && isPastHead(opts.after.trim(), head)) {
+    throw new InvalidAgentInputError(`Invalid watch options: after: ${opts.after} is past the end of run ${workflowId}'s stream (its last event is ${head}): not an offset this channel gave`);
+  }
   const sub = channel.subscribe(workflowId, opts.after ?? '0-0');
   const stop = () => sub.close();
   opts.signal?.addEventListener('abort', stop, { once: true });

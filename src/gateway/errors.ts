@@ -44,7 +44,10 @@ export function toHttpError(err: unknown): HttpError | undefined {
   if (err instanceof InvalidAgentInputError) return new HttpError(400, 'invalid_input', err.message);
   if (err instanceof AgentRunNotFoundError) return new HttpError(404, 'run_not_found', err.message);
   if (err instanceof AgentStepNotFoundError) return new HttpError(404, 'step_not_found', err.message);
-  if (err instanceof AgentRunEndedError) return new HttpError(409, 'run_ended', err.message, { status: err.status });
+  if (err instanceof AgentRunEndedError) {
+    // Two statuses, each named for what it is: an aborted run's state is ABORTED while its workflow execution COMPLETED.
+    return new HttpError(409, 'run_ended', err.message, { state: err.state ?? null, executionStatus: err.status });
+  }
   if (err instanceof AgentUpdateRejectedError) return new HttpError(409, 'update_rejected', err.reason, { update: err.update });
   if (err instanceof AgentQueryTimeoutError) return new HttpError(504, 'query_timeout', err.message);
   if (err instanceof AgentControlTimeoutError) {

@@ -36,7 +36,7 @@ export interface GatewayOptions {
    * fails with 504 `control_timeout` and the run refuses it. @default 10000 (`DEFAULT_CONTROL_TIMEOUT_MS`)
    */
   controlTimeoutMs?: number;
-  /** Largest request body in bytes. @default 1048576 */
+  /** Largest request body in bytes; a larger one is refused with 413, the limit named. @default 1048576 (1 MiB) */
   bodyLimit?: number;
   /** Serve the web page for runs at `/ui` (its data still needs the token). @default true */
   ui?: boolean;
@@ -59,6 +59,9 @@ export interface GatewayOptions {
   streamTokenTtlMs?: number;
 }
 
+/** 1 MiB: a conversation carried in a start request fits many times over; what does not belongs in a blob store. */
+export const DEFAULT_BODY_LIMIT = 1_048_576;
+
 /** Stream tokens travel in the query string: they are cut from the URLs the logger writes. */
 const logSerializers = {
   req: (request: FastifyRequest) => ({ method: request.method, url: request.url.replace(/([?&]token=)[^&]*/g, '$1[redacted]'), remoteAddress: request.ip }),
@@ -67,7 +70,8 @@ const logSerializers = {
 /** Builds the gateway; call `listen` to serve, or `inject` to test. Closing it ends open streams and result waits. */
 export function buildGateway(opts: GatewayOptions): FastifyInstance {
   if (opts.token !== null && !opts.token.trim()) throw new Error('the gateway token must be a non-empty string (or null to turn authentication off)');
-  const app = Fastify({ logger: opts.logger ? { serializers: logSerializers } : false, bodyLimit: opts.bodyLimit ?? 1_048_576 });
+  const bodyLimit = opts.bodyLimit ?? DEFAULT_BODY_LIMIT;
+  const app = Fastify({ logger: opts.logger ? { serializers: logSerializers } : false, bodyLimit });
   const ctx: GatewayContext = {
     agents: opts.agents,
     heartbeatMs: opts.heartbeatMs ?? 15_000,
@@ -80,7 +84,7 @@ export function buildGateway(opts: GatewayOptions): FastifyInstance {
   };
 
   app.setErrorHandler((err, request, reply) => {
-    const http = unsupportedMediaType(err, request) ?? toHttpError(err);
+    const http = unsupportedMediaType(err, request) ?? bodyTooLarge(err, bodyLimit) ?? toHttpError(err);
     if (http) return reply.code(http.statusCode).send(http.body());
     request.log.error({ err }, 'unexpected error');
     return reply.code(500).send({ error: { code: 'internal', message: 'internal error' } });
@@ -165,3 +169,11 @@ function unsupportedMediaType(err: unknown, request: FastifyRequest): HttpError 
   const sent = request.headers['content-type'] ? `Content-Type: ${request.headers['content-type']}` : 'no Content-Type';
   return new HttpError(415, 'unsupported_media_type', `the body must be JSON (Content-Type: application/json); the request has ${sent}`);
 }
+
+/** Fastify's 413 says only "Request body is too large": this one states the limit. */
+function bodyTooLarge(err: unknown, limit: number): HttpError | undefined {
+  if ((err as { code?: unknown } | null)?.code !== 'FST_ERR_CTP_BODY_TOO_LARGE') return undefined;
+  return new HttpError(413, 'payload_too_large', `the body is larger than the gateway's limit of ${byteSize(limit)} (${limit.toLocaleString('en-US')} bytes)`, { limitBytes: limit });
+}
+
+const byteSize = (n: number): string => (n % 1_048_576 === 0 ? `${n / 1_048_576} MiB` : n % 1024 === 0 ? `${n / 1024} KiB` : `${n} bytes`);

@@ -6,7 +6,7 @@
 import { z } from 'zod';
 import { AgentState } from '../common/states';
 import { PendingApprovalSchema, RunStateViewSchema, RunUsageSchema, TransitionRecordSchema } from '../common/view';
-import { AbortBodySchema, ApproveBodySchema, ForkBodySchema, SendMessageBodySchema, StartRunBodySchema } from './schemas';
+import { AbortBodySchema, ApproveBodySchema, ForkBodySchema, routeQuery, SendMessageBodySchema, StartRunBodySchema } from './schemas';
 import type { SseEvent } from './sse-cursor';
 
 type Json = Record<string, unknown>;
@@ -30,20 +30,16 @@ const idParam = {
   description: 'The run\'s workflow id; URL-encode it (sub-agent ids contain `/`).',
   schema: { type: 'string', minLength: 1 },
 };
-const messagesParam = {
-  name: 'messages',
-  in: 'query',
-  description: '`1` or `true` includes the conversation (it can be large).',
-  schema: { type: 'string', enum: ['1', '0', 'true', 'false'] },
-};
+const lastEventIdHeader = { name: 'Last-Event-ID', in: 'header', description: 'Resume after this event id.', schema: { type: 'string' } };
 const agentStates = Object.values(AgentState);
 
 const ERROR_RESPONSES: Record<number, string> = {
-  400: 'Invalid input: the message names each bad field.',
+  400: 'Invalid input: the message names each bad field, or the query parameter the route does not take; on an event stream, also a `Last-Event-ID` past the end of the run\'s stream (`head` is its last id).',
+  413: 'The body is larger than the gateway\'s limit, 1 MiB (1,048,576 bytes) unless the gateway was built with another `bodyLimit`; `limitBytes` says it.',
   415: 'The body is not JSON: `Content-Type` must be `application/json`.',
   401: 'Missing or wrong bearer token (or, on the event stream, a stream token that expired, is for another run or was altered: the message says which).',
   404: 'No run with this id (`run_not_found`), or no such step (`step_not_found`).',
-  409: 'The run has ended (`run_ended`), refused the control (`update_rejected`: `message` is the run\'s reason, `update` the control), or is already running (`already_started`).',
+  409: 'The run has ended (`run_ended`: `state` is how it ended, e.g. `ABORTED`, when the server still has its result, `executionStatus` Temporal\'s status of its workflow execution, e.g. `COMPLETED`), refused the control (`update_rejected`: `message` is the run\'s reason, `update` the control), or is already running (`already_started`).',
   422: 'The run failed (`run_failed`): `message` is the workflow\'s reason, `failureType` its failure type, `result` its counters when known.',
   503: 'The Temporal server is unavailable.',
   504:
@@ -71,6 +67,26 @@ export function viewSchemas(): Record<string, Json> {
 function withoutSafeIntegerBounds({ jsonSchema }: { jsonSchema: Json }): void {
   if (jsonSchema.minimum === Number.MIN_SAFE_INTEGER) delete jsonSchema.minimum;
   if (jsonSchema.maximum === Number.MAX_SAFE_INTEGER) delete jsonSchema.maximum;
+  // An ISO 8601 regex of 400 characters says no more than `format: date-time`.
+  if (jsonSchema.format === 'date-time') delete jsonSchema.pattern;
+}
+
+/**
+ * The query parameters of a route (`GET /v1/runs/:id`), from the zod schema the gateway checks its query with
+ * (`ROUTE_QUERIES`): the document lists exactly what the gateway takes, and it refuses the rest.
+ */
+export function queryParameters(method: string, route: string): Json[] {
+  const { properties = {}, required = [] } = z.toJSONSchema(routeQuery(method, route), { io: 'input', override: withoutSafeIntegerBounds }) as {
+    properties?: Record<string, Json>;
+    required?: string[];
+  };
+  return Object.entries(properties).map(([name, { description, ...schema }]) => ({
+    name,
+    in: 'query',
+    ...(required.includes(name) ? { required: true } : {}),
+    ...(description ? { description } : {}),
+    schema,
+  }));
 }
 
 const schemas: Record<string, Json> = {
@@ -114,12 +130,15 @@ const schemas: Record<string, Json> = {
         type: 'array',
         items: {
           type: 'object',
-          required: ['workflowId', 'runId', 'status', 'startTime'],
+          required: ['workflowId', 'runId', 'executionStatus', 'startTime'],
           properties: {
             workflowId: { type: 'string' },
             runId: { type: 'string' },
-            status: { type: 'string', description: 'Temporal execution status: RUNNING, COMPLETED, FAILED, TERMINATED, ...' },
-            agentState: { enum: agentStates, description: 'The `AgentState` search attribute.' },
+            executionStatus: {
+              type: 'string',
+              description: "Temporal's status of the run's workflow execution: RUNNING, COMPLETED (also for an ABORTED run), FAILED, TERMINATED, CONTINUED_AS_NEW, ...",
+            },
+            agentState: { enum: agentStates, description: 'The run\'s own state, as of its last transition (the `AgentState` search attribute).' },
             startTime: { type: 'string', format: 'date-time' },
             closeTime: { type: 'string', format: 'date-time', description: 'Only once the run has closed.' },
             durationMs: { type: ['integer', 'null'], description: 'Closed runs: from start to close.' },
@@ -275,30 +294,14 @@ function buildDocument(): Json {
         post: {
           operationId: 'startRun',
           summary: 'Start a run',
-          parameters: [
-            {
-              name: 'workflowId',
-              in: 'query',
-              description: 'Workflow id for an idempotent start (409 `already_started` while a run with it is open). Default `agent-<random>`.',
-              schema: { type: 'string', pattern: '^[A-Za-z0-9._:@/-]{1,200}$' },
-            },
-          ],
+          parameters: queryParameters('POST', '/v1/runs'),
           requestBody: body(StartRunBodySchema),
           responses: { '201': ok('Started; `Location` is the run\'s URL.', ref('RunStarted')), ...errors(400, 401, 409, 503) },
         },
         get: {
           operationId: 'listRuns',
           summary: 'List runs: open runs first (newest first), then closed runs (most recently closed first)',
-          parameters: [
-            { name: 'state', in: 'query', description: 'Only runs whose `AgentState` is this.', schema: { enum: agentStates } },
-            { name: 'limit', in: 'query', description: 'Most runs returned (default 20).', schema: { type: 'integer', minimum: 1, maximum: 1000 } },
-            { name: 'q', in: 'query', description: 'Text in the workflow id or the prompt, any case (filtered by the gateway over at most 1,000 runs).', schema: { type: 'string' } },
-            { name: 'agent', in: 'query', description: 'Runs of this named agent (filtered by the gateway).', schema: { type: 'string' } },
-            { name: 'since', in: 'query', description: 'Started at or after this time.', schema: { type: 'string', format: 'date-time' } },
-            { name: 'until', in: 'query', description: 'Started at or before this time.', schema: { type: 'string', format: 'date-time' } },
-            { name: 'parent', in: 'query', description: 'Children of this workflow (ParentWorkflowId).', schema: { type: 'string' } },
-            { name: 'forkOf', in: 'query', description: 'Forks of this run (filtered by the gateway).', schema: { type: 'string' } },
-          ],
+          parameters: queryParameters('GET', '/v1/runs'),
           responses: { '200': ok('Runs.', ref('RunList')), ...errors(400, 401, 503) },
         },
       },
@@ -306,7 +309,7 @@ function buildDocument(): Json {
         get: {
           operationId: 'getRunState',
           summary: 'The run\'s state view',
-          parameters: [idParam, messagesParam],
+          parameters: [idParam, ...queryParameters('GET', '/v1/runs/:id')],
           responses: { '200': ok('State view.', ref('RunState')), ...errors(400, 401, 404, 503, 504) },
         },
       },
@@ -325,11 +328,7 @@ function buildDocument(): Json {
           summary: 'Follow the run (Server-Sent Events)',
           description: SSE_DESCRIPTION,
           security: [{ bearer: [] }, { streamToken: [] }],
-          parameters: [
-            idParam,
-            { name: 'Last-Event-ID', in: 'header', description: 'Resume after this event id.', schema: { type: 'string' } },
-            { name: 'lastEventId', in: 'query', description: 'The same, for a new EventSource (which cannot set the header); the header wins.', schema: { type: 'string' } },
-          ],
+          parameters: [idParam, lastEventIdHeader, ...queryParameters('GET', '/v1/runs/:id/events')],
           responses: { '200': { description: 'An event stream.', content: { 'text/event-stream': { schema: { type: 'string' } } } }, ...errors(401, 404, 503, 504) },
         },
       },
@@ -343,7 +342,7 @@ function buildDocument(): Json {
             '`tool-approval-request`, `data-restart` before the text of a retried model call, `finish`, `abort` or `error` at the end, then `[DONE]`. Retries, gaps and degraded notices are transient `data-*` parts.',
             'The last chunk of each event carries the event\'s id; a `Last-Event-ID` resumes after it.',
           ].join(' '),
-          parameters: [idParam, { name: 'Last-Event-ID', in: 'header', description: 'Resume after this event id.', schema: { type: 'string' } }],
+          parameters: [idParam, lastEventIdHeader, ...queryParameters('GET', '/v1/runs/:id/ui-message-stream')],
           responses: { '200': { description: 'A UI message stream.', content: { 'text/event-stream': { schema: { type: 'string' } } } }, ...errors(401, 404, 503, 504) },
         },
       },
@@ -358,7 +357,7 @@ function buildDocument(): Json {
             '(followed by a `STATE_SNAPSHOT`) and `stream` (degraded), and at the end a `STATE_SNAPSHOT`, then `RUN_FINISHED` (outcome `success` with the answer as `result`, or `cancelled`)',
             'or `RUN_ERROR` (`run_failed`, or the stream error\'s code). The last AG-UI event of each run event carries its id; a `Last-Event-ID` resumes after it. See docs/gateway.md.',
           ].join(' '),
-          parameters: [idParam, { name: 'Last-Event-ID', in: 'header', description: 'Resume after this event id.', schema: { type: 'string' } }],
+          parameters: [idParam, lastEventIdHeader, ...queryParameters('GET', '/v1/runs/:id/ag-ui')],
           responses: { '200': { description: 'An AG-UI event stream.', content: { 'text/event-stream': { schema: { type: 'string' } } } }, ...errors(401, 404, 503, 504) },
         },
       },
@@ -375,7 +374,7 @@ function buildDocument(): Json {
         get: {
           operationId: 'getRunStep',
           summary: 'Time travel: the run\'s state right after a step',
-          parameters: [idParam, { name: 'step', in: 'path', required: true, schema: { type: 'integer', minimum: 0 } }, messagesParam],
+          parameters: [idParam, { name: 'step', in: 'path', required: true, schema: { type: 'integer', minimum: 0 } }, ...queryParameters('GET', '/v1/runs/:id/steps/:step')],
           responses: { '200': ok('State view at the step.', ref('RunState')), ...errors(400, 401, 404, 503) },
         },
       },
@@ -391,11 +390,7 @@ function buildDocument(): Json {
         get: {
           operationId: 'diffRunSteps',
           summary: 'Time travel: what changed in the run between two steps',
-          parameters: [
-            idParam,
-            { name: 'from', in: 'query', required: true, schema: { type: 'integer', minimum: 0 } },
-            { name: 'to', in: 'query', required: true, schema: { type: 'integer', minimum: 0 } },
-          ],
+          parameters: [idParam, ...queryParameters('GET', '/v1/runs/:id/diff')],
           responses: { '200': ok('Each added, removed or changed value with its path.', ref('SnapshotDiff')), ...errors(400, 401, 404, 503) },
         },
       },
@@ -488,16 +483,19 @@ function buildDocument(): Json {
   };
 }
 
-/** Every operation that takes a body answers 415 to a body that is not JSON (the gateway has no other parser). */
-function withUnsupportedMediaType(doc: Json): Json {
-  for (const path of Object.values(doc.paths as Record<string, Record<string, Json>>)) {
-    for (const operation of Object.values(path)) {
-      if (operation.requestBody) Object.assign(operation.responses as Json, errors(415));
-    }
+/**
+ * Every route under /v1 answers 400 to a query parameter it does not take. Every POST reads its body before its route
+ * runs, whether the route uses one or not (pause, resume): each answers 413 to a body over the limit and 415 to one
+ * that is not JSON (the gateway has no other parser).
+ */
+function withCommonErrors(doc: Json): Json {
+  for (const [route, path] of Object.entries(doc.paths as Record<string, Record<string, Json>>)) {
+    for (const operation of Object.values(path)) if (route.startsWith('/v1/')) Object.assign(operation.responses as Json, errors(400));
+    if (path.post) Object.assign(path.post.responses as Json, errors(413, 415));
   }
   return doc;
 }
 
 let cached: Json | undefined;
 /** The document, built once. */
-export const openApiDocument = (): Json => (cached ??= withUnsupportedMediaType(buildDocument()));
+export const openApiDocument = (): Json => (cached ??= withCommonErrors(buildDocument()));

@@ -33,7 +33,8 @@ export interface RunListFilter {
 export interface RunListEntry {
   workflowId: string;
   runId: string;
-  status: string;
+  /** Temporal's status of the workflow execution (an ABORTED run's is COMPLETED); the run's own is `agentState`. */
+  executionStatus: string;
   agentState: string | undefined;
   startTime: string;
   closeTime?: string;
@@ -91,7 +92,7 @@ async function entry(client: Client, e: Execution): Promise<RunListEntry> {
   return {
     workflowId: e.execution?.workflowId ?? '',
     runId: e.execution?.runId ?? '',
-    status: executionStatus(e),
+    executionStatus: executionStatus(e),
     agentState: typeof state === 'string' ? state : Array.isArray(state) && typeof state[0] === 'string' ? state[0] : undefined,
     startTime: start.toISOString(),
     ...(close ? { closeTime: close.toISOString() } : {}),

@@ -18,30 +18,82 @@ const flag = z.enum(['1', '0', 'true', 'false']).transform((v) => v === '1' || v
 
 const workflowIdSchema = z.string().regex(/^[A-Za-z0-9._:@/-]{1,200}$/, 'must be 1-200 characters of [A-Za-z0-9._:@/-]');
 
-export const StartRunQuerySchema = z.object({
-  /** Idempotent start: a second POST with the same id while the run is open is refused with 409. @default `agent-<12 hex chars>` */
-  workflowId: workflowIdSchema.optional(),
+/** A step as a path or query parameter: digits only, so that a missing or wrong one is named as such, not as `NaN`. */
+const stepNumber = z
+  .preprocess(
+    (v) => (typeof v === 'string' && /^\s*\d+\s*$/.test(v) ? Number(v) : v),
+    z.number({ error: (issue) => (issue.input === undefined ? 'required: a step number (0, 1, ...; see `agent history`)' : 'must be a step number (0, 1, ...; see `agent history`)') }).int().min(0),
+  )
+  .meta({ type: 'integer', minimum: 0 });
+
+/** Query strings are strict, as bodies are: a misspelt parameter (`?statee=PAUSED`) is refused, not ignored. */
+const query = <S extends z.ZodRawShape>(shape: S) => z.strictObject(shape);
+
+export const StartRunQuerySchema = query({
+  workflowId: workflowIdSchema
+    .optional()
+    .describe('Workflow id for an idempotent start (409 `already_started` while a run with it is open). Default `agent-<random>`.'),
 });
-export const MessagesQuerySchema = z.object({ messages: flag.optional() });
-export const ListQuerySchema = z.object({
-  state: z.enum(Object.values(AgentState) as [AgentState, ...AgentState[]]).optional(),
-  limit: z.coerce.number().int().min(1).max(1_000).optional(),
-  /** Text in the workflow id or the prompt, any case. */
-  q: z.string().trim().min(1).max(200).optional(),
-  /** The named agent the run was started with. */
-  agent: z.string().min(1).max(100).optional(),
-  /** Started at or after / before this time (ISO 8601). */
-  since: z.iso.datetime({ offset: true }).optional(),
-  until: z.iso.datetime({ offset: true }).optional(),
-  /** Children of this workflow (sub-agents), by the server's ParentWorkflowId. */
-  parent: workflowIdSchema.optional(),
-  /** Forks of this run. */
-  forkOf: z.string().min(1).max(200).optional(),
+export const MessagesQuerySchema = query({ messages: flag.optional().describe('`1` or `true` includes the conversation (it can be large).') });
+export const ListQuerySchema = query({
+  state: z
+    .enum(Object.values(AgentState) as [AgentState, ...AgentState[]])
+    .optional()
+    .describe('Only runs whose `AgentState` is this.'),
+  limit: z.coerce.number().int().min(1).max(1_000).optional().describe('Most runs returned (default 20).'),
+  q: z.string().trim().min(1).max(200).optional().describe('Text in the workflow id or the prompt, any case (filtered by the gateway over at most 1,000 runs).'),
+  agent: z.string().min(1).max(100).optional().describe('Runs of this named agent (filtered by the gateway).'),
+  since: z.iso.datetime({ offset: true }).optional().describe('Started at or after this time (ISO 8601).'),
+  until: z.iso.datetime({ offset: true }).optional().describe('Started at or before this time (ISO 8601).'),
+  parent: workflowIdSchema.optional().describe('Children of this workflow (sub-agents), by the server\'s ParentWorkflowId.'),
+  forkOf: z.string().min(1).max(200).optional().describe('Forks of this run (filtered by the gateway).'),
 });
 export const RunParamsSchema = z.object({ id: z.string().min(1) });
-export const StepParamsSchema = RunParamsSchema.extend({ step: z.coerce.number().int().min(0) });
-const stepNumber = z.coerce.number().int().min(0);
-export const DiffQuerySchema = z.object({ from: stepNumber, to: stepNumber });
+export const StepParamsSchema = RunParamsSchema.extend({ step: stepNumber });
+export const DiffQuerySchema = query({ from: stepNumber.describe('The earlier step.'), to: stepNumber.describe('The later step.') });
+/** The query of the three stream routes. A new EventSource cannot set `Last-Event-ID`, so a page that reopens one passes it here. */
+export const StreamQuerySchema = query({
+  lastEventId: z.string().optional().describe('Resume after this event id, as `Last-Event-ID` does, for a new EventSource (which cannot set the header); the header wins.'),
+  from: z
+    .enum(['start', 'now'])
+    .optional()
+    .describe('`now`: a stream served from the stream channel starts with the next event instead of the run\'s first (a polled stream ignores it). Default `start`.'),
+});
+/** `/events` also takes a stream token, since a browser's EventSource cannot send the Authorization header. */
+export const EventsQuerySchema = StreamQuerySchema.extend({
+  token: z.string().optional().describe('A stream token from `POST /v1/runs/{id}/stream-token` for this run, instead of the bearer token (for an EventSource).'),
+}).strict();
+const NoQuerySchema = query({});
+
+/**
+ * Each route's query parameters, by method and route: the gateway refuses any other with 400 naming it, and the OpenAPI
+ * document lists exactly these. A route not here takes none.
+ */
+export const ROUTE_QUERIES: Readonly<Record<string, z.ZodObject>> = {
+  'POST /v1/runs': StartRunQuerySchema,
+  'GET /v1/runs': ListQuerySchema,
+  'GET /v1/runs/:id': MessagesQuerySchema,
+  'GET /v1/runs/:id/steps/:step': MessagesQuerySchema,
+  'GET /v1/runs/:id/diff': DiffQuerySchema,
+  'GET /v1/runs/:id/events': EventsQuerySchema,
+  'GET /v1/runs/:id/ui-message-stream': StreamQuerySchema,
+  'GET /v1/runs/:id/ag-ui': StreamQuerySchema,
+};
+
+/** The query schema of a route (`GET /v1/runs`): the one in `ROUTE_QUERIES`, else none. */
+export const routeQuery = (method: string, url: string): z.ZodObject => ROUTE_QUERIES[`${method === 'HEAD' ? 'GET' : method} ${url}`] ?? NoQuerySchema;
+
+/** Throws a 400 naming each query parameter `schema` does not take, and what it takes: checked before anything else is. */
+export function refuseUnknownParameters(schema: z.ZodObject, value: unknown, route: string): void {
+  const given = value && typeof value === 'object' ? Object.keys(value) : [];
+  const known = Object.keys(schema.shape);
+  const unknown = given.filter((name) => !known.includes(name));
+  if (!unknown.length) return;
+  const names = unknown.map((n) => `"${n}"`).join(', ');
+  const takes = known.length ? `it takes ${known.join(', ')}` : 'it takes none';
+  throw new HttpError(400, 'invalid_input', `Invalid query: unknown parameter${unknown.length > 1 ? 's' : ''} ${names} for ${route} (${takes})`);
+}
+
 /** The body of `POST /v1/runs/:id/fork`, as `AgentClient.fork` takes it. */
 export const ForkBodySchema = z
   .object({

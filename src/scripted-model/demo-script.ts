@@ -11,6 +11,8 @@ import type { ResponseStep, Script, ScriptedToolCall } from './types';
  *   after listFiles  -> readFile of the first file, preferring .md or .txt; writeFile notes.txt when there is none
  *   after writeFile  -> listFiles '.' again
  *   after readFile   -> final answer naming the file, its first line and its size
+ * A call a person rejected, or approved with edited arguments, is answered as such: what was refused, or the file that
+ * the edited call read (the approval demo would otherwise claim to have read the file the model asked for).
  */
 export const demoScript: Script = ({ request }) => {
   const messages: any[] = Array.isArray(request?.messages) ? request.messages : [];
@@ -74,9 +76,18 @@ function intentOf(messages: any[]): 'plan' | 'summary' | 'review' | 'review-tool
   return 'other';
 }
 
+/** How the workflow tells the model a call was rejected (src/workflows/machine/core.ts). */
+const REJECTED = /^The user rejected this call(?:: (.*)|\.)$/s;
+
 function nextAction(messages: any[]): ResponseStep {
   const last = latestToolResult(messages);
   if (!last) return call('listFiles', { path: '.' });
+  const rejected = REJECTED.exec(last.content.trim());
+  if (rejected) {
+    const target = typeof last.args.path === 'string' ? ` of ${last.args.path}` : '';
+    const feedback = rejected[1]?.trim() || last.feedback;
+    return say(`You rejected my ${last.call.name}${target}${feedback ? ` ("${feedback}")` : ''}, so I did not run it and have nothing more to report.`);
+  }
 
   switch (last.call.name) {
     case 'listFiles': {
@@ -102,15 +113,33 @@ interface ToolResult {
   call: ScriptedToolCall;
   args: Record<string, unknown>;
   content: string;
+  /** A person's feedback on the call, from the note after the turn's results. */
+  feedback?: string;
 }
 
-/** The last `tool` message with the assistant tool call it answers. */
+/**
+ * The last `tool` message with the assistant tool call it answers; `args` are those the call ran with, which a person
+ * may have edited (told in a user message after the results, or, in older runs, at the head of the result).
+ */
 function latestToolResult(messages: any[]): ToolResult | undefined {
-  const result = [...messages].reverse().find((m) => m?.role === 'tool');
-  if (!result) return undefined;
+  const index = messages.map((m) => m?.role).lastIndexOf('tool');
+  if (index < 0) return undefined;
+  const result = messages[index];
   const call = toolCallsIn(messages).find((c) => c.id === result.tool_call_id) ?? { name: 'unknown', arguments: '{}' };
-  return { call, args: parseArgs(call.arguments), content: textOf(result.content) };
+  let content = textOf(result.content);
+  const inline = /^\(The user approved this call with edited arguments: (.*)\)\n/.exec(content);
+  if (inline) content = content.slice(inline[0].length);
+  // The person's decision on the call, one line of the note after the turn's results: `- readFile (call c1): rejected. Feedback: ...`.
+  const note = messages
+    .slice(index + 1)
+    .filter((m) => m?.role === 'user')
+    .map((m) => new RegExp(`\\(call ${escapeRegExp(String(call.id))}\\): (?:approved with edited arguments; it ran with (\\{.*?\\})|rejected|approved)\\.(?: Feedback: (.*))?$`, 'm').exec(textOf(m.content)))
+    .find(Boolean);
+  const ran = note?.[1] ?? inline?.[1];
+  return { call, args: parseArgs(ran ?? call.arguments), content, feedback: note?.[2]?.trim() };
 }
+
+const escapeRegExp = (text: string) => text.replace(/[.*+?^${}()|[\]\\]/g, '\\$&');
 
 function toolCallsIn(messages: any[]): ScriptedToolCall[] {
   return messages

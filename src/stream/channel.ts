@@ -60,3 +60,9 @@ export function compareOffsets(a: Offset, b: Offset): number {
   const [b1, b2] = b.split('-').map(BigInt);
   return a1 !== b1 ? (a1 < b1 ? -1 : 1) : a2 === b2 ? 0 : a2 < b2 ? -1 : 1;
 }
+
+/**
+ * Whether `after` is past the run's last event (`head`). No offset the channel gave can be: it was made up, or comes
+ * from another channel. Replaying the stream to it would send ids lower than the one it holds.
+ */
+export const isPastHead = (after: Offset, head: Offset | null): boolean => head !== null && after !== START && compareOffsets(after, head) > 0;

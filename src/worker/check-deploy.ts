@@ -3,7 +3,7 @@
  * closed ones) and replays them against the workflow code about to be deployed. A run whose history the new code
  * cannot replay would fail its next workflow task after the deploy: it is reported with the first divergence.
  */
-import type { Client } from '@temporalio/client';
+import { isGrpcServiceError, type Client } from '@temporalio/client';
 import { bundleWorkflowCode, DefaultLogger, Runtime, Worker, type ReplayWorkerOptions } from '@temporalio/worker';
 import { WORKFLOW_TYPE } from '../common/constants';
 import { quietBundler, WORKFLOWS_PATH } from './workflow-bundle';
@@ -31,8 +31,36 @@ export interface DeployCheckResult {
   failures: Array<{ workflowId: string; runId: string; error: string }>;
 }
 
+/** `query` is not a visibility query the server accepts; `reason` is the server's, about `query` alone. */
+export class DeployCheckQueryError extends Error {
+  override readonly name = 'DeployCheckQueryError';
+  constructor(
+    readonly query: string,
+    readonly reason: string,
+  ) {
+    super(`the query ${JSON.stringify(query)} is not a visibility query the server accepts: ${reason}`);
+  }
+}
+
+const GRPC_INVALID_ARGUMENT = 3;
+
+/**
+ * Asks the server about `query` on its own: refused inside the query built around it, the server's message would
+ * point at a position in that (and in its own SQL around it), not in what the caller wrote. The position goes.
+ */
+async function checkQuery(client: Client, query: string): Promise<void> {
+  try {
+    await client.workflowService.countWorkflowExecutions({ namespace: client.options.namespace, query });
+  } catch (err) {
+    if (!isGrpcServiceError(err) || err.code !== GRPC_INVALID_ARGUMENT) throw err;
+    const reason = err.details.replace(/^invalid query:\s*/, '').replace(/\s*at position \d+/, '');
+    throw new DeployCheckQueryError(query, reason);
+  }
+}
+
 export async function checkDeploy(options: DeployCheckOptions): Promise<DeployCheckResult> {
   const { client } = options;
+  if (options.query !== undefined) await checkQuery(client, options.query);
   const base = `WorkflowType="${options.workflowType ?? WORKFLOW_TYPE}"${options.query ? ` AND (${options.query})` : ''}`;
   const runs = [
     ...(await listRuns(client, `${base} AND ExecutionStatus="Running"`, options.limit ?? 100)),

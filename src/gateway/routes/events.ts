@@ -15,12 +15,11 @@ import type { OutgoingHttpHeaders } from 'node:http';
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import type { RunStateView } from '../../common/view';
 import { WorkflowNotFoundError } from '@temporalio/client';
-import { z } from 'zod';
 import { AgentRunNotFoundError } from '../../client';
 import { abortOnClose, type GatewayContext } from '../context';
-import { toHttpError } from '../errors';
-import { parseOr400, RunParamsSchema } from '../schemas';
-import { isOffset, START } from '../../stream/channel';
+import { HttpError, toHttpError } from '../errors';
+import { EventsQuerySchema, parseOr400, RunParamsSchema } from '../schemas';
+import { isOffset, isPastHead, START } from '../../stream/channel';
 import { serveLive } from '../live-events';
 import { uiMessageStreamFormat } from '../ui-message-stream';
 import { agUiFormat } from '../ag-ui';
@@ -39,12 +38,6 @@ const SSE_HEADERS = {
 };
 
 export const formatSseEvent = (e: SseEvent): string => `event: ${e.type}\nid: ${e.id}\ndata: ${JSON.stringify(e.data)}\n\n`;
-
-/**
- * A new EventSource cannot set `Last-Event-ID`, so a page that reopens one (with a fresh token) passes it here.
- * `from=now`: a stream served from the channel starts with the next event instead of the run's first.
- */
-const EventsQuerySchema = z.object({ token: z.string().optional(), lastEventId: z.string().optional(), from: z.enum(['start', 'now']).optional() });
 
 export function registerEventRoutes(app: FastifyInstance, ctx: GatewayContext): void {
   app.post('/v1/runs/:id/stream-token', async (request, reply) => {
@@ -68,6 +61,7 @@ const watchFormat: EventFormat = { event: (type, id, data) => formatSseEvent({ t
 /** The events of run `:id`, from the channel or by polling, resumed after `Last-Event-ID`, written in `format`. */
 export async function serveRunEvents(ctx: GatewayContext, request: FastifyRequest, reply: FastifyReply, format: EventFormat): Promise<void> {
   const { id } = parseOr400(RunParamsSchema, request.params, 'path');
+  // The two other formats take no `token` (the route's check refused it): the same schema reads what they take.
   const query = parseOr400(EventsQuerySchema, request.query, 'query');
   const header = request.headers['last-event-id'];
   const lastEventId = (Array.isArray(header) ? header[0] : header) ?? query.lastEventId;
@@ -106,7 +100,18 @@ export async function serveRunEvents(ctx: GatewayContext, request: FastifyReques
             throw err instanceof WorkflowNotFoundError ? new AgentRunNotFoundError(id) : err;
           },
         );
-      const after = isOffset(lastEventId) ? lastEventId.trim() : query.from === 'now' ? ((await ctx.stream.head(id).catch(() => null)) ?? START) : START;
+      const head = isOffset(lastEventId) || query.from === 'now' ? await ctx.stream.head(id).catch(() => null) : null;
+      // No id this stream sent is past its end: replaying to such an id would send lower ids than it, and taking it as
+      // caught up would hide events the watcher never had. Refused before anything is sent, as a bad parameter is.
+      if (isOffset(lastEventId) && isPastHead(lastEventId.trim(), head)) {
+        throw new HttpError(
+          400,
+          'invalid_input',
+          `Last-Event-ID ${lastEventId.trim()} is past the end of this run's stream (its last event is ${head}): not an id this stream sent; reconnect without it to read the run from the start`,
+          { head },
+        );
+      }
+      const after = isOffset(lastEventId) ? lastEventId.trim() : query.from === 'now' ? (head ?? START) : START;
       // Only a format that opens with the state (AG-UI's snapshot) reads it here: a reconnect otherwise costs no query.
       const view = format.startsWithState ? await handle.state({ signal }) : undefined;
       const fallback = await serveLive(ctx.stream, id, after, closed, ctx.attachWaitMs ?? 3_000, {

@@ -1,6 +1,7 @@
 /** Every route of the gateway; the OpenAPI test registers them on a bare instance to list them. */
 import type { FastifyInstance } from 'fastify';
 import type { GatewayContext } from '../context';
+import { refuseUnknownParameters, routeQuery } from '../schemas';
 import { registerControlRoutes } from './control';
 import { registerEventRoutes } from './events';
 import { registerInspectRoutes } from './inspect';
@@ -9,6 +10,11 @@ import { registerRunRoutes } from './runs';
 import { registerTimeTravelRoutes } from './time-travel';
 
 export function registerRoutes(app: FastifyInstance, ctx: GatewayContext): void {
+  // Before any route reads its query: one that names a parameter the route does not take is refused, whatever else it has.
+  app.addHook('preValidation', async (request) => {
+    const url = request.routeOptions.url;
+    if (url?.startsWith('/v1/')) refuseUnknownParameters(routeQuery(request.method, url), request.query, `${request.method} ${url}`);
+  });
   registerMetaRoutes(app);
   registerRunRoutes(app, ctx);
   registerTimeTravelRoutes(app, ctx);

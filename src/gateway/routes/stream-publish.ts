@@ -12,7 +12,7 @@ import { parseOr400, RunParamsSchema } from '../schemas';
 /** Events are the workers' own: only their shape is checked, as an envelope of typed objects. */
 const PublishSchema = z.object({ events: z.array(z.looseObject({ type: z.string() })).min(1).max(1_000) });
 
-const ReadQuerySchema = z.object({
+const ReadQuerySchema = z.strictObject({
   after: z.string().refine((s) => s === START || isOffset(s), 'an offset such as 0-0 or 1732590000000-42').default(START),
   count: z.coerce.number().int().min(1).max(1_000).default(1_000),
 });

@@ -252,8 +252,10 @@ function runPage(workflowId) {
     $('state').className = 'state state-unknown';
     $('state-since').textContent = message;
     for (const id of ['pause', 'resume', 'abort', 'abort-reason', 'message', 'send', 'interrupt']) $(id).disabled = true;
+    // No run: nothing ended, and there is no input, conversation or timeline to show empty.
+    for (const section of $('run-page').querySelectorAll('section')) section.hidden = section.id !== 'status';
     stopped = true;
-    setConnection('ended', 'no run with this id');
+    clearConnection();
   }
 
   // Re-drawn only when the calls waiting change, so that an edit being typed is not wiped by the next refresh.

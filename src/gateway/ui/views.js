@@ -30,18 +30,35 @@ const RunViews = (() => {
     return query;
   }
 
+  /**
+   * Temporal's status of the run's workflow execution, in words only where the run's state does not already say it:
+   * an ABORTED run's execution COMPLETED, which reads as a contradiction and is no news; TERMINATED or TIMED_OUT is.
+   */
+  function executionCell(run) {
+    const status = run.executionStatus;
+    const expected = status === 'RUNNING' ? !TERMINAL.includes(run.agentState) : (status === 'COMPLETED' && ['COMPLETED', 'ABORTED'].includes(run.agentState)) || (status === 'FAILED' && run.agentState === 'FAILED');
+    return el('td', { title: `Temporal workflow execution: ${status}`, 'data-testid': 'execution' }, expected ? (status === 'RUNNING' ? 'open' : 'closed') : status);
+  }
+
+  /** `2026-12-01 21:55:41`, local time: one line in the list, and sortable by eye. */
+  function dateTime(iso) {
+    const d = new Date(iso);
+    const pad = (n) => String(n).padStart(2, '0');
+    return `${d.getFullYear()}-${pad(d.getMonth() + 1)}-${pad(d.getDate())} ${pad(d.getHours())}:${pad(d.getMinutes())}:${pad(d.getSeconds())}`;
+  }
+
   function listRow(run) {
     const duration = run.durationMs ?? (run.closeTime ? null : Date.now() - Date.parse(run.startTime));
     return el('tr', { 'data-workflow-id': run.workflowId },
-      el('td', {}, runLink(run.workflowId), run.origin ? el('span', { class: 'tag' }, 'fork') : null, run.parentWorkflowId ? el('span', { class: 'tag' }, 'child') : null),
+      el('td', { class: 'id-cell' }, runLink(run.workflowId), run.origin ? el('span', { class: 'tag' }, 'fork') : null, run.parentWorkflowId ? el('span', { class: 'tag' }, 'child') : null),
       el('td', {}, el('span', { class: `state state-${run.agentState ?? 'unknown'}` }, run.agentState ?? '?')),
-      el('td', {}, run.status),
-      el('td', {}, new Date(run.startTime).toLocaleString()),
-      el('td', {}, run.closeTime ? new Date(run.closeTime).toLocaleString() : ''),
+      executionCell(run),
+      el('td', { class: 'date' }, dateTime(run.startTime)),
+      el('td', { class: 'date' }, run.closeTime ? dateTime(run.closeTime) : ''),
       el('td', { class: 'num' }, duration === null ? '' : (run.closeTime ? '' : 'running ') + ms(duration)),
       el('td', { class: 'num' }, cost(run.costUsd)),
       el('td', {}, run.agent ?? ''),
-      el('td', { class: 'prompt-cell' }, run.prompt ?? ''),
+      el('td', { class: 'prompt-cell', title: run.prompt ?? '' }, run.prompt ?? ''),
     );
   }
 
