@@ -8,10 +8,7 @@ import type { Browser, Page } from 'playwright-core';
 import { AgentClient } from '../src/client';
 import { buildGateway } from '../src/gateway';
 import { startAgentHarness, waitFor, type AgentHarness } from './support/agent-harness';
-import { chromiumSkipReason as skipReason, launchChromium, withScreenshot } from './support/browser';
-
-if (skipReason) console.warn(`test/ui-list.test.ts skipped: ${skipReason}`);
-const uiTest = skipReason ? test.skip : test;
+import { launchChromium, withScreenshot } from './support/browser';
 
 const TOKEN = 'ui-list-test-token';
 let h: AgentHarness;
@@ -21,7 +18,6 @@ let base: string;
 let browser: Browser;
 
 beforeAll(async () => {
-  if (skipReason) return;
   h = await startAgentHarness();
   agents = new AgentClient(h.env.client, h.taskQueue);
   gateway = buildGateway({ agents, token: TOKEN, pollIntervalMs: 100 });
@@ -46,7 +42,7 @@ async function openList(width: number): Promise<Page> {
   return page;
 }
 
-uiTest("an aborted run is listed as ABORTED and closed, not as Temporal's COMPLETED; the list fits 1,400 px with each date on one line", async () => {
+test("an aborted run is listed as ABORTED and closed, not as Temporal's COMPLETED; the list fits 1,400 px with each date on one line", async () => {
   h.model.register('list-stall', [{ text: 'a long answer that never ends', chunkSize: 2, stallAfterChunks: 1 }]);
   h.model.register('list-quick', [{ text: 'done' }]);
   // An id with no place to break (ids are any 1-200 of [A-Za-z0-9._:@/-]), with a prompt that fills its cell.
@@ -88,7 +84,7 @@ uiTest("an aborted run is listed as ABORTED and closed, not as Temporal's COMPLE
   await page.close();
 }, 90_000);
 
-uiTest("an unknown run's page says so, and shows neither an \"ended\" pill nor empty sections", async () => {
+test("an unknown run's page says so, and shows neither an \"ended\" pill nor empty sections", async () => {
   const page = await openList(1_400);
   await page.getByTestId('connection').filter({ hasText: 'live' }).waitFor();
   await page.goto(`${base}/ui/runs/no-such-run`);
