@@ -485,7 +485,8 @@ export function humanWatchPrinter(write: (text: string) => void): (event: WatchE
         line(`  tool ${event.name}(${oneLine(event.arguments, 80)}) …`);
         break;
       case 'toolEnd':
-        line(`  tool ${event.name} ${event.ok ? 'done' : 'failed'} in ${event.durationMs} ms: ${oneLine(event.output, 100)}`);
+        if (event.rejected) line(`  tool ${event.name} rejected, not run: ${oneLine(event.output, 100)}`);
+        else line(`  tool ${event.name} ${event.ok ? 'done' : 'failed'} in ${event.durationMs} ms: ${oneLine(event.output, 100)}`);
         break;
       case 'retry': {
         const { retry } = event;

@@ -55,6 +55,7 @@ export const {
     name: z.string(),
     arguments: z.string().describe('The arguments as JSON, cut at 200 characters.'),
     edited: z.literal(true).optional().describe('A person approved it with edited arguments (those above).'),
+    rejected: z.literal(true).optional().describe('A person rejected it, or nobody decided in time (`approval.onTimeout: reject`): it never ran; `output` is what the model was told.'),
     policy: z
       .enum(['deny', 'approve', 'rewrite'])
       .optional()
