@@ -841,7 +841,7 @@ describe('real providers and people', () => {
   });
 
   test('a model request carries the output limit and the tool names the worker must have', () => {
-    const s = run(snapshot({ maxOutputTokens: 256, tools: ['readFile'], approval: { tools: ['writeFile', '*'] } }), { type: 'START' });
+    const s = run(snapshot({ maxOutputTokens: 256, tools: ['readFile', 'writeFile'], approval: { tools: ['writeFile', '*'] } }), { type: 'START' });
     expect(modelRequest(s, 'respond', 1)).toMatchObject({ maxOutputTokens: 256, checkTools: ['readFile', 'writeFile'] });
     expect(modelRequest(old(s), 'respond', 1)).not.toHaveProperty('checkTools');
   });
