@@ -367,11 +367,18 @@ export function fail(s: RunSnapshot, e: AgentEvent, now: string, reason: string)
   return finish({ ...s, lastError: reason }, S.FAILED, e, now, reason);
 }
 
+/** Told of a pause requested during the run's last step: there was no step left to pause before. */
+export const PAUSE_NOT_APPLIED = 'the pause requested during the last step was not applied: the run ended before another step';
+
 type Ending = typeof S.COMPLETED | typeof S.FAILED | typeof S.ABORTED;
 
 export function finish(s: RunSnapshot, to: Ending, e: AgentEvent, now: string, reason: string, answer: string | null = null): TransitionResult {
   const phase: Phase = to === S.COMPLETED ? { type: to, conversationOpen: s.options.keepOpenMs > 0 } : { type: to };
-  const next = moveTo({ ...s, counters: { ...s.counters, turns: s.counters.turns + (to === S.COMPLETED ? 1 : 0) }, reason: { kind: 'ended', text: reason }, answer, pauseRequested: false }, phase, e, now);
+  // A pause applies before the next step; a run that ends first (not by an abort) says the pause was not applied.
+  const unpaused = s.pauseRequested && to !== S.ABORTED;
+  const said = unpaused && to === S.COMPLETED ? `${reason}; ${PAUSE_NOT_APPLIED}` : reason;
+  const ended = unpaused ? recordRejection(s, { type: 'PAUSE' }, `${PAUSE_NOT_APPLIED} (${to})`, now) : s;
+  const next = moveTo({ ...ended, counters: { ...s.counters, turns: s.counters.turns + (to === S.COMPLETED ? 1 : 0) }, reason: { kind: 'ended', text: said }, answer, pauseRequested: false }, phase, e, now);
   return ok(next, [{ type: 'cancelWork' }, ...commandsFor(next)]);
 }
 
