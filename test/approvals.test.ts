@@ -218,3 +218,32 @@ test('a rejected call ends in every view: /events toolEnd, the client watch and 
   expect(await cli('watch', workflowId)).toBe(0);
   expect(out).toContain(`tool writeFile rejected, not run: ${told}`);
 }, 30_000);
+
+test("CLI: agent state shows the approval deadline and what it does, a pause's way back and time left, the open conversation, the tool calls with edits", async () => {
+  writeThenAnswer('state-lines');
+  let out = '';
+  const cli = async (...argv: string[]) => {
+    out = '';
+    return runCli(argv, { connect: async () => agents, out: (t) => (out += t), err: (t) => (out += t) });
+  };
+  const run = await agents.start({ prompt: 'Write it', model: 'state-lines', approval: { tools: ['writeFile'], onTimeout: 'reject' }, limits: { approvalTimeoutMs: 60_000 }, keepOpenMs: 10_000 });
+  await h.waitForState(h.env.client.workflow.getHandle(run.workflowId), (s) => s.state === 'AWAITING_APPROVAL');
+  expect(await cli('state', run.workflowId)).toBe(0);
+  expect(out).toMatch(/\n {2}approval deadline \d\d:\d\d:\d\d\.\d{3}: then the run rejects the undecided calls and goes on\n/);
+  expect(out).toMatch(/\n {2}working time left \d+ ms \(the clock stops while a person decides\)\n/);
+
+  await run.approve({ toolCallId: 'w1', approved: true, arguments: { path: 'state-lines-edited.txt', content: 'edited' } });
+  await h.waitForState(h.env.client.workflow.getHandle(run.workflowId), (s) => s.state === 'COMPLETED');
+  expect(await cli('state', run.workflowId)).toBe(0);
+  expect(out).toContain('\n  conversation open: `agent send` continues it with a follow-up turn (keepOpenMs)\n');
+  expect(out).toMatch(/\ntool calls \(last 1\):\n {2}step \d+ {2}w1 {2}writeFile \{"path":"state-lines-edited\.txt","content":"edited"\} \[edited\] {2}ok: /);
+
+  h.model.register('state-paused', ({ callIndex }) => (callIndex === 0 ? { toolCalls: [{ name: 'listFiles', arguments: {} }], firstChunkDelayMs: 500 } : { text: 'listed' }));
+  const paused = await agents.start({ prompt: 'List', model: 'state-paused', limits: { maxPausedMs: 60_000 } });
+  await h.waitForState(h.env.client.workflow.getHandle(paused.workflowId), (s) => s.state === 'STREAMING');
+  await paused.pause();
+  await h.waitForState(h.env.client.workflow.getHandle(paused.workflowId), (s) => s.state === 'PAUSED');
+  expect(await cli('state', paused.workflowId)).toBe(0);
+  expect(out).toMatch(/\n {2}paused: resume goes on in TOOL_EXECUTING, working time left \d+ ms\n {2}aborted at \d\d:\d\d:\d\d\.\d{3} unless resumed \(limits\.maxPausedMs\)\n/);
+  await paused.abort('test over');
+}, 40_000);

@@ -127,6 +127,11 @@ export const {
         .describe('When working time (`limits.timeoutMs`) runs out; null while a person decides, when `workRemainingMs` holds what is left.'),
       workRemainingMs: int().nullable(),
       approvalDeadline: timestamp().nullable().describe('When the current approval wait exceeds `limits.approvalTimeoutMs`.'),
+      approvalOnTimeout: z
+        .enum(['fail', 'reject'])
+        .nullable()
+        .optional()
+        .describe('With `approvalDeadline`: what happens then (`approval.onTimeout`): the run fails, or rejects the undecided calls and goes on. Absent from workers before it.'),
       approvalReminder: ApprovalReminderViewSchema.nullable().describe(
         'The reminder the approval wait raised at `approval.reminderAt` of its window (the approvalReminder event): when, the wait\'s deadline, what happens then and the calls still undecided. Null when none was raised for this wait.',
       ),
