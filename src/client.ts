@@ -18,6 +18,7 @@ export {
   AgentControlTimeoutError,
   AgentQueryTimeoutError,
   AgentRunEndedError,
+  AgentRunFailedError,
   AgentRunNotFoundError,
   AgentStepNotFoundError,
   AgentUpdateRejectedError,

@@ -163,3 +163,23 @@ test('a reconnect with Last-Event-ID continues the text message with nothing rep
   expect(types(resumed.events).slice(0, 3)).toEqual(['RUN_STARTED', 'STATE_SNAPSHOT', 'TEXT_MESSAGE_START']);
   expect(resumed.events.at(-1)).toMatchObject({ type: 'RUN_FINISHED', outcome: { type: 'success' } });
 });
+
+test('a rejected tool call gets its TOOL_CALL_RESULT: the rejection, as the model is told', async () => {
+  h.model.register('agui-rejected', ({ request }) =>
+    request.messages.some((m: any) => m.role === 'tool') ? { text: 'not written' } : { toolCalls: [{ id: 'w1', name: 'writeFile', arguments: { path: 'agui.txt', content: 'no' } }] },
+  );
+  const id = await startRun({ prompt: 'write', model: 'agui-rejected', approval: { tools: ['writeFile'] } });
+  const reading = readWithAgUi(id);
+  await h.waitForState(h.env.client.workflow.getHandle(id), (s) => s.state === 'AWAITING_APPROVAL');
+  const decided = await app.inject({ method: 'POST', url: `/v1/runs/${id}/approvals`, headers: auth, payload: { toolCallId: 'w1', approved: false, feedback: 'no' } });
+  expect(decided.statusCode).toBe(200);
+
+  const { events, error } = await reading;
+  expect(error).toBeUndefined();
+  const t = types(events);
+  const result = events.find((e) => e.type === 'TOOL_CALL_RESULT');
+  expect(result).toMatchObject({ toolCallId: 'w1', role: 'tool', content: expect.stringContaining('The user rejected this call') });
+  expect(t.indexOf('TOOL_CALL_RESULT')).toBeGreaterThan(events.findIndex((e) => e.type === 'CUSTOM' && e.name === 'approval'));
+  expect(t.filter((x) => x === 'TOOL_CALL_START')).toHaveLength(1);
+  expect(events.at(-1)).toMatchObject({ type: 'RUN_FINISHED', outcome: { type: 'success' }, result: 'not written' });
+});

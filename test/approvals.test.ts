@@ -60,8 +60,8 @@ test("client: a reminder at approval.reminderAt of the window, then 'reject' tel
   expect(Date.parse(r.deadline) - Date.parse(r.at)).toBeGreaterThanOrEqual(900);
   expect(seen.findIndex((e) => e === r)).toBeGreaterThan(seen.findIndex((e) => e.type === 'approval'));
   expect(final).toMatchObject({ state: 'COMPLETED', answer: `told: ${approvalTimedOut(2_000)}` });
-  // The write never ran.
-  expect(final.recentToolCalls).toEqual([]);
+  // The write never ran: it is logged as rejected, with what the model was told.
+  expect(final.recentToolCalls).toEqual([expect.objectContaining({ toolCallId: 'w1', rejected: true, ok: false, output: approvalTimedOut(2_000) })]);
 }, 30_000);
 
 test("the default 'fail' still ends the run, and with no reminderAt no reminder is raised", async () => {
@@ -183,3 +183,67 @@ test("gateway: a model critic's replan after a tool step sends the run back to P
   const state = (await (await fetch(`${baseUrl}/v1/runs/${workflowId}`, { headers })).json()) as { transitions: Array<{ from: string; to: string; event: string }> };
   expect(state.transitions).toContainEqual(expect.objectContaining({ from: 'CRITIQUE', to: 'PLANNING', event: 'CRITIQUE_DONE' }));
 }, 30_000);
+
+test('a rejected call ends in every view: /events toolEnd, the client watch and recentToolCalls, the CLI watch', async () => {
+  writeThenAnswer('rejected-everywhere');
+  const headers = { authorization: `Bearer ${TOKEN}`, 'content-type': 'application/json' };
+  const res = await fetch(`${baseUrl}/v1/runs`, { method: 'POST', headers, body: JSON.stringify({ prompt: 'Write it', model: 'rejected-everywhere', approval: { tools: ['writeFile'] } }) });
+  expect(res.status).toBe(201);
+  const { workflowId } = (await res.json()) as { workflowId: string };
+  const sse = fetch(`${baseUrl}/v1/runs/${workflowId}/events`, { headers }).then((r) => readSse(r));
+  const seen: WatchEvent[] = [];
+  const watching = agents.handle(workflowId).watch((e) => void seen.push(e));
+  await h.waitForState(h.env.client.workflow.getHandle(workflowId), (s) => s.state === 'AWAITING_APPROVAL');
+  let out = '';
+  const cli = (...argv: string[]) => runCli(argv, { connect: async () => agents, out: (t) => (out += t), err: (t) => (out += t) });
+  expect(await cli('approve', workflowId, 'w1', '--reject', '--feedback', 'not that file')).toBe(0);
+
+  const final = await watching;
+  expect(final).toMatchObject({ state: 'COMPLETED', answer: expect.stringMatching(/^told: The user rejected this call/) });
+  const told = final.answer!.slice('told: '.length);
+  expect(final.recentToolCalls).toEqual([expect.objectContaining({ toolCallId: 'w1', name: 'writeFile', rejected: true, ok: false, output: told })]);
+  const toolEnd = { type: 'toolEnd', toolCallId: 'w1', name: 'writeFile', ok: false, rejected: true, output: told };
+  expect(seen).toContainEqual(expect.objectContaining(toolEnd));
+  // The call starts and ends with the decision, before the run moves on from TOOL_EXECUTING.
+  const kinds = seen.map((e) => (e.type === 'transition' ? `${e.transition.from}->${e.transition.to}` : e.type));
+  expect(kinds.indexOf('toolStart')).toBeGreaterThan(kinds.indexOf('AWAITING_APPROVAL->TOOL_EXECUTING'));
+  expect(kinds.indexOf('toolEnd')).toBeGreaterThan(kinds.indexOf('toolStart'));
+  expect(kinds.indexOf('TOOL_EXECUTING->CRITIQUE')).toBeGreaterThan(kinds.indexOf('toolEnd'));
+
+  const events = (await sse).filter((m) => m.event);
+  expect(events.find((m) => m.event === 'toolEnd')?.data).toMatchObject(toolEnd);
+  expect(events.map((m) => m.event).indexOf('toolEnd')).toBeGreaterThan(events.map((m) => m.event).indexOf('approval'));
+
+  out = '';
+  expect(await cli('watch', workflowId)).toBe(0);
+  expect(out).toContain(`tool writeFile rejected, not run: ${told}`);
+}, 30_000);
+
+test("CLI: agent state shows the approval deadline and what it does, a pause's way back and time left, the open conversation, the tool calls with edits", async () => {
+  writeThenAnswer('state-lines');
+  let out = '';
+  const cli = async (...argv: string[]) => {
+    out = '';
+    return runCli(argv, { connect: async () => agents, out: (t) => (out += t), err: (t) => (out += t) });
+  };
+  const run = await agents.start({ prompt: 'Write it', model: 'state-lines', approval: { tools: ['writeFile'], onTimeout: 'reject' }, limits: { approvalTimeoutMs: 60_000 }, keepOpenMs: 10_000 });
+  await h.waitForState(h.env.client.workflow.getHandle(run.workflowId), (s) => s.state === 'AWAITING_APPROVAL');
+  expect(await cli('state', run.workflowId)).toBe(0);
+  expect(out).toMatch(/\n {2}approval deadline \d\d:\d\d:\d\d\.\d{3}: then the run rejects the undecided calls and goes on\n/);
+  expect(out).toMatch(/\n {2}working time left \d+ ms \(the clock stops while a person decides\)\n/);
+
+  await run.approve({ toolCallId: 'w1', approved: true, arguments: { path: 'state-lines-edited.txt', content: 'edited' } });
+  await h.waitForState(h.env.client.workflow.getHandle(run.workflowId), (s) => s.state === 'COMPLETED');
+  expect(await cli('state', run.workflowId)).toBe(0);
+  expect(out).toContain('\n  conversation open: `agent send` continues it with a follow-up turn (keepOpenMs)\n');
+  expect(out).toMatch(/\ntool calls \(last 1\):\n {2}step \d+ {2}w1 {2}writeFile \{"path":"state-lines-edited\.txt","content":"edited"\} \[edited\] {2}ok: /);
+
+  h.model.register('state-paused', ({ callIndex }) => (callIndex === 0 ? { toolCalls: [{ name: 'listFiles', arguments: {} }], firstChunkDelayMs: 500 } : { text: 'listed' }));
+  const paused = await agents.start({ prompt: 'List', model: 'state-paused', limits: { maxPausedMs: 60_000 } });
+  await h.waitForState(h.env.client.workflow.getHandle(paused.workflowId), (s) => s.state === 'STREAMING');
+  await paused.pause();
+  await h.waitForState(h.env.client.workflow.getHandle(paused.workflowId), (s) => s.state === 'PAUSED');
+  expect(await cli('state', paused.workflowId)).toBe(0);
+  expect(out).toMatch(/\n {2}paused: resume goes on in TOOL_EXECUTING, working time left \d+ ms\n {2}aborted at \d\d:\d\d:\d\d\.\d{3} unless resumed \(limits\.maxPausedMs\)\n/);
+  await paused.abort('test over');
+}, 40_000);

@@ -244,6 +244,7 @@ describe('cli input validation: exit 1, one line naming the field, nothing start
     ['too small --timeout-ms', ['start', 'p', '--timeout-ms', '10'], 'limits.timeoutMs'],
     ['unknown --critique', ['start', 'p', '--critique', 'vibes'], 'critique'],
     ['empty --approve-tools', ['start', 'p', '--approve-tools', ','], 'approval.tools'],
+    ['--approve-tools a tool --tools leaves out', ['start', 'x', '--tools', 'listFiles', '--approve-tools', 'readFile'], "approval.tools: readFile is not among the run's tools (listFiles)"],
     ['missing prompt', ['start'], 'prompt'],
   ])('%s', async (_name, argv, field) => {
     const { code, stdout, stderr, connect, workflowStart } = await run(argv);
@@ -308,6 +309,16 @@ describe('AgentClient.start', () => {
     await expect(agent.start({ prompt: 'p', limits: { maxLoops: -1 } })).rejects.toMatchObject({
       name: 'InvalidAgentInputError',
       message: expect.stringContaining('limits.maxLoops'),
+    });
+    expect(workflowStart).not.toHaveBeenCalled();
+  });
+
+  it('refuses approval tools that the run may not call, naming them, and starts nothing', async () => {
+    const { client, workflowStart } = fakeTemporal();
+    const agent = new AgentClient(client, 'q');
+    await expect(agent.start({ prompt: 'x', tools: ['listFiles'], approval: { tools: ['readFile', 'writeFile', '*'] } })).rejects.toMatchObject({
+      name: 'InvalidAgentInputError',
+      message: expect.stringContaining("approval.tools: readFile, writeFile are not among the run's tools (listFiles)"),
     });
     expect(workflowStart).not.toHaveBeenCalled();
   });

@@ -3,8 +3,9 @@
  * `AgentUpdateRejectedError`, the CLI exits 1 naming why, the gateway answers 409 `update_rejected`.
  */
 import { runCli } from '../src/client/cli';
-import { AgentClient, AgentRunEndedError, AgentUpdateRejectedError } from '../src/client';
+import { AgentClient, AgentRunEndedError, AgentRunFailedError, AgentUpdateRejectedError, runFailure } from '../src/client';
 import { buildGateway, openApiDocument } from '../src/gateway/index';
+import { PAUSE_NOT_APPLIED } from '../src/workflows/machine';
 import { startAgentHarness, type AgentHarness } from './support/agent-harness';
 
 let h: AgentHarness;
@@ -75,3 +76,38 @@ test('an abort while text streams in ends the run, though the server drops a wor
     expect(await run.result()).toMatchObject({ status: 'ABORTED', reason: 'aborted: enough' });
   }
 }, 90_000);
+
+test('a pause accepted during the final model call is not dropped without a word: the result and rejectedEvents say it was not applied', async () => {
+  h.model.register('control-last-call', [{ text: 'The final answer, slowly. '.repeat(4), chunkSize: 4, chunkDelayMs: 60 }]);
+  const client = new AgentClient(h.env.client, h.taskQueue);
+  const run = await client.start({ prompt: 'answer', model: 'control-last-call' });
+  await h.waitForState(h.env.client.workflow.getHandle(run.workflowId), (s) => s.state === 'STREAMING' && s.partialText.length > 0);
+  let out = '';
+  const cli = (...argv: string[]) => runCli(argv, { connect: async () => client, out: (t) => (out += t), err: (t) => (out += t) });
+  expect(await cli('pause', run.workflowId)).toBe(0);
+  expect(out).toContain('pause requested');
+
+  const result = await run.result();
+  expect(result).toMatchObject({ status: 'COMPLETED', reason: expect.stringContaining(PAUSE_NOT_APPLIED) });
+  const state = await run.state();
+  expect(state.rejectedEvents).toEqual([expect.objectContaining({ event: 'PAUSE', error: `${PAUSE_NOT_APPLIED} (COMPLETED)` })]);
+  const app = buildGateway({ agents: client, token: 't' });
+  const res = await app.inject({ method: 'GET', url: `/v1/runs/${run.workflowId}/result`, headers: { authorization: 'Bearer t' } });
+  expect(res.json()).toMatchObject({ status: 'COMPLETED', reason: expect.stringContaining(PAUSE_NOT_APPLIED) });
+}, 60_000);
+
+test("the client's result() of a failed run rejects with the run's reason in its message and as typed fields", async () => {
+  h.model.register('control-fails', () => ({ toolCalls: [{ name: 'listFiles', arguments: {} }] }));
+  const client = new AgentClient(h.env.client, h.taskQueue);
+  const run = await client.start({ prompt: 'loop', model: 'control-fails', limits: { maxLoops: 1 } });
+  const err = await run.result().then(
+    () => undefined,
+    (e: unknown) => e,
+  );
+  const { reason } = await run.state();
+  expect(reason).toMatch(/loop limit reached/);
+  expect(err).toBeInstanceOf(AgentRunFailedError);
+  expect(err).toMatchObject({ name: 'AgentRunFailedError', workflowId: run.workflowId, reason, type: 'AgentRunFailed', message: `agent run ${run.workflowId} failed: ${reason}` });
+  expect((err as AgentRunFailedError).result).toMatchObject({ loops: 1 });
+  expect(runFailure(err)).toMatchObject({ reason, type: 'AgentRunFailed' });
+}, 30_000);

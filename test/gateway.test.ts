@@ -123,6 +123,8 @@ test('start -> state -> result, time travel; 400 names the field; unknown run 40
   expect(bad.status).toBe(400);
   expect(bad.body.error).toEqual({ code: 'invalid_input', message: expect.stringContaining('limits.maxLoops') });
   expect((await api('POST', '/v1/runs', { prompt: 'hi', resume: {} })).body.error.message).toContain('resume');
+  const outside = await api('POST', '/v1/runs', { prompt: 'x', tools: ['listFiles'], approval: { tools: ['readFile'] } });
+  expect([outside.status, outside.body.error.message]).toEqual([400, expect.stringContaining("approval.tools: readFile is not among the run's tools (listFiles)")]);
   expect((await api('GET', '/v1/runs?limit=0')).body.error.message).toContain('limit');
 
   const unknown = await api('GET', '/v1/runs/no-such-run');

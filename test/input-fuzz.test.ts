@@ -282,7 +282,8 @@ const AGENT_RUN_INPUT: ObjectSpec = {
   contextWindowTokens: int(256, 100_000_000),
   compaction: nestedObject({ threshold: between(0.1, 1), keepRecentMessages: int(1, 1_000) }),
   // `onTimeout: 'reject'` and `reminderAt` are valid only with limits.approvalTimeoutMs: machine.test.ts checks that rule.
-  approval: nestedObject({ tools: { ...stringArray(1), required: true }, onTimeout: oneOf(['fail']) }),
+  // A named approval tool must be among `tools` when they are given (cli.test.ts and gateway.test.ts check that rule).
+  approval: nestedObject({ tools: { ...stringArray(1), valid: fc.constant(['*']), required: true }, onTimeout: oneOf(['fail']) }),
   budget,
   keepOpenMs: int(0, 30 * 24 * 3600_000),
   resume: nestedObject(RESUME),

@@ -4,6 +4,7 @@ import { readFileSync } from 'node:fs';
 import path from 'node:path';
 import { runCli } from '../src/client/cli';
 import { AgentClient } from '../src/client';
+import { buildGateway } from '../src/gateway/index';
 import { WORKFLOW_TYPE } from '../src/common/constants';
 import { approveUpdate, resumeSignal, stateSnapshotAtQuery, sendMessageUpdate, stateAtQuery, stateQuery } from '../src/common/messages';
 import { startAgentHarness, type AgentHarness } from './support/agent-harness';
@@ -116,7 +117,7 @@ test('a malformed snapshot fails the run at once as invalid input, naming the fi
   });
 });
 
-test('a long run continues as new transparently: same workflow id, state keeps answering, counters carry', async () => {
+test('a long run continues as new transparently: same workflow id, state keeps answering, counters carry; lists show only its current execution', async () => {
   h.model.register('long', ({ request }) => {
     const done = request.messages.filter((m: any) => m.role === 'tool').length;
     return done < 24 ? { toolCalls: [{ name: done % 2 ? 'listFiles' : 'readFile', arguments: done % 2 ? { path: '.' } : { path: 'hello.txt' } }] } : { text: `finished after ${done} tools` };
@@ -133,6 +134,21 @@ test('a long run continues as new transparently: same workflow id, state keeps a
   expect(state.origin).toMatchObject({ kind: 'continue', workflowId: handle.workflowId });
   // One model request per step: continuing as new repeated no model call.
   expect(h.model.requests('long')).toHaveLength(25);
+
+  // The executions it closed by continuing as new (their AgentState still STREAMING) are not runs of their own.
+  const agents = new AgentClient(h.env.client, h.taskQueue);
+  const mine = <T extends { workflowId: string }>(runs: T[]) => runs.filter((r) => r.workflowId === handle.workflowId);
+  expect(mine(await agents.list({ limit: 1_000 }))).toEqual([expect.objectContaining({ status: 'COMPLETED', agentState: 'COMPLETED' })]);
+  expect(mine(await agents.list({ state: 'STREAMING', limit: 1_000 }))).toEqual([]);
+  let out = '';
+  expect(await runCli(['list', '--state', 'STREAMING', '--limit', '1000', '--json'], { connect: async () => agents, out: (t) => (out += t), err: (t) => (out += t) })).toBe(0);
+  expect(out).not.toContain(handle.workflowId);
+  const app = buildGateway({ agents, token: 't' });
+  const get = async (query: string) => (await app.inject({ method: 'GET', url: `/v1/runs?${query}`, headers: { authorization: 'Bearer t' } })).json().runs as Array<{ workflowId: string; origin: unknown }>;
+  expect(mine(await get('state=STREAMING&limit=1000'))).toEqual([]);
+  // Listed once, and not as a fork: continuing as new keeps the run's id, so it has no origin in the list.
+  expect(mine(await get(`q=${handle.workflowId}`))).toEqual([expect.objectContaining({ workflowId: handle.workflowId, origin: null })]);
+  await app.close();
 }, 120_000);
 
 describe('from the client and the CLI', () => {

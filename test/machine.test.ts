@@ -841,7 +841,7 @@ describe('real providers and people', () => {
   });
 
   test('a model request carries the output limit and the tool names the worker must have', () => {
-    const s = run(snapshot({ maxOutputTokens: 256, tools: ['readFile'], approval: { tools: ['writeFile', '*'] } }), { type: 'START' });
+    const s = run(snapshot({ maxOutputTokens: 256, tools: ['readFile', 'writeFile'], approval: { tools: ['writeFile', '*'] } }), { type: 'START' });
     expect(modelRequest(s, 'respond', 1)).toMatchObject({ maxOutputTokens: 256, checkTools: ['readFile', 'writeFile'] });
     expect(modelRequest(old(s), 'respond', 1)).not.toHaveProperty('checkTools');
   });
@@ -1257,12 +1257,13 @@ describe('tool calls for watchers', () => {
   test('each call is recorded when its step starts it and when TOOLS_DONE ends it, with the start of its output', () => {
     let s = run(snapshot({ approval: { tools: ['writeFile'] } }), { type: 'START' });
     s = step(s, { type: 'MODEL_RESPONDED', response: response('', [call('r1'), call('w1', 'writeFile')]) }, at(5)).snapshot;
-    s = step(s, { type: 'APPROVAL', toolCallId: 'w1', approved: false }, at(6)).snapshot; // rejected: never runs
+    s = step(s, { type: 'APPROVAL', toolCallId: 'w1', approved: false }, at(6)).snapshot; // rejected: never runs, ends at once
     expect(s.logs.toolCalls).toEqual([
+      { toolCallId: 'w1', name: 'writeFile', arguments: '{"path":"a.txt"}', rejected: true, startStep: s.counters.step, startedAt: at(6), endStep: s.counters.step, endedAt: at(6), ok: false, output: 'The user rejected this call.' },
       { toolCallId: 'r1', name: 'readFile', arguments: '{"path":"a.txt"}', startStep: s.counters.step, startedAt: at(6), endStep: null, endedAt: null, ok: null, output: null },
     ]);
     const done = step(s, { type: 'TOOLS_DONE', results: [{ toolCallId: 'r1', name: 'readFile', ok: true, content: 'y'.repeat(500) }] }, at(8)).snapshot;
-    expect(done.logs.toolCalls[0]).toMatchObject({ endStep: s.counters.step + 1, endedAt: at(8), ok: true, output: `${'y'.repeat(199)}…` });
+    expect(done.logs.toolCalls[1]).toMatchObject({ endStep: s.counters.step + 1, endedAt: at(8), ok: true, output: `${'y'.repeat(199)}…` });
     expect(done.logs.transitions[s.counters.step]).toMatchObject({ from: 'TOOL_EXECUTING', to: 'CRITIQUE' }); // the step that ended it
     expect(view(done).recentToolCalls).toEqual(done.logs.toolCalls);
   });

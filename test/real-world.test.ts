@@ -93,7 +93,7 @@ test('a fork keeps the timeout of the run it came from', async () => {
 
 test('an unknown tool fails the run at once, naming it and the tools the worker has, with no model request', async () => {
   h.model.register('never-asked', [{ text: 'unreachable' }]);
-  const handle = await h.start({ prompt: 'Use it', model: 'never-asked', tools: ['bogusTool', 'readFile'], approval: { tools: ['otherBogus'] } });
+  const handle = await h.start({ prompt: 'Use it', model: 'never-asked', tools: ['bogusTool', 'readFile', 'otherBogus'], approval: { tools: ['otherBogus'] } });
   const failure = await failureOf(handle.result());
   // At once: at most one activity attempt, never retried, before the run fails.
   const attempts = ((await handle.fetchHistory()).events ?? []).flatMap((e) => (e.activityTaskStartedEventAttributes ? [e.activityTaskStartedEventAttributes.attempt] : []));

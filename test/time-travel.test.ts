@@ -239,3 +239,37 @@ describe('diffSnapshots and formatDiff (pure)', () => {
     expect(formatDiff(diffSnapshots(base(), base()))).toBe('step 0 -> step 0\n  (no change)');
   });
 });
+
+test("a fork carries its own times: its steps after the fork point and a FORK transition that marks it; the original's steps keep theirs", async () => {
+  const original = source.final.transitions;
+  const since = Date.now();
+  const fresh = await agents.fork(source.workflowId, 0);
+  await settled(fresh.workflowId);
+  const fromStart = await fresh.state();
+  // From step 0 nothing of the original's time is carried: its start, the fork mark and all after are the fork's own.
+  expect(fromStart.transitions.slice(0, 2)).toEqual([
+    expect.objectContaining({ from: 'IDLE', to: original[0].to, event: 'START' }),
+    expect.objectContaining({ from: original[0].to, to: original[0].to, event: 'FORK' }),
+  ]);
+  for (const t of fromStart.transitions) expect(Date.parse(t.at)).toBeGreaterThanOrEqual(since);
+
+  const later = await agents.fork(source.workflowId, 2);
+  await settled(later.workflowId);
+  const fromTwo = await later.state();
+  expect(fromTwo.transitions.slice(0, 2)).toEqual(original.slice(0, 2));
+  expect(fromTwo.transitions[2]).toMatchObject({ from: original[1].to, to: original[1].to, event: 'FORK' });
+  for (const t of fromTwo.transitions.slice(2)) expect(Date.parse(t.at)).toBeGreaterThanOrEqual(since);
+  expect(fromTwo.origin).toEqual({ kind: 'fork', workflowId: source.workflowId, step: 2 });
+
+  // The CLI's watch of a fork from step 0 prints the fork's own start, not the original's.
+  const watchedSince = Date.now();
+  const r = await cli('fork', source.workflowId, '--from-step', '0', '--watch');
+  expect(r.code).toBe(0);
+  const start = /(\d\d:\d\d:\d\d\.\d\d\d)\s+IDLE -> \w+ \(START\)/.exec(r.out);
+  expect(start).not.toBeNull();
+  const [hh, mm, ss] = start![1].split(':').map(Number);
+  const at = new Date(watchedSince);
+  at.setHours(hh, mm, 0, 0);
+  expect(at.getTime() + ss * 1000).toBeGreaterThanOrEqual(watchedSince - 1);
+  expect(r.out).toMatch(/-> \w+ \(FORK\)/);
+}, 60_000);

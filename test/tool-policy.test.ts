@@ -106,5 +106,6 @@ test('gateway: a held call rejected over HTTP never runs, and the state says wha
   const decided = await fetch(`${baseUrl}/v1/runs/${workflowId}/approvals`, { method: 'POST', headers, body: JSON.stringify({ toolCallId: 's2', approved: false }) });
   expect(decided.status).toBe(200);
   const final = await agents.handle(workflowId).watch(() => undefined);
-  expect(final).toMatchObject({ state: 'COMPLETED', answer: 'The user rejected this call.', recentToolCalls: [] });
+  // It never ran: logged as rejected, with the policy that held it.
+  expect(final).toMatchObject({ state: 'COMPLETED', answer: 'The user rejected this call.', recentToolCalls: [expect.objectContaining({ toolCallId: 's2', rejected: true, policy: 'approve', ok: false })] });
 }, 30_000);

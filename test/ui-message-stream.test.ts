@@ -146,3 +146,23 @@ test('a tool call that waits for approval is a tool part with an approval reques
   expect(tool).toMatchObject({ toolCallId: 'w1', toolName: 'writeFile', input: { path: 'ui.txt', content: 'ok' }, state: 'output-available', approval: { id: 'w1' } });
   expect(textOf(message!.parts)).toBe('written');
 });
+
+test('a rejected tool call ends its tool part as output-denied, not approval-requested', async () => {
+  h.model.register('ui-rejected', ({ request }) =>
+    request.messages.some((m: any) => m.role === 'tool') ? { text: 'not written' } : { toolCalls: [{ id: 'w1', name: 'writeFile', arguments: { path: 'ui.txt', content: 'no' } }] },
+  );
+  const id = await startRun({ prompt: 'write', model: 'ui-rejected', approval: { tools: ['writeFile'] } });
+  const reading = readWithAiSdk(id);
+  await h.waitForState(h.env.client.workflow.getHandle(id), (s) => s.state === 'AWAITING_APPROVAL');
+  const decided = await app.inject({ method: 'POST', url: `/v1/runs/${id}/approvals`, headers: auth, payload: { toolCallId: 'w1', approved: false, feedback: 'no' } });
+  expect(decided.statusCode).toBe(200);
+
+  const { message, chunks, error } = await reading;
+  expect(error).toBeUndefined();
+  const types = chunks.map((c) => c.type);
+  expect(chunks).toContainEqual({ type: 'tool-output-denied', toolCallId: 'w1' });
+  expect(types.indexOf('tool-output-denied')).toBeGreaterThan(types.indexOf('tool-approval-request'));
+  const tool = message!.parts.find((p) => p.type === 'dynamic-tool');
+  expect(tool).toMatchObject({ toolCallId: 'w1', toolName: 'writeFile', input: { path: 'ui.txt', content: 'no' }, state: 'output-denied' });
+  expect(textOf(message!.parts)).toBe('not written');
+});

@@ -201,6 +201,21 @@ test('a run streams, waits for approval, is approved with edited arguments from 
   await page.close();
 });
 
+test("a call rejected from the page stays in the tool table, marked rejected, with what the model was told", async () => {
+  const { id, page } = await pageOfWaitingRun();
+  const card = page.locator('.approval[data-tool-call-id="w1"]');
+  await card.getByRole('textbox', { name: 'feedback on writeFile' }).fill('not now');
+  await withScreenshot(page, 'page-after-rejection.png', async () => {
+    await card.getByRole('button', { name: 'Reject' }).click();
+    await expectState(page, id, 'COMPLETED');
+    const tool = page.locator('#tools tr[data-tool-call-id="w1"]');
+    await tool.locator('td[data-rejected="true"]').filter({ hasText: /^rejected$/ }).waitFor();
+    await tool.filter({ hasText: 'The user rejected this call' }).waitFor();
+  });
+  expect((await apiState(id)).recentToolCalls).toEqual([expect.objectContaining({ toolCallId: 'w1', rejected: true, ok: false })]);
+  await page.close();
+});
+
 test('the counters say what happened: a run refused for unknown tools counts no model call, one refused for bad input shows no limits', async () => {
   const counters = async (page: Page) => (await page.locator('#counters').innerText()).replace(/\s+/g, ' ');
   const unknown = await agents.start({ prompt: 'Use it', model: 'page-writer', tools: ['bogusTool'] });

@@ -24,7 +24,7 @@ type Budget = NonNullable<AgentRunInput['budget']>;
 import type { AgentRunResult, ControlResult, RunStateView } from '../common/messages';
 import { registerSearchAttributes, REQUIRED_SEARCH_ATTRIBUTES } from '../config/search-attributes';
 import { formatDiff } from './time-travel';
-import { AgentState } from '../common/states';
+import { AgentState, isTerminal } from '../common/states';
 import type { PendingApproval } from '../common/view';
 import { TABLE_EDGES } from '../workflows/machine';
 import { GRAPH_FORMATS, machineGraph, type GraphFormat } from '../workflows/machine/graph';
@@ -579,7 +579,8 @@ export function humanWatchPrinter(write: (text: string) => void): (event: WatchE
         line(`  tool ${event.name}(${oneLine(event.arguments, 80)}) …`);
         break;
       case 'toolEnd':
-        line(`  tool ${event.name} ${event.ok ? 'done' : 'failed'} in ${event.durationMs} ms: ${oneLine(event.output, 100)}`);
+        if (event.rejected) line(`  tool ${event.name} rejected, not run: ${oneLine(event.output, 100)}`);
+        else line(`  tool ${event.name} ${event.ok ? 'done' : 'failed'} in ${event.durationMs} ms: ${oneLine(event.output, 100)}`);
         break;
       case 'retry': {
         const { retry } = event;
@@ -633,6 +634,7 @@ function formatState(workflowId: string, v: RunStateView): string {
     lines.push(`  retrying ${r.activity}: attempt ${r.attempt}${failure}${r.nextAttemptAt ? `, next at ${clock(r.nextAttemptAt)}` : ''}`);
   }
   for (const p of v.pendingApproval) lines.push(`  approval: ${approvalLine(p)}`);
+  lines.push(...waitLines(v));
   const modelStep = v.state === AgentState.STREAMING || v.state === AgentState.PLANNING;
   if (modelStep && v.stream && v.partialText) lines.push(`  streaming (call ${v.stream.callNumber}): ${oneLine(v.partialText)}`);
   if (v.queuedMessages.length) lines.push(`  queued messages: ${v.queuedMessages.length}`);
@@ -640,6 +642,7 @@ function formatState(workflowId: string, v: RunStateView): string {
   if (v.lastError) lines.push(`  last error: ${oneLine(v.lastError)}`);
   if (v.reason) lines.push(`  reason: ${oneLine(v.reason, 300)}`);
   if (v.answer) lines.push('  answer:', indent(v.answer, '    '));
+  lines.push(...toolLines(v));
   const rejected = v.rejectedEvents.at(-1);
   if (rejected) lines.push(`  refused events: ${v.rejectedEvents.length} (last: ${rejected.event} in ${rejected.state}: ${rejected.error})`);
   if (v.transitions.length) {
@@ -657,6 +660,35 @@ function formatState(workflowId: string, v: RunStateView): string {
     }
   }
   return lines.join('\n');
+}
+
+/** What a waiting (or open) run holds an operator to: the approval deadline, a pause's way back, the open conversation. */
+function waitLines(v: RunStateView): string[] {
+  const lines: string[] = [];
+  if (v.approvalDeadline) {
+    const then = v.approvalOnTimeout === 'reject' ? 'rejects the undecided calls and goes on' : v.approvalOnTimeout === 'fail' ? 'fails' : 'ends the wait (approval.onTimeout)';
+    lines.push(`  approval deadline ${clock(v.approvalDeadline)}: then the run ${then}`);
+  }
+  if (v.state === AgentState.PAUSED) {
+    const left = v.workRemainingMs !== null ? `, working time left ${v.workRemainingMs} ms` : '';
+    lines.push(`  paused: resume goes on in ${v.resumeTo ?? 'the state it paused before'}${left}`);
+    if (v.pausedDeadline) lines.push(`  aborted at ${clock(v.pausedDeadline)} unless resumed (limits.maxPausedMs)`);
+  } else if (v.workRemainingMs !== null && !isTerminal(v.state)) {
+    lines.push(`  working time left ${v.workRemainingMs} ms (the clock stops while a person decides)`);
+  }
+  if (v.conversationOpen) lines.push('  conversation open: `agent send` continues it with a follow-up turn (keepOpenMs)');
+  return lines;
+}
+
+/** The run's recent tool calls, as the run page's table shows them. */
+function toolLines(v: RunStateView): string[] {
+  if (!v.recentToolCalls.length) return [];
+  const outcome = (t: RunStateView['recentToolCalls'][number]) => (t.ok === null ? 'running' : t.ok ? 'ok' : t.rejected ? 'rejected' : 'failed');
+  const marks = (t: RunStateView['recentToolCalls'][number]) => [t.edited ? 'edited' : '', t.policy ? `policy ${t.policy}` : ''].filter(Boolean).map((m) => ` [${m}]`).join('');
+  return [
+    `tool calls (last ${v.recentToolCalls.length}):`,
+    ...v.recentToolCalls.map((t) => `  step ${t.startStep}  ${t.toolCallId}  ${t.name} ${oneLine(t.arguments, 100)}${marks(t)}  ${outcome(t)}${t.output ? `: ${oneLine(t.output, 100)}` : ''}`),
+  ];
 }
 
 function formatList(runs: AgentRunSummary[], state: string | undefined): string {

@@ -123,8 +123,33 @@ export interface RunFailure {
   result?: AgentRunResult;
 }
 
+/**
+ * What `AgentRunHandle.result()` rejects with when the run failed (or was terminated, cancelled, timed out): the run's
+ * own reason in the message and in `reason`; `cause` is the SDK's `WorkflowFailedError`.
+ */
+export class AgentRunFailedError extends Error {
+  override readonly name = 'AgentRunFailedError';
+  /** The workflow's own message, e.g. `loop limit reached (limits.maxLoops = 5)`. */
+  readonly reason: string;
+  /** `ApplicationFailure` type (`AgentRunFailed`, `InvalidInput`), or `Terminated`, `Cancelled`, `TimedOut`. */
+  readonly type: string | undefined;
+  /** Counters of the run at the moment it failed, when the workflow attached them. */
+  readonly result?: AgentRunResult;
+  constructor(
+    readonly workflowId: string,
+    failure: RunFailure,
+    options: { cause: unknown },
+  ) {
+    super(`agent run ${workflowId} failed: ${failure.reason}`, options);
+    this.reason = failure.reason;
+    this.type = failure.type;
+    if (failure.result) this.result = failure.result;
+  }
+}
+
 /** Unwraps a workflow or update failure into the reason the workflow gave; `undefined` for any other error. */
 export function runFailure(err: unknown): RunFailure | undefined {
+  if (err instanceof AgentRunFailedError) return { reason: err.reason, type: err.type, ...(err.result ? { result: err.result } : {}) };
   if (!(err instanceof WorkflowFailedError || err instanceof WorkflowUpdateFailedError)) return undefined;
   const cause = err.cause;
   if (cause instanceof ApplicationFailure) {

@@ -43,6 +43,7 @@ import {
   AgentControlTimeoutError,
   AgentQueryTimeoutError,
   AgentRunEndedError,
+  AgentRunFailedError,
   AgentRunNotFoundError,
   AgentUpdateRejectedError,
   checkStep,
@@ -52,6 +53,7 @@ import {
   isNoUpdateHandler,
   isNoWorkerError,
   isStateAtMissing,
+  runFailure,
   stepNotFound,
   validate,
 } from './errors';
@@ -283,13 +285,15 @@ export class AgentRunHandle {
 
   /**
    * Waits for the run to end. A COMPLETED or ABORTED run resolves; a FAILED (or terminated, cancelled, timed out)
-   * run rejects with the `WorkflowFailedError`: use `failureReason(err)` or `runFailure(err)` to read why.
+   * run rejects with `AgentRunFailedError`, whose message and `reason` say why (`runFailure(err)` reads it too).
    */
   async result(): Promise<AgentRunResult> {
     try {
       return (await this.workflow.result()) as AgentRunResult;
     } catch (err) {
       if (err instanceof WorkflowNotFoundError) throw new AgentRunNotFoundError(this.workflowId);
+      const failure = runFailure(err);
+      if (failure && !(err instanceof WorkflowUpdateFailedError)) throw new AgentRunFailedError(this.workflowId, failure, { cause: err });
       throw err;
     }
   }

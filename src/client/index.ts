@@ -11,6 +11,7 @@ export {
   AgentControlTimeoutError,
   AgentQueryTimeoutError,
   AgentRunEndedError,
+  AgentRunFailedError,
   AgentRunNotFoundError,
   AgentStepNotFoundError,
   AgentUpdateRejectedError,

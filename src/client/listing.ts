@@ -25,6 +25,12 @@ export async function* rawExecutions(client: Client, query: string, pageSize = L
   } while (nextPageToken);
 }
 
+/**
+ * Leaves out the executions a run closed by continuing as new: each is a part of one run, which the listing shows once,
+ * as its open (or last) execution. Their AgentState is the state they continued in, not the run's.
+ */
+export const CURRENT_EXECUTIONS = 'ExecutionStatus != "ContinuedAsNew"';
+
 /** A listed execution's status as the SDK names it: `RUNNING`, `COMPLETED`, `CONTINUED_AS_NEW`, ... */
 export const executionStatus = (e: temporal.api.workflow.v1.IWorkflowExecutionInfo): string =>
   (temporal.api.enums.v1.WorkflowExecutionStatus[e.status ?? 0] ?? '').replace(/^WORKFLOW_EXECUTION_STATUS_/, '');
@@ -60,7 +66,7 @@ export async function listRuns(client: Client, opts: ListOptions = {}): Promise<
   if (opts.state !== undefined && !(Object.values(AgentState) as string[]).includes(opts.state)) {
     throw new InvalidAgentInputError(`Invalid list options: state: must be one of ${Object.values(AgentState).join(', ')}`);
   }
-  const query = `WorkflowType="${WORKFLOW_TYPE}"` + (opts.state ? ` AND ${AGENT_STATE_SEARCH_ATTRIBUTE}="${opts.state}"` : '');
+  const query = `WorkflowType="${WORKFLOW_TYPE}" AND ${CURRENT_EXECUTIONS}` + (opts.state ? ` AND ${AGENT_STATE_SEARCH_ATTRIBUTE}="${opts.state}"` : '');
   // The raw listing: the SDK's decodes every run's memo, and one run whose memo this client cannot decode (another
   // key, another blob store) would fail the whole list. Search attributes are never encoded.
   const runs: AgentRunSummary[] = [];

@@ -189,8 +189,14 @@ export function parseAgentRunInput(value: unknown): ParseResult<ResolvedInput> {
   return problem ? { ok: false, error: `Invalid agentRun input: ${problem}` } : parsed;
 }
 
-/** Approval settings that only mean something with `limits.approvalTimeoutMs` (a cross-field rule the schema cannot say). */
-export function approvalProblem(input: Pick<ResolvedInput, 'approval' | 'limits'>): string | null {
+/**
+ * Cross-field rules the schema cannot say: approval tools the run's `tools` leave out (a call to one could never run),
+ * and approval settings that only mean something with `limits.approvalTimeoutMs`.
+ */
+export function approvalProblem(input: Pick<ResolvedInput, 'approval' | 'limits' | 'tools'>): string | null {
+  const { tools } = input;
+  const outside = tools ? (input.approval?.tools ?? []).filter((t) => t !== '*' && !tools.includes(t)) : [];
+  if (outside.length > 0) return `approval.tools: ${outside.join(', ')} ${outside.length === 1 ? 'is' : 'are'} not among the run's tools (${tools!.join(', ')}): add ${outside.length === 1 ? 'it' : 'them'} to tools, or leave ${outside.length === 1 ? 'it' : 'them'} out of approval.tools`;
   if (input.limits.approvalTimeoutMs !== undefined) return null;
   if (input.approval?.reminderAt !== undefined) return 'approval.reminderAt: needs limits.approvalTimeoutMs (the window it is a share of)';
   if (input.approval?.onTimeout === 'reject') return "approval.onTimeout: 'reject' needs limits.approvalTimeoutMs";

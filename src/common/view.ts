@@ -55,6 +55,7 @@ export const {
     name: z.string(),
     arguments: z.string().describe('The arguments as JSON, cut at 200 characters.'),
     edited: z.literal(true).optional().describe('A person approved it with edited arguments (those above).'),
+    rejected: z.literal(true).optional().describe('A person rejected it, or nobody decided in time (`approval.onTimeout: reject`): it never ran; `output` is what the model was told.'),
     policy: z
       .enum(['deny', 'approve', 'rewrite'])
       .optional()
@@ -126,6 +127,11 @@ export const {
         .describe('When working time (`limits.timeoutMs`) runs out; null while a person decides, when `workRemainingMs` holds what is left.'),
       workRemainingMs: int().nullable(),
       approvalDeadline: timestamp().nullable().describe('When the current approval wait exceeds `limits.approvalTimeoutMs`.'),
+      approvalOnTimeout: z
+        .enum(['fail', 'reject'])
+        .nullable()
+        .optional()
+        .describe('With `approvalDeadline`: what happens then (`approval.onTimeout`): the run fails, or rejects the undecided calls and goes on. Absent from workers before it.'),
       approvalReminder: ApprovalReminderViewSchema.nullable().describe(
         'The reminder the approval wait raised at `approval.reminderAt` of its window (the approvalReminder event): when, the wait\'s deadline, what happens then and the calls still undecided. Null when none was raised for this wait.',
       ),

@@ -25,8 +25,11 @@ export type WatchEvent =
   | { type: 'resume'; callNumber: number; attempt: number; chars: number; after: string }
   /** A tool call started (at `step`, the way into TOOL_EXECUTING). */
   | { type: 'toolStart'; step: number; toolCallId: string; name: string; arguments: string; at: string }
-  /** A tool call ended (at `step`, TOOLS_DONE): whether it succeeded, how long it took, the start of its output. */
-  | { type: 'toolEnd'; step: number; toolCallId: string; name: string; ok: boolean; durationMs: number; output: string; at: string }
+  /**
+   * A tool call ended (at `step`, TOOLS_DONE): whether it succeeded, how long it took, the start of its output.
+   * `rejected`: a person rejected it (or nobody decided in time), so it never ran and ended at the step it would have started.
+   */
+  | { type: 'toolEnd'; step: number; toolCallId: string; name: string; ok: boolean; durationMs: number; output: string; at: string; rejected?: true }
   /**
    * An approval wait reached `approval.reminderAt` of its window undecided: `deadline` is when it runs out, `onTimeout`
    * what happens then, `toolCallIds` the calls still waiting. Raised by the run's own timer, once per wait.
@@ -65,9 +68,9 @@ export function diffState(previous: RunStateView | undefined, next: RunStateView
 }
 
 /** Tool calls that started or ended since the previous view. */
-function toolEvents(previous: RunStateView | undefined, next: RunStateView): Array<{ step: number; event: WatchEvent }> {
+function toolEvents(previous: RunStateView | undefined, next: RunStateView): Array<{ step: number; event: WatchEvent; rank?: number }> {
   const before = new Map(previous?.recentToolCalls.map((t) => [t.toolCallId, t]));
-  const events: Array<{ step: number; event: WatchEvent }> = [];
+  const events: Array<{ step: number; event: WatchEvent; rank?: number }> = [];
   for (const t of next.recentToolCalls) {
     const was = before.get(t.toolCallId);
     if (!was) {
@@ -75,8 +78,9 @@ function toolEvents(previous: RunStateView | undefined, next: RunStateView): Arr
     }
     if (t.endedAt !== null && t.endStep !== null && !was?.endedAt) {
       const durationMs = Date.parse(t.endedAt) - Date.parse(t.startedAt);
-      const event: WatchEvent = { type: 'toolEnd', step: t.endStep, toolCallId: t.toolCallId, name: t.name, ok: t.ok ?? false, durationMs, output: t.output ?? '', at: t.endedAt };
-      events.push({ step: t.endStep, event });
+      const event: WatchEvent = { type: 'toolEnd', step: t.endStep, toolCallId: t.toolCallId, name: t.name, ok: t.ok ?? false, durationMs, output: t.output ?? '', at: t.endedAt, ...(t.rejected ? { rejected: true as const } : {}) };
+      // A call that ended in the step that started it (rejected, denied by the policy) ends after its start.
+      events.push({ step: t.endStep, event, ...(t.endStep === t.startStep ? { rank: RANK.toolStart! + 1 } : {}) });
     }
   }
   return events;
@@ -86,10 +90,11 @@ function toolEvents(previous: RunStateView | undefined, next: RunStateView): Arr
 const RANK: Partial<Record<WatchEvent['type'], number>> = { toolEnd: 0, transition: 1, toolStart: 2 };
 
 /** Transitions and tool events in the order they happened: by step, then by RANK. */
-function inStepOrder(events: Array<{ step: number; event: WatchEvent }>): WatchEvent[] {
+function inStepOrder(events: Array<{ step: number; event: WatchEvent; rank?: number }>): WatchEvent[] {
+  const rank = (e: { event: WatchEvent; rank?: number }) => e.rank ?? RANK[e.event.type] ?? 1;
   return events
     .map((e, i) => ({ ...e, i }))
-    .sort((a, b) => a.step - b.step || (RANK[a.event.type] ?? 1) - (RANK[b.event.type] ?? 1) || a.i - b.i)
+    .sort((a, b) => a.step - b.step || rank(a) - rank(b) || a.i - b.i)
     .map((e) => e.event);
 }
 

@@ -245,7 +245,7 @@ const SSE_EVENTS: Record<SseEvent['type'], string> = {
   approval: '`{ type, pending: [...] }`, tool calls that started waiting for approval',
   approvalReminder: '`{ type, at, deadline, onTimeout, toolCallIds }`, an approval wait reached `approval.reminderAt` of its window undecided (once per wait): escalate here',
   toolStart: '`{ type, step, toolCallId, name, arguments, at }`',
-  toolEnd: '`{ type, step, toolCallId, name, ok, durationMs, output, at }`',
+  toolEnd: '`{ type, step, toolCallId, name, ok, durationMs, output, at, rejected? }`; `rejected`: a person rejected the call (it never ran)',
   retry: '`{ type, retry: { activity, attempt, lastFailure, nextAttemptAt } }`, once per attempt of a retried activity',
   end: '`{ type, state }`, the final view; the stream closes',
   error: '`{ error: { code, message } }`, the watch failed; the stream closes',

@@ -10,7 +10,7 @@ import type { Client } from '@temporalio/client';
 import { defaultPayloadConverter } from '@temporalio/common';
 import { decodeMapFromPayloads } from '@temporalio/common/lib/internal-non-workflow';
 import { optionalTsToDate } from '@temporalio/common/lib/time';
-import { executionStatus, rawExecutions } from '../client/listing';
+import { CURRENT_EXECUTIONS, executionStatus, rawExecutions } from '../client/listing';
 import { AGENT_RUN_MEMO, AGENT_STATE_MEMO, AGENT_STATE_SEARCH_ATTRIBUTE, WORKFLOW_TYPE } from '../common/constants';
 import type { RunStateView } from '../common/view';
 
@@ -52,7 +52,7 @@ export interface RunListEntry {
 /** The visibility query for the filters the server can apply; values are quoted as the SQL-like grammar needs. */
 export function visibilityQuery(f: RunListFilter): string {
   const quote = (v: string) => `"${v.replace(/\\/g, '\\\\').replace(/"/g, '\\"')}"`;
-  const parts = [`WorkflowType=${quote(WORKFLOW_TYPE)}`];
+  const parts = [`WorkflowType=${quote(WORKFLOW_TYPE)}`, CURRENT_EXECUTIONS];
   if (f.state) parts.push(`${AGENT_STATE_SEARCH_ATTRIBUTE}=${quote(f.state)}`);
   if (f.since) parts.push(`StartTime >= ${quote(new Date(f.since).toISOString())}`);
   if (f.until) parts.push(`StartTime <= ${quote(new Date(f.until).toISOString())}`);
@@ -99,7 +99,8 @@ async function entry(client: Client, e: Execution): Promise<RunListEntry> {
     durationMs: close ? close.getTime() - start.getTime() : null,
     prompt: typeof run?.prompt === 'string' ? run.prompt : null,
     agent: run?.agent ?? null,
-    origin: run?.origin ?? stored?.origin ?? null,
+    // A run that continued as new keeps its id: only a fork's origin names another run.
+    origin: run?.origin ?? (stored?.origin?.kind === 'fork' ? { workflowId: stored.origin.workflowId, step: stored.origin.step } : null),
     parentWorkflowId: e.parentExecution?.workflowId || null,
     costUsd: stored?.usage?.costUsd ?? null,
     totalTokens: stored?.usage?.totalTokens ?? null,

@@ -23,6 +23,7 @@ export type Chunk =
   | { type: 'tool-output-available'; toolCallId: string; output: unknown; dynamic: true }
   | { type: 'tool-output-error'; toolCallId: string; errorText: string; dynamic: true }
   | { type: 'tool-approval-request'; approvalId: string; toolCallId: string }
+  | { type: 'tool-output-denied'; toolCallId: string }
   | { type: `data-${string}`; data: unknown; transient: true }
   | { type: 'finish'; finishReason: 'stop' }
   | { type: 'abort'; reason?: string }
@@ -86,9 +87,12 @@ export function uiMessageStreamFormat(runId: string): EventFormat {
       }
       case 'toolEnd': {
         const t = e as Extract<StreamEvent, { type: 'toolEnd' }>;
-        const end: Chunk = t.ok
-          ? { type: 'tool-output-available', toolCallId: t.toolCallId, output: t.output, dynamic: true }
-          : { type: 'tool-output-error', toolCallId: t.toolCallId, errorText: t.output, dynamic: true };
+        // A rejected call is a denied tool part: `useChat` shows it as output-denied, no longer approval-requested.
+        const end: Chunk = t.rejected
+          ? { type: 'tool-output-denied', toolCallId: t.toolCallId }
+          : t.ok
+            ? { type: 'tool-output-available', toolCallId: t.toolCallId, output: t.output, dynamic: true }
+            : { type: 'tool-output-error', toolCallId: t.toolCallId, errorText: t.output, dynamic: true };
         return [...tool(t.toolCallId, t.name, undefined), end];
       }
       case 'approval':

@@ -37,8 +37,9 @@ export function carryOn(resume: Resume, carried: RunSnapshot, run: Pick<RunSnaps
   const chain = { features: { ...carried.features, conversationChain: features.conversationChain }, chain: null };
   if (resume.kind === 'continue') return { ...carried, ...chain, origin: carried.origin ?? { kind: 'continue', workflowId, step: carried.counters.step } };
   const origin = resume.origin ?? { workflowId: 'unknown', step: carried.counters.step };
+  const forked = forkPoint(carried, origin.step, now);
   return {
-    ...carried,
+    ...forked,
     features,
     machineVersion,
     chain: null,
@@ -47,8 +48,23 @@ export function carryOn(resume: Resume, carried: RunSnapshot, run: Pick<RunSnaps
     origin: { kind: 'fork', ...origin },
     clocks: { ...carried.clocks, ...freshClocks({ ...carried, features, machineVersion }, now) },
     pauseRequested: false,
-    logs: { ...carried.logs, rejectedEvents: [] },
+    logs: { ...forked.logs, rejectedEvents: [] },
   };
+}
+
+/** The event of the transition that marks where a fork began: from the state it carries on in, to the same. */
+export const FORK_EVENT = 'FORK';
+
+/**
+ * A fork's own times: the steps it carried beyond the fork point (a fork from step 0 carries the start, which it makes
+ * its own) are stamped `now`, and one more transition, `FORK`, marks where it began and starts its time in its state.
+ */
+function forkPoint(carried: RunSnapshot, fromStep: number, now: string): RunSnapshot {
+  const { transitions } = carried.logs;
+  const firstStep = carried.counters.step - transitions.length + 1;
+  const own = transitions.map((t, i) => (firstStep + i > fromStep ? { ...t, at: now } : t));
+  const mark = { from: carried.phase.type, to: carried.phase.type, event: FORK_EVENT, at: now };
+  return { ...carried, stateSince: now, counters: { ...carried.counters, step: carried.counters.step + 1 }, logs: { ...carried.logs, transitions: [...own, mark] } };
 }
 
 /** The snapshot right after step `step`, replayed through the pure machine from this run's base. */

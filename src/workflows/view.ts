@@ -31,6 +31,7 @@ export function publicView(s: RunSnapshot, includeMessages: boolean): RunStateVi
     deadline: workDeadline(s),
     workRemainingMs: s.clocks.work.state === 'stopped' ? s.clocks.work.remainingMs : null,
     approvalDeadline: s.clocks.approvalDeadline,
+    approvalOnTimeout: s.clocks.approvalDeadline ? (s.options.approvalOnTimeout ?? 'fail') : null,
     approvalReminder: s.clocks.approvalReminder,
     pausedDeadline: s.clocks.pausedDeadline,
     quotaWait: s.quotaWait ? { since: s.quotaWait.since, expectedAt: s.quotaWait.expectedAt, position: s.quotaWait.position } : null,

@@ -360,7 +360,7 @@ function runPage(workflowId) {
         el('td', {}, t.name),
         el('td', { class: 'mono' }, t.arguments, t.edited ? el('span', { class: 'tag' }, 'edited') : null),
         el('td', {}, t.policy ? el('span', { class: `tag policy policy-${t.policy}`, 'data-policy': t.policy, title: POLICY_TITLES[t.policy] }, t.policy) : ''),
-        el('td', {}, t.ok === null ? 'running…' : t.ok ? 'ok' : 'failed'),
+        el('td', t.rejected ? { 'data-rejected': 'true' } : {}, t.ok === null ? 'running…' : t.ok ? 'ok' : t.rejected ? 'rejected' : 'failed'),
         el('td', {}, t.endedAt ? `${Date.parse(t.endedAt) - Date.parse(t.startedAt)} ms` : ''),
         el('td', { class: 'mono' }, t.output ?? ''),
       ),

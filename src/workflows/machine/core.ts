@@ -298,6 +298,26 @@ export function toolsStarted(s: RunSnapshot, now: string): ToolCallRecord[] {
   return [...s.logs.toolCalls, ...started].slice(-TOOL_LOG_SIZE);
 }
 
+/**
+ * Calls a person rejected (or nobody decided on in time): answered with what the model is told, and logged as ended at
+ * once, at the step into TOOL_EXECUTING, so that watchers and every stream see how each one ended.
+ */
+export function withRejected(s: RunSnapshot, rejected: ToolResult[], now: string): RunSnapshot {
+  if (rejected.length === 0) return s;
+  const step = s.counters.step + 1;
+  const callOf = new Map(s.toolRound.pending.map((c) => [c.id, c]));
+  const logged = rejected.map((r): ToolCallRecord => {
+    const call = callOf.get(r.toolCallId);
+    const policy = call?.policy ? { policy: call.policy.action } : {};
+    return { toolCallId: r.toolCallId, name: r.name, arguments: clip200(call?.arguments ?? ''), rejected: true, ...policy, startStep: step, startedAt: now, endStep: step, endedAt: now, ok: false, output: clip200(r.content) };
+  });
+  return {
+    ...s,
+    toolRound: { ...s.toolRound, presetResults: [...s.toolRound.presetResults, ...rejected] },
+    logs: { ...s.logs, toolCalls: [...s.logs.toolCalls, ...logged].slice(-TOOL_LOG_SIZE) },
+  };
+}
+
 /** The calls `results` answered, ended at `step`. */
 export function toolsEnded(log: ToolCallRecord[], results: ToolResult[], step: number, now: string): ToolCallRecord[] {
   const byId = new Map(results.map((r) => [r.toolCallId, r]));
@@ -334,12 +354,12 @@ export function rejectUndecided(s: RunSnapshot, phase: Extract<Phase, { type: ty
   const edits = new Map(decided.filter((p) => p.decision?.arguments !== undefined).map((p) => [p.toolCallId, p.decision!.arguments!]));
   const pending = s.toolRound.pending.map((c) => (edits.has(c.id) ? { ...c, arguments: edits.get(c.id)!, edited: true as const } : c));
   const content = (p: PendingApproval) => (timedOut.includes(phase.pending[decided.indexOf(p)]) ? approvalTimedOut(s.limits.approvalTimeoutMs) : decisions(s).rejected(p));
-  const next: RunSnapshot = {
-    ...s,
-    reason: { kind: 'approvalTimeout', text: `${why}: rejected (approval.onTimeout is reject)` },
-    approvalNote: decisions(s).noteOf(decided),
-    toolRound: { ...s.toolRound, pending, presetResults: [...s.toolRound.presetResults, ...rejected.map((p) => ({ toolCallId: p.toolCallId, name: p.name, ok: false, content: content(p) }))] },
-  };
+  const answered = rejected.map((p) => ({ toolCallId: p.toolCallId, name: p.name, ok: false, content: content(p) }));
+  const next: RunSnapshot = withRejected(
+    { ...s, reason: { kind: 'approvalTimeout', text: `${why}: rejected (approval.onTimeout is reject)` }, approvalNote: decisions(s).noteOf(decided), toolRound: { ...s.toolRound, pending } },
+    answered,
+    now,
+  );
   return enter(next, phase.then, e, now);
 }
 
@@ -347,11 +367,18 @@ export function fail(s: RunSnapshot, e: AgentEvent, now: string, reason: string)
   return finish({ ...s, lastError: reason }, S.FAILED, e, now, reason);
 }
 
+/** Told of a pause requested during the run's last step: there was no step left to pause before. */
+export const PAUSE_NOT_APPLIED = 'the pause requested during the last step was not applied: the run ended before another step';
+
 type Ending = typeof S.COMPLETED | typeof S.FAILED | typeof S.ABORTED;
 
 export function finish(s: RunSnapshot, to: Ending, e: AgentEvent, now: string, reason: string, answer: string | null = null): TransitionResult {
   const phase: Phase = to === S.COMPLETED ? { type: to, conversationOpen: s.options.keepOpenMs > 0 } : { type: to };
-  const next = moveTo({ ...s, counters: { ...s.counters, turns: s.counters.turns + (to === S.COMPLETED ? 1 : 0) }, reason: { kind: 'ended', text: reason }, answer, pauseRequested: false }, phase, e, now);
+  // A pause applies before the next step; a run that ends first (not by an abort) says the pause was not applied.
+  const unpaused = s.pauseRequested && to !== S.ABORTED;
+  const said = unpaused && to === S.COMPLETED ? `${reason}; ${PAUSE_NOT_APPLIED}` : reason;
+  const ended = unpaused ? recordRejection(s, { type: 'PAUSE' }, `${PAUSE_NOT_APPLIED} (${to})`, now) : s;
+  const next = moveTo({ ...ended, counters: { ...s.counters, turns: s.counters.turns + (to === S.COMPLETED ? 1 : 0) }, reason: { kind: 'ended', text: said }, answer, pauseRequested: false }, phase, e, now);
   return ok(next, [{ type: 'cancelWork' }, ...commandsFor(next)]);
 }
 

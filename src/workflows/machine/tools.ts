@@ -2,7 +2,7 @@
 import type { ToolResult } from '../../common/chat';
 import { childrenEnded } from '../children';
 import type { PendingApproval, RunSnapshot } from '../snapshot';
-import { decisions, editProblem, enter, fail, failed, INTERRUPTED_APPROVAL, ok, plain, reject, S, toolsEnded } from './core';
+import { decisions, editProblem, enter, fail, failed, INTERRUPTED_APPROVAL, ok, plain, reject, S, toolsEnded, withRejected } from './core';
 import {
   failApprovalTimeout,
   interruptsRefused,
@@ -90,8 +90,8 @@ const runDecided = action<'APPROVAL'>('runDecided', (s, e, now) => {
   const rejected = decided.filter((p) => !p.decision?.approved);
   const editedArgs = new Map(decided.filter((p) => p.decision?.arguments !== undefined).map((p) => [p.toolCallId, p.decision!.arguments!]));
   const pending = s.toolRound.pending.map((c) => (editedArgs.has(c.id) ? { ...c, arguments: editedArgs.get(c.id)!, edited: true as const } : c));
-  const presetResults = [...s.toolRound.presetResults, ...rejected.map((p) => ({ toolCallId: p.toolCallId, name: p.name, ok: false, content: decisions(s).rejected(p) }))];
-  const next: RunSnapshot = { ...s, toolRound: { ...s.toolRound, pending, presetResults }, approvalNote: decisions(s).noteOf(decided) };
+  const answered = rejected.map((p) => ({ toolCallId: p.toolCallId, name: p.name, ok: false, content: decisions(s).rejected(p) }));
+  const next = withRejected({ ...s, toolRound: { ...s.toolRound, pending }, approvalNote: decisions(s).noteOf(decided) }, answered, now);
   return enter(next, thenOf(s), e, now);
 });
 
