@@ -244,7 +244,7 @@ describe('cli input validation: exit 1, one line naming the field, nothing start
     ['too small --timeout-ms', ['start', 'p', '--timeout-ms', '10'], 'limits.timeoutMs'],
     ['unknown --critique', ['start', 'p', '--critique', 'vibes'], 'critique'],
     ['empty --approve-tools', ['start', 'p', '--approve-tools', ','], 'approval.tools'],
-    ['--approve-tools a tool --tools leaves out', ['start', 'x', '--tools', 'listFiles', '--approve-tools', 'readFile'], "approval.tools: readFile is not among the run's tools (listFiles)"],
+    ['--approve-tools a tool --tools leaves out', ['start', 'x', '--tools', 'listFiles', '--approve-tools', 'readFile'], "--approve-tools (approval.tools): readFile is not among the run's tools (listFiles)"],
     ['missing prompt', ['start'], 'prompt'],
   ])('%s', async (_name, argv, field) => {
     const { code, stdout, stderr, connect, workflowStart } = await run(argv);

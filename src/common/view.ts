@@ -130,8 +130,7 @@ export const {
       approvalOnTimeout: z
         .enum(['fail', 'reject'])
         .nullable()
-        .optional()
-        .describe('With `approvalDeadline`: what happens then (`approval.onTimeout`): the run fails, or rejects the undecided calls and goes on. Absent from workers before it.'),
+        .describe('With `approvalDeadline`: what happens then (`approval.onTimeout`): the run fails, or rejects the undecided calls and goes on.'),
       approvalReminder: ApprovalReminderViewSchema.nullable().describe(
         'The reminder the approval wait raised at `approval.reminderAt` of its window (the approvalReminder event): when, the wait\'s deadline, what happens then and the calls still undecided. Null when none was raised for this wait.',
       ),
