@@ -268,7 +268,7 @@ const SCENARIOS: Scenario[] = [
       if (told.length > 0) return { text: told.map((m: { content: string }) => m.content).join('; ') };
       return { toolCalls: ['a.txt', 'b.txt'].map((prompt, i) => ({ id: `l${i}`, name: 'looker', arguments: { prompt } })) };
     },
-    input: { prompt: 'Look up a.txt and b.txt', tools: ['looker'], budget: { maxTokens: 100_000 } },
+    input: { prompt: 'Look up a.txt and b.txt', tools: ['looker'], budget: { maxTokens: 100_000 }, toolOrder: 'concurrent' },
   },
 ];
 

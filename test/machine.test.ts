@@ -947,7 +947,7 @@ describe("the worker's tool policy", () => {
 });
 
 describe('calls the model call ran ahead', () => {
-  const local = (id: string, name = 'readFile', extra: Partial<ToolCall> = {}): ToolCall => ({ ...call(id, name, { path: `${id}.txt` }), local: true, ...extra });
+  const local = (id: string, name = 'readFile', extra: Partial<ToolCall> = {}): ToolCall => ({ ...call(id, name, { path: `${id}.txt` }), local: true, pure: true, ...extra });
   const result = (id: string, name = 'readFile') => ({ toolCallId: id, name, ok: true, content: `ran ${id}` });
   const responded = (s: RunSnapshot, calls: ToolCall[], before: AgentEvent[] = []) =>
     run(s, { type: 'START' }, ...before, { type: 'MODEL_RESPONDED', response: { ...response('', calls), toolResults: calls.map((c) => result(c.id, c.name)) } });

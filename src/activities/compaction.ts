@@ -75,13 +75,16 @@ export function createCompactContext(deps: CompactionDeps) {
     const ctx = Context.current();
     const model = request.model ?? deps.defaultModel;
     const { messages } = request;
-    // The system prompt and the task (the first user message) always stay.
-    const taskIndex = messages.findIndex((m) => m.role === 'user');
-    const head = messages.slice(0, taskIndex + 1);
+    // The system prompt and the turn's task (its prompt) always stay; the conversation before the task may be summarised.
+    const first = Math.max(0, messages.findIndex((m) => m.role !== 'system'));
+    const head = messages.slice(0, first);
+    const at = request.taskIndex ?? messages.findIndex((m) => m.role === 'user');
     // Few but huge messages: summarise the recent turns too rather than give up.
-    let start = recentStart(messages, request.keepRecent, taskIndex + 1);
-    if (start === taskIndex + 1) start = messages.length;
-    const older = messages.slice(taskIndex + 1, start);
+    let start = recentStart(messages, request.keepRecent, Math.max(first, at + 1));
+    if (start === Math.max(first, at + 1)) start = messages.length;
+    // The task stays verbatim, before the summary of the rest (what came before it and its turn's earlier steps).
+    const task = at >= first && at < start ? [messages[at]] : [];
+    const older = messages.slice(first, start).filter((_, i) => first + i !== at);
     if (older.length === 0) {
       throw ApplicationFailure.create({ type: FailureType.CompactionImpossible, message: 'nothing to compact: the task and the recent turns alone exceed the context', nonRetryable: true });
     }
@@ -139,6 +142,6 @@ export function createCompactContext(deps: CompactionDeps) {
       throw ApplicationFailure.create({ type: FailureType.CompactionImpossible, message: 'compaction did not converge to one summary', nonRetryable: true });
     }
     const summaryMessage: ChatMessage = { role: 'user', content: `${SUMMARY_PREFIX}\n${summary}` };
-    return { messages: [...head, summaryMessage, ...messages.slice(start)], summarizedMessages: older.length, usage };
+    return { messages: [...head, ...task, summaryMessage, ...messages.slice(start)], summarizedMessages: older.length, usage };
   };
 }

@@ -53,10 +53,11 @@ const TOOL_CRITIC_PROMPT =
 
 /** What the critic is shown: the task and the final answer, or the task and a tool step's calls with their results. */
 export function criticMessages(request: CritiqueRequest): Array<{ role: 'system' | 'user'; content: string }> {
-  if (!request.toolResults) return [{ role: 'system', content: CRITIC_PROMPT }, { role: 'user', content: `Task:\n${request.task}\n\nAnswer:\n${request.answer}` }];
+  const task = `${request.context ? `Conversation before the task:\n${request.context}\n\n` : ''}Task:\n${request.task}`;
+  if (!request.toolResults) return [{ role: 'system', content: CRITIC_PROMPT }, { role: 'user', content: `${task}\n\nAnswer:\n${request.answer}` }];
   const calls = request.toolResults.map((r, i) => `${i + 1}. ${r.name} ${r.arguments}\n${r.ok ? 'Result' : 'Error'}: ${r.content}`).join('\n\n');
   const said = request.answer.trim() ? `Assistant said:\n${request.answer}\n\n` : '';
-  return [{ role: 'system', content: TOOL_CRITIC_PROMPT }, { role: 'user', content: `Task:\n${request.task}\n\n${said}Tool calls:\n${calls}` }];
+  return [{ role: 'system', content: TOOL_CRITIC_PROMPT }, { role: 'user', content: `${task}\n\n${said}Tool calls:\n${calls}` }];
 }
 
 /** How the critic asks for JSON, strictest first; each provider refusal moves one step down. */

@@ -9,7 +9,8 @@ import { AzureOpenAI } from 'openai';
 import type OpenAI from 'openai';
 import type { ChatCompletionChunk, ChatCompletionCreateParamsStreaming } from 'openai/resources/chat/completions';
 import { ApplicationFailure } from '@temporalio/common';
-import { approvalCovers, mayRunAhead } from '../common/approval';
+import { approvalCovers } from '../common/approval';
+import { runAhead } from '../common/tool-order';
 import { ConversationUnavailableError, type ConversationStore } from '../codec/conversation-store';
 import {
   CONTINUE_PROMPT,
@@ -457,15 +458,14 @@ class DeltaPublisher {
 }
 
 /**
- * The answer's calls that `mayRunAhead` allows (pure `local` tools: running one whose result the run then does not use
- * costs nothing), run one after another, as `executeTool` runs them. A call that waits for approval is not run before
- * a person decides; a call that throws (a RetryableToolError, or a bug) is left to the run's local activity, which
- * retries it and reports what it says.
+ * The answer's calls that `runAhead` allows (pure `local` tools before the turn's first call with side effects: running
+ * one whose result the run then does not use costs nothing), run one after another in the model's order, as
+ * `executeTool` runs them. A call that waits for approval is not run before a person decides; a call that throws (a
+ * RetryableToolError, or a bug) is left to the run's local activity, which retries it and reports what it says.
  */
 async function runLocalTools(calls: ToolCall[], request: ModelRequest, deps: ModelDeps, ctx: Context): Promise<ToolResult[]> {
   const results: ToolResult[] = [];
-  for (const call of calls) {
-    if (!mayRunAhead(call, request.approvalTools)) continue;
+  for (const call of runAhead(calls, request.approvalTools)) {
     const idempotencyKey = `${ctx.info.workflowExecution?.workflowId ?? ctx.info.activityId}/${call.id}`;
     const result = await deps.tools.run(call, { idempotencyKey, signal: ctx.cancellationSignal }, request.tools).catch(() => undefined);
     if (result) results.push(recordToolCall(result));

@@ -121,6 +121,9 @@ export const {
       pauseRequested: z.boolean().describe('A pause was requested and takes effect on the way into the next work.'),
       conversationOpen: z.boolean().describe('COMPLETED and still taking `sendMessage` for a follow-up turn (`keepOpenMs`).'),
       turns: int().describe('Answers given so far; a kept-open conversation answers once per turn.'),
+      task: z
+        .string()
+        .describe("The current turn's task: its prompt (the input's, then each follow-up message's). The critic, the plan and compaction judge by it; the conversation before it is its context."),
       deadline: timestamp()
         .nullable()
         .describe('When working time (`limits.timeoutMs`) runs out; null while a person decides, when `workRemainingMs` holds what is left.'),
@@ -130,6 +133,12 @@ export const {
         'The reminder the approval wait raised at `approval.reminderAt` of its window (the approvalReminder event): when, the wait\'s deadline, what happens then and the calls still undecided. Null when none was raised for this wait.',
       ),
       pausedDeadline: timestamp().nullable().describe('When the PAUSED run is aborted (`limits.maxPausedMs`); null when not paused or no limit is set.'),
+      waitDeadline: timestamp()
+        .nullable()
+        .describe(
+          'When the wait for a person in progress (AWAITING_APPROVAL, a budget approval among them, or PAUSED) ends: its own deadline (`limits.approvalTimeoutMs`, `limits.maxPausedMs`, 7 days by default) or the run\'s total time, whichever comes first. Null when nothing waits for a person or the wait opted out (null limits).',
+        ),
+      totalDeadline: timestamp().nullable().describe("When the run's total time (`limits.totalTimeoutMs`, waits included) runs out; null when none is set or the run ended."),
       quotaWait: z
         .object({
           since: timestamp(),
