@@ -710,9 +710,9 @@ describe('model critic', () => {
     expect(model.requests('bad-critic').map(formatOf)).toEqual(['json_schema']);
   });
 
-  test('a confidence on the 0-100 scale is read as a share; above 100 is no decision', async () => {
+  test('a confidence is on the 0-100 scale, a 1 being 1%; above 100 is no decision', async () => {
     model.register('percent-critic', [{ text: JSON.stringify({ action: 'complete', reason: 'right', confidence: 85 }) }, { text: JSON.stringify({ action: 'complete', reason: 'right', confidence: 1 }) }, { text: JSON.stringify({ action: 'complete', reason: 'right', confidence: 120 }) }]);
-    expect(await act(activities.critiqueAnswer, critique('percent-critic'))).toMatchObject({ action: 'complete', confidence: 0.85 });
+    expect(await act(activities.critiqueAnswer, critique('percent-critic'))).toMatchObject({ action: 'complete', confidence: 85 });
     expect(await act(activities.critiqueAnswer, critique('percent-critic'))).toMatchObject({ confidence: 1 });
     expect(await act(activities.critiqueAnswer, critique('percent-critic')).catch((e: unknown) => e)).toMatchObject({ type: 'CritiqueUnparsable' });
   });

@@ -25,8 +25,8 @@ const ACTIONS = ['continue', 'retry', 'replan', 'complete'] as const;
 const DecisionSchema = z.object({
   action: z.enum(ACTIONS),
   reason: z.string().min(1),
-  // Critics answer on 0-1 or on 0-100 (seed 000's scale): above 1 is read as a percentage.
-  confidence: z.number().min(0).max(100).transform((c) => (c > 1 ? c / 100 : c)),
+  // One scale, seed 000's: 0 to 100, as the prompt asks. A 1 is 1%, never read as a share.
+  confidence: z.number().min(0).max(100),
 });
 
 /** The decision as a strict Structured Outputs schema: every property required, no others, no unsupported keywords. */
@@ -35,7 +35,7 @@ const DECISION_JSON_SCHEMA = {
   properties: {
     action: { type: 'string', enum: [...ACTIONS] },
     reason: { type: 'string' },
-    confidence: { type: 'number', description: 'between 0 and 1 (or 0 to 100)' },
+    confidence: { type: 'number', description: 'how sure you are, from 0 to 100' },
   },
   required: ['action', 'reason', 'confidence'],
   additionalProperties: false,
@@ -43,12 +43,12 @@ const DECISION_JSON_SCHEMA = {
 
 const CRITIC_PROMPT =
   'You review an assistant\'s final answer to a task. Reply with JSON only: ' +
-  '{"action": "complete" | "retry" | "replan", "reason": string, "confidence": number between 0 and 1}. ' +
+  '{"action": "complete" | "retry" | "replan", "reason": string, "confidence": number from 0 to 100}. ' +
   'Use "complete" when the answer does the task, "retry" when it is close but wrong or incomplete, "replan" when the approach is wrong.';
 
 const TOOL_CRITIC_PROMPT =
   "You review the outcome of an assistant's tool calls toward a task. Reply with JSON only: " +
-  '{"action": "continue" | "retry" | "replan", "reason": string, "confidence": number between 0 and 1}. ' +
+  '{"action": "continue" | "retry" | "replan", "reason": string, "confidence": number from 0 to 100}. ' +
   'Use "continue" when the results move the task forward, "retry" when the calls should be made again differently, "replan" when the approach is wrong.';
 
 /** What the critic is shown: the task and the final answer, or the task and a tool step's calls with their results. */

@@ -137,8 +137,8 @@ export const { LimitsSchema, PriceSchema, BudgetSchema, ApprovalSchema, Compacti
       plan: z.boolean().default(false),
       /** `rules` is free and deterministic; `model` asks the model to judge each final answer and tool step. @default 'rules' */
       critique: z.enum(['rules', 'model']).default('rules'),
-      /** A critic's `complete` with a lower confidence is taken as `retry`. @default 0.5 */
-      critiqueMinConfidence: z.number().min(0).max(1).default(0.5),
+      /** A critic's `complete` with a lower confidence (0 to 100, the critic's own scale) is taken as `retry`. @default 50 */
+      critiqueMinConfidence: z.number().min(0).max(100).default(50),
       /** Longest answer per model call in tokens, sent as the provider's output limit; a text answer cut off by it is continued. */
       maxOutputTokens: z.number().int().min(1).max(1_000_000).optional(),
       /**

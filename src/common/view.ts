@@ -77,7 +77,7 @@ export const {
   const CritiqueDecisionSchema = z.object({
     action: z.enum(Object.values(CritiqueAction) as [CritiqueAction, ...CritiqueAction[]]),
     reason: z.string(),
-    confidence: z.number().describe('0..1'),
+    confidence: z.number().describe('How sure the critic is, 0 to 100.'),
   });
 
   const ApprovalReminderViewSchema = z.object({

@@ -147,7 +147,10 @@ export interface RunSnapshot {
     keepOpenMs: number;
     /** Its place in the fleet's provider budget, 0 first; absent: the budget's default (5). */
     priority?: number;
+    /** 0 to 100, as critics answer (`lastCritique.confidence`). */
     critiqueMinConfidence: number;
+    /** Confidences are on 0 to 100; snapshots without it kept them on 0 to 1 and migrate (`fillAddedV3Fields`). */
+    percentConfidence: true;
     maxOutputTokens?: number;
     contextWindowTokens?: number;
     compaction: CompactionOptions;
@@ -260,6 +263,7 @@ export function initialSnapshot(input: ResolvedInput, now: string): RunSnapshot 
       keepOpenMs: input.keepOpenMs,
       ...(input.priority !== undefined ? { priority: input.priority } : {}),
       critiqueMinConfidence: input.critiqueMinConfidence,
+      percentConfidence: true,
       ...(input.maxOutputTokens !== undefined ? { maxOutputTokens: input.maxOutputTokens } : {}),
       ...(input.contextWindowTokens !== undefined ? { contextWindowTokens: input.contextWindowTokens } : {}),
       compaction: input.compaction,
@@ -307,7 +311,7 @@ export function blankSnapshot(now: string): RunSnapshot {
       plan: false,
       toolOrder: 'model',
       critique: 'rules',
-      critiqueMinConfidence: 0.5,
+      critiqueMinConfidence: 50,
       compaction: { threshold: 0.8, keepRecentMessages: 6 },
       keepOpenMs: 0,
       fallbackModels: [],
@@ -344,10 +348,15 @@ export function readSnapshot(carried: unknown): ParseResult<RunSnapshot> {
 /**
  * Fields added to version 3 without a version bump, absent from snapshots written before them:
  * - `task`: the first user message, the task those runs judged by.
+ * - `options.percentConfidence`: those runs kept confidences on 0 to 1; `critiqueMinConfidence` and
+ *   `lastCritique.confidence` are brought to 0 to 100.
  */
-function fillAddedV3Fields(stored: StoredSnapshotV3 | Omit<RunSnapshot, 'task'>): RunSnapshot {
+function fillAddedV3Fields(stored: StoredSnapshotV3 | Omit<StoredSnapshotV3, 'task'>): RunSnapshot {
   const task = 'task' in stored && stored.task !== undefined ? stored.task : firstUserText(stored.messages);
-  return { ...stored, task };
+  if (stored.options.percentConfidence) return { ...stored, task, options: { ...stored.options, percentConfidence: true } };
+  const percent = (c: number) => Math.round(c * 10_000) / 100;
+  const lastCritique = stored.lastCritique && { ...stored.lastCritique, confidence: percent(stored.lastCritique.confidence) };
+  return { ...stored, task, lastCritique, options: { ...stored.options, critiqueMinConfidence: percent(stored.options.critiqueMinConfidence), percentConfidence: true } };
 }
 
 const firstUserText = (messages: ChatMessage[]): string => messages.find((m) => m.role === 'user')?.content ?? '';
@@ -370,7 +379,7 @@ export function loadSnapshot(carried: unknown): RunSnapshot {
  * - `reason` keeps its text and gets the kind its writer gives it now, told from the text (`reasonKind`); only the text
  *   is ever read back, so a kind told wrongly changes nothing a run does.
  */
-export function v2ToV3(v2: SnapshotV2): Omit<RunSnapshot, 'task'> {
+export function v2ToV3(v2: SnapshotV2): Omit<StoredSnapshotV3, 'task'> {
   const { deadline, workRemainingMs, approvalDeadline, approvalReminderDue, approvalReminder, pausedDeadline, pendingToolCalls, presetResults, lastToolResults, reason, ...rest } = v2;
   const { step, loops, toolCalls, turns, budgetGrants, continuations, failuresInARow, overflowsInARow, setbacksInARow, transitions, toolLog, rejectedEvents, modelSwitches, ...ungrouped } = rest;
   const work: WorkClock = deadline !== null ? { state: 'running', deadline } : workRemainingMs !== null ? { state: 'stopped', remainingMs: workRemainingMs } : { state: 'none' };
