@@ -173,7 +173,9 @@ export const {
         .describe('Set when this run carries on from another: continued as new, or forked from a step.'),
       rejectedEvents: z
         .array(z.object({ event: z.string(), state: AgentStateSchema, at: timestamp(), error: z.string() }))
-        .describe('Signals and updates the run refused (the last 20), with why.'),
+        .describe(
+          "Signals and other events the run refused (the last 20), with why. A refused update (approve, sendMessage, abort, pause, resume) is not recorded here: its validator refuses it before it reaches the run's history, and its caller gets the reason (409 `update_rejected` at the gateway).",
+        ),
       messageCount: int(),
       messages: z.array(ChatMessageSchema).optional().describe('Only when asked for (`includeMessages`; the gateway\'s `?messages=1`): it can be large.'),
       stored: z
