@@ -15,6 +15,7 @@ import type { ProviderBudget } from '../quota';
 import { classifyModelError } from './errors';
 import { budgeted } from './quota';
 import { routeOf, secretsOf, type Providers } from './providers';
+import { withKeyRotation } from './key-rotation';
 import { heartbeating } from './heartbeat';
 import { stoppableCall, type ModelCallsInFlight } from './calls-in-flight';
 import { usageOf } from './usage';
@@ -22,7 +23,7 @@ import { usageOf } from './usage';
 export interface CompactionDeps {
   openai: OpenAI;
   defaultModel: string;
-  /** Named providers and their keys (`provider/model`); the summary goes to the route's first key. */
+  /** Named providers and their keys (`provider/model`); the summary goes to the route's keys in turn, as a model call does. */
   providers?: Providers;
   /** Characters of transcript sent in one summarising call. @default 24000 */
   chunkChars?: number;
@@ -92,13 +93,15 @@ export function createCompactContext(deps: CompactionDeps) {
     let calls = 0;
     const progress = { round: 0, done: 0 };
 
-    const route = routeOf(deps, model);
+    const route = await routeOf(deps, model);
     /** One summary of `chunk`; a cancellation aborts the request and ends the activity as cancelled. */
     const summarise = async (chunk: string, signal: AbortSignal): Promise<string> => {
       try {
         const asked = [{ role: 'system' as const, content: SUMMARISE_PROMPT }, { role: 'user' as const, content: chunk }];
         const id = `${ctx.info.workflowExecution?.workflowId ?? ctx.info.activityId}:compaction:${ctx.info.activityId}:${++calls}`;
-        const response = await budgeted(deps.budget, id, asked, signal, () => route.keys[0].client.chat.completions.create({ model: route.model, messages: asked }, { signal }));
+        const response = await budgeted(deps.budget, id, asked, signal, () =>
+          withKeyRotation(route, deps.providers, () => signal.aborted, ctx, (client) => client.chat.completions.create({ model: route.model, messages: asked }, { signal })),
+        );
         const u = response.usage;
         if (u) usage = addUsage(usage, usageOf(u));
         return response.choices[0]?.message?.content?.trim() ?? '';

@@ -16,6 +16,7 @@ import type { ProviderBudget } from '../quota';
 import { classifyModelError } from './errors';
 import { budgeted } from './quota';
 import { routeOf, secretsOf, type Providers } from './providers';
+import { withKeyRotation } from './key-rotation';
 import { heartbeating } from './heartbeat';
 import { stoppableCall, type ModelCallsInFlight } from './calls-in-flight';
 import { usageOf } from './usage';
@@ -93,7 +94,7 @@ export function createCritiqueAnswer(deps: { openai: OpenAI; defaultModel: strin
     const ctx = Context.current();
     const model = request.model ?? deps.defaultModel;
     let format = formats.get(model) ?? CRITIC_RESPONSE_FORMATS[0];
-    const route = routeOf(deps, model);
+    const route = await routeOf(deps, model);
 
     const ask = async (signal: AbortSignal): Promise<ChatCompletion> => {
       for (;;) {
@@ -102,7 +103,9 @@ export function createCritiqueAnswer(deps: { openai: OpenAI; defaultModel: strin
           const messages = criticMessages(request);
           const id = `${ctx.info.workflowExecution?.workflowId ?? ctx.info.activityId}:critic:${request.callNumber}:${format}`;
           return await budgeted(deps.budget, id, messages, signal, () =>
-            route.keys[0].client.chat.completions.create({ model: route.model, messages, ...(responseFormat ? { response_format: responseFormat } : {}) }, { signal }),
+            withKeyRotation(route, deps.providers, () => signal.aborted, ctx, (client) =>
+              client.chat.completions.create({ model: route.model, messages, ...(responseFormat ? { response_format: responseFormat } : {}) }, { signal }),
+            ),
           );
         } catch (err) {
           if (signal.aborted) throw new CancelledFailure('model critique cancelled');

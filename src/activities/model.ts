@@ -32,7 +32,8 @@ import { FailureType, ModelErrorType } from '../common/failures';
 import type { ProviderBudget } from '../quota';
 import { classifyModelError, retryAfterMs, streamStalled, streamTruncated } from './errors';
 import { headersOf, reserve, type Reservation } from './quota';
-import { KEY_FAILURES, routeOf, secretsOf, type Providers, type Route } from './providers';
+import { routeOf, secretsOf, type Providers } from './providers';
+import { withKeyRotation } from './key-rotation';
 import { startHeartbeat } from './heartbeat';
 import { recordToolCall } from './metrics';
 import { usageOf } from './usage';
@@ -140,7 +141,7 @@ export function createCallModel(deps: ModelDeps) {
     // Before any request: a run started with tools this worker lacks would only fail later, and the same on every retry.
     checkTools(request.checkTools, deps.tools);
     const { messages, base } = await conversationOf(request, deps.conversations);
-    const route = routeOf(deps, request.model ?? deps.defaultModel);
+    const route = await routeOf(deps, request.model ?? deps.defaultModel);
     const { model } = route;
     const secrets = secretsOf(deps);
     const tools = request.tools?.length === 0 ? [] : deps.tools.definitions(request.tools);
@@ -268,28 +269,6 @@ export function createCallModel(deps: ModelDeps) {
       publisher?.stop();
     }
   };
-}
-
-/**
- * Open the request with the route's keys in turn: a key refused for auth or billing is marked to be skipped for a
- * while and the next one is tried at once, before the run is told the model is unavailable. Any other error, or the
- * last key's, is thrown as it is.
- */
-async function withKeyRotation<T>(route: Route, providers: Providers | undefined, cancelled: () => boolean, ctx: Context, open: (client: OpenAI) => Promise<T>): Promise<T> {
-  for (let i = 0; ; i++) {
-    const key = route.keys[i];
-    try {
-      const opened = await open(key.client);
-      providers?.succeeded(key);
-      return opened;
-    } catch (err) {
-      const type = cancelled() ? undefined : classifyModelError(err).type;
-      if (!type || !KEY_FAILURES.includes(type)) throw err;
-      providers?.failed(key);
-      if (i === route.keys.length - 1) throw err;
-      ctx.log.warn('a provider key was refused: the next key is tried', { provider: route.provider, key: key.index, next: route.keys[i + 1].index, type });
-    }
-  }
 }
 
 /** The text a retried attempt goes on with, and the offset of the last event it was read from. */
