@@ -156,14 +156,22 @@ const SCENARIOS: Scenario[] = [
     input: { prompt: 'Write out.txt, then talk', approval: { tools: ['writeFile'] } },
     drive: async (h, handle) => {
       const deadline = () => new Date(Date.now() + 10_000).toISOString();
+      // An update that meets a workflow task the server failed (UnhandledCommand: the task's new timer crossed the
+      // update) is refused with FAILED_PRECONDITION before the run saw it: sent again, as a client would.
+      const again = <T>(send: () => Promise<T>): Promise<T> =>
+        send().catch(async (err: unknown) => {
+          if (!String((err as { cause?: unknown })?.cause ?? err).includes('unexpected workflow task failure')) throw err;
+          await new Promise((resolve) => setTimeout(resolve, 500));
+          return send();
+        });
       await h.waitForState(handle, (s) => s.state === 'AWAITING_APPROVAL');
-      await handle.executeUpdate(pauseUpdate, { args: [{ deadline: deadline() }] });
-      await handle.executeUpdate(approveUpdate, { args: [{ toolCallId: 'w1', approved: true, deadline: deadline() }] });
+      await again(() => handle.executeUpdate(pauseUpdate, { args: [{ deadline: deadline() }] }));
+      await again(() => handle.executeUpdate(approveUpdate, { args: [{ toolCallId: 'w1', approved: true, deadline: deadline() }] }));
       await h.waitForState(handle, (s) => s.state === 'PAUSED');
-      await handle.executeUpdate(resumeUpdate, { args: [{ deadline: deadline() }] });
+      await again(() => handle.executeUpdate(resumeUpdate, { args: [{ deadline: deadline() }] }));
       await h.waitForState(handle, (s) => s.partialText.length > 0);
-      await handle.executeUpdate(sendMessageUpdate, { args: [{ text: 'Stop soon.', deadline: deadline() }] });
-      await handle.executeUpdate(abortUpdate, { args: [{ reason: 'recorded abort', deadline: deadline() }] });
+      await again(() => handle.executeUpdate(sendMessageUpdate, { args: [{ text: 'Stop soon.', deadline: deadline() }] }));
+      await again(() => handle.executeUpdate(abortUpdate, { args: [{ reason: 'recorded abort', deadline: deadline() }] }));
     },
   },
   {
@@ -268,7 +276,7 @@ const SCENARIOS: Scenario[] = [
       if (told.length > 0) return { text: told.map((m: { content: string }) => m.content).join('; ') };
       return { toolCalls: ['a.txt', 'b.txt'].map((prompt, i) => ({ id: `l${i}`, name: 'looker', arguments: { prompt } })) };
     },
-    input: { prompt: 'Look up a.txt and b.txt', tools: ['looker'], budget: { maxTokens: 100_000 } },
+    input: { prompt: 'Look up a.txt and b.txt', tools: ['looker'], budget: { maxTokens: 100_000 }, toolOrder: 'concurrent' },
   },
 ];
 

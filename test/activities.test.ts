@@ -140,7 +140,7 @@ describe('callModel', () => {
     expect(heartbeats).toEqual([]);
     // listFiles is registered `local` and has no side effects (an interrupting message may stop it); writeFile has side effects.
     expect(response.toolCalls).toEqual([
-      { id: 'q1', name: 'listFiles', arguments: '{}', local: true, cancellable: true },
+      { id: 'q1', name: 'listFiles', arguments: '{}', local: true, pure: true, cancellable: true },
       { id: 'q2', name: 'writeFile', arguments: '{"path":"b","content":"c"}' },
     ]);
   });
@@ -151,8 +151,8 @@ describe('callModel', () => {
     model.register('hinted', [{ toolCalls: [{ id: 'h1', name: 'slowLookup', arguments: {} }, { id: 'h2', name: 'readFile', arguments: { path: 'a.txt' } }] }]);
     const response = await act(answering(withSlow.callModel), request('hinted'));
     expect(response.toolCalls).toEqual([
-      { id: 'h1', name: 'slowLookup', arguments: '{}', cancellable: true, timeoutMs: 120_000 },
-      { id: 'h2', name: 'readFile', arguments: '{"path":"a.txt"}', local: true, cancellable: true },
+      { id: 'h1', name: 'slowLookup', arguments: '{}', pure: true, cancellable: true, timeoutMs: 120_000 },
+      { id: 'h2', name: 'readFile', arguments: '{"path":"a.txt"}', local: true, pure: true, cancellable: true },
     ]);
     const registry = new ToolRegistry([slow]);
     expect([registry.timeoutOf('slowLookup'), registry.timeoutOf('nope')]).toEqual([120_000, undefined]);
@@ -342,20 +342,21 @@ describe('callModel: runLocalTools', () => {
         toolCalls: [
           { id: 'r1', name: 'readFile', arguments: { path: 'a.txt' } },
           { id: 'r2', name: 'readFile', arguments: { path: 'missing.txt' } },
-          { id: 'w1', name: 'writeFile', arguments: { path: 'b.txt', content: 'x' } },
           { id: 'l1', name: 'listFiles', arguments: {} },
           { id: 'f1', name: 'flaky', arguments: {} },
+          { id: 'w1', name: 'writeFile', arguments: { path: 'b.txt', content: 'x' } },
+          { id: 'r3', name: 'readFile', arguments: { path: 'b.txt' } },
         ],
       },
     ]);
     const response = await act(answering(withFlaky.callModel), request('local-calls', { runLocalTools: true, approvalTools: ['listFiles'] }));
-    expect(response.toolCalls.map((c) => c.id)).toEqual(['r1', 'r2', 'w1', 'l1', 'f1']);
+    expect(response.toolCalls.map((c) => c.id)).toEqual(['r1', 'r2', 'l1', 'f1', 'w1', 'r3']);
     expect(response.toolResults).toEqual([
       { toolCallId: 'r1', name: 'readFile', ok: true, content: 'alpha' },
       { toolCallId: 'r2', name: 'readFile', ok: false, content: expect.stringMatching(/^Error: .*missing\.txt/) },
     ]);
     expect(flakyCalls).toBe(1);
-    // writeFile has side effects: it waits for the run's own activity.
+    // writeFile has side effects: it waits for the run's own activity, and the read after it waits for the write.
     expect(existsSync(path.join(workspace, 'b.txt'))).toBe(false);
 
     model.register('local-calls-off', [{ toolCalls: [{ id: 'r1', name: 'readFile', arguments: { path: 'a.txt' } }] }]);
@@ -709,9 +710,9 @@ describe('model critic', () => {
     expect(model.requests('bad-critic').map(formatOf)).toEqual(['json_schema']);
   });
 
-  test('a confidence on the 0-100 scale is read as a share; above 100 is no decision', async () => {
+  test('a confidence is on the 0-100 scale, a 1 being 1%; above 100 is no decision', async () => {
     model.register('percent-critic', [{ text: JSON.stringify({ action: 'complete', reason: 'right', confidence: 85 }) }, { text: JSON.stringify({ action: 'complete', reason: 'right', confidence: 1 }) }, { text: JSON.stringify({ action: 'complete', reason: 'right', confidence: 120 }) }]);
-    expect(await act(activities.critiqueAnswer, critique('percent-critic'))).toMatchObject({ action: 'complete', confidence: 0.85 });
+    expect(await act(activities.critiqueAnswer, critique('percent-critic'))).toMatchObject({ action: 'complete', confidence: 85 });
     expect(await act(activities.critiqueAnswer, critique('percent-critic'))).toMatchObject({ confidence: 1 });
     expect(await act(activities.critiqueAnswer, critique('percent-critic')).catch((e: unknown) => e)).toMatchObject({ type: 'CritiqueUnparsable' });
   });

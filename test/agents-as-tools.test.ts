@@ -71,9 +71,9 @@ function delegating(agent: string, tasks: string[], usage = { prompt_tokens: 30,
 describe('through the client', () => {
   test('two calls of a named agent in one turn are two child runs, running at once; the state lists them with their usage', async () => {
     h.model.register('boss', delegating('helper', ['weather in Paris', 'weather in Rome']));
-    const run = await agents.start({ prompt: 'Compare Paris and Rome', model: 'boss', tools: ['helper'] });
+    const run = await agents.start({ prompt: 'Compare Paris and Rome', model: 'boss', tools: ['helper'], toolOrder: 'concurrent' });
     const result = await run.result();
-    // Each child answered only when the other was in flight too: they ran in parallel.
+    // Each child answered only when the other was in flight too: with toolOrder 'concurrent' they ran in parallel.
     expect(result).toMatchObject({ status: 'COMPLETED', answer: 'together: weather in Paris | together: weather in Rome' });
 
     // The parent's model was offered the agent as a tool taking a prompt.
@@ -139,7 +139,7 @@ describe('through the client', () => {
 
   test("pausing the parent pauses its running children, resuming resumes them, and aborting it aborts them", async () => {
     h.model.register('abort-boss', delegating('sleeper', ['one', 'two']));
-    const run = await agents.start({ prompt: 'Delegate and wait', model: 'abort-boss', tools: ['sleeper'] });
+    const run = await agents.start({ prompt: 'Delegate and wait', model: 'abort-boss', tools: ['sleeper'], toolOrder: 'concurrent' });
     const ids = [`${run.workflowId}/sleeper-1`, `${run.workflowId}/sleeper-2`];
     const children = ids.map((id) => agents.handle(id));
     for (const c of children) await waitFor(async () => ((await c.state().catch(() => undefined))?.state === 'STREAMING' ? true : undefined), 30_000, 'children streaming');
@@ -192,7 +192,7 @@ describe('through the CLI', () => {
 describe('through the gateway', () => {
   test('a run started on POST /v1/runs calls the agent as a child; GET /v1/runs/{id} lists the children', async () => {
     h.model.register('gateway-boss', delegating('helper', ['a', 'b']));
-    const started = await api('POST', '/v1/runs', { prompt: 'Both', model: 'gateway-boss', tools: ['helper'] });
+    const started = await api('POST', '/v1/runs', { prompt: 'Both', model: 'gateway-boss', tools: ['helper'], toolOrder: 'concurrent' });
     expect(started.status).toBe(201);
     const id = started.body.workflowId as string;
     const result = await api('GET', `/v1/runs/${id}/result`);

@@ -226,10 +226,11 @@ const LIMITS = {
   historyEvents: int(100, 50_000),
   wrapUpAt: between(0.1, 1),
   maxPausedMs: int(1_000, 365 * 24 * 3600_000),
+  totalTimeoutMs: int(1_000, 365 * 24 * 3600_000),
   onLimit: oneOf(['fail', 'complete']),
 };
 const DEFAULT_COMPACTION = { threshold: 0.8, keepRecentMessages: 6 };
-const DEFAULT_LIMITS = { maxLoops: 50, maxToolCalls: 100, timeoutMs: 300_000, maxRepeats: 3, historyEvents: 10_000, wrapUpAt: 0.8, onLimit: 'fail' };
+const DEFAULT_LIMITS = { maxLoops: 50, maxToolCalls: 100, timeoutMs: 300_000, approvalTimeoutMs: 604_800_000, maxPausedMs: 604_800_000, maxRepeats: 3, historyEvents: 10_000, wrapUpAt: 0.8, onLimit: 'fail' };
 
 const hasBudgetLimit = (b: Record<string, unknown>) => b.maxTokens !== undefined || b.maxCostUsd !== undefined;
 const BUDGET: ObjectSpec = {
@@ -277,7 +278,8 @@ const AGENT_RUN_INPUT: ObjectSpec = {
   tools: stringArray(0),
   plan: boolean,
   critique: oneOf(['rules', 'model']),
-  critiqueMinConfidence: between(0, 1),
+  critiqueMinConfidence: between(0, 100),
+  toolOrder: oneOf(['model', 'concurrent']),
   maxOutputTokens: int(1, 1_000_000),
   contextWindowTokens: int(256, 100_000_000),
   compaction: nestedObject({ threshold: between(0.1, 1), keepRecentMessages: int(1, 1_000) }),
@@ -346,14 +348,15 @@ describe('agentRun input', () => {
       fc.property(validInputs(AGENT_RUN_INPUT), ({ input }) => {
         const parsed = parseAgentRunInput(input);
         if (!parsed.ok) throw new Error(parsed.error);
-        const { prompt, limits, plan, critique, critiqueMinConfidence, compaction, budget, keepOpenMs, fallbackModels, returnMessages, ...rest } = input as Record<string, any>;
+        const { prompt, limits, plan, critique, critiqueMinConfidence, compaction, budget, keepOpenMs, fallbackModels, returnMessages, toolOrder, ...rest } = input as Record<string, any>;
         expect(parsed.value).toEqual({
           ...rest,
           prompt: prompt.trim(),
           limits: { ...DEFAULT_LIMITS, ...limits },
           plan: plan ?? false,
           critique: critique ?? 'rules',
-          critiqueMinConfidence: critiqueMinConfidence ?? 0.5,
+          critiqueMinConfidence: critiqueMinConfidence ?? 50,
+          toolOrder: toolOrder ?? 'model',
           compaction: { ...DEFAULT_COMPACTION, ...compaction },
           keepOpenMs: keepOpenMs ?? 0,
           fallbackModels: fallbackModels ?? [],
@@ -368,7 +371,7 @@ describe('agentRun input', () => {
   test('the bare minimum gets every default', () => {
     expect(parseAgentRunInput({ prompt: 'hi' })).toEqual({
       ok: true,
-      value: { prompt: 'hi', limits: DEFAULT_LIMITS, plan: false, critique: 'rules', critiqueMinConfidence: 0.5, compaction: DEFAULT_COMPACTION, keepOpenMs: 0, fallbackModels: [], returnMessages: false },
+      value: { prompt: 'hi', limits: DEFAULT_LIMITS, plan: false, toolOrder: 'model', critique: 'rules', critiqueMinConfidence: 50, compaction: DEFAULT_COMPACTION, keepOpenMs: 0, fallbackModels: [], returnMessages: false },
     });
   });
 

@@ -163,7 +163,7 @@ function sampleEvent(type: AgentEventType): AgentEvent {
     case 'TOOLS_DONE':
       return { type, results: [] };
     case 'CRITIQUE_DONE':
-      return { type, decision: { action: 'continue', reason: 'r', confidence: 1 } };
+      return { type, decision: { action: 'continue', reason: 'r', confidence: 100 } };
     case 'COMPACTED':
       return { type, result: { messages: [], summarizedMessages: 0, usage: { promptTokens: 0, completionTokens: 0, totalTokens: 0 } } };
     case 'APPROVAL':
@@ -273,12 +273,12 @@ describe('a run through the machine', () => {
   ])('critique %s leads to %s', (action, expected) => {
     const s = run(judged(), { type: 'START' }, { type: 'MODEL_RESPONDED', response: response('an answer') });
     expect(s.phase.type).toBe('CRITIQUE');
-    expect(step(s, { type: 'CRITIQUE_DONE', decision: { action, reason: 'because', confidence: 0.5 } }).snapshot.phase.type).toBe(expected);
+    expect(step(s, { type: 'CRITIQUE_DONE', decision: { action, reason: 'because', confidence: 50 } }).snapshot.phase.type).toBe(expected);
   });
 
   test('a message sent during the run is answered before the run completes', () => {
     let s = run(judged(), { type: 'START' }, { type: 'MESSAGE', text: 'also this' }, { type: 'MODEL_RESPONDED', response: response('first') });
-    s = step(s, { type: 'CRITIQUE_DONE', decision: { action: 'complete', reason: 'r', confidence: 1 } }).snapshot;
+    s = step(s, { type: 'CRITIQUE_DONE', decision: { action: 'complete', reason: 'r', confidence: 100 } }).snapshot;
     expect(s.phase.type).toBe('STREAMING');
     expect(s.messages.at(-1)).toEqual({ role: 'user', content: 'also this' });
     expect(s.queuedMessages).toEqual([]);
@@ -332,7 +332,7 @@ describe('a run through the machine', () => {
   });
 
   test('the no-progress guard ends a run whose critic keeps asking for another attempt', () => {
-    const retry = { type: 'CRITIQUE_DONE', decision: { action: 'retry', reason: 'still wrong', confidence: 0.6 } } as const;
+    const retry = { type: 'CRITIQUE_DONE', decision: { action: 'retry', reason: 'still wrong', confidence: 60 } } as const;
     const attempt = (s: RunSnapshot) => run(s, { type: 'MODEL_RESPONDED', response: response('maybe') }, retry);
     let s = run(judged(), { type: 'START' });
     for (let i = 1; i <= 3; i++) s = attempt(s);
@@ -348,9 +348,9 @@ describe('a run through the machine', () => {
 
   test('a step forward resets the no-progress count', () => {
     let s = run(judged(), { type: 'START' });
-    const retry = { type: 'CRITIQUE_DONE', decision: { action: 'replan', reason: 'r', confidence: 0.5 } } as const;
+    const retry = { type: 'CRITIQUE_DONE', decision: { action: 'replan', reason: 'r', confidence: 50 } } as const;
     s = run(s, { type: 'MODEL_RESPONDED', response: response('a') }, retry, { type: 'PLAN_READY', response: response('plan') });
-    s = run(s, { type: 'MODEL_RESPONDED', response: response('b') }, { type: 'CRITIQUE_DONE', decision: { action: 'continue', reason: 'ok', confidence: 1 } });
+    s = run(s, { type: 'MODEL_RESPONDED', response: response('b') }, { type: 'CRITIQUE_DONE', decision: { action: 'continue', reason: 'ok', confidence: 100 } });
     expect(s.counters.setbacksInARow).toBe(0);
   });
 
@@ -460,7 +460,7 @@ describe('a run through the machine', () => {
     expect(s.partialText).toBe('Hi there'); // the whole text stays until the next call, so watchers see its tail
     s = run(s, { type: 'STREAM_DELTA', callNumber: 1, attempt: 2, text: ' late' });
     expect(s.partialText).toBe('Hi there');
-    s = run(s, { type: 'CRITIQUE_DONE', decision: { action: 'retry', reason: 'r', confidence: 1 } });
+    s = run(s, { type: 'CRITIQUE_DONE', decision: { action: 'retry', reason: 'r', confidence: 100 } });
     expect([s.phase.type, s.partialText, s.stream]).toEqual(['STREAMING', '', { callNumber: 2, attempt: 1 }]);
   });
 });
@@ -512,7 +512,7 @@ describe('budgets', () => {
     let s = run(judged({ budget: { maxTokens: 3_000, reserveOutputTokens: 500 } }), { type: 'START' });
     expect(s.phase.type).toBe('STREAMING');
     s = run(s, { type: 'MODEL_RESPONDED', response: big(1_300) });
-    const r = step(s, { type: 'CRITIQUE_DONE', decision: { action: 'retry', reason: 'again', confidence: 1 } });
+    const r = step(s, { type: 'CRITIQUE_DONE', decision: { action: 'retry', reason: 'again', confidence: 100 } });
     expect(r.snapshot.phase.type).toBe('FAILED');
     expect(r.snapshot.reason?.text).toMatch(/^token budget exceeded: 2600 used \+ \d+ reserved for the next call > 3000 \(budget\.maxTokens\)$/);
     expect(r.snapshot.counters.loops).toBe(1);
@@ -520,7 +520,7 @@ describe('budgets', () => {
 
   test('with onExceed approve the run waits; approving extends the budget, declining ends the run', () => {
     let s = run(judged({ budget: { maxTokens: 3_000, reserveOutputTokens: 500, onExceed: 'approve' } }), { type: 'START' });
-    s = run(s, { type: 'MODEL_RESPONDED', response: big(1_300) }, { type: 'CRITIQUE_DONE', decision: { action: 'retry', reason: 'r', confidence: 1 } });
+    s = run(s, { type: 'MODEL_RESPONDED', response: big(1_300) }, { type: 'CRITIQUE_DONE', decision: { action: 'retry', reason: 'r', confidence: 100 } });
     expect(s.phase.type).toBe('AWAITING_APPROVAL');
     expect(s.phase).toEqual({
       type: 'AWAITING_APPROVAL',
@@ -540,7 +540,7 @@ describe('budgets', () => {
     const s = run(snapshot({ budget: { maxCostUsd: 100 } }), { type: 'START' }, { type: 'MODEL_RESPONDED', response: priced });
     expect(s.usage.costUsd).toBeCloseTo(2); // 1M prompt at $1 + 0.5M completion at $2
     const unpriced = run(judged({ budget: { maxCostUsd: 100 } }), { type: 'START' }, { type: 'MODEL_RESPONDED', response: { ...response('a'), model: 'mystery-1' } });
-    const r = step(unpriced, { type: 'CRITIQUE_DONE', decision: { action: 'retry', reason: 'r', confidence: 1 } });
+    const r = step(unpriced, { type: 'CRITIQUE_DONE', decision: { action: 'retry', reason: 'r', confidence: 100 } });
     expect(r.snapshot.reason?.text).toBe('no price for model mystery-1: add it to budget.prices');
   });
 });
@@ -552,7 +552,7 @@ describe('an interrupting message', () => {
   const budgetWait = () => {
     const s = run(judged({ budget: { maxTokens: 3_000, reserveOutputTokens: 500, onExceed: 'approve' } }), { type: 'START' });
     const big = { ...response('x'.repeat(4 * 1_300)), usage: { promptTokens: 1_300, completionTokens: 1_300, totalTokens: 2_600 } };
-    return run(s, { type: 'MODEL_RESPONDED', response: big }, { type: 'CRITIQUE_DONE', decision: { action: 'retry', reason: 'r', confidence: 1 } });
+    return run(s, { type: 'MODEL_RESPONDED', response: big }, { type: 'CRITIQUE_DONE', decision: { action: 'retry', reason: 'r', confidence: 100 } });
   };
   const completed = (keepOpenMs: number) => run(snapshot({ keepOpenMs }), { type: 'START' }, { type: 'MODEL_RESPONDED', response: response('done') });
 
@@ -677,7 +677,7 @@ describe('real providers and people', () => {
   const HOUR = 3600;
 
   test('the working-time clock stops while a person decides and starts again with what was left', () => {
-    let s = run(snapshot({ approval: { tools: ['writeFile'] } }), { type: 'START' }); // at(1): deadline at(301)
+    let s = run(snapshot({ approval: { tools: ['writeFile'] }, limits: { approvalTimeoutMs: null } }), { type: 'START' }); // at(1): deadline at(301)
     expect(workDeadline(s)).toBe(at(301));
     const waiting = step(s, { type: 'MODEL_RESPONDED', response: response('', [call('w', 'writeFile')]) }, at(11));
     s = waiting.snapshot;
@@ -752,8 +752,9 @@ describe('real providers and people', () => {
   });
 
   test('approval.reminderAt and onTimeout reject need limits.approvalTimeoutMs, and say so', () => {
-    expect(parseAgentRunInput({ prompt: 'p', approval: { tools: ['x'], reminderAt: 0.5 } })).toEqual({ ok: false, error: 'Invalid agentRun input: approval.reminderAt: needs limits.approvalTimeoutMs (the window it is a share of)' });
-    expect(parseAgentRunInput({ prompt: 'p', approval: { tools: ['x'], onTimeout: 'reject' } })).toEqual({ ok: false, error: "Invalid agentRun input: approval.onTimeout: 'reject' needs limits.approvalTimeoutMs" });
+    const optedOut = { approvalTimeoutMs: null };
+    expect(parseAgentRunInput({ prompt: 'p', approval: { tools: ['x'], reminderAt: 0.5 }, limits: optedOut })).toEqual({ ok: false, error: 'Invalid agentRun input: approval.reminderAt: needs limits.approvalTimeoutMs (the window it is a share of), not null' });
+    expect(parseAgentRunInput({ prompt: 'p', approval: { tools: ['x'], onTimeout: 'reject' }, limits: optedOut })).toEqual({ ok: false, error: "Invalid agentRun input: approval.onTimeout: 'reject' needs limits.approvalTimeoutMs, not null" });
     expect(parseAgentRunInput({ prompt: 'p', approval: { tools: ['x'], reminderAt: 1 }, limits: { approvalTimeoutMs: 5_000 } })).toMatchObject({ ok: false, error: expect.stringContaining('approval.reminderAt') });
   });
 
@@ -764,8 +765,8 @@ describe('real providers and people', () => {
     expect([r.snapshot.phase.type, r.snapshot.reason?.text]).toEqual(['ABORTED', 'aborted: paused for 3600000 ms (limits.maxPausedMs)']);
     const resumed = step(paused, { type: 'RESUME' }, at(60)).snapshot;
     expect([resumed.phase.type, resumed.clocks.pausedDeadline]).toEqual(['TOOL_EXECUTING', null]);
-    // Without the limit a paused run has no timer, as before.
-    const open = run(snapshot(), { type: 'START' }, { type: 'PAUSE' }, { type: 'MODEL_RESPONDED', response: response('', [call('r')]) });
+    // With the limit null (opted out of its 7 days) a paused run has no timer.
+    const open = run(snapshot({ limits: { maxPausedMs: null } }), { type: 'START' }, { type: 'PAUSE' }, { type: 'MODEL_RESPONDED', response: response('', [call('r')]) });
     expect([open.phase.type, timerDue(open)]).toEqual(['PAUSED', null]);
     expect(transition(open, { type: 'TIMEOUT' }, at(99))).toEqual({ ok: false, error: 'no timer is running: the run waits for a person' });
   });
@@ -830,13 +831,13 @@ describe('real providers and people', () => {
   });
 
   test('a complete the critic is not confident of is another attempt; its tokens count', () => {
-    let s = run(judged({ critiqueMinConfidence: 0.7 }), { type: 'START' }, { type: 'MODEL_RESPONDED', response: response('maybe 5') });
+    let s = run(judged({ critiqueMinConfidence: 70 }), { type: 'START' }, { type: 'MODEL_RESPONDED', response: response('maybe 5') });
     const usage = { promptTokens: 40, completionTokens: 10, totalTokens: 50 };
-    s = run(s, { type: 'CRITIQUE_DONE', decision: { action: 'complete', reason: 'looks right', confidence: 0.4 }, usage });
+    s = run(s, { type: 'CRITIQUE_DONE', decision: { action: 'complete', reason: 'looks right', confidence: 40 }, usage });
     expect(s.phase.type).toBe('STREAMING');
-    expect(s.lastCritique).toEqual({ action: 'retry', reason: 'the critic is not confident enough (0.4 < critiqueMinConfidence 0.7): looks right', confidence: 0.4 });
+    expect(s.lastCritique).toEqual({ action: 'retry', reason: 'the critic is not confident enough (40 < critiqueMinConfidence 70): looks right', confidence: 40 });
     expect(s.usage.totalTokens).toBe(15 + 50);
-    s = run(s, { type: 'MODEL_RESPONDED', response: response('4') }, { type: 'CRITIQUE_DONE', decision: { action: 'complete', reason: 'right', confidence: 0.9 } });
+    s = run(s, { type: 'MODEL_RESPONDED', response: response('4') }, { type: 'CRITIQUE_DONE', decision: { action: 'complete', reason: 'right', confidence: 90 } });
     expect([s.phase.type, s.answer]).toEqual(['COMPLETED', '4']);
   });
 
@@ -856,7 +857,7 @@ describe('a failed model critic', () => {
     expect(r.snapshot.lastCritique).toEqual({
       action: 'complete',
       reason: 'the model answered without calling tools (model critic unavailable: model provider error (503): overloaded)',
-      confidence: 0.8,
+      confidence: 80,
     });
     // An empty answer is still sent back, as the rule critic would.
     const empty = run(snapshot({ critique: 'model' }), { type: 'START' }, { type: 'MODEL_RESPONDED', response: response('') });
@@ -867,7 +868,7 @@ describe('a failed model critic', () => {
 describe('a model critic on a tool step', () => {
   const afterTools = (s: RunSnapshot, ok = true) =>
     run(s, { type: 'START' }, { type: 'MODEL_RESPONDED', response: response('Reading it.', [call('r1')]) }, { type: 'TOOLS_DONE', results: [{ toolCallId: 'r1', name: 'readFile', ok, content: ok ? 'hello' : 'Error: no such file' }] });
-  const decide = (action: CritiqueAction) => ({ type: 'CRITIQUE_DONE', decision: { action, reason: 'the file was the wrong one', confidence: 0.9 } }) as const;
+  const decide = (action: CritiqueAction) => ({ type: 'CRITIQUE_DONE', decision: { action, reason: 'the file was the wrong one', confidence: 90 } }) as const;
 
   test('is asked with the task, the calls and their results', () => {
     const s = afterTools(judged());
@@ -947,7 +948,7 @@ describe("the worker's tool policy", () => {
 });
 
 describe('calls the model call ran ahead', () => {
-  const local = (id: string, name = 'readFile', extra: Partial<ToolCall> = {}): ToolCall => ({ ...call(id, name, { path: `${id}.txt` }), local: true, ...extra });
+  const local = (id: string, name = 'readFile', extra: Partial<ToolCall> = {}): ToolCall => ({ ...call(id, name, { path: `${id}.txt` }), local: true, pure: true, ...extra });
   const result = (id: string, name = 'readFile') => ({ toolCallId: id, name, ok: true, content: `ran ${id}` });
   const responded = (s: RunSnapshot, calls: ToolCall[], before: AgentEvent[] = []) =>
     run(s, { type: 'START' }, ...before, { type: 'MODEL_RESPONDED', response: { ...response('', calls), toolResults: calls.map((c) => result(c.id, c.name)) } });
@@ -994,7 +995,7 @@ describe('calls the model call ran ahead', () => {
 
 describe('a fork\'s clocks', () => {
   test('start afresh with the limits it carries; waiting already when a person decides', () => {
-    const s = snapshot({ limits: { timeoutMs: 600_000, approvalTimeoutMs: 60_000 } });
+    const s = snapshot({ limits: { timeoutMs: 600_000, approvalTimeoutMs: 60_000, maxPausedMs: null } });
     const running = { state: 'running', deadline: at(610) };
     const stopped = { state: 'stopped', remainingMs: 600_000 };
     expect(freshClocks({ ...s, phase: { type: 'STREAMING' } as Phase }, at(10))).toEqual({ work: running, approvalDeadline: null });
@@ -1223,7 +1224,7 @@ describe('what a run produced', () => {
 
 describe('wrapping up near a limit', () => {
   const notes = (s: RunSnapshot) => s.messages.filter((m) => m.role === 'user' && m.content?.startsWith("You are close to this run's limits"));
-  const answerAgain = (s: RunSnapshot) => run(s, { type: 'MODEL_RESPONDED', response: response('not yet') }, { type: 'CRITIQUE_DONE', decision: { action: 'retry', reason: 'r', confidence: 1 } });
+  const answerAgain = (s: RunSnapshot) => run(s, { type: 'MODEL_RESPONDED', response: response('not yet') }, { type: 'CRITIQUE_DONE', decision: { action: 'retry', reason: 'r', confidence: 100 } });
 
   test('the model is told once, on the call that reaches limits.wrapUpAt of maxLoops', () => {
     let s = run(judged({ limits: { maxLoops: 5, maxRepeats: 10 } }), { type: 'START' });
@@ -1360,7 +1361,7 @@ describe("a person's decisions reach the model in one user message after the tur
   test("a budget approval's feedback is a user message before the next model call", () => {
     const big = { ...response('answer'), usage: { promptTokens: 1_300, completionTokens: 1_300, totalTokens: 2_600 } };
     let s = run(judged({ budget: { maxTokens: 3_000, reserveOutputTokens: 500, onExceed: 'approve' } }), { type: 'START' });
-    s = run(s, { type: 'MODEL_RESPONDED', response: big }, { type: 'CRITIQUE_DONE', decision: { action: 'retry', reason: 'r', confidence: 1 } });
+    s = run(s, { type: 'MODEL_RESPONDED', response: big }, { type: 'CRITIQUE_DONE', decision: { action: 'retry', reason: 'r', confidence: 100 } });
     expect(s.phase.type).toBe('AWAITING_APPROVAL');
     const approved = step(s, { type: 'APPROVAL', toolCallId: 'budget', approved: true, feedback: 'one more try' });
     const request = approved.commands.find((c) => c.type === 'callModel');
@@ -1456,6 +1457,8 @@ describe('the table', () => {
       (s) => ({ ...s, clocks: { ...s.clocks, work: { state: 'none' } } }),
       (s) => ({ ...s, clocks: { ...s.clocks, work: { state: 'running', deadline: at(300) } } }),
       (s) => ({ ...s, clocks: { ...s.clocks, work: { state: 'none' }, approvalDeadline: null } }),
+      // The run's total time (limits.totalTimeoutMs) ran out.
+      (s) => ({ ...s, clocks: { ...s.clocks, totalDeadline: at(0) } }),
     ],
     [(s) => s, (s) => ({ ...s, quotaWait: { queuedAt: 1, since: at(0), expectedAt: at(5), position: 1 } })],
     [(s) => s, (s) => ({ ...s, counters: { ...s.counters, overflowsInARow: 2, setbacksInARow: 10 }, options: { ...s.options, fallbackModels: ['b'] } })],

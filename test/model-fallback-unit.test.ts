@@ -137,21 +137,21 @@ describe('conversations in and out', () => {
 describe('providers', () => {
   const client = (key: string) => new OpenAI({ baseURL: 'http://127.0.0.1:9/v1', apiKey: key });
 
-  test('a configured prefix picks the provider; any other name, slashes and all, goes to the default', () => {
+  test('a configured prefix picks the provider; any other name, slashes and all, goes to the default', async () => {
     const p = new Providers({ default: [client('d')], groq: [client('g1'), client('g2')] });
-    expect(p.route('groq/llama-3')).toMatchObject({ provider: 'groq', model: 'llama-3' });
-    expect(p.route('groq/llama-3').keys.map((k) => k.client.apiKey)).toEqual(['g1', 'g2']);
-    expect(p.route('meta-llama/Llama-3')).toMatchObject({ provider: 'default', model: 'meta-llama/Llama-3' });
-    expect(p.route('gpt-4o')).toMatchObject({ provider: 'default', model: 'gpt-4o' });
+    expect(await p.route('groq/llama-3')).toMatchObject({ provider: 'groq', model: 'llama-3' });
+    expect((await p.route('groq/llama-3')).keys.map((k) => k.client.apiKey)).toEqual(['g1', 'g2']);
+    expect(await p.route('meta-llama/Llama-3')).toMatchObject({ provider: 'default', model: 'meta-llama/Llama-3' });
+    expect(await p.route('gpt-4o')).toMatchObject({ provider: 'default', model: 'gpt-4o' });
   });
 
-  test('a key that failed comes last until its cooldown is over', () => {
+  test('a key that failed comes last until its cooldown is over', async () => {
     let now = 0;
     const p = new Providers({ default: [client('k1'), client('k2')] }, 1_000, () => now);
-    p.failed(p.route('m').keys[0]);
-    expect(p.route('m').keys.map((k) => k.client.apiKey)).toEqual(['k2', 'k1']);
+    await p.failed((await p.route('m')).keys[0]);
+    expect((await p.route('m')).keys.map((k) => k.client.apiKey)).toEqual(['k2', 'k1']);
     now = 1_001;
-    expect(p.route('m').keys.map((k) => k.client.apiKey)).toEqual(['k1', 'k2']);
+    expect((await p.route('m')).keys.map((k) => k.client.apiKey)).toEqual(['k1', 'k2']);
   });
 
   test('LLM_API_KEY takes several keys; LLM_PROVIDERS is checked, naming the field', () => {

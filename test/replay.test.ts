@@ -29,12 +29,16 @@ function markers(history: { events?: Array<{ markerRecordedEventAttributes?: { m
   return ids;
 }
 
+/** Versions none of whose histories replay since issue 46 changed the workflow unconditionally (the 1.0 baseline removes the rest). */
+const WITHOUT_HISTORY = [8];
+
 test('every machine version is the one some recorded history replays with', () => {
   const versions = files.map((file) => {
     const recorded = markers(JSON.parse(readFileSync(path.join(DIR, file), 'utf8')));
     return versionOfPatches(readPatches((id) => recorded.has(id)));
   });
-  expect([...new Set(versions)].sort((a, b) => a - b)).toEqual(Array.from({ length: LATEST_MACHINE_VERSION }, (_, i) => i + 1));
+  const all = Array.from({ length: LATEST_MACHINE_VERSION }, (_, i) => i + 1);
+  expect([...new Set(versions)].sort((a, b) => a - b)).toEqual(all.filter((v) => !WITHOUT_HISTORY.includes(v)));
 });
 
 test.each(files)('%s replays without nondeterminism', async (file) => {

@@ -97,7 +97,7 @@ test('a model answer streamed over 25 s finishes in one attempt: the 800 ms beat
 }, 90_000);
 
 test('a model critic whose verdict takes 10 s finishes in one attempt, and its verdict decides', async () => {
-  const verdict = { action: 'complete', reason: 'the answer names the file', confidence: 0.85 };
+  const verdict = { action: 'complete', reason: 'the answer names the file', confidence: 85 };
   h.model.register('slow-critic', ({ request }) =>
     request.stream ? { text: 'The workspace holds hello.txt.' } : { text: JSON.stringify(verdict), firstChunkDelayMs: SLOW_MODEL_MS },
   );

@@ -276,7 +276,7 @@ test('planning and the model critic: the demo policy plans, lists, reads, answer
   expect(file && existsSync(path.join(h.workspace, file))).toBe(true);
   const state = await handle.query(stateQuery);
   expect(state.plan).toMatch(/^1\. List the files/);
-  expect(state.lastCritique).toEqual({ action: 'complete', reason: 'the answer addresses the task', confidence: 0.8 });
+  expect(state.lastCritique).toEqual({ action: 'complete', reason: 'the answer addresses the task', confidence: 80 });
   expect(state.transitions.map((t) => t.to)).toEqual([
     'PLANNING', 'STREAMING', 'PROCESSING', 'TOOL_EXECUTING', 'CRITIQUE', 'STREAMING', 'PROCESSING', 'TOOL_EXECUTING', 'CRITIQUE',
     'STREAMING', 'PROCESSING', 'CRITIQUE', 'COMPLETED',

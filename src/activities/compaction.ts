@@ -15,6 +15,7 @@ import type { ProviderBudget } from '../quota';
 import { classifyModelError } from './errors';
 import { budgeted } from './quota';
 import { routeOf, secretsOf, type Providers } from './providers';
+import { withKeyRotation } from './key-rotation';
 import { heartbeating } from './heartbeat';
 import { stoppableCall, type ModelCallsInFlight } from './calls-in-flight';
 import { usageOf } from './usage';
@@ -22,7 +23,7 @@ import { usageOf } from './usage';
 export interface CompactionDeps {
   openai: OpenAI;
   defaultModel: string;
-  /** Named providers and their keys (`provider/model`); the summary goes to the route's first key. */
+  /** Named providers and their keys (`provider/model`); the summary goes to the route's keys in turn, as a model call does. */
   providers?: Providers;
   /** Characters of transcript sent in one summarising call. @default 24000 */
   chunkChars?: number;
@@ -75,13 +76,16 @@ export function createCompactContext(deps: CompactionDeps) {
     const ctx = Context.current();
     const model = request.model ?? deps.defaultModel;
     const { messages } = request;
-    // The system prompt and the task (the first user message) always stay.
-    const taskIndex = messages.findIndex((m) => m.role === 'user');
-    const head = messages.slice(0, taskIndex + 1);
+    // The system prompt and the turn's task (its prompt) always stay; the conversation before the task may be summarised.
+    const first = Math.max(0, messages.findIndex((m) => m.role !== 'system'));
+    const head = messages.slice(0, first);
+    const at = request.taskIndex ?? messages.findIndex((m) => m.role === 'user');
     // Few but huge messages: summarise the recent turns too rather than give up.
-    let start = recentStart(messages, request.keepRecent, taskIndex + 1);
-    if (start === taskIndex + 1) start = messages.length;
-    const older = messages.slice(taskIndex + 1, start);
+    let start = recentStart(messages, request.keepRecent, Math.max(first, at + 1));
+    if (start === Math.max(first, at + 1)) start = messages.length;
+    // The task stays verbatim, before the summary of the rest (what came before it and its turn's earlier steps).
+    const task = at >= first && at < start ? [messages[at]] : [];
+    const older = messages.slice(first, start).filter((_, i) => first + i !== at);
     if (older.length === 0) {
       throw ApplicationFailure.create({ type: FailureType.CompactionImpossible, message: 'nothing to compact: the task and the recent turns alone exceed the context', nonRetryable: true });
     }
@@ -89,13 +93,15 @@ export function createCompactContext(deps: CompactionDeps) {
     let calls = 0;
     const progress = { round: 0, done: 0 };
 
-    const route = routeOf(deps, model);
+    const route = await routeOf(deps, model);
     /** One summary of `chunk`; a cancellation aborts the request and ends the activity as cancelled. */
     const summarise = async (chunk: string, signal: AbortSignal): Promise<string> => {
       try {
         const asked = [{ role: 'system' as const, content: SUMMARISE_PROMPT }, { role: 'user' as const, content: chunk }];
         const id = `${ctx.info.workflowExecution?.workflowId ?? ctx.info.activityId}:compaction:${ctx.info.activityId}:${++calls}`;
-        const response = await budgeted(deps.budget, id, asked, signal, () => route.keys[0].client.chat.completions.create({ model: route.model, messages: asked }, { signal }));
+        const response = await budgeted(deps.budget, id, asked, signal, () =>
+          withKeyRotation(route, deps.providers, () => signal.aborted, ctx, (client) => client.chat.completions.create({ model: route.model, messages: asked }, { signal })),
+        );
         const u = response.usage;
         if (u) usage = addUsage(usage, usageOf(u));
         return response.choices[0]?.message?.content?.trim() ?? '';
@@ -139,6 +145,6 @@ export function createCompactContext(deps: CompactionDeps) {
       throw ApplicationFailure.create({ type: FailureType.CompactionImpossible, message: 'compaction did not converge to one summary', nonRetryable: true });
     }
     const summaryMessage: ChatMessage = { role: 'user', content: `${SUMMARY_PREFIX}\n${summary}` };
-    return { messages: [...head, summaryMessage, ...messages.slice(start)], summarizedMessages: older.length, usage };
+    return { messages: [...head, ...task, summaryMessage, ...messages.slice(start)], summarizedMessages: older.length, usage };
   };
 }

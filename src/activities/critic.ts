@@ -16,6 +16,7 @@ import type { ProviderBudget } from '../quota';
 import { classifyModelError } from './errors';
 import { budgeted } from './quota';
 import { routeOf, secretsOf, type Providers } from './providers';
+import { withKeyRotation } from './key-rotation';
 import { heartbeating } from './heartbeat';
 import { stoppableCall, type ModelCallsInFlight } from './calls-in-flight';
 import { usageOf } from './usage';
@@ -25,8 +26,8 @@ const ACTIONS = ['continue', 'retry', 'replan', 'complete'] as const;
 const DecisionSchema = z.object({
   action: z.enum(ACTIONS),
   reason: z.string().min(1),
-  // Critics answer on 0-1 or on 0-100 (seed 000's scale): above 1 is read as a percentage.
-  confidence: z.number().min(0).max(100).transform((c) => (c > 1 ? c / 100 : c)),
+  // One scale, seed 000's: 0 to 100, as the prompt asks. A 1 is 1%, never read as a share.
+  confidence: z.number().min(0).max(100),
 });
 
 /** The decision as a strict Structured Outputs schema: every property required, no others, no unsupported keywords. */
@@ -35,7 +36,7 @@ const DECISION_JSON_SCHEMA = {
   properties: {
     action: { type: 'string', enum: [...ACTIONS] },
     reason: { type: 'string' },
-    confidence: { type: 'number', description: 'between 0 and 1 (or 0 to 100)' },
+    confidence: { type: 'number', description: 'how sure you are, from 0 to 100' },
   },
   required: ['action', 'reason', 'confidence'],
   additionalProperties: false,
@@ -43,20 +44,21 @@ const DECISION_JSON_SCHEMA = {
 
 const CRITIC_PROMPT =
   'You review an assistant\'s final answer to a task. Reply with JSON only: ' +
-  '{"action": "complete" | "retry" | "replan", "reason": string, "confidence": number between 0 and 1}. ' +
+  '{"action": "complete" | "retry" | "replan", "reason": string, "confidence": number from 0 to 100}. ' +
   'Use "complete" when the answer does the task, "retry" when it is close but wrong or incomplete, "replan" when the approach is wrong.';
 
 const TOOL_CRITIC_PROMPT =
   "You review the outcome of an assistant's tool calls toward a task. Reply with JSON only: " +
-  '{"action": "continue" | "retry" | "replan", "reason": string, "confidence": number between 0 and 1}. ' +
+  '{"action": "continue" | "retry" | "replan", "reason": string, "confidence": number from 0 to 100}. ' +
   'Use "continue" when the results move the task forward, "retry" when the calls should be made again differently, "replan" when the approach is wrong.';
 
 /** What the critic is shown: the task and the final answer, or the task and a tool step's calls with their results. */
 export function criticMessages(request: CritiqueRequest): Array<{ role: 'system' | 'user'; content: string }> {
-  if (!request.toolResults) return [{ role: 'system', content: CRITIC_PROMPT }, { role: 'user', content: `Task:\n${request.task}\n\nAnswer:\n${request.answer}` }];
+  const task = `${request.context ? `Conversation before the task:\n${request.context}\n\n` : ''}Task:\n${request.task}`;
+  if (!request.toolResults) return [{ role: 'system', content: CRITIC_PROMPT }, { role: 'user', content: `${task}\n\nAnswer:\n${request.answer}` }];
   const calls = request.toolResults.map((r, i) => `${i + 1}. ${r.name} ${r.arguments}\n${r.ok ? 'Result' : 'Error'}: ${r.content}`).join('\n\n');
   const said = request.answer.trim() ? `Assistant said:\n${request.answer}\n\n` : '';
-  return [{ role: 'system', content: TOOL_CRITIC_PROMPT }, { role: 'user', content: `Task:\n${request.task}\n\n${said}Tool calls:\n${calls}` }];
+  return [{ role: 'system', content: TOOL_CRITIC_PROMPT }, { role: 'user', content: `${task}\n\n${said}Tool calls:\n${calls}` }];
 }
 
 /** How the critic asks for JSON, strictest first; each provider refusal moves one step down. */
@@ -92,7 +94,7 @@ export function createCritiqueAnswer(deps: { openai: OpenAI; defaultModel: strin
     const ctx = Context.current();
     const model = request.model ?? deps.defaultModel;
     let format = formats.get(model) ?? CRITIC_RESPONSE_FORMATS[0];
-    const route = routeOf(deps, model);
+    const route = await routeOf(deps, model);
 
     const ask = async (signal: AbortSignal): Promise<ChatCompletion> => {
       for (;;) {
@@ -101,7 +103,9 @@ export function createCritiqueAnswer(deps: { openai: OpenAI; defaultModel: strin
           const messages = criticMessages(request);
           const id = `${ctx.info.workflowExecution?.workflowId ?? ctx.info.activityId}:critic:${request.callNumber}:${format}`;
           return await budgeted(deps.budget, id, messages, signal, () =>
-            route.keys[0].client.chat.completions.create({ model: route.model, messages, ...(responseFormat ? { response_format: responseFormat } : {}) }, { signal }),
+            withKeyRotation(route, deps.providers, () => signal.aborted, ctx, (client) =>
+              client.chat.completions.create({ model: route.model, messages, ...(responseFormat ? { response_format: responseFormat } : {}) }, { signal }),
+            ),
           );
         } catch (err) {
           if (signal.aborted) throw new CancelledFailure('model critique cancelled');

@@ -9,7 +9,8 @@ import { AzureOpenAI } from 'openai';
 import type OpenAI from 'openai';
 import type { ChatCompletionChunk, ChatCompletionCreateParamsStreaming } from 'openai/resources/chat/completions';
 import { ApplicationFailure } from '@temporalio/common';
-import { approvalCovers, mayRunAhead } from '../common/approval';
+import { approvalCovers } from '../common/approval';
+import { runAhead } from '../common/tool-order';
 import { ConversationUnavailableError, type ConversationStore } from '../codec/conversation-store';
 import {
   CONTINUE_PROMPT,
@@ -31,7 +32,8 @@ import { FailureType, ModelErrorType } from '../common/failures';
 import type { ProviderBudget } from '../quota';
 import { classifyModelError, retryAfterMs, streamStalled, streamTruncated } from './errors';
 import { headersOf, reserve, type Reservation } from './quota';
-import { KEY_FAILURES, routeOf, secretsOf, type Providers, type Route } from './providers';
+import { routeOf, secretsOf, type Providers } from './providers';
+import { withKeyRotation } from './key-rotation';
 import { startHeartbeat } from './heartbeat';
 import { recordToolCall } from './metrics';
 import { usageOf } from './usage';
@@ -139,7 +141,7 @@ export function createCallModel(deps: ModelDeps) {
     // Before any request: a run started with tools this worker lacks would only fail later, and the same on every retry.
     checkTools(request.checkTools, deps.tools);
     const { messages, base } = await conversationOf(request, deps.conversations);
-    const route = routeOf(deps, request.model ?? deps.defaultModel);
+    const route = await routeOf(deps, request.model ?? deps.defaultModel);
     const { model } = route;
     const secrets = secretsOf(deps);
     const tools = request.tools?.length === 0 ? [] : deps.tools.definitions(request.tools);
@@ -267,28 +269,6 @@ export function createCallModel(deps: ModelDeps) {
       publisher?.stop();
     }
   };
-}
-
-/**
- * Open the request with the route's keys in turn: a key refused for auth or billing is marked to be skipped for a
- * while and the next one is tried at once, before the run is told the model is unavailable. Any other error, or the
- * last key's, is thrown as it is.
- */
-async function withKeyRotation<T>(route: Route, providers: Providers | undefined, cancelled: () => boolean, ctx: Context, open: (client: OpenAI) => Promise<T>): Promise<T> {
-  for (let i = 0; ; i++) {
-    const key = route.keys[i];
-    try {
-      const opened = await open(key.client);
-      providers?.succeeded(key);
-      return opened;
-    } catch (err) {
-      const type = cancelled() ? undefined : classifyModelError(err).type;
-      if (!type || !KEY_FAILURES.includes(type)) throw err;
-      providers?.failed(key);
-      if (i === route.keys.length - 1) throw err;
-      ctx.log.warn('a provider key was refused: the next key is tried', { provider: route.provider, key: key.index, next: route.keys[i + 1].index, type });
-    }
-  }
 }
 
 /** The text a retried attempt goes on with, and the offset of the last event it was read from. */
@@ -457,15 +437,14 @@ class DeltaPublisher {
 }
 
 /**
- * The answer's calls that `mayRunAhead` allows (pure `local` tools: running one whose result the run then does not use
- * costs nothing), run one after another, as `executeTool` runs them. A call that waits for approval is not run before
- * a person decides; a call that throws (a RetryableToolError, or a bug) is left to the run's local activity, which
- * retries it and reports what it says.
+ * The answer's calls that `runAhead` allows (pure `local` tools before the turn's first call with side effects: running
+ * one whose result the run then does not use costs nothing), run one after another in the model's order, as
+ * `executeTool` runs them. A call that waits for approval is not run before a person decides; a call that throws (a
+ * RetryableToolError, or a bug) is left to the run's local activity, which retries it and reports what it says.
  */
 async function runLocalTools(calls: ToolCall[], request: ModelRequest, deps: ModelDeps, ctx: Context): Promise<ToolResult[]> {
   const results: ToolResult[] = [];
-  for (const call of calls) {
-    if (!mayRunAhead(call, request.approvalTools)) continue;
+  for (const call of runAhead(calls, request.approvalTools)) {
     const idempotencyKey = `${ctx.info.workflowExecution?.workflowId ?? ctx.info.activityId}/${call.id}`;
     const result = await deps.tools.run(call, { idempotencyKey, signal: ctx.cancellationSignal }, request.tools).catch(() => undefined);
     if (result) results.push(recordToolCall(result));

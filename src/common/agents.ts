@@ -36,7 +36,7 @@ export const AgentSpecSchema = oncePerWorker('common/agents', () => {
       limits: LimitsSchema.partial().optional(),
       plan: z.boolean().optional(),
       critique: z.enum(['rules', 'model']).optional(),
-      critiqueMinConfidence: z.number().min(0).max(1).optional(),
+      critiqueMinConfidence: z.number().min(0).max(100).optional(),
       maxOutputTokens: run.maxOutputTokens,
       contextWindowTokens: run.contextWindowTokens,
       compaction: CompactionSchema.partial().optional(),

@@ -13,6 +13,11 @@ export interface ToolCall {
   arguments: string;
   /** Set by the model activity for a registered tool marked `local`: the run may execute it as a local activity. */
   local?: true;
+  /**
+   * Set by the model activity for a registered tool without side effects: it may run beside the turn's other such calls.
+   * Absent: the call runs after every call before it in the turn, and the calls after it wait for it (tool-order.ts).
+   */
+  pure?: true;
   /** Set by the model activity for a registered tool that declares how long one call may take (its start-to-close). */
   timeoutMs?: number;
   /** Set by the model activity on a call the run must have approved: the tool's JSON schema, which edited arguments must pass. */
@@ -96,7 +101,7 @@ export interface ModelRequest {
   /**
    * Run the answer's calls of `local` tools (pure, answering in milliseconds) at once, in this activity, and answer
    * with their results in `toolResults`: the run then needs no local activity, and no second workflow activation,
-   * for them. Only calls that `mayRunAhead` allows run; the others are left to the run.
+   * for them. Only calls that `runAhead` allows run (tool-order.ts); the others are left to the run.
    */
   runLocalTools?: boolean;
   /**
@@ -185,6 +190,8 @@ export interface CompactionRequest {
   messages: ChatMessage[];
   /** How many of the most recent messages are kept verbatim. */
   keepRecent: number;
+  /** Where the turn's task is (its prompt), which stays verbatim; what comes before it may be summarised. Absent: the first user message. */
+  taskIndex?: number;
 }
 
 export interface CompactionResult {
@@ -196,7 +203,10 @@ export interface CompactionResult {
 /** Input of the `critiqueAnswer` activity: a model judges a final answer, or a tool step, against the task. */
 export interface CritiqueRequest {
   model?: string;
+  /** The turn's task: its prompt. */
   task: string;
+  /** The conversation before the task (clipped), when the turn continues one: what the task refers to. */
+  context?: string;
   answer: string;
   callNumber: number;
   /** Present when the critic judges a tool step: the calls it made and their (clipped) results; `answer` is the text beside them. */
@@ -236,6 +246,7 @@ export const { UsageSchema, ToolCallSchema, ChatMessageSchema, ConversationRefSc
     name: z.string(),
     arguments: z.string(),
     local: z.literal(true).optional(),
+    pure: z.literal(true).optional(),
     timeoutMs: z.number().optional(),
     parameters: z.record(z.string(), z.unknown()).optional(),
     cancellable: z.literal(true).optional(),

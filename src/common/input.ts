@@ -6,6 +6,11 @@ import { oncePerWorker } from './once-per-worker';
 export const AGENT_NAME_PATTERN = /^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$/;
 export const AGENT_NAME_RULE = 'must be 1-64 characters of [A-Za-z0-9_.-], starting with a letter or digit';
 
+/** How long a run waits for an approval (a tool call's, a budget's) by default before `approval.onTimeout` applies: a week, weekends and holidays included. */
+export const DEFAULT_APPROVAL_TIMEOUT_MS = 7 * 24 * 3600_000;
+/** How long a run stays PAUSED by default before it is aborted: a week. */
+export const DEFAULT_MAX_PAUSED_MS = 7 * 24 * 3600_000;
+
 // Built once per worker, not once per run (once-per-worker.ts).
 export const { LimitsSchema, PriceSchema, BudgetSchema, ApprovalSchema, CompactionSchema, AgentRunInputSchema } = oncePerWorker('common/input', () => {
   /** The three lines of defence every run has, plus the repetition guard. */
@@ -20,10 +25,18 @@ export const { LimitsSchema, PriceSchema, BudgetSchema, ApprovalSchema, Compacti
        * count. @default 300000 (5 minutes)
        */
       timeoutMs: z.number().int().min(1_000).max(30 * 24 * 3600_000).default(300_000),
-      /** Longest wait for one approval (AWAITING_APPROVAL) before the run fails with a reason that says so. @default none: waits until decided */
-      approvalTimeoutMs: z.number().int().min(1_000).max(365 * 24 * 3600_000).optional(),
-      /** Longest time PAUSED before the run is aborted with a reason that says so. @default none: waits until resumed */
-      maxPausedMs: z.number().int().min(1_000).max(365 * 24 * 3600_000).optional(),
+      /**
+       * Longest wait for one approval (AWAITING_APPROVAL: tool calls, or a spent budget with `budget.onExceed: 'approve'`)
+       * before `approval.onTimeout` applies (the run fails by default); null waits until decided. @default 604800000 (7 days)
+       */
+      approvalTimeoutMs: z.number().int().min(1_000).max(365 * 24 * 3600_000).nullable().default(DEFAULT_APPROVAL_TIMEOUT_MS),
+      /** Longest time PAUSED before the run is aborted with a reason that says so; null waits until resumed. @default 604800000 (7 days) */
+      maxPausedMs: z.number().int().min(1_000).max(365 * 24 * 3600_000).nullable().default(DEFAULT_MAX_PAUSED_MS),
+      /**
+       * The run's total wall-clock time from its start, waits for a person included, across continue-as-new: the last
+       * line of defence; the run fails when it runs out, whatever it was doing or waiting for. @default none
+       */
+      totalTimeoutMs: z.number().int().min(1_000).max(365 * 24 * 3600_000).optional(),
       /**
        * What reaching `maxLoops` or `maxToolCalls` does: `fail` fails the run; `complete` ends it COMPLETED with the last
        * text as its answer and a reason that names the limit. @default 'fail'
@@ -114,12 +127,18 @@ export const { LimitsSchema, PriceSchema, BudgetSchema, ApprovalSchema, Compacti
       limits: LimitsSchema.default(() => LimitsSchema.parse({})),
       /** Tool names this run may use, named agents among them (each call a child run); every tool but the agents when absent. */
       tools: z.array(z.string().min(1)).optional(),
+      /**
+       * How a turn's tool calls run: `model` in the model's order wherever order can matter (a call with side effects
+       * after every call before it; calls without side effects beside each other); `concurrent` all at once, as a
+       * fan-out of named agents may want. @default 'model'
+       */
+      toolOrder: z.enum(['model', 'concurrent']).default('model'),
       /** Ask the model for a plan before the first answer. @default false */
       plan: z.boolean().default(false),
       /** `rules` is free and deterministic; `model` asks the model to judge each final answer and tool step. @default 'rules' */
       critique: z.enum(['rules', 'model']).default('rules'),
-      /** A critic's `complete` with a lower confidence is taken as `retry`. @default 0.5 */
-      critiqueMinConfidence: z.number().min(0).max(1).default(0.5),
+      /** A critic's `complete` with a lower confidence (0 to 100, the critic's own scale) is taken as `retry`. @default 50 */
+      critiqueMinConfidence: z.number().min(0).max(100).default(50),
       /** Longest answer per model call in tokens, sent as the provider's output limit; a text answer cut off by it is continued. */
       maxOutputTokens: z.number().int().min(1).max(1_000_000).optional(),
       /**
@@ -191,15 +210,15 @@ export function parseAgentRunInput(value: unknown): ParseResult<ResolvedInput> {
 
 /**
  * Cross-field rules the schema cannot say: approval tools the run's `tools` leave out (a call to one could never run),
- * and approval settings that only mean something with `limits.approvalTimeoutMs`.
+ * and approval settings that only mean something with a deadline (`limits.approvalTimeoutMs` not null).
  */
 export function approvalProblem(input: Pick<ResolvedInput, 'approval' | 'limits' | 'tools'>): string | null {
   const { tools } = input;
   const outside = tools ? (input.approval?.tools ?? []).filter((t) => t !== '*' && !tools.includes(t)) : [];
   if (outside.length > 0) return `approval.tools: ${outside.join(', ')} ${outside.length === 1 ? 'is' : 'are'} not among the run's tools (${tools!.join(', ')}): add ${outside.length === 1 ? 'it' : 'them'} to tools, or leave ${outside.length === 1 ? 'it' : 'them'} out of approval.tools`;
-  if (input.limits.approvalTimeoutMs !== undefined) return null;
-  if (input.approval?.reminderAt !== undefined) return 'approval.reminderAt: needs limits.approvalTimeoutMs (the window it is a share of)';
-  if (input.approval?.onTimeout === 'reject') return "approval.onTimeout: 'reject' needs limits.approvalTimeoutMs";
+  if (input.limits.approvalTimeoutMs !== null) return null;
+  if (input.approval?.reminderAt !== undefined) return 'approval.reminderAt: needs limits.approvalTimeoutMs (the window it is a share of), not null';
+  if (input.approval?.onTimeout === 'reject') return "approval.onTimeout: 'reject' needs limits.approvalTimeoutMs, not null";
   return null;
 }
 

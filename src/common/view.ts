@@ -78,7 +78,7 @@ export const {
   const CritiqueDecisionSchema = z.object({
     action: z.enum(Object.values(CritiqueAction) as [CritiqueAction, ...CritiqueAction[]]),
     reason: z.string(),
-    confidence: z.number().describe('0..1'),
+    confidence: z.number().describe('How sure the critic is, 0 to 100.'),
   });
 
   const ApprovalReminderViewSchema = z.object({
@@ -122,6 +122,9 @@ export const {
       pauseRequested: z.boolean().describe('A pause was requested and takes effect on the way into the next work.'),
       conversationOpen: z.boolean().describe('COMPLETED and still taking `sendMessage` for a follow-up turn (`keepOpenMs`).'),
       turns: int().describe('Answers given so far; a kept-open conversation answers once per turn.'),
+      task: z
+        .string()
+        .describe("The current turn's task: its prompt (the input's, then each follow-up message's). The critic, the plan and compaction judge by it; the conversation before it is its context."),
       deadline: timestamp()
         .nullable()
         .describe('When working time (`limits.timeoutMs`) runs out; null while a person decides, when `workRemainingMs` holds what is left.'),
@@ -135,6 +138,12 @@ export const {
         'The reminder the approval wait raised at `approval.reminderAt` of its window (the approvalReminder event): when, the wait\'s deadline, what happens then and the calls still undecided. Null when none was raised for this wait.',
       ),
       pausedDeadline: timestamp().nullable().describe('When the PAUSED run is aborted (`limits.maxPausedMs`); null when not paused or no limit is set.'),
+      waitDeadline: timestamp()
+        .nullable()
+        .describe(
+          'When the wait for a person in progress (AWAITING_APPROVAL, a budget approval among them, or PAUSED) ends: its own deadline (`limits.approvalTimeoutMs`, `limits.maxPausedMs`, 7 days by default) or the run\'s total time, whichever comes first. Null when nothing waits for a person or the wait opted out (null limits).',
+        ),
+      totalDeadline: timestamp().nullable().describe("When the run's total time (`limits.totalTimeoutMs`, waits included) runs out; null when none is set or the run ended."),
       quotaWait: z
         .object({
           since: timestamp(),
@@ -169,7 +178,9 @@ export const {
         .describe('Set when this run carries on from another: continued as new, or forked from a step.'),
       rejectedEvents: z
         .array(z.object({ event: z.string(), state: AgentStateSchema, at: timestamp(), error: z.string() }))
-        .describe('Signals and updates the run refused (the last 20), with why.'),
+        .describe(
+          "Signals and other events the run refused (the last 20), with why. A refused update (approve, sendMessage, abort, pause, resume) is not recorded here: its validator refuses it before it reaches the run's history, and its caller gets the reason (409 `update_rejected` at the gateway).",
+        ),
       messageCount: int(),
       messages: z.array(ChatMessageSchema).optional().describe('Only when asked for (`includeMessages`; the gateway\'s `?messages=1`): it can be large.'),
       stored: z

@@ -38,13 +38,13 @@ function answerWithoutTools(messages: any[]): ResponseStep {
     case 'review': {
       const answer = textOf(messages.at(-1)?.content).split('Answer:\n')[1]?.trim() ?? '';
       const verdict = answer
-        ? { action: 'complete', reason: 'the answer addresses the task', confidence: 0.8 }
-        : { action: 'retry', reason: 'the answer is empty', confidence: 0.9 };
+        ? { action: 'complete', reason: 'the answer addresses the task', confidence: 80 }
+        : { action: 'retry', reason: 'the answer is empty', confidence: 90 };
       return { text: JSON.stringify(verdict) };
     }
     case 'review-tools': {
       const failed = /^\d+\. .*\nError: /m.test(textOf(messages.at(-1)?.content));
-      const verdict = failed ? { action: 'retry', reason: 'a tool call failed', confidence: 0.8 } : { action: 'continue', reason: 'the tool calls succeeded', confidence: 0.8 };
+      const verdict = failed ? { action: 'retry', reason: 'a tool call failed', confidence: 80 } : { action: 'continue', reason: 'the tool calls succeeded', confidence: 80 };
       return { text: JSON.stringify(verdict) };
     }
     case 'plan':

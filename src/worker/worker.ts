@@ -22,6 +22,7 @@ import type { RedisChannel } from '../stream/redis';
 import { streamSinks } from '../stream/sinks';
 import type { ProviderBudget } from '../quota';
 import type { RedisBudget } from '../quota/redis-budget';
+import type { RedisKeyCooldowns } from '../quota/redis-cooldowns';
 import { workflowCode } from './workflow-bundle';
 
 /** Used when neither the run nor `LLM_MODEL` names a model. */
@@ -238,9 +239,11 @@ export async function createAgentWorker(options: AgentWorkerOptions = {}): Promi
   let connection: NativeConnection | undefined;
   let channel: RedisChannel | undefined;
   let ownBudget: RedisBudget | undefined;
+  let ownCooldowns: RedisKeyCooldowns | undefined;
   const release = async () => {
     await channel?.close();
     await ownBudget?.close();
+    await ownCooldowns?.close();
     if (!given) await connection?.close();
     await scripted?.close();
     await mcp?.close();
@@ -273,10 +276,15 @@ export async function createAgentWorker(options: AgentWorkerOptions = {}): Promi
       const { RedisBudget } = await import('../quota/redis-budget');
       ownBudget = await RedisBudget.connect({ ...config.quota, url: config.quota.redisUrl });
     }
+    // The fleet's Redis (the quota's) keeps the keys' cooldowns too, for every worker and across restarts.
+    if (config.quota && (llm.apiKeys || llm.providers)) {
+      const { RedisKeyCooldowns } = await import('../quota/redis-cooldowns');
+      ownCooldowns = await RedisKeyCooldowns.connect({ url: config.quota.redisUrl });
+    }
     const budget = options.budget ?? ownBudget;
     const workerOptions = agentWorkerOptions({
       openai: openAIClient({ baseURL, apiKey: llm.apiKey }),
-      ...(llm.apiKeys || llm.providers ? { providers: Providers.fromConfig(openAIClient, { baseURL, apiKeys: llm.apiKeys }, llm.providers, llm.keyCooldownMs) } : {}),
+      ...(llm.apiKeys || llm.providers ? { providers: Providers.fromConfig(openAIClient, { baseURL, apiKeys: llm.apiKeys }, llm.providers, llm.keyCooldownMs, ownCooldowns) } : {}),
       defaultModel: model,
       contextWindowTokens: llm.contextWindowTokens,
       workspace: config.workspace,

@@ -8,7 +8,7 @@ import type { RunSnapshot, WorkClock } from './snapshot';
 import { machineDefinition } from './machine/versions';
 
 const S = AgentState;
-type Clocks = Pick<RunSnapshot['clocks'], 'work' | 'approvalDeadline'> & Partial<Pick<RunSnapshot['clocks'], 'approvalReminderDue' | 'approvalReminder' | 'pausedDeadline'>>;
+type Clocks = Pick<RunSnapshot['clocks'], 'work' | 'approvalDeadline'> & Partial<Pick<RunSnapshot['clocks'], 'approvalReminderDue' | 'approvalReminder' | 'pausedDeadline' | 'totalDeadline'>>;
 
 export const addMs = (iso: string, ms: number) => new Date(Date.parse(iso) + ms).toISOString();
 
@@ -26,24 +26,25 @@ export function clocks(s: RunSnapshot, to: AgentState, now: string): Clocks {
   if (waits && work.state === 'running') work = { state: 'stopped', remainingMs: Math.max(0, Date.parse(work.deadline) - Date.parse(now)) };
   if (!waits && work.state === 'stopped') work = { state: 'running', deadline: addMs(now, work.remainingMs) };
   const approvalTimeout = s.limits.approvalTimeoutMs;
-  const approvalDeadline = to !== S.AWAITING_APPROVAL || approvalTimeout === undefined ? null : s.phase.type === to ? s.clocks.approvalDeadline : addMs(now, approvalTimeout);
+  const approvalDeadline = to !== S.AWAITING_APPROVAL || approvalTimeout === null ? null : s.phase.type === to ? s.clocks.approvalDeadline : addMs(now, approvalTimeout);
   return { work, approvalDeadline, ...waitClocks(s, to, now) };
 }
 
 /**
- * The clocks of the waits for a person that runs set up only by choice (approval.reminderAt, limits.maxPausedMs):
- * absent when the run has neither, so the snapshots of other runs keep their shape.
+ * The clocks of the waits for a person that runs may opt out of (approval.reminderAt, limits.maxPausedMs), and the
+ * run's total time (limits.totalTimeoutMs, set at its first state change): absent when the run has none.
  */
 function waitClocks(s: RunSnapshot, to: AgentState, now: string): Partial<Clocks> {
-  const { approvalTimeoutMs, maxPausedMs } = s.limits;
+  const { approvalTimeoutMs, maxPausedMs, totalTimeoutMs } = s.limits;
   const share = s.options.approvalReminderAt;
   const staying = s.phase.type === to;
   const out: Partial<Clocks> = {};
-  if (share !== undefined && approvalTimeoutMs !== undefined) {
+  if (totalTimeoutMs !== undefined && s.clocks.totalDeadline === undefined) out.totalDeadline = addMs(now, totalTimeoutMs);
+  if (share !== undefined && approvalTimeoutMs !== null) {
     out.approvalReminderDue = to !== S.AWAITING_APPROVAL ? null : staying ? s.clocks.approvalReminderDue : addMs(now, Math.round(share * approvalTimeoutMs));
     out.approvalReminder = to === S.AWAITING_APPROVAL && staying ? s.clocks.approvalReminder : null;
   }
-  if (maxPausedMs !== undefined) out.pausedDeadline = to !== S.PAUSED ? null : staying ? s.clocks.pausedDeadline : addMs(now, maxPausedMs);
+  if (maxPausedMs !== null) out.pausedDeadline = to !== S.PAUSED ? null : staying ? s.clocks.pausedDeadline : addMs(now, maxPausedMs);
   return out;
 }
 
@@ -56,9 +57,21 @@ export function freshClocks(s: RunSnapshot, now: string): Clocks {
   return CLOCKS[machineDefinition(s.machineVersion).clocks].fresh(s, running, now);
 }
 
-/** When the run's timer must fire: the earliest of its clocks (working time, an approval wait). */
+const withoutTotal = ({ totalDeadline: _total, ...rest }: RunSnapshot['clocks']): RunSnapshot['clocks'] => rest;
+
+/** When the run's total time runs out, while it has not ended (a kept-open conversation has its own `keepOpenMs`). */
+export const totalDeadline = (s: RunSnapshot): string | null => (isTerminal(s.phase.type) ? null : (s.clocks.totalDeadline ?? null));
+
+/** When the wait for a person in progress ends (an approval, a pause), by its own deadline or the run's total time; null when none. */
+export function waitDeadline(s: RunSnapshot): string | null {
+  const own = s.phase.type === S.AWAITING_APPROVAL ? s.clocks.approvalDeadline : s.phase.type === S.PAUSED ? s.clocks.pausedDeadline : undefined;
+  if (own === undefined) return null;
+  return [own, totalDeadline(s)].filter((d): d is string => d !== null).sort()[0] ?? null;
+}
+
+/** When the run's timer must fire: the earliest of its clocks (working time, an approval wait, a pause, the total time). */
 const earliestClock = (s: RunSnapshot): string | null =>
-  [workDeadline(s), s.clocks.approvalDeadline, s.clocks.approvalReminderDue, s.clocks.pausedDeadline].filter((d): d is string => d != null).sort()[0] ?? null;
+  [workDeadline(s), s.clocks.approvalDeadline, s.clocks.approvalReminderDue, s.clocks.pausedDeadline, totalDeadline(s)].filter((d): d is string => d != null).sort()[0] ?? null;
 
 /** When working time runs out; null while its clock is stopped or not set. */
 export const workDeadline = (s: RunSnapshot): string | null => (s.clocks.work.state === 'running' ? s.clocks.work.deadline : null);
@@ -71,7 +84,8 @@ const CLOCKS = {
   workflowTimer: { moved: () => ({}), fresh: (_s: RunSnapshot, running: Clocks) => running, due: () => null },
   workingTime: {
     moved: clocks,
-    fresh: (s: RunSnapshot, running: Clocks, now: string) => clocks({ ...s, clocks: { ...s.clocks, ...running }, phase: { type: S.IDLE } }, s.phase.type, now),
+    // A fork's total time starts with it.
+    fresh: (s: RunSnapshot, running: Clocks, now: string) => clocks({ ...s, clocks: { ...withoutTotal(s.clocks), ...running }, phase: { type: S.IDLE } }, s.phase.type, now),
     due: earliestClock,
   },
 } as const;

@@ -9,13 +9,13 @@ import { CritiqueAction, type CritiqueDecision } from '../common/states';
 export function ruleCritique(s: RunSnapshot): CritiqueDecision {
   const failed = s.toolRound.lastResults.filter((r) => !r.ok && !r.interrupted);
   if (s.toolRound.lastResults.length > 0) {
-    if (failed.length === 0) return { action: CritiqueAction.CONTINUE, reason: `${s.toolRound.lastResults.length} tool call(s) succeeded`, confidence: 0.9 };
+    if (failed.length === 0) return { action: CritiqueAction.CONTINUE, reason: `${s.toolRound.lastResults.length} tool call(s) succeeded`, confidence: 90 };
     const names = [...new Set(failed.map((r) => r.name))].join(', ');
-    if (s.counters.failuresInARow >= 2) return { action: CritiqueAction.REPLAN, reason: `tool calls failed on ${s.counters.failuresInARow} steps in a row (${names})`, confidence: 0.7 };
-    return { action: CritiqueAction.RETRY, reason: `tool call failed (${names})`, confidence: 0.8 };
+    if (s.counters.failuresInARow >= 2) return { action: CritiqueAction.REPLAN, reason: `tool calls failed on ${s.counters.failuresInARow} steps in a row (${names})`, confidence: 70 };
+    return { action: CritiqueAction.RETRY, reason: `tool call failed (${names})`, confidence: 80 };
   }
   const last = s.messages[s.messages.length - 1];
   const text = last?.role === 'assistant' ? (last.content ?? '').trim() : '';
-  if (!text) return { action: CritiqueAction.RETRY, reason: 'the model returned an empty answer', confidence: 0.9 };
-  return { action: CritiqueAction.COMPLETE, reason: 'the model answered without calling tools', confidence: 0.8 };
+  if (!text) return { action: CritiqueAction.RETRY, reason: 'the model returned an empty answer', confidence: 90 };
+  return { action: CritiqueAction.COMPLETE, reason: 'the model answered without calling tools', confidence: 80 };
 }

@@ -32,6 +32,7 @@ import { pauseSignal, resumeSignal, type AgentRunResult } from '../common/messag
 import { AgentState } from '../common/states';
 import { ModelErrorType } from '../common/failures';
 import { COMPACTION_CALL, criticCall, type ModelCallKey, type ModelCallSinks } from '../common/sinks';
+import { inModelOrder } from '../common/tool-order';
 import { INTERRUPTED_TOOL, modelFailure, type AgentEvent, type WorkCommand } from './machine';
 import { Patch } from './patches';
 import { modelCallSummary, toolCallSummary } from './requests';
@@ -252,7 +253,8 @@ export function createEffects(lean: boolean, inline = false, direct = false): Ef
         case 'runTools': {
           // All of them run by the model call already: no activity, so the run moves on in this activation.
           if (command.requests.every(ranAhead)) return toolsRanAlready(command.requests);
-          const results = await cancellable(() => Promise.all(command.requests.map((r) => r.call.ranAhead ?? (r.child ? runChild(r, r.child) : runStoppable(r)))));
+          const one = (r: ToolRequest) => r.call.ranAhead ?? (r.child ? runChild(r, r.child) : runStoppable(r));
+          const results = await cancellable(() => inTurnOrder(command.requests, one, command.concurrent));
           return results === CANCELLED ? CANCELLED : { type: 'TOOLS_DONE', results };
         }
         case 'critique': {
@@ -278,6 +280,13 @@ export function createEffects(lean: boolean, inline = false, direct = false): Ef
   if (!direct) return effects;
   const runWork = effects.run;
   return { ...effects, run: (command) => (command.type === 'callModel' ? callModelDirect(command) : runWork(command)) };
+}
+
+/** Each batch of the turn (`inModelOrder`) after the one before it; the results in the order of the calls. */
+async function inTurnOrder(requests: ToolRequest[], one: (r: ToolRequest) => ToolResult | Promise<ToolResult>, concurrent: boolean | undefined): Promise<ToolResult[]> {
+  const results: ToolResult[] = [];
+  for (const batch of inModelOrder(requests, (r) => r.call, concurrent)) results.push(...(await Promise.all(batch.map(one))));
+  return results;
 }
 
 /** The prompt a parent's model gave a named agent, or null when the arguments hold none. */

@@ -4,8 +4,9 @@ import type { RunSnapshot } from './snapshot';
 import { machineDefinition } from './machine/versions';
 import { AgentState } from '../common/states';
 
-export const PLAN_INSTRUCTION =
-  'Before acting, write a short numbered plan (at most 6 steps) for the task above. Do not call tools now; reply with the plan only.';
+/** The plan request's last message: it names the turn's task, so a continued conversation is planned for the right one. */
+export const planInstruction = (task: string) =>
+  `Before acting, write a short numbered plan (at most 6 steps) for this task:\n${task}\nDo not call tools now; reply with the plan only.`;
 
 export function modelRequest(s: RunSnapshot, purpose: 'plan' | 'respond', callNumber: number): ModelRequest {
   const extra = { ...REQUEST_LIMITS[machineDefinition(s.machineVersion).modelRequest](s), ...quotaPlace(s) };
@@ -14,7 +15,7 @@ export function modelRequest(s: RunSnapshot, purpose: 'plan' | 'respond', callNu
       purpose,
       callNumber,
       model: s.options.model,
-      messages: [...s.messages, { role: 'user', content: PLAN_INSTRUCTION }],
+      messages: [...s.messages, { role: 'user', content: planInstruction(s.task) }],
       tools: [],
       ...extra,
     };
@@ -41,14 +42,29 @@ function providerLimits(s: RunSnapshot): Pick<ModelRequest, 'maxOutputTokens' | 
   };
 }
 
+/** Where the turn's task is in the conversation: its latest user message with the task's text; -1 when none (compacted away). */
+export function taskIndex(s: RunSnapshot): number {
+  for (let i = s.messages.length - 1; i >= 0; i--) if (s.messages[i].role === 'user' && s.messages[i].content === s.task) return i;
+  return -1;
+}
+
 export function compactionRequest(s: RunSnapshot, keepRecent: number): CompactionRequest {
-  return { model: s.options.model, messages: s.messages, keepRecent };
+  const at = taskIndex(s);
+  return { model: s.options.model, messages: s.messages, keepRecent, ...(at !== -1 ? { taskIndex: at } : {}) };
+}
+
+/** The conversation before the turn's task, the context it came in: its last 4,000 characters, none for a first turn. */
+function taskContext(s: RunSnapshot): string | undefined {
+  const before = s.messages.slice(0, Math.max(0, taskIndex(s))).filter((m) => m.role === 'user' || (m.role === 'assistant' && m.content));
+  if (before.length === 0) return undefined;
+  const text = before.map((m) => `${m.role}: ${m.content}`).join('\n');
+  return text.length > 4_000 ? `…${text.slice(-3_999)}` : text;
 }
 
 export function critiqueRequest(s: RunSnapshot): CritiqueRequest {
-  const task = s.messages.find((m) => m.role === 'user')?.content ?? '';
   const last = [...s.messages].reverse().find((m) => m.role === 'assistant');
-  const base = { model: s.options.model, task, answer: (last?.content as string | null) ?? '', callNumber: s.counters.loops + 1 };
+  const context = taskContext(s);
+  const base = { model: s.options.model, task: s.task, ...(context ? { context } : {}), answer: (last?.content as string | null) ?? '', callNumber: s.counters.loops + 1 };
   if (s.toolRound.lastResults.length === 0) return base;
   // A tool step: the critic reads each call with its arguments and (clipped) result.
   const calls = new Map((last?.role === 'assistant' ? (last.toolCalls ?? []) : []).map((c) => [c.id, c.arguments]));

@@ -35,6 +35,7 @@ export const { WorkPhaseSchema, PhaseSchema, WorkClockSchema, ReasonSchema, RunS
     fallbackModels: z.array(z.string()).optional(),
     returnMessages: z.boolean().optional(),
     tools: z.array(z.string()).optional(),
+    concurrentTools: z.literal(true).optional(),
     plan: z.boolean(),
     critique: z.enum(['rules', 'model']),
     approvalTools: z.array(z.string()),
@@ -223,6 +224,7 @@ export const { WorkPhaseSchema, PhaseSchema, WorkClockSchema, ReasonSchema, RunS
       approvalReminderDue: timestamp().nullable(),
       approvalReminder: ApprovalReminderViewSchema.nullable(),
       pausedDeadline: timestamp().nullable(),
+      totalDeadline: timestamp().optional(),
     }),
     toolRound: z.object({
       pending: z.array(ToolCallSchema),
@@ -230,9 +232,15 @@ export const { WorkPhaseSchema, PhaseSchema, WorkClockSchema, ReasonSchema, RunS
       lastResults: z.array(ToolResultSchema),
     }),
     reason: ReasonSchema.nullable(),
+    task: z.string(),
+    /** Version 3's options: version 2's, and the confidences' scale (0 to 100; absent before it, 0 to 1). */
+    options: OptionsSchema.extend({ percentConfidence: z.literal(true) }),
   });
-  /** Version 3 as any worker wrote it: fields this worker does not know (from a newer one) are dropped. */
-  const StoredV3Schema = RunSnapshotSchema;
+  /**
+   * Version 3 as any worker wrote it: fields this worker does not know (from a newer one) are dropped; fields added
+   * since may be missing (`fillAddedV3Fields` in snapshot.ts gives them their values).
+   */
+  const StoredV3Schema = RunSnapshotSchema.partial({ task: true }).extend({ options: OptionsSchema.extend({ percentConfidence: z.literal(true).optional() }) });
 
   /** Any snapshot this worker loads, by its version. */
   const StoredSnapshotSchema = z.discriminatedUnion('schemaVersion', [StoredV1Schema, StoredV2Schema, StoredV3Schema]);

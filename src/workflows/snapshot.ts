@@ -4,7 +4,7 @@ import { parseWith, type Budget, type CompactionOptions, type Limits, type Parse
 import { AgentState, isTerminal, type CritiqueDecision } from '../common/states';
 import type { PendingApproval, RunUsage, ToolCallRecord, TransitionRecord } from '../common/view';
 import type { SameType } from '../common/same-type';
-import { StoredSnapshotSchema, type PhaseSchema, type ReasonSchema, type StoredSnapshotV1, type RunSnapshotSchema, type SnapshotV2, type StoredSnapshotV2 } from './snapshot-schema';
+import { StoredSnapshotSchema, type PhaseSchema, type ReasonSchema, type StoredSnapshotV1, type RunSnapshotSchema, type SnapshotV2, type StoredSnapshotV2, type StoredSnapshotV3 } from './snapshot-schema';
 import type { z } from 'zod';
 import { LATEST_MACHINE_VERSION, type PatchResult, versionOfPatches } from './machine/versions';
 
@@ -134,6 +134,8 @@ export interface RunSnapshot {
     /** The result carries the conversation. */
     returnMessages?: boolean;
     tools?: string[];
+    /** The input's `toolOrder: 'concurrent'`: a turn's calls all run at once (absent: in the model's order, tool-order.ts). */
+    concurrentTools?: true;
     plan: boolean;
     critique: 'rules' | 'model';
     approvalTools: string[];
@@ -145,7 +147,10 @@ export interface RunSnapshot {
     keepOpenMs: number;
     /** Its place in the fleet's provider budget, 0 first; absent: the budget's default (5). */
     priority?: number;
+    /** 0 to 100, as critics answer (`lastCritique.confidence`). */
     critiqueMinConfidence: number;
+    /** Confidences are on 0 to 100; snapshots without it kept them on 0 to 1 and migrate (`fillAddedV3Fields`). */
+    percentConfidence: true;
     maxOutputTokens?: number;
     contextWindowTokens?: number;
     compaction: CompactionOptions;
@@ -162,6 +167,8 @@ export interface RunSnapshot {
     approvalReminder: ApprovalReminder | null;
     /** When a PAUSED run is aborted (`limits.maxPausedMs`); null when not paused or no limit is set. */
     pausedDeadline: string | null;
+    /** When the run's total time runs out (`limits.totalTimeoutMs`, from its start); absent when none is set. */
+    totalDeadline?: string;
   };
   /**
    * The model call waits for the fleet's provider budget: its place in the queue since `queuedAt` (epoch ms, the
@@ -187,6 +194,11 @@ export interface RunSnapshot {
   reason: Reason | null;
   answer: string | null;
   plan: string | null;
+  /**
+   * The task of the current turn: its prompt (the input's, then each follow-up message's), which the critic, the plan
+   * and compaction judge by; the messages before it are the context it came in.
+   */
+  task: string;
   messages: ChatMessage[];
   /**
    * The tool calls of the last model response, from PROCESSING through approval, a pause and TOOL_EXECUTING, and their
@@ -241,6 +253,7 @@ export function initialSnapshot(input: ResolvedInput, now: string): RunSnapshot 
       ...(input.fallbackModels.length > 0 ? { fallbackModels: input.fallbackModels } : {}),
       ...(input.returnMessages ? { returnMessages: true } : {}),
       tools: input.tools,
+      ...(input.toolOrder === 'concurrent' ? { concurrentTools: true as const } : {}),
       plan: input.plan,
       critique: input.critique,
       approvalTools: input.approval?.tools ?? [],
@@ -250,6 +263,7 @@ export function initialSnapshot(input: ResolvedInput, now: string): RunSnapshot 
       keepOpenMs: input.keepOpenMs,
       ...(input.priority !== undefined ? { priority: input.priority } : {}),
       critiqueMinConfidence: input.critiqueMinConfidence,
+      percentConfidence: true,
       ...(input.maxOutputTokens !== undefined ? { maxOutputTokens: input.maxOutputTokens } : {}),
       ...(input.contextWindowTokens !== undefined ? { contextWindowTokens: input.contextWindowTokens } : {}),
       compaction: input.compaction,
@@ -267,6 +281,7 @@ export function initialSnapshot(input: ResolvedInput, now: string): RunSnapshot 
     reason: null,
     answer: null,
     plan: null,
+    task: input.prompt,
     messages: [
       { role: 'system', content: input.systemPrompt ?? prior.system ?? DEFAULT_SYSTEM_PROMPT },
       ...prior.messages,
@@ -292,10 +307,11 @@ export function blankSnapshot(now: string): RunSnapshot {
   return initialSnapshot(
     {
       prompt: '(invalid input)',
-      limits: { maxLoops: 1, maxToolCalls: 1, timeoutMs: 1_000, maxRepeats: 2, historyEvents: 10_000, wrapUpAt: 1, onLimit: 'fail' },
+      limits: { maxLoops: 1, maxToolCalls: 1, timeoutMs: 1_000, approvalTimeoutMs: null, maxPausedMs: null, maxRepeats: 2, historyEvents: 10_000, wrapUpAt: 1, onLimit: 'fail' },
       plan: false,
+      toolOrder: 'model',
       critique: 'rules',
-      critiqueMinConfidence: 0.5,
+      critiqueMinConfidence: 50,
       compaction: { threshold: 0.8, keepRecentMessages: 6 },
       keepOpenMs: 0,
       fallbackModels: [],
@@ -324,10 +340,26 @@ export function readSnapshot(carried: unknown): ParseResult<RunSnapshot> {
   const read = parseWith(StoredSnapshotSchema, carried, 'snapshot');
   if (!read.ok) return read;
   const stored = read.value;
-  if (stored.schemaVersion === 3) return { ok: true, value: stored };
+  if (stored.schemaVersion === 3) return { ok: true, value: fillAddedV3Fields(stored) };
   const v2 = stored.schemaVersion === 1 ? v1ToV2(stored) : stored;
-  return { ok: true, value: v2ToV3(fillAddedFields(v2)) };
+  return { ok: true, value: fillAddedV3Fields(v2ToV3(fillAddedFields(v2))) };
 }
+
+/**
+ * Fields added to version 3 without a version bump, absent from snapshots written before them:
+ * - `task`: the first user message, the task those runs judged by.
+ * - `options.percentConfidence`: those runs kept confidences on 0 to 1; `critiqueMinConfidence` and
+ *   `lastCritique.confidence` are brought to 0 to 100.
+ */
+function fillAddedV3Fields(stored: StoredSnapshotV3 | Omit<StoredSnapshotV3, 'task'>): RunSnapshot {
+  const task = 'task' in stored && stored.task !== undefined ? stored.task : firstUserText(stored.messages);
+  if (stored.options.percentConfidence) return { ...stored, task, options: { ...stored.options, percentConfidence: true } };
+  const percent = (c: number) => Math.round(c * 10_000) / 100;
+  const lastCritique = stored.lastCritique && { ...stored.lastCritique, confidence: percent(stored.lastCritique.confidence) };
+  return { ...stored, task, lastCritique, options: { ...stored.options, critiqueMinConfidence: percent(stored.options.critiqueMinConfidence), percentConfidence: true } };
+}
+
+const firstUserText = (messages: ChatMessage[]): string => messages.find((m) => m.role === 'user')?.content ?? '';
 
 /** `readSnapshot`, throwing its error. */
 export function loadSnapshot(carried: unknown): RunSnapshot {
@@ -347,7 +379,7 @@ export function loadSnapshot(carried: unknown): RunSnapshot {
  * - `reason` keeps its text and gets the kind its writer gives it now, told from the text (`reasonKind`); only the text
  *   is ever read back, so a kind told wrongly changes nothing a run does.
  */
-export function v2ToV3(v2: SnapshotV2): RunSnapshot {
+export function v2ToV3(v2: SnapshotV2): Omit<StoredSnapshotV3, 'task'> {
   const { deadline, workRemainingMs, approvalDeadline, approvalReminderDue, approvalReminder, pausedDeadline, pendingToolCalls, presetResults, lastToolResults, reason, ...rest } = v2;
   const { step, loops, toolCalls, turns, budgetGrants, continuations, failuresInARow, overflowsInARow, setbacksInARow, transitions, toolLog, rejectedEvents, modelSwitches, ...ungrouped } = rest;
   const work: WorkClock = deadline !== null ? { state: 'running', deadline } : workRemainingMs !== null ? { state: 'stopped', remainingMs: workRemainingMs } : { state: 'none' };

@@ -7,7 +7,7 @@ import { AgentState } from '../common/states';
 import type { RunStateView } from '../common/view';
 import { lastAssistantText } from './responses';
 import type { RunSnapshot } from './snapshot';
-import { workDeadline } from './clocks';
+import { totalDeadline, waitDeadline, workDeadline } from './clocks';
 
 /** The curated view: the phase's data under its documented names, and none of the machine's bookkeeping. */
 export function publicView(s: RunSnapshot, includeMessages: boolean): RunStateView {
@@ -28,12 +28,15 @@ export function publicView(s: RunSnapshot, includeMessages: boolean): RunStateVi
     pauseRequested: s.pauseRequested,
     conversationOpen: phase.type === AgentState.COMPLETED && phase.conversationOpen,
     turns: s.counters.turns,
+    task: s.task,
     deadline: workDeadline(s),
     workRemainingMs: s.clocks.work.state === 'stopped' ? s.clocks.work.remainingMs : null,
     approvalDeadline: s.clocks.approvalDeadline,
     approvalOnTimeout: s.clocks.approvalDeadline ? (s.options.approvalOnTimeout ?? 'fail') : null,
     approvalReminder: s.clocks.approvalReminder,
     pausedDeadline: s.clocks.pausedDeadline,
+    waitDeadline: waitDeadline(s),
+    totalDeadline: totalDeadline(s),
     quotaWait: s.quotaWait ? { since: s.quotaWait.since, expectedAt: s.quotaWait.expectedAt, position: s.quotaWait.position } : null,
     recentToolCalls: s.logs.toolCalls,
     queuedMessages: s.queuedMessages,

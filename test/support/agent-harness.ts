@@ -19,7 +19,7 @@ import { startScriptedModel, type ScriptedModel, type ScriptedModelOptions } fro
 import { agentWorkerOptions, openAIClient } from '../../src/worker';
 import type { LiveStream } from '../../src/stream';
 import type { ProviderBudget } from '../../src/quota';
-import { Providers } from '../../src/activities/providers';
+import { Providers, type KeyCooldowns } from '../../src/activities/providers';
 import { bundleAgentWorkflows, PRELOAD_MODULES, sandboxWebpackConfig, WORKFLOWS_PATH } from '../../src/worker/workflow-bundle';
 import { QuietLogger } from './quiet-logger';
 import { testServerAddress } from './temporal';
@@ -108,7 +108,7 @@ export interface AgentHarnessOptions {
    * Providers on the scripted model: the default one's keys, and named ones (`name/model`) with their own keys, all
    * on the scripted model's URL (its scripts see which key called: `apiKey`). @default the one client, key `scripted`
    */
-  providers?: { keys: string[]; named?: Record<string, string[]>; keyCooldownMs?: number };
+  providers?: { keys: string[]; named?: Record<string, string[]>; keyCooldownMs?: number; cooldowns?: KeyCooldowns };
   /** Workflow interceptor modules bundled with the workflows (test/support/short-model-timeouts.ts). @default none */
   workflowInterceptorModules?: string[];
   /** The worker's streaming model calls, which a run's workflow task stops at once; absent: a fresh one per worker. */
@@ -133,7 +133,7 @@ export async function startAgentHarness(
   const p = options.providers;
   const named = Object.fromEntries(Object.entries(p?.named ?? {}).map(([name, apiKeys]) => [name, { baseURL: model.url, apiKeys }]));
   // One set for the harness's life, as in a worker process: the keys' cooldowns outlive a worker restart here too.
-  const providers = p ? Providers.fromConfig(openAIClient, { baseURL: model.url, apiKeys: p.keys }, named, p.keyCooldownMs) : undefined;
+  const providers = p ? Providers.fromConfig(openAIClient, { baseURL: model.url, apiKeys: p.keys }, named, p.keyCooldownMs, p.cooldowns) : undefined;
   const createWorker = () =>
     Worker.create({
       connection: env.nativeConnection,

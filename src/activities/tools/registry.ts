@@ -92,6 +92,12 @@ export class ToolRegistry {
     return tool?.local === true && !tool.sideEffects;
   }
 
+  /** Whether a call changes nothing: a registered tool without side effects, which may run beside the turn's other such calls. */
+  isPure(name: string): boolean {
+    const tool = this.tools.get(name);
+    return tool !== undefined && !tool.sideEffects;
+  }
+
   /** Whether a user's interrupting message may stop a call mid-way: a registered tool without side effects, or `cancellable`. */
   stoppable(name: string): boolean {
     const tool = this.tools.get(name);
@@ -104,7 +110,7 @@ export class ToolRegistry {
   }
 
   /**
-   * The call as the run should schedule it: marked `local` (runsLocally) and with the tool's `timeoutMs`, when they
+   * The call as the run should schedule it: marked `local` (runsLocally), `pure` (isPure) and with the tool's `timeoutMs`, when they
    * apply, and, for a call that waits for approval (`guarded`), the tool's schema, which edited arguments must pass.
    */
   withHints(call: ToolCall, guarded = false): ToolCall {
@@ -113,6 +119,7 @@ export class ToolRegistry {
     return {
       ...call,
       ...(this.runsLocally(call.name) ? { local: true as const } : {}),
+      ...(this.isPure(call.name) ? { pure: true as const } : {}),
       ...(this.stoppable(call.name) ? { cancellable: true as const } : {}),
       ...(timeoutMs !== undefined ? { timeoutMs } : {}),
       ...(parameters ? { parameters } : {}),

@@ -233,7 +233,8 @@ export function commandsFor(s: RunSnapshot): WorkCommand[] {
     case S.TOOL_EXECUTING: {
       const preset = new Set(s.toolRound.presetResults.map((r) => r.toolCallId));
       const calls = s.toolRound.pending.filter((c) => !preset.has(c.id));
-      return [{ type: 'runTools', requests: calls.map((call, i) => withChild(s, { call, allowed: s.options.tools, callNumber: s.counters.toolCalls + 1 + i })) }];
+      const requests = calls.map((call, i) => withChild(s, { call, allowed: s.options.tools, callNumber: s.counters.toolCalls + 1 + i }));
+      return [{ type: 'runTools', requests, ...(s.options.concurrentTools ? { concurrent: true as const } : {}) }];
     }
     case S.CRITIQUE:
       if (critiqueMode(s) === 'rules') return [];
@@ -337,7 +338,7 @@ export function atLimit(s: RunSnapshot, e: AgentEvent, now: string, reason: stri
 }
 
 /** What the model is told of a call nobody decided on within `limits.approvalTimeoutMs` (approval.onTimeout 'reject'). */
-export const approvalTimedOut = (ms: number | undefined) => `Not executed: nobody approved this call within ${ms} ms (limits.approvalTimeoutMs). Go on without it, or ask the user.`;
+export const approvalTimedOut = (ms: number | null) => `Not executed: nobody approved this call within ${ms} ms (limits.approvalTimeoutMs). Go on without it, or ask the user.`;
 
 /** The approval wait's reminder, raised once at `approval.reminderAt` of its window: the state stays, the view shows it. */
 export function remind(s: RunSnapshot, pending: PendingApproval[], deadline: string, now: string): RunSnapshot {

@@ -27,6 +27,8 @@ const streamDelta = action<'STREAM_DELTA'>('appendStreamedText', (s, e) => {
 
 /** Versions whose clock is the workflow's own timer: it fires once, at the deadline. */
 export const keepsWorkflowTimer = guard<'TIMEOUT'>('keepsWorkflowTimer', (s) => version(s).clocks === 'workflowTimer');
+/** The run's total time (`limits.totalTimeoutMs`) ran out: it ends the run whatever it was doing or waiting for. */
+export const totalTimeRanOut = guard<'TIMEOUT'>('totalTimeRanOut', (s, _e, now) => s.clocks.totalDeadline !== undefined && now >= s.clocks.totalDeadline);
 export const workingTimeRanOut = guard<'TIMEOUT'>('workingTimeRanOut', (s) => s.clocks.work.state === 'running');
 export const pausedTooLong = guard<'TIMEOUT'>('pausedTooLong', (s) => s.phase.type === S.PAUSED && s.clocks.pausedDeadline !== null);
 export const noWaitClock = guard<'TIMEOUT'>('noWaitClockRuns', (s) => s.phase.type !== S.AWAITING_APPROVAL || s.clocks.approvalDeadline === null);
@@ -40,6 +42,7 @@ export const rejectsOnTimeout = guard<'TIMEOUT'>(
 export const timeOut = action<'TIMEOUT'>('failTimedOut', (s, e, now) => fail(s, e, now, `timed out after ${s.limits.timeoutMs} ms (limits.timeoutMs)`));
 export const workingTimeOut = action<'TIMEOUT'>('failWorkingTimeOut', (s, e, now) => fail(s, e, now, `timed out after ${s.limits.timeoutMs} ms of working time (limits.timeoutMs)`));
 export const abortPausedTooLong = action<'TIMEOUT'>('abortPausedTooLong', (s, e, now) => finish(s, S.ABORTED, e, now, `aborted: paused for ${s.limits.maxPausedMs} ms (limits.maxPausedMs)`));
+export const totalTimeOut = action<'TIMEOUT'>('failTotalTimeOut', (s, e, now) => fail(s, e, now, `timed out after ${s.limits.totalTimeoutMs} ms in all, waits included (limits.totalTimeoutMs)`));
 export const refuseTimeout = action<'TIMEOUT'>('refuse', () => reject('no timer is running: the run waits for a person'));
 
 const approvalWhy = (s: RunSnapshot) => {
@@ -57,6 +60,7 @@ export const failApprovalTimeout = action<'TIMEOUT'>('failApprovalTimedOut', (s,
 /** TIMEOUT in a state where no person is waited for: the working time ran out (or, while paused, the pause). */
 export const timeoutRows: Row[] = [
   row('TIMEOUT', keepsWorkflowTimer, S.FAILED, timeOut),
+  row('TIMEOUT', totalTimeRanOut, S.FAILED, totalTimeOut),
   row('TIMEOUT', workingTimeRanOut, S.FAILED, workingTimeOut),
   // Before the run started, no clock runs.
   row('TIMEOUT', null, REJECTED, refuseTimeout),

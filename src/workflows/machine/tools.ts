@@ -16,6 +16,8 @@ import {
   rejectUndecidedCalls,
   reminderDue,
   timeOut,
+  totalTimeOut,
+  totalTimeRanOut,
   whileRunning,
   workingTimeOut,
   workingTimeRanOut,
@@ -127,6 +129,7 @@ export const AWAITING_APPROVAL_ROWS: readonly Row[] = [
   row('INTERRUPT', waitsForBudget, SELF, queueMessage as unknown as Action<'INTERRUPT'>),
   row('INTERRUPT', null, S.TOOL_EXECUTING, rejectForMessage),
   row('TIMEOUT', keepsWorkflowTimer, S.FAILED, timeOut),
+  row('TIMEOUT', totalTimeRanOut, S.FAILED, totalTimeOut),
   row('TIMEOUT', workingTimeRanOut, S.FAILED, workingTimeOut),
   row('TIMEOUT', noWaitClock, REJECTED, refuseTimeout),
   // The reminder keeps the state; `approval.onTimeout: 'reject'` goes on as a decision would.

@@ -45,7 +45,8 @@ export type AgentEventType = AgentEvent['type'];
  */
 export type AgentCommand =
   | { type: 'callModel'; request: ModelRequest }
-  | { type: 'runTools'; requests: ToolRequest[] }
+  /** `concurrent`: the run's `toolOrder: 'concurrent'`, all at once; absent: in the model's order (common/tool-order.ts). */
+  | { type: 'runTools'; requests: ToolRequest[]; concurrent?: true }
   /** `critic`: the critic's own time bound (a slow critic is replaced by the rules); `modelCall`: runs begun before it. */
   | { type: 'critique'; request: CritiqueRequest; timeouts: 'critic' | 'modelCall' }
   | { type: 'compact'; request: CompactionRequest }

@@ -2,7 +2,7 @@
 import { addMs } from '../clocks';
 import type { RunSnapshot } from '../snapshot';
 import { COMPACTION_USAGE, enter, fail, ok, plain, reject, S, version } from './core';
-import { abortPausedTooLong, interruptsRefused, keepsWorkflowTimer, pausedTooLong, refuseInterrupt, refuseTimeout, timeOut, whileRunning, workingTimeOut, workingTimeRanOut } from './running';
+import { abortPausedTooLong, interruptsRefused, keepsWorkflowTimer, pausedTooLong, refuseInterrupt, refuseTimeout, timeOut, totalTimeOut, totalTimeRanOut, whileRunning, workingTimeOut, workingTimeRanOut } from './running';
 import { action, guard, REJECTED, row, SELF, type Row } from './table';
 
 /** The summary replaces the conversation, which no stored chain begins any more; the model step it came from goes on. */
@@ -23,6 +23,7 @@ const resume = action<'RESUME'>('resume', (s, e, now) => (s.phase.type === S.PAU
 
 export const PAUSED_ROWS: readonly Row[] = [
   row('TIMEOUT', keepsWorkflowTimer, S.FAILED, timeOut),
+  row('TIMEOUT', totalTimeRanOut, S.FAILED, totalTimeOut),
   row('TIMEOUT', workingTimeRanOut, S.FAILED, workingTimeOut),
   // Paused longer than limits.maxPausedMs; otherwise no clock runs while a person decides.
   row('TIMEOUT', pausedTooLong, S.ABORTED, abortPausedTooLong),
@@ -33,10 +34,10 @@ export const PAUSED_ROWS: readonly Row[] = [
 
 const conversationClosed = guard<'MESSAGE' | 'INTERRUPT'>('conversationClosed', (s) => s.phase.type !== S.COMPLETED || !s.phase.conversationOpen);
 const refuseClosed = action<'MESSAGE' | 'INTERRUPT'>('refuse', () => reject('the conversation is closed'));
-/** A follow-up turn: the message goes with the next model call, with a fresh working-time deadline. */
+/** A follow-up turn: the message goes with the next model call, is the turn's task, and gets a fresh working-time deadline. */
 const followUp = action<'MESSAGE' | 'INTERRUPT'>('followUp', (s, e, now) => {
   // The answer so far stays until the next one replaces it.
-  const queued: RunSnapshot = { ...s, queuedMessages: [...s.queuedMessages, e.text], clocks: { ...s.clocks, work: { state: 'running', deadline: addMs(now, s.limits.timeoutMs) } } };
+  const queued: RunSnapshot = { ...s, task: e.text, queuedMessages: [...s.queuedMessages, e.text], clocks: { ...s.clocks, work: { state: 'running', deadline: addMs(now, s.limits.timeoutMs) } } };
   return enter(queued, plain(S.STREAMING), e, now);
 });
 const notOpen = guard<'CLOSE'>('conversationNotOpen', (s) => s.phase.type !== S.COMPLETED || !s.phase.conversationOpen);
