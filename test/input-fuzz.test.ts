@@ -94,6 +94,11 @@ function int(min: number, max = Number.MAX_SAFE_INTEGER): FieldSpec {
 }
 
 /** A finite number from `min` to `max`, both allowed. */
+/** A field that also takes `null` (a wait with no deadline): null is valid, and never generated as a fault. */
+function orNull(spec: FieldSpec): FieldSpec {
+  return { valid: fc.oneof(spec.valid, fc.constant(null)), invalid: spec.invalid.filter((bad) => bad.value !== null || bad.path.length > 0) };
+}
+
 function between(min: number, max: number): FieldSpec {
   return {
     valid: fc.double({ min, max, noNaN: true }),
@@ -221,11 +226,11 @@ const LIMITS = {
   maxLoops: int(1, 10_000),
   maxToolCalls: int(1, 100_000),
   timeoutMs: int(1_000, 30 * 24 * 3600_000),
-  approvalTimeoutMs: int(1_000, 365 * 24 * 3600_000),
+  approvalTimeoutMs: orNull(int(1_000, 365 * 24 * 3600_000)),
   maxRepeats: int(2, 100),
   historyEvents: int(100, 50_000),
   wrapUpAt: between(0.1, 1),
-  maxPausedMs: int(1_000, 365 * 24 * 3600_000),
+  maxPausedMs: orNull(int(1_000, 365 * 24 * 3600_000)),
   totalTimeoutMs: int(1_000, 365 * 24 * 3600_000),
   onLimit: oneOf(['fail', 'complete']),
 };

@@ -162,7 +162,7 @@ describe('through the CLI', () => {
     writeFileSync(file, JSON.stringify([{ role: 'bot', content: 'x' }]));
     const bad = await cli(['start', 'p', '--messages-file', file]);
     expect(bad.code).toBe(1);
-    expect(bad.err).toContain('messages.0.role: role must be one of system, user, assistant, tool');
+    expect(bad.err).toContain('--messages-file (messages.0.role): role must be one of system, user, assistant, tool');
   }, 30_000);
 });
 
