@@ -56,8 +56,6 @@ describe('errors name the flags typed', () => {
     expect(err).toBe('error: --approval-reminder-at needs --approve-tools: the tools whose calls wait for approval\n');
     const range = await cli('start', 'hi', '--approve-tools', 'writeFile', '--approval-timeout-ms', '60000', '--approval-reminder-at', '2');
     expect(range.err).toBe('error: --approval-reminder-at (approval.reminderAt): Too big: expected number to be <1\n');
-    const needs = await cli('start', 'hi', '--approve-tools', 'writeFile', '--approval-reminder-at', '0.5');
-    expect(needs.err).toContain('--approval-reminder-at (approval.reminderAt): needs --approval-timeout-ms (limits.approvalTimeoutMs)');
     expect((await cli('start', 'hi', '--approval-reminder-at', 'soon')).err).not.toContain('NaN');
   });
 
