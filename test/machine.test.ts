@@ -539,6 +539,11 @@ describe('budgets', () => {
     const priced = { ...response('a'), model: 'scripted-x', usage: { promptTokens: 1_000_000, completionTokens: 500_000, totalTokens: 1_500_000 } };
     const s = run(snapshot({ budget: { maxCostUsd: 100 } }), { type: 'START' }, { type: 'MODEL_RESPONDED', response: priced });
     expect(s.usage.costUsd).toBeCloseTo(2); // 1M prompt at $1 + 0.5M completion at $2
+    // Sums of binary fractions carry noise (0.0001 + 0.0002 is 0.00030000000000000003): the run's cost does not.
+    const cents = { budget: { maxCostUsd: 100, prices: { tiny: { inputPerMTok: 100, outputPerMTok: 0 } } } };
+    const tiny = (promptTokens: number) => ({ ...response('', [call(`c${promptTokens}`)]), model: 'tiny', usage: { promptTokens, completionTokens: 0, totalTokens: promptTokens } });
+    const summed = run(snapshot({ ...cents, model: 'tiny' }), { type: 'START' }, { type: 'MODEL_RESPONDED', response: tiny(1) }, { type: 'TOOLS_DONE', results: [{ toolCallId: 'c1', name: 'readFile', ok: true, content: 'x' }] }, { type: 'MODEL_RESPONDED', response: tiny(2) });
+    expect(summed.usage.costUsd).toBe(0.0003);
     const unpriced = run(judged({ budget: { maxCostUsd: 100 } }), { type: 'START' }, { type: 'MODEL_RESPONDED', response: { ...response('a'), model: 'mystery-1' } });
     const r = step(unpriced, { type: 'CRITIQUE_DONE', decision: { action: 'retry', reason: 'r', confidence: 100 } });
     expect(r.snapshot.reason?.text).toBe('no price for model mystery-1: add it to budget.prices');

@@ -24,4 +24,10 @@ export function priceFor(model: string | undefined, overrides: Record<string, Pr
 }
 
 export const costOf = (price: Price, promptTokens: number, completionTokens: number): number =>
-  (promptTokens * price.inputPerMTok + completionTokens * price.outputPerMTok) / 1_000_000;
+  atPicoDollars((promptTokens * price.inputPerMTok + completionTokens * price.outputPerMTok) / 1_000_000);
+
+/** USD to a millionth of a millionth, so that a sum of prices reads 0.000275, not 0.00027499999999999996. */
+const atPicoDollars = (usd: number): number => Math.round(usd * 1e12) / 1e12;
+
+/** A running cost plus another, kept free of binary fractions' noise. */
+export const addCost = (a: number, b: number): number => atPicoDollars(a + b);

@@ -4,6 +4,7 @@
  */
 import type { ChildOutcome, ChildRequest, ToolCall, ToolResult } from '../common/chat';
 import { emptyUsage } from '../common/chat';
+import { addCost } from '../common/prices';
 import { childBudget } from './budget';
 import type { RunSnapshot } from './snapshot';
 import { machineDefinition } from './machine/versions';
@@ -42,7 +43,7 @@ export function childrenEnded(s: RunSnapshot, results: readonly ToolResult[]): R
     usage.promptTokens += c.usage.promptTokens;
     usage.completionTokens += c.usage.completionTokens;
     usage.totalTokens += c.usage.totalTokens;
-    usage.costUsd += c.usage.costUsd;
+    usage.costUsd = addCost(usage.costUsd, c.usage.costUsd);
   }
   const byId = new Map(ended.map((c) => [c.workflowId, c]));
   const known = s.children ?? [];

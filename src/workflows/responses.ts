@@ -1,6 +1,7 @@
 /** What a model response, or a call beside the model steps, changes in the snapshot: usage, calibration, continuation. Pure. */
 import { addUsage, CONTINUE_PROMPT, type ModelResponse, type Usage } from '../common/chat';
 import { CritiqueAction, type CritiqueDecision } from '../common/states';
+import { addCost } from '../common/prices';
 import { promptChars, responseCost } from './budget';
 import type { RunSnapshot } from './snapshot';
 
@@ -19,11 +20,11 @@ export function calibrated(s: RunSnapshot, r: ModelResponse): Pick<RunSnapshot, 
 export function withSideUsage(s: RunSnapshot, u: Usage | undefined): RunSnapshot {
   if (!u) return s;
   const cost = responseCost(s, { text: '', toolCalls: [], usage: u, finishReason: null, model: s.lastModel ?? '' });
-  return { ...s, usage: { ...s.usage, ...addUsage(s.usage, u), costUsd: s.usage.costUsd + cost } };
+  return { ...s, usage: { ...s.usage, ...addUsage(s.usage, u), costUsd: addCost(s.usage.costUsd, cost) } };
 }
 
 export function withResponseUsage(s: RunSnapshot, r: ModelResponse): RunSnapshot {
-  const usage = { ...addUsage(s.usage, r.usage), modelCalls: s.usage.modelCalls + 1, costUsd: s.usage.costUsd + responseCost(s, r) };
+  const usage = { ...addUsage(s.usage, r.usage), modelCalls: s.usage.modelCalls + 1, costUsd: addCost(s.usage.costUsd, responseCost(s, r)) };
   return { ...s, usage, lastModel: r.model || s.lastModel };
 }
 
