@@ -77,7 +77,8 @@ test('a fork keeps the timeout of the run it came from', async () => {
   const agents = new AgentClient(h.env.client, h.taskQueue);
   const source = await h.start({ prompt: 'Write it', model: 'fork-source', approval: { tools: ['writeFile'] }, limits: { timeoutMs: 600_000 } });
   await h.waitForState(source, (s) => s.state === 'AWAITING_APPROVAL');
-  expect(await timersOf(source)).toEqual([600_000]);
+  // The working clock's 10 minutes while it streams; then, while a person decides, the approval's default 7 days.
+  expect(await timersOf(source)).toEqual([600_000, 604_800_000]);
 
   // Forked from STREAMING (step 1): the clock runs, with the source's 10 minutes, not the default 5. The fork's
   // model call is the script's second, so it answers and completes.

@@ -151,7 +151,7 @@ test('a run that plans, calls a tool and answers leaves the key out of every his
   let call = 0;
   model.register('secret-tools', ({ request }) => {
     const system = request.messages[0]?.content;
-    if (typeof system === 'string' && system.startsWith('You review')) return { text: '{"action":"complete","reason":"fine","confidence":0.9}' };
+    if (typeof system === 'string' && system.startsWith('You review')) return { text: '{"action":"complete","reason":"fine","confidence":90}' };
     call += 1;
     if (call === 1) return { text: 'Plan: list the files, then answer.' };
     if (call === 2) return { toolCalls: [{ name: 'readFile', arguments: { path: 'notes.txt' } }] };
