@@ -80,7 +80,7 @@ test('limits.totalTimeoutMs ends a run that waits for a person, waits included, 
   expect(s.totalDeadline).not.toBeNull();
   // The run's total time runs out before its approval's 7 days: the wait ends then.
   expect(s.waitDeadline).toBe(s.totalDeadline);
-  await expect(run.result()).rejects.toThrow('Workflow execution failed');
+  await expect(run.result()).rejects.toThrow('failed: timed out after 3000 ms in all, waits included (limits.totalTimeoutMs)');
   const ended = await run.state();
   expect([ended.state, ended.reason, ended.totalDeadline]).toEqual(['FAILED', 'timed out after 3000 ms in all, waits included (limits.totalTimeoutMs)', null]);
 }, 30_000);
