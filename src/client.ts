@@ -6,6 +6,7 @@
 
 /** The client: `AgentClient.connect()` (TEMPORAL_* settings by default), `start`, `handle(id)`, `list`, `fork`. */
 export { AgentClient, AgentRunHandle, agentDataConverter, diffState, DEFAULT_CONTROL_TIMEOUT_MS } from './client/index';
+export type { RunListEntry, RunListFilter } from './client/run-list';
 export type { AgentRunSummary, ConnectOptions, ControlOptions, ListOptions, SendMessageOptions, StartOptions, StateOptions, WatchEvent, WatchOptions } from './client/index';
 
 /** The pushed stream `watch({ stream, after, onOffset })` reads: the Redis channel the workers publish to, offsets, the events (with `resume`). */

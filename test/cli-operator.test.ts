@@ -86,6 +86,26 @@ describe('rough edges', () => {
     expect(JSON.parse(listed).every((r: { agentState: string }) => r.agentState === 'COMPLETED')).toBe(true);
   }, 30_000);
 
+  test("list takes the gateway's search: --q, --agent, --since, --until; a bad time is refused naming the flag", async () => {
+    h.model.register('cli-search', [{ text: 'done' }, { text: 'done' }]);
+    const agents = new AgentClient(h.env.client, h.taskQueue);
+    const token = `needle-${Date.now()}`;
+    const found = await agents.start({ prompt: `Find the ${token} here`, model: 'cli-search' });
+    const other = await agents.start({ prompt: 'Nothing to see', model: 'cli-search' });
+    await Promise.all([found.result(), other.result()]);
+    const listed = await waitFor(async () => {
+      const { code, out } = await cli('list', '--q', token.toUpperCase(), '--json');
+      return code === 0 && out.includes(found.workflowId) ? out : undefined;
+    }, 15_000, 'the run found by its prompt');
+    expect(JSON.parse(listed).map((r: { workflowId: string; prompt: string }) => [r.workflowId, r.prompt])).toEqual([[found.workflowId, `Find the ${token} here`]]);
+    const human = await cli('list', '--q', token, '--since', new Date(Date.now() - 3_600_000).toISOString());
+    expect(human.out).toMatch(new RegExp(`^WORKFLOW ID +AGENT STATE +EXECUTION +STARTED\n${found.workflowId} +COMPLETED +COMPLETED `));
+    expect((await cli('list', '--q', token, '--until', '2000-01-01T00:00:00Z')).out).toBe('no agent runs\n');
+    expect((await cli('list', '--q', token, '--agent', 'nobody')).out).toBe('no agent runs\n');
+    const bad = await cli('list', '--since', 'yesterday');
+    expect([bad.code, bad.err]).toEqual([1, "error: option '--since <time>' argument 'yesterday' is invalid. expected an ISO 8601 time, e.g. 2026-12-01T09:00:00Z\n"]);
+  }, 30_000);
+
   test('start --keep-open-ms keeps the conversation open; send to it says the run took the message; history prints step 0', async () => {
     h.model.register('cli-open', ({ callIndex }) => ({ text: callIndex === 0 ? 'first answer' : 'second answer' }));
     const started = await cli('start', 'hi', '--model', 'cli-open', '--keep-open-ms', '60000', '--json');

@@ -13,6 +13,7 @@ import { InvalidAgentInputError } from './errors';
 import { forkInput } from './fork';
 import { AgentRunHandle } from './handle';
 import { listRuns, type AgentRunSummary, type ListOptions } from './listing';
+import { searchRuns, type RunListEntry, type RunListFilter } from './run-list';
 
 const agentStateKey = defineSearchAttributeKey(AGENT_STATE_SEARCH_ATTRIBUTE, 'KEYWORD');
 const SUMMARY_CHARS = 80;
@@ -115,6 +116,14 @@ export class AgentClient {
    */
   async list(opts: ListOptions = {}): Promise<AgentRunSummary[]> {
     return listRuns(this.client, opts);
+  }
+
+  /**
+   * The list the gateway's `GET /v1/runs` answers, with its search: `q` (text in the id or the prompt), `agent`,
+   * `since`/`until` (start time), `parent` and `forkOf`, and what each run's memo holds (prompt, agent, cost).
+   */
+  async search(filter: RunListFilter = {}): Promise<RunListEntry[]> {
+    return searchRuns(this.client, filter);
   }
 
   /** Closes the connection if `connect` opened it. */

@@ -286,9 +286,24 @@ function buildProgram(deps: CliDeps, state: { exitCode: number }): Command {
   command('list', 'list agent runs: open ones first (newest first), then the most recently closed')
     .option('--state <state>', 'only runs in this AgentState (e.g. AWAITING_APPROVAL)')
     .option('--limit <n>', 'most runs to show (default 20)', integer)
-    .action(async (o: JsonOption & { state?: string; limit?: number }) => {
+    .option('--q <text>', "runs whose id or prompt holds this text (any case), as the gateway's q")
+    .option('--agent <name>', 'runs of this named agent')
+    .option('--since <time>', 'runs started at or after this ISO 8601 time', isoTime)
+    .option('--until <time>', 'runs started at or before this ISO 8601 time', isoTime)
+    .option('--parent <workflowId>', 'child runs of this workflow')
+    .option('--fork-of <workflowId>', 'forks of this run')
+    .action(async (o: JsonOption & { state?: string; limit?: number; q?: string; agent?: string; since?: string; until?: string; parent?: string; forkOf?: string }) => {
       // States are upper case (the AgentState search attribute); `--state completed` means the same.
-      const runs = await withClient((client) => client.list({ state: o.state?.toUpperCase(), limit: o.limit }));
+      const state = o.state?.toUpperCase();
+      const { q, agent, since, until, parent, forkOf } = o;
+      if ([q, agent, since, until, parent, forkOf].every((f) => f === undefined)) {
+        const runs = await withClient((client) => client.list({ state, limit: o.limit }));
+        if (o.json) printJson(runs);
+        else print(formatList(runs.map((r) => ({ ...r, executionStatus: r.status })), o.state));
+        return;
+      }
+      // The gateway's search (src/client/run-list.ts), from the same memo and visibility query.
+      const runs = await withClient((client) => client.search({ state, limit: o.limit, q, agent, since, until, parent, forkOf }));
       if (o.json) printJson(runs);
       else print(formatList(runs, o.state));
     });
@@ -484,6 +499,11 @@ function jsonObject(value: string): Record<string, unknown> {
 function decimal(value: string): number {
   if (!/^-?(\d+\.?\d*|\.\d+)$/.test(value.trim())) throw new InvalidArgumentError('expected a number, e.g. 0.8');
   return Number(value);
+}
+
+function isoTime(value: string): string {
+  if (!/^\d{4}-\d{2}-\d{2}/.test(value.trim()) || Number.isNaN(Date.parse(value))) throw new InvalidArgumentError('expected an ISO 8601 time, e.g. 2026-12-01T09:00:00Z');
+  return value.trim();
 }
 
 function integer(value: string): number {
@@ -691,11 +711,11 @@ function toolLines(v: RunStateView): string[] {
   ];
 }
 
-function formatList(runs: AgentRunSummary[], state: string | undefined): string {
+function formatList(runs: Array<Pick<AgentRunSummary, 'workflowId' | 'agentState'> & { executionStatus: string; startTime: string | Date }>, state: string | undefined): string {
   if (!runs.length) return state ? `no agent runs in state ${state}` : 'no agent runs';
   const rows = [
     ['WORKFLOW ID', 'AGENT STATE', 'EXECUTION', 'STARTED'],
-    ...runs.map((r) => [r.workflowId, r.agentState ?? '-', r.status, dateTime(r.startTime)]),
+    ...runs.map((r) => [r.workflowId, r.agentState ?? '-', r.executionStatus, dateTime(new Date(r.startTime))]),
   ];
   const widths = rows[0].map((_, i) => Math.max(...rows.map((row) => row[i].length)));
   return rows.map((row) => row.map((cell, i) => (i === row.length - 1 ? cell : cell.padEnd(widths[i]))).join('  ')).join('\n');

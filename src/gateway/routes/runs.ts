@@ -5,7 +5,7 @@ import { runFailure } from '../../client';
 import type { AgentRunInput } from '../../common/input';
 import { abortOnClose, type GatewayContext } from '../context';
 import { HttpError } from '../errors';
-import { listRuns } from '../run-list';
+import { searchRuns } from '../../client/run-list';
 import { ListQuerySchema, MessagesQuerySchema, parseOr400, RunParamsSchema, StartRunBodySchema, StartRunQuerySchema } from '../schemas';
 
 export function registerRunRoutes(app: FastifyInstance, ctx: GatewayContext): void {
@@ -25,7 +25,7 @@ export function registerRunRoutes(app: FastifyInstance, ctx: GatewayContext): vo
     if (filter.since && filter.until && Date.parse(filter.since) > Date.parse(filter.until)) {
       throw new HttpError(400, 'invalid_input', 'Invalid query: since: must not be after until');
     }
-    return { runs: await listRuns(agents.client, filter) };
+    return { runs: await searchRuns(agents.client, filter) };
   });
 
   app.get('/v1/runs/:id', async (request) => {

@@ -1,5 +1,5 @@
 /**
- * The run list the gateway serves (`GET /v1/runs`): `AgentClient.list`'s rows with what the page shows and searches,
+ * The run list the gateway serves (`GET /v1/runs`), `AgentClient.search` and `agent list` with a filter: `AgentClient.list`'s rows with what the page shows and searches,
  * read from each listing's memo (no query to any run): the prompt and agent (`agentRun` memo, set at start), cost and
  * tokens (`agentState` memo, stored when the run waits for a person or ends), the parent and the fork origin.
  *
@@ -10,7 +10,7 @@ import type { Client } from '@temporalio/client';
 import { defaultPayloadConverter } from '@temporalio/common';
 import { decodeMapFromPayloads } from '@temporalio/common/lib/internal-non-workflow';
 import { optionalTsToDate } from '@temporalio/common/lib/time';
-import { CURRENT_EXECUTIONS, executionStatus, rawExecutions } from '../client/listing';
+import { CURRENT_EXECUTIONS, executionStatus, rawExecutions } from './listing';
 import { AGENT_RUN_MEMO, AGENT_STATE_MEMO, AGENT_STATE_SEARCH_ATTRIBUTE, WORKFLOW_TYPE } from '../common/constants';
 import type { RunStateView } from '../common/view';
 
@@ -60,7 +60,7 @@ export function visibilityQuery(f: RunListFilter): string {
   return parts.join(' AND ');
 }
 
-export async function listRuns(client: Client, f: RunListFilter): Promise<RunListEntry[]> {
+export async function searchRuns(client: Client, f: RunListFilter): Promise<RunListEntry[]> {
   const limit = f.limit ?? DEFAULT_LIMIT;
   const filteredHere = f.q !== undefined || f.agent !== undefined || f.forkOf !== undefined;
   const text = f.q?.toLowerCase();
