@@ -303,7 +303,10 @@ test('a rolling deploy: runs in flight stay on build A, new runs go to build B, 
       // Over the stack's TLS, as an operator's CLI would connect.
       env: { ...process.env, ...(s.tls && s.tls !== 'off' ? clientTlsEnv(s.tls, tlsFiles(dir)) : {}), TEMPORAL_ADDRESS: env(PRODUCTION_ENV.address), TEMPORAL_NAMESPACE: s.namespace, AGENT_BLOB_DIR: path.join(dir, 'agent', 'blobs') },
     });
-    expect(check.stdout).toBe(`replayed ${RUNS} run(s): all replay with this code\n`);
+    // The verdict, then each run it replayed by name (id and run id).
+    const [verdict, ...replayed] = check.stdout.trimEnd().split('\n');
+    expect(verdict).toBe(`replayed ${RUNS} run(s): all replay with this code`);
+    expect(replayed.map((line) => /^ {2}ok {5}(\S+) \(/.exec(line)?.[1]).sort()).toEqual(old.map((r) => r.handle.workflowId).sort());
 
     const switchAt = Date.now();
     await setCurrent('build-b');
