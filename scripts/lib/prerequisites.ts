@@ -5,9 +5,10 @@
  * stops it at once with the exact command to run. Idempotent: a second run finds everything and prints nothing.
  */
 import { execFileSync, spawnSync } from 'node:child_process';
-import { existsSync, readdirSync } from 'node:fs';
+import { existsSync } from 'node:fs';
 import path from 'node:path';
-import { PROJECT_ROOT } from './temporal-cli';
+import { postgresBinDir } from './stack/postgres';
+import { findOnPath, PROJECT_ROOT } from './temporal-cli';
 
 export interface Prerequisite {
   /** What it is, as the line printed before its install names it. */
@@ -20,22 +21,23 @@ export interface Prerequisite {
   apt: string[];
 }
 
-/** A command on PATH (or at an absolute path). */
-export function onPath(command: string): boolean {
-  if (path.isAbsolute(command)) return existsSync(command);
-  return (process.env.PATH ?? '').split(path.delimiter).some((dir) => dir && existsSync(path.join(dir, command)));
-}
+const onPath = (command: string): boolean => findOnPath(command) !== undefined;
 
-const postgresPresent = () => {
-  if (existsSync('/usr/lib/postgresql')) {
-    for (const version of readdirSync('/usr/lib/postgresql')) if (existsSync(`/usr/lib/postgresql/${version}/bin/postgres`)) return true;
+/** The server binaries the stack would run (`postgresBinDir`: PG_BIN, else the newest in /usr/lib/postgresql). */
+const postgresPresent = (): boolean => {
+  try {
+    postgresBinDir();
+    return true;
+  } catch {
+    return false;
   }
-  return false;
 };
+
+const REDIS = (why: string): Prerequisite => ({ name: 'redis-server', why, present: () => onPath('redis-server'), apt: ['redis-server'] });
 
 /** `npm test`'s needs (unit, integration and slow tiers). */
 export const TEST_PREREQUISITES: Prerequisite[] = [
-  { name: 'redis-server', why: 'the stream, reconnect and quota tests run a real Redis', present: () => onPath('redis-server'), apt: ['redis-server'] },
+  REDIS('the stream, reconnect and quota tests run a real Redis'),
   // test/support/browser.ts launches this path; Debian's package puts it there.
   { name: 'Chromium', why: 'the Web UI tests drive a real browser', present: () => existsSync('/usr/bin/chromium'), apt: ['chromium'] },
   {
@@ -54,7 +56,7 @@ export const TEST_PREREQUISITES: Prerequisite[] = [
 
 /** `npm run test:production`'s needs beyond `npm test`'s: the stack's PostgreSQL, and openssl for its certificates. */
 export const PRODUCTION_PREREQUISITES: Prerequisite[] = [
-  { name: 'redis-server', why: 'the stack runs a real Redis', present: () => onPath('redis-server'), apt: ['redis-server'] },
+  REDIS('the stack runs a real Redis'),
   { name: 'PostgreSQL', why: 'the stack runs the Temporal Server on PostgreSQL', present: postgresPresent, apt: ['postgresql-15'] },
   { name: 'openssl', why: 'the mutual-TLS tier makes its certificates with openssl', present: () => onPath('openssl'), apt: ['openssl'] },
 ];

@@ -103,7 +103,8 @@ function checkCli(bin: string): string | undefined {
   return undefined;
 }
 
-function findOnPath(name: string): string | undefined {
+/** The executable file `name` in a folder of PATH, as the shell would find it. */
+export function findOnPath(name: string): string | undefined {
   for (const dir of (process.env.PATH ?? '').split(path.delimiter)) {
     if (!dir) continue;
     const candidate = path.join(dir, name);
