@@ -11,13 +11,15 @@ const ABOVE = {
   worker: ['client', 'gateway'],
   observability: ['workflows', 'activities', 'worker', 'client', 'gateway'],
   workflows: ['config', 'codec', 'stream', 'quota', 'observability', 'worker', 'client', 'gateway'],
-  activities: ['workflows', 'config', 'observability', 'worker', 'client', 'gateway'],
-  config: ['activities', 'workflows', 'stream', 'quota', 'observability', 'worker', 'client', 'gateway'],
-  codec: ['config', 'activities', 'workflows', 'observability', 'worker', 'client', 'gateway'],
-  stream: ['config', 'codec', 'activities', 'workflows', 'observability', 'worker', 'client', 'gateway'],
-  quota: ['config', 'codec', 'stream', 'activities', 'workflows', 'observability', 'worker', 'client', 'gateway'],
-  'scripted-model': ['config', 'codec', 'stream', 'quota', 'activities', 'workflows', 'observability', 'worker', 'client', 'gateway'],
-  common: ['config', 'codec', 'stream', 'quota', 'scripted-model', 'activities', 'workflows', 'observability', 'worker', 'client', 'gateway'],
+  activities: ['workflows', 'config', 'observability', 'worker', 'client', 'gateway', 'machine'],
+  config: ['activities', 'workflows', 'stream', 'quota', 'observability', 'worker', 'client', 'gateway', 'machine'],
+  codec: ['config', 'activities', 'workflows', 'observability', 'worker', 'client', 'gateway', 'machine'],
+  stream: ['config', 'codec', 'activities', 'workflows', 'observability', 'worker', 'client', 'gateway', 'machine'],
+  quota: ['config', 'codec', 'stream', 'activities', 'workflows', 'observability', 'worker', 'client', 'gateway', 'machine'],
+  'scripted-model': ['config', 'codec', 'stream', 'quota', 'activities', 'workflows', 'observability', 'worker', 'client', 'gateway', 'machine'],
+  // The pure machine: transition(snapshot, event, now) and what it reads; it stands on common/ alone.
+  machine: ['config', 'codec', 'stream', 'quota', 'scripted-model', 'activities', 'workflows', 'observability', 'worker', 'client', 'gateway'],
+  common: ['machine', 'config', 'codec', 'stream', 'quota', 'scripted-model', 'activities', 'workflows', 'observability', 'worker', 'client', 'gateway'],
 };
 const above = (room) => [
   {
@@ -66,8 +68,34 @@ export default tseslint.config(
     },
   },
   ...Object.keys(ABOVE)
-    .filter((room) => room !== 'workflows')
+    .filter((room) => room !== 'workflows' && room !== 'machine')
     .map((room) => ({ files: [`src/${room}/**/*.ts`], rules: { 'no-restricted-imports': ['error', { patterns: above(room) }] } })),
+  {
+    // The pure machine runs inside the workflow sandbox and in every process that reads a snapshot: no Temporal SDK, no
+    // Node built-in, no clock or randomness of its own; it imports src/common alone (ABOVE, machine).
+    files: ['src/machine/**/*.ts'],
+    rules: {
+      'no-restricted-imports': [
+        'error',
+        {
+          patterns: [
+            { group: ['node:*', 'fs', 'path', 'os', 'crypto', 'child_process', 'http', 'net'], message: 'Node built-ins are not allowed in the pure machine.' },
+            { group: ['@temporalio/*'], message: 'The pure machine imports nothing from the Temporal SDK: src/workflows interprets it.' },
+            ...above('machine'),
+          ],
+        },
+      ],
+      'no-restricted-syntax': [
+        'error',
+        {
+          selector:
+            "Literal[value=/^(IDLE|PLANNING|STREAMING|PROCESSING|TOOL_EXECUTING|AWAITING_APPROVAL|CRITIQUE|COMPACTING|PAUSED|COMPLETED|FAILED|ABORTED|retry|replan|complete|InvalidInput|AgentRunFailed|UnknownTool|UnknownAgent|ConversationUnavailable|CompactionImpossible|CritiqueUnparsable|ModelInvocationError[.].*)$/]",
+          message: 'Use the constant from src/common (AgentState, CritiqueAction, FailureType, ModelErrorType).',
+        },
+        { selector: "MemberExpression[object.name='Date'][property.name='now'], NewExpression[callee.name='Date'][arguments.length=0], MemberExpression[object.name='Math'][property.name='random']", message: 'The machine is given the time (`now`); it reads no clock and no randomness.' },
+      ],
+    },
+  },
   {
     // The bench's ground floor: lib/ serves the systems, the figures and the report, and imports none of them.
     files: ['bench/lib/**/*.ts'],

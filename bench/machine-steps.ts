@@ -6,8 +6,8 @@
 import path from 'node:path';
 
 const root = path.resolve(process.argv[2] ?? path.join(__dirname, '..'));
-const { transition } = require(`${root}/src/workflows/machine`);
-const { initialSnapshot } = require(`${root}/src/workflows/snapshot`);
+const { transition } = require(`${root}/src/machine/machine`);
+const { initialSnapshot } = require(`${root}/src/machine/snapshot`);
 const { parseAgentRunInput } = require(`${root}/src/common/input`);
 const { publicView } = require(`${root}/src/workflows/view`);
 const parsed = parseAgentRunInput({ prompt: 'bench', limits: { maxLoops: 10000, maxToolCalls: 10000 } });

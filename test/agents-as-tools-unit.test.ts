@@ -7,8 +7,8 @@ import { AgentRegistry, defineAgent } from '../src/activities';
 import { ToolRegistry } from '../src/activities/tools/registry';
 import type { ModelResponse, ToolCall, ToolResult } from '../src/common/chat';
 import { parseAgentRunInput, type AgentRunInput } from '../src/common/input';
-import { transition, versionBefore, type AgentCommand, type AgentEvent } from '../src/workflows/machine';
-import { initialSnapshot, type RunSnapshot } from '../src/workflows/snapshot';
+import { transition, versionBefore, type AgentCommand, type AgentEvent } from '../src/machine/machine';
+import { initialSnapshot, type RunSnapshot } from '../src/machine/snapshot';
 import { publicView } from '../src/workflows/view';
 
 const T0 = '2026-01-01T00:00:00.000Z';

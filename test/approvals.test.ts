@@ -10,7 +10,7 @@ import { runCli } from '../src/client/cli';
 import { AgentClient, type WatchEvent } from '../src/client';
 import { pauseSignal } from '../src/common/messages';
 import { buildGateway } from '../src/gateway/index';
-import { approvalTimedOut, TOOL_RETRY_NOTE } from '../src/workflows/machine';
+import { approvalTimedOut, TOOL_RETRY_NOTE } from '../src/machine/machine';
 import { startAgentHarness, type AgentHarness } from './support/agent-harness';
 import { readSse } from './support/sse';
 

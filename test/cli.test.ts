@@ -4,7 +4,7 @@ import { humanWatchPrinter, runCli, startInput } from '../src/client/cli';
 import { AgentClient, diffState, type WatchEvent } from '../src/client';
 import { parseAgentRunInput } from '../src/common/input';
 import type { RunStateView } from '../src/common/messages';
-import { initialSnapshot } from '../src/workflows/snapshot';
+import { initialSnapshot } from '../src/machine/snapshot';
 import type { PendingApproval, TransitionRecord } from '../src/common/view';
 import { publicView } from '../src/workflows/view';
 import type { AgentState } from '../src/common/states';

@@ -5,7 +5,7 @@
 import { runCli } from '../src/client/cli';
 import { AgentClient, AgentRunEndedError, AgentRunFailedError, AgentUpdateRejectedError, runFailure } from '../src/client';
 import { buildGateway, openApiDocument } from '../src/gateway/index';
-import { PAUSE_NOT_APPLIED } from '../src/workflows/machine';
+import { PAUSE_NOT_APPLIED } from '../src/machine/machine';
 import { startAgentHarness, type AgentHarness } from './support/agent-harness';
 
 let h: AgentHarness;

@@ -8,7 +8,7 @@ import type { FastifyInstance } from 'fastify';
 import { runCli } from '../src/client/cli';
 import { AgentClient } from '../src/client';
 import { buildGateway } from '../src/gateway/index';
-import { APPROVAL_NOTE_HEAD } from '../src/workflows/machine';
+import { APPROVAL_NOTE_HEAD } from '../src/machine/machine';
 import { startAgentHarness, type AgentHarness } from './support/agent-harness';
 import { failureOf } from './support/failures';
 

@@ -10,7 +10,7 @@ import { AgentClient } from '../src/client';
 import { stateQuery } from '../src/common/messages';
 import { criticCall, type ModelCallKey } from '../src/common/sinks';
 import { buildGateway } from '../src/gateway/index';
-import { APPROVAL_NOTE_HEAD, INTERRUPTED_APPROVAL, INTERRUPTED_MARK, INTERRUPTED_TOOL } from '../src/workflows/machine';
+import { APPROVAL_NOTE_HEAD, INTERRUPTED_APPROVAL, INTERRUPTED_MARK, INTERRUPTED_TOOL } from '../src/machine/machine';
 import { sleep, startAgentHarness, waitFor, type AgentHarness } from './support/agent-harness';
 
 /** What the tools saw: whether the pure one was told to stop, whether the one with side effects finished. */

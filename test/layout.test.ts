@@ -132,3 +132,18 @@ test.each([
   expect(uses.filter((u) => u.resolved !== entryFile && !path.join(ROOT, u.file).startsWith(room))).toEqual([]);
   expect(readFileSync(entryFile, 'utf8')).toMatch(new RegExp(`export \\{[^}]*\\b${name}\\b`));
 });
+
+test('src/machine, the pure machine, imports only itself, src/common and zod: nothing of the Temporal SDK, no Node built-in', () => {
+  const MACHINE = path.join(ROOT, 'src', 'machine') + path.sep;
+  const COMMON = path.join(ROOT, 'src', 'common') + path.sep;
+  const files = sources(MACHINE);
+  expect(files.length).toBeGreaterThan(10);
+  const outside = files.flatMap((file) =>
+    ts
+      .preProcessFile(readFileSync(file, 'utf8'), true, true)
+      .importedFiles.map((f) => f.fileName)
+      .filter((spec) => (spec.startsWith('.') ? ![MACHINE, COMMON].some((room) => (resolveImport(file, spec) ?? '').startsWith(room)) : spec !== 'zod'))
+      .map((spec) => `${path.relative(ROOT, file)} imports ${spec}`),
+  );
+  expect(outside).toEqual([]);
+});

@@ -2,9 +2,9 @@ import { readFileSync } from 'node:fs';
 import path from 'node:path';
 import type { ModelResponse, ToolCall } from '../src/common/chat';
 import { parseAgentRunInput, type AgentRunInput } from '../src/common/input';
-import { ruleCritique } from '../src/workflows/critic';
-import { currentDetails, modelRequest } from '../src/workflows/requests';
-import { findRepetition, toolSignature } from '../src/workflows/guards';
+import { ruleCritique } from '../src/machine/critic';
+import { currentDetails, modelRequest } from '../src/machine/requests';
+import { findRepetition, toolSignature } from '../src/machine/guards';
 import {
   APPROVAL_NOTE_HEAD,
   approvalTimedOut,
@@ -32,11 +32,11 @@ import {
   type AgentCommand,
   type AgentEvent,
   type AgentEventType,
-} from '../src/workflows/machine';
+} from '../src/machine/machine';
 import { carriedSnapshot, carryOn } from '../src/workflows/resume';
-import { workDeadline } from '../src/workflows/clocks';
-import { initialSnapshot, loadSnapshot, readSnapshot, type Phase, type RunSnapshot, type SnapshotV1 } from '../src/workflows/snapshot';
-import { RunSnapshotSchema } from '../src/workflows/snapshot-schema';
+import { workDeadline } from '../src/machine/clocks';
+import { initialSnapshot, loadSnapshot, readSnapshot, type Phase, type RunSnapshot, type SnapshotV1 } from '../src/machine/snapshot';
+import { RunSnapshotSchema } from '../src/machine/snapshot-schema';
 import { RunStateViewSchema } from '../src/common/view';
 import { undocumented } from './support/documented-state';
 import { publicView, runResult } from '../src/workflows/view';

@@ -9,8 +9,8 @@ import type { ModelResponse } from '../src/common/chat';
 import { ModelErrorType } from '../src/common/failures';
 import { parseAgentRunInput, type AgentRunInput } from '../src/common/input';
 import { llmSettings } from '../src/config';
-import { modelFailure, transition, versionBefore, type AgentEvent } from '../src/workflows/machine';
-import { initialSnapshot, type RunSnapshot } from '../src/workflows/snapshot';
+import { modelFailure, transition, versionBefore, type AgentEvent } from '../src/machine/machine';
+import { initialSnapshot, type RunSnapshot } from '../src/machine/snapshot';
 import { publicView, runResult } from '../src/workflows/view';
 
 const T0 = '2026-01-01T00:00:00.000Z';

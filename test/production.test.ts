@@ -27,7 +27,7 @@ import { codecSettings } from '../src/config';
 import { WORKFLOW_TYPE } from '../src/common/constants';
 import type { AgentRunResult } from '../src/common/messages';
 import { startScriptedModel, textOf, type ScriptedModel } from '../src/scripted-model';
-import { INTERRUPTED_MARK } from '../src/workflows/machine';
+import { INTERRUPTED_MARK } from '../src/machine/machine';
 import { PRODUCTION_ENV, PRODUCTION_MODEL } from './global-setup-production';
 import { waitFor } from './support/agent-harness';
 import { addHost, deleteHost, forward, removeStaleHosts, setLink, type Host } from './support/netns';

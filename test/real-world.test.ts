@@ -8,7 +8,7 @@ import type { WorkflowHandle } from '@temporalio/client';
 import { temporal } from '@temporalio/proto';
 import { AgentClient } from '../src/client';
 import { approveUpdate, pauseSignal, resumeSignal, stateQuery } from '../src/common/messages';
-import { CONTINUE_PROMPT } from '../src/workflows/machine';
+import { CONTINUE_PROMPT } from '../src/machine/machine';
 import { sleep, startAgentHarness, type AgentHarness } from './support/agent-harness';
 import { failureOf } from './support/failures';
 

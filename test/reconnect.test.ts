@@ -17,7 +17,7 @@ import { followText, type CallText, type StreamEvent } from '../src/common/strea
 import { buildGateway } from '../src/gateway/index';
 import { startScriptedModel, type ScriptedModel } from '../src/scripted-model';
 import { RedisChannel, START } from '../src/stream';
-import { CONTINUE_PROMPT } from '../src/workflows/responses';
+import { CONTINUE_PROMPT } from '../src/machine/responses';
 import { sleep, waitFor } from './support/agent-harness';
 import { freePort, startRedis } from './support/redis';
 import { readSse } from './support/sse';

@@ -6,7 +6,7 @@ import { Worker } from '@temporalio/worker';
 import { quietRuntime, workflowBundle } from './support/agent-harness';
 import { streamSinks } from '../src/stream/sinks';
 import { readPatches } from '../src/workflows/patches';
-import { LATEST_MACHINE_VERSION, versionOfPatches } from '../src/workflows/machine';
+import { LATEST_MACHINE_VERSION, versionOfPatches } from '../src/machine/machine';
 
 // Histories of older workflow versions stay in subfolders: runs started then must still replay.
 const DIR = path.join(__dirname, 'histories');

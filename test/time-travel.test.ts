@@ -11,7 +11,7 @@ import type { RunStateView } from '../src/common/messages';
 import type { ToolCallRecord } from '../src/common/view';
 import { buildGateway } from '../src/gateway/index';
 import { diffSnapshots, formatDiff } from '../src/client/time-travel';
-import { initialSnapshot } from '../src/workflows/snapshot';
+import { initialSnapshot } from '../src/machine/snapshot';
 import { publicView } from '../src/workflows/view';
 import { startAgentHarness, type AgentHarness } from './support/agent-harness';
 

@@ -16,7 +16,7 @@ import { AgentClient } from '../src/client';
 import type { RunStateView } from '../src/common/view';
 import { buildGateway } from '../src/gateway';
 import type { ActivityRecord } from '../src/gateway/run-activities';
-import { TRANSITIONS } from '../src/workflows/machine';
+import { TRANSITIONS } from '../src/machine/machine';
 import { startAgentHarness, waitFor, type AgentHarness } from './support/agent-harness';
 import { launchChromium, withScreenshot } from './support/browser';
 

@@ -26,8 +26,8 @@ import { registerSearchAttributes, REQUIRED_SEARCH_ATTRIBUTES } from '../config/
 import { formatDiff } from './time-travel';
 import { AgentState, isTerminal } from '../common/states';
 import type { PendingApproval } from '../common/view';
-import { TABLE_EDGES } from '../workflows/machine';
-import { GRAPH_FORMATS, machineGraph, type GraphFormat } from '../workflows/machine/graph';
+import { TABLE_EDGES } from '../machine/machine';
+import { GRAPH_FORMATS, machineGraph, type GraphFormat } from '../machine/graph';
 
 function graphFormat(value: string): GraphFormat {
   if (!(GRAPH_FORMATS as readonly string[]).includes(value)) throw new InvalidArgumentError(`expected one of ${GRAPH_FORMATS.join(', ')}`);

@@ -222,7 +222,7 @@ export interface CritiqueOutcome {
   usage?: Usage;
 }
 
-// The types above as zod schemas, for loading a stored snapshot (workflows/snapshot.ts) and for the state view
+// The types above as zod schemas, for loading a stored snapshot (machine/snapshot.ts) and for the state view
 // (common/view.ts); checked equal to the types, so neither can change without the other. Built once per worker.
 export const { UsageSchema, ToolCallSchema, ChatMessageSchema, ConversationRefSchema, ChildOutcomeSchema, ToolResultSchema } = oncePerWorker('common/chat', () => {
   const int = () => z.number().int();

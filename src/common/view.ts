@@ -1,6 +1,6 @@
 /**
  * The run as clients see it: the `state` query's answer, a curated and documented view of the run's snapshot (the
- * snapshot itself is internal and versioned; see workflows/snapshot.ts). Shared by the workflow, the client, the
+ * snapshot itself is internal and versioned; see machine/snapshot.ts). Shared by the workflow, the client, the
  * CLI and the gateway. The zod schemas below are the one description: the TypeScript types are inferred from them and
  * the gateway's OpenAPI document is generated from them (gateway/openapi.ts), so the three cannot drift apart.
  */

@@ -76,7 +76,7 @@ function intentOf(messages: any[]): 'plan' | 'summary' | 'review' | 'review-tool
   return 'other';
 }
 
-/** How the workflow tells the model a call was rejected (src/workflows/machine/core.ts). */
+/** How the workflow tells the model a call was rejected (src/machine/core.ts). */
 const REJECTED = /^The user rejected this call(?:: (.*)|\.)$/s;
 
 function nextAction(messages: any[]): ResponseStep {

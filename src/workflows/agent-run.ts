@@ -14,7 +14,7 @@ import {
   patched,
   workflowInfo,
 } from '@temporalio/workflow';
-import { workDeadline } from './clocks';
+import { workDeadline } from '../machine/clocks';
 import { FailureType } from '../common/failures';
 import { parseAgentRunInput } from '../common/input';
 import type { AgentRunResult } from '../common/messages';
@@ -22,13 +22,13 @@ import { isTerminal } from '../common/states';
 import { CANCELLED, createEffects } from './effects';
 import { setRunHandlers, setRunQueries } from './handlers';
 import { namesAgent, withAgent } from './start-input';
-import { awaitsMessage, isRunning, recordRejection, resumeAt, transition, versionOfPatches, type AgentCommand, type AgentEvent, type WorkCommand } from './machine';
+import { awaitsMessage, isRunning, recordRejection, resumeAt, transition, versionOfPatches, type AgentCommand, type AgentEvent, type WorkCommand } from '../machine/machine';
 import { recordStateDuration } from './metrics';
 import { Patch, readPatches } from './patches';
 import { createPublisher } from './publisher';
 import { carriedSnapshot, carryOn, carryOver, snapshotAt } from './resume';
 import { createRunTimer } from './run-timer';
-import { blankSnapshot, initialSnapshot, type RunSnapshot } from './snapshot';
+import { blankSnapshot, initialSnapshot, type RunSnapshot } from '../machine/snapshot';
 import { createStreamPublisher } from './stream';
 import { runResult } from './view';
 

@@ -33,9 +33,9 @@ import { AgentState } from '../common/states';
 import { ModelErrorType } from '../common/failures';
 import { COMPACTION_CALL, criticCall, type ModelCallKey, type ModelCallSinks } from '../common/sinks';
 import { inModelOrder } from '../common/tool-order';
-import { INTERRUPTED_TOOL, modelFailure, type AgentEvent, type WorkCommand } from './machine';
+import { INTERRUPTED_TOOL, modelFailure, type AgentEvent, type WorkCommand } from '../machine/machine';
 import { Patch } from './patches';
-import { modelCallSummary, toolCallSummary } from './requests';
+import { modelCallSummary, toolCallSummary } from '../machine/requests';
 
 /**
  * Model calls stream for a while; compaction and the critic wait for a non-streamed answer. All heartbeat (model calls

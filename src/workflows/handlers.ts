@@ -32,8 +32,8 @@ import {
   type ControlResult,
 } from '../common/messages';
 import { AgentState } from '../common/states';
-import { transition, undecided, type AgentEvent } from './machine';
-import type { RunSnapshot } from './snapshot';
+import { transition, undecided, type AgentEvent } from '../machine/machine';
+import type { RunSnapshot } from '../machine/snapshot';
 import { publicView } from './view';
 
 /** The run as its queries see it. */

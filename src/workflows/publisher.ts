@@ -11,10 +11,10 @@ import { log, setCurrentDetails, upsertMemo, upsertSearchAttributes } from '@tem
 import { defineSearchAttributeKey } from '@temporalio/common';
 import { AGENT_STATE_MEMO, AGENT_STATE_SEARCH_ATTRIBUTE } from '../common/constants';
 import { AgentState, isTerminal } from '../common/states';
-import { undecided } from './machine';
-import { currentDetails } from './requests';
+import { undecided } from '../machine/machine';
+import { currentDetails } from '../machine/requests';
 import { publicView } from './view';
-import type { RunSnapshot, TransitionRecord } from './snapshot';
+import type { RunSnapshot, TransitionRecord } from '../machine/snapshot';
 
 const agentStateKey = defineSearchAttributeKey(AGENT_STATE_SEARCH_ATTRIBUTE, 'KEYWORD');
 

@@ -2,9 +2,9 @@
 import { ApplicationFailure } from '@temporalio/workflow';
 import { FailureType } from '../common/failures';
 import type { ResolvedInput } from '../common/input';
-import { freshClocks } from './clocks';
-import { transition, type AgentEvent } from './machine';
-import { readSnapshot, type RunSnapshot } from './snapshot';
+import { freshClocks } from '../machine/clocks';
+import { transition, type AgentEvent } from '../machine/machine';
+import { readSnapshot, type RunSnapshot } from '../machine/snapshot';
 
 type Resume = NonNullable<ResolvedInput['resume']>;
 

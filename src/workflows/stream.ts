@@ -7,7 +7,7 @@ import { proxySinks } from '@temporalio/workflow';
 import { workflowStreamEvents, type StreamSinks } from '../common/stream';
 import type { RunStateView } from '../common/view';
 import { publicView } from './view';
-import type { RunSnapshot } from './snapshot';
+import type { RunSnapshot } from '../machine/snapshot';
 
 const { stream } = proxySinks<StreamSinks>();
 

@@ -5,9 +5,9 @@ import { FailureType } from '../common/failures';
 import type { AgentRunResult } from '../common/messages';
 import { AgentState } from '../common/states';
 import type { RunStateView } from '../common/view';
-import { lastAssistantText } from './responses';
-import type { RunSnapshot } from './snapshot';
-import { totalDeadline, waitDeadline, workDeadline } from './clocks';
+import { lastAssistantText } from '../machine/responses';
+import type { RunSnapshot } from '../machine/snapshot';
+import { totalDeadline, waitDeadline, workDeadline } from '../machine/clocks';
 
 /** The curated view: the phase's data under its documented names, and none of the machine's bookkeeping. */
 export function publicView(s: RunSnapshot, includeMessages: boolean): RunStateView {

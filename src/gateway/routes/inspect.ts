@@ -3,7 +3,7 @@ import type { FastifyInstance } from 'fastify';
 import { WorkflowNotFoundError } from '@temporalio/client';
 import { AgentRunNotFoundError } from '../../client';
 import { TERMINAL_STATES } from '../../common/states';
-import { TABLE_EDGES, TRANSITIONS } from '../../workflows/machine';
+import { TABLE_EDGES, TRANSITIONS } from '../../machine/machine';
 import type { GatewayContext } from '../context';
 import { runActivities } from '../run-activities';
 import { parseOr400, RunParamsSchema } from '../schemas';

@@ -1,7 +1,7 @@
 /** Activity inputs built from the snapshot: pure, so the workflow stays a thin interpreter. */
 import type { CompactionRequest, CritiqueRequest, ModelRequest, ToolCall } from '../common/chat';
 import type { RunSnapshot } from './snapshot';
-import { machineDefinition } from './machine/versions';
+import { machineDefinition } from './versions';
 import { AgentState } from '../common/states';
 
 /** The plan request's last message: it names the turn's task, so a continued conversation is planned for the right one. */

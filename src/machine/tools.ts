@@ -1,7 +1,7 @@
 /** Rows of TOOL_EXECUTING and AWAITING_APPROVAL: a tool step's results, and a person's decisions on its calls. */
-import type { ToolResult } from '../../common/chat';
-import { childrenEnded } from '../children';
-import type { PendingApproval, RunSnapshot } from '../snapshot';
+import type { ToolResult } from '../common/chat';
+import { childrenEnded } from './children';
+import type { PendingApproval, RunSnapshot } from './snapshot';
 import { decisions, editProblem, enter, fail, failed, INTERRUPTED_APPROVAL, ok, plain, reject, S, toolsEnded, withRejected } from './core';
 import {
   failApprovalTimeout,

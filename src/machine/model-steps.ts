@@ -1,9 +1,9 @@
 /** Rows of IDLE and the model steps (PLANNING, STREAMING): a call's answer, its failures, waits for the provider budget. */
-import { withRanAhead } from '../ran-ahead';
-import { addMs } from '../clocks';
-import { chainAfter } from '../chain';
-import { calibrated, withResponseUsage } from '../responses';
-import type { ModelStep, RunSnapshot } from '../snapshot';
+import { withRanAhead } from './ran-ahead';
+import { addMs } from './clocks';
+import { chainAfter } from './chain';
+import { calibrated, withResponseUsage } from './responses';
+import type { ModelStep, RunSnapshot } from './snapshot';
 import { commandsFor, CUT_OFF, enter, fail, fallBack, INTERRUPTED_MARK, ok, pausedBeforeCall, plain, S, UNKNOWN_TOOLS, version } from './core';
 import { interruptsRefused, pauseAlreadyRequested, refuseInterrupt, refusePause, requestPause, whileRunning } from './running';
 import { action, guard, REJECTED, row, SELF, type Row } from './table';

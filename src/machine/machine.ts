@@ -12,20 +12,20 @@ import { AgentState as S, isTerminal } from '../common/states';
 import { oncePerWorker } from '../common/once-per-worker';
 import { timerDue } from './clocks';
 import type { RunSnapshot } from './snapshot';
-import { commandsFor, ENTRY, internalEvent, ok, reject, tracer } from './machine/core';
-import { CRITIQUE_ROWS } from './machine/critique';
-import { IDLE_ROWS, PLANNING_ROWS, STREAMING_ROWS } from './machine/model-steps';
-import { PROCESSING_ROWS } from './machine/processing';
-import { REJECTED, type Row, SELF } from './machine/table';
-import { AWAITING_APPROVAL_ROWS, TOOL_EXECUTING_ROWS } from './machine/tools';
-import type { AgentCommand, AgentEvent, AgentEventType, TransitionResult } from './machine/types';
-import { COMPACTING_ROWS, COMPLETED_ROWS, PAUSED_ROWS } from './machine/waits';
+import { commandsFor, ENTRY, internalEvent, ok, reject, tracer } from './core';
+import { CRITIQUE_ROWS } from './critique';
+import { IDLE_ROWS, PLANNING_ROWS, STREAMING_ROWS } from './model-steps';
+import { PROCESSING_ROWS } from './processing';
+import { REJECTED, type Row, SELF } from './table';
+import { AWAITING_APPROVAL_ROWS, TOOL_EXECUTING_ROWS } from './tools';
+import type { AgentCommand, AgentEvent, AgentEventType, TransitionResult } from './types';
+import { COMPACTING_ROWS, COMPLETED_ROWS, PAUSED_ROWS } from './waits';
 
-export type { AgentCommand, AgentEvent, AgentEventType, TransitionResult, WorkCommand } from './machine/types';
+export type { AgentCommand, AgentEvent, AgentEventType, TransitionResult, WorkCommand } from './types';
 export { CONTINUE_PROMPT } from './responses';
 export { freshClocks, timerDue } from './clocks';
-export { LATEST_MACHINE_VERSION, MACHINE_VERSIONS, machineDefinition, versionBefore, versionOfPatches, type MachineDefinition } from './machine/versions';
-export { ENTRY as ENTRY_ROWS, tracer as rowTracer } from './machine/core';
+export { LATEST_MACHINE_VERSION, MACHINE_VERSIONS, machineDefinition, versionBefore, versionOfPatches, type MachineDefinition } from './versions';
+export { ENTRY as ENTRY_ROWS, tracer as rowTracer } from './core';
 export {
   APPROVAL_NOTE_HEAD,
   approvalNote,
@@ -47,7 +47,7 @@ export {
   TOOL_RETRY_NOTE,
   undecided,
   wrapUpNote,
-} from './machine/core';
+} from './core';
 
 /** Each state's rows, in order: the first row for an event whose guard holds wins. Ended runs take no event. */
 export const ROWS: Readonly<Record<AgentState, readonly Row[]>> = {

@@ -9,10 +9,10 @@ import { ChatMessageSchema, ChildOutcomeSchema, ConversationRefSchema, ToolCallS
 import { BudgetSchema, CompactionSchema, LimitsSchema } from '../common/input';
 import { oncePerWorker } from '../common/once-per-worker';
 import { AgentState } from '../common/states';
-import { LATEST_MACHINE_VERSION } from './machine/versions';
+import { LATEST_MACHINE_VERSION } from './versions';
 import { AgentStateSchema, ApprovalReminderViewSchema, CritiqueDecisionSchema, PendingApprovalSchema, RunUsageSchema, ToolCallRecordSchema, TransitionRecordSchema } from '../common/view';
 
-export const { WorkPhaseSchema, PhaseSchema, WorkClockSchema, ReasonSchema, RunSnapshotSchema, RunSnapshotV2Schema, StoredSnapshotSchema } = oncePerWorker('workflows/snapshot-schema', () => {
+export const { WorkPhaseSchema, PhaseSchema, WorkClockSchema, ReasonSchema, RunSnapshotSchema, RunSnapshotV2Schema, StoredSnapshotSchema } = oncePerWorker('machine/snapshot-schema', () => {
   const int = () => z.number().int();
   // A version this code does not know is a snapshot from newer code: refused when it loads, naming the field, not at its first transition.
   const machineVersion = () => int().min(1).max(LATEST_MACHINE_VERSION);

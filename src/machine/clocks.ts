@@ -5,7 +5,7 @@
  */
 import { AgentState, isTerminal } from '../common/states';
 import type { RunSnapshot, WorkClock } from './snapshot';
-import { machineDefinition } from './machine/versions';
+import { machineDefinition } from './versions';
 
 const S = AgentState;
 type Clocks = Pick<RunSnapshot['clocks'], 'work' | 'approvalDeadline'> & Partial<Pick<RunSnapshot['clocks'], 'approvalReminderDue' | 'approvalReminder' | 'pausedDeadline' | 'totalDeadline'>>;

@@ -1,5 +1,5 @@
 /** Rows every running state shares: abort, the timer, pause and resume requests, messages, stream deltas. */
-import type { RunSnapshot } from '../snapshot';
+import type { RunSnapshot } from './snapshot';
 import { fail, finish, ok, reject, rejectUndecided, remind, S, version } from './core';
 import { action, guard, REJECTED, row, SELF, type Row } from './table';
 import type { AgentEventType } from './types';

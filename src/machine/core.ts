@@ -2,21 +2,21 @@
  * What the machine's rows share: the moves (`enter` with its entry rows, `finish`, `fail`), the work a state stands
  * for (`commandsFor`), and the behaviours each machine version names (machine/versions.ts). Pure.
  */
-import type { ChatMessage, ToolCall, ToolRequest, ToolResult, Usage } from '../../common/chat';
-import { addUsage } from '../../common/chat';
-import { isLoopLimitReached, nearLimit } from '../guards';
-import { budgetExceeded, contextWouldOverflow } from '../budget';
-import { childRequest, childrenStarted } from '../children';
-import { chained } from '../chain';
-import { movedClocks } from '../clocks';
-import { ruleCritique } from '../critic';
-import { compactionRequest, critiqueRequest, modelRequest } from '../requests';
-import { confident, continued, lastAssistantText, withSideUsage, type ContinuedChanges } from '../responses';
-import type { ModelStep, PendingApproval, Phase, RunSnapshot, WorkPhase } from '../snapshot';
-import type { ToolCallRecord } from '../../common/view';
-import { FailureType, ModelErrorType } from '../../common/failures';
-import { argumentsProblem } from '../../common/input';
-import { AgentState, type CritiqueDecision, isTerminal, WORK_STATES } from '../../common/states';
+import type { ChatMessage, ToolCall, ToolRequest, ToolResult, Usage } from '../common/chat';
+import { addUsage } from '../common/chat';
+import { isLoopLimitReached, nearLimit } from './guards';
+import { budgetExceeded, contextWouldOverflow } from './budget';
+import { childRequest, childrenStarted } from './children';
+import { chained } from './chain';
+import { movedClocks } from './clocks';
+import { ruleCritique } from './critic';
+import { compactionRequest, critiqueRequest, modelRequest } from './requests';
+import { confident, continued, lastAssistantText, withSideUsage, type ContinuedChanges } from './responses';
+import type { ModelStep, PendingApproval, Phase, RunSnapshot, WorkPhase } from './snapshot';
+import type { ToolCallRecord } from '../common/view';
+import { FailureType, ModelErrorType } from '../common/failures';
+import { argumentsProblem } from '../common/input';
+import { AgentState, type CritiqueDecision, isTerminal, WORK_STATES } from '../common/states';
 import type { EntryRow, Row } from './table';
 import type { AgentCommand, AgentEvent, TransitionResult, WorkCommand } from './types';
 import { machineDefinition, type MachineDefinition } from './versions';

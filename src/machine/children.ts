@@ -7,7 +7,7 @@ import { emptyUsage } from '../common/chat';
 import { addCost } from '../common/prices';
 import { childBudget } from './budget';
 import type { RunSnapshot } from './snapshot';
-import { machineDefinition } from './machine/versions';
+import { machineDefinition } from './versions';
 
 /** A child's state in its parent's record until it ends (then COMPLETED, FAILED or ABORTED); its own `state` query has more. */
 export const CHILD_RUNNING = 'RUNNING';

@@ -4,8 +4,8 @@
  * target entered through entry rows (`ENTRY` in core.ts: a model step's limits, budget, pause, compaction) may
  * detour on the way in; those rows are part of the table too.
  */
-import type { AgentState } from '../../common/states';
-import type { Phase, RunSnapshot } from '../snapshot';
+import type { AgentState } from '../common/states';
+import type { Phase, RunSnapshot } from './snapshot';
 import type { AgentEvent, AgentEventType, TransitionResult } from './types';
 
 export type EventOf<E extends AgentEventType> = Extract<AgentEvent, { type: E }>;

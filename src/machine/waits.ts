@@ -1,6 +1,6 @@
 /** Rows of COMPACTING, PAUSED and COMPLETED (whose open conversation waits for a follow-up message). */
-import { addMs } from '../clocks';
-import type { RunSnapshot } from '../snapshot';
+import { addMs } from './clocks';
+import type { RunSnapshot } from './snapshot';
 import { COMPACTION_USAGE, enter, fail, ok, plain, reject, S, version } from './core';
 import { abortPausedTooLong, interruptsRefused, keepsWorkflowTimer, pausedTooLong, refuseInterrupt, refuseTimeout, timeOut, totalTimeOut, totalTimeRanOut, whileRunning, workingTimeOut, workingTimeRanOut } from './running';
 import { action, guard, REJECTED, row, SELF, type Row } from './table';

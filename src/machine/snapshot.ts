@@ -6,7 +6,7 @@ import type { PendingApproval, RunUsage, ToolCallRecord, TransitionRecord } from
 import type { SameType } from '../common/same-type';
 import { StoredSnapshotSchema, type PhaseSchema, type ReasonSchema, type StoredSnapshotV1, type RunSnapshotSchema, type SnapshotV2, type StoredSnapshotV2, type StoredSnapshotV3 } from './snapshot-schema';
 import type { z } from 'zod';
-import { LATEST_MACHINE_VERSION, type PatchResult, versionOfPatches } from './machine/versions';
+import { LATEST_MACHINE_VERSION, type PatchResult, versionOfPatches } from './versions';
 
 /** The patch results snapshots carried before `machineVersion` (absent ones were off). */
 export type LegacyFeatures = Partial<Record<PatchResult | 'conversationChain', boolean>>;

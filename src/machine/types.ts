@@ -1,7 +1,7 @@
 /** The machine's events, commands and result: tagged unions the workflow and the machine share. */
-import type { CompactionRequest, CompactionResult, CritiqueRequest, ModelRequest, ModelResponse, ToolRequest, ToolResult, Usage } from '../../common/chat';
-import type { CritiqueDecision } from '../../common/states';
-import type { RunSnapshot } from '../snapshot';
+import type { CompactionRequest, CompactionResult, CritiqueRequest, ModelRequest, ModelResponse, ToolRequest, ToolResult, Usage } from '../common/chat';
+import type { CritiqueDecision } from '../common/states';
+import type { RunSnapshot } from './snapshot';
 
 export type AgentEvent =
   | { type: 'START' }

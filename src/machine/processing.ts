@@ -2,9 +2,9 @@
  * Rows of PROCESSING, which resolves at once (its PROCESS event is internal): what a model response leads to. A cut-off
  * answer is continued, tool calls are checked against the limits, the repetition guard and approval, then run.
  */
-import { CONTINUE_PROMPT } from '../responses';
-import { describeRepetition, findRepetition, isToolCallLimitReached, needsApproval, toolSignature } from '../guards';
-import type { RunSnapshot } from '../snapshot';
+import { CONTINUE_PROMPT } from './responses';
+import { describeRepetition, findRepetition, isToolCallLimitReached, needsApproval, toolSignature } from './guards';
+import type { RunSnapshot } from './snapshot';
 import { atLimit, CUT_OFF, CUT_TOOL_CALL, endTruncated, enter, fail, limitFails, LOOP_WARNING, MAX_CONTINUATIONS, outputLimit, plain, S, version, withPolicy } from './core';
 import { whileRunning } from './running';
 import { action, guard, row, type Row } from './table';

@@ -3,8 +3,8 @@
  * edge labelled `EVENT [guard]`; a target with entry rows (a model step's limits, budget, pause, compaction) is
  * reached through a choice node whose edges are those rows, so the detours are drawn once, not on every edge.
  */
-import { AgentState, isTerminal } from '../../common/states';
-import { ENTRY_ROWS, ROWS } from '../machine';
+import { AgentState, isTerminal } from '../common/states';
+import { ENTRY_ROWS, ROWS } from './machine';
 import { REJECTED, SELF } from './table';
 
 export type GraphFormat = 'mermaid' | 'dot';

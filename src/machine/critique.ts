@@ -1,9 +1,9 @@
 /** Rows of CRITIQUE: the critic's decision (the model's, or the rules' when it is not asked or fails) decides the next step. */
-import { CritiqueAction, type CritiqueDecision } from '../../common/states';
-import { ruleCritique } from '../critic';
-import { isStuckInSetbacks } from '../guards';
-import { lastAssistantText, withSideUsage } from '../responses';
-import type { RunSnapshot } from '../snapshot';
+import { CritiqueAction, type CritiqueDecision } from '../common/states';
+import { ruleCritique } from './critic';
+import { isStuckInSetbacks } from './guards';
+import { lastAssistantText, withSideUsage } from './responses';
+import type { RunSnapshot } from './snapshot';
 import { CONFIDENCE, critiqueMode, enter, fail, finish, plain, S, TOOL_RETRY_NOTE, version } from './core';
 import { whileRunning } from './running';
 import { action, type EventOf, guard, row, type Row } from './table';

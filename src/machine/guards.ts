@@ -1,7 +1,7 @@
 import { approvalCovers } from '../common/approval';
 import type { ToolCall } from '../common/chat';
 import type { RunSnapshot } from './snapshot';
-import { machineDefinition } from './machine/versions';
+import { machineDefinition } from './versions';
 
 /** The run has made as many model calls as its `maxLoops` allows. */
 export const isLoopLimitReached = (s: RunSnapshot): boolean => s.counters.loops >= s.limits.maxLoops;
