@@ -178,6 +178,9 @@ const heartbeat250: OursProfile = { ...prebundled, name: 'heartbeat-250', modelH
 const heartbeat500: OursProfile = { ...prebundled, name: 'heartbeat-500', modelHeartbeatMs: 500 };
 const heartbeat1s: OursProfile = { ...prebundled, name: 'heartbeat-1s', modelHeartbeatMs: 1_000 };
 
+/** `prebundled` on the code before the 1.0 baseline (ca2ec2b): nine machine versions and nineteen patches, read per run (issue 48). */
+const before10: OursProfile = { ...prebundled, name: 'before-1.0', srcRef: 'ca2ec2b' };
+
 export const PROFILES: Record<string, OursProfile> = {
   before,
   baseline,
@@ -226,6 +229,7 @@ export const PROFILES: Record<string, OursProfile> = {
   'heartbeat-250': heartbeat250,
   'heartbeat-500': heartbeat500,
   'heartbeat-1s': heartbeat1s,
+  'before-1.0': before10,
 };
 
 /** The profile the bench reports as "ours": the product as its Docker image runs it, on a dev server as it comes. */
