@@ -35,10 +35,5 @@ export const ACTIVITY_STATES: readonly AgentState[] = [...WORK_STATES, AgentStat
 export const CritiqueAction = { CONTINUE: 'continue', RETRY: 'retry', REPLAN: 'replan', COMPLETE: 'complete' } as const;
 export type CritiqueAction = (typeof CritiqueAction)[keyof typeof CritiqueAction];
 
-/** What a critic decides after a step; the action picks the next state. */
-export interface CritiqueDecision {
-  action: CritiqueAction;
-  reason: string;
-  /** 0..1 */
-  confidence: number;
-}
+// Its schema is the state view's (common/view.ts); named here too, where the machine has always found it.
+export type { CritiqueDecision } from './view';
