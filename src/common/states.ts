@@ -34,6 +34,3 @@ export const ACTIVITY_STATES: readonly AgentState[] = [...WORK_STATES, AgentStat
 
 export const CritiqueAction = { CONTINUE: 'continue', RETRY: 'retry', REPLAN: 'replan', COMPLETE: 'complete' } as const;
 export type CritiqueAction = (typeof CritiqueAction)[keyof typeof CritiqueAction];
-
-// Its schema is the state view's (common/view.ts); named here too, where the machine has always found it.
-export type { CritiqueDecision } from './view';
