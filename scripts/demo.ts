@@ -7,7 +7,7 @@
  */
 import { mkdirSync, readdirSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
-import { humanWatchPrinter } from '../src/client/cli';
+import { humanWatchPrinter } from '../src/cli/cli';
 import { AgentClient, failureReason, type AgentRunHandle, type WatchEvent } from '../src/client';
 import { workerConfig } from '../src/config';
 import { DefaultLogger, Runtime } from '@temporalio/worker';

@@ -5,7 +5,7 @@
  * lists them. Driven through the client, and through the gateway.
  */
 import type { FastifyInstance, InjectOptions } from 'fastify';
-import { runCli } from '../src/client/cli';
+import { runCli } from '../src/cli/cli';
 import { defineAgent } from '../src/activities';
 import { AgentClient } from '../src/client';
 import { buildGateway } from '../src/gateway/index';

@@ -6,7 +6,7 @@
  */
 import type { AddressInfo } from 'node:net';
 import type { FastifyInstance } from 'fastify';
-import { runCli } from '../src/client/cli';
+import { runCli } from '../src/cli/cli';
 import { AgentClient, type WatchEvent } from '../src/client';
 import { pauseSignal } from '../src/common/messages';
 import { buildGateway } from '../src/gateway/index';

@@ -3,7 +3,7 @@ import { execFile } from 'node:child_process';
 import path from 'node:path';
 import { promisify } from 'node:util';
 import { checkDeploy } from '../src/worker/check-deploy';
-import { runCli } from '../src/client/cli';
+import { runCli } from '../src/cli/cli';
 import { AgentClient } from '../src/client';
 import { startAgentHarness, type AgentHarness } from './support/agent-harness';
 import { testServerAddress } from './support/temporal';

@@ -1,7 +1,7 @@
 /** The CLI as an operator runs it, on the real server: the process's exit, the flags' names in errors, the list's filters. */
 import { spawn } from 'node:child_process';
 import path from 'node:path';
-import { runCli } from '../src/client/cli';
+import { runCli } from '../src/cli/cli';
 import { AgentClient } from '../src/client';
 import { startAgentHarness, waitFor, type AgentHarness } from './support/agent-harness';
 import { testServerAddress } from './support/temporal';

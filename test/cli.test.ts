@@ -1,6 +1,6 @@
 /** The CLI and the watch event computation, without a Temporal server: the client is a fake that records calls. */
 import type { Client } from '@temporalio/client';
-import { humanWatchPrinter, runCli, startInput } from '../src/client/cli';
+import { humanWatchPrinter, runCli, startInput } from '../src/cli/cli';
 import { AgentClient, diffState, type WatchEvent } from '../src/client';
 import { parseAgentRunInput } from '../src/common/input';
 import type { RunStateView } from '../src/common/messages';

@@ -2,7 +2,7 @@
  * A control the run refuses is reported as refused, and nothing is recorded: the client rejects with
  * `AgentUpdateRejectedError`, the CLI exits 1 naming why, the gateway answers 409 `update_rejected`.
  */
-import { runCli } from '../src/client/cli';
+import { runCli } from '../src/cli/cli';
 import { AgentClient, AgentRunEndedError, AgentRunFailedError, AgentUpdateRejectedError, runFailure } from '../src/client';
 import { buildGateway, openApiDocument } from '../src/gateway/index';
 import { PAUSE_NOT_APPLIED } from '../src/machine/machine';

@@ -5,7 +5,7 @@
  * no model call and says which tools; a run refused for bad input shows no limits; `result` names loops as loops.
  */
 import type { FastifyInstance } from 'fastify';
-import { runCli } from '../src/client/cli';
+import { runCli } from '../src/cli/cli';
 import { AgentClient } from '../src/client';
 import { buildGateway } from '../src/gateway/index';
 import { APPROVAL_NOTE_HEAD } from '../src/machine/machine';

@@ -1,5 +1,5 @@
 /** The offline demo model (`scripted-demo`) in the approval demo, on a real worker and dev server, steered from the CLI. */
-import { runCli } from '../src/client/cli';
+import { runCli } from '../src/cli/cli';
 import { AgentClient } from '../src/client';
 import { DEMO_SCRIPT_NAME } from '../src/scripted-model/server';
 import { startAgentHarness, type AgentHarness } from './support/agent-harness';

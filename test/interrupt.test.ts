@@ -5,7 +5,7 @@
 import type { FastifyInstance } from 'fastify';
 import { z } from 'zod';
 import { defineTool, ModelCallsInFlight } from '../src/activities';
-import { runCli } from '../src/client/cli';
+import { runCli } from '../src/cli/cli';
 import { AgentClient } from '../src/client';
 import { stateQuery } from '../src/common/messages';
 import { criticCall, type ModelCallKey } from '../src/common/sinks';

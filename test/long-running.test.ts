@@ -2,7 +2,7 @@
 import { randomUUID } from 'node:crypto';
 import { readFileSync } from 'node:fs';
 import path from 'node:path';
-import { runCli } from '../src/client/cli';
+import { runCli } from '../src/cli/cli';
 import { AgentClient } from '../src/client';
 import { buildGateway } from '../src/gateway/index';
 import { WORKFLOW_TYPE } from '../src/common/constants';

@@ -8,7 +8,7 @@ import type { FastifyInstance, InjectOptions } from 'fastify';
 import { mkdtempSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import { runCli } from '../src/client/cli';
+import { runCli } from '../src/cli/cli';
 import { defineAgent } from '../src/activities';
 import { CLAIM_CHECK_ENCODING } from '../src/codec/claim-check';
 import { AgentClient } from '../src/client';

@@ -2,7 +2,7 @@
  * With every worker stopped, `state` still answers from the copy the run stored, and a control fails at its deadline
  * and is never applied later: client, CLI and gateway.
  */
-import { runCli } from '../src/client/cli';
+import { runCli } from '../src/cli/cli';
 import { AgentClient, AgentControlTimeoutError } from '../src/client';
 import { buildGateway } from '../src/gateway/index';
 import { sleep, startAgentHarness, type AgentHarness } from './support/agent-harness';

@@ -2,7 +2,7 @@
 import { randomUUID } from 'node:crypto';
 import type { WorkflowHandle } from '@temporalio/client';
 import { Worker } from '@temporalio/worker';
-import { runCli } from '../src/client/cli';
+import { runCli } from '../src/cli/cli';
 import { AgentClient } from '../src/client';
 import { abortSignal, stateQuery, type AgentRunResult } from '../src/common/messages';
 import { buildGateway } from '../src/gateway/index';

@@ -5,7 +5,7 @@
  */
 import type { ChildProcess } from 'node:child_process';
 import { randomUUID } from 'node:crypto';
-import { runCli } from '../src/client/cli';
+import { runCli } from '../src/cli/cli';
 import { AgentClient } from '../src/client';
 import { RedisBudget } from '../src/quota';
 import { startAgentHarness, type AgentHarness } from './support/agent-harness';

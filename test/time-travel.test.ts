@@ -4,13 +4,14 @@
  * then an answer) is forked from each of its steps, and from steps it does not hold.
  */
 import type { FastifyInstance, InjectOptions } from 'fastify';
-import { runCli } from '../src/client/cli';
+import { runCli } from '../src/cli/cli';
 import { AgentClient, type AgentRunHandle } from '../src/client';
 import { parseAgentRunInput } from '../src/common/input';
 import type { RunStateView } from '../src/common/messages';
 import type { ToolCallRecord } from '../src/common/view';
 import { buildGateway } from '../src/gateway/index';
-import { diffSnapshots, formatDiff } from '../src/client/time-travel';
+import { formatDiff } from '../src/cli/format-diff';
+import { diffSnapshots } from '../src/client/time-travel';
 import { initialSnapshot } from '../src/machine/snapshot';
 import { publicView } from '../src/workflows/view';
 import { startAgentHarness, type AgentHarness } from './support/agent-harness';

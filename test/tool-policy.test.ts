@@ -7,7 +7,7 @@ import { existsSync } from 'node:fs';
 import type { AddressInfo } from 'node:net';
 import path from 'node:path';
 import type { FastifyInstance } from 'fastify';
-import { runCli } from '../src/client/cli';
+import { runCli } from '../src/cli/cli';
 import { AgentClient } from '../src/client';
 import { buildGateway } from '../src/gateway/index';
 import type { ToolPolicy, ToolPolicyCall, ToolPolicyContext } from '../src/index';

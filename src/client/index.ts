@@ -1,7 +1,8 @@
 /**
  * Typed client of `agentRun` workflows for backend services: start runs, read their state, steer them, wait for them.
  * One module per job: agent-client.ts (connect, start, fork, list), handle.ts (one run), watch.ts, listing.ts,
- * fork.ts, errors.ts. The CLI (cli.ts) is a thin shell over it; src/client.ts, beside this folder, is the client's entry and the package's `durable-agent-worker/client`.
+ * fork.ts, errors.ts. src/client.ts, beside this folder, is the client's entry and the package's `durable-agent-worker/client`;
+ * the CLI (src/cli/) is a thin shell over that entry.
  */
 export { AgentClient, agentDataConverter, type ConnectOptions, type StartOptions } from './agent-client';
 export { AgentRunHandle, DEFAULT_CONTROL_TIMEOUT_MS, type ControlOptions, type SendMessageOptions, type StateOptions } from './handle';

@@ -4,66 +4,104 @@
  */
 import { z } from 'zod';
 import { oncePerWorker } from './once-per-worker';
-import type { SameType } from './same-type';
 
-export interface ToolCall {
-  id: string;
-  name: string;
-  /** Raw JSON text as the model produced it; it may be malformed. */
-  arguments: string;
-  /** Set by the model activity for a registered tool marked `local`: the run may execute it as a local activity. */
-  local?: true;
+// The run's conversation as zod schemas, the one description of each shape: the types below are inferred from them,
+// and they load a stored snapshot (machine/snapshot.ts) and describe the state view (common/view.ts). Built once per worker.
+export const { UsageSchema, ToolPolicyVerdictSchema, ToolCallSchema, ChatMessageSchema, ConversationRefSchema, ChildOutcomeSchema, ToolResultSchema } = oncePerWorker('common/chat', () => {
+  const int = () => z.number().int();
+  const UsageSchema = z.object({ promptTokens: int(), completionTokens: int(), totalTokens: int() });
+  /** How a child run ended (or stands), as its parent records it. */
+  const ChildOutcomeSchema = z.object({
+    workflowId: z.string(),
+    agent: z.string(),
+    state: z.string().describe('RUNNING until the child ends, then COMPLETED, FAILED or ABORTED.'),
+    usage: UsageSchema.extend({ modelCalls: int(), costUsd: z.number() }),
+  });
+  const ToolResultSchema = z.object({
+    toolCallId: z.string(),
+    name: z.string(),
+    ok: z.boolean(),
+    /** What the model sees: the tool's output, or an error it can act on. */
+    content: z.string(),
+    /** A user's interrupting message stopped the call (`ok` false): not a failure of the tool, so no critic counts it. */
+    interrupted: z.literal(true).optional(),
+    /** A call of a named agent: how its child run ended; its usage counts against the parent's. */
+    child: ChildOutcomeSchema.optional(),
+  });
   /**
-   * Set by the model activity for a registered tool without side effects: it may run beside the turn's other such calls.
-   * Absent: the call runs after every call before it in the turn, and the calls after it wait for it (tool-order.ts).
+   * The worker's tool policy on one call, as the run records it: denied (the model gets `message` as the result), held
+   * for approval, or run with rewritten arguments (`arguments` of the call hold them; `original` the model's).
    */
-  pure?: true;
-  /** Set by the model activity for a registered tool that declares how long one call may take (its start-to-close). */
-  timeoutMs?: number;
-  /** Set by the model activity on a call the run must have approved: the tool's JSON schema, which edited arguments must pass. */
-  parameters?: Record<string, unknown>;
-  /**
-   * Set by the model activity for a call a user's interrupting message may stop mid-way: the tool has no side effects,
-   * or it declares that it stops cleanly on its signal (`Tool.cancellable`). Absent: the call is awaited.
-   */
-  cancellable?: true;
-  /** Set by the machine when a person approved the call with edited arguments (`arguments` holds them). */
-  edited?: true;
-  /** Set by the model activity when the worker's tool policy did not simply allow the call (docs/tool-policy.md). */
-  policy?: ToolPolicyVerdict;
-  /** Set by the model activity for a call of a named agent given as a tool: the run starts it as a child workflow. */
-  agent?: string;
-  /**
-   * Set by the machine on a pending call the model call already ran (`ModelResponse.toolResults`) and whose result it
-   * keeps (approval.ts, `mayRunAhead`): the run takes this result instead of running the call.
-   */
-  ranAhead?: ToolResult;
-}
+  const ToolPolicyVerdictSchema = z.discriminatedUnion('action', [
+    z.object({ action: z.literal('deny'), message: z.string() }),
+    z.object({ action: z.literal('approve'), reason: z.string().optional() }),
+    z.object({ action: z.literal('rewrite'), original: z.string(), reason: z.string().optional() }),
+  ]);
+  const ToolCallSchema = z.object({
+    id: z.string(),
+    name: z.string(),
+    /** Raw JSON text as the model produced it; it may be malformed. */
+    arguments: z.string(),
+    /** Set by the model activity for a registered tool marked `local`: the run may execute it as a local activity. */
+    local: z.literal(true).optional(),
+    /**
+     * Set by the model activity for a registered tool without side effects: it may run beside the turn's other such calls.
+     * Absent: the call runs after every call before it in the turn, and the calls after it wait for it (tool-order.ts).
+     */
+    pure: z.literal(true).optional(),
+    /** Set by the model activity for a registered tool that declares how long one call may take (its start-to-close). */
+    timeoutMs: z.number().optional(),
+    /** Set by the model activity on a call the run must have approved: the tool's JSON schema, which edited arguments must pass. */
+    parameters: z.record(z.string(), z.unknown()).optional(),
+    /**
+     * Set by the model activity for a call a user's interrupting message may stop mid-way: the tool has no side effects,
+     * or it declares that it stops cleanly on its signal (`Tool.cancellable`). Absent: the call is awaited.
+     */
+    cancellable: z.literal(true).optional(),
+    /** Set by the machine when a person approved the call with edited arguments (`arguments` holds them). */
+    edited: z.literal(true).optional(),
+    /** Set by the model activity when the worker's tool policy did not simply allow the call (docs/tool-policy.md). */
+    policy: ToolPolicyVerdictSchema.optional(),
+    /** Set by the model activity for a call of a named agent given as a tool: the run starts it as a child workflow. */
+    agent: z.string().optional(),
+    /**
+     * Set by the machine on a pending call the model call already ran (`ModelResponse.toolResults`) and whose result it
+     * keeps (approval.ts, `mayRunAhead`): the run takes this result instead of running the call.
+     */
+    ranAhead: ToolResultSchema.optional(),
+  });
+  const ChatMessageSchema = z.discriminatedUnion('role', [
+    z.object({ role: z.literal('system'), content: z.string() }),
+    z.object({ role: z.literal('user'), content: z.string() }),
+    z.object({
+      role: z.literal('assistant'),
+      content: z.string().nullable(),
+      toolCalls: z.array(ToolCallSchema).optional(),
+      /** The text a model call had streamed when a message interrupted it (the content says so too). */
+      interrupted: z.literal(true).optional(),
+    }),
+    z.object({ role: z.literal('tool'), toolCallId: z.string(), content: z.string() }),
+  ]);
+  /** A conversation a model call stored: the content hash of its chain node, and how many messages it holds. */
+  const ConversationRefSchema = z.object({
+    ref: z.string(),
+    count: int(),
+    /** Where the blob store put the node when it says (`BlobStore.append`: a pack file and offset); absent, under its hash. */
+    at: z.string().optional(),
+  });
+  return { UsageSchema, ToolPolicyVerdictSchema, ToolCallSchema, ChatMessageSchema, ConversationRefSchema, ChildOutcomeSchema, ToolResultSchema };
+});
 
-/**
- * The worker's tool policy on one call, as the run records it: denied (the model gets `message` as the result), held
- * for approval, or run with rewritten arguments (`arguments` of the call hold them; `original` the model's).
- */
-export type ToolPolicyVerdict =
-  | { action: 'deny'; message: string }
-  | { action: 'approve'; reason?: string }
-  | { action: 'rewrite'; original: string; reason?: string };
-
-export type ChatMessage =
-  | { role: 'system'; content: string }
-  | { role: 'user'; content: string }
-  /** `interrupted`: the text a model call had streamed when a message interrupted it (the content says so too). */
-  | { role: 'assistant'; content: string | null; toolCalls?: ToolCall[]; interrupted?: true }
-  | { role: 'tool'; toolCallId: string; content: string };
+export type ToolCall = z.infer<typeof ToolCallSchema>;
+export type ToolPolicyVerdict = z.infer<typeof ToolPolicyVerdictSchema>;
+export type ChatMessage = z.infer<typeof ChatMessageSchema>;
+export type Usage = z.infer<typeof UsageSchema>;
+export type ConversationRef = z.infer<typeof ConversationRefSchema>;
+export type ChildOutcome = z.infer<typeof ChildOutcomeSchema>;
+export type ToolResult = z.infer<typeof ToolResultSchema>;
 
 /** The user turn that asks the model to go on with an answer the output limit cut off (the machine sends it, the model activity resends it). */
 export const CONTINUE_PROMPT = 'Your answer was cut off by the output limit. Continue exactly where it stopped, without repeating anything.';
-
-export interface Usage {
-  promptTokens: number;
-  completionTokens: number;
-  totalTokens: number;
-}
 
 export const emptyUsage = (): Usage => ({ promptTokens: 0, completionTokens: 0, totalTokens: 0 });
 
@@ -121,14 +159,6 @@ export interface QuotaWait {
 
 export const isQuotaWait = (r: object): r is QuotaWait => 'quotaWait' in r;
 
-/** A conversation a model call stored: the content hash of its chain node, and how many messages it holds. */
-export interface ConversationRef {
-  ref: string;
-  count: number;
-  /** Where the blob store put the node when it says (`BlobStore.append`: a pack file and offset); absent, under its hash. */
-  at?: string;
-}
-
 export interface ModelResponse {
   text: string;
   toolCalls: ToolCall[];
@@ -165,26 +195,6 @@ export interface ChildRequest {
   budget?: Record<string, unknown>;
 }
 
-/** How a child run ended (or stands), as its parent records it. */
-export interface ChildOutcome {
-  workflowId: string;
-  agent: string;
-  state: string;
-  usage: Usage & { modelCalls: number; costUsd: number };
-}
-
-export interface ToolResult {
-  toolCallId: string;
-  name: string;
-  ok: boolean;
-  /** What the model sees: the tool's output, or an error it can act on. */
-  content: string;
-  /** A user's interrupting message stopped the call (`ok` false): not a failure of the tool, so no critic counts it. */
-  interrupted?: true;
-  /** A call of a named agent: how its child run ended; its usage counts against the parent's. */
-  child?: ChildOutcome;
-}
-
 export interface CompactionRequest {
   model?: string;
   messages: ChatMessage[];
@@ -217,64 +227,7 @@ export interface CritiqueRequest {
 export interface CritiqueOutcome {
   action: 'continue' | 'retry' | 'replan' | 'complete';
   reason: string;
-  /** 0..1 */
+  /** 0 to 100. */
   confidence: number;
   usage?: Usage;
 }
-
-// The types above as zod schemas, for loading a stored snapshot (machine/snapshot.ts) and for the state view
-// (common/view.ts); checked equal to the types, so neither can change without the other. Built once per worker.
-export const { UsageSchema, ToolCallSchema, ChatMessageSchema, ConversationRefSchema, ChildOutcomeSchema, ToolResultSchema } = oncePerWorker('common/chat', () => {
-  const int = () => z.number().int();
-  const UsageSchema = z.object({ promptTokens: int(), completionTokens: int(), totalTokens: int() });
-  const ChildOutcomeSchema = z.object({
-    workflowId: z.string(),
-    agent: z.string(),
-    state: z.string().describe('RUNNING until the child ends, then COMPLETED, FAILED or ABORTED.'),
-    usage: UsageSchema.extend({ modelCalls: int(), costUsd: z.number() }),
-  });
-  const ToolResultSchema = z.object({
-    toolCallId: z.string(),
-    name: z.string(),
-    ok: z.boolean(),
-    content: z.string(),
-    interrupted: z.literal(true).optional(),
-    child: ChildOutcomeSchema.optional(),
-  });
-  const ToolCallSchema = z.object({
-    id: z.string(),
-    name: z.string(),
-    arguments: z.string(),
-    local: z.literal(true).optional(),
-    pure: z.literal(true).optional(),
-    timeoutMs: z.number().optional(),
-    parameters: z.record(z.string(), z.unknown()).optional(),
-    cancellable: z.literal(true).optional(),
-    edited: z.literal(true).optional(),
-    policy: z
-      .discriminatedUnion('action', [
-        z.object({ action: z.literal('deny'), message: z.string() }),
-        z.object({ action: z.literal('approve'), reason: z.string().optional() }),
-        z.object({ action: z.literal('rewrite'), original: z.string(), reason: z.string().optional() }),
-      ])
-      .optional(),
-    agent: z.string().optional(),
-    ranAhead: ToolResultSchema.optional(),
-  });
-  const ChatMessageSchema = z.discriminatedUnion('role', [
-    z.object({ role: z.literal('system'), content: z.string() }),
-    z.object({ role: z.literal('user'), content: z.string() }),
-    z.object({ role: z.literal('assistant'), content: z.string().nullable(), toolCalls: z.array(ToolCallSchema).optional(), interrupted: z.literal(true).optional() }),
-    z.object({ role: z.literal('tool'), toolCallId: z.string(), content: z.string() }),
-  ]);
-  const ConversationRefSchema = z.object({ ref: z.string(), count: int(), at: z.string().optional() });
-  return { UsageSchema, ToolCallSchema, ChatMessageSchema, ConversationRefSchema, ChildOutcomeSchema, ToolResultSchema };
-});
-
-const _sameUsage: SameType<z.infer<typeof UsageSchema>, Usage> = true;
-const _sameToolCall: SameType<z.infer<typeof ToolCallSchema>, ToolCall> = true;
-const _sameMessage: SameType<z.infer<typeof ChatMessageSchema>, ChatMessage> = true;
-const _sameRef: SameType<z.infer<typeof ConversationRefSchema>, ConversationRef> = true;
-const _sameChild: SameType<z.infer<typeof ChildOutcomeSchema>, ChildOutcome> = true;
-const _sameResult: SameType<z.infer<typeof ToolResultSchema>, ToolResult> = true;
-void [_sameUsage, _sameToolCall, _sameMessage, _sameRef, _sameChild, _sameResult];

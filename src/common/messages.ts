@@ -3,7 +3,8 @@
  * Wire names equal the constant names without their kind suffix.
  */
 import { defineQuery, defineSignal, defineUpdate } from '@temporalio/workflow';
-import type { AbortInput, AbortUpdateInput, ApproveUpdateInput, ControlUpdateInput, SendMessageUpdateInput } from './input';
+import type { z } from 'zod';
+import type { AbortInput, AbortUpdateInput, ApproveUpdateInput, ControlUpdateInput, SendMessageUpdateInput, StreamDeltaSchema } from './input';
 import type { AgentState } from './states';
 import type { RunStateView, RunUsage } from './view';
 import type { OpenAIChatMessage } from './conversation';
@@ -17,11 +18,7 @@ export interface StateQueryOptions {
 }
 
 /** Text streamed so far by the model call in flight, sent by the model activity in batches. */
-export interface StreamDelta {
-  callNumber: number;
-  attempt: number;
-  text: string;
-}
+export type StreamDelta = z.infer<typeof StreamDeltaSchema>;
 
 export interface ApproveResult {
   toolCallId: string;

@@ -34,11 +34,3 @@ export const ACTIVITY_STATES: readonly AgentState[] = [...WORK_STATES, AgentStat
 
 export const CritiqueAction = { CONTINUE: 'continue', RETRY: 'retry', REPLAN: 'replan', COMPLETE: 'complete' } as const;
 export type CritiqueAction = (typeof CritiqueAction)[keyof typeof CritiqueAction];
-
-/** What a critic decides after a step; the action picks the next state. */
-export interface CritiqueDecision {
-  action: CritiqueAction;
-  reason: string;
-  /** 0..1 */
-  confidence: number;
-}

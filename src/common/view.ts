@@ -8,8 +8,7 @@ import { z } from 'zod';
 import { ChatMessageSchema, ChildOutcomeSchema, UsageSchema } from './chat';
 import { LimitsSchema } from './input';
 import { oncePerWorker } from './once-per-worker';
-import type { SameType } from './same-type';
-import { AgentState, CritiqueAction, type CritiqueDecision } from './states';
+import { AgentState, CritiqueAction } from './states';
 
 // Built once per worker: the workflow loads these to check a carried snapshot (once-per-worker.ts).
 export const {
@@ -211,8 +210,6 @@ export type TransitionRecord = z.infer<typeof TransitionRecordSchema>;
 export type PendingApproval = z.infer<typeof PendingApprovalSchema>;
 export type ToolCallRecord = z.infer<typeof ToolCallRecordSchema>;
 export type RunUsage = z.infer<typeof RunUsageSchema>;
+export type CritiqueDecision = z.infer<typeof CritiqueDecisionSchema>;
 export type RetryInfo = z.infer<typeof RetryInfoSchema>;
 export type RunStateView = z.infer<typeof RunStateViewSchema>;
-
-const _sameCritique: SameType<z.infer<typeof CritiqueDecisionSchema>, CritiqueDecision> = true;
-void _sameCritique;

@@ -1,5 +1,6 @@
 import type { RunSnapshot } from './snapshot';
-import { CritiqueAction, type CritiqueDecision } from '../common/states';
+import { CritiqueAction } from '../common/states';
+import type { CritiqueDecision } from '../common/view';
 
 /**
  * The default critic: free, deterministic, and enough to steer most runs.

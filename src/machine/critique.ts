@@ -1,5 +1,6 @@
 /** Rows of CRITIQUE: the critic's decision (the model's, or the rules' when it is not asked or fails) decides the next step. */
-import { CritiqueAction, type CritiqueDecision } from '../common/states';
+import { CritiqueAction } from '../common/states';
+import type { CritiqueDecision } from '../common/view';
 import { ruleCritique } from './critic';
 import { isStuckInSetbacks } from './guards';
 import { lastAssistantText, withSideUsage } from './responses';

@@ -1,6 +1,7 @@
 /** What a model response, or a call beside the model steps, changes in the snapshot: usage, calibration, continuation. Pure. */
 import { addUsage, CONTINUE_PROMPT, type ModelResponse, type Usage } from '../common/chat';
-import { CritiqueAction, type CritiqueDecision } from '../common/states';
+import { CritiqueAction } from '../common/states';
+import type { CritiqueDecision } from '../common/view';
 import { addCost } from '../common/prices';
 import { promptChars, responseCost } from './budget';
 import type { RunSnapshot } from './snapshot';

@@ -1,8 +1,8 @@
 import type { ChatMessage, ChildOutcome, ConversationRef, ToolCall, ToolResult } from '../common/chat';
 import { fromOpenAI } from '../common/conversation';
 import { parseWith, type Budget, type CompactionOptions, type Limits, type ParseResult, type ResolvedInput } from '../common/input';
-import { AgentState, isTerminal, type CritiqueDecision } from '../common/states';
-import type { PendingApproval, RunUsage, ToolCallRecord, TransitionRecord } from '../common/view';
+import { AgentState, isTerminal } from '../common/states';
+import type { CritiqueDecision, PendingApproval, RunUsage, ToolCallRecord, TransitionRecord } from '../common/view';
 import type { SameType } from '../common/same-type';
 import { StoredSnapshotSchema, type PhaseSchema, type ReasonSchema, type StoredSnapshotV1, type RunSnapshotSchema, type SnapshotV2, type StoredSnapshotV2, type StoredSnapshotV3 } from './snapshot-schema';
 import type { z } from 'zod';

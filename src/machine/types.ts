@@ -1,6 +1,6 @@
 /** The machine's events, commands and result: tagged unions the workflow and the machine share. */
 import type { CompactionRequest, CompactionResult, CritiqueRequest, ModelRequest, ModelResponse, ToolRequest, ToolResult, Usage } from '../common/chat';
-import type { CritiqueDecision } from '../common/states';
+import type { CritiqueDecision } from '../common/view';
 import type { RunSnapshot } from './snapshot';
 
 export type AgentEvent =

@@ -1,6 +1,7 @@
 /**
- * The agent CLI's commands: a thin shell over `AgentClient`; every command takes `--json`. Errors print one line to
- * stderr and exit 1. The process is `src/bin/agent.ts` (`npm run agent -- <command>`).
+ * The agent CLI's commands: a thin shell over `AgentClient`, through the client's entry (src/client.ts) like any
+ * other embedder; every command takes `--json`. Errors print one line to stderr and exit 1. The process is
+ * `src/bin/agent.ts` (`npm run agent -- <command>`).
  */
 import { readFileSync } from 'node:fs';
 import path from 'node:path';
@@ -15,7 +16,7 @@ import {
   type AgentRunHandle,
   type AgentRunSummary,
   type WatchEvent,
-} from './index';
+} from '../client';
 import { parseAgentRunInput, type AgentRunInput } from '../common/input';
 
 type Limits = NonNullable<AgentRunInput['limits']>;
@@ -23,7 +24,7 @@ type ApprovalInput = NonNullable<AgentRunInput['approval']>;
 type Budget = NonNullable<AgentRunInput['budget']>;
 import type { AgentRunResult, ControlResult, RunStateView } from '../common/messages';
 import { registerSearchAttributes, REQUIRED_SEARCH_ATTRIBUTES } from '../config/search-attributes';
-import { formatDiff } from './time-travel';
+import { formatDiff } from './format-diff';
 import { AgentState, isTerminal } from '../common/states';
 import type { PendingApproval } from '../common/view';
 import { TABLE_EDGES } from '../machine/machine';
