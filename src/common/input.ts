@@ -16,7 +16,9 @@ export const SNAPSHOT_VERSION = '1.0';
 
 /** `schemaVersion` of a stored snapshot: any other version is refused, naming the one this worker knows. */
 export function snapshotVersion() {
-  return z.literal(SNAPSHOT_VERSION, { error: (issue) => `unknown snapshot version ${JSON.stringify(issue.input)}: this worker reads version '${SNAPSHOT_VERSION}' only` });
+  // Only a string or a number is quoted back: the input may be anything (a BigInt, an object).
+  const shown = (v: unknown) => (typeof v === 'string' ? `'${v.slice(0, 20)}'` : typeof v === 'number' ? String(v) : `of type ${typeof v}`);
+  return z.literal(SNAPSHOT_VERSION, { error: (issue) => `unknown snapshot version ${shown(issue.input)}: this worker reads version '${SNAPSHOT_VERSION}' only` });
 }
 
 // Built once per worker, not once per run (once-per-worker.ts).
