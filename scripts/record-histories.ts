@@ -1,7 +1,7 @@
 /**
- * Records the histories that test/replay.test.ts replays: `npm run record-histories`.
- * Re-record only for an intended change of workflow logic, and put that change behind `patched()`,
- * so that runs started before it still replay.
+ * Records the histories that test/replay.test.ts replays: `npm run record-histories`. The 1.0 histories are fixtures
+ * every later release must replay: never re-record them. A change of workflow logic that must reach running workflows
+ * is a new definition (src/workflows/definition.ts), recorded beside them (docs/deployment.md, "Versioning").
  */
 import { mkdirSync, mkdtempSync, writeFileSync } from 'node:fs';
 import os from 'node:os';

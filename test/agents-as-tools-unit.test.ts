@@ -7,17 +7,17 @@ import { AgentRegistry, defineAgent } from '../src/activities';
 import { ToolRegistry } from '../src/activities/tools/registry';
 import type { ModelResponse, ToolCall, ToolResult } from '../src/common/chat';
 import { parseAgentRunInput, type AgentRunInput } from '../src/common/input';
-import { transition, versionBefore, type AgentCommand, type AgentEvent } from '../src/machine/machine';
+import { transition, type AgentCommand, type AgentEvent } from '../src/machine/machine';
 import { initialSnapshot, type RunSnapshot } from '../src/machine/snapshot';
 import { publicView } from '../src/workflows/view';
 
 const T0 = '2026-01-01T00:00:00.000Z';
 
-function snapshot(input: Partial<AgentRunInput>, parallelAgents = true): RunSnapshot {
+function snapshot(input: Partial<AgentRunInput>): RunSnapshot {
   const parsed = parseAgentRunInput({ prompt: 'do the task', ...input });
   if (!parsed.ok) throw new Error(parsed.error);
   const s = initialSnapshot(parsed.value, T0);
-  return parallelAgents ? { ...s, workflowId: 'parent' } : { ...s, machineVersion: versionBefore('parallelAgents') };
+  return { ...s, workflowId: 'parent' };
 }
 
 function step(s: RunSnapshot, e: AgentEvent): { snapshot: RunSnapshot; commands: AgentCommand[] } {
@@ -91,13 +91,6 @@ describe('calls of named agents', () => {
     const s = step(snapshot({ model: 'm', budget: { maxTokens: 100, reserveOutputTokens: 0, onExceed: 'approve' } }), { type: 'START' }).snapshot;
     const r = step(s, { type: 'MODEL_RESPONDED', response: response([call('a', 'helper', 'helper')], 150) });
     expect(runTools(r.commands)[0].child?.budget).toMatchObject({ maxTokens: 1 });
-  });
-
-  test('a run without the parallel-agents patch runs the call as before, with no child and no record', () => {
-    const s = step(snapshot({ model: 'm' }, false), { type: 'START' }).snapshot;
-    const r = step(s, { type: 'MODEL_RESPONDED', response: response([call('a', 'helper', 'helper')], 10) });
-    expect(runTools(r.commands)[0].child).toBeUndefined();
-    expect(publicView(r.snapshot, false).children).toEqual([]);
   });
 });
 

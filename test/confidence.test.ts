@@ -4,7 +4,6 @@
  * Through the client on the real dev server.
  */
 import { AgentClient } from '../src/client';
-import { stateSnapshotAtQuery } from '../src/common/messages';
 import type { ScriptContext, ScriptStep } from '../src/scripted-model/types';
 import { startAgentHarness, type AgentHarness } from './support/agent-harness';
 
@@ -36,23 +35,4 @@ test("a critic's confidence of 1 is 1 on 0 to 100: under critiqueMinConfidence 7
 
 test('critiqueMinConfidence above 100 is refused, naming the field', async () => {
   await expect(agents.start({ prompt: 'x', critiqueMinConfidence: 101 })).rejects.toThrow(/critiqueMinConfidence/);
-});
-
-test('a run carried on from a snapshot on the old 0-to-1 scale reads its confidences as percentages', async () => {
-  h.model.register('held', ({ request }: ScriptContext): ScriptStep =>
-    !request.messages.some((m: { role: string }) => m.role === 'tool') ? { toolCalls: [{ id: 'w1', name: 'writeFile', arguments: { path: 'c.txt', content: 'x' } }] } : { text: 'done' },
-  );
-  const first = await agents.start({ prompt: 'Write c.txt', model: 'held', approval: { tools: ['writeFile'] } });
-  const waiting = await h.waitForState(h.env.client.workflow.getHandle(first.workflowId), (s) => s.state === 'AWAITING_APPROVAL');
-  const carried = (await h.env.client.workflow.getHandle(first.workflowId).query(stateSnapshotAtQuery, { step: waiting.step })) as unknown as Record<string, any>;
-  await first.abort('done');
-  // As a worker before the one scale wrote it: no marker, a threshold and a verdict on 0 to 1.
-  const { percentConfidence: _marker, ...options } = carried.options;
-  const old = { ...(carried as { schemaVersion: 3; phase: { type: string }; counters: { step: number } }), options: { ...options, critiqueMinConfidence: 0.7 }, lastCritique: { action: 'continue', reason: 'fine', confidence: 0.85 } };
-  const run = await agents.start({ prompt: 'Write c.txt', model: 'held', resume: { kind: 'continue', snapshot: old } });
-  const state = await h.waitForState(h.env.client.workflow.getHandle(run.workflowId), (s) => s.state === 'AWAITING_APPROVAL');
-  expect(state.lastCritique).toEqual({ action: 'continue', reason: 'fine', confidence: 85 });
-  const migrated = (await h.env.client.workflow.getHandle(run.workflowId).query(stateSnapshotAtQuery, { step: state.step })) as unknown as Record<string, any>;
-  expect(migrated.options).toMatchObject({ critiqueMinConfidence: 70, percentConfidence: true });
-  await run.abort('done');
 });

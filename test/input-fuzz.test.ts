@@ -260,9 +260,9 @@ const RESUME: ObjectSpec = {
   snapshot: {
     ...nestedObject(
       {
-        schemaVersion: { valid: fc.constant(1), invalid: here(fc.oneof(fc.constantFrom(0, 4, '1', '3', 1.5, true), junk.filter((v) => v !== 1 && v !== 2 && v !== 3))), required: true },
-        state: { ...anyString, required: true },
-        step: { ...int(0), required: true },
+        schemaVersion: { valid: fc.constant('1.0'), invalid: here(fc.oneof(fc.constantFrom(0, 1, 2, 3, '1', '3', '1.1', 1.5, true), junk.filter((v) => v !== '1.0'))), required: true },
+        phase: { ...nestedObject({ type: { ...anyString, required: true } }, { loose: true }), required: true },
+        counters: { ...nestedObject({ step: { ...int(0), required: true } }, { loose: true }), required: true },
       },
       { loose: true },
     ),
@@ -407,7 +407,7 @@ describe('agentRun input', () => {
       [{ prompt: 'x', budget: { maxTokens: 0 } }, 'budget.maxTokens'],
       [{ prompt: 'x', budget: { maxCostUsd: 1, prices: { 'gpt-4o': { inputPerMTok: -1, outputPerMTok: 1 } } } }, 'budget.prices.gpt-4o.inputPerMTok'],
       [{ prompt: 'x', keepOpenMs: -1 }, 'keepOpenMs'],
-      [{ prompt: 'x', resume: { kind: 'fork', snapshot: { schemaVersion: 4, state: 'IDLE', step: 0 } } }, 'resume.snapshot.schemaVersion'],
+      [{ prompt: 'x', resume: { kind: 'fork', snapshot: { schemaVersion: 3, phase: { type: 'IDLE' }, counters: { step: 0 } } } }, 'resume.snapshot.schemaVersion'],
       [{ prompt: 'x', temperature: 0 }, '(input)'],
       [null, '(input)'],
       [[{ prompt: 'x' }], '(input)'],

@@ -1,8 +1,7 @@
 /**
- * The `lean-steps` and `inline-local-tools` patches on the real dev server: calls of tools marked `local` run inside
- * the model call that asked for them (or as local activities when they waited for approval), others stay task-queue
- * activities, and the AgentState search attribute is written before the run waits instead of on every transition.
- * Runs started before the patches replay the old way (test/histories/before-*, test/replay.test.ts).
+ * Lean steps on the real dev server: calls of tools marked `local` run inside the model call that asked for them (or
+ * as local activities when they waited for approval), others stay task-queue activities, and the AgentState search
+ * attribute is written before the run waits instead of on every transition.
  */
 import { existsSync, mkdtempSync, readFileSync } from 'node:fs';
 import os from 'node:os';
@@ -32,7 +31,7 @@ const agentStateUpserts = (all: temporal.api.history.v1.IHistoryEvent[]) =>
   all
     .filter((e) => e.eventType === EventType.EVENT_TYPE_UPSERT_WORKFLOW_SEARCH_ATTRIBUTES)
     .map((e) => e.upsertWorkflowSearchAttributesEventAttributes?.searchAttributes?.indexedFields?.AgentState?.data)
-    .filter((data) => data != null) // patched() upserts TemporalChangeVersion on its own
+    .filter((data) => data != null)
     .map((data) => JSON.parse(Buffer.from(data).toString()));
 
 test('a pure tool runs inside the model call that asked for it; a tool with side effects stays a task-queue activity', async () => {
@@ -136,7 +135,7 @@ test('the workflow bundle keeps object spread native: the machine spreads its sn
   expect(code).toMatch(/rejectedEvents: \[\s*\.\.\.s\.logs\.rejectedEvents/);
 });
 
-test('a new run records one patch marker (features-2026-13) and one TemporalChangeVersion upsert, for every patch', async () => {
+test('a new run records no patch marker and no TemporalChangeVersion upsert: 1.0 is its only definition', async () => {
   h.model.register('one-answer', () => ({ text: 'done' }));
   const handle = await h.start({ prompt: 'Answer', model: 'one-answer' });
   await handle.result();
@@ -144,7 +143,7 @@ test('a new run records one patch marker (features-2026-13) and one TemporalChan
   const patchIds = all
     .filter((e) => e.eventType === EventType.EVENT_TYPE_MARKER_RECORDED && e.markerRecordedEventAttributes?.markerName === 'core_patch')
     .map((e) => (defaultPayloadConverter.fromPayload(e.markerRecordedEventAttributes!.details!['patch-data'].payloads![0]) as { id: string }).id);
-  expect(patchIds).toEqual(['features-2026-13']);
+  expect(patchIds).toEqual([]);
   const changeVersions = all.filter((e) => e.upsertWorkflowSearchAttributesEventAttributes?.searchAttributes?.indexedFields?.TemporalChangeVersion);
-  expect(changeVersions).toHaveLength(1);
+  expect(changeVersions).toHaveLength(0);
 });

@@ -24,8 +24,6 @@ import {
   matchRow,
   TOOL_RETRY_NOTE,
   timerDue,
-  versionBefore,
-  LATEST_MACHINE_VERSION,
   transition,
   TRANSITIONS,
   wrapUpNote,
@@ -35,7 +33,7 @@ import {
 } from '../src/machine/machine';
 import { carriedSnapshot, carryOn } from '../src/workflows/resume';
 import { workDeadline } from '../src/machine/clocks';
-import { initialSnapshot, loadSnapshot, readSnapshot, type Phase, type RunSnapshot, type SnapshotV1 } from '../src/machine/snapshot';
+import { initialSnapshot, loadSnapshot, readSnapshot, type Phase, type RunSnapshot } from '../src/machine/snapshot';
 import { RunSnapshotSchema } from '../src/machine/snapshot-schema';
 import { RunStateViewSchema } from '../src/common/view';
 import { undocumented } from './support/documented-state';
@@ -186,8 +184,8 @@ describe('transition table', () => {
   const cases = STATES.flatMap((state) => EVENT_TYPES.map((type) => ({ state, type, targets: TRANSITIONS[state][type] ?? [] })));
 
   test.each(cases.filter((c) => c.targets.length > 0))('$state accepts $type', ({ state, type, targets }) => {
-    // PAUSED keeps TIMEOUT for runs begun before `real-providers`, whose clock runs on while paused.
-    const s = state === AgentState.PAUSED && type === 'TIMEOUT' ? { ...snapshotIn(state), machineVersion: versionBefore('realProviders') } : snapshotIn(state);
+    // PAUSED takes TIMEOUT when it has paused too long (limits.maxPausedMs).
+    const s = state === AgentState.PAUSED && type === 'TIMEOUT' ? { ...snapshotIn(state), clocks: { ...snapshotIn(state).clocks, pausedDeadline: at(0) } } : snapshotIn(state);
     const r = transition({ ...s, pauseRequested: type === 'PAUSE' ? false : s.pauseRequested }, sampleEvent(type), at(1));
     expect(r.ok).toBe(true);
     if (!r.ok) return;
@@ -340,10 +338,6 @@ describe('a run through the machine', () => {
     s = attempt(s);
     expect(s.phase.type).toBe('FAILED');
     expect(s.reason?.text).toBe('no progress: the critic asked for another attempt 4 times in a row (last: retry, still wrong)');
-    // Runs started before the guard existed (no patch marker) keep going until maxLoops.
-    let old = run({ ...judged(), machineVersion: versionBefore('noProgressGuard') }, { type: 'START' });
-    for (let i = 1; i <= 5; i++) old = attempt(old);
-    expect(old.phase.type).toBe('STREAMING');
   });
 
   test('a step forward resets the no-progress count', () => {
@@ -630,12 +624,8 @@ describe('an interrupting message', () => {
     expect(done.snapshot).toMatchObject({ counters: { failuresInARow: 0, setbacksInARow: 0 }, lastCritique: { action: 'continue' } });
   });
 
-  test('is refused by a closed conversation and by runs begun before interrupts', () => {
+  test('is refused by a closed conversation', () => {
     expect(transition(completed(0), { type: 'INTERRUPT', text: 'more' }, at(1))).toEqual({ ok: false, error: 'the conversation is closed' });
-    const old = { ...streaming('x'), machineVersion: versionBefore('interrupt') };
-    expect(transition(old, { type: 'INTERRUPT', text: 'more' }, at(1))).toEqual({ ok: false, error: 'this run began before interrupting messages: send the message without interrupt' });
-    // A plain message still reaches it.
-    expect(step(old, { type: 'MESSAGE', text: 'more' }).snapshot.queuedMessages).toEqual(['more']);
   });
 });
 
@@ -678,7 +668,6 @@ describe('carrying on from a snapshot', () => {
 
 describe('real providers and people', () => {
   const cut = (text: string, toolCalls: ToolCall[] = []): ModelResponse => ({ ...response(text, toolCalls), finishReason: 'length' });
-  const old = (s: RunSnapshot): RunSnapshot => ({ ...s, machineVersion: versionBefore('realProviders') });
   const HOUR = 3600;
 
   test('the working-time clock stops while a person decides and starts again with what was left', () => {
@@ -693,7 +682,7 @@ describe('real providers and people', () => {
     expect(approved.ok && [approved.snapshot.phase.type, workDeadline(approved.snapshot), view(approved.snapshot).workRemainingMs]).toEqual(['TOOL_EXECUTING', at(HOUR + 290), null]);
   });
 
-  test('pausing stops the clock too; a run begun before keeps it running', () => {
+  test('pausing stops the clock too', () => {
     const paused = (base: RunSnapshot) => {
       const s = run(base, { type: 'START' }, { type: 'PAUSE' });
       return step(s, { type: 'MODEL_RESPONDED', response: response('', [call('r')]) }, at(101)).snapshot;
@@ -702,8 +691,6 @@ describe('real providers and people', () => {
     expect([s.phase.type, workDeadline(s), view(s).workRemainingMs]).toEqual(['PAUSED', null, 200_000]);
     const resumed = transition(s, { type: 'RESUME' }, at(HOUR));
     expect(resumed.ok && [resumed.snapshot.phase.type, workDeadline(resumed.snapshot)]).toEqual(['TOOL_EXECUTING', at(HOUR + 200)]);
-    const before = paused(old(snapshot()));
-    expect([before.phase.type, workDeadline(before), view(before).workRemainingMs]).toEqual(['PAUSED', at(301), null]);
   });
 
   test('limits.approvalTimeoutMs ends a run whose approval waits too long, naming the tools', () => {
@@ -800,9 +787,6 @@ describe('real providers and people', () => {
       'a b',
       "the answer was cut off by the provider's output limit and limits.maxLoops (2) leaves no model call to continue it: it ends truncated",
     ]);
-    // Before `real-providers`, a cut-off answer was taken as complete.
-    const before = run(old(snapshot()), { type: 'START' }, { type: 'MODEL_RESPONDED', response: cut('The cap') });
-    expect([before.phase.type, before.answer]).toEqual(['COMPLETED', 'The cap']);
   });
 
   test('tool calls cut off by the output limit go back to the model as errors, not to the tools', () => {
@@ -849,14 +833,13 @@ describe('real providers and people', () => {
   test('a model request carries the output limit and the tool names the worker must have', () => {
     const s = run(snapshot({ maxOutputTokens: 256, tools: ['readFile', 'writeFile'], approval: { tools: ['writeFile', '*'] } }), { type: 'START' });
     expect(modelRequest(s, 'respond', 1)).toMatchObject({ maxOutputTokens: 256, checkTools: ['readFile', 'writeFile'] });
-    expect(modelRequest(old(s), 'respond', 1)).not.toHaveProperty('checkTools');
   });
 });
 
 describe('a failed model critic', () => {
   test('is an event: the rule critic decides, and its reason says the model critic was unavailable', () => {
     const s = run(snapshot({ critique: 'model' }), { type: 'START' }, { type: 'MODEL_RESPONDED', response: response('4') });
-    expect(commandsFor(s)).toEqual([{ type: 'critique', request: { model: undefined, task: 'do the task', answer: '4', callNumber: 2 }, timeouts: 'critic' }]);
+    expect(commandsFor(s)).toEqual([{ type: 'critique', request: { model: undefined, task: 'do the task', answer: '4', callNumber: 2 } }]);
     const r = step(s, { type: 'CRITIC_FAILED', error: 'model provider error (503): overloaded' });
     expect([r.snapshot.phase.type, r.snapshot.answer]).toEqual(['COMPLETED', '4']);
     expect(r.snapshot.lastCritique).toEqual({
@@ -882,7 +865,6 @@ describe('a model critic on a tool step', () => {
       {
         type: 'critique',
         request: { model: undefined, task: 'do the task', answer: 'Reading it.', callNumber: 2, toolResults: [{ name: 'readFile', arguments: '{"path":"a.txt"}', ok: true, content: 'hello' }] },
-        timeouts: 'critic',
       },
     ]);
   });
@@ -905,12 +887,9 @@ describe('a model critic on a tool step', () => {
     expect(step(failed, decide('continue')).snapshot.messages.at(-1)).toMatchObject({ role: 'tool', toolCallId: 'r1' });
   });
 
-  test('the rules still judge tool steps in runs that ask for rules, and in runs begun before model-critic-tools', () => {
+  test('the rules still judge tool steps in runs that ask for rules', () => {
     const rules = afterTools(snapshot());
     expect([rules.phase.type, rules.lastCritique?.reason]).toEqual(['STREAMING', '1 tool call(s) succeeded']);
-    const before = judged();
-    const older = afterTools({ ...before, machineVersion: versionBefore('toolCritique') });
-    expect([older.phase.type, older.lastCritique?.reason]).toEqual(['STREAMING', '1 tool call(s) succeeded']);
   });
 
   test('a failed critic on a tool step falls back to the rules', () => {
@@ -991,7 +970,7 @@ describe('calls the model call ran ahead', () => {
   test('a fork runs the pending calls itself, as before: the results the original ran ahead stay with it', () => {
     const s = responded(snapshot(), [local('l1')], [{ type: 'PAUSE' }]);
     expect(s.phase).toMatchObject({ type: 'PAUSED', resumeTo: { type: 'TOOL_EXECUTING' } });
-    const forked = carryOn({ kind: 'fork', snapshot: s as never }, carriedSnapshot({ kind: 'fork', snapshot: s as never }), s, 'fork-1', at(50));
+    const forked = carryOn({ kind: 'fork', snapshot: s as never }, carriedSnapshot({ kind: 'fork', snapshot: s as never }), 'fork-1', at(50));
     expect(forked.toolRound.pending).toEqual([local('l1')]);
     expect(ranAhead(commandsFor(step(forked, { type: 'RESUME' }).snapshot))).toEqual([['l1', undefined]]);
     expect(ranAhead(commandsFor(step(s, { type: 'RESUME' }).snapshot))).toEqual([['l1', 'ran l1']]);
@@ -1006,9 +985,6 @@ describe('a fork\'s clocks', () => {
     expect(freshClocks({ ...s, phase: { type: 'STREAMING' } as Phase }, at(10))).toEqual({ work: running, approvalDeadline: null });
     expect(freshClocks({ ...s, phase: { type: 'AWAITING_APPROVAL', pending: [], then: { type: 'TOOL_EXECUTING' } } }, at(10))).toEqual({ work: stopped, approvalDeadline: at(70) });
     expect(freshClocks({ ...s, phase: { type: 'PAUSED' } as Phase }, at(10))).toEqual({ work: stopped, approvalDeadline: null });
-    // Before `real-providers`, the clock ran in every state.
-    const before = { ...s, phase: { type: 'PAUSED', resumeTo: { type: 'STREAMING' } } as Phase, machineVersion: versionBefore('realProviders') };
-    expect(freshClocks(before, at(10))).toEqual({ work: running, approvalDeadline: null });
   });
 });
 
@@ -1039,9 +1015,6 @@ describe('the conversation chain', () => {
     const retried = step(chained, { type: 'CHAIN_UNAVAILABLE', error: 'blob gone' });
     expect([retried.snapshot.phase.type, retried.snapshot.counters.step, retried.snapshot.chain]).toEqual(['STREAMING', chained.counters.step, null]);
     expect(callOf(retried.commands)).toMatchObject({ chain: {}, messages: chained.messages, callNumber: 1 });
-    // Runs begun before chaining send every message, with no chain at all.
-    const before = step({ ...snapshot(), machineVersion: versionBefore('wrapUp'), features: { conversationChain: false } }, { type: 'START' });
-    expect(callOf(before.commands)).not.toHaveProperty('chain');
   });
 
   test('a continued answer is joined into one message, so the chain stored before it no longer applies', () => {
@@ -1054,98 +1027,11 @@ describe('the conversation chain', () => {
   });
 });
 
-describe('snapshots of version 1 (runs begun before the phase)', () => {
-  const fixture = (name: string) => JSON.parse(readFileSync(path.join(__dirname, 'fixtures/snapshots', `v1-${name}.json`), 'utf8')) as SnapshotV1;
-
-  test('a snapshot from before machine versions gets the version of the newest patch result it carried', () => {
-    // Only versions 1 and 2 were written before machine versions: a version-2 snapshot without one.
-    const { machineVersion: _dropped, ...current } = JSON.parse(readFileSync(path.join(__dirname, 'fixtures/snapshots/v2-paused.json'), 'utf8')) as Record<string, unknown>;
-    const carried = (features: Record<string, boolean | undefined>) => loadSnapshot({ ...current, features });
-    const upToInterrupt = { noProgressGuard: true, realProviders: true, conversationChain: true, wrapUp: true, approvalNotes: true, unknownToolsUncounted: true, modelFallback: true, interrupt: true };
-    expect([carried(upToInterrupt).machineVersion, carried(upToInterrupt).features]).toEqual([versionBefore('toolCritique'), { conversationChain: true }]);
-    // A run recorded without model-fallback but with interrupts gets the version that has interrupts.
-    expect(carried({ ...upToInterrupt, modelFallback: undefined }).machineVersion).toBe(versionBefore('toolCritique'));
-    expect(carried({ noProgressGuard: false, realProviders: false, conversationChain: false }).machineVersion).toBe(1);
-    expect(loadSnapshot({ ...current, machineVersion: 4 }).machineVersion).toBe(4);
-  });
-
-  test('load with their state and its data as the phase, and carry on', () => {
-    const paused = loadSnapshot(fixture('paused'));
-    expect([paused.schemaVersion, paused.phase]).toEqual([3, { type: 'PAUSED', resumeTo: { type: 'TOOL_EXECUTING' } }]);
-    expect(paused).not.toHaveProperty('resumeTo');
-    // Its patch results name its machine version: that of runs begun before wrap-up.
-    expect([paused.machineVersion, paused.features]).toEqual([versionBefore('wrapUp'), { conversationChain: false }]);
-    const resumed = step(paused, { type: 'RESUME' });
-    expect(work(resumed.commands)).toEqual([{ type: 'runTools', calls: [expect.objectContaining({ id: 'call_l1', name: 'listFiles' })] }]);
-
-    const approval = loadSnapshot(fixture('approval'));
-    expect(approval.phase).toMatchObject({ type: 'AWAITING_APPROVAL', then: { type: 'TOOL_EXECUTING' } });
-    expect(view(approval).pendingApproval.map((p) => [p.toolCallId, p.decision?.approved ?? null])).toEqual([['call_w1', true], ['call_w2', null]]);
-    const approved = step(approval, { type: 'APPROVAL', toolCallId: 'call_w2', approved: false, feedback: 'not b' });
-    expect(work(approved.commands)).toEqual([{ type: 'runTools', calls: [expect.objectContaining({ id: 'call_w1' })] }]);
-
-    const streaming = loadSnapshot(fixture('streaming'));
-    expect(work(resumeAt(streaming, at(1)).commands)).toEqual([{ type: 'callModel', purpose: 'respond', callNumber: 2 }]);
-  });
-});
-
-describe('stored snapshots: each version is validated, then migrated', () => {
+describe('stored snapshots: one version, validated', () => {
   const stored = (name: string): unknown => JSON.parse(readFileSync(path.join(__dirname, 'fixtures/snapshots', `${name}.json`), 'utf8'));
 
-  // The v2 fixtures were written by the first version-2 worker's machine (78caac8) from the events of the v1 ones.
-  test('a version-1, -2 and -3 snapshot of the same run load to the same current snapshot, and it is the current shape', () => {
-    for (const name of ['paused', 'approval']) {
-      const [v1, v2, v3] = [loadSnapshot(stored(`v1-${name}`)), loadSnapshot(stored(`v2-${name}`)), loadSnapshot(stored(`v3-${name}`))];
-      expect(v2).toEqual(v1);
-      expect(v3).toEqual(v1);
-      expect(RunSnapshotSchema.strict().safeParse(v1).error?.issues ?? []).toEqual([]);
-    }
-    // The v3 fixtures were written by this worker: the approval wait's working clock stopped with the time left.
-    expect([loadSnapshot(stored('v3-approval')).clocks.work, loadSnapshot(stored('v3-paused')).toolRound.pending.map((c) => c.id)]).toEqual([
-      { state: 'stopped', remainingMs: 299_000 },
-      ['call_l1'],
-    ]);
-  });
-
-  test('migration 2 -> 3: the working clock gets its state, the counters, the logs, the tool round and the clocks their groups, the reason its kind', () => {
-    const v2 = stored('v2-paused') as Record<string, unknown>;
-    const calls = [call('a'), call('b')];
-    const preset = [{ toolCallId: 'b', name: 'readFile', ok: false, content: 'rejected' }];
-    const last = [{ toolCallId: 'z', name: 'readFile', ok: true, content: 'x' }];
-    const stopped = loadSnapshot({ ...v2, pendingToolCalls: calls, presetResults: preset, lastToolResults: last, approvalDeadline: at(60), pausedDeadline: at(70) });
-    expect([stopped.clocks, stopped.toolRound, stopped]).toEqual([
-      { work: { state: 'stopped', remainingMs: 298_000 }, approvalDeadline: at(60), approvalReminderDue: null, approvalReminder: null, pausedDeadline: at(70) },
-      { pending: calls, presetResults: preset, lastResults: last },
-      expect.not.objectContaining({ deadline: expect.anything(), workRemainingMs: expect.anything(), pendingToolCalls: expect.anything(), lastToolResults: expect.anything() }),
-    ]);
-    const counted = { step: 7, loops: 2, toolCalls: 3, turns: 1, budgetGrants: 1, continuations: 0, failuresInARow: 1, overflowsInARow: 0, setbacksInARow: 2 };
-    const logged = { transitions: [{ from: 'IDLE', to: 'STREAMING', event: 'START', at: at(1) }], rejectedEvents: [{ event: 'RESUME', state: 'STREAMING', at: at(2), error: 'not paused' }] };
-    expect(loadSnapshot({ ...v2, ...logged, toolLog: [] }).logs).toEqual({ ...logged, toolCalls: [] });
-    const recounted = loadSnapshot({ ...v2, ...counted });
-    expect([recounted.counters, recounted]).toEqual([counted, expect.not.objectContaining({ step: expect.anything(), loops: expect.anything(), setbacksInARow: expect.anything() })]);
-    expect(loadSnapshot({ ...v2, deadline: at(300), workRemainingMs: null }).clocks.work).toEqual({ state: 'running', deadline: at(300) });
-    expect(loadSnapshot({ ...v2, deadline: null, workRemainingMs: null }).clocks.work).toEqual({ state: 'none' });
-    // The same text, with the kind of note that wrote it; the view shows the text as before.
-    const kindOf = (reason: string, phase: unknown = v2.phase) => loadSnapshot({ ...v2, phase, reason }).reason?.kind;
-    const streaming = { type: 'STREAMING' };
-    expect([
-      kindOf('tool policy: denied writeFile (d1): Not here.', streaming),
-      kindOf('continuing an answer cut off by maxOutputTokens 5', streaming),
-      kindOf('warned the model: readFile({}) called 3 times in a row', streaming),
-      kindOf('compacting first: the next request is about 900 tokens, over 800 (compaction.threshold 0.8 of a 1000-token context window)', { type: 'COMPACTING', returnTo: 'STREAMING' }),
-      kindOf('no decision on writeFile within 100000 ms (limits.approvalTimeoutMs): rejected (approval.onTimeout is reject)', { type: 'TOOL_EXECUTING' }),
-      kindOf("the worker's default model is unavailable, switched to b: gone", streaming),
-      kindOf('token budget exceeded: 2600 used', { type: 'AWAITING_APPROVAL', pending: [{ toolCallId: 'budget', kind: 'budget', name: 'budget', arguments: '{}' }], then: streaming }),
-      kindOf('loop limit reached', { type: 'FAILED' }),
-      kindOf('the model answered without calling tools', streaming),
-    ]).toEqual(['toolPolicy', 'continuation', 'loopWarning', 'compaction', 'approvalTimeout', 'modelSwitch', 'budget', 'ended', 'ended']);
-    const reasoned = loadSnapshot({ ...v2, reason: 'tool policy: denied x (1)' });
-    expect(view(reasoned).reason).toBe('tool policy: denied x (1)');
-    expect(loadSnapshot({ ...v2, reason: null }).reason).toBeNull();
-  });
-
-  test('a version-3 snapshot the machine wrote at a budget approval loads and goes on as it would have', () => {
-    const s = loadSnapshot(stored('v3-budget'));
+  test('a 1.0 snapshot the machine wrote at a budget approval loads and goes on as it would have', () => {
+    const s = loadSnapshot(stored('budget'));
     expect([s.phase.type, s.reason?.kind, s.clocks.work.state]).toEqual(['AWAITING_APPROVAL', 'budget', 'stopped']);
     const declined = step(s, { type: 'APPROVAL', toolCallId: 'budget', approved: false, feedback: 'too dear' }).snapshot;
     expect([declined.phase.type, declined.reason]).toEqual(['FAILED', { kind: 'ended', text: `${s.reason?.text}; extending the budget was declined: too dear` }]);
@@ -1153,24 +1039,11 @@ describe('stored snapshots: each version is validated, then migrated', () => {
     expect([approved.snapshot.phase.type, approved.snapshot.clocks.work]).toEqual(['STREAMING', { state: 'running', deadline: at(1_000 + 298) }]);
   });
 
-  test('fields added to version 2 without a bump get the values that keep an older run\'s behaviour', () => {
-    const v2 = stored('v2-paused') as Record<string, unknown>;
-    for (const added of ['approvalReminderDue', 'approvalReminder', 'pausedDeadline', 'quotaWait', 'toolLog', 'approvalNote', 'wrapUpSent']) expect([added, added in v2]).toEqual([added, false]);
-    const loaded = loadSnapshot(v2);
-    expect(loaded).toMatchObject({ clocks: { approvalReminderDue: null, approvalReminder: null, pausedDeadline: null }, quotaWait: null, logs: { toolCalls: [] }, approvalNote: null, wrapUpSent: false, chain: null });
-    expect([loaded.limits.wrapUpAt, loaded.limits.onLimit]).toEqual([1, 'fail']);
-    // The stored patch results (noProgressGuard and realProviders on, the rest before their patches) name the machine version.
-    expect(loaded.features).toEqual({ conversationChain: false });
-    expect(loaded.machineVersion).toBe(versionBefore('wrapUp'));
-    // A snapshot that has them keeps its own values.
-    const current = snapshotIn(AgentState.AWAITING_APPROVAL);
-    expect(loadSnapshot({ ...current, limits: { ...current.limits, wrapUpAt: 0.5 } }).limits.wrapUpAt).toBe(0.5);
-  });
-
   test('what this worker writes, in every state, loads back unchanged', () => {
     for (const state of STATES) {
       const s = snapshotIn(state);
       expect([state, loadSnapshot(JSON.parse(JSON.stringify(s)))]).toEqual([state, s]);
+      expect(RunSnapshotSchema.strict().safeParse(s).error?.issues ?? []).toEqual([]);
     }
     const busy = run(snapshot({ approval: { tools: ['writeFile'] }, budget: { maxTokens: 10_000 } }), { type: 'START' }, { type: 'MODEL_RESPONDED', response: response('', [call('w', 'writeFile'), call('r')]) });
     expect(loadSnapshot(JSON.parse(JSON.stringify(busy)))).toEqual(busy);
@@ -1179,14 +1052,15 @@ describe('stored snapshots: each version is validated, then migrated', () => {
   test('a malformed snapshot is refused with an error naming the field', () => {
     expect(() => loadSnapshot(stored('malformed-missing-field'))).toThrow('Invalid snapshot: usage: Invalid input: expected object, received undefined');
     expect(() => loadSnapshot(stored('malformed-wrong-type'))).toThrow('Invalid snapshot: phase.pending.1.arguments: Invalid input: expected string, received object');
-    expect(() => loadSnapshot(stored('malformed-unknown-version'))).toThrow(/^Invalid snapshot: schemaVersion: .*'1' \| '2' \| '3'/);
-    const v1 = stored('v1-paused') as Record<string, unknown>;
-    expect(readSnapshot({ ...v1, state: 'WAITING' })).toEqual({ ok: false, error: expect.stringMatching(/^Invalid snapshot: state: /) });
     expect(readSnapshot('a snapshot')).toEqual({ ok: false, error: 'Invalid snapshot: (input): Invalid input: expected object, received string' });
-    // A machine version from newer code is refused when the snapshot loads, not at the run's first transition.
+  });
+
+  test('a snapshot of any other version is refused for that alone, naming the field and the version this worker knows', () => {
+    const refused = "Invalid snapshot: schemaVersion: unknown snapshot version 3: this worker reads version '1.0' only";
+    expect(readSnapshot(stored('malformed-unknown-version'))).toEqual({ ok: false, error: refused });
     const current = snapshotIn(AgentState.PAUSED);
-    expect(readSnapshot({ ...current, machineVersion: LATEST_MACHINE_VERSION + 1 })).toEqual({ ok: false, error: expect.stringMatching(/^Invalid snapshot: machineVersion: Too big/) });
-    expect(readSnapshot({ ...current, machineVersion: LATEST_MACHINE_VERSION }).ok).toBe(true);
+    for (const other of [1, 2, 3, '1.1', undefined]) expect(readSnapshot({ ...current, schemaVersion: other }).ok).toBe(false);
+    expect(readSnapshot({ ...current, schemaVersion: '1.0' }).ok).toBe(true);
   });
 });
 
@@ -1203,7 +1077,7 @@ describe('the public view', () => {
   });
 
   test('in every state, matches its zod schema and the OpenAPI document generated from it', () => {
-    const views = [...STATES.map((state) => publicView(snapshotIn(state), true)), publicView(loadSnapshot(JSON.parse(readFileSync(path.join(__dirname, 'fixtures/snapshots/v1-approval.json'), 'utf8'))), true)];
+    const views = [...STATES.map((state) => publicView(snapshotIn(state), true)), publicView(loadSnapshot(JSON.parse(readFileSync(path.join(__dirname, 'fixtures/snapshots/budget.json'), 'utf8'))), true)];
     for (const v of views) {
       expect([v.state, RunStateViewSchema.strict().safeParse(v).error?.issues ?? []]).toEqual([v.state, []]);
       expect([v.state, undocumented(v)]).toEqual([v.state, []]);
@@ -1243,10 +1117,9 @@ describe('wrapping up near a limit', () => {
     expect([s.counters.loops, notes(s).length]).toEqual([5, 1]);
   });
 
-  test('tool calls count too; wrapUpAt 1 and runs begun before never tell', () => {
-    const tooling = (input: Partial<AgentRunInput>, machineVersion?: number) => {
-      const base = snapshot(input);
-      let s = run({ ...base, machineVersion: machineVersion ?? base.machineVersion }, { type: 'START' });
+  test('tool calls count too; wrapUpAt 1 never tells', () => {
+    const tooling = (input: Partial<AgentRunInput>) => {
+      let s = run(snapshot(input), { type: 'START' });
       for (let i = 1; i <= 4; i++) {
         s = run(s, { type: 'MODEL_RESPONDED', response: response('', [call(`c${i}`, 'readFile', { path: `${i}.txt` })]) });
         s = run(s, { type: 'TOOLS_DONE', results: [{ toolCallId: `c${i}`, name: 'readFile', ok: true, content: 'x' }] });
@@ -1255,7 +1128,6 @@ describe('wrapping up near a limit', () => {
     };
     expect(notes(tooling({ limits: { maxToolCalls: 5 } })).map((m) => m.content)).toEqual([wrapUpNote('4 of at most 5 tool calls are used')]);
     expect(notes(tooling({ limits: { maxToolCalls: 5, wrapUpAt: 1 } }))).toEqual([]);
-    expect(notes(tooling({ limits: { maxToolCalls: 5 } }, versionBefore('wrapUp')))).toEqual([]);
   });
 });
 
@@ -1297,14 +1169,6 @@ describe('approving with edited arguments', () => {
     expect(done.approvalNote).toBeNull();
   });
 
-  test('runs begun before approval notes keep the note in the tool message, and drop an approval\'s feedback', () => {
-    const s = { ...waiting(), machineVersion: versionBefore('approvalNotes') };
-    const r = step(s, { type: 'APPROVAL', toolCallId: 'w1', approved: true, feedback: 'use b.txt', arguments: { path: 'b.txt', content: 'mine' } });
-    const done = step(r.snapshot, { type: 'TOOLS_DONE', results: [{ toolCallId: 'w1', name: 'writeFile', ok: true, content: 'wrote 4 bytes to b.txt' }] }).snapshot;
-    const edited = JSON.stringify({ path: 'b.txt', content: 'mine' });
-    expect(done.messages.at(-1)).toEqual({ role: 'tool', toolCallId: 'w1', content: `(The user approved this call with edited arguments: ${edited})\nwrote 4 bytes to b.txt` });
-  });
-
   test('an invalid edit is refused naming the field; an edit needs an approval and a known schema', () => {
     const s = waiting();
     expect(transition(s, { type: 'APPROVAL', toolCallId: 'w1', approved: true, arguments: { path: 3, content: 'x' } }, at(1))).toEqual({
@@ -1326,9 +1190,8 @@ describe('approving with edited arguments', () => {
 
 describe("a person's decisions reach the model in one user message after the turn's tool results", () => {
   const calls = [call('w1', 'writeFile', { path: 'x', content: '1' }), call('w2', 'writeFile', { path: 'y', content: '2' })];
-  const decide = (decisions: Array<Omit<Extract<AgentEvent, { type: 'APPROVAL' }>, 'type'>>, machineVersion?: number) => {
-    const base = snapshot({ approval: { tools: ['writeFile'] } });
-    let s = run({ ...base, machineVersion: machineVersion ?? base.machineVersion }, { type: 'START' }, { type: 'MODEL_RESPONDED', response: response('', calls) });
+  const decide = (decisions: Array<Omit<Extract<AgentEvent, { type: 'APPROVAL' }>, 'type'>>) => {
+    let s = run(snapshot({ approval: { tools: ['writeFile'] } }), { type: 'START' }, { type: 'MODEL_RESPONDED', response: response('', calls) });
     s = run(s, ...decisions.map((d): AgentEvent => ({ type: 'APPROVAL', ...d })));
     const ran = s.toolRound.pending.filter((c) => !s.toolRound.presetResults.some((r) => r.toolCallId === c.id));
     return run(s, { type: 'TOOLS_DONE', results: ran.map((c) => ({ toolCallId: c.id, name: c.name, ok: true, content: `out ${c.id}` })) }).messages;
@@ -1357,12 +1220,6 @@ describe("a person's decisions reach the model in one user message after the tur
     expect(messages.at(-1)).toEqual(note === null ? expect.objectContaining({ role: 'tool' }) : { role: 'user', content: `${APPROVAL_NOTE_HEAD}\n${note}` });
   });
 
-  test('runs begun before approval notes: a rejection carries its feedback, an approval drops it', () => {
-    const messages = decide([{ toolCallId: 'w1', approved: true, feedback: 'ok' }, { toolCallId: 'w2', approved: false, feedback: 'not y' }], versionBefore('approvalNotes'));
-    expect(tools(messages)).toEqual(['out w1', 'The user rejected this call: not y']);
-    expect(messages.at(-1)?.role).toBe('tool');
-  });
-
   test("a budget approval's feedback is a user message before the next model call", () => {
     const big = { ...response('answer'), usage: { promptTokens: 1_300, completionTokens: 1_300, totalTokens: 2_600 } };
     let s = run(judged({ budget: { maxTokens: 3_000, reserveOutputTokens: 500, onExceed: 'approve' } }), { type: 'START' });
@@ -1375,9 +1232,8 @@ describe("a person's decisions reach the model in one user message after the tur
 });
 
 describe('a model call the worker refuses for unknown tools', () => {
-  const refused = (machineVersion?: number) => {
-    const base = snapshot();
-    const started = run({ ...base, machineVersion: machineVersion ?? base.machineVersion }, { type: 'START' });
+  const refused = () => {
+    const started = run(snapshot(), { type: 'START' });
     expect(started.counters.loops).toBe(1);
     return run(started, { type: 'UNKNOWN_TOOLS', error: 'unknown tools: bogus; this worker has: readFile' });
   };
@@ -1387,11 +1243,6 @@ describe('a model call the worker refuses for unknown tools', () => {
     expect(view(s)).toMatchObject({ state: 'FAILED', loops: 0, stream: null, usage: expect.objectContaining({ modelCalls: 0 }) });
     expect(s.reason?.text).toBe('no model call was made: unknown tools: bogus; this worker has: readFile');
     expect(s.logs.transitions.at(-1)).toMatchObject({ from: 'STREAMING', to: 'FAILED', event: 'UNKNOWN_TOOLS' });
-  });
-
-  test('in runs begun before the change, counts as a failed model call', () => {
-    const s = refused(versionBefore('unknownToolsUncounted'));
-    expect([s.counters.loops, s.reason?.text]).toEqual([1, 'model call failed: unknown tools: bogus; this worker has: readFile']);
   });
 });
 
@@ -1456,7 +1307,6 @@ describe('the table', () => {
   /** Ways a state's snapshot differs, combined: each row's guard must hold in one of them (or in a test above). */
   const variants: Array<Array<(s: RunSnapshot) => RunSnapshot>> = [
     [(s) => s, (s) => ({ ...s, pauseRequested: !s.pauseRequested, ...(s.phase.type === 'COMPLETED' ? { phase: { type: 'COMPLETED', conversationOpen: false } } : {}) })],
-    [(s) => s, (s) => ({ ...s, machineVersion: 1 }), (s) => ({ ...s, machineVersion: versionBefore('interrupt') })],
     [
       (s) => s,
       (s) => ({ ...s, clocks: { ...s.clocks, work: { state: 'none' } } }),

@@ -1,6 +1,6 @@
 /**
  * What the client throws, and how it recognises conditions that the server and the SDK report only in words.
- * Those matches (`isNoWorkerError`, `isNoUpdateHandler`, `isStateAtMissing`, `stepNotFound`) read message text: they are
+ * Those matches (`isNoWorkerError`, `isNoUpdateHandler`, `stepNotFound`) read message text: they are
  * kept here, in one place, because an SDK or server upgrade that rewords a message changes what they see.
  */
 import {
@@ -191,14 +191,8 @@ const NO_UPDATE_HANDLER = /No registered handler for update/;
 /** The workflow's message for a step it does not hold (`resume.ts`, `snapshotAt`). */
 const STEP_NOT_IN_RUN = /step -?\d+ is not in this run[^\n]*/;
 
-/** The SDK's refusal of a query that the workflow registered no handler for, here `stateAt` (a worker from before 0.2). */
-const NO_STATE_AT_HANDLER = /did not register a handler for stateAt\b/;
-
 /** Whether an update was refused because the run has no handler for it (`reason` is the workflow's message). */
 export const isNoUpdateHandler = (reason: string): boolean => NO_UPDATE_HANDLER.test(reason);
-
-/** Whether a `stateAt` query failed because the run's worker predates it. */
-export const isStateAtMissing = (err: unknown): boolean => err instanceof Error && NO_STATE_AT_HANDLER.test(err.message);
 
 /** The workflow's refusal of a step it does not hold, as `AgentStepNotFoundError`; `undefined` for any other error. */
 export function stepNotFound(workflowId: string, step: number, err: unknown): AgentStepNotFoundError | undefined {

@@ -25,7 +25,6 @@ import {
   pauseUpdate,
   resumeUpdate,
   sendMessageUpdate,
-  snapshotAtQuery,
   stateAtQuery,
   stateSnapshotAtQuery,
   stateQuery,
@@ -52,7 +51,6 @@ import {
   isDroppedWithWorkflowTask,
   isNoUpdateHandler,
   isNoWorkerError,
-  isStateAtMissing,
   runFailure,
   stepNotFound,
   validate,
@@ -202,14 +200,7 @@ export class AgentRunHandle {
   async snapshotAt(step: number, opts: { includeMessages?: boolean; timeoutMs?: number } = {}): Promise<RunStateView> {
     const args = { step, includeMessages: opts.includeMessages ?? false };
     return this.timeTravelQuery('stateAt', opts.timeoutMs, () =>
-      this.guard(() =>
-        // A worker from before 0.2 serves the same view as `snapshotAt`.
-        this.workflow.query(stateAtQuery, args).catch((err: unknown) => {
-          // The SDK reports a handler's own failure (a step the run does not hold) as this error type too.
-          if (err instanceof QueryNotRegisteredError && isStateAtMissing(err)) return this.workflow.query(snapshotAtQuery, args);
-          throw err;
-        }),
-      ),
+      this.guard(() => this.workflow.query(stateAtQuery, args)),
     ).catch((err: unknown) => {
       throw stepNotFound(this.workflowId, step, err) ?? err;
     });

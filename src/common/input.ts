@@ -11,6 +11,16 @@ export const DEFAULT_APPROVAL_TIMEOUT_MS = 7 * 24 * 3600_000;
 /** How long a run stays PAUSED by default before it is aborted: a week. */
 export const DEFAULT_MAX_PAUSED_MS = 7 * 24 * 3600_000;
 
+/** The run snapshot's one schema version, the 1.0 baseline (machine/snapshot-schema.ts). */
+export const SNAPSHOT_VERSION = '1.0';
+
+/** `schemaVersion` of a stored snapshot: any other version is refused, naming the one this worker knows. */
+export function snapshotVersion() {
+  // Only a string or a number is quoted back: the input may be anything (a BigInt, an object).
+  const shown = (v: unknown) => (typeof v === 'string' ? `'${v.slice(0, 20)}'` : typeof v === 'number' ? String(v) : `of type ${typeof v}`);
+  return z.literal(SNAPSHOT_VERSION, { error: (issue) => `unknown snapshot version ${shown(issue.input)}: this worker reads version '${SNAPSHOT_VERSION}' only` });
+}
+
 // Built once per worker, not once per run (once-per-worker.ts).
 export const { LimitsSchema, PriceSchema, BudgetSchema, ApprovalSchema, CompactionSchema, AgentRunInputSchema } = oncePerWorker('common/input', () => {
   /** The three lines of defence every run has, plus the repetition guard. */
@@ -157,12 +167,8 @@ export const { LimitsSchema, PriceSchema, BudgetSchema, ApprovalSchema, Compacti
       resume: z
         .object({
           kind: z.enum(['continue', 'fork']),
-          /** A run snapshot (version 3, or 1 and 2 from runs begun before); checked for its version, state and step, the rest is the workflow's own output. */
-          snapshot: z.discriminatedUnion('schemaVersion', [
-            z.looseObject({ schemaVersion: z.literal(1), state: z.string(), step: z.number().int().min(0) }),
-            z.looseObject({ schemaVersion: z.literal(2), phase: z.looseObject({ type: z.string() }), step: z.number().int().min(0) }),
-            z.looseObject({ schemaVersion: z.literal(3), phase: z.looseObject({ type: z.string() }), counters: z.looseObject({ step: z.number().int().min(0) }) }),
-          ]),
+          /** A run snapshot of version `SNAPSHOT_VERSION`; checked for its version, state and step, the rest is the workflow's own output. */
+          snapshot: z.looseObject({ schemaVersion: snapshotVersion(), phase: z.looseObject({ type: z.string() }), counters: z.looseObject({ step: z.number().int().min(0) }) }),
           origin: z.object({ workflowId: z.string(), step: z.number().int().min(0) }).strict().optional(),
         })
         .strict()

@@ -74,8 +74,6 @@ export const stateQuery = defineQuery<RunStateView, [StateQueryOptions?]>('state
  * `state`, which the Temporal UI's Queries tab, listing queries by name, then preselects.
  */
 export const stateAtQuery = defineQuery<RunStateView, [{ step: number; includeMessages?: boolean }]>('stateAt');
-/** @deprecated `stateAt`'s name on workers before 0.2; the client falls back to it when a worker does not know `stateAt`. */
-export const snapshotAtQuery = defineQuery<RunStateView, [{ step: number; includeMessages?: boolean }]>('snapshotAt');
 /** A run's internal snapshot right after a step, as a new run carries on from it (`AgentClient.fork`); its shape is the worker's own. */
 export const stateSnapshotAtQuery = defineQuery<CarriedSnapshot, [{ step: number }]>('stateSnapshotAt');
 /**

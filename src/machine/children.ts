@@ -1,5 +1,5 @@
 /**
- * Named agents called as tools (machine versions with `agentCalls: 'childRun'`): the child run each call starts, the parent's record of its
+ * Named agents called as tools: the child run each call starts, the parent's record of its
  * children, and their usage counted against the parent's. Pure: the machine calls these, the workflow starts the children.
  */
 import type { ChildOutcome, ChildRequest, ToolCall, ToolResult } from '../common/chat';
@@ -7,24 +7,16 @@ import { emptyUsage } from '../common/chat';
 import { addCost } from '../common/prices';
 import { childBudget } from './budget';
 import type { RunSnapshot } from './snapshot';
-import { machineDefinition } from './versions';
 
 /** A child's state in its parent's record until it ends (then COMPLETED, FAILED or ABORTED); its own `state` query has more. */
 export const CHILD_RUNNING = 'RUNNING';
 
 /** The child a call of a named agent starts, in a run with a known workflow id. */
-function childRun(s: RunSnapshot, call: ToolCall, callNumber: number): ChildRequest | undefined {
+export function childRequest(s: RunSnapshot, call: ToolCall, callNumber: number): ChildRequest | undefined {
   if (!call.agent || !s.workflowId) return undefined;
   const budget = childBudget(s);
   return { workflowId: `${s.workflowId}/${call.agent}-${callNumber}`, agent: call.agent, ...(budget ? { budget } : {}) };
 }
-
-/** What a call of a named agent does, by machine version: runs as a tool (no child), or starts a child run. */
-const AGENT_CALLS = { asTool: () => undefined, childRun } as const;
-
-/** The child a call starts, if any, as the run's machine version decides. */
-export const childRequest = (s: RunSnapshot, call: ToolCall, callNumber: number): ChildRequest | undefined =>
-  AGENT_CALLS[machineDefinition(s.machineVersion).agentCalls](s, call, callNumber);
 
 /** The children a TOOL_EXECUTING step starts, recorded as RUNNING with no usage yet. */
 export function childrenStarted(s: RunSnapshot, requests: ReadonlyArray<{ child?: ChildRequest }>): Pick<RunSnapshot, 'children'> {

@@ -5,7 +5,6 @@
  */
 import { AgentState, isTerminal } from '../common/states';
 import type { RunSnapshot, WorkClock } from './snapshot';
-import { machineDefinition } from './versions';
 
 const S = AgentState;
 type Clocks = Pick<RunSnapshot['clocks'], 'work' | 'approvalDeadline'> & Partial<Pick<RunSnapshot['clocks'], 'approvalReminderDue' | 'approvalReminder' | 'pausedDeadline' | 'totalDeadline'>>;
@@ -54,7 +53,8 @@ function waitClocks(s: RunSnapshot, to: AgentState, now: string): Partial<Clocks
  */
 export function freshClocks(s: RunSnapshot, now: string): Clocks {
   const running: Clocks = { work: { state: 'running', deadline: addMs(now, s.limits.timeoutMs) }, approvalDeadline: null };
-  return CLOCKS[machineDefinition(s.machineVersion).clocks].fresh(s, running, now);
+  // A fork's total time starts with it.
+  return clocks({ ...s, clocks: { ...withoutTotal(s.clocks), ...running }, phase: { type: S.IDLE } }, s.phase.type, now);
 }
 
 const withoutTotal = ({ totalDeadline: _total, ...rest }: RunSnapshot['clocks']): RunSnapshot['clocks'] => rest;
@@ -69,29 +69,12 @@ export function waitDeadline(s: RunSnapshot): string | null {
   return [own, totalDeadline(s)].filter((d): d is string => d !== null).sort()[0] ?? null;
 }
 
-/** When the run's timer must fire: the earliest of its clocks (working time, an approval wait, a pause, the total time). */
-const earliestClock = (s: RunSnapshot): string | null =>
+/** When the run's timer must fire, null for none: the earliest of its clocks (working time, an approval wait, a pause, the total time). */
+export const timerDue = (s: RunSnapshot): string | null =>
   [workDeadline(s), s.clocks.approvalDeadline, s.clocks.approvalReminderDue, s.clocks.pausedDeadline, totalDeadline(s)].filter((d): d is string => d != null).sort()[0] ?? null;
 
 /** When working time runs out; null while its clock is stopped or not set. */
 export const workDeadline = (s: RunSnapshot): string | null => (s.clocks.work.state === 'running' ? s.clocks.work.deadline : null);
 
-/**
- * What each machine version's clocks do. `workflowTimer` (versions before working time): one deadline, which the
- * workflow's own timer keeps; state changes move no clock and the machine sets no timer (null).
- */
-const CLOCKS = {
-  workflowTimer: { moved: () => ({}), fresh: (_s: RunSnapshot, running: Clocks) => running, due: () => null },
-  workingTime: {
-    moved: clocks,
-    // A fork's total time starts with it.
-    fresh: (s: RunSnapshot, running: Clocks, now: string) => clocks({ ...s, clocks: { ...withoutTotal(s.clocks), ...running }, phase: { type: S.IDLE } }, s.phase.type, now),
-    due: earliestClock,
-  },
-} as const;
-
-/** The clocks across a state change, as the run's machine version keeps them. */
-export const movedClocks = (s: RunSnapshot, to: AgentState, now: string): Partial<Clocks> => CLOCKS[machineDefinition(s.machineVersion).clocks].moved(s, to, now);
-
-/** When the run's timer must fire; null: no timer (or the workflow's own, in versions that keep one). */
-export const timerDue = (s: RunSnapshot): string | null => CLOCKS[machineDefinition(s.machineVersion).clocks].due(s);
+/** The clocks across a state change. */
+export const movedClocks = (s: RunSnapshot, to: AgentState, now: string): Partial<Clocks> => clocks(s, to, now);

@@ -1,9 +1,8 @@
 /**
- * What the machine's rows share: the moves (`enter` with its entry rows, `finish`, `fail`), the work a state stands
- * for (`commandsFor`), and the behaviours each machine version names (machine/versions.ts). Pure.
+ * What the machine's rows share: the moves (`enter` with its entry rows, `finish`, `fail`) and the work a state stands
+ * for (`commandsFor`). Pure.
  */
-import type { ChatMessage, ToolCall, ToolRequest, ToolResult, Usage } from '../common/chat';
-import { addUsage } from '../common/chat';
+import type { ToolCall, ToolRequest, ToolResult } from '../common/chat';
 import { isLoopLimitReached, nearLimit } from './guards';
 import { budgetExceeded, contextWouldOverflow } from './budget';
 import { childRequest, childrenStarted } from './children';
@@ -11,24 +10,20 @@ import { chained } from './chain';
 import { movedClocks } from './clocks';
 import { ruleCritique } from './critic';
 import { compactionRequest, critiqueRequest, modelRequest } from './requests';
-import { confident, continued, lastAssistantText, withSideUsage, type ContinuedChanges } from './responses';
+import { lastAssistantText } from './responses';
 import type { ModelStep, PendingApproval, Phase, RunSnapshot, WorkPhase } from './snapshot';
-import type { CritiqueDecision, ToolCallRecord } from '../common/view';
+import type { ToolCallRecord } from '../common/view';
 import { FailureType, ModelErrorType } from '../common/failures';
 import { argumentsProblem } from '../common/input';
 import { AgentState, isTerminal, WORK_STATES } from '../common/states';
 import type { EntryRow, Row } from './table';
 import type { AgentCommand, AgentEvent, TransitionResult, WorkCommand } from './types';
-import { machineDefinition, type MachineDefinition } from './versions';
 
 export const S = AgentState;
 
 /** Text the model is given in place of a call that the repetition guard stopped. */
 export const LOOP_WARNING =
   'Not executed: this repeats your earlier calls without progress. Use the results you already have or try a different approach; repeating it again ends the run.';
-
-/** How many recent messages compaction keeps verbatim in runs begun before `compaction.keepRecentMessages`. */
-export const KEEP_RECENT_MESSAGES = 6;
 
 /** Text the model is given in place of tool calls whose response the output limit cut off. */
 export const CUT_TOOL_CALL =
@@ -55,19 +50,9 @@ export const undecided = (s: RunSnapshot) => (s.phase.type === S.AWAITING_APPROV
 /** The event a state resolves with at once, with no effect to wait for; null for states that wait. */
 export function internalEvent(s: RunSnapshot): AgentEvent | null {
   if (s.phase.type === S.PROCESSING) return { type: 'PROCESS' };
-  if (s.phase.type === S.CRITIQUE && critiqueMode(s) === 'rules') return { type: 'CRITIQUE_DONE', decision: ruleCritique(s) };
+  if (s.phase.type === S.CRITIQUE && s.options.critique === 'rules') return { type: 'CRITIQUE_DONE', decision: ruleCritique(s) };
   return null;
 }
-
-/** The run's machine version: the one record of behaviour the machine reads. */
-export const version = (s: RunSnapshot): MachineDefinition => machineDefinition(s.machineVersion);
-
-/** Who judges a step, by machine version: the chosen critic judges answers, and tool steps too (`toolStepsToo`); else the rules judge tool steps. */
-export const CRITIC = {
-  answersOnly: (s: RunSnapshot) => (s.toolRound.lastResults.length === 0 ? s.options.critique : 'rules'),
-  toolStepsToo: (s: RunSnapshot) => s.options.critique,
-} as const;
-export const critiqueMode = (s: RunSnapshot): 'rules' | 'model' => CRITIC[version(s).critic](s);
 
 /**
  * The event a failed model call becomes: a context overflow leads to compaction, an unreadable chain to the same
@@ -178,11 +163,11 @@ export const ENTRY: ReadonlyArray<EntryRow & { guards: readonly AgentState[]; no
     // Once per model step: a request still too large after compacting is left to the provider (and the reactive path).
     guards: MODEL_STEPS,
     notAfter: 'COMPACTED',
-    guard: { name: 'wouldOverflowContext', holds: (s, e) => e.type !== 'COMPACTED' && PROACTIVE_COMPACTION[version(s).proactiveCompaction](s) !== null },
+    guard: { name: 'wouldOverflowContext', holds: (s, e) => e.type !== 'COMPACTED' && contextWouldOverflow(s) !== null },
     target: S.COMPACTING,
     action: {
       name: 'compactFirst',
-      run: (s, target, e, now) => enter({ ...s, reason: { kind: 'compaction', text: PROACTIVE_COMPACTION[version(s).proactiveCompaction](s)! } }, { type: S.COMPACTING, returnTo: target.type as ModelStep }, e, now),
+      run: (s, target, e, now) => enter({ ...s, reason: { kind: 'compaction', text: contextWouldOverflow(s)! } }, { type: S.COMPACTING, returnTo: target.type as ModelStep }, e, now),
     },
   },
   // The states a row leads into (an ending is reached by `finish`, a pause by the row above).
@@ -203,13 +188,12 @@ export const tracer: { row: ((r: Row) => void) | null; entry: ((r: EntryRow, tar
 export function start(s: RunSnapshot, target: Phase, e: AgentEvent, now: string): TransitionResult {
   let next = moveTo(s, target, e, now);
   if (target.type === S.TOOL_EXECUTING) next = { ...next, logs: { ...next.logs, toolCalls: toolsStarted(next, now) } };
-  // A request carries a child only where the machine version starts child runs (children.ts).
   if (target.type === S.TOOL_EXECUTING) next = { ...next, ...childrenStarted(next, commandsFor(next).flatMap((c) => (c.type === 'runTools' ? c.requests : []))) };
   if (callsModel(target)) {
     const callNumber = s.counters.loops + 1;
     const queued = s.queuedMessages.map((text) => ({ role: 'user' as const, content: text }));
     // Not on a continuation: the request to go on with a cut-off answer must stay the last message.
-    const near = !s.wrapUpSent && s.counters.continuations === 0 ? WRAP_UP[version(s).wrapUp](s) : null;
+    const near = !s.wrapUpSent && s.counters.continuations === 0 ? nearLimit(s) : null;
     const wrapUp = near ? [{ role: 'user' as const, content: wrapUpNote(near) }] : [];
     const messages = [...next.messages, ...queued, ...wrapUp];
     next = { ...next, counters: { ...next.counters, loops: callNumber }, partialText: '', stream: { callNumber, attempt: 1 }, queuedMessages: [], messages, wrapUpSent: s.wrapUpSent || near !== null };
@@ -237,10 +221,10 @@ export function commandsFor(s: RunSnapshot): WorkCommand[] {
       return [{ type: 'runTools', requests, ...(s.options.concurrentTools ? { concurrent: true as const } : {}) }];
     }
     case S.CRITIQUE:
-      if (critiqueMode(s) === 'rules') return [];
-      return [{ type: 'critique', request: critiqueRequest(s), timeouts: version(s).criticTimeouts }];
+      if (s.options.critique === 'rules') return [];
+      return [{ type: 'critique', request: critiqueRequest(s) }];
     case S.COMPACTING:
-      return [{ type: 'compact', request: compactionRequest(s, KEEP_RECENT[version(s).keepRecent](s)) }];
+      return [{ type: 'compact', request: compactionRequest(s, s.options.compaction.keepRecentMessages) }];
     case S.COMPLETED:
       return s.phase.conversationOpen ? [{ type: 'awaitMessage', ms: s.options.keepOpenMs }] : [];
     default:
@@ -274,11 +258,8 @@ export function approvalNote(decided: PendingApproval[]): string | null {
 /** The first line of the user message that carries a person's decisions on a turn's tool calls. */
 export const APPROVAL_NOTE_HEAD = "The user's decisions on your tool calls in this turn:";
 
-/** A tool's result as the model reads it in runs begun before approval notes: after edited arguments, it is told what ran. */
-export function withEdit(s: RunSnapshot, r: ToolResult): string {
-  const call = s.toolRound.pending.find((c) => c.id === r.toolCallId);
-  return call?.edited ? `(The user approved this call with edited arguments: ${call.arguments})\n${r.content}` : r.content;
-}
+/** What the model is told of a call a person rejected; their feedback is in the approval note, beside every other decision's. */
+export const REJECTED_CALL = 'The user rejected this call.';
 
 /** A request for a call of a named agent carries the child run it starts (children.ts). */
 export function withChild(s: RunSnapshot, request: ToolRequest): ToolRequest {
@@ -354,10 +335,10 @@ export function rejectUndecided(s: RunSnapshot, phase: Extract<Phase, { type: ty
   const rejected = decided.filter((p) => !p.decision?.approved);
   const edits = new Map(decided.filter((p) => p.decision?.arguments !== undefined).map((p) => [p.toolCallId, p.decision!.arguments!]));
   const pending = s.toolRound.pending.map((c) => (edits.has(c.id) ? { ...c, arguments: edits.get(c.id)!, edited: true as const } : c));
-  const content = (p: PendingApproval) => (timedOut.includes(phase.pending[decided.indexOf(p)]) ? approvalTimedOut(s.limits.approvalTimeoutMs) : decisions(s).rejected(p));
+  const content = (p: PendingApproval) => (timedOut.includes(phase.pending[decided.indexOf(p)]) ? approvalTimedOut(s.limits.approvalTimeoutMs) : REJECTED_CALL);
   const answered = rejected.map((p) => ({ toolCallId: p.toolCallId, name: p.name, ok: false, content: content(p) }));
   const next: RunSnapshot = withRejected(
-    { ...s, reason: { kind: 'approvalTimeout', text: `${why}: rejected (approval.onTimeout is reject)` }, approvalNote: decisions(s).noteOf(decided), toolRound: { ...s.toolRound, pending } },
+    { ...s, reason: { kind: 'approvalTimeout', text: `${why}: rejected (approval.onTimeout is reject)` }, approvalNote: approvalNote(decided), toolRound: { ...s.toolRound, pending } },
     answered,
     now,
   );
@@ -385,7 +366,7 @@ export function finish(s: RunSnapshot, to: Ending, e: AgentEvent, now: string, r
 
 /**
  * The same model step again on the next of `fallbackModels`, not counted as another loop (the failed call made no
- * answer); with none left, or in runs begun before `model-fallback`, the run fails as with any final model error.
+ * answer); with none left, the run fails as with any final model error.
  */
 export function fallBack(s: RunSnapshot, e: Extract<AgentEvent, { type: 'MODEL_UNAVAILABLE' }>, now: string): TransitionResult {
   const [to, ...rest] = s.options.fallbackModels ?? [];
@@ -423,82 +404,3 @@ export function moveTo(s: RunSnapshot, to: Phase, e: AgentEvent, now: string): R
     logs: { ...s.logs, transitions: [...s.logs.transitions, { from, to: to.type, event: e.type, at: now }] },
   };
 }
-
-/*
- * What each behaviour a machine version names does (machine/versions.ts). The machine reads the run's version and
- * looks its behaviours up here; no code below branches on a patch.
- */
-
-export type Handler<E extends AgentEvent['type']> = (s: RunSnapshot, e: Extract<AgentEvent, { type: E }>, now: string) => TransitionResult;
-
-/** An answer the output limit cut off (`cutOffAnswers`): is it one, and what its response changes about continuing. */
-export const CUT_OFF = {
-  ignored: { isCut: () => false, continued: (): ContinuedChanges => ({}) },
-  continued: { isCut: (s: RunSnapshot) => s.lastFinishReason === 'length', continued },
-} as const;
-
-/** A model call refused for unknown tools (`unknownTools`): the run fails, with the call counted or taken back. */
-export const UNKNOWN_TOOLS: Record<MachineDefinition['unknownTools'], Handler<'UNKNOWN_TOOLS'>> = {
-  counted: (s, e, now) => fail(s, e, now, `model call failed: ${e.error}`),
-  uncounted: (s, e, now) => {
-    // No request was made: the call the way into this step counted is taken back.
-    const loops = s.counters.loops - 1;
-    return fail({ ...s, counters: { ...s.counters, loops }, stream: loops > 0 ? { callNumber: loops, attempt: 1 } : null }, e, now, `no model call was made: ${e.error}`);
-  },
-};
-
-/** A critic's `complete` below `critiqueMinConfidence` (`criticConfidence`): taken, or another attempt. */
-export const CONFIDENCE: Record<MachineDefinition['criticConfidence'], (d: CritiqueDecision, min: number) => CritiqueDecision> = {
-  ignored: (d) => d,
-  retried: confident,
-};
-
-/** A compaction's usage (`compactionUsage`): its tokens, or its tokens and their cost. */
-export const COMPACTION_USAGE: Record<MachineDefinition['compactionUsage'], (s: RunSnapshot, u: Usage) => RunSnapshot['usage']> = {
-  tokens: (s, u) => ({ ...s.usage, ...addUsage(s.usage, u) }),
-  tokensAndCost: (s, u) => withSideUsage(s, u).usage,
-};
-
-/** Why the next model step compacts first (`proactiveCompaction`), or null. */
-export const PROACTIVE_COMPACTION: Record<MachineDefinition['proactiveCompaction'], (s: RunSnapshot) => string | null> = {
-  never: () => null,
-  overThreshold: contextWouldOverflow,
-};
-
-/** The limit the next model call comes close to, to be told once (`wrapUp`), or null. */
-export const WRAP_UP: Record<MachineDefinition['wrapUp'], (s: RunSnapshot) => string | null> = { never: () => null, nearLimit };
-
-/** Messages compaction keeps verbatim (`keepRecent`). */
-export const KEEP_RECENT: Record<MachineDefinition['keepRecent'], (s: RunSnapshot) => number> = {
-  fixedSix: () => KEEP_RECENT_MESSAGES,
-  asConfigured: (s) => s.options.compaction.keepRecentMessages,
-};
-
-/** How a person's decisions reach the model (`decisionsToModel`): in each tool message, or in one note after them. */
-interface DecisionsToModel {
-  toolMessage: (s: RunSnapshot, r: ToolResult) => string;
-  /** The user message after the turn's tool results. */
-  note: (s: RunSnapshot) => ChatMessage[];
-  noteOf: (decided: PendingApproval[]) => string | null;
-  rejected: (p: PendingApproval) => string;
-  /** The feedback of an approved budget extension, told to the model. */
-  budgetFeedback: (feedback: string | undefined) => string | undefined;
-}
-export const DECISIONS: Record<MachineDefinition['decisionsToModel'], DecisionsToModel> = {
-  inToolResults: {
-    toolMessage: withEdit,
-    note: () => [],
-    noteOf: () => null,
-    rejected: (p) => `The user rejected this call${p.decision?.feedback ? `: ${p.decision.feedback}` : '.'}`,
-    budgetFeedback: () => undefined,
-  },
-  approvalNote: {
-    toolMessage: (_s, r) => r.content,
-    note: (s) => (s.approvalNote ? [{ role: 'user', content: s.approvalNote }] : []),
-    noteOf: approvalNote,
-    // The feedback is in the note, beside that of every other decision.
-    rejected: () => 'The user rejected this call.',
-    budgetFeedback: (feedback) => feedback?.trim(),
-  },
-};
-export const decisions = (s: RunSnapshot): DecisionsToModel => DECISIONS[version(s).decisionsToModel];

@@ -3,9 +3,9 @@ import { CritiqueAction } from '../common/states';
 import type { CritiqueDecision } from '../common/view';
 import { ruleCritique } from './critic';
 import { isStuckInSetbacks } from './guards';
-import { lastAssistantText, withSideUsage } from './responses';
+import { confident, lastAssistantText, withSideUsage } from './responses';
 import type { RunSnapshot } from './snapshot';
-import { CONFIDENCE, critiqueMode, enter, fail, finish, plain, S, TOOL_RETRY_NOTE, version } from './core';
+import { enter, fail, finish, plain, S, TOOL_RETRY_NOTE } from './core';
 import { whileRunning } from './running';
 import { action, type EventOf, guard, row, type Row } from './table';
 
@@ -15,7 +15,7 @@ type Judged = EventOf<'CRITIQUE_DONE' | 'CRITIC_FAILED'>;
 function judgement(s: RunSnapshot, e: Judged): { next: RunSnapshot; decision: CritiqueDecision; act: CritiqueAction; afterTools: boolean; modelOnTools: boolean } {
   let judged: RunSnapshot;
   if (e.type === 'CRITIQUE_DONE') {
-    judged = { ...withSideUsage(s, e.usage), lastCritique: CONFIDENCE[version(s).criticConfidence](e.decision, s.options.critiqueMinConfidence) };
+    judged = { ...withSideUsage(s, e.usage), lastCritique: confident(e.decision, s.options.critiqueMinConfidence) };
   } else {
     const fallback = ruleCritique(s);
     judged = { ...s, lastCritique: { ...fallback, reason: `${fallback.reason} (model critic unavailable: ${e.error})` } };
@@ -25,7 +25,7 @@ function judgement(s: RunSnapshot, e: Judged): { next: RunSnapshot; decision: Cr
   const setback = decision.action === CritiqueAction.RETRY || decision.action === CritiqueAction.REPLAN;
   const next: RunSnapshot = { ...judged, counters: { ...judged.counters, setbacksInARow: setback ? judged.counters.setbacksInARow + 1 : 0 } };
   // A model critic's word on a tool step: the model has not answered with the results yet, so it cannot be complete.
-  const modelOnTools = afterTools && e.type === 'CRITIQUE_DONE' && critiqueMode(judged) === 'model';
+  const modelOnTools = afterTools && e.type === 'CRITIQUE_DONE' && judged.options.critique === 'model';
   const act = modelOnTools && decision.action === CritiqueAction.COMPLETE ? CritiqueAction.CONTINUE : decision.action;
   return { next, decision, act, afterTools, modelOnTools };
 }

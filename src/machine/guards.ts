@@ -1,7 +1,6 @@
 import { approvalCovers } from '../common/approval';
 import type { ToolCall } from '../common/chat';
 import type { RunSnapshot } from './snapshot';
-import { machineDefinition } from './versions';
 
 /** The run has made as many model calls as its `maxLoops` allows. */
 export const isLoopLimitReached = (s: RunSnapshot): boolean => s.counters.loops >= s.limits.maxLoops;
@@ -70,13 +69,7 @@ export const describeRepetition = (r: Repetition): string =>
     : `the cycle ${r.unit.join(' -> ')} repeated ${r.times} times`;
 
 /** The critic has asked for another attempt more often in a row than `maxRepeats` allows: the run is not progressing. */
-const stuckInSetbacks = (s: RunSnapshot): boolean => s.counters.setbacksInARow > s.limits.maxRepeats;
-
-/** Setbacks end the run only in machine versions that have the guard (`setbacks: 'endWhenStuck'`). */
-const SETBACKS = { unlimited: () => false, endWhenStuck: stuckInSetbacks } as const;
-
-/** The run is stuck in setbacks, as its machine version judges it. */
-export const isStuckInSetbacks = (s: RunSnapshot): boolean => SETBACKS[machineDefinition(s.machineVersion).setbacks](s);
+export const isStuckInSetbacks = (s: RunSnapshot): boolean => s.counters.setbacksInARow > s.limits.maxRepeats;
 
 /**
  * The limit the next model call comes close to (`limits.wrapUpAt` of it), in words, or null: the model is then told

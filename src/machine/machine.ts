@@ -5,7 +5,6 @@
  *
  * The behaviour is the table (machine/table.ts): each state's ordered rows `{ event, guard, target, action }`, one
  * module per state or group (machine/*.ts), and the entry rows through which a target may detour (core.ts `ENTRY`).
- * What a run's rows do depends only on its machine version (machine/versions.ts).
  */
 import type { AgentState } from '../common/states';
 import { AgentState as S, isTerminal } from '../common/states';
@@ -24,7 +23,6 @@ import { COMPACTING_ROWS, COMPLETED_ROWS, PAUSED_ROWS } from './waits';
 export type { AgentCommand, AgentEvent, AgentEventType, TransitionResult, WorkCommand } from './types';
 export { CONTINUE_PROMPT } from './responses';
 export { freshClocks, timerDue } from './clocks';
-export { LATEST_MACHINE_VERSION, MACHINE_VERSIONS, machineDefinition, versionBefore, versionOfPatches, type MachineDefinition } from './versions';
 export { ENTRY as ENTRY_ROWS, tracer as rowTracer } from './core';
 export {
   APPROVAL_NOTE_HEAD,
@@ -39,7 +37,6 @@ export {
   INTERRUPTED_TOOL,
   PAUSE_NOT_APPLIED,
   isRunning,
-  KEEP_RECENT_MESSAGES,
   LOOP_WARNING,
   MAX_CONTINUATIONS,
   modelFailure,

@@ -2,10 +2,10 @@
 import { withRanAhead } from './ran-ahead';
 import { addMs } from './clocks';
 import { chainAfter } from './chain';
-import { calibrated, withResponseUsage } from './responses';
+import { calibrated, continued, withResponseUsage } from './responses';
 import type { ModelStep, RunSnapshot } from './snapshot';
-import { commandsFor, CUT_OFF, enter, fail, fallBack, INTERRUPTED_MARK, ok, pausedBeforeCall, plain, S, UNKNOWN_TOOLS, version } from './core';
-import { interruptsRefused, pauseAlreadyRequested, refuseInterrupt, refusePause, requestPause, whileRunning } from './running';
+import { commandsFor, enter, fail, fallBack, INTERRUPTED_MARK, ok, pausedBeforeCall, plain, S } from './core';
+import { pauseAlreadyRequested, refusePause, requestPause, whileRunning } from './running';
 import { action, guard, REJECTED, row, SELF, type Row } from './table';
 
 const plans = guard<'START'>('plans', (s) => s.options.plan);
@@ -36,17 +36,21 @@ const recordResponse = action<'MODEL_RESPONDED'>('recordResponse', (s, e, now) =
     e.response,
   );
   next.messages = [...s.messages, { role: 'assistant', content: text || null, ...(toolCalls.length ? { toolCalls } : {}) }];
-  const { continuations, ...changes } = CUT_OFF[version(s).cutOffAnswers].continued(s, e.response);
+  const { continuations, ...changes } = continued(s, e.response);
   Object.assign(next, changes);
   if (continuations !== undefined) next.counters = { ...next.counters, continuations };
   return enter(next, plain(S.PROCESSING), e, now);
 });
 
 const failModelCall = action<'MODEL_FAILED' | 'MODEL_UNAVAILABLE'>('failModelCall', (s, e, now) => fail(s, e, now, `model call failed: ${e.error}`));
-/** The version moves to the next model, and one is left. */
-const hasFallbackModel = guard<'MODEL_UNAVAILABLE'>('hasFallbackModel', (s) => version(s).modelUnavailable === 'fallsBack' && (s.options.fallbackModels ?? []).length > 0);
+/** One of `fallbackModels` is left to move to. */
+const hasFallbackModel = guard<'MODEL_UNAVAILABLE'>('hasFallbackModel', (s) => (s.options.fallbackModels ?? []).length > 0);
 const switchModel = action<'MODEL_UNAVAILABLE'>('switchToFallbackModel', fallBack);
-const failUnknownTools = action<'UNKNOWN_TOOLS'>('failUnknownTools', (s, e, now) => UNKNOWN_TOOLS[version(s).unknownTools](s, e, now));
+const failUnknownTools = action<'UNKNOWN_TOOLS'>('failUnknownTools', (s, e, now) => {
+  // No request was made: the call the way into this step counted is taken back.
+  const loops = s.counters.loops - 1;
+  return fail({ ...s, counters: { ...s.counters, loops }, stream: loops > 0 ? { callNumber: loops, attempt: 1 } : null }, e, now, `no model call was made: ${e.error}`);
+});
 
 const overflowedTwice = guard<'CONTEXT_OVERFLOW'>('overflowedTwice', (s) => s.counters.overflowsInARow >= 2);
 const failOverflow = action<'CONTEXT_OVERFLOW'>('failContextOverflow', (s, e, now) => fail(s, e, now, `context still too long after ${s.counters.overflowsInARow} compactions: ${e.error}`));
@@ -99,7 +103,6 @@ function modelStepRows(step: ModelStep): Row[] {
     row('PAUSE', pauseAlreadyRequested, REJECTED, refusePause),
     row('PAUSE', waitsForQuota, S.PAUSED, pauseNow),
     row('PAUSE', null, SELF, requestPause),
-    row('INTERRUPT', interruptsRefused, REJECTED, refuseInterrupt),
     row('INTERRUPT', null, step, restartWithMessage),
     ...whileRunning(['PAUSE', 'INTERRUPT']),
   ];

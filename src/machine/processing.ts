@@ -5,11 +5,11 @@
 import { CONTINUE_PROMPT } from './responses';
 import { describeRepetition, findRepetition, isToolCallLimitReached, needsApproval, toolSignature } from './guards';
 import type { RunSnapshot } from './snapshot';
-import { atLimit, CUT_OFF, CUT_TOOL_CALL, endTruncated, enter, fail, limitFails, LOOP_WARNING, MAX_CONTINUATIONS, outputLimit, plain, S, version, withPolicy } from './core';
+import { atLimit, CUT_TOOL_CALL, endTruncated, enter, fail, limitFails, LOOP_WARNING, MAX_CONTINUATIONS, outputLimit, plain, S, withPolicy } from './core';
 import { whileRunning } from './running';
 import { action, guard, row, type Row } from './table';
 
-const isCut = (s: RunSnapshot) => CUT_OFF[version(s).cutOffAnswers].isCut(s);
+const isCut = (s: RunSnapshot) => s.lastFinishReason === 'length';
 const calls = (s: RunSnapshot) => s.toolRound.pending;
 const signatures = (s: RunSnapshot) => [...s.toolSignatures, ...calls(s).map(toolSignature)];
 const repetition = (s: RunSnapshot) => findRepetition(signatures(s), s.limits.maxRepeats);

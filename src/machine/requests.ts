@@ -1,7 +1,6 @@
 /** Activity inputs built from the snapshot: pure, so the workflow stays a thin interpreter. */
 import type { CompactionRequest, CritiqueRequest, ModelRequest, ToolCall } from '../common/chat';
 import type { RunSnapshot } from './snapshot';
-import { machineDefinition } from './versions';
 import { AgentState } from '../common/states';
 
 /** The plan request's last message: it names the turn's task, so a continued conversation is planned for the right one. */
@@ -9,7 +8,7 @@ export const planInstruction = (task: string) =>
   `Before acting, write a short numbered plan (at most 6 steps) for this task:\n${task}\nDo not call tools now; reply with the plan only.`;
 
 export function modelRequest(s: RunSnapshot, purpose: 'plan' | 'respond', callNumber: number): ModelRequest {
-  const extra = { ...REQUEST_LIMITS[machineDefinition(s.machineVersion).modelRequest](s), ...quotaPlace(s) };
+  const extra = { ...providerLimits(s), ...quotaPlace(s) };
   if (purpose === 'plan') {
     return {
       purpose,
@@ -22,9 +21,6 @@ export function modelRequest(s: RunSnapshot, purpose: 'plan' | 'respond', callNu
   }
   return { purpose, callNumber, model: s.options.model, messages: s.messages, tools: s.options.tools, ...extra };
 }
-
-/** What a model request says of the run's limits, by machine version: nothing, or `providerLimits`. */
-const REQUEST_LIMITS = { plain: () => ({}), providerLimits: (s: RunSnapshot) => providerLimits(s) } as const;
 
 /** The call's place in the fleet's provider budget: where it waits already, and the run's priority. */
 function quotaPlace(s: RunSnapshot): Pick<ModelRequest, 'quota'> {

@@ -1,6 +1,6 @@
 /** Rows every running state shares: abort, the timer, pause and resume requests, messages, stream deltas. */
 import type { RunSnapshot } from './snapshot';
-import { fail, finish, ok, reject, rejectUndecided, remind, S, version } from './core';
+import { fail, finish, ok, reject, rejectUndecided, remind, S } from './core';
 import { action, guard, REJECTED, row, SELF, type Row } from './table';
 import type { AgentEventType } from './types';
 
@@ -13,9 +13,6 @@ export const requestPause = action<'PAUSE'>('requestPause', (s) => ok({ ...s, pa
 
 export const queueMessage = action<'MESSAGE' | 'INTERRUPT'>('queueMessage', (s, e) => ok({ ...s, queuedMessages: [...s.queuedMessages, e.text] }));
 
-/** Runs of machine versions before interrupting messages refuse them. */
-export const interruptsRefused = guard<'INTERRUPT'>('interruptsRefused', (s) => version(s).interrupt === 'refused');
-export const refuseInterrupt = action<'INTERRUPT'>('refuse', () => reject('this run began before interrupting messages: send the message without interrupt'));
 
 const streamDelta = action<'STREAM_DELTA'>('appendStreamedText', (s, e) => {
   // Deltas of a finished or earlier call arrive late after a retry or a crash; they no longer describe anything.
@@ -25,8 +22,6 @@ const streamDelta = action<'STREAM_DELTA'>('appendStreamedText', (s, e) => {
   return ok({ ...s, stream: { callNumber: e.callNumber, attempt: e.attempt }, partialText: (restarted ? '' : s.partialText) + e.text });
 });
 
-/** Versions whose clock is the workflow's own timer: it fires once, at the deadline. */
-export const keepsWorkflowTimer = guard<'TIMEOUT'>('keepsWorkflowTimer', (s) => version(s).clocks === 'workflowTimer');
 /** The run's total time (`limits.totalTimeoutMs`) ran out: it ends the run whatever it was doing or waiting for. */
 export const totalTimeRanOut = guard<'TIMEOUT'>('totalTimeRanOut', (s, _e, now) => s.clocks.totalDeadline !== undefined && now >= s.clocks.totalDeadline);
 export const workingTimeRanOut = guard<'TIMEOUT'>('workingTimeRanOut', (s) => s.clocks.work.state === 'running');
@@ -39,7 +34,6 @@ export const rejectsOnTimeout = guard<'TIMEOUT'>(
   (s) => s.phase.type === S.AWAITING_APPROVAL && s.options.approvalOnTimeout === 'reject' && s.phase.pending.every((p) => p.decision || p.kind === 'tool'),
 );
 
-export const timeOut = action<'TIMEOUT'>('failTimedOut', (s, e, now) => fail(s, e, now, `timed out after ${s.limits.timeoutMs} ms (limits.timeoutMs)`));
 export const workingTimeOut = action<'TIMEOUT'>('failWorkingTimeOut', (s, e, now) => fail(s, e, now, `timed out after ${s.limits.timeoutMs} ms of working time (limits.timeoutMs)`));
 export const abortPausedTooLong = action<'TIMEOUT'>('abortPausedTooLong', (s, e, now) => finish(s, S.ABORTED, e, now, `aborted: paused for ${s.limits.maxPausedMs} ms (limits.maxPausedMs)`));
 export const totalTimeOut = action<'TIMEOUT'>('failTotalTimeOut', (s, e, now) => fail(s, e, now, `timed out after ${s.limits.totalTimeoutMs} ms in all, waits included (limits.totalTimeoutMs)`));
@@ -59,7 +53,6 @@ export const failApprovalTimeout = action<'TIMEOUT'>('failApprovalTimedOut', (s,
 
 /** TIMEOUT in a state where no person is waited for: the working time ran out (or, while paused, the pause). */
 export const timeoutRows: Row[] = [
-  row('TIMEOUT', keepsWorkflowTimer, S.FAILED, timeOut),
   row('TIMEOUT', totalTimeRanOut, S.FAILED, totalTimeOut),
   row('TIMEOUT', workingTimeRanOut, S.FAILED, workingTimeOut),
   // Before the run started, no clock runs.
@@ -84,7 +77,6 @@ export function whileRunning(except: readonly AgentEventType[] = []): Row[] {
     row('RESUME', notPauseRequested, REJECTED, refuseResume),
     row('RESUME', null, SELF, withdrawPause),
     row('MESSAGE', null, SELF, queueMessage),
-    row('INTERRUPT', interruptsRefused, REJECTED, refuseInterrupt),
     // Where no work can be stopped for it, an interrupting message is queued as any message is.
     row('INTERRUPT', null, SELF, queueMessage),
     row('STREAM_DELTA', null, SELF, streamDelta),

@@ -2,20 +2,16 @@
 import type { ToolResult } from '../common/chat';
 import { childrenEnded } from './children';
 import type { PendingApproval, RunSnapshot } from './snapshot';
-import { decisions, editProblem, enter, fail, failed, INTERRUPTED_APPROVAL, ok, plain, reject, S, toolsEnded, withRejected } from './core';
+import { approvalNote, editProblem, enter, fail, failed, INTERRUPTED_APPROVAL, ok, plain, reject, REJECTED_CALL, S, toolsEnded, withRejected } from './core';
 import {
   failApprovalTimeout,
-  interruptsRefused,
-  keepsWorkflowTimer,
   noWaitClock,
   queueMessage,
   raiseReminder,
-  refuseInterrupt,
   refuseTimeout,
   rejectsOnTimeout,
   rejectUndecidedCalls,
   reminderDue,
-  timeOut,
   totalTimeOut,
   totalTimeRanOut,
   whileRunning,
@@ -35,7 +31,7 @@ const recordResults = action<'TOOLS_DONE'>('recordResults', (s, e, now) => {
     logs: { ...s.logs, toolCalls: toolsEnded(s.logs.toolCalls, e.results, s.counters.step + 1, now) },
     counters: { ...s.counters, toolCalls: s.counters.toolCalls + e.results.length, failuresInARow: anyFailed ? s.counters.failuresInARow + 1 : 0 },
     toolRound: { pending: [], presetResults: [], lastResults: results },
-    messages: [...s.messages, ...results.map((r) => ({ role: 'tool' as const, toolCallId: r.toolCallId, content: decisions(s).toolMessage(s, r) })), ...decisions(s).note(s)],
+    messages: [...s.messages, ...results.map((r) => ({ role: 'tool' as const, toolCallId: r.toolCallId, content: r.content })), ...(s.approvalNote ? [{ role: 'user' as const, content: s.approvalNote }] : [])],
     approvalNote: null,
   };
   return enter(childrenEnded(next, e.results), plain(S.CRITIQUE), e, now);
@@ -46,7 +42,6 @@ const stopTools = action<'INTERRUPT'>('stopTools', (s, e) => ok({ ...s, queuedMe
 
 export const TOOL_EXECUTING_ROWS: readonly Row[] = [
   row('TOOLS_DONE', null, S.CRITIQUE, recordResults),
-  row('INTERRUPT', interruptsRefused, REJECTED, refuseInterrupt),
   row('INTERRUPT', null, SELF, stopTools),
   ...whileRunning(['INTERRUPT']),
 ];
@@ -79,7 +74,7 @@ const failDeclined = action<'APPROVAL'>('failBudgetDeclined', (s, e, now) => fai
 const budgetApproved = guard<'APPROVAL'>('budgetApproved', forBudget);
 /** The budget grows by its original size; the model step it waited on goes on. */
 const extendBudget = action<'APPROVAL'>('extendBudget', (s, e, now) => {
-  const feedback = decisions(s).budgetFeedback(e.feedback);
+  const feedback = e.feedback?.trim();
   const told = feedback ? [{ role: 'user' as const, content: `The user approved going over the budget. Their feedback: ${feedback}` }] : [];
   return enter({ ...s, counters: { ...s.counters, budgetGrants: s.counters.budgetGrants + 1 }, messages: [...s.messages, ...told] }, thenOf(s), e, now);
 });
@@ -92,8 +87,8 @@ const runDecided = action<'APPROVAL'>('runDecided', (s, e, now) => {
   const rejected = decided.filter((p) => !p.decision?.approved);
   const editedArgs = new Map(decided.filter((p) => p.decision?.arguments !== undefined).map((p) => [p.toolCallId, p.decision!.arguments!]));
   const pending = s.toolRound.pending.map((c) => (editedArgs.has(c.id) ? { ...c, arguments: editedArgs.get(c.id)!, edited: true as const } : c));
-  const answered = rejected.map((p) => ({ toolCallId: p.toolCallId, name: p.name, ok: false, content: decisions(s).rejected(p) }));
-  const next = withRejected({ ...s, toolRound: { ...s.toolRound, pending }, approvalNote: decisions(s).noteOf(decided) }, answered, now);
+  const answered = rejected.map((p) => ({ toolCallId: p.toolCallId, name: p.name, ok: false, content: REJECTED_CALL }));
+  const next = withRejected({ ...s, toolRound: { ...s.toolRound, pending }, approvalNote: approvalNote(decided) }, answered, now);
   return enter(next, thenOf(s), e, now);
 });
 
@@ -125,10 +120,8 @@ const rejectForMessage = action<'INTERRUPT'>('rejectUndecided', (s, e, now) => {
 
 export const AWAITING_APPROVAL_ROWS: readonly Row[] = [
   ...APPROVAL_ROWS,
-  row('INTERRUPT', interruptsRefused, REJECTED, refuseInterrupt),
   row('INTERRUPT', waitsForBudget, SELF, queueMessage as unknown as Action<'INTERRUPT'>),
   row('INTERRUPT', null, S.TOOL_EXECUTING, rejectForMessage),
-  row('TIMEOUT', keepsWorkflowTimer, S.FAILED, timeOut),
   row('TIMEOUT', totalTimeRanOut, S.FAILED, totalTimeOut),
   row('TIMEOUT', workingTimeRanOut, S.FAILED, workingTimeOut),
   row('TIMEOUT', noWaitClock, REJECTED, refuseTimeout),

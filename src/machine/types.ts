@@ -47,8 +47,8 @@ export type AgentCommand =
   | { type: 'callModel'; request: ModelRequest }
   /** `concurrent`: the run's `toolOrder: 'concurrent'`, all at once; absent: in the model's order (common/tool-order.ts). */
   | { type: 'runTools'; requests: ToolRequest[]; concurrent?: true }
-  /** `critic`: the critic's own time bound (a slow critic is replaced by the rules); `modelCall`: runs begun before it. */
-  | { type: 'critique'; request: CritiqueRequest; timeouts: 'critic' | 'modelCall' }
+  /** Runs with the critic's own time bound: a slow critic is replaced by the rules. */
+  | { type: 'critique'; request: CritiqueRequest }
   | { type: 'compact'; request: CompactionRequest }
   /** A COMPLETED run keeps its conversation open for a follow-up message for `ms`, then closes it. */
   | { type: 'awaitMessage'; ms: number }

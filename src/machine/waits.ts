@@ -1,14 +1,15 @@
 /** Rows of COMPACTING, PAUSED and COMPLETED (whose open conversation waits for a follow-up message). */
 import { addMs } from './clocks';
 import type { RunSnapshot } from './snapshot';
-import { COMPACTION_USAGE, enter, fail, ok, plain, reject, S, version } from './core';
-import { abortPausedTooLong, interruptsRefused, keepsWorkflowTimer, pausedTooLong, refuseInterrupt, refuseTimeout, timeOut, totalTimeOut, totalTimeRanOut, whileRunning, workingTimeOut, workingTimeRanOut } from './running';
+import { enter, fail, ok, plain, reject, S } from './core';
+import { withSideUsage } from './responses';
+import { abortPausedTooLong, pausedTooLong, refuseTimeout, totalTimeOut, totalTimeRanOut, whileRunning, workingTimeOut, workingTimeRanOut } from './running';
 import { action, guard, REJECTED, row, SELF, type Row } from './table';
 
 /** The summary replaces the conversation, which no stored chain begins any more; the model step it came from goes on. */
 const useSummary = action<'COMPACTED'>('useSummary', (s, e, now) => {
   // A proactive compaction leaves the calibration as it was: the ratio of tokens to characters still holds.
-  const next: RunSnapshot = { ...s, messages: e.result.messages, usage: COMPACTION_USAGE[version(s).compactionUsage](s, e.result.usage), chain: null };
+  const next: RunSnapshot = { ...s, messages: e.result.messages, usage: withSideUsage(s, e.result.usage).usage, chain: null };
   return enter(next, plain(s.phase.type === S.COMPACTING ? s.phase.returnTo : S.STREAMING), e, now);
 });
 const failCompaction = action<'COMPACTION_FAILED'>('failCompaction', (s, e, now) => fail(s, e, now, `compaction failed: ${e.error}`));
@@ -22,7 +23,6 @@ export const COMPACTING_ROWS: readonly Row[] = [
 const resume = action<'RESUME'>('resume', (s, e, now) => (s.phase.type === S.PAUSED ? enter(s, s.phase.resumeTo, e, now) : reject(`the run is ${s.phase.type}, not paused`)));
 
 export const PAUSED_ROWS: readonly Row[] = [
-  row('TIMEOUT', keepsWorkflowTimer, S.FAILED, timeOut),
   row('TIMEOUT', totalTimeRanOut, S.FAILED, totalTimeOut),
   row('TIMEOUT', workingTimeRanOut, S.FAILED, workingTimeOut),
   // Paused longer than limits.maxPausedMs; otherwise no clock runs while a person decides.
@@ -48,7 +48,6 @@ const close = action<'CLOSE'>('closeConversation', (s) => ok({ ...s, phase: { ty
 export const COMPLETED_ROWS: readonly Row[] = [
   row('MESSAGE', conversationClosed, REJECTED, refuseClosed),
   row('MESSAGE', null, S.STREAMING, followUp),
-  row('INTERRUPT', interruptsRefused, REJECTED, refuseInterrupt),
   row('INTERRUPT', conversationClosed, REJECTED, refuseClosed),
   row('INTERRUPT', null, S.STREAMING, followUp),
   row('CLOSE', notOpen, REJECTED, refuseClose),

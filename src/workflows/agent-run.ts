@@ -1,7 +1,8 @@
 /**
- * The `agentRun` workflow: a thin interpreter of the pure machine in `machine.ts`. It applies each event to the
- * machine, runs the commands it returns (activities in `effects.ts`, the timer in `run-timer.ts`), turns their
- * outcomes into the next events, and publishes every state change (`publisher.ts`). Every decision is the machine's.
+ * The `agentRun` workflow: a thin interpreter of the run's definition (definition.ts), chosen once at its start. It
+ * applies each event to the machine, runs the commands it returns (activities in `effects.ts`, the timer in
+ * `run-timer.ts`), turns their outcomes into the next events, and publishes every state change (`publisher.ts`).
+ * Every decision is the machine's.
  */
 import {
   ApplicationFailure,
@@ -11,49 +12,43 @@ import {
   allHandlersFinished,
   continueAsNew,
   log,
-  patched,
   workflowInfo,
 } from '@temporalio/workflow';
-import { workDeadline } from '../machine/clocks';
 import { FailureType } from '../common/failures';
 import { parseAgentRunInput } from '../common/input';
 import type { AgentRunResult } from '../common/messages';
 import { isTerminal } from '../common/states';
-import { CANCELLED, createEffects } from './effects';
+import { CANCELLED } from './effects';
 import { setRunHandlers, setRunQueries } from './handlers';
 import { namesAgent, withAgent } from './start-input';
-import { awaitsMessage, isRunning, recordRejection, resumeAt, transition, versionOfPatches, type AgentCommand, type AgentEvent, type WorkCommand } from '../machine/machine';
+import { awaitsMessage, isRunning, recordRejection, type AgentCommand, type AgentEvent, type WorkCommand } from '../machine/machine';
 import { recordStateDuration } from './metrics';
-import { Patch, readPatches } from './patches';
-import { createPublisher } from './publisher';
+import { chooseDefinition } from './definition';
 import { carriedSnapshot, carryOn, carryOver, snapshotAt } from './resume';
-import { createRunTimer } from './run-timer';
-import { blankSnapshot, initialSnapshot, type RunSnapshot } from '../machine/snapshot';
+import type { RunSnapshot } from '../machine/snapshot';
 import { createStreamPublisher } from './stream';
 import { runResult } from './view';
 
 const now = () => new Date().toISOString();
 
 export async function agentRun(rawInput: unknown): Promise<AgentRunResult> {
+  const { transition, initialSnapshot, blankSnapshot, resumeAt, createEffects, createPublisher, createRunTimer } = chooseDefinition();
   const parsed = parseAgentRunInput(rawInput);
   let snapshot: RunSnapshot = parsed.ok ? initialSnapshot(parsed.value, now()) : blankSnapshot(now());
   // Time travel: the snapshot this run began from and every event applied since; any step is a fold away.
   let base = snapshot;
   const eventLog: Array<{ event: AgentEvent; at: string }> = [];
   // Before the first await: while a named agent resolves, queries see the run as its start's own fields make it.
-  setRunQueries({ current: () => snapshot, at: (step) => snapshotAt(base, eventLog, snapshot, step) });
+  setRunQueries({ current: () => snapshot, at: (step) => snapshotAt(transition, base, eventLog, snapshot, step) });
   // Only a start that names an agent awaits here (its spec, from the worker); other runs keep their history unchanged.
   const input = namesAgent(rawInput) ? await withAgent(rawInput) : parsed;
   if (input !== parsed) snapshot = base = input.ok ? initialSnapshot(input.value, now()) : blankSnapshot(now());
-  const patches = readPatches();
-  const { parallelAgents } = patches;
-  // The machine's behaviour is its version's, chosen here once from the patches; chaining is the workflow's own.
-  snapshot = { ...snapshot, machineVersion: versionOfPatches(patches), features: { conversationChain: patches.conversationChain } };
-  if (parallelAgents) snapshot.workflowId = workflowInfo().workflowId;
-  const effects = createEffects(patches.lean, patches.inlineLocalTools, patches.directSteps);
-  const publisher = createPublisher(patches.lean, patches.stateMemo);
+  // The ids of the children its calls of named agents start begin with it.
+  snapshot = { ...snapshot, workflowId: workflowInfo().workflowId };
+  const effects = createEffects();
+  const publisher = createPublisher();
   let live = createStreamPublisher();
-  const timer = createRunTimer(patches.realProviders, () => dispatch({ type: 'TIMEOUT' }, true));
+  const timer = createRunTimer(() => dispatch({ type: 'TIMEOUT' }, true));
   const queue: WorkCommand[] = [];
 
   /** Apply an event. External events (signals, updates, the timer) may be refused; the outcomes of work never are. */
@@ -95,6 +90,7 @@ export async function agentRun(rawInput: unknown): Promise<AgentRunResult> {
     current: () => snapshot,
     dispatch: (event) => dispatch(event, true),
     refuse: (event, error) => (snapshot = recordRejection(snapshot, event, error, now())),
+    transition,
   });
 
   if (!input.ok) {
@@ -107,18 +103,15 @@ export async function agentRun(rawInput: unknown): Promise<AgentRunResult> {
   if (carried && isTerminal(carried.phase.type)) {
     throw ApplicationFailure.create({ type: FailureType.InvalidInput, message: `cannot carry on from a ${carried.phase.type} snapshot`, nonRetryable: true });
   }
-  const carriedDeadline = resume?.kind === 'continue' ? workDeadline(carried!) : null;
-  timer.started(carriedDeadline !== null ? Math.max(0, Date.parse(carriedDeadline) - Date.now()) : snapshot.limits.timeoutMs);
   if (resume && carried) {
-    const carriedOn = carryOn(resume, carried, snapshot, workflowInfo().workflowId, now());
+    const carriedOn = carryOn(resume, carried, workflowInfo().workflowId, now());
     // A fork starts its own children: their ids begin with its own id.
-    const resumed = resumeAt(parallelAgents ? { ...carriedOn, workflowId: workflowInfo().workflowId } : carriedOn, now());
+    const resumed = resumeAt({ ...carriedOn, workflowId: workflowInfo().workflowId }, now());
     // A continued run's stream already has what it carries; a fork's stream is new.
     if (resume.kind === 'continue') live = createStreamPublisher(carried);
     snapshot = base = resumed.snapshot;
     live.stepped(snapshot);
     run(resumed.commands);
-    publisher.carriedOn(snapshot);
   } else {
     dispatch({ type: 'START' }, false);
   }
@@ -132,7 +125,7 @@ export async function agentRun(rawInput: unknown): Promise<AgentRunResult> {
         await condition(() => queue.length > 0 || !isRunning(snapshot));
         continue;
       }
-      if (command.type === 'callModel' && historyIsLong() && (patches.continueAsNew ?? patched(Patch.ContinueAsNew))) {
+      if (command.type === 'callModel' && historyIsLong()) {
         // A model step is a safe boundary: nothing is in flight, and the new run starts this very call.
         await condition(allHandlersFinished);
         await continueAsNew<typeof agentRun>({ ...input.value, resume: { kind: 'continue', snapshot: carryOver(snapshot) } });
@@ -154,10 +147,8 @@ export async function agentRun(rawInput: unknown): Promise<AgentRunResult> {
 
   /** A kept-open conversation waits for a follow-up message, with no timeout running between turns. */
   async function awaitMessage(ms: number): Promise<AgentEvent | typeof CANCELLED> {
-    timer.turnEnded();
     publisher.beforeWait(snapshot);
     if (!(await condition(() => !awaitsMessage(snapshot), ms))) return { type: 'CLOSE' };
-    timer.turnStarted(workDeadline(snapshot)!);
     return CANCELLED;
   }
 

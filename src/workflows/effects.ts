@@ -1,14 +1,12 @@
 /**
  * Running the machine's work commands as activities and turning each outcome into an event. Activity option
- * profiles live here; `createEffects(lean, inline, direct)` picks once whether tools marked `local` run as local
- * activities (`patched('lean-steps')`), whether the model call runs them itself (`patched('inline-local-tools')`) and
- * whether a step makes fewer promises (`direct-steps`), so the interpreter never branches on any of them.
+ * profiles live here. Tools marked `local` (pure, fast) run as local activities, when the model call has not run them.
  *
- * Inline local tools: the model call is asked to run its answer's calls of `local` tools (pure, fast) and to answer
- * with their results, which reach the machine with the response. The machine decides which it keeps (ran-ahead.ts),
- * and which calls run (limits, approvals, the loop guard): `runTools` takes the result a call carries (`ranAhead`)
- * and runs any other as before. A step of a model call and a local tool is then one workflow activation instead of
- * two, with no local activity (BENCHMARKS.md).
+ * Inline local tools: the model call is asked to run its answer's calls of `local` tools and to answer with their
+ * results, which reach the machine with the response. The machine decides which it keeps (ran-ahead.ts), and which
+ * calls run (limits, approvals, the loop guard): `runTools` takes the result a call carries (`ranAhead`) and runs any
+ * other. A step of a model call and a local tool is then one workflow activation instead of two, with no local
+ * activity (BENCHMARKS.md).
  */
 import {
   ActivityFailure,
@@ -16,7 +14,6 @@ import {
   CancellationScope,
   ChildWorkflowFailure,
   isCancellation,
-  patched,
   proxyActivities,
   proxyLocalActivities,
   proxySinks,
@@ -34,7 +31,6 @@ import { ModelErrorType } from '../common/failures';
 import { COMPACTION_CALL, criticCall, type ModelCallKey, type ModelCallSinks } from '../common/sinks';
 import { inModelOrder } from '../common/tool-order';
 import { INTERRUPTED_TOOL, modelFailure, type AgentEvent, type WorkCommand } from '../machine/machine';
-import { Patch } from './patches';
 import { modelCallSummary, toolCallSummary } from '../machine/requests';
 
 /**
@@ -76,7 +72,7 @@ export type Outcome = AgentEvent | typeof CANCELLED;
 export interface Effects {
   /** Run one command's activities; their outcome as the event the machine takes next. */
   run(command: Exclude<WorkCommand, { type: 'awaitMessage' }>): Promise<Outcome>;
-  /** The command's outcome when it needs no work (`direct`: tool calls the model call ran already), else undefined. */
+  /** The command's outcome when it needs no work (tool calls the model call ran already), else undefined. */
   ready(command: WorkCommand): Outcome | undefined;
   /** Whether the command's work outlasts the workflow task that starts it (local tools do not). */
   waits(command: WorkCommand): boolean;
@@ -89,12 +85,11 @@ export interface Effects {
 }
 
 /**
- * `direct` (`patched('direct-steps')`): a step makes fewer promises, each of which the SDK's promise hook captures a
- * stack for (BENCHMARKS.md, issue 26): the model call's outcome is one `then` on the activity, not three nested
- * awaits, and tool calls the model call ran already are an outcome at once (`ready`), with no await. Fewer microtask
- * turns, so the order of two outcomes in one activation can differ from the runs begun before it: hence the patch.
+ * A step makes few promises, each of which the SDK's promise hook captures a stack for (BENCHMARKS.md, issue 26): the
+ * model call's outcome is one `then` on the activity, not three nested awaits, and tool calls the model call ran
+ * already are an outcome at once (`ready`), with no await.
  */
-export function createEffects(lean: boolean, inline = false, direct = false): Effects {
+export function createEffects(): Effects {
   /**
    * One scope for all the run's work until `cancel` cancels it. A scope costs three promises, each of which the SDK's
    * promise hook captures a stack for; one a step was a tenth of a step's workflow CPU (BENCHMARKS.md, issue 26).
@@ -103,7 +98,7 @@ export function createEffects(lean: boolean, inline = false, direct = false): Ef
   let working = false;
   /** The model request in flight (a model call, the critic, a compaction), which `cancel` also stops here if it runs here. */
   let calling: ModelCallKey | undefined;
-  const local = (r: ToolRequest) => lean && r.call.local === true;
+  const local = (r: ToolRequest) => r.call.local === true;
   /** The scopes of running calls an interrupting message may stop, and those it stopped. */
   const stoppable = new Set<CancellationScope>();
   const stopped = new WeakSet<CancellationScope>();
@@ -196,7 +191,7 @@ export function createEffects(lean: boolean, inline = false, direct = false): Ef
   }
 
   function modelCall(command: Extract<WorkCommand, { type: 'callModel' }>): { request: ModelRequest; call: () => Promise<ModelOutcome> } {
-    const request = inline ? { ...command.request, runLocalTools: true } : command.request;
+    const request = { ...command.request, runLocalTools: true };
     const summary = modelCallSummary(request.purpose, request.callNumber);
     return { request, call: () => activities.callModel.executeWithOptions({ ...modelCallOptions, summary }, [request]) };
   }
@@ -235,51 +230,43 @@ export function createEffects(lean: boolean, inline = false, direct = false): Ef
       }
     },
     waits: (command) => command.type !== 'awaitMessage' && !(command.type === 'runTools' && command.requests.every(local)),
-    ready: (command) => (direct && command.type === 'runTools' && command.requests.every(ranAhead) ? toolsRanAlready(command.requests) : undefined),
+    ready: (command) => (command.type === 'runTools' && command.requests.every(ranAhead) ? toolsRanAlready(command.requests) : undefined),
     cancel: () => {
       if (!working) return;
       if (calling !== undefined) modelCalls.stop(calling);
       scope?.cancel();
     },
-    async run(command) {
-      switch (command.type) {
-        case 'callModel': {
-          const { request, call } = modelCall(command);
-          const outcome = await cancellable(call, request.callNumber).catch((err: unknown) => ({ failed: err }));
-          if (outcome === CANCELLED) return CANCELLED;
-          if ('failed' in outcome) return modelCallFailure(outcome.failed);
-          return modelResponded(request, outcome);
-        }
-        case 'runTools': {
-          // All of them run by the model call already: no activity, so the run moves on in this activation.
-          if (command.requests.every(ranAhead)) return toolsRanAlready(command.requests);
-          const one = (r: ToolRequest) => r.call.ranAhead ?? (r.child ? runChild(r, r.child) : runStoppable(r));
-          const results = await cancellable(() => inTurnOrder(command.requests, one, command.concurrent));
-          return results === CANCELLED ? CANCELLED : { type: 'TOOLS_DONE', results };
-        }
-        case 'critique': {
-          const { request } = command;
-          const options = { ...(command.timeouts === 'critic' ? criticOptions : modelCallOptions), summary: `model critique of the answer (call #${request.callNumber})` };
-          const critic = () => activities.critiqueAnswer.executeWithOptions(options, [request]);
-          const outcome = await cancellable(critic, criticCall(request.callNumber)).catch((err: unknown) => ({ failed: err }));
-          if (outcome === CANCELLED) return CANCELLED;
-          if ('failed' in outcome) return { type: 'CRITIC_FAILED', error: failureMessage(outcome.failed) };
-          const { usage, ...decision } = outcome as CritiqueOutcome;
-          return { type: 'CRITIQUE_DONE', decision, ...(usage ? { usage } : {}) };
-        }
-        case 'compact': {
-          const summary = `compaction of ${command.request.messages.length} messages`;
-          const compaction = () => activities.compactContext.executeWithOptions({ ...modelCallOptions, summary }, [command.request]);
-          const outcome = await cancellable(compaction, COMPACTION_CALL).catch((err: unknown) => ({ failed: err }));
-          if (outcome === CANCELLED) return CANCELLED;
-          return 'failed' in outcome ? { type: 'COMPACTION_FAILED', error: failureMessage(outcome.failed) } : { type: 'COMPACTED', result: outcome };
-        }
-      }
-    },
+    // Not async: a model call's outcome is the one promise `callModelDirect` returns.
+    run: (command) => (command.type === 'callModel' ? callModelDirect(command) : runWork(command)),
   };
-  if (!direct) return effects;
-  const runWork = effects.run;
-  return { ...effects, run: (command) => (command.type === 'callModel' ? callModelDirect(command) : runWork(command)) };
+  return effects;
+
+  async function runWork(command: Exclude<WorkCommand, { type: 'callModel' | 'awaitMessage' }>): Promise<Outcome> {
+    switch (command.type) {
+      case 'runTools': {
+        const one = (r: ToolRequest) => r.call.ranAhead ?? (r.child ? runChild(r, r.child) : runStoppable(r));
+        const results = await cancellable(() => inTurnOrder(command.requests, one, command.concurrent));
+        return results === CANCELLED ? CANCELLED : { type: 'TOOLS_DONE', results };
+      }
+      case 'critique': {
+        const { request } = command;
+        const options = { ...criticOptions, summary: `model critique of the answer (call #${request.callNumber})` };
+        const critic = () => activities.critiqueAnswer.executeWithOptions(options, [request]);
+        const outcome = await cancellable(critic, criticCall(request.callNumber)).catch((err: unknown) => ({ failed: err }));
+        if (outcome === CANCELLED) return CANCELLED;
+        if ('failed' in outcome) return { type: 'CRITIC_FAILED', error: failureMessage(outcome.failed) };
+        const { usage, ...decision } = outcome as CritiqueOutcome;
+        return { type: 'CRITIQUE_DONE', decision, ...(usage ? { usage } : {}) };
+      }
+      case 'compact': {
+        const summary = `compaction of ${command.request.messages.length} messages`;
+        const compaction = () => activities.compactContext.executeWithOptions({ ...modelCallOptions, summary }, [command.request]);
+        const outcome = await cancellable(compaction, COMPACTION_CALL).catch((err: unknown) => ({ failed: err }));
+        if (outcome === CANCELLED) return CANCELLED;
+        return 'failed' in outcome ? { type: 'COMPACTION_FAILED', error: failureMessage(outcome.failed) } : { type: 'COMPACTED', result: outcome };
+      }
+    }
+  }
 }
 
 /** Each batch of the turn (`inModelOrder`) after the one before it; the results in the order of the calls. */
@@ -315,11 +302,10 @@ function failureMessage(err: unknown): string {
 
 /**
  * A model call that ran out of time (its 20-minute schedule-to-close bound, retries and all) spent its retries as surely
- * as one that failed ten times: the run may move to a fallback model (MODEL_UNAVAILABLE). The patch is asked only
- * here, when a call timed out: runs whose calls never do record no marker, and runs that failed this way replay as they did.
+ * as one that failed ten times: the run may move to a fallback model (MODEL_UNAVAILABLE).
  */
 function modelCallFailure(err: unknown): AgentEvent {
-  if (ranOutOfTime(err) && patched(Patch.ModelTimeoutFallback)) {
+  if (ranOutOfTime(err)) {
     return modelFailure(ModelErrorType.RetriesExhausted, `the model call ran out of time: ${failureMessage(err)}`);
   }
   return modelFailure(failureType(err), failureMessage(err));

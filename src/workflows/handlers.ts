@@ -32,7 +32,7 @@ import {
   type ControlResult,
 } from '../common/messages';
 import { AgentState } from '../common/states';
-import { transition, undecided, type AgentEvent } from '../machine/machine';
+import { undecided, type AgentEvent, type TransitionResult } from '../machine/machine';
 import type { RunSnapshot } from '../machine/snapshot';
 import { publicView } from './view';
 
@@ -50,6 +50,8 @@ export interface HandledRun {
   dispatch(event: AgentEvent): void;
   /** Keep a payload that could not become an event, with why, on the snapshot. */
   refuse(event: AgentEvent, error: string): void;
+  /** The run's machine (definition.ts), asked for a dry run by update validators. */
+  transition(s: RunSnapshot, event: AgentEvent, now: string): TransitionResult;
 }
 
 /**
@@ -81,7 +83,7 @@ export function setRunHandlers(run: HandledRun): void {
   /** The validator of every control update: on time, and an event the machine accepts now (a dry run). */
   const refuseUnlessAccepted = (update: string, event: AgentEvent, deadline: string | undefined): void => {
     if (isPastDeadline(deadline, Date.now())) throw new Error(`${update} came after its deadline ${deadline}, when no worker had taken it: not applied`);
-    const result = transition(run.current(), event, new Date().toISOString());
+    const result = run.transition(run.current(), event, new Date().toISOString());
     if (!result.ok) throw new Error(result.error);
   };
   const controlResult = (): ControlResult => ({ state: run.current().phase.type, pauseRequested: run.current().pauseRequested });

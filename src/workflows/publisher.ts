@@ -1,11 +1,9 @@
 /**
  * Where a run shows its state beside the `state` query: the `AgentState` search attribute (list filters, the CLI's
- * `temporal workflow list`) and the current details (the UI). Two behaviours, chosen once per run from
- * `patched('lean-steps')`, so the interpreter never branches on the patch:
- * - eager (runs begun before lean-steps): both are written on every transition;
- * - lean: both are written when the run is about to wait (an activity, a person, a condition, its end), or at once
- *   when a signal or update moved it; the search attribute only when the state differs from the last one written.
- *   A step's four transitions then cost the server one visibility write instead of four.
+ * `temporal workflow list`) and the current details (the UI). Both are written when the run is about to wait (an
+ * activity, a person, a condition, its end), or at once when a signal or update moved it; the search attribute only
+ * when the state differs from the last one written. A step's four transitions then cost the server one visibility
+ * write instead of four. When the run waits for a person or ends, a copy of its view goes to the memo too.
  */
 import { log, setCurrentDetails, upsertMemo, upsertSearchAttributes } from '@temporalio/workflow';
 import { defineSearchAttributeKey } from '@temporalio/common';
@@ -19,15 +17,10 @@ import type { RunSnapshot, TransitionRecord } from '../machine/snapshot';
 const agentStateKey = defineSearchAttributeKey(AGENT_STATE_SEARCH_ATTRIBUTE, 'KEYWORD');
 
 export interface Publisher {
-  /**
-   * State changes (one event's macrostep may make several): logged; written at once when eager (each state in
-   * turn), or when a signal or update (`external`) caused them.
-   */
+  /** State changes (one event's macrostep may make several): logged; written at once when a signal or update (`external`) caused them. */
   transitioned(s: RunSnapshot, changes: readonly TransitionRecord[], external: boolean): void;
-  /** The run is about to wait or end: written now when lean. */
+  /** The run is about to wait or end: written now. */
   beforeWait(s: RunSnapshot): void;
-  /** The run carried on from a snapshot (continue-as-new, fork): written at once when eager, at the first wait when lean. */
-  carriedOn(s: RunSnapshot): void;
 }
 
 /** States in which a run keeps a copy of its view in its memo: waiting for a person, and ended. */
@@ -36,39 +29,32 @@ const storesState = (s: RunSnapshot) => s.phase.type === AgentState.AWAITING_APP
 /** Transitions the stored copy keeps: the memo stays small. */
 const STORED_TRANSITIONS = 10;
 
-/**
- * `memo` (`patched('state-memo')`): when the run waits for a person or ends, it also writes a copy of its view to the
- * memo, which the server serves with no worker running (`AgentRunHandle.state` falls back to it).
- */
-export function createPublisher(lean: boolean, memo = false): Publisher {
+/** The memo's copy of the view is served by the server with no worker running (`AgentRunHandle.state` falls back to it). */
+export function createPublisher(): Publisher {
   let published: string | undefined;
   let stored: string | undefined;
   const store = (s: RunSnapshot): void => {
     const key = `${s.counters.step}/${undecided(s).length}/${s.phase.type === AgentState.COMPLETED && s.phase.conversationOpen}`;
-    if (!memo || !storesState(s) || key === stored) return;
+    if (!storesState(s) || key === stored) return;
     stored = key;
     const view = publicView(s, false);
     upsertMemo({ [AGENT_STATE_MEMO]: { ...view, transitions: view.transitions.slice(-STORED_TRANSITIONS), storedAt: new Date().toISOString() } });
   };
-  const write = (s: RunSnapshot, state: string = s.phase.type): void => {
+  const write = (s: RunSnapshot): void => {
     setCurrentDetails(currentDetails(s)); // workflow metadata, not a history event
-    if (lean && published === state) return;
-    published = state;
-    upsertSearchAttributes([{ key: agentStateKey, value: state }]);
+    if (published === s.phase.type) return;
+    published = s.phase.type;
+    upsertSearchAttributes([{ key: agentStateKey, value: s.phase.type }]);
   };
   return {
     transitioned(s, changes, external) {
       const first = s.counters.step - changes.length + 1;
       changes.forEach((t, i) => log.info(`${t.from} -> ${t.to}`, { event: t.event, step: first + i }));
-      if (!lean) changes.forEach((t) => write(s, t.to));
-      else if (external) write(s);
+      if (external) write(s);
     },
     beforeWait(s) {
-      if (lean) write(s);
+      write(s);
       store(s);
-    },
-    carriedOn(s) {
-      if (!lean) write(s);
     },
   };
 }

@@ -3,8 +3,9 @@ import { ApplicationFailure } from '@temporalio/workflow';
 import { FailureType } from '../common/failures';
 import type { ResolvedInput } from '../common/input';
 import { freshClocks } from '../machine/clocks';
-import { transition, type AgentEvent } from '../machine/machine';
+import type { AgentEvent } from '../machine/machine';
 import { readSnapshot, type RunSnapshot } from '../machine/snapshot';
+import type { RunDefinition } from './definition';
 
 type Resume = NonNullable<ResolvedInput['resume']>;
 
@@ -17,10 +18,7 @@ export function carryOver(s: RunSnapshot): RunSnapshot & Record<string, unknown>
   return { ...s, logs: { ...s.logs, transitions: s.logs.transitions.slice(-CARRIED_TRANSITIONS) }, chain: null };
 }
 
-/**
- * The snapshot a run carries on from, checked against its version's schema and brought to the current version; one
- * that does not pass fails the run as invalid input, naming the field.
- */
+/** The snapshot a run carries on from, checked against the schema; one that does not pass fails the run as invalid input, naming the field. */
 export function carriedSnapshot(resume: Resume): RunSnapshot {
   const read = readSnapshot(resume.snapshot);
   if (read.ok) return read.value;
@@ -29,24 +27,20 @@ export function carriedSnapshot(resume: Resume): RunSnapshot {
 
 /**
  * The snapshot a run starts from when it carries on from another (`carried`: the resume's snapshot as
- * `carriedSnapshot` read it). A continued run keeps its deadline and the behaviour (machine version) it started with;
- * a fork is a new run, with a fresh deadline and this run's version.
+ * `carriedSnapshot` read it). A continued run keeps its deadline; a fork is a new run, with a fresh deadline. Each
+ * starts its own conversation chain.
  */
-export function carryOn(resume: Resume, carried: RunSnapshot, run: Pick<RunSnapshot, 'features' | 'machineVersion'>, workflowId: string, now: string): RunSnapshot {
-  const { features, machineVersion } = run;
-  const chain = { features: { ...carried.features, conversationChain: features.conversationChain }, chain: null };
-  if (resume.kind === 'continue') return { ...carried, ...chain, origin: carried.origin ?? { kind: 'continue', workflowId, step: carried.counters.step } };
+export function carryOn(resume: Resume, carried: RunSnapshot, workflowId: string, now: string): RunSnapshot {
+  if (resume.kind === 'continue') return { ...carried, chain: null, origin: carried.origin ?? { kind: 'continue', workflowId, step: carried.counters.step } };
   const origin = resume.origin ?? { workflowId: 'unknown', step: carried.counters.step };
   const forked = forkPoint(carried, origin.step, now);
   return {
     ...forked,
-    features,
-    machineVersion,
     chain: null,
     // A fork runs its pending calls itself, as it always did: the results the original's model call ran ahead stay there.
     toolRound: { ...carried.toolRound, pending: carried.toolRound.pending.map(({ ranAhead: _ranAhead, ...call }) => call) },
     origin: { kind: 'fork', ...origin },
-    clocks: { ...carried.clocks, ...freshClocks({ ...carried, features, machineVersion }, now) },
+    clocks: { ...carried.clocks, ...freshClocks(carried, now) },
     pauseRequested: false,
     logs: { ...forked.logs, rejectedEvents: [] },
   };
@@ -67,8 +61,8 @@ function forkPoint(carried: RunSnapshot, fromStep: number, now: string): RunSnap
   return { ...carried, stateSince: now, counters: { ...carried.counters, step: carried.counters.step + 1 }, logs: { ...carried.logs, transitions: [...own, mark] } };
 }
 
-/** The snapshot right after step `step`, replayed through the pure machine from this run's base. */
-export function snapshotAt(base: RunSnapshot, log: ReadonlyArray<{ event: AgentEvent; at: string }>, current: RunSnapshot, step: number): RunSnapshot {
+/** The snapshot right after step `step`, replayed through the run's machine from this run's base. */
+export function snapshotAt(transition: RunDefinition['transition'], base: RunSnapshot, log: ReadonlyArray<{ event: AgentEvent; at: string }>, current: RunSnapshot, step: number): RunSnapshot {
   if (!Number.isInteger(step) || step < base.counters.step || step > current.counters.step) {
     throw new Error(`step ${step} is not in this run: it holds steps ${base.counters.step} to ${current.counters.step}${base.counters.step > 0 ? ' (earlier steps are in the run it continued from)' : ''}`);
   }
