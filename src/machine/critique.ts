@@ -5,7 +5,6 @@ import { isStuckInSetbacks } from './guards';
 import { lastAssistantText, withSideUsage } from './responses';
 import type { RunSnapshot } from './snapshot';
 import { CONFIDENCE, critiqueMode, enter, fail, finish, plain, S, TOOL_RETRY_NOTE, version } from './core';
-import { whileRunning } from './running';
 import { action, type EventOf, guard, row, type Row } from './table';
 
 type Judged = EventOf<'CRITIQUE_DONE' | 'CRITIC_FAILED'>;
@@ -65,4 +64,4 @@ const critiqueRows = (event: 'CRITIQUE_DONE' | 'CRITIC_FAILED'): Row[] => [
   row(event, null, S.COMPLETED, complete),
 ];
 
-export const CRITIQUE_ROWS: readonly Row[] = [...critiqueRows('CRITIQUE_DONE'), ...critiqueRows('CRITIC_FAILED'), ...whileRunning()];
+export const CRITIQUE_ROWS: readonly Row[] = [...critiqueRows('CRITIQUE_DONE'), ...critiqueRows('CRITIC_FAILED')];

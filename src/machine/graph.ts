@@ -1,11 +1,11 @@
 /**
- * The machine's table as a picture: Mermaid `stateDiagram-v2` or Graphviz DOT, drawn from the rows. Each row is an
- * edge labelled `EVENT [guard]`; a target with entry rows (a model step's limits, budget, pause, compaction) is
- * reached through a choice node whose edges are those rows, so the detours are drawn once, not on every edge.
+ * The machine's table as a picture: Mermaid `stateDiagram-v2` or Graphviz DOT, drawn from the rows. Per state: its own
+ * rows, its eventless rows, then the parent group's rows it consults, each an edge labelled `EVENT [guard]`. A state's
+ * eventless rows are drawn once, from a choice node in front of it (`enter_STATE`) that every move into it reaches.
  */
 import { AgentState, isTerminal } from '../common/states';
-import { ENTRY_ROWS, ROWS } from './machine';
-import { REJECTED, SELF } from './table';
+import { ALWAYS_ROWS, ROWS, STATES } from './machine';
+import { REJECTED, type Row, SELF } from './table';
 
 export type GraphFormat = 'mermaid' | 'dot';
 export const GRAPH_FORMATS: readonly GraphFormat[] = ['mermaid', 'dot'];
@@ -16,37 +16,29 @@ interface Edge {
   label: string;
 }
 
-/** The choice node in front of a state with entry rows that may lead elsewhere; null when it is entered directly. */
-const choiceOf = (state: AgentState): string | null => (ENTRY_ROWS.some((r) => r.guard && r.guards.includes(state)) ? `enter_${state}` : null);
+/** The choice node in front of a state with eventless rows; null when it is entered directly. */
+const choiceOf = (state: AgentState): string | null => (ALWAYS_ROWS[state].length > 0 ? `enter_${state}` : null);
 
-/** Every drawn edge, each once: the rows (a row that keeps the state only with `selfLoops`), then the entry rows. */
+/** Every drawn edge, each once (a row that keeps the state only with `selfLoops`). */
 function edges(selfLoops: boolean): Edge[] {
   const out: Edge[] = [];
   const add = (e: Edge) => {
     if (!out.some((x) => x.from === e.from && x.to === e.to && x.label === e.label)) out.push(e);
   };
-  const entered = new Set<AgentState>();
+  const drawRow = (state: AgentState, r: Row) => {
+    if (r.target === REJECTED || (r.target === SELF && !selfLoops)) return;
+    const to = r.target === SELF ? state : (choiceOf(r.target) ?? r.target);
+    add({ from: state, to, label: `${r.event}${r.guard ? ` [${r.guard.name}]` : ''}` });
+  };
   for (const state of Object.values(AgentState)) {
-    for (const r of ROWS[state]) {
-      if (r.target === REJECTED || (r.target === SELF && !selfLoops)) continue;
-      const label = `${r.event}${r.guard ? ` [${r.guard.name}]` : ''}`;
-      const targets: readonly AgentState[] = r.target === SELF ? [state] : typeof r.target === 'string' ? [r.target] : r.target;
-      for (const to of targets) {
-        const choice = r.target === SELF ? null : choiceOf(to);
-        if (choice) entered.add(to);
-        add({ from: state, to: choice ?? to, label });
-      }
+    const own = STATES[state].rows;
+    own.forEach((r) => drawRow(state, r));
+    const choice = choiceOf(state);
+    if (choice) {
+      for (const r of ALWAYS_ROWS[state]) add({ from: choice, to: r.target, label: `[${r.guard.name}]` });
+      add({ from: choice, to: state, label: 'else' });
     }
-  }
-  for (const state of entered) {
-    ENTRY_ROWS.forEach((r, i) => {
-      if (!r.guards.includes(state)) return;
-      const to = r.target ?? state;
-      // Compacting first goes through COMPACTING's own entry rows (those after this one).
-      const via = r.target === AgentState.COMPACTING && ENTRY_ROWS.slice(i + 1).some((x) => x.guard && x.guards.includes(to)) ? choiceOf(to) : null;
-      if (via) entered.add(to);
-      add({ from: choiceOf(state)!, to: via ?? to, label: r.guard ? `[${r.guard.name}]` : 'else' });
-    });
+    ROWS[state].filter((r) => !own.includes(r)).forEach((r) => drawRow(state, r));
   }
   return out;
 }
