@@ -69,3 +69,36 @@ export function machineGraph(format: GraphFormat, options: { selfLoops?: boolean
     '',
   ].join('\n');
 }
+
+/** Markdown's table cells: a target that keeps the state or refuses the event is named so. */
+const cell = (target: Row['target']) => (target === SELF ? '(self)' : target === REJECTED ? '(refused)' : target);
+
+/**
+ * The table of rows as Markdown (state | event | guard | target | action): per state its own rows, then its eventless
+ * rows (event `always`); the parent group's rows once, at the end. docs/architecture.md holds it (`npm run docs:machine`).
+ */
+export function machineTable(): string {
+  const line = (state: string, event: string, guard: string | null, target: string, action: string) => `| ${state} | ${event} | ${guard ?? ''} | ${target} | ${action} |`;
+  const lines = ['| state | event | guard | target | action |', '| --- | --- | --- | --- | --- |'];
+  const withParent: AgentState[] = [];
+  for (const state of Object.values(AgentState)) {
+    const node = STATES[state];
+    if (node.parent.length > 0) withParent.push(state);
+    for (const r of node.rows) lines.push(line(state, r.event, r.guard?.name ?? null, cell(r.target), r.action.name));
+    for (const r of node.always) lines.push(line(state, 'always', r.guard.name, r.target, r.action.name));
+  }
+  const parent = STATES[withParent[0]].parent;
+  for (const r of parent) lines.push(line(`running (${withParent.join(', ')})`, r.event, r.guard?.name ?? null, cell(r.target), r.action.name));
+  return `${lines.join('\n')}\n`;
+}
+
+/** The markers in docs/architecture.md between which `npm run docs:machine` writes the table. */
+export const TABLE_MARKERS = { start: '<!-- machine-table:start (npm run docs:machine) -->', end: '<!-- machine-table:end -->' } as const;
+
+/** A document with the table written between its markers. */
+export function withMachineTable(doc: string): string {
+  const from = doc.indexOf(TABLE_MARKERS.start);
+  const to = doc.indexOf(TABLE_MARKERS.end);
+  if (from < 0 || to < from) throw new Error(`the document lacks the markers ${TABLE_MARKERS.start} ... ${TABLE_MARKERS.end}`);
+  return `${doc.slice(0, from + TABLE_MARKERS.start.length)}\n\n${machineTable()}\n${doc.slice(to)}`;
+}
