@@ -20,7 +20,7 @@ import {
   resumeAt,
   ROWS,
   rowTracer,
-  ENTRY_ROWS,
+  ALWAYS_ROWS,
   matchRow,
   TOOL_RETRY_NOTE,
   timerDue,
@@ -41,16 +41,16 @@ import { publicView, runResult } from '../src/workflows/view';
 import { openApiDocument } from '../src/gateway/openapi';
 import { AgentState, isTerminal, type CritiqueAction } from '../src/common/states';
 
-// Every row and entry row any test below fires, for the walk of the table at the end of this file.
+// Every row and eventless row any test below fires, for the walk of the table at the end of this file.
 const firedRows = new Set<unknown>();
 const firedEntries = new Set<string>();
 beforeAll(() => {
   rowTracer.row = (r) => firedRows.add(r);
-  rowTracer.entry = (r, target) => firedEntries.add(`${r.action.name} into ${target}`);
+  rowTracer.always = (r, state) => firedEntries.add(`${r.action.name} into ${state}`);
 });
 afterAll(() => {
   rowTracer.row = null;
-  rowTracer.entry = null;
+  rowTracer.always = null;
 });
 
 const T0 = '2026-01-01T00:00:00.000Z';
@@ -1300,9 +1300,22 @@ describe("the Temporal UI's current details count what happened", () => {
   });
 });
 
+describe('a wait returns to the state it names, each by a row of its own (the tests above take STREAMING)', () => {
+  test.each<[string, () => RunSnapshot, AgentEvent, AgentState]>([
+    ['a pause before PLANNING resumes into it', () => ({ ...snapshotIn(AgentState.PAUSED), phase: { type: 'PAUSED', resumeTo: { type: 'PLANNING' } } }), { type: 'RESUME' }, AgentState.PLANNING],
+    ['a pause before compacting resumes into COMPACTING', () => ({ ...snapshotIn(AgentState.PAUSED), phase: { type: 'PAUSED', resumeTo: { type: 'COMPACTING', returnTo: 'STREAMING' } } }), { type: 'RESUME' }, AgentState.COMPACTING],
+    ['a summary made for PLANNING returns to it', () => ({ ...snapshotIn(AgentState.COMPACTING), phase: { type: 'COMPACTING', returnTo: 'PLANNING' } }), sampleEvent('COMPACTED'), AgentState.PLANNING],
+    ['a budget extended before PLANNING goes on to it', () => ({ ...snapshot({ plan: true }), phase: { type: 'AWAITING_APPROVAL', pending: [{ toolCallId: 'budget', kind: 'budget', name: 'budget', arguments: '{}' }], then: { type: 'PLANNING' } } }), { type: 'APPROVAL', toolCallId: 'budget', approved: true }, AgentState.PLANNING],
+  ])('%s', (_name, make, event, to) => {
+    const s = { ...make(), pauseRequested: false };
+    const r = step(s, event);
+    expect([r.snapshot.phase.type, r.snapshot.logs.transitions.slice(s.logs.transitions.length).map((x) => [x.from, x.to, x.event])]).toEqual([to, [[s.phase.type, to, event.type]]]);
+  });
+});
+
 // Last in this file: the tests above are the scripted sequences and table-driven snapshots that walk the table.
 describe('the table', () => {
-  const label = (state: string, r: (typeof ROWS)[AgentState][number]) => `${state} ${r.event} [${r.guard?.name ?? 'else'}] -> ${typeof r.target === 'string' ? r.target : r.target.join('|')} (${r.action.name})`;
+  const label = (state: string, r: (typeof ROWS)[AgentState][number]) => `${state} ${r.event} [${r.guard?.name ?? 'else'}] -> ${r.target} (${r.action.name})`;
 
   /** Ways a state's snapshot differs, combined: each row's guard must hold in one of them (or in a test above). */
   const variants: Array<Array<(s: RunSnapshot) => RunSnapshot>> = [
@@ -1358,8 +1371,8 @@ describe('the table', () => {
     expect(make().phase.type).toBe(state);
   });
 
-  test('every entry row is reached for every state it guards', () => {
-    const missed = ENTRY_ROWS.flatMap((r) => r.guards.map((state) => `${r.action.name} into ${state}`)).filter((k) => !firedEntries.has(k));
+  test('every eventless row is reached for every state it is a row of', () => {
+    const missed = STATES.flatMap((state) => ALWAYS_ROWS[state].map((r) => `${r.action.name} into ${state}`)).filter((k) => !firedEntries.has(k));
     expect(missed).toEqual([]);
   });
 

@@ -1,6 +1,6 @@
 /**
- * What the machine's rows share: the moves (`enter` with its entry rows, `finish`, `fail`) and the work a state stands
- * for (`commandsFor`). Pure.
+ * What the machine's rows share: the moves (`enter` with each state's eventless rows, `finish`, `fail`) and the work a
+ * state stands for (`commandsFor`). Pure.
  */
 import type { ToolCall, ToolRequest, ToolResult } from '../common/chat';
 import { isLoopLimitReached, nearLimit } from './guards';
@@ -15,8 +15,8 @@ import type { ModelStep, PendingApproval, Phase, RunSnapshot, WorkPhase } from '
 import type { ToolCallRecord } from '../common/view';
 import { FailureType, ModelErrorType } from '../common/failures';
 import { argumentsProblem } from '../common/input';
-import { AgentState, isTerminal, WORK_STATES } from '../common/states';
-import type { EntryRow, Row } from './table';
+import { AgentState, isTerminal } from '../common/states';
+import type { EventlessRow, Row } from './table';
 import type { AgentCommand, AgentEvent, TransitionResult, WorkCommand } from './types';
 
 export const S = AgentState;
@@ -47,9 +47,13 @@ export const isRunning = (s: RunSnapshot): boolean => !isTerminal(s.phase.type) 
 /** The decisions the run waits for; none outside AWAITING_APPROVAL. */
 export const undecided = (s: RunSnapshot) => (s.phase.type === S.AWAITING_APPROVAL ? s.phase.pending.filter((p) => !p.decision) : []);
 
-/** The event a state resolves with at once, with no effect to wait for; null for states that wait. */
-export function internalEvent(s: RunSnapshot): AgentEvent | null {
+/**
+ * The event a state resolves with at once, with no effect to wait for; null for states that wait. `after`: the event
+ * the macrostep began with (a wait whose every call is decided moves on under it).
+ */
+export function internalEvent(s: RunSnapshot, after?: AgentEvent['type']): AgentEvent | null {
   if (s.phase.type === S.PROCESSING) return { type: 'PROCESS' };
+  if (s.phase.type === S.AWAITING_APPROVAL && s.phase.pending.every((p) => p.decision)) return { type: 'DECIDED', ...(after === 'APPROVAL' || after === 'INTERRUPT' ? { after } : {}) };
   if (s.phase.type === S.CRITIQUE && s.options.critique === 'rules') return { type: 'CRITIQUE_DONE', decision: ruleCritique(s) };
   return null;
 }
@@ -126,21 +130,25 @@ export function endTruncated(s: RunSnapshot, e: AgentEvent, now: string, why: st
 }
 
 export const callsModel = (t: Phase) => t.type === S.STREAMING || t.type === S.PLANNING;
-export const MODEL_STEPS: readonly AgentState[] = [S.PLANNING, S.STREAMING];
 export const loopLimit = (s: RunSnapshot) => `loop limit reached: ${s.counters.loops} model calls, limits.maxLoops is ${s.limits.maxLoops}`;
 
-/** Entry rows: the first whose guard holds on the way into a state it `guards` decides where the run goes instead. */
-export const ENTRY: ReadonlyArray<EntryRow & { guards: readonly AgentState[]; notAfter?: AgentEvent['type'] }> = [
+/** A requested pause takes effect on the way into work: PAUSED, to resume into the state it would have entered. */
+const PAUSE_FIRST: EventlessRow = {
+  guard: { name: 'pauseRequested', holds: (s) => s.pauseRequested },
+  target: S.PAUSED,
+  action: { name: 'pauseBeforeWork', run: (s, target, e, now) => ok(moveTo({ ...s, pauseRequested: false }, { type: S.PAUSED, resumeTo: target as WorkPhase }, e, now)) },
+};
+
+/** Eventless rows of a model step (PLANNING, STREAMING), in order: its loop limit, its budget, a pause, compaction first. */
+const MODEL_STEP_ALWAYS: readonly EventlessRow[] = [
   {
-    guards: MODEL_STEPS,
     guard: { name: 'loopLimitReachedMidAnswer', holds: (s) => isLoopLimitReached(s) && s.counters.continuations > 0 },
     target: S.COMPLETED,
     action: { name: 'endTruncated', run: (s, _t, e, now) => endTruncated(s, e, now, `limits.maxLoops (${s.limits.maxLoops}) leaves no model call to continue it`) },
   },
-  { guards: MODEL_STEPS, guard: { name: 'loopLimitReachedAndFails', holds: (s) => isLoopLimitReached(s) && limitFails(s) }, target: S.FAILED, action: { name: 'failAtLimit', run: (s, _t, e, now) => atLimit(s, e, now, loopLimit(s)) } },
-  { guards: MODEL_STEPS, guard: { name: 'loopLimitReached', holds: (s) => isLoopLimitReached(s) }, target: S.COMPLETED, action: { name: 'completeAtLimit', run: (s, _t, e, now) => atLimit(s, e, now, loopLimit(s)) } },
+  { guard: { name: 'loopLimitReachedAndFails', holds: (s) => isLoopLimitReached(s) && limitFails(s) }, target: S.FAILED, action: { name: 'failAtLimit', run: (s, _t, e, now) => atLimit(s, e, now, loopLimit(s)) } },
+  { guard: { name: 'loopLimitReached', holds: (s) => isLoopLimitReached(s) }, target: S.COMPLETED, action: { name: 'completeAtLimit', run: (s, _t, e, now) => atLimit(s, e, now, loopLimit(s)) } },
   {
-    guards: MODEL_STEPS,
     guard: { name: 'overBudgetAndApprovable', holds: (s) => budgetExceeded(s) !== null && s.options.budget?.onExceed === 'approve' },
     target: S.AWAITING_APPROVAL,
     action: {
@@ -152,17 +160,10 @@ export const ENTRY: ReadonlyArray<EntryRow & { guards: readonly AgentState[]; no
       },
     },
   },
-  { guards: MODEL_STEPS, guard: { name: 'overBudget', holds: (s) => budgetExceeded(s) !== null }, target: S.FAILED, action: { name: 'failOverBudget', run: (s, _t, e, now) => fail(s, e, now, budgetExceeded(s)!) } },
-  {
-    guards: WORK_STATES,
-    guard: { name: 'pauseRequested', holds: (s) => s.pauseRequested },
-    target: S.PAUSED,
-    action: { name: 'pauseBeforeWork', run: (s, target, e, now) => ok(moveTo({ ...s, pauseRequested: false }, { type: S.PAUSED, resumeTo: target as WorkPhase }, e, now)) },
-  },
+  { guard: { name: 'overBudget', holds: (s) => budgetExceeded(s) !== null }, target: S.FAILED, action: { name: 'failOverBudget', run: (s, _t, e, now) => fail(s, e, now, budgetExceeded(s)!) } },
+  PAUSE_FIRST,
   {
     // Once per model step: a request still too large after compacting is left to the provider (and the reactive path).
-    guards: MODEL_STEPS,
-    notAfter: 'COMPACTED',
     guard: { name: 'wouldOverflowContext', holds: (s, e) => e.type !== 'COMPACTED' && contextWouldOverflow(s) !== null },
     target: S.COMPACTING,
     action: {
@@ -170,19 +171,34 @@ export const ENTRY: ReadonlyArray<EntryRow & { guards: readonly AgentState[]; no
       run: (s, target, e, now) => enter({ ...s, reason: { kind: 'compaction', text: contextWouldOverflow(s)! } }, { type: S.COMPACTING, returnTo: target.type as ModelStep }, e, now),
     },
   },
-  // The states a row leads into (an ending is reached by `finish`, a pause by the row above).
-  { guards: [...WORK_STATES, S.PROCESSING, S.CRITIQUE, S.AWAITING_APPROVAL], guard: null, target: null, action: { name: 'start', run: (s, target, e, now) => start(s, target, e, now) } },
 ];
 
-/** Move into `target`, or where its first entry row whose guard holds leads instead; emit the work it starts with. */
+/** Each state's eventless rows: where a move into it goes instead (an ending, a pause and a wait are entered directly). */
+export const ALWAYS: Readonly<Record<AgentState, readonly EventlessRow[]>> = {
+  IDLE: [],
+  PLANNING: MODEL_STEP_ALWAYS,
+  STREAMING: MODEL_STEP_ALWAYS,
+  PROCESSING: [],
+  TOOL_EXECUTING: [PAUSE_FIRST],
+  AWAITING_APPROVAL: [],
+  CRITIQUE: [],
+  COMPACTING: [PAUSE_FIRST],
+  PAUSED: [],
+  COMPLETED: [],
+  FAILED: [],
+  ABORTED: [],
+};
+
+/** Move into `target`, or where the first of its eventless rows that holds leads instead; emit the work it starts with. */
 export function enter(s: RunSnapshot, target: Phase, e: AgentEvent, now: string): TransitionResult {
-  const entry = ENTRY.find((r) => r.guards.includes(target.type) && (!r.guard || r.guard.holds(s, e, target)))!;
-  tracer.entry?.(entry, target.type);
-  return entry.action.run(s, target, e, now);
+  const detour = ALWAYS[target.type].find((r) => r.guard.holds(s, e, target));
+  if (!detour) return start(s, target, e, now);
+  tracer.always?.(detour, target.type);
+  return detour.action.run(s, target, e, now);
 }
 
-/** Told of every row and entry row that fires, for the test that walks the table; never set in a run. */
-export const tracer: { row: ((r: Row) => void) | null; entry: ((r: EntryRow, target: AgentState) => void) | null } = { row: null, entry: null };
+/** Told of every row and eventless row that fires, for the test that walks the table; never set in a run. */
+export const tracer: { row: ((r: Row) => void) | null; always: ((r: EventlessRow, state: AgentState) => void) | null } = { row: null, always: null };
 
 /** Move into `target` and start its work: a tool step's calls logged (and its children), a model step's call counted. */
 export function start(s: RunSnapshot, target: Phase, e: AgentEvent, now: string): TransitionResult {

@@ -6,7 +6,6 @@ import { isStuckInSetbacks } from './guards';
 import { confident, lastAssistantText, withSideUsage } from './responses';
 import type { RunSnapshot } from './snapshot';
 import { enter, fail, finish, plain, S, TOOL_RETRY_NOTE } from './core';
-import { whileRunning } from './running';
 import { action, type EventOf, guard, row, type Row } from './table';
 
 type Judged = EventOf<'CRITIQUE_DONE' | 'CRITIC_FAILED'>;
@@ -66,4 +65,4 @@ const critiqueRows = (event: 'CRITIQUE_DONE' | 'CRITIC_FAILED'): Row[] => [
   row(event, null, S.COMPLETED, complete),
 ];
 
-export const CRITIQUE_ROWS: readonly Row[] = [...critiqueRows('CRITIQUE_DONE'), ...critiqueRows('CRITIC_FAILED'), ...whileRunning()];
+export const CRITIQUE_ROWS: readonly Row[] = [...critiqueRows('CRITIQUE_DONE'), ...critiqueRows('CRITIC_FAILED')];

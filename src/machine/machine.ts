@@ -3,19 +3,21 @@
  * No Temporal import, no await, no clock, no randomness: the workflow interprets the commands and feeds
  * their outcomes back as events. Every state change is appended to the snapshot's transition log.
  *
- * The behaviour is the table (machine/table.ts): each state's ordered rows `{ event, guard, target, action }`, one
- * module per state or group (machine/*.ts), and the entry rows through which a target may detour (core.ts `ENTRY`).
+ * The behaviour is the table (machine/table.ts): each state's own ordered rows `{ event, guard, target, action }` (one
+ * module per state or group, machine/*.ts), its eventless rows (core.ts `ALWAYS`), then its parent group's rows
+ * (running.ts `RUNNING_ROWS`).
  */
 import type { AgentState } from '../common/states';
 import { AgentState as S, isTerminal } from '../common/states';
 import { oncePerWorker } from '../common/once-per-worker';
 import { timerDue } from './clocks';
 import type { RunSnapshot } from './snapshot';
-import { commandsFor, ENTRY, internalEvent, ok, reject, tracer } from './core';
+import { ALWAYS, commandsFor, internalEvent, ok, reject, tracer } from './core';
 import { CRITIQUE_ROWS } from './critique';
 import { IDLE_ROWS, PLANNING_ROWS, STREAMING_ROWS } from './model-steps';
 import { PROCESSING_ROWS } from './processing';
-import { REJECTED, type Row, SELF } from './table';
+import { RUNNING_ROWS } from './running';
+import { REJECTED, type Row, SELF, type StateNode } from './table';
 import { AWAITING_APPROVAL_ROWS, TOOL_EXECUTING_ROWS } from './tools';
 import type { AgentCommand, AgentEvent, AgentEventType, TransitionResult } from './types';
 import { COMPACTING_ROWS, COMPLETED_ROWS, PAUSED_ROWS } from './waits';
@@ -23,7 +25,8 @@ import { COMPACTING_ROWS, COMPLETED_ROWS, PAUSED_ROWS } from './waits';
 export type { AgentCommand, AgentEvent, AgentEventType, TransitionResult, WorkCommand } from './types';
 export { CONTINUE_PROMPT } from './responses';
 export { freshClocks, timerDue } from './clocks';
-export { ENTRY as ENTRY_ROWS, tracer as rowTracer } from './core';
+export { ALWAYS as ALWAYS_ROWS, tracer as rowTracer } from './core';
+export { RUNNING_ROWS } from './running';
 export {
   APPROVAL_NOTE_HEAD,
   approvalNote,
@@ -46,23 +49,36 @@ export {
   wrapUpNote,
 } from './core';
 
-/** Each state's rows, in order: the first row for an event whose guard holds wins. Ended runs take no event. */
-export const ROWS: Readonly<Record<AgentState, readonly Row[]>> = {
-  IDLE: IDLE_ROWS,
-  PLANNING: PLANNING_ROWS,
-  STREAMING: STREAMING_ROWS,
-  PROCESSING: PROCESSING_ROWS,
-  TOOL_EXECUTING: TOOL_EXECUTING_ROWS,
-  AWAITING_APPROVAL: AWAITING_APPROVAL_ROWS,
-  CRITIQUE: CRITIQUE_ROWS,
-  COMPACTING: COMPACTING_ROWS,
-  PAUSED: PAUSED_ROWS,
-  COMPLETED: COMPLETED_ROWS,
-  FAILED: [],
-  ABORTED: [],
+const running = (state: AgentState, rows: readonly Row[]): StateNode => ({ rows, always: ALWAYS[state], parent: RUNNING_ROWS });
+const ended: StateNode = { rows: [], always: [], parent: [] };
+
+/** Each state of the table: its own rows, its eventless rows, and the parent group's rows tried after its own. */
+export const STATES: Readonly<Record<AgentState, StateNode>> = {
+  IDLE: running(S.IDLE, IDLE_ROWS),
+  PLANNING: running(S.PLANNING, PLANNING_ROWS),
+  STREAMING: running(S.STREAMING, STREAMING_ROWS),
+  PROCESSING: running(S.PROCESSING, PROCESSING_ROWS),
+  TOOL_EXECUTING: running(S.TOOL_EXECUTING, TOOL_EXECUTING_ROWS),
+  AWAITING_APPROVAL: running(S.AWAITING_APPROVAL, AWAITING_APPROVAL_ROWS),
+  CRITIQUE: running(S.CRITIQUE, CRITIQUE_ROWS),
+  COMPACTING: running(S.COMPACTING, COMPACTING_ROWS),
+  PAUSED: running(S.PAUSED, PAUSED_ROWS),
+  // Terminal, unless the conversation is kept open: only its own rows.
+  COMPLETED: { rows: COMPLETED_ROWS, always: [], parent: [] },
+  FAILED: ended,
+  ABORTED: ended,
 };
 
-/** One edge of the table as readers draw it: `via` names the entry row a target detoured through. */
+/** A state's own row without a guard settles its event: the parent group's rows for it are never reached. */
+const consulted = (n: StateNode): readonly Row[] => [...n.rows, ...n.parent.filter((p) => !n.rows.some((r) => r.event === p.event && r.guard === null))];
+
+/** The rows each state consults, in order: the first row for an event whose guard holds wins. */
+export const ROWS: Readonly<Record<AgentState, readonly Row[]>> = Object.fromEntries((Object.keys(STATES) as AgentState[]).map((state) => [state, consulted(STATES[state])])) as Record<
+  AgentState,
+  readonly Row[]
+>;
+
+/** One edge of the table as readers draw it: `via` names the eventless row (or DECIDED) the run went on through. */
 export interface TableEdge {
   from: AgentState;
   event: AgentEventType;
@@ -72,26 +88,19 @@ export interface TableEdge {
   via?: string;
 }
 
-/** The states a row may end in: its target, and where the entry rows of that target may lead instead. */
+/** Where a move into `target` may end: the state itself, or where one of its eventless rows leads instead. */
+const entered = (target: AgentState): Array<{ to: AgentState; via?: string }> => [{ to: target }, ...ALWAYS[target].map((r) => ({ to: r.target, via: r.guard.name }))];
+
+/** Events after which a wait may have every call decided: DECIDED follows in the same macrostep. */
+const DECIDING: readonly AgentEventType[] = ['APPROVAL', 'INTERRUPT'];
+
+/** The states a row may end in: its target and where that target's eventless rows lead (after a decision, DECIDED's). */
 function rowEdges(from: AgentState, r: Row): TableEdge[] {
   if (r.target === REJECTED) return [];
   const base = { from, event: r.event, guard: r.guard?.name ?? null, action: r.action.name };
-  if (r.target === SELF) return [{ ...base, to: from }];
-  const targets: readonly AgentState[] = typeof r.target === 'string' ? [r.target] : r.target;
-  return targets.flatMap((target) => entered(target, r.event).map(({ to, via }) => ({ ...base, to, ...(via ? { via } : {}) })));
-}
-
-/** Where entering `target` after `event` may lead: each entry row that guards it (and applies after that event). */
-function entered(target: AgentState, event: AgentEventType, after = -1): Array<{ to: AgentState; via?: string }> {
-  const rows = ENTRY.map((r, i) => ({ r, i })).filter(({ r, i }) => i > after && r.guards.includes(target) && r.notAfter !== event);
-  // An ending (and a pause) is moved to directly, with no entry rows.
-  if (rows.length === 0) return [{ to: target }];
-  return rows.flatMap(({ r, i }) => {
-    if (r.target === null) return [{ to: target }];
-    // Compacting first enters COMPACTING through the entry rows after this one (those before it did not hold).
-    if (r.target === S.COMPACTING) return entered(S.COMPACTING, event, i).map((x) => ({ to: x.to, via: r.guard?.name }));
-    return [{ to: r.target, via: r.guard?.name }];
-  });
+  if (r.target !== SELF) return entered(r.target).map(({ to, via }) => ({ ...base, to, ...(via ? { via } : {}) }));
+  const decided = from === S.AWAITING_APPROVAL && DECIDING.includes(r.event) ? ROWS[from].filter((x) => x.event === 'DECIDED') : [];
+  return [{ ...base, to: from }, ...decided.flatMap((d) => rowEdges(from, d).map((edge) => ({ ...base, to: edge.to, via: 'DECIDED' })))];
 }
 
 /** The states each row may end in, by the state it is a row of: worked out once (the rows are constants), checked at each move. */
@@ -138,7 +147,8 @@ export const allowedTargets = (state: AgentState, event: AgentEventType): readon
 };
 
 /**
- * Apply one event, and then the internal steps it leads to (processing a response, the rule critic) in the same
+ * Apply one event, and then the internal steps it leads to (processing a response, the rule critic, a wait whose
+ * calls are all decided) in the same
  * macrostep: every state change is in the transition log, but the commands are only the effects the interpreter
  * must run. An event the current state has no row for is rejected, never ignored. `stopAtStep` ends the
  * macrostep early, at that step (time travel to a step inside it).
@@ -148,7 +158,7 @@ export function transition(s: RunSnapshot, event: AgentEvent, now: string, stopA
   if (!first.ok) return first;
   let next = first.snapshot;
   const commands = [...first.commands];
-  for (let internal = internalEvent(next); internal && next.counters.step < stopAtStep; internal = internalEvent(next)) {
+  for (let internal = internalEvent(next, event.type); internal && next.counters.step < stopAtStep; internal = internalEvent(next, event.type)) {
     const result = microstep(next, internal, now);
     if (!result.ok) throw new Error(`machine bug: internal ${internal.type} refused in ${next.phase.type}: ${result.error}`);
     next = result.snapshot;

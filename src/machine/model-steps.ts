@@ -5,7 +5,7 @@ import { chainAfter } from './chain';
 import { calibrated, continued, withResponseUsage } from './responses';
 import type { ModelStep, RunSnapshot } from './snapshot';
 import { commandsFor, enter, fail, fallBack, INTERRUPTED_MARK, ok, pausedBeforeCall, plain, S } from './core';
-import { pauseAlreadyRequested, refusePause, requestPause, whileRunning } from './running';
+import { pauseAlreadyRequested, refusePause } from './running';
 import { action, guard, REJECTED, row, SELF, type Row } from './table';
 
 const plans = guard<'START'>('plans', (s) => s.options.plan);
@@ -18,7 +18,6 @@ export const IDLE_ROWS: readonly Row[] = [
   row('START', plans, S.PLANNING, startRun),
   row('START', null, S.STREAMING, startRun),
   row('INVALID_INPUT', null, S.FAILED, refuseInput),
-  ...whileRunning(),
 ];
 
 const recordPlan = action<'PLAN_READY'>('recordPlan', (s, e, now) => {
@@ -102,9 +101,7 @@ function modelStepRows(step: ModelStep): Row[] {
     row('QUOTA_WAIT', null, SELF, waitForQuota),
     row('PAUSE', pauseAlreadyRequested, REJECTED, refusePause),
     row('PAUSE', waitsForQuota, S.PAUSED, pauseNow),
-    row('PAUSE', null, SELF, requestPause),
     row('INTERRUPT', null, step, restartWithMessage),
-    ...whileRunning(['PAUSE', 'INTERRUPT']),
   ];
 }
 

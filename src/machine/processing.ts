@@ -6,7 +6,6 @@ import { CONTINUE_PROMPT } from './responses';
 import { describeRepetition, findRepetition, isToolCallLimitReached, needsApproval, toolSignature } from './guards';
 import type { RunSnapshot } from './snapshot';
 import { atLimit, CUT_TOOL_CALL, endTruncated, enter, fail, limitFails, LOOP_WARNING, MAX_CONTINUATIONS, outputLimit, plain, S, withPolicy } from './core';
-import { whileRunning } from './running';
 import { action, guard, row, type Row } from './table';
 
 const isCut = (s: RunSnapshot) => s.lastFinishReason === 'length';
@@ -73,5 +72,4 @@ export const PROCESSING_ROWS: readonly Row[] = [
   row('PROCESS', repeats, S.STREAMING, warnOfLoop),
   row('PROCESS', needsDecision, S.AWAITING_APPROVAL, askApproval),
   row('PROCESS', null, S.TOOL_EXECUTING, runTools),
-  ...whileRunning(),
 ];

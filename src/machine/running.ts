@@ -1,8 +1,7 @@
-/** Rows every running state shares: abort, the timer, pause and resume requests, messages, stream deltas. */
+/** The parent group of the running states: abort, the timer, pause and resume requests, messages, stream deltas. */
 import type { RunSnapshot } from './snapshot';
 import { fail, finish, ok, reject, rejectUndecided, remind, S } from './core';
 import { action, guard, REJECTED, row, SELF, type Row } from './table';
-import type { AgentEventType } from './types';
 
 export const abort = action<'ABORT'>('abort', (s, e, now) => finish(s, S.ABORTED, e, now, `aborted: ${e.reason ?? 'by request'}`));
 
@@ -51,36 +50,31 @@ export const rejectUndecidedCalls = action<'TIMEOUT'>('rejectUndecided', (s, e, 
 );
 export const failApprovalTimeout = action<'TIMEOUT'>('failApprovalTimedOut', (s, e, now) => fail(s, e, now, approvalWhy(s)));
 
-/** TIMEOUT in a state where no person is waited for: the working time ran out (or, while paused, the pause). */
-export const timeoutRows: Row[] = [
-  row('TIMEOUT', totalTimeRanOut, S.FAILED, totalTimeOut),
-  row('TIMEOUT', workingTimeRanOut, S.FAILED, workingTimeOut),
-  // Before the run started, no clock runs.
-  row('TIMEOUT', null, REJECTED, refuseTimeout),
-];
-
 /** RESUME outside PAUSED: it withdraws a requested pause. */
 const notPauseRequested = guard<'RESUME'>('notPauseRequested', (s) => !s.pauseRequested);
 const refuseResume = action<'RESUME'>('refuse', (s) => reject(`the run is ${s.phase.type}, not paused`));
 const withdrawPause = action<'RESUME'>('withdrawPause', (s) => ok({ ...s, pauseRequested: false }));
 
-/**
- * The rows every running state shares, less the events `except` (which the state's own rows handle). `self` is the
- * state: a pause is recorded for the way into the next work, a message queued for the next model call.
- */
-export function whileRunning(except: readonly AgentEventType[] = []): Row[] {
-  const rows: Row[] = [
-    row('ABORT', null, S.ABORTED, abort),
-    ...timeoutRows,
-    row('PAUSE', pauseAlreadyRequested, REJECTED, refusePause),
-    row('PAUSE', null, SELF, requestPause),
-    row('RESUME', notPauseRequested, REJECTED, refuseResume),
-    row('RESUME', null, SELF, withdrawPause),
-    row('MESSAGE', null, SELF, queueMessage),
-    // Where no work can be stopped for it, an interrupting message is queued as any message is.
-    row('INTERRUPT', null, SELF, queueMessage),
-    row('STREAM_DELTA', null, SELF, streamDelta),
-  ];
-  return rows.filter((r) => !except.includes(r.event));
-}
+/** A state's own row that keeps an event from the parent group's rows: the event has no transition there. */
+export const noTransition = action('refuse', (s, e) => reject(`event ${e.type} has no transition from state ${s.phase.type}`));
 
+/**
+ * The parent group: rows every running state shares, tried after the state's own rows. `self` is the state: a pause
+ * is recorded for the way into the next work, a message queued for the next model call.
+ */
+export const RUNNING_ROWS: readonly Row[] = [
+  row('ABORT', null, S.ABORTED, abort),
+  // TIMEOUT in a state where no person is waited for: the working time ran out.
+  row('TIMEOUT', totalTimeRanOut, S.FAILED, totalTimeOut),
+  row('TIMEOUT', workingTimeRanOut, S.FAILED, workingTimeOut),
+  // Before the run started, no clock runs.
+  row('TIMEOUT', null, REJECTED, refuseTimeout),
+  row('PAUSE', pauseAlreadyRequested, REJECTED, refusePause),
+  row('PAUSE', null, SELF, requestPause),
+  row('RESUME', notPauseRequested, REJECTED, refuseResume),
+  row('RESUME', null, SELF, withdrawPause),
+  row('MESSAGE', null, SELF, queueMessage),
+  // Where no work can be stopped for it, an interrupting message is queued as any message is.
+  row('INTERRUPT', null, SELF, queueMessage),
+  row('STREAM_DELTA', null, SELF, streamDelta),
+];

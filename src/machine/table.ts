@@ -1,8 +1,8 @@
 /**
- * The machine's table: for each state, ordered rows `{ event, guard, target, action }`; the first row for the event
- * whose guard holds wins (as in xstate v5). Guards and actions are named, so the table can be drawn and walked. A
- * target entered through entry rows (`ENTRY` in core.ts: a model step's limits, budget, pause, compaction) may
- * detour on the way in; those rows are part of the table too.
+ * The machine's table, as in xstate v5: each state has its own rows `{ event, guard, target, action }`, then its parent
+ * group's (the rows every running state shares); the first row for the event whose guard holds wins, and every target
+ * is one state. A state's eventless rows ("always") are evaluated on each move into it: the first that holds takes the
+ * run on to its own target, recorded as one move under the event that led there (core.ts `enter`).
  */
 import type { AgentState } from '../common/states';
 import type { Phase, RunSnapshot } from './snapshot';
@@ -27,23 +27,29 @@ export interface Action<E extends AgentEventType = AgentEventType> {
   run(s: RunSnapshot, e: EventOf<E>, now: string): TransitionResult;
 }
 
-/**
- * `target`: the state the row leads to, or those it may (a phase's `resumeTo`, `then` or `returnTo` names one of
- * them); a target with entry rows may detour on the way in.
- */
+/** `target`: the one state the row leads to (where that state's eventless rows may take the run on). */
 export interface Row<E extends AgentEventType = AgentEventType> {
   event: E;
   guard: Guard<E> | null;
-  target: AgentState | readonly AgentState[] | typeof SELF | typeof REJECTED;
+  target: AgentState | typeof SELF | typeof REJECTED;
   action: Action<E>;
 }
 
-/** Where entering a state may lead instead of it: a named guard on the snapshot on the way in (null: the state itself). */
-export interface EntryRow {
-  guard: { name: string; holds(s: RunSnapshot, e: AgentEvent, target: Phase): boolean } | null;
-  /** null: the state being entered. */
-  target: AgentState | null;
-  action: { name: string; run(s: RunSnapshot, target: Phase, e: AgentEvent, now: string): TransitionResult };
+/**
+ * An eventless row of a state: on the way into the state (`entering`, with its phase's data), where the run goes
+ * instead when the guard holds. The move is recorded under the event that led into the state.
+ */
+export interface EventlessRow {
+  guard: { name: string; holds(s: RunSnapshot, e: AgentEvent, entering: Phase): boolean };
+  target: AgentState;
+  action: { name: string; run(s: RunSnapshot, entering: Phase, e: AgentEvent, now: string): TransitionResult };
+}
+
+/** A state of the table: its own rows, its eventless rows, and the parent group's rows tried after its own. */
+export interface StateNode {
+  rows: readonly Row[];
+  always: readonly EventlessRow[];
+  parent: readonly Row[];
 }
 
 export const guard = <E extends AgentEventType>(name: string, holds: Guard<E>['holds']): Guard<E> => ({ name, holds });
@@ -53,5 +59,5 @@ export const action = <E extends AgentEventType>(name: string, run: Action<E>['r
 export const row = <E extends AgentEventType>(event: E, g: Guard<E> | null, target: Row['target'], a: Action<E>): Row =>
   ({ event, guard: g, target, action: a }) as unknown as Row;
 
-/** A row of rows: each state's module lists its rows with it, in order. */
-export type StateRows = readonly Row[];
+/** An eventless row; its guard and action see the phase being entered. */
+export const always = (name: string, holds: EventlessRow['guard']['holds'], target: AgentState, a: EventlessRow['action']): EventlessRow => ({ guard: { name, holds }, target, action: a });

@@ -14,12 +14,11 @@ import {
   reminderDue,
   totalTimeOut,
   totalTimeRanOut,
-  whileRunning,
   workingTimeOut,
   workingTimeRanOut,
 } from './running';
 import { action, type Action, type EventOf, guard, REJECTED, row, SELF, type Row } from './table';
-import type { TransitionResult } from './types';
+import type { AgentEvent } from './types';
 
 /** Every call's result, in the order of the calls (a call with none gets an error), joins the conversation. */
 const recordResults = action<'TOOLS_DONE'>('recordResults', (s, e, now) => {
@@ -43,13 +42,14 @@ const stopTools = action<'INTERRUPT'>('stopTools', (s, e) => ok({ ...s, queuedMe
 export const TOOL_EXECUTING_ROWS: readonly Row[] = [
   row('TOOLS_DONE', null, S.CRITIQUE, recordResults),
   row('INTERRUPT', null, SELF, stopTools),
-  ...whileRunning(['INTERRUPT']),
 ];
 
 type Approval = EventOf<'APPROVAL'>;
 const waitsFor = (s: RunSnapshot): PendingApproval[] => (s.phase.type === S.AWAITING_APPROVAL ? s.phase.pending : []);
 const pendingOf = (s: RunSnapshot, e: Approval) => waitsFor(s).find((p) => p.toolCallId === e.toolCallId);
 const thenOf = (s: RunSnapshot) => (s.phase.type === S.AWAITING_APPROVAL ? s.phase.then : plain(S.TOOL_EXECUTING));
+/** The move DECIDED makes is recorded under the event that decided the last call. */
+const decidedBy = (e: EventOf<'DECIDED'>): AgentEvent => (e.after ? ({ type: e.after } as AgentEvent) : e);
 /** The wait's calls with this decision recorded. */
 function decidedWith(s: RunSnapshot, e: Approval): PendingApproval[] {
   const edited = e.arguments !== undefined ? { arguments: JSON.stringify(e.arguments) } : {};
@@ -68,60 +68,54 @@ const editProblemOf = (s: RunSnapshot, e: Approval) => (e.arguments !== undefine
 const invalidEdit = guard<'APPROVAL'>('invalidEdit', (s, e) => editProblemOf(s, e) !== null);
 const refuseEdit = action<'APPROVAL'>('refuse', (s, e) => reject(editProblemOf(s, e)!));
 
-const forBudget = (s: RunSnapshot, e: Approval) => pendingOf(s, e)?.kind === 'budget';
-const budgetDeclined = guard<'APPROVAL'>('budgetDeclined', (s, e) => forBudget(s, e) && !e.approved);
-const failDeclined = action<'APPROVAL'>('failBudgetDeclined', (s, e, now) => fail(s, e, now, `${s.reason?.text ?? null}; extending the budget was declined${e.feedback ? `: ${e.feedback}` : ''}`));
-const budgetApproved = guard<'APPROVAL'>('budgetApproved', forBudget);
-/** The budget grows by its original size; the model step it waited on goes on. */
-const extendBudget = action<'APPROVAL'>('extendBudget', (s, e, now) => {
-  const feedback = e.feedback?.trim();
-  const told = feedback ? [{ role: 'user' as const, content: `The user approved going over the budget. Their feedback: ${feedback}` }] : [];
-  return enter({ ...s, counters: { ...s.counters, budgetGrants: s.counters.budgetGrants + 1 }, messages: [...s.messages, ...told] }, thenOf(s), e, now);
-});
-
-const othersUndecided = guard<'APPROVAL'>('othersUndecided', (s, e) => decidedWith(s, e).some((p) => !p.decision));
 const recordDecision = action<'APPROVAL'>('recordDecision', (s, e) => (s.phase.type === S.AWAITING_APPROVAL ? ok({ ...s, phase: { ...s.phase, pending: decidedWith(s, e) } }) : reject('nothing waits for approval')));
-/** The last decision: rejected calls get their answer now, approved ones run (with edited arguments, marked so). */
-const runDecided = action<'APPROVAL'>('runDecided', (s, e, now) => {
-  const decided = decidedWith(s, e);
+
+/** Every call is decided (the internal DECIDED): a budget's extension, or the tool step with the decisions applied. */
+const budgetOf = (s: RunSnapshot) => waitsFor(s).find((p) => p.kind === 'budget');
+const budgetDeclined = guard<'DECIDED'>('budgetDeclined', (s) => budgetOf(s)?.decision?.approved === false);
+const failDeclined = action<'DECIDED'>('failBudgetDeclined', (s, e, now) => {
+  const feedback = budgetOf(s)?.decision?.feedback;
+  return fail(s, decidedBy(e), now, `${s.reason?.text ?? null}; extending the budget was declined${feedback ? `: ${feedback}` : ''}`);
+});
+const budgetApprovedBefore = (step: typeof S.PLANNING | typeof S.STREAMING) =>
+  guard<'DECIDED'>(step === S.PLANNING ? 'budgetApprovedBeforePlanning' : 'budgetApprovedBeforeStreaming', (s) => budgetOf(s)?.decision?.approved === true && thenOf(s).type === step);
+/** The budget grows by its original size; the model step it waited on goes on. */
+const extendBudget = action<'DECIDED'>('extendBudget', (s, e, now) => {
+  const feedback = budgetOf(s)?.decision?.feedback?.trim();
+  const told = feedback ? [{ role: 'user' as const, content: `The user approved going over the budget. Their feedback: ${feedback}` }] : [];
+  return enter({ ...s, counters: { ...s.counters, budgetGrants: s.counters.budgetGrants + 1 }, messages: [...s.messages, ...told] }, thenOf(s), decidedBy(e), now);
+});
+/** Rejected calls get their answer now, approved ones run (with edited arguments, marked so). */
+const runDecided = action<'DECIDED'>('runDecided', (s, e, now) => {
+  const decided = waitsFor(s);
   const rejected = decided.filter((p) => !p.decision?.approved);
   const editedArgs = new Map(decided.filter((p) => p.decision?.arguments !== undefined).map((p) => [p.toolCallId, p.decision!.arguments!]));
   const pending = s.toolRound.pending.map((c) => (editedArgs.has(c.id) ? { ...c, arguments: editedArgs.get(c.id)!, edited: true as const } : c));
   const answered = rejected.map((p) => ({ toolCallId: p.toolCallId, name: p.name, ok: false, content: REJECTED_CALL }));
   const next = withRejected({ ...s, toolRound: { ...s.toolRound, pending }, approvalNote: approvalNote(decided) }, answered, now);
-  return enter(next, thenOf(s), e, now);
+  return enter(next, thenOf(s), decidedBy(e), now);
 });
-
-const APPROVAL_ROWS: readonly Row[] = [
-  row('APPROVAL', unknownCall, REJECTED, refuseUnknown),
-  row('APPROVAL', alreadyDecided, REJECTED, refuseDecided),
-  row('APPROVAL', invalidEdit, REJECTED, refuseEdit),
-  row('APPROVAL', budgetDeclined, S.FAILED, failDeclined),
-  row('APPROVAL', budgetApproved, [S.PLANNING, S.STREAMING], extendBudget),
-  row('APPROVAL', othersUndecided, SELF, recordDecision),
-  row('APPROVAL', null, S.TOOL_EXECUTING, runDecided),
-];
-
-const decide = (s: RunSnapshot, e: Approval, now: string): TransitionResult => APPROVAL_ROWS.find((r) => !r.guard || r.guard.holds(s, e, now))!.action.run(s, e, now);
 
 /** A wait for the budget keeps waiting, with the message queued. */
 const waitsForBudget = guard<'INTERRUPT'>('waitsForBudget', (s) => waitsFor(s).some((p) => p.kind === 'budget'));
-/** Each undecided call is rejected as a person would reject it; the last decision moves the run on. */
-const rejectForMessage = action<'INTERRUPT'>('rejectUndecided', (s, e, now) => {
-  let result: TransitionResult = ok({ ...s, queuedMessages: [...s.queuedMessages, e.text] });
-  for (const p of waitsFor(s).filter((c) => !c.decision)) {
-    if (!result.ok) break;
-    result = decide(result.snapshot, { type: 'APPROVAL', toolCallId: p.toolCallId, approved: false, feedback: INTERRUPTED_APPROVAL }, now);
-  }
-  if (!result.ok) return result;
-  const transitions = result.snapshot.logs.transitions.map((t, i) => (i >= s.logs.transitions.length ? { ...t, event: e.type } : t));
-  return ok({ ...result.snapshot, logs: { ...result.snapshot.logs, transitions } }, result.commands);
+/** Each undecided call is rejected as a person would reject it; DECIDED then moves the run on. */
+const rejectForMessage = action<'INTERRUPT'>('rejectUndecided', (s, e) => {
+  if (s.phase.type !== S.AWAITING_APPROVAL) return reject('nothing waits for approval');
+  const pending = s.phase.pending.map((p) => (p.decision ? p : { ...p, decision: { approved: false, feedback: INTERRUPTED_APPROVAL } }));
+  return ok({ ...s, queuedMessages: [...s.queuedMessages, e.text], phase: { ...s.phase, pending } });
 });
 
 export const AWAITING_APPROVAL_ROWS: readonly Row[] = [
-  ...APPROVAL_ROWS,
+  row('APPROVAL', unknownCall, REJECTED, refuseUnknown),
+  row('APPROVAL', alreadyDecided, REJECTED, refuseDecided),
+  row('APPROVAL', invalidEdit, REJECTED, refuseEdit),
+  row('APPROVAL', null, SELF, recordDecision),
+  row('DECIDED', budgetDeclined, S.FAILED, failDeclined),
+  row('DECIDED', budgetApprovedBefore(S.PLANNING), S.PLANNING, extendBudget),
+  row('DECIDED', budgetApprovedBefore(S.STREAMING), S.STREAMING, extendBudget),
+  row('DECIDED', null, S.TOOL_EXECUTING, runDecided),
   row('INTERRUPT', waitsForBudget, SELF, queueMessage as unknown as Action<'INTERRUPT'>),
-  row('INTERRUPT', null, S.TOOL_EXECUTING, rejectForMessage),
+  row('INTERRUPT', null, SELF, rejectForMessage),
   row('TIMEOUT', totalTimeRanOut, S.FAILED, totalTimeOut),
   row('TIMEOUT', workingTimeRanOut, S.FAILED, workingTimeOut),
   row('TIMEOUT', noWaitClock, REJECTED, refuseTimeout),
@@ -129,5 +123,4 @@ export const AWAITING_APPROVAL_ROWS: readonly Row[] = [
   row('TIMEOUT', reminderDue, SELF, raiseReminder),
   row('TIMEOUT', rejectsOnTimeout, S.TOOL_EXECUTING, rejectUndecidedCalls),
   row('TIMEOUT', null, S.FAILED, failApprovalTimeout),
-  ...whileRunning(['INTERRUPT', 'TIMEOUT']),
 ];

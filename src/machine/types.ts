@@ -18,6 +18,8 @@ export type AgentEvent =
   | { type: 'CHAIN_UNAVAILABLE'; error: string }
   /** Internal: resolved inside the transition that enters PROCESSING (see `internalEvent`). */
   | { type: 'PROCESS' }
+  /** Internal: every call an approval wait holds is decided; its move is recorded under `after`, the event that decided the last. */
+  | { type: 'DECIDED'; after?: 'APPROVAL' | 'INTERRUPT' }
   | { type: 'TOOLS_DONE'; results: ToolResult[] }
   | { type: 'CRITIQUE_DONE'; decision: CritiqueDecision; usage?: Usage }
   /** The model critic could not judge (its provider failed, its answer was no decision): the rule critic decides. */

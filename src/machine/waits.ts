@@ -1,9 +1,10 @@
 /** Rows of COMPACTING, PAUSED and COMPLETED (whose open conversation waits for a follow-up message). */
+import type { AgentState } from '../common/states';
 import { addMs } from './clocks';
 import type { RunSnapshot } from './snapshot';
 import { enter, fail, ok, plain, reject, S } from './core';
 import { withSideUsage } from './responses';
-import { abortPausedTooLong, pausedTooLong, refuseTimeout, totalTimeOut, totalTimeRanOut, whileRunning, workingTimeOut, workingTimeRanOut } from './running';
+import { abortPausedTooLong, noTransition, pausedTooLong, refuseTimeout, totalTimeOut, totalTimeRanOut, workingTimeOut, workingTimeRanOut } from './running';
 import { action, guard, REJECTED, row, SELF, type Row } from './table';
 
 /** The summary replaces the conversation, which no stored chain begins any more; the model step it came from goes on. */
@@ -14,13 +15,17 @@ const useSummary = action<'COMPACTED'>('useSummary', (s, e, now) => {
 });
 const failCompaction = action<'COMPACTION_FAILED'>('failCompaction', (s, e, now) => fail(s, e, now, `compaction failed: ${e.error}`));
 
+const returnsToPlanning = guard<'COMPACTED'>('returnsToPlanning', (s) => s.phase.type === S.COMPACTING && s.phase.returnTo === S.PLANNING);
+
 export const COMPACTING_ROWS: readonly Row[] = [
-  row('COMPACTED', null, [S.PLANNING, S.STREAMING], useSummary),
+  row('COMPACTED', returnsToPlanning, S.PLANNING, useSummary),
+  row('COMPACTED', null, S.STREAMING, useSummary),
   row('COMPACTION_FAILED', null, S.FAILED, failCompaction),
-  ...whileRunning(),
 ];
 
 const resume = action<'RESUME'>('resume', (s, e, now) => (s.phase.type === S.PAUSED ? enter(s, s.phase.resumeTo, e, now) : reject(`the run is ${s.phase.type}, not paused`)));
+/** The work the pause stood in front of, which RESUME enters. */
+const resumesTo = (to: AgentState) => guard<'RESUME'>(`resumesTo${to.toLowerCase().replace(/(?:^|_)(\w)/g, (_m, c: string) => c.toUpperCase())}`, (s) => s.phase.type === S.PAUSED && s.phase.resumeTo.type === to);
 
 export const PAUSED_ROWS: readonly Row[] = [
   row('TIMEOUT', totalTimeRanOut, S.FAILED, totalTimeOut),
@@ -28,8 +33,11 @@ export const PAUSED_ROWS: readonly Row[] = [
   // Paused longer than limits.maxPausedMs; otherwise no clock runs while a person decides.
   row('TIMEOUT', pausedTooLong, S.ABORTED, abortPausedTooLong),
   row('TIMEOUT', null, REJECTED, refuseTimeout),
-  row('RESUME', null, [S.PLANNING, S.STREAMING, S.TOOL_EXECUTING, S.COMPACTING], resume),
-  ...whileRunning(['PAUSE', 'RESUME', 'TIMEOUT']),
+  row('RESUME', resumesTo(S.PLANNING), S.PLANNING, resume),
+  row('RESUME', resumesTo(S.STREAMING), S.STREAMING, resume),
+  row('RESUME', resumesTo(S.TOOL_EXECUTING), S.TOOL_EXECUTING, resume),
+  row('RESUME', resumesTo(S.COMPACTING), S.COMPACTING, resume),
+  row('PAUSE', null, REJECTED, noTransition),
 ];
 
 const conversationClosed = guard<'MESSAGE' | 'INTERRUPT'>('conversationClosed', (s) => s.phase.type !== S.COMPLETED || !s.phase.conversationOpen);
