@@ -33,8 +33,7 @@ import {
 } from '../src/machine/machine';
 import { carriedSnapshot, carryOn } from '../src/workflows/resume';
 import { workDeadline } from '../src/machine/clocks';
-import { initialSnapshot, loadSnapshot, readSnapshot, type Phase, type RunSnapshot } from '../src/machine/snapshot';
-import { RunSnapshotSchema } from '../src/machine/snapshot-schema';
+import { initialSnapshot, loadSnapshot, readSnapshot, RunSnapshotSchema, type Phase, type RunSnapshot } from '../src/machine/snapshot';
 import { RunStateViewSchema } from '../src/common/view';
 import { undocumented } from './support/documented-state';
 import { publicView, runResult } from '../src/workflows/view';

@@ -4,15 +4,15 @@
  */
 import { defineQuery, defineSignal, defineUpdate } from '@temporalio/workflow';
 import type { z } from 'zod';
-import type { AbortInput, AbortUpdateInput, ApproveUpdateInput, ControlUpdateInput, SendMessageUpdateInput, StreamDeltaSchema } from './input';
+import type { AbortInput, AbortUpdateInput, ApproveUpdateInput, ControlUpdateInput, ResolvedInput, SendMessageUpdateInput, StreamDeltaSchema } from './input';
 import type { AgentState } from './states';
 import type { RunStateView, RunUsage } from './view';
 import type { OpenAIChatMessage } from './conversation';
 
 export type { RunStateView } from './view';
 
-/** A run snapshot carried into another run: versioned, otherwise opaque outside the workflow. */
-export type CarriedSnapshot = { schemaVersion: number } & Record<string, unknown>;
+/** A run snapshot carried into another run: what the resume input's schema checks (version, state, step), otherwise opaque outside the workflow. */
+export type CarriedSnapshot = NonNullable<ResolvedInput['resume']>['snapshot'];
 export interface StateQueryOptions {
   includeMessages?: boolean;
 }

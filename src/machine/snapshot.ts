@@ -1,221 +1,285 @@
-import type { ChatMessage, ChildOutcome, ConversationRef, ToolCall, ToolResult } from '../common/chat';
+/**
+ * The run snapshot, written once as zod schemas: each type below is its schema's `z.infer`. One version, `'1.0'`, the
+ * baseline: a stored snapshot of any other is refused by `readSnapshot`, naming the field. Plain types and the input's
+ * own schemas (limits, budget, compaction: the snapshot keeps the resolved input); no clock, no bounds beyond the
+ * input's, so a snapshot a worker wrote always loads. Built once per worker (once-per-worker.ts).
+ */
+import { z } from 'zod';
+import { ChatMessageSchema, ChildOutcomeSchema, ConversationRefSchema, ToolCallSchema, ToolResultSchema } from '../common/chat';
 import { fromOpenAI } from '../common/conversation';
-import { parseWith, type Budget, type CompactionOptions, type Limits, type ParseResult, type ResolvedInput } from '../common/input';
+import { BudgetSchema, CompactionSchema, LimitsSchema, parseWith, snapshotVersion, SNAPSHOT_VERSION, type ParseResult, type ResolvedInput } from '../common/input';
+import { oncePerWorker } from '../common/once-per-worker';
 import { AgentState } from '../common/states';
-import type { CritiqueDecision, PendingApproval, RunUsage, ToolCallRecord, TransitionRecord } from '../common/view';
-import type { SameType } from '../common/same-type';
-import { RunSnapshotSchema, SnapshotVersionSchema, type PhaseSchema, type ReasonSchema } from './snapshot-schema';
-import type { z } from 'zod';
-import { SNAPSHOT_VERSION } from '../common/input';
+import { AgentStateSchema, ApprovalReminderViewSchema, CritiqueDecisionSchema, PendingApprovalSchema, RunUsageSchema, ToolCallRecordSchema, TransitionRecordSchema } from '../common/view';
 
 /** The snapshot's one schema version, the 1.0 baseline; a stored snapshot of any other is refused (`readSnapshot`). */
 export { SNAPSHOT_VERSION };
 
 export type { PendingApproval, TransitionRecord } from '../common/view';
 
-/** The model steps: where a compaction returns to. */
-export type ModelStep = typeof AgentState.PLANNING | typeof AgentState.STREAMING;
+export const {
+  ModelStepSchema,
+  WorkPhaseSchema,
+  PhaseSchema,
+  ModelSwitchSchema,
+  WorkClockSchema,
+  ReasonSchema,
+  ToolRoundSchema,
+  CountersSchema,
+  LogsSchema,
+  QuotaWaitSchema,
+  OptionsSchema,
+  ClocksSchema,
+  RunSnapshotSchema,
+  SnapshotVersionSchema,
+} = oncePerWorker('machine/snapshot', () => {
+  const int = () => z.number().int();
+  const timestamp = () => z.string();
 
-/** States that start new work: where a pause resumes, and where an approved budget goes on. */
-export type WorkPhase =
-  | { type: ModelStep | typeof AgentState.TOOL_EXECUTING }
-  | { type: typeof AgentState.COMPACTING; returnTo: ModelStep };
+  const ModelStepSchema = z.enum([AgentState.PLANNING, AgentState.STREAMING]);
+  const workPhases = [
+    z.object({ type: z.enum([AgentState.PLANNING, AgentState.STREAMING, AgentState.TOOL_EXECUTING]) }),
+    z.object({ type: z.literal(AgentState.COMPACTING), returnTo: ModelStepSchema }),
+  ] as const;
+  const WorkPhaseSchema = z.discriminatedUnion('type', [...workPhases]);
+  const PhaseSchema = z.discriminatedUnion('type', [
+    ...workPhases,
+    z.object({ type: z.enum([AgentState.IDLE, AgentState.PROCESSING, AgentState.CRITIQUE, AgentState.FAILED, AgentState.ABORTED]) }),
+    z.object({
+      type: z.literal(AgentState.AWAITING_APPROVAL),
+      /** The decisions the run waits for. */
+      pending: z.array(PendingApprovalSchema),
+      /** Where the run goes once every one is made. */
+      then: WorkPhaseSchema,
+    }),
+    z.object({ type: z.literal(AgentState.PAUSED), resumeTo: WorkPhaseSchema }),
+    z.object({
+      type: z.literal(AgentState.COMPLETED),
+      /** Still taking `sendMessage` for a follow-up turn (within `keepOpenMs`). */
+      conversationOpen: z.boolean(),
+    }),
+  ]);
 
-/** The run's state with the data that exists only in it, so that no field means different things in different states. */
-export type Phase =
-  | WorkPhase
-  | { type: typeof AgentState.IDLE | typeof AgentState.PROCESSING | typeof AgentState.CRITIQUE | typeof AgentState.FAILED | typeof AgentState.ABORTED }
-  /** Waiting for decisions on `pending`; `then` is where the run goes once every one is made. */
-  | { type: typeof AgentState.AWAITING_APPROVAL; pending: PendingApproval[]; then: WorkPhase }
-  | { type: typeof AgentState.PAUSED; resumeTo: WorkPhase }
-  /** `conversationOpen`: still taking `sendMessage` for a follow-up turn (within `keepOpenMs`). */
-  | { type: typeof AgentState.COMPLETED; conversationOpen: boolean };
+  const ModelSwitchSchema = z.object({ from: z.string().nullable(), to: z.string(), error: z.string(), step: int(), at: timestamp() });
 
-export interface ModelSwitch {
-  from: string | null;
-  to: string;
-  error: string;
-  step: number;
-  at: string;
-}
+  const WorkClockSchema = z.discriminatedUnion('state', [
+    z.object({ state: z.literal('none') }),
+    z.object({ state: z.literal('running'), deadline: timestamp() }),
+    z.object({ state: z.literal('stopped'), remainingMs: z.number() }),
+  ]);
 
-export interface ApprovalReminder {
-  at: string;
-  /** When the wait runs out (`limits.approvalTimeoutMs`). */
-  deadline: string;
-  /** What happens then (`approval.onTimeout`). */
-  onTimeout: 'fail' | 'reject';
-  toolCallIds: string[];
-}
+  const ReasonSchema = z.object({
+    /** What wrote it: the run's end, or a note on the way there. */
+    kind: z.enum(['ended', 'budget', 'compaction', 'continuation', 'loopWarning', 'modelSwitch', 'toolPolicy', 'approvalTimeout']),
+    text: z.string(),
+  });
 
-/** The working-time clock: `none` before START and after the end, `running` to its deadline, `stopped` while a person decides. */
-export type WorkClock = { state: 'none' } | { state: 'running'; deadline: string } | { state: 'stopped'; remainingMs: number };
+  const ToolRoundSchema = z.object({
+    /** Calls of the last model response not yet executed. */
+    pending: z.array(ToolCallSchema),
+    /** Results decided without running the tool (rejected by the user, stopped by the loop guard). */
+    presetResults: z.array(ToolResultSchema),
+    /** The results of the last calls that ran, until the next model response. */
+    lastResults: z.array(ToolResultSchema),
+  });
 
-/** What wrote the run's `reason`: its end, or a note on the way there. */
-export type ReasonKind = 'ended' | 'budget' | 'compaction' | 'continuation' | 'loopWarning' | 'modelSwitch' | 'toolPolicy' | 'approvalTimeout';
+  const CountersSchema = z.object({
+    /** Number of state changes so far. */
+    step: int(),
+    /** Model calls made for planning and answering (the `maxLoops` counter). */
+    loops: int(),
+    /** Tool calls that ran (the `maxToolCalls` counter). */
+    toolCalls: int(),
+    /** Answers given so far; a kept-open conversation answers once per turn. */
+    turns: int(),
+    /** How many times an `approve` of `budget` extended the budget by its original size. */
+    budgetGrants: int(),
+    /** How many times the answer being written was cut off by the output limit and continued. */
+    continuations: int(),
+    /** Tool steps in a row with a failed call (the rule critic replans at 2). */
+    failuresInARow: int(),
+    /** Context overflows in a row (compactions that did not make room). */
+    overflowsInARow: int(),
+    /** Critique decisions in a row that asked for another attempt (retry or replan). */
+    setbacksInARow: int(),
+  });
 
-export interface Reason {
-  kind: ReasonKind;
-  text: string;
-}
+  const LogsSchema = z.object({
+    /** Each state change; a continued run carries the last 100 (the step counter still counts them all). */
+    transitions: z.array(TransitionRecordSchema),
+    /** The last tool calls, started and ended (`recentToolCalls` in the view). */
+    toolCalls: z.array(ToolCallRecordSchema),
+    /** Events that had no transition from the state they arrived in. */
+    rejectedEvents: z.array(z.object({ event: z.string(), state: AgentStateSchema, at: timestamp(), error: z.string() })),
+    /** Each move to a fallback model: from which, to which, why, at which step; absent until the first. */
+    modelSwitches: z.array(ModelSwitchSchema).optional(),
+  });
 
-export interface ToolRound {
-  /** Calls of the last model response not yet executed. */
-  pending: ToolCall[];
-  /** Results decided without running the tool (rejected by the user, stopped by the loop guard). */
-  presetResults: ToolResult[];
-  /** The results of the last calls that ran, until the next model response. */
-  lastResults: ToolResult[];
-}
+  const QuotaWaitSchema = z.object({
+    /** Epoch ms, the worker's: the call's place in the queue. */
+    queuedAt: z.number(),
+    /** When it began to wait. */
+    since: timestamp(),
+    /** When room is expected. */
+    expectedAt: timestamp(),
+    /** How many calls are ahead. */
+    position: int(),
+  });
 
-/** What the run has counted so far; the limits are checked against them. */
-export interface Counters {
-  /** Number of state changes so far. */
-  step: number;
-  /** Model calls made for planning and answering (the `maxLoops` counter). */
-  loops: number;
-  /** Tool calls that ran (the `maxToolCalls` counter). */
-  toolCalls: number;
-  /** Answers given so far; a kept-open conversation answers once per turn. */
-  turns: number;
-  /** How many times an `approve` of `budget` extended the budget by its original size. */
-  budgetGrants: number;
-  /** How many times the answer being written was cut off by the output limit and continued. */
-  continuations: number;
-  /** Tool steps in a row with a failed call (the rule critic replans at 2). */
-  failuresInARow: number;
-  /** Context overflows in a row (compactions that did not make room). */
-  overflowsInARow: number;
-  /** Critique decisions in a row that asked for another attempt (retry or replan). */
-  setbacksInARow: number;
-}
-
-/** What happened, for watchers and time travel; the machine decides nothing from them. */
-export interface Logs {
-  /** Each state change; a continued run carries the last 100 (the step counter still counts them all). */
-  transitions: TransitionRecord[];
-  /** The last tool calls, started and ended (`recentToolCalls` in the view). */
-  toolCalls: ToolCallRecord[];
-  /** Events that had no transition from the state they arrived in. */
-  rejectedEvents: Array<{ event: string; state: AgentState; at: string; error: string }>;
-  /** Each move to a fallback model: from which, to which, why, at which step; absent until the first. */
-  modelSwitches?: ModelSwitch[];
-}
-
-export interface QuotaWaitState {
-  queuedAt: number;
-  since: string;
-  expectedAt: string;
-  position: number;
-}
-
-/** Everything a run knows, as plain JSON: it survives replay and continue-as-new unchanged. */
-export interface RunSnapshot {
-  schemaVersion: typeof SNAPSHOT_VERSION;
-  phase: Phase;
-  stateSince: string;
-  counters: Counters;
-  usage: RunUsage;
-  limits: Limits;
-  options: {
+  const OptionsSchema = z.object({
     /** The model in use: the input's, then each fallback the run moved to; absent: the worker's default. */
-    model?: string;
+    model: z.string().optional(),
     /** Models still to fall back to, in order (the input's `fallbackModels` less those already moved to). */
-    fallbackModels?: string[];
+    fallbackModels: z.array(z.string()).optional(),
     /** The result carries the conversation. */
-    returnMessages?: boolean;
-    tools?: string[];
+    returnMessages: z.boolean().optional(),
+    tools: z.array(z.string()).optional(),
     /** The input's `toolOrder: 'concurrent'`: a turn's calls all run at once (absent: in the model's order, tool-order.ts). */
-    concurrentTools?: true;
-    plan: boolean;
-    critique: 'rules' | 'model';
-    approvalTools: string[];
+    concurrentTools: z.literal(true).optional(),
+    plan: z.boolean(),
+    critique: z.enum(['rules', 'model']),
+    approvalTools: z.array(z.string()),
     /** `approval.onTimeout`, only when it is `reject` (absent: the run fails). */
-    approvalOnTimeout?: 'reject';
+    approvalOnTimeout: z.literal('reject').optional(),
     /** `approval.reminderAt`: the share of `limits.approvalTimeoutMs` at which an undecided wait raises a reminder. */
-    approvalReminderAt?: number;
-    budget?: Budget;
-    keepOpenMs: number;
+    approvalReminderAt: z.number().optional(),
+    budget: BudgetSchema.optional(),
+    keepOpenMs: int(),
     /** Its place in the fleet's provider budget, 0 first; absent: the budget's default (5). */
-    priority?: number;
+    priority: int().optional(),
     /** 0 to 100, as critics answer (`lastCritique.confidence`). */
-    critiqueMinConfidence: number;
-    maxOutputTokens?: number;
-    contextWindowTokens?: number;
-    compaction: CompactionOptions;
-  };
-  /** The run's clocks (clocks.ts moves them on each state change; the workflow's timer fires at the earliest). */
-  clocks: {
+    critiqueMinConfidence: z.number(),
+    maxOutputTokens: int().optional(),
+    contextWindowTokens: int().optional(),
+    compaction: CompactionSchema,
+  });
+
+  const ClocksSchema = z.object({
     /** Working time (`limits.timeoutMs`, reset by each new turn of a kept-open conversation). */
-    work: WorkClock;
+    work: WorkClockSchema,
     /** When the current approval wait exceeds `limits.approvalTimeoutMs`; null when none is set or nothing waits. */
-    approvalDeadline: string | null;
+    approvalDeadline: timestamp().nullable(),
     /** When the current approval wait raises its reminder (`approval.reminderAt`); null when none is due or it was raised. */
-    approvalReminderDue: string | null;
+    approvalReminderDue: timestamp().nullable(),
     /** The reminder the current approval wait raised: when, and the calls undecided then; null when none. */
-    approvalReminder: ApprovalReminder | null;
+    approvalReminder: ApprovalReminderViewSchema.nullable(),
     /** When a PAUSED run is aborted (`limits.maxPausedMs`); null when not paused or no limit is set. */
-    pausedDeadline: string | null;
+    pausedDeadline: timestamp().nullable(),
     /** When the run's total time runs out (`limits.totalTimeoutMs`, from its start); absent when none is set. */
-    totalDeadline?: string;
+    totalDeadline: timestamp().optional(),
+  });
+
+  // Fields this worker does not know (from a newer one) are dropped.
+  const RunSnapshotSchema = z.object({
+    schemaVersion: snapshotVersion(),
+    phase: PhaseSchema,
+    stateSince: timestamp(),
+    counters: CountersSchema,
+    usage: RunUsageSchema,
+    limits: LimitsSchema,
+    options: OptionsSchema,
+    /** The run's clocks (clocks.ts moves them on each state change; the workflow's timer fires at the earliest). */
+    clocks: ClocksSchema,
+    /** The model call waits for the fleet's provider budget; null when not waiting. */
+    quotaWait: QuotaWaitSchema.nullable(),
+    /** The context window the worker reported for the model that answered, when the run's input names none. */
+    contextWindow: int().nullable(),
+    /** The last request's size in characters and the prompt tokens the provider counted for it: the token estimate's base. */
+    promptCalibration: z.object({ chars: z.number(), tokens: z.number() }).nullable(),
+    /** Why the last model response finished (`stop`, `tool_calls`, `length`, ...). */
+    lastFinishReason: z.string().nullable(),
+    /** The model that answered the last call, as the provider named it. */
+    lastModel: z.string().nullable(),
+    /** Set when this run carries on from another: continued as new, or forked from a step. */
+    origin: z.object({ kind: z.enum(['continue', 'fork']), workflowId: z.string(), step: int() }).nullable(),
+    /** Text of the latest model call: as far as it has streamed while the call runs, complete once it has answered. */
+    partialText: z.string(),
+    /** Model call number and attempt that `partialText` belongs to; null before the first call. */
+    stream: z.object({ callNumber: int(), attempt: int() }).nullable(),
+    lastError: z.string().nullable(),
+    /** Why the run ended, or why it is where it is (the latest note: budget, compaction, loop warning, ...). */
+    reason: ReasonSchema.nullable(),
+    answer: z.string().nullable(),
+    plan: z.string().nullable(),
+    /**
+     * The task of the current turn: its prompt (the input's, then each follow-up message's), which the critic, the plan
+     * and compaction judge by; the messages before it are the context it came in.
+     */
+    task: z.string(),
+    messages: z.array(ChatMessageSchema),
+    /**
+     * The tool calls of the last model response, from PROCESSING through approval, a pause and TOOL_EXECUTING, and their
+     * results, which CRITIQUE and the next request read.
+     */
+    toolRound: ToolRoundSchema,
+    /** Signatures of every tool call in order, for the repetition guard. */
+    toolSignatures: z.array(z.string()),
+    loopWarned: z.boolean(),
+    /** This run's workflow id, set by the workflow: the ids of the children its calls of named agents start begin with it. */
+    workflowId: z.string().optional(),
+    /** The child runs of named agents this run called, in the order they started; absent until the first. */
+    children: z.array(ChildOutcomeSchema).optional(),
+    /**
+     * What a person decided on the calls now running (feedback, edited arguments), told to the model in one user
+     * message after their results; null when there is nothing to tell.
+     */
+    approvalNote: z.string().nullable(),
+    /** The model was told it is close to a limit (`limits.wrapUpAt`); it is told once. */
+    wrapUpSent: z.boolean(),
+    /** The conversation the last model call stored (chain.ts); null when the next call must send every message. */
+    chain: ConversationRefSchema.nullable(),
+    pauseRequested: z.boolean(),
+    lastCritique: CritiqueDecisionSchema.nullable(),
+    /** Messages sent during the run, handed to the model before its next call. */
+    queuedMessages: z.array(z.string()),
+    logs: LogsSchema,
+  });
+  // The version alone, checked first: a snapshot of another version is refused for that, not for each field it lacks.
+  const SnapshotVersionSchema = z.looseObject({ schemaVersion: snapshotVersion() });
+  return {
+    ModelStepSchema,
+    WorkPhaseSchema,
+    PhaseSchema,
+    ModelSwitchSchema,
+    WorkClockSchema,
+    ReasonSchema,
+    ToolRoundSchema,
+    CountersSchema,
+    LogsSchema,
+    QuotaWaitSchema,
+    OptionsSchema,
+    ClocksSchema,
+    RunSnapshotSchema,
+    SnapshotVersionSchema,
   };
-  /**
-   * The model call waits for the fleet's provider budget: its place in the queue since `queuedAt` (epoch ms, the
-   * worker's), when it began to wait, when room is expected and how many calls are ahead. Null when not waiting.
-   */
-  quotaWait: QuotaWaitState | null;
-  /** The context window the worker reported for the model that answered, when the run's input names none. */
-  contextWindow: number | null;
-  /** The last request's size in characters and the prompt tokens the provider counted for it: the token estimate's base. */
-  promptCalibration: { chars: number; tokens: number } | null;
-  /** Why the last model response finished (`stop`, `tool_calls`, `length`, ...). */
-  lastFinishReason: string | null;
-  /** The model that answered the last call, as the provider named it. */
-  lastModel: string | null;
-  /** Set when this run carries on from another: continued as new, or forked from a step. */
-  origin: { kind: 'continue' | 'fork'; workflowId: string; step: number } | null;
-  /** Text of the latest model call: as far as it has streamed while the call runs, complete once it has answered. */
-  partialText: string;
-  /** Model call number and attempt that `partialText` belongs to; null before the first call. */
-  stream: { callNumber: number; attempt: number } | null;
-  lastError: string | null;
-  /** Why the run ended, or why it is where it is (the latest note: budget, compaction, loop warning, ...). */
-  reason: Reason | null;
-  answer: string | null;
-  plan: string | null;
-  /**
-   * The task of the current turn: its prompt (the input's, then each follow-up message's), which the critic, the plan
-   * and compaction judge by; the messages before it are the context it came in.
-   */
-  task: string;
-  messages: ChatMessage[];
-  /**
-   * The tool calls of the last model response, from PROCESSING through approval, a pause and TOOL_EXECUTING, and their
-   * results, which CRITIQUE and the next request read.
-   */
-  toolRound: ToolRound;
-  /** Signatures of every tool call in order, for the repetition guard. */
-  toolSignatures: string[];
-  loopWarned: boolean;
-  /** This run's workflow id, set by the workflow: the ids of the children its calls of named agents start begin with it. */
-  workflowId?: string;
-  /** The child runs of named agents this run called, in the order they started; absent until the first. */
-  children?: ChildOutcome[];
-  /**
-   * What a person decided on the calls now running (feedback, edited arguments), told to the model in one user
-   * message after their results; null when there is nothing to tell.
-   */
-  approvalNote: string | null;
-  /** The model was told it is close to a limit (`limits.wrapUpAt`); it is told once. */
-  wrapUpSent: boolean;
-  /** The conversation the last model call stored (chain.ts); null when the next call must send every message. */
-  chain: ConversationRef | null;
-  pauseRequested: boolean;
-  lastCritique: CritiqueDecision | null;
-  /** Messages sent during the run, handed to the model before its next call. */
-  queuedMessages: string[];
-  logs: Logs;
-}
+});
+
+/** The model steps: where a compaction returns to. */
+export type ModelStep = z.infer<typeof ModelStepSchema>;
+/** States that start new work: where a pause resumes, and where an approved budget goes on. */
+export type WorkPhase = z.infer<typeof WorkPhaseSchema>;
+/** The run's state with the data that exists only in it, so that no field means different things in different states. */
+export type Phase = z.infer<typeof PhaseSchema>;
+/** A move to a fallback model: from which (null: the worker's default), to which, why, at which step. */
+export type ModelSwitch = z.infer<typeof ModelSwitchSchema>;
+/** The reminder an approval wait raised: when, its deadline, what happens then, the calls undecided (view.ts). */
+export type ApprovalReminder = z.infer<typeof ApprovalReminderViewSchema>;
+/** The working-time clock: `none` before START and after the end, `running` to its deadline, `stopped` while a person decides. */
+export type WorkClock = z.infer<typeof WorkClockSchema>;
+/** Why the run ended, or a note on the way there (the view shows the latest one's text). */
+export type Reason = z.infer<typeof ReasonSchema>;
+/** What wrote the run's `reason`: its end, or a note on the way there. */
+export type ReasonKind = Reason['kind'];
+/** The tool calls of the last model response and their results. */
+export type ToolRound = z.infer<typeof ToolRoundSchema>;
+/** What the run has counted so far; the limits are checked against them. */
+export type Counters = z.infer<typeof CountersSchema>;
+/** What happened, for watchers and time travel; the machine decides nothing from them. */
+export type Logs = z.infer<typeof LogsSchema>;
+/** A model call's wait for the fleet's provider budget. */
+export type QuotaWaitState = z.infer<typeof QuotaWaitSchema>;
+/** Everything a run knows, as plain JSON: it survives replay and continue-as-new unchanged. */
+export type RunSnapshot = z.infer<typeof RunSnapshotSchema>;
 
 export const DEFAULT_SYSTEM_PROMPT =
   'You are a careful assistant that completes tasks with the tools you are given. ' +
@@ -299,14 +363,6 @@ export function blankSnapshot(now: string): RunSnapshot {
     now,
   );
 }
-
-// The schema and the type say the same, down to the optional fields of the groups.
-type Schema = z.infer<typeof RunSnapshotSchema>;
-const _sameSnapshot: SameType<Schema, RunSnapshot> = true;
-const _sameGroups: SameType<Schema['options'], RunSnapshot['options']> = true;
-const _samePhase: SameType<z.infer<typeof PhaseSchema>, Phase> = true;
-const _sameNew: [SameType<Schema['logs'], Logs>, SameType<Schema['counters'], Counters>, SameType<Schema['clocks'], RunSnapshot['clocks']>, SameType<Schema['toolRound'], ToolRound>, SameType<z.infer<typeof ReasonSchema>, Reason>] = [true, true, true, true, true];
-void [_sameSnapshot, _sameGroups, _samePhase, _sameNew];
 
 /**
  * A stored snapshot (continue-as-new, fork) checked against the schema, or why it cannot be: each problem names its
