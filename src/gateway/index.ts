@@ -89,9 +89,18 @@ export function buildGateway(opts: GatewayOptions): FastifyInstance {
     request.log.error({ err }, 'unexpected error');
     return reply.code(500).send({ error: { code: 'internal', message: 'internal error' } });
   });
-  app.setNotFoundHandler((request, reply) =>
-    reply.code(404).send({ error: { code: 'route_not_found', message: `no route ${request.method} ${request.url.split('?')[0]}` } }),
-  );
+  const routes = knownRoutes(app);
+  app.setNotFoundHandler((request, reply) => {
+    const path = request.url.split('?')[0]!;
+    const allow = routes.methodsOf(path);
+    if (allow.length) {
+      return reply
+        .code(405)
+        .header('allow', allow.join(', '))
+        .send({ error: { code: 'method_not_allowed', message: `${request.method} is not a method of ${path}: it takes ${allow.join(', ')}` } });
+    }
+    return reply.code(404).send({ error: { code: 'route_not_found', message: `no route ${request.method} ${path}` } });
+  });
   if (opts.corsOrigins?.length) registerCors(app, opts.corsOrigins);
   registerAuth(app, opts.token, ctx.streamTokens);
   registerJsonOnly(app);
@@ -107,6 +116,26 @@ export function buildGateway(opts: GatewayOptions): FastifyInstance {
   });
   endConnectionsOnClose(app);
   return app;
+}
+
+/**
+ * The gateway's routes as they are registered, so that a method a known path does not take is 405 with `Allow`, not
+ * a 404 that says the path does not exist.
+ */
+function knownRoutes(app: FastifyInstance): { methodsOf(path: string): string[] } {
+  const routes: Array<{ pattern: RegExp; methods: Set<string> }> = [];
+  app.addHook('onRoute', ({ url, method }) => {
+    // `:param` matches one segment, as Fastify's router does (an id's `/` is sent as %2F).
+    const pattern = new RegExp(`^${url.replace(/[.*+?^${}()|[\]\\]/g, '\\$&').replace(/:\w+/g, '[^/]+')}$`);
+    const known = routes.find((r) => r.pattern.source === pattern.source) ?? routes[routes.push({ pattern, methods: new Set() }) - 1]!;
+    for (const m of [method].flat()) known.methods.add(m);
+  });
+  return {
+    methodsOf: (path) => {
+      const methods = new Set(routes.filter((r) => r.pattern.test(path)).flatMap((r) => [...r.methods]));
+      return ['GET', 'HEAD', 'POST', 'PUT', 'PATCH', 'DELETE', 'OPTIONS'].filter((m) => methods.has(m));
+    },
+  };
 }
 
 /**

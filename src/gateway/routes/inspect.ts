@@ -7,17 +7,19 @@ import { TABLE_EDGES, TRANSITIONS } from '../../machine/machine';
 import type { GatewayContext } from '../context';
 import { runActivities } from '../run-activities';
 import { parseOr400, RunParamsSchema } from '../schemas';
+import { ActivityListSchema, answer, MachineSchema } from '../responses';
 
 export function registerInspectRoutes(app: FastifyInstance, { agents }: GatewayContext): void {
   // The machine's own table, so that a picture of it is drawn from what the workflow runs, never from a copy.
   // `rows`: each edge with the event and the guard of the row it comes from (`via`: the entry row it detoured through).
   const rows = TABLE_EDGES.map(({ from, event, guard, to, via }) => ({ from, event, guard, to, ...(via ? { via } : {}) }));
-  app.get('/v1/machine', async () => ({ initial: 'IDLE', terminal: TERMINAL_STATES, transitions: TRANSITIONS, rows }));
+  const machine = answer(MachineSchema, { initial: 'IDLE', terminal: [...TERMINAL_STATES], transitions: TRANSITIONS, rows });
+  app.get('/v1/machine', async () => machine);
 
   app.get('/v1/runs/:id/activities', async (request) => {
     const { id } = parseOr400(RunParamsSchema, request.params, 'path');
     try {
-      return { activities: await runActivities(agents.client, id) };
+      return answer(ActivityListSchema, { activities: await runActivities(agents.client, id) });
     } catch (err) {
       throw err instanceof WorkflowNotFoundError ? new AgentRunNotFoundError(id) : err;
     }
