@@ -52,7 +52,16 @@ function schemathesis(args: string[]): Promise<{ code: number | null; output: st
 
 test('schemathesis finds nothing: every operation, every check, the stateful phase following the links', async () => {
   const report = path.join(scratch, 'report.json');
+  const config = path.join(scratch, 'schemathesis.toml');
+  // The one exception, stated: a start body can be schema-valid and still refused, for rules across its fields that JSON
+  // Schema cannot state (`approval.tools` among `tools`, ...); the 400 names the rule. Every other check as it comes.
+  writeFileSync(
+    config,
+    ['[[operations]]', 'include-operation-id = "startRun"', 'checks.positive_data_acceptance.expected-statuses = ["2xx", "400", "401", "409"]'].join('\n'),
+  );
   const { code, output } = await schemathesis([
+    '--config-file',
+    config,
     'run',
     `${baseUrl}/openapi.json`,
     '--checks',
@@ -99,7 +108,7 @@ test('a client typed from the document (openapi-typescript) compiles against wha
     path.join(scratch, 'client.ts'),
     [
       "import type { components, operations } from './api';",
-      'type Ok<O extends keyof operations, S extends number> = operations[O]["responses"][S] extends { content: { "application/json": infer B } } ? B : never;',
+      'type Ok<O extends keyof operations, S extends keyof operations[O]["responses"]> = operations[O]["responses"][S] extends { content: { "application/json": infer B } } ? B : never;',
       // `satisfies`: each answer is checked against its type, a field the document does not have included.
       `export const started = ${JSON.stringify(started)} satisfies Ok<"startRun", 201>;`,
       `export const result = ${JSON.stringify(result)} satisfies Ok<"getRunResult", 200>;`,

@@ -6,7 +6,7 @@
 import cors from '@fastify/cors';
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { Socket } from 'node:net';
-import Fastify, { type FastifyInstance, type FastifyRequest } from 'fastify';
+import Fastify, { type FastifyInstance, type FastifyReply, type FastifyRequest } from 'fastify';
 import { DEFAULT_CONTROL_TIMEOUT_MS, type AgentClient } from '../client';
 import { registerAuth } from './auth';
 import type { GatewayContext } from './context';
@@ -84,13 +84,15 @@ export function buildGateway(opts: GatewayOptions): FastifyInstance {
   };
 
   app.setErrorHandler((err, request, reply) => {
+    // A method Fastify parses a body for (QUERY) fails that parse before it finds no route: a 405 still.
+    if (request.is404) return notFound(request, reply);
     const http = unsupportedMediaType(err, request) ?? bodyTooLarge(err, bodyLimit) ?? toHttpError(err);
     if (http) return reply.code(http.statusCode).send(http.body());
     request.log.error({ err }, 'unexpected error');
     return reply.code(500).send({ error: { code: 'internal', message: 'internal error' } });
   });
   const routes = knownRoutes(app);
-  app.setNotFoundHandler((request, reply) => {
+  const notFound = (request: FastifyRequest, reply: FastifyReply) => {
     const path = request.url.split('?')[0]!;
     const allow = routes.methodsOf(path);
     if (allow.length) {
@@ -100,7 +102,8 @@ export function buildGateway(opts: GatewayOptions): FastifyInstance {
         .send({ error: { code: 'method_not_allowed', message: `${request.method} is not a method of ${path}: it takes ${allow.join(', ')}` } });
     }
     return reply.code(404).send({ error: { code: 'route_not_found', message: `no route ${request.method} ${path}` } });
-  });
+  };
+  app.setNotFoundHandler(notFound);
   if (opts.corsOrigins?.length) registerCors(app, opts.corsOrigins);
   registerAuth(app, opts.token, ctx.streamTokens);
   registerJsonOnly(app);

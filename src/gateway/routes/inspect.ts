@@ -1,6 +1,6 @@
 /** Reading how a run went and what it can do: `/v1/machine` (the state machine's table) and `/v1/runs/:id/activities`. */
 import type { FastifyInstance } from 'fastify';
-import { WorkflowNotFoundError } from '@temporalio/client';
+import { isGrpcServiceError, WorkflowNotFoundError } from '@temporalio/client';
 import { AgentRunNotFoundError } from '../../client';
 import { TERMINAL_STATES } from '../../common/states';
 import { TABLE_EDGES, TRANSITIONS } from '../../machine/machine';
@@ -21,7 +21,14 @@ export function registerInspectRoutes(app: FastifyInstance, { agents }: GatewayC
     try {
       return answer(ActivityListSchema, { activities: await runActivities(agents.client, id) });
     } catch (err) {
-      throw err instanceof WorkflowNotFoundError ? new AgentRunNotFoundError(id) : err;
+      // Reading the history of a run that never existed is a gRPC NOT_FOUND, not the SDK's WorkflowNotFoundError.
+      throw err instanceof WorkflowNotFoundError || isNotFound(err) ? new AgentRunNotFoundError(id) : err;
     }
   });
 }
+
+const GRPC_NOT_FOUND = 5;
+const isNotFound = (err: unknown): boolean => {
+  const grpc = (err as { cause?: unknown } | null)?.cause ?? err;
+  return (isGrpcServiceError(grpc) && grpc.code === GRPC_NOT_FOUND) || (isGrpcServiceError(err) && err.code === GRPC_NOT_FOUND);
+};

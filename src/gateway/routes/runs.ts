@@ -25,9 +25,8 @@ export function registerRunRoutes(app: FastifyInstance, ctx: GatewayContext): vo
 
   app.get('/v1/runs', async (request) => {
     const filter = parseOr400(ListQuerySchema, request.query, 'query');
-    if (filter.since && filter.until && Date.parse(filter.since) > Date.parse(filter.until)) {
-      throw new HttpError(400, 'invalid_input', 'Invalid query: since: must not be after until');
-    }
+    // An empty window holds no runs: a valid query with an empty answer (the document cannot say "since <= until").
+    if (filter.since && filter.until && Date.parse(filter.since) > Date.parse(filter.until)) return answer(RunListSchema, { runs: [] });
     return answer(RunListSchema, { runs: (await searchRuns(agents.client, filter)) as z.input<typeof RunListSchema>['runs'] });
   });
 
