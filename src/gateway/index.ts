@@ -84,8 +84,9 @@ export function buildGateway(opts: GatewayOptions): FastifyInstance {
   };
 
   app.setErrorHandler((err, request, reply) => {
-    // A method Fastify parses a body for (QUERY) fails that parse before it finds no route: a 405 still.
-    if (request.is404) return notFound(request, reply);
+    // A method Fastify parses a body for (QUERY) fails that parse before it finds no route: a 405 still. The auth
+    // hook's 401 comes first, so that probing without the token reveals nothing.
+    if (request.is404 && !(err instanceof HttpError)) return notFound(request, reply);
     const http = unsupportedMediaType(err, request) ?? bodyTooLarge(err, bodyLimit) ?? toHttpError(err);
     if (http) return reply.code(http.statusCode).send(http.body());
     request.log.error({ err }, 'unexpected error');
