@@ -3,13 +3,16 @@
  * and npm on a fresh machine, one line for each thing it installs, nothing when all is there. The real-model tier's
  * llama-server is built by the slow tier's global setup (test/global-setup-slow.ts), once, into ~/.cache.
  */
-import { ensurePrerequisites, ensureHadolint, PRODUCTION_PREREQUISITES, TEST_PREREQUISITES } from './lib/prerequisites';
+import { ensurePrerequisites, ensureHadolint, ensureSchemathesis, PRODUCTION_PREREQUISITES, TEST_PREREQUISITES } from './lib/prerequisites';
 import { ensureTemporalCli } from './lib/temporal-cli';
 
 async function main(): Promise<void> {
   const production = process.argv.includes('--production');
   ensurePrerequisites(production ? PRODUCTION_PREREQUISITES : TEST_PREREQUISITES);
-  if (!production) ensureHadolint();
+  if (!production) {
+    ensureHadolint();
+    ensureSchemathesis();
+  }
   await ensureTemporalCli();
 }
 

@@ -118,3 +118,25 @@ describe("statuses named for what they are: the run's state and Temporal's execu
     expect(row).not.toHaveProperty('status');
   }, 60_000);
 });
+
+describe('paths: an id that is none is named, a method a path does not take is 405', () => {
+  test('every route refuses a non-ASCII run id with 400 naming `id`; DELETE and QUERY on known paths are 405 with Allow', async () => {
+    for (const { method, path, op } of operations) {
+      if (!path.includes('{id}')) continue;
+      const url = path.replace('{id}', '%C2%B5%C3%87').replace('{step}', '1');
+      const res = await api(method, url, method === 'POST' ? {} : undefined);
+      expect([method, path, res.status, res.body.error?.message]).toEqual([method, path, 400, expect.stringContaining('Invalid path: id:')]);
+      expect([path, op.responses['400']]).toEqual([path, expect.anything()]);
+    }
+    for (const [method, url, allow] of [
+      ['DELETE', '/v1/runs', 'GET, HEAD, POST'],
+      ['PUT', '/v1/runs/no-such-run/pause', 'POST'],
+      ['QUERY', '/v1/runs/no-such-run', 'GET, HEAD'],
+    ] as const) {
+      const res = await app.inject({ method: method as 'DELETE', url, headers: auth });
+      expect([method, url, res.statusCode, res.headers.allow, res.json().error.code]).toEqual([method, url, 405, allow, 'method_not_allowed']);
+    }
+    // Without the token a probe learns nothing: 401 before the 405.
+    expect((await app.inject({ method: 'DELETE', url: '/v1/runs' })).statusCode).toBe(401);
+  });
+});

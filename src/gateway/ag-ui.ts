@@ -16,28 +16,38 @@
  * workflow id.
  */
 import type { StreamEvent } from '../common/stream';
-import type { PendingApproval, RunStateView } from '../common/view';
+import { z } from 'zod';
+import { RunStateViewSchema, type PendingApproval, type RunStateView } from '../common/view';
 import type { EventFormat } from './event-format';
+import { answer } from './responses';
 
 /**
  * An AG-UI event as `@ag-ui/core` 1.x defines it, the types this stream sends; test/ag-ui.test.ts checks that it fits
- * (the package is not needed at run time).
+ * (the package is not needed at run time). The OpenAPI document describes the stream's events with it.
  */
-export type AgUiEvent =
-  | { type: 'RUN_STARTED'; threadId: string; runId: string }
-  | { type: 'RUN_FINISHED'; threadId: string; runId: string; result?: unknown; outcome: { type: 'success' } | { type: 'cancelled' } }
-  | { type: 'RUN_ERROR'; message: string; code?: string }
-  | { type: 'STEP_STARTED' | 'STEP_FINISHED'; stepName: string }
-  | { type: 'TEXT_MESSAGE_START'; messageId: string; role: 'assistant' }
-  | { type: 'TEXT_MESSAGE_CONTENT'; messageId: string; delta: string }
-  | { type: 'TEXT_MESSAGE_END'; messageId: string }
-  | { type: 'TOOL_CALL_START'; toolCallId: string; toolCallName: string }
-  | { type: 'TOOL_CALL_ARGS'; toolCallId: string; delta: string }
-  | { type: 'TOOL_CALL_END'; toolCallId: string }
-  | { type: 'TOOL_CALL_RESULT'; messageId: string; toolCallId: string; content: string; role: 'tool' }
-  | { type: 'STATE_SNAPSHOT'; snapshot: RunStateView }
-  | { type: 'STATE_DELTA'; delta: Array<{ op: 'replace'; path: string; value: unknown }> }
-  | { type: 'CUSTOM'; name: string; value: unknown };
+export const AgUiEventSchema = z.discriminatedUnion('type', [
+  z.object({ type: z.literal('RUN_STARTED'), threadId: z.string(), runId: z.string() }),
+  z.object({
+    type: z.literal('RUN_FINISHED'),
+    threadId: z.string(),
+    runId: z.string(),
+    result: z.unknown().optional(),
+    outcome: z.discriminatedUnion('type', [z.object({ type: z.literal('success') }), z.object({ type: z.literal('cancelled') })]),
+  }),
+  z.object({ type: z.literal('RUN_ERROR'), message: z.string(), code: z.string().optional() }),
+  z.object({ type: z.enum(['STEP_STARTED', 'STEP_FINISHED']), stepName: z.string() }),
+  z.object({ type: z.literal('TEXT_MESSAGE_START'), messageId: z.string(), role: z.literal('assistant') }),
+  z.object({ type: z.literal('TEXT_MESSAGE_CONTENT'), messageId: z.string(), delta: z.string() }),
+  z.object({ type: z.literal('TEXT_MESSAGE_END'), messageId: z.string() }),
+  z.object({ type: z.literal('TOOL_CALL_START'), toolCallId: z.string(), toolCallName: z.string() }),
+  z.object({ type: z.literal('TOOL_CALL_ARGS'), toolCallId: z.string(), delta: z.string() }),
+  z.object({ type: z.literal('TOOL_CALL_END'), toolCallId: z.string() }),
+  z.object({ type: z.literal('TOOL_CALL_RESULT'), messageId: z.string(), toolCallId: z.string(), content: z.string(), role: z.literal('tool') }),
+  z.object({ type: z.literal('STATE_SNAPSHOT'), snapshot: RunStateViewSchema }),
+  z.object({ type: z.literal('STATE_DELTA'), delta: z.array(z.object({ op: z.literal('replace'), path: z.string(), value: z.unknown() })) }),
+  z.object({ type: z.literal('CUSTOM'), name: z.string(), value: z.unknown() }),
+]);
+export type AgUiEvent = z.infer<typeof AgUiEventSchema>;
 
 /** A fresh format per response: it keeps the text message, the step and the tool calls this client has been told about. */
 export function agUiFormat(runId: string): EventFormat {
@@ -148,4 +158,4 @@ function ending(ids: { threadId: string; runId: string }, state: RunStateView): 
   return { type: 'RUN_ERROR', message: state.lastError ?? state.reason ?? 'the run failed', code: 'run_failed' };
 }
 
-const line = (ev: AgUiEvent, id?: string): string => `${id === undefined ? '' : `id: ${id}\n`}data: ${JSON.stringify(ev)}\n\n`;
+const line = (ev: AgUiEvent, id?: string): string => `${id === undefined ? '' : `id: ${id}\n`}data: ${JSON.stringify(answer(AgUiEventSchema, ev))}\n\n`;

@@ -6,7 +6,7 @@
 import cors from '@fastify/cors';
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { Socket } from 'node:net';
-import Fastify, { type FastifyInstance, type FastifyRequest } from 'fastify';
+import Fastify, { type FastifyInstance, type FastifyReply, type FastifyRequest } from 'fastify';
 import { DEFAULT_CONTROL_TIMEOUT_MS, type AgentClient } from '../client';
 import { registerAuth } from './auth';
 import type { GatewayContext } from './context';
@@ -84,14 +84,27 @@ export function buildGateway(opts: GatewayOptions): FastifyInstance {
   };
 
   app.setErrorHandler((err, request, reply) => {
+    // A method Fastify parses a body for (QUERY) fails that parse before it finds no route: a 405 still. The auth
+    // hook's 401 comes first, so that probing without the token reveals nothing.
+    if (request.is404 && !(err instanceof HttpError)) return notFound(request, reply);
     const http = unsupportedMediaType(err, request) ?? bodyTooLarge(err, bodyLimit) ?? toHttpError(err);
     if (http) return reply.code(http.statusCode).send(http.body());
     request.log.error({ err }, 'unexpected error');
     return reply.code(500).send({ error: { code: 'internal', message: 'internal error' } });
   });
-  app.setNotFoundHandler((request, reply) =>
-    reply.code(404).send({ error: { code: 'route_not_found', message: `no route ${request.method} ${request.url.split('?')[0]}` } }),
-  );
+  const routes = knownRoutes(app);
+  const notFound = (request: FastifyRequest, reply: FastifyReply) => {
+    const path = request.url.split('?')[0]!;
+    const allow = routes.methodsOf(path);
+    if (allow.length) {
+      return reply
+        .code(405)
+        .header('allow', allow.join(', '))
+        .send({ error: { code: 'method_not_allowed', message: `${request.method} is not a method of ${path}: it takes ${allow.join(', ')}` } });
+    }
+    return reply.code(404).send({ error: { code: 'route_not_found', message: `no route ${request.method} ${path}` } });
+  };
+  app.setNotFoundHandler(notFound);
   if (opts.corsOrigins?.length) registerCors(app, opts.corsOrigins);
   registerAuth(app, opts.token, ctx.streamTokens);
   registerJsonOnly(app);
@@ -107,6 +120,26 @@ export function buildGateway(opts: GatewayOptions): FastifyInstance {
   });
   endConnectionsOnClose(app);
   return app;
+}
+
+/**
+ * The gateway's routes as they are registered, so that a method a known path does not take is 405 with `Allow`, not
+ * a 404 that says the path does not exist.
+ */
+function knownRoutes(app: FastifyInstance): { methodsOf(path: string): string[] } {
+  const routes: Array<{ pattern: RegExp; methods: Set<string> }> = [];
+  app.addHook('onRoute', ({ url, method }) => {
+    // `:param` matches one segment, as Fastify's router does (an id's `/` is sent as %2F).
+    const pattern = new RegExp(`^${url.replace(/[.*+?^${}()|[\]\\]/g, '\\$&').replace(/:\w+/g, '[^/]+')}$`);
+    const known = routes.find((r) => r.pattern.source === pattern.source) ?? routes[routes.push({ pattern, methods: new Set() }) - 1]!;
+    for (const m of [method].flat()) known.methods.add(m);
+  });
+  return {
+    methodsOf: (path) => {
+      const methods = new Set(routes.filter((r) => r.pattern.test(path)).flatMap((r) => [...r.methods]));
+      return ['GET', 'HEAD', 'POST', 'PUT', 'PATCH', 'DELETE', 'OPTIONS'].filter((m) => methods.has(m));
+    },
+  };
 }
 
 /**

@@ -16,7 +16,12 @@ export { AbortInputSchema as AbortBodySchema, ApproveInputSchema as ApproveBodyS
 
 const flag = z.enum(['1', '0', 'true', 'false']).transform((v) => v === '1' || v === 'true');
 
-const workflowIdSchema = z.string().regex(/^[A-Za-z0-9._:@/-]{1,200}$/, 'must be 1-200 characters of [A-Za-z0-9._:@/-]');
+/**
+ * A run's workflow id, as the gateway takes one everywhere (path, query, bodies): what `POST /v1/runs` accepts and the
+ * ids it and fork make (`agent-<random>`, `<id>-fork-<step>-<hex>`, a sub-agent's `<parent>/<agent>-<n>`).
+ */
+export const RunIdSchema = z.string().regex(/^[A-Za-z0-9._:@/-]{1,200}$/, 'must be 1-200 characters of [A-Za-z0-9._:@/-]');
+const workflowIdSchema = RunIdSchema;
 
 /** A step as a path or query parameter: digits only, so that a missing or wrong one is named as such, not as `NaN`. */
 const stepNumber = z
@@ -24,7 +29,7 @@ const stepNumber = z
     (v) => (typeof v === 'string' && /^\s*\d+\s*$/.test(v) ? Number(v) : v),
     z.number({ error: (issue) => (issue.input === undefined ? 'required: a step number (0, 1, ...; see `agent history`)' : 'must be a step number (0, 1, ...; see `agent history`)') }).int().min(0),
   )
-  .meta({ type: 'integer', minimum: 0 });
+  .meta({ type: 'integer', minimum: 0, maximum: Number.MAX_SAFE_INTEGER });
 
 /** Query strings are strict, as bodies are: a misspelt parameter (`?statee=PAUSED`) is refused, not ignored. */
 const query = <S extends z.ZodRawShape>(shape: S) => z.strictObject(shape);
@@ -41,14 +46,14 @@ export const ListQuerySchema = query({
     .optional()
     .describe('Only runs whose `AgentState` is this.'),
   limit: z.coerce.number().int().min(1).max(1_000).optional().describe('Most runs returned (default 20).'),
-  q: z.string().trim().min(1).max(200).optional().describe('Text in the workflow id or the prompt, any case (filtered by the gateway over at most 1,000 runs).'),
+  q: z.string().min(1).max(200).optional().describe('Text in the workflow id or the prompt, any case (filtered by the gateway over at most 1,000 runs).'),
   agent: z.string().min(1).max(100).optional().describe('Runs of this named agent (filtered by the gateway).'),
   since: z.iso.datetime({ offset: true }).optional().describe('Started at or after this time (ISO 8601).'),
   until: z.iso.datetime({ offset: true }).optional().describe('Started at or before this time (ISO 8601).'),
   parent: workflowIdSchema.optional().describe('Children of this workflow (sub-agents), by the server\'s ParentWorkflowId.'),
-  forkOf: z.string().min(1).max(200).optional().describe('Forks of this run (filtered by the gateway).'),
+  forkOf: RunIdSchema.optional().describe('Forks of this run (filtered by the gateway).'),
 });
-export const RunParamsSchema = z.object({ id: z.string().min(1) });
+export const RunParamsSchema = z.object({ id: RunIdSchema.describe("The run's workflow id; URL-encode it (sub-agent ids contain `/`).") });
 export const StepParamsSchema = RunParamsSchema.extend({ step: stepNumber });
 export const DiffQuerySchema = query({ from: stepNumber.describe('The earlier step.'), to: stepNumber.describe('The later step.') });
 /** The query of the three stream routes. A new EventSource cannot set `Last-Event-ID`, so a page that reopens one passes it here. */

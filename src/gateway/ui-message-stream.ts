@@ -7,27 +7,32 @@
  * AI SDK parses every response from scratch. Transitions have no counterpart and are left out.
  */
 import type { StreamEvent } from '../common/stream';
+import { z } from 'zod';
 import type { PendingApproval, RunStateView } from '../common/view';
 import type { EventFormat } from './event-format';
+import { answer } from './responses';
 
 /**
  * A UI message chunk as the AI SDK's `UIMessageChunk` defines it, the types this stream sends: ai 6.x, the line that
- * supports Node 20 (7.x wants Node 22); test/ui-message-stream.test.ts checks that it fits.
+ * supports Node 20 (7.x wants Node 22); test/ui-message-stream.test.ts checks that it fits. The OpenAPI document
+ * describes the stream's events with it.
  */
-export type Chunk =
-  | { type: 'start'; messageId: string }
-  | { type: 'start-step' | 'finish-step' }
-  | { type: 'text-start' | 'text-end'; id: string }
-  | { type: 'text-delta'; id: string; delta: string }
-  | { type: 'tool-input-available'; toolCallId: string; toolName: string; input: unknown; dynamic: true }
-  | { type: 'tool-output-available'; toolCallId: string; output: unknown; dynamic: true }
-  | { type: 'tool-output-error'; toolCallId: string; errorText: string; dynamic: true }
-  | { type: 'tool-approval-request'; approvalId: string; toolCallId: string }
-  | { type: 'tool-output-denied'; toolCallId: string }
-  | { type: `data-${string}`; data: unknown; transient: true }
-  | { type: 'finish'; finishReason: 'stop' }
-  | { type: 'abort'; reason?: string }
-  | { type: 'error'; errorText: string };
+export const ChunkSchema = z.union([
+  z.object({ type: z.literal('start'), messageId: z.string() }),
+  z.object({ type: z.enum(['start-step', 'finish-step']) }),
+  z.object({ type: z.enum(['text-start', 'text-end']), id: z.string() }),
+  z.object({ type: z.literal('text-delta'), id: z.string(), delta: z.string() }),
+  z.object({ type: z.literal('tool-input-available'), toolCallId: z.string(), toolName: z.string(), input: z.unknown(), dynamic: z.literal(true) }),
+  z.object({ type: z.literal('tool-output-available'), toolCallId: z.string(), output: z.unknown(), dynamic: z.literal(true) }),
+  z.object({ type: z.literal('tool-output-error'), toolCallId: z.string(), errorText: z.string(), dynamic: z.literal(true) }),
+  z.object({ type: z.literal('tool-approval-request'), approvalId: z.string(), toolCallId: z.string() }),
+  z.object({ type: z.literal('tool-output-denied'), toolCallId: z.string() }),
+  z.object({ type: z.templateLiteral(['data-', z.string()]), data: z.unknown(), transient: z.literal(true) }),
+  z.object({ type: z.literal('finish'), finishReason: z.literal('stop') }),
+  z.object({ type: z.literal('abort'), reason: z.string().optional() }),
+  z.object({ type: z.literal('error'), errorText: z.string() }),
+]);
+export type Chunk = z.infer<typeof ChunkSchema>;
 
 export const UI_MESSAGE_STREAM_HEADERS = { 'x-vercel-ai-ui-message-stream': 'v1' };
 
@@ -132,7 +137,7 @@ function ending(state: RunStateView): Chunk[] {
   return [{ type: 'error', errorText: state.lastError ?? state.reason ?? 'the run failed' }];
 }
 
-const chunk = (c: Chunk, id?: string): string => `${id === undefined ? '' : `id: ${id}\n`}data: ${JSON.stringify(c)}\n\n`;
+const chunk = (c: Chunk, id?: string): string => `${id === undefined ? '' : `id: ${id}\n`}data: ${JSON.stringify(answer(ChunkSchema, c))}\n\n`;
 
 function parseArgs(args: string): unknown {
   try {

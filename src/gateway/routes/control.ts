@@ -4,6 +4,7 @@
  */
 import type { FastifyInstance } from 'fastify';
 import type { GatewayContext } from '../context';
+import { answer, ApproveResultSchema, SendMessageResultSchema, SignalSentSchema } from '../responses';
 import { AbortBodySchema, ApproveBodySchema, parseOr400, RunParamsSchema, SendMessageBodySchema } from '../schemas';
 
 export function registerControlRoutes(app: FastifyInstance, { agents, controlTimeoutMs }: GatewayContext): void {
@@ -14,25 +15,25 @@ export function registerControlRoutes(app: FastifyInstance, { agents, controlTim
     const handle = run(request.params);
     const { reason } = parseOr400(AbortBodySchema, request.body ?? {}, 'abort input');
     const result = await handle.abort(reason, opts);
-    return reply.code(202).send({ workflowId: handle.workflowId, signal: 'abort', sent: true, ...result });
+    return reply.code(202).send(answer(SignalSentSchema, { workflowId: handle.workflowId, signal: 'abort', sent: true, ...result }));
   });
 
   for (const name of ['pause', 'resume'] as const) {
     app.post(`/v1/runs/:id/${name}`, async (request, reply) => {
       const handle = run(request.params);
       const result = await handle[name](opts);
-      return reply.code(202).send({ workflowId: handle.workflowId, signal: name, sent: true, ...result });
+      return reply.code(202).send(answer(SignalSentSchema, { workflowId: handle.workflowId, signal: name, sent: true, ...result }));
     });
   }
 
   app.post('/v1/runs/:id/approvals', async (request) => {
     const handle = run(request.params);
-    return handle.approve(parseOr400(ApproveBodySchema, request.body, 'approve input'), opts);
+    return answer(ApproveResultSchema, await handle.approve(parseOr400(ApproveBodySchema, request.body, 'approve input'), opts));
   });
 
   app.post('/v1/runs/:id/messages', async (request) => {
     const handle = run(request.params);
     const { text, interrupt } = parseOr400(SendMessageBodySchema, request.body, 'sendMessage input');
-    return handle.sendMessage(text, { ...opts, interrupt });
+    return answer(SendMessageResultSchema, await handle.sendMessage(text, { ...opts, interrupt }));
   });
 }

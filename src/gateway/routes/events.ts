@@ -18,6 +18,7 @@ import { WorkflowNotFoundError } from '@temporalio/client';
 import { AgentRunNotFoundError } from '../../client';
 import { abortOnClose, type GatewayContext } from '../context';
 import { HttpError, toHttpError } from '../errors';
+import { answer, RunEventSchemas, StreamTokenSchema, type RunEventName } from '../responses';
 import { EventsQuerySchema, parseOr400, RunParamsSchema } from '../schemas';
 import { isOffset, isPastHead, START } from '../../stream/channel';
 import { serveLive } from '../live-events';
@@ -46,7 +47,7 @@ export function registerEventRoutes(app: FastifyInstance, ctx: GatewayContext): 
     await ctx.agents.client.workflow.getHandle(id).describe().catch((err: unknown) => {
       throw err instanceof WorkflowNotFoundError ? new AgentRunNotFoundError(id) : err;
     });
-    return reply.code(201).send({ workflowId: id, ...ctx.streamTokens.issue(id) });
+    return reply.code(201).send(answer(StreamTokenSchema, { workflowId: id, ...ctx.streamTokens.issue(id) }));
   });
 
   app.get('/v1/runs/:id/events', (request, reply) => serveRunEvents(ctx, request, reply, watchFormat));
@@ -56,7 +57,14 @@ export function registerEventRoutes(app: FastifyInstance, ctx: GatewayContext): 
   app.get('/v1/runs/:id/ag-ui', (request, reply) => serveRunEvents(ctx, request, reply, agUiFormat(parseOr400(RunParamsSchema, request.params, 'path').id)));
 }
 
-const watchFormat: EventFormat = { event: (type, id, data) => formatSseEvent({ type: type as SseEvent['type'], id, data }) };
+/** Each event's data goes out through its schema (responses.ts), the one the OpenAPI document describes it with. */
+const watchFormat: EventFormat = {
+  event: (type, id, data) => {
+    const schema = RunEventSchemas[type as RunEventName];
+    if (!schema) throw new Error(`no schema for the stream event ${JSON.stringify(type)} (responses.ts RunEventSchemas)`);
+    return formatSseEvent({ type: type as SseEvent['type'], id, data: answer(schema, data as never) });
+  },
+};
 
 /** The events of run `:id`, from the channel or by polling, resumed after `Last-Event-ID`, written in `format`. */
 export async function serveRunEvents(ctx: GatewayContext, request: FastifyRequest, reply: FastifyReply, format: EventFormat): Promise<void> {

@@ -1,24 +1,26 @@
 /** Time travel over a run's steps, as `agent history`, `diff` and `fork` do: `/steps`, `/steps/:step`, `/diff`, `/fork`. */
 import type { FastifyInstance } from 'fastify';
 import type { GatewayContext } from '../context';
+import { RunStateViewSchema } from '../../common/view';
+import { answer, RunForkedSchema, SnapshotDiffSchema, StepListSchema } from '../responses';
 import { DiffQuerySchema, ForkBodySchema, MessagesQuerySchema, parseOr400, RunParamsSchema, StepParamsSchema } from '../schemas';
 
 export function registerTimeTravelRoutes(app: FastifyInstance, { agents }: GatewayContext): void {
   app.get('/v1/runs/:id/steps', async (request) => {
     const { id } = parseOr400(RunParamsSchema, request.params, 'path');
-    return { steps: await agents.handle(id).steps() };
+    return answer(StepListSchema, { steps: await agents.handle(id).steps() });
   });
 
   app.get('/v1/runs/:id/steps/:step', async (request) => {
     const { id, step } = parseOr400(StepParamsSchema, request.params, 'path');
     const { messages } = parseOr400(MessagesQuerySchema, request.query, 'query');
-    return agents.handle(id).snapshotAt(step, { includeMessages: messages ?? false });
+    return answer(RunStateViewSchema, await agents.handle(id).snapshotAt(step, { includeMessages: messages ?? false }));
   });
 
   app.get('/v1/runs/:id/diff', async (request) => {
     const { id } = parseOr400(RunParamsSchema, request.params, 'path');
     const { from, to } = parseOr400(DiffQuerySchema, request.query, 'query');
-    return agents.handle(id).diff(from, to);
+    return answer(SnapshotDiffSchema, await agents.handle(id).diff(from, to));
   });
 
   app.post('/v1/runs/:id/fork', async (request, reply) => {
@@ -26,6 +28,6 @@ export function registerTimeTravelRoutes(app: FastifyInstance, { agents }: Gatew
     const { fromStep, workflowId } = parseOr400(ForkBodySchema, request.body ?? {}, 'fork input');
     const run = await agents.fork(id, fromStep, { workflowId });
     reply.code(201).header('location', `/v1/runs/${encodeURIComponent(run.workflowId)}`);
-    return { workflowId: run.workflowId, runId: run.runId, forkedFrom: { workflowId: id, step: fromStep } };
+    return answer(RunForkedSchema, { workflowId: run.workflowId, runId: run.runId!, forkedFrom: { workflowId: id, step: fromStep } });
   });
 }
