@@ -14,6 +14,7 @@ import {
 } from '@temporalio/client';
 import type { UpdateDefinition } from '@temporalio/common';
 import { temporal } from '@temporalio/proto';
+import type { ModelResponse } from '../common/chat';
 import { AGENT_STATE_MEMO } from '../common/constants';
 import { AbortInputSchema, ApproveInputSchema, SendMessageInputSchema, type ApproveInput } from '../common/input';
 import {
@@ -57,6 +58,7 @@ import {
 } from './errors';
 import { decodeOptionalFailureToOptionalError, optionalTsToDate } from './sdk-internals';
 import { askRunHolding, chainSteps } from './chain';
+import { recordedAnswers } from './recorded';
 import { diffSnapshots, stepsOf, type SnapshotDiff, type StepRecord } from './time-travel';
 import { watchRun, type WatchOptions } from './watch';
 
@@ -222,6 +224,11 @@ export class AgentRunHandle {
       if (isGrpcDeadlineError(err) || isNoWorkerError(err)) throw new AgentQueryTimeoutError(this.workflowId, timeoutMs, this.taskQueue, name);
       throw err;
     }
+  }
+
+  /** What-if forks: the answers of the run's model calls numbered `fromCall` or later, by their requests' hashes, from every run of its chain. */
+  recordedAnswers(fromCall: number): Promise<Record<string, ModelResponse>> {
+    return this.guard(() => recordedAnswers(this.workflow, fromCall));
   }
 
   /**
