@@ -109,9 +109,11 @@ test('the CLI and the gateway: a what-if fork with a new system prompt sends eve
   expect((await api('POST', `/v1/runs/${source.workflowId}/fork`, { fromStep: 0, edits: { colour: 'red' } })).status).toBe(400);
 
   const unreplayed = h.model.requests(MODEL).length;
-  const noReplay = await cli('fork', source.workflowId, '--from-step', '0', '--tool-result', `${second}=no replay`, '--no-replay', '--json');
-  expect(await agents.handle(JSON.parse(noReplay.out).workflowId).result()).toMatchObject({ answer: 'saw: Hello from the workspace | no replay | Hello from the workspace' });
-  expect(sentSince(unreplayed)).toHaveLength(4);
+  const noReplay = await cli('fork', source.workflowId, '--from-step', '0', '--message', 'and be brief', '--no-replay', '--json');
+  expect(await agents.handle(JSON.parse(noReplay.out).workflowId).result()).toMatchObject({ status: 'COMPLETED' });
+  const sentAgain = sentSince(unreplayed);
+  expect(sentAgain).toHaveLength(4);
+  expect(sentAgain.at(-1)!.body.messages).toContainEqual({ role: 'user', content: 'and be brief' });
 
   const bad = await cli('fork', source.workflowId, '--from-step', '0', '--tool-result', 'no-equals-sign');
   expect([bad.code, bad.err]).toEqual([1, 'error: --tool-result must be <toolCallId>=<text>, got "no-equals-sign"\n']);
