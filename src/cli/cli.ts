@@ -24,6 +24,7 @@ type ApprovalInput = NonNullable<AgentRunInput['approval']>;
 type Budget = NonNullable<AgentRunInput['budget']>;
 import type { AgentRunResult, ControlResult, RunStateView } from '../common/messages';
 import { registerSearchAttributes, REQUIRED_SEARCH_ATTRIBUTES } from '../config/search-attributes';
+import type { ForkEdits } from '../client';
 import { formatDiff } from './format-diff';
 import { AgentState, isTerminal } from '../common/states';
 import type { PendingApproval } from '../common/view';
@@ -225,10 +226,12 @@ function buildProgram(deps: CliDeps, state: { exitCode: number }): Command {
       }
     });
 
-  command('diff <workflowId> <stepA> <stepB>', 'show what changed in a run between two steps: each added (+), removed (-) or changed value with its path')
-    .action(async (workflowId: string, a: string, b: string, o: JsonOption) => {
-      const [from, to] = [stepNumber('stepA', a), stepNumber('stepB', b)];
-      const diff = await withClient((client) => client.handle(workflowId).diff(from, to));
+  command('diff <workflowId> <stepA> [stepB]', 'show what changed in a run between two steps (or, with --runs A B, between two runs, e.g. a run and a what-if fork of it): each added (+), removed (-) or changed value with its path')
+    .option('--runs', 'compare two runs as they are now: agent diff --runs <workflowIdA> <workflowIdB>')
+    .action(async (workflowId: string, a: string, b: string | undefined, o: JsonOption & { runs?: boolean }) => {
+      if (!o.runs && b === undefined) throw new InvalidAgentInputError('diff needs two steps: agent diff <workflowId> <stepA> <stepB> (or two runs: agent diff --runs <A> <B>)');
+      if (o.runs && b !== undefined) throw new InvalidAgentInputError('diff --runs takes two workflow ids: agent diff --runs <A> <B>');
+      const diff = await withClient((client) => (o.runs ? client.diffRuns(workflowId, a) : client.handle(workflowId).diff(stepNumber('stepA', a), stepNumber('stepB', b!))));
       if (o.json) printJson(diff);
       else print(formatDiff(diff));
     });
@@ -271,13 +274,20 @@ function buildProgram(deps: CliDeps, state: { exitCode: number }): Command {
       }
     });
 
-  command('fork <workflowId>', 'start a new run from the snapshot a run had right after a step')
+  command('fork <workflowId>', 'start a new run from the snapshot a run had right after a step; with an edit, a what-if fork')
     .requiredOption('--from-step <n>', 'the step to carry on from (0: a fresh run of the same input; not the last, where the run ended)', integer)
     .option('--id <workflowId>', 'workflow id of the new run')
     .option('--watch', 'follow the new run until it ends')
-    .action(async (workflowId: string, o: JsonOption & { fromStep: number; id?: string; watch?: boolean }) => {
+    .option('--tool-result <toolCallId=text>', 'what-if: this tool call\'s result instead (repeatable)', (v: string, prev: string[] = []) => [...prev, v])
+    .option('--message <text>', 'what-if: a user message for the next model call')
+    .option('--model <model>', 'what-if: this model from the fork on')
+    .option('--system-prompt <text>', 'what-if: this system prompt from the fork on')
+    .option('--replay', 'reuse the original\'s recorded model answers while the requests are the same (the default with an edit)')
+    .option('--no-replay', 'send every model call again, even with an edit')
+    .action(async (workflowId: string, o: JsonOption & { fromStep: number; id?: string; watch?: boolean; toolResult?: string[]; message?: string; model?: string; systemPrompt?: string; replay?: boolean }) => {
+      const edits = forkEdits(o);
       await withClient(async (client) => {
-        const handle = await client.fork(workflowId, o.fromStep, { workflowId: o.id });
+        const handle = await client.fork(workflowId, o.fromStep, { workflowId: o.id, edits, replay: o.replay });
         if (o.json) printJson({ type: 'started', workflowId: handle.workflowId, runId: handle.runId, forkedFrom: { workflowId, step: o.fromStep } });
         else print(`started ${handle.workflowId} from step ${o.fromStep} of ${workflowId}`);
         if (o.watch) state.exitCode = await watch(handle, o.json);
@@ -720,4 +730,21 @@ function formatList(runs: Array<Pick<AgentRunSummary, 'workflowId' | 'agentState
   ];
   const widths = rows[0].map((_, i) => Math.max(...rows.map((row) => row[i].length)));
   return rows.map((row) => row.map((cell, i) => (i === row.length - 1 ? cell : cell.padEnd(widths[i]))).join('  ')).join('\n');
+}
+
+/** `agent fork`'s what-if options as `ForkEdits`; undefined with none. */
+function forkEdits(o: { toolResult?: string[]; message?: string; model?: string; systemPrompt?: string }): ForkEdits | undefined {
+  const toolResults: Record<string, string> = {};
+  for (const pair of o.toolResult ?? []) {
+    const at = pair.indexOf('=');
+    if (at <= 0) throw new InvalidAgentInputError(`--tool-result must be <toolCallId>=<text>, got ${JSON.stringify(pair)}`);
+    toolResults[pair.slice(0, at)] = pair.slice(at + 1);
+  }
+  const edits: ForkEdits = {
+    ...(Object.keys(toolResults).length > 0 ? { toolResults } : {}),
+    ...(o.message !== undefined ? { message: o.message } : {}),
+    ...(o.model !== undefined ? { model: o.model } : {}),
+    ...(o.systemPrompt !== undefined ? { systemPrompt: o.systemPrompt } : {}),
+  };
+  return Object.keys(edits).length > 0 ? edits : undefined;
 }

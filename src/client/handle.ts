@@ -14,6 +14,7 @@ import {
 } from '@temporalio/client';
 import type { UpdateDefinition } from '@temporalio/common';
 import { temporal } from '@temporalio/proto';
+import type { ModelResponse } from '../common/chat';
 import { AGENT_STATE_MEMO } from '../common/constants';
 import { AbortInputSchema, ApproveInputSchema, SendMessageInputSchema, type ApproveInput } from '../common/input';
 import {
@@ -56,6 +57,8 @@ import {
   validate,
 } from './errors';
 import { decodeOptionalFailureToOptionalError, optionalTsToDate } from './sdk-internals';
+import { askRunHolding, chainSteps } from './chain';
+import { recordedAnswers } from './recorded';
 import { diffSnapshots, stepsOf, type SnapshotDiff, type StepRecord } from './time-travel';
 import { watchRun, type WatchOptions } from './watch';
 
@@ -200,7 +203,7 @@ export class AgentRunHandle {
   async snapshotAt(step: number, opts: { includeMessages?: boolean; timeoutMs?: number } = {}): Promise<RunStateView> {
     const args = { step, includeMessages: opts.includeMessages ?? false };
     return this.timeTravelQuery('stateAt', opts.timeoutMs, () =>
-      this.guard(() => this.workflow.query(stateAtQuery, args)),
+      this.guard(() => askRunHolding(this.workflow, step, (run) => run.query(stateAtQuery, args))),
     ).catch((err: unknown) => {
       throw stepNotFound(this.workflowId, step, err) ?? err;
     });
@@ -208,7 +211,9 @@ export class AgentRunHandle {
 
   /** The internal snapshot of a step, which `AgentClient.fork` carries into a new run; bounded like `snapshotAt`. */
   stateSnapshotAt(step: number, timeoutMs?: number): Promise<unknown> {
-    return this.timeTravelQuery('stateSnapshotAt', timeoutMs, () => this.guard(() => this.workflow.query(stateSnapshotAtQuery, { step })));
+    return this.timeTravelQuery('stateSnapshotAt', timeoutMs, () =>
+      this.guard(() => askRunHolding(this.workflow, step, (run) => run.query(stateSnapshotAtQuery, { step }))),
+    );
   }
 
   /** A query answered by replaying the run: one deadline, and no worker within it is `AgentQueryTimeoutError`. */
@@ -221,9 +226,18 @@ export class AgentRunHandle {
     }
   }
 
-  /** Time travel: the run's steps as far as its state still lists them (a continued run keeps the recent end). */
+  /** What-if forks: the answers of the run's model calls numbered `fromCall` or later, by their requests' hashes, from every run of its chain. */
+  recordedAnswers(fromCall: number): Promise<Record<string, ModelResponse>> {
+    return this.guard(() => recordedAnswers(this.workflow, fromCall));
+  }
+
+  /**
+   * Time travel: every step since the run started, across continue-as-new (numbered on from run to run). The runs it
+   * continued from are read only when its own state no longer lists step 1, each by a query a worker answers by replay.
+   */
   async steps(): Promise<StepRecord[]> {
-    return stepsOf(await this.state());
+    const newest = stepsOf(await this.state());
+    return chainSteps(this.workflow, newest, (run) => this.timeTravelQuery('state', undefined, () => run.query(stateQuery)));
   }
 
   /** Time travel: what changed between two steps, each change with its path (see `diffSnapshots`). */

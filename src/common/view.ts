@@ -71,6 +71,7 @@ export const {
   const RunUsageSchema = UsageSchema.extend({
     modelCalls: int().describe('Model calls for planning and answering that answered (the critic\'s and compaction\'s are not counted).'),
     costUsd: z.number(),
+    replayedCalls: int().optional().describe('Of `modelCalls`, those a what-if fork answered with the recorded answer of the run it was forked from, not paid for again; absent: none.'),
   });
 
   /** What a critic decides after a step; the action picks the next state. */

@@ -3,7 +3,7 @@ import type { FastifyInstance } from 'fastify';
 import type { GatewayContext } from '../context';
 import { RunStateViewSchema } from '../../common/view';
 import { answer, RunForkedSchema, SnapshotDiffSchema, StepListSchema } from '../responses';
-import { DiffQuerySchema, ForkBodySchema, MessagesQuerySchema, parseOr400, RunParamsSchema, StepParamsSchema } from '../schemas';
+import { DiffQuerySchema, ForkBodySchema, MessagesQuerySchema, parseOr400, RunParamsSchema, RunsDiffQuerySchema, StepParamsSchema } from '../schemas';
 
 export function registerTimeTravelRoutes(app: FastifyInstance, { agents }: GatewayContext): void {
   app.get('/v1/runs/:id/steps', async (request) => {
@@ -19,14 +19,19 @@ export function registerTimeTravelRoutes(app: FastifyInstance, { agents }: Gatew
 
   app.get('/v1/runs/:id/diff', async (request) => {
     const { id } = parseOr400(RunParamsSchema, request.params, 'path');
+    // Two runs side by side (`?against=`), or two steps of one (`?from=&to=`).
+    if (typeof request.query === 'object' && request.query !== null && 'against' in request.query) {
+      const { against } = parseOr400(RunsDiffQuerySchema, request.query, 'query');
+      return answer(SnapshotDiffSchema, await agents.diffRuns(id, against));
+    }
     const { from, to } = parseOr400(DiffQuerySchema, request.query, 'query');
     return answer(SnapshotDiffSchema, await agents.handle(id).diff(from, to));
   });
 
   app.post('/v1/runs/:id/fork', async (request, reply) => {
     const { id } = parseOr400(RunParamsSchema, request.params, 'path');
-    const { fromStep, workflowId } = parseOr400(ForkBodySchema, request.body ?? {}, 'fork input');
-    const run = await agents.fork(id, fromStep, { workflowId });
+    const { fromStep, workflowId, edits, replay } = parseOr400(ForkBodySchema, request.body ?? {}, 'fork input');
+    const run = await agents.fork(id, fromStep, { workflowId, edits, replay });
     reply.code(201).header('location', `/v1/runs/${encodeURIComponent(run.workflowId)}`);
     return answer(RunForkedSchema, { workflowId: run.workflowId, runId: run.runId!, forkedFrom: { workflowId: id, step: fromStep } });
   });
