@@ -112,10 +112,11 @@ export class AgentClient {
    * What-if forks side by side: what differs between two runs' states now (conversation included), e.g. a run and a
    * fork of it, each change with its path as `AgentRunHandle.diff` has it.
    */
-  async diffRuns(from: string, to: string): Promise<SnapshotDiff> {
-    // One after the other, as `diff` asks its two steps.
-    const a = await this.handle(from).state({ includeMessages: true });
-    const b = await this.handle(to).state({ includeMessages: true });
+  async diffRuns(from: string, to: string, steps: { from?: number; to?: number } = {}): Promise<SnapshotDiff> {
+    // One after the other, as `diff` asks its two steps; each run as it is now unless a step of it is named.
+    const at = (id: string, step: number | undefined) => (step === undefined ? this.handle(id).state({ includeMessages: true }) : this.handle(id).snapshotAt(step, { includeMessages: true }));
+    const a = await at(from, steps.from);
+    const b = await at(to, steps.to);
     return { ...diffSnapshots(a, b), runs: { from, to } };
   }
 

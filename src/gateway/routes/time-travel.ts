@@ -3,7 +3,7 @@ import type { FastifyInstance } from 'fastify';
 import type { GatewayContext } from '../context';
 import { RunStateViewSchema } from '../../common/view';
 import { answer, RunForkedSchema, SnapshotDiffSchema, StepListSchema } from '../responses';
-import { DiffQuerySchema, ForkBodySchema, MessagesQuerySchema, parseOr400, RunParamsSchema, RunsDiffQuerySchema, StepParamsSchema } from '../schemas';
+import { ForkBodySchema, MessagesQuerySchema, parseOr400, routeQuery, RunParamsSchema, StepParamsSchema } from '../schemas';
 
 export function registerTimeTravelRoutes(app: FastifyInstance, { agents }: GatewayContext): void {
   app.get('/v1/runs/:id/steps', async (request) => {
@@ -19,13 +19,12 @@ export function registerTimeTravelRoutes(app: FastifyInstance, { agents }: Gatew
 
   app.get('/v1/runs/:id/diff', async (request) => {
     const { id } = parseOr400(RunParamsSchema, request.params, 'path');
-    // Two runs side by side (`?against=`), or two steps of one (`?from=&to=`).
-    if (typeof request.query === 'object' && request.query !== null && 'against' in request.query) {
-      const { against } = parseOr400(RunsDiffQuerySchema, request.query, 'query');
-      return answer(SnapshotDiffSchema, await agents.diffRuns(id, against));
-    }
-    const { from, to } = parseOr400(DiffQuerySchema, request.query, 'query');
-    return answer(SnapshotDiffSchema, await agents.handle(id).diff(from, to));
+    // Two steps of one run (`from` defaults to 0, `to` to the run's step now), or two runs side by side (`against`:
+    // `from` is a step of this run, `to` of the other, each as it is now when not named).
+    const { from, to, against } = parseOr400(routeQuery('GET', '/v1/runs/:id/diff'), request.query, 'query') as { from?: number; to?: number; against?: string };
+    if (against !== undefined) return answer(SnapshotDiffSchema, await agents.diffRuns(id, against, { from, to }));
+    const run = agents.handle(id);
+    return answer(SnapshotDiffSchema, await run.diff(from ?? 0, to ?? (await run.state()).step));
   });
 
   app.post('/v1/runs/:id/fork', async (request, reply) => {
