@@ -668,8 +668,9 @@ function formatState(workflowId: string, v: RunStateView): string {
   if (rejected) lines.push(`  refused events: ${v.rejectedEvents.length} (last: ${rejected.event} in ${rejected.state}: ${rejected.error})`);
   if (v.transitions.length) {
     const shown = v.transitions.slice(-RECENT_TRANSITIONS);
-    const earlier = v.transitions.length - shown.length;
-    lines.push(`transitions${earlier ? ` (last ${shown.length} of ${v.transitions.length})` : ''}:`);
+    // The view's last transitions end at `step`; those before are paged by `agent history`.
+    const earlier = shown.length > 0 ? v.step - shown.length : 0;
+    lines.push(`transitions${earlier ? ` (last ${shown.length} of ${v.step}; ${earlier} earlier: agent history)` : ''}:`);
     for (const t of shown) lines.push(`  ${clock(t.at)}  ${t.from} -> ${t.to} (${t.event})`);
   }
   if (v.messages) {

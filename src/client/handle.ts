@@ -28,7 +28,10 @@ import {
   stateAtQuery,
   stateSnapshotAtQuery,
   stateQuery,
+  stepsQuery,
   type AgentRunResult,
+  type StepsPage,
+  type StepsQueryOptions,
   type ApproveResult,
   type ControlResult,
   type RunStateView,
@@ -221,9 +224,31 @@ export class AgentRunHandle {
     }
   }
 
-  /** Time travel: the run's steps as far as its state still lists them (a continued run keeps the recent end). */
+  /**
+   * Time travel: the run's steps (a continued run holds the last 100 of the runs before it), paged from the run's
+   * `steps` query: the state view carries only the last ones. With no worker answering, those of the copy the run
+   * stored (its last 10).
+   */
   async steps(): Promise<StepRecord[]> {
-    return stepsOf(await this.state());
+    const steps: StepRecord[] = [];
+    for (let from: number | null | undefined = undefined; from !== null; ) {
+      // A step log answers at once, as the state does: no replay.
+      const page: StepsPage | undefined = await this.stepsPage({ from, timeoutMs: QUERY_TIMEOUT_MS }).catch((err: unknown) => {
+        // No worker (or one from before the query): the state's transitions, live or stored, as before.
+        if (steps.length > 0 || !(err instanceof AgentQueryTimeoutError || err instanceof QueryNotRegisteredError)) throw err;
+        return undefined;
+      });
+      if (!page) return stepsOf(await this.state());
+      steps.push(...page.steps);
+      from = page.next;
+    }
+    return steps;
+  }
+
+  /** Time travel: one page of the run's steps, from step `from` (default: the first it holds), at most `limit` (1000) of them. */
+  stepsPage(opts: StepsQueryOptions & { timeoutMs?: number } = {}): Promise<StepsPage> {
+    const { timeoutMs, ...page } = opts;
+    return this.timeTravelQuery('steps', timeoutMs, () => this.guard(() => this.workflow.query(stepsQuery, page)));
   }
 
   /** Time travel: what changed between two steps, each change with its path (see `diffSnapshots`). */
