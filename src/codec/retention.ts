@@ -12,7 +12,7 @@
 import { mkdir, stat, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import type { Payload, PayloadCodec } from '@temporalio/common';
-import type { temporal } from '@temporalio/proto';
+import { temporal } from '@temporalio/proto';
 import { BlobNotFoundError, type FsBlobStore, type SweepResult } from './blob-store';
 
 /** The part of a Temporal connection the sweep uses (a `Client`'s, a `Connection`'s, a `NativeConnection`'s). */
@@ -57,7 +57,10 @@ export interface PruneReport {
   dryRun: boolean;
 }
 
+const ProtoPayload = temporal.api.common.v1.Payload;
 const KEY = /[0-9a-f]{64}/g;
+/** A conversation reference as JSON writes it (`ConversationRef`): the node, and where its pack holds it. */
+const NODE = /\{"ref":"([0-9a-f]{64})","count":\d+(?:,"at":"(packs\/[A-Za-z0-9._-]+\.pack@\d+\+\d+)")?\}/g;
 const PACK = /packs\/([A-Za-z0-9._-]+\.pack)@/g;
 const utf8 = new TextDecoder();
 
@@ -66,6 +69,8 @@ export interface LiveSet {
   keys: Set<string>;
   packs: Set<string>;
   workflowIds: Set<string>;
+  /** Conversation nodes named, to be read in turn: a node names its base, and a large one is itself claim-checked. */
+  nodes: Map<string, string | undefined>;
 }
 
 /** The namespace's retention period: how long the server keeps a closed run's history. */
@@ -96,8 +101,8 @@ function namesLiveRun(key: string, workflowIds: Set<string>): boolean {
 }
 
 /** Reads every readable run's history and marks what its payloads name. */
-export async function markLive(options: Pick<PruneOptions, 'connection' | 'namespace' | 'payloadCodecs'>, closedAfter: number): Promise<LiveSet> {
-  const live: LiveSet = { keys: new Set(), packs: new Set(), workflowIds: new Set() };
+export async function markLive(options: Pick<PruneOptions, 'connection' | 'namespace' | 'payloadCodecs' | 'store'>, closedAfter: number): Promise<LiveSet> {
+  const live: LiveSet = { keys: new Set(), packs: new Set(), workflowIds: new Set(), nodes: new Map() };
   const runs = new Map<string, { workflowId: string; runId: string }>();
   // Two lists, not one query with OR: every visibility store answers these.
   for (const query of ['ExecutionStatus = "Running"', `CloseTime > "${new Date(closedAfter).toISOString()}"`]) {
@@ -106,6 +111,23 @@ export async function markLive(options: Pick<PruneOptions, 'connection' | 'names
   for (const run of runs.values()) {
     live.workflowIds.add(run.workflowId);
     for await (const payload of historyPayloads(options, run)) await markPayload(payload, options.payloadCodecs, live, run.workflowId);
+  }
+  // The conversation nodes the histories name, then the nodes those name, each read once.
+  const read = new Set<string>();
+  for (let pending = [...live.nodes]; pending.length > 0; pending = [...live.nodes].filter(([ref]) => !read.has(ref))) {
+    for (const [ref, at] of pending) {
+      read.add(ref);
+      const bytes = await options.store?.get(ref, at).catch(() => undefined);
+      // Gone or torn: a run that needs it sends its whole conversation instead.
+      if (!bytes?.length) continue;
+      let payload: Payload;
+      try {
+        payload = ProtoPayload.decode(bytes);
+      } catch {
+        continue;
+      }
+      await markPayload(payload, options.payloadCodecs, live, `(conversation ${ref})`);
+    }
   }
   return live;
 }
@@ -160,6 +182,7 @@ function mark(payload: Payload, live: LiveSet): void {
   const text = utf8.decode(payload.data);
   for (const [key] of text.matchAll(KEY)) live.keys.add(key);
   for (const [, pack] of text.matchAll(PACK)) live.packs.add(pack);
+  for (const [, ref, at] of text.matchAll(NODE)) if (!live.nodes.has(ref) || at) live.nodes.set(ref, at);
 }
 
 /** Options of `startRetentionSweeps`: `pruneStore`'s, and how often. */
