@@ -3,7 +3,7 @@
  * other embedder; every command takes `--json`. Errors print one line to stderr and exit 1. The process is
  * `src/bin/agent.ts` (`npm run agent -- <command>`).
  */
-import { readFileSync } from 'node:fs';
+import { existsSync, readFileSync } from 'node:fs';
 import path from 'node:path';
 import { Command, CommanderError, InvalidArgumentError } from 'commander';
 import {
@@ -23,6 +23,7 @@ type Limits = NonNullable<AgentRunInput['limits']>;
 type ApprovalInput = NonNullable<AgentRunInput['approval']>;
 type Budget = NonNullable<AgentRunInput['budget']>;
 import type { AgentRunResult, ControlResult, RunStateView } from '../common/messages';
+import { claimCheckSettings, ledgerFile, parseDuration, retentionSettings } from '../config';
 import { registerSearchAttributes, REQUIRED_SEARCH_ATTRIBUTES } from '../config/search-attributes';
 import type { ForkEdits } from '../client';
 import { formatDiff } from './format-diff';
@@ -261,6 +262,48 @@ function buildProgram(deps: CliDeps, state: { exitCode: number }): Command {
         }
       }
       if (result.failures.length > 0) state.exitCode = 1;
+    });
+
+  command('gc', 'delete the blobs and tool-ledger rows no open run, and no run closed within retention, can read (--dry-run: list them)')
+    .option('--dry-run', 'list what would be deleted; delete nothing')
+    .option('--retention <duration>', 'runs closed longer ago than this are no longer read, e.g. 7d (default: AGENT_RETENTION, else the namespace\'s retention)')
+    .option('--grace <duration>', 'keep what was written within this long though no run names it yet (default: AGENT_RETENTION_GRACE, else 24h)')
+    .option('--blob-dir <path>', 'the blob store (default: AGENT_BLOB_DIR, else ./.agent/blobs)')
+    .option('--ledger <path>', 'the tool ledger (default: AGENT_LEDGER, else ./.agent/tool-ledger.sqlite)')
+    .action(async (o: JsonOption & { dryRun?: boolean; retention?: string; grace?: string; blobDir?: string; ledger?: string }) => {
+      // Loaded here only: the ledger's SQLite is native code the other commands do without.
+      const [{ SqliteToolLedger }, { FsBlobStore, pruneStore }] = await Promise.all([import('../activities/tools/ledger'), import('../codec')]);
+      const settings = retentionSettings();
+      const claimCheck = claimCheckSettings();
+      const blobDir = o.blobDir ?? (claimCheck.enabled ? claimCheck.blobDir : undefined);
+      const file = o.ledger ?? ledgerFile();
+      const ledger = existsSync(file) ? new SqliteToolLedger(file) : undefined;
+      try {
+        const report = await withClient(async ({ client }) =>
+          pruneStore({
+            connection: client,
+            namespace: client.options.namespace,
+            payloadCodecs: client.options.loadedDataConverter.payloadCodecs,
+            ...(blobDir ? { store: new FsBlobStore(blobDir) } : {}),
+            ...(ledger ? { ledger } : {}),
+            retentionMs: o.retention !== undefined ? parseDuration('--retention', o.retention) : settings.retentionMs,
+            graceMs: o.grace !== undefined ? parseDuration('--grace', o.grace) : settings.graceMs,
+            dryRun: o.dryRun ?? false,
+          }),
+        );
+        if (o.json) printJson(report);
+        else {
+          const verb = report.dryRun ? 'would delete' : 'deleted';
+          for (const name of report.blobs.deleted) print(`${verb} blob ${name}`);
+          for (const key of report.ledgerRows) print(`${verb} ledger row ${key}`);
+          print(
+            `${report.dryRun ? 'dry run: ' : ''}${report.runsRead} run(s) readable (retention ${Math.round(report.retentionMs / 3_600_000)}h); ` +
+              `${verb} ${report.blobs.deleted.length} blob(s) (${report.blobs.deletedBytes} bytes) and ${report.ledgerRows.length} ledger row(s); kept ${report.blobs.kept} blob(s)`,
+          );
+        }
+      } finally {
+        ledger?.close();
+      }
     });
 
   command('setup-cluster', 'register the search attributes agent runs need on this namespace (self-hosted clusters; idempotent)')
@@ -678,8 +721,9 @@ function formatState(workflowId: string, v: RunStateView): string {
   if (rejected) lines.push(`  refused events: ${v.rejectedEvents.length} (last: ${rejected.event} in ${rejected.state}: ${rejected.error})`);
   if (v.transitions.length) {
     const shown = v.transitions.slice(-RECENT_TRANSITIONS);
-    const earlier = v.transitions.length - shown.length;
-    lines.push(`transitions${earlier ? ` (last ${shown.length} of ${v.transitions.length})` : ''}:`);
+    // The view's last transitions end at `step`; those before are paged by `agent history`.
+    const earlier = shown.length > 0 ? v.step - shown.length : 0;
+    lines.push(`transitions${earlier ? ` (last ${shown.length} of ${v.step}; ${earlier} earlier: agent history)` : ''}:`);
     for (const t of shown) lines.push(`  ${clock(t.at)}  ${t.from} -> ${t.to} (${t.event})`);
   }
   if (v.messages) {

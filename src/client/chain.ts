@@ -5,9 +5,8 @@
  */
 import type { WorkflowHandle } from '@temporalio/client';
 import { temporal } from '@temporalio/proto';
-import type { RunStateView } from '../common/messages';
 import { firstStepHeld } from './errors';
-import { stepsOf, type StepRecord } from './time-travel';
+import type { StepRecord } from './time-travel';
 
 const { CONTINUE_AS_NEW_INITIATOR_WORKFLOW } = temporal.api.enums.v1.ContinueAsNewInitiator;
 
@@ -41,14 +40,14 @@ export async function askRunHolding<T>(workflow: WorkflowHandle, step: number, a
   }
 }
 
-/** The steps of the whole chain from `newest` (the newest run's own list) back to step 1, each earlier run's view read with `stateOf`. */
-export async function chainSteps(workflow: WorkflowHandle, newest: StepRecord[], stateOf: (run: WorkflowHandle) => Promise<RunStateView>): Promise<StepRecord[]> {
+/** The steps of the whole chain from `newest` (the newest run's own list) back to step 1, each earlier run's read with `stepsOfRun`. */
+export async function chainSteps(workflow: WorkflowHandle, newest: StepRecord[], stepsOfRun: (run: WorkflowHandle) => Promise<StepRecord[]>): Promise<StepRecord[]> {
   let steps = newest;
   let runId: string | undefined;
   while (steps.length > 0 && steps[0].step > 1) {
     runId = await previousRun(workflow, runId);
     if (!runId) break;
-    const earlier = stepsOf(await stateOf(workflow.client.getHandle(workflow.workflowId, runId)));
+    const earlier = await stepsOfRun(workflow.client.getHandle(workflow.workflowId, runId));
     const first = steps[0].step;
     steps = [...earlier.filter((s) => s.step < first), ...steps];
   }

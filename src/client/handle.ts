@@ -29,7 +29,10 @@ import {
   stateAtQuery,
   stateSnapshotAtQuery,
   stateQuery,
+  stepsQuery,
   type AgentRunResult,
+  type StepsPage,
+  type StepsQueryOptions,
   type ApproveResult,
   type ControlResult,
   type RunStateView,
@@ -232,12 +235,36 @@ export class AgentRunHandle {
   }
 
   /**
-   * Time travel: every step since the run started, across continue-as-new (numbered on from run to run). The runs it
-   * continued from are read only when its own state no longer lists step 1, each by a query a worker answers by replay.
+   * Time travel: every step since the run started, across continue-as-new (numbered on from run to run), each run's
+   * paged from its `steps` query (the state view carries only the last ones). The runs it continued from are read only
+   * when its own log does not begin at step 1, each by a query a worker answers by replay. With no worker answering,
+   * the steps of the copy the run stored (its last 10).
    */
   async steps(): Promise<StepRecord[]> {
-    const newest = stepsOf(await this.state());
-    return chainSteps(this.workflow, newest, (run) => this.timeTravelQuery('state', undefined, () => run.query(stateQuery)));
+    const own = await this.stepsOfRun(this.workflow, QUERY_TIMEOUT_MS);
+    return chainSteps(this.workflow, own ?? stepsOf(await this.state()), async (run) => (await this.stepsOfRun(run)) ?? stepsOf(await this.timeTravelQuery('state', undefined, () => run.query(stateQuery))));
+  }
+
+  /** One run's whole step log, page by page; undefined when no worker answers its `steps` query (or one from before it). */
+  private async stepsOfRun(run: WorkflowHandle, timeoutMs?: number): Promise<StepRecord[] | undefined> {
+    const steps: StepRecord[] = [];
+    for (let from: number | null | undefined = undefined; from !== null; ) {
+      const query: StepsQueryOptions = from !== undefined ? { from } : {};
+      const page: StepsPage | undefined = await this.timeTravelQuery('steps', timeoutMs, (): Promise<StepsPage> => this.guard(() => run.query(stepsQuery, query))).catch((err: unknown) => {
+        if (steps.length > 0 || !(err instanceof AgentQueryTimeoutError || err instanceof QueryNotRegisteredError)) throw err;
+        return undefined;
+      });
+      if (!page) return undefined;
+      steps.push(...page.steps);
+      from = page.next;
+    }
+    return steps;
+  }
+
+  /** Time travel: one page of the run's steps, from step `from` (default: the first it holds), at most `limit` (1000) of them. */
+  stepsPage(opts: StepsQueryOptions & { timeoutMs?: number } = {}): Promise<StepsPage> {
+    const { timeoutMs, ...page } = opts;
+    return this.timeTravelQuery('steps', timeoutMs, () => this.guard(() => this.workflow.query(stepsQuery, page)));
   }
 
   /** Time travel: what changed between two steps, each change with its path (see `diffSnapshots`). */
