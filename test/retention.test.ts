@@ -55,6 +55,7 @@ const prune = (options: Partial<PruneOptions> = {}) =>
   pruneStore({
     connection: h.env.client,
     namespace: h.env.client.options.namespace,
+    taskQueue: h.taskQueue,
     payloadCodecs: h.env.client.options.loadedDataConverter.payloadCodecs,
     store: new FsBlobStore(h.blobDir),
     ledger,
@@ -115,7 +116,7 @@ test('agent gc --dry-run lists what it would delete and deletes nothing; agent g
   let out = '';
   const gc = (...flags: string[]) => {
     out = '';
-    return runCli(['gc', '--retention', '0', '--grace', '0', '--blob-dir', h.blobDir, '--ledger', ledgerFile, ...flags], {
+    return runCli(['gc', '--retention', '0', '--grace', '0', '--blob-dir', h.blobDir, '--ledger', ledgerFile, '--task-queue', h.taskQueue, ...flags], {
       connect: async () => new AgentClient(h.env.client, h.taskQueue),
       out: (t) => (out += t),
       err: (t) => (out += t),

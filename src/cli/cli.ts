@@ -23,7 +23,7 @@ type Limits = NonNullable<AgentRunInput['limits']>;
 type ApprovalInput = NonNullable<AgentRunInput['approval']>;
 type Budget = NonNullable<AgentRunInput['budget']>;
 import type { AgentRunResult, ControlResult, RunStateView } from '../common/messages';
-import { claimCheckSettings, ledgerFile, parseDuration, retentionSettings } from '../config';
+import { claimCheckSettings, ledgerFile, parseDuration, retentionSettings, temporalSettings } from '../config';
 import { registerSearchAttributes, REQUIRED_SEARCH_ATTRIBUTES } from '../config/search-attributes';
 import type { ForkEdits } from '../client';
 import { formatDiff } from './format-diff';
@@ -270,7 +270,8 @@ function buildProgram(deps: CliDeps, state: { exitCode: number }): Command {
     .option('--grace <duration>', 'keep what was written within this long though no run names it yet (default: AGENT_RETENTION_GRACE, else 24h)')
     .option('--blob-dir <path>', 'the blob store (default: AGENT_BLOB_DIR, else ./.agent/blobs)')
     .option('--ledger <path>', 'the tool ledger (default: AGENT_LEDGER, else ./.agent/tool-ledger.sqlite)')
-    .action(async (o: JsonOption & { dryRun?: boolean; retention?: string; grace?: string; blobDir?: string; ledger?: string }) => {
+    .option('--task-queue <name>', "read only the runs of this task queue, the fleet that writes the store (default: TEMPORAL_TASK_QUEUE, else the worker's default)")
+    .action(async (o: JsonOption & { dryRun?: boolean; retention?: string; grace?: string; blobDir?: string; ledger?: string; taskQueue?: string }) => {
       // Loaded here only: the ledger's SQLite is native code the other commands do without.
       const [{ SqliteToolLedger }, { FsBlobStore, pruneStore }] = await Promise.all([import('../activities/tools/ledger'), import('../codec')]);
       const settings = retentionSettings();
@@ -283,6 +284,7 @@ function buildProgram(deps: CliDeps, state: { exitCode: number }): Command {
           pruneStore({
             connection: client,
             namespace: client.options.namespace,
+            taskQueue: o.taskQueue ?? temporalSettings().taskQueue,
             payloadCodecs: client.options.loadedDataConverter.payloadCodecs,
             ...(blobDir ? { store: new FsBlobStore(blobDir) } : {}),
             ...(ledger ? { ledger } : {}),

@@ -32,6 +32,12 @@ export const DEFAULT_RETENTION_GRACE_MS = 24 * 3600_000;
 export interface PruneOptions {
   connection: RetentionService;
   namespace: string;
+  /**
+   * Only runs of this task queue are read: the fleet that writes this store. Runs of other fleets in the namespace (with
+   * keys or stores of their own, which this sweep could not read) neither keep nor block its pruning.
+   * @default every run of the namespace
+   */
+  taskQueue?: string;
   /** The data converter's codecs, in its order (encode first to last): the sweep decodes history's payloads with them. */
   payloadCodecs: readonly PayloadCodec[];
   /** Absent when the claim check is off (no blobs): only the ledger is pruned. */
@@ -101,12 +107,13 @@ function namesLiveRun(key: string, workflowIds: Set<string>): boolean {
 }
 
 /** Reads every readable run's history and marks what its payloads name. */
-export async function markLive(options: Pick<PruneOptions, 'connection' | 'namespace' | 'payloadCodecs' | 'store'>, closedAfter: number): Promise<LiveSet> {
+export async function markLive(options: Pick<PruneOptions, 'connection' | 'namespace' | 'taskQueue' | 'payloadCodecs' | 'store'>, closedAfter: number): Promise<LiveSet> {
   const live: LiveSet = { keys: new Set(), packs: new Set(), workflowIds: new Set(), nodes: new Map() };
   const runs = new Map<string, { workflowId: string; runId: string }>();
   // Two lists, not one query with OR: every visibility store answers these.
+  const fleet = options.taskQueue !== undefined ? ` AND TaskQueue = ${JSON.stringify(options.taskQueue)}` : '';
   for (const query of ['ExecutionStatus = "Running"', `CloseTime > "${new Date(closedAfter).toISOString()}"`]) {
-    for await (const run of listRuns(options, query)) runs.set(`${run.workflowId}/${run.runId}`, run);
+    for await (const run of listRuns(options, query + fleet)) runs.set(`${run.workflowId}/${run.runId}`, run);
   }
   for (const run of runs.values()) {
     live.workflowIds.add(run.workflowId);

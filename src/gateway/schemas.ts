@@ -82,7 +82,7 @@ export const ROUTE_QUERIES: Readonly<Record<string, z.ZodObject>> = {
   'GET /v1/runs/:id': MessagesQuerySchema,
   'GET /v1/runs/:id/steps/:step': MessagesQuerySchema,
   // Two steps of the run (`from`, `to`), or with `against` a step of each of two runs; each defaults (routes/time-travel.ts).
-  'GET /v1/runs/:id/diff': DiffQuerySchema.partial().extend(RunsDiffQuerySchema.shape),
+  'GET /v1/runs/:id/diff': DiffQuerySchema.partial().extend(RunsDiffQuerySchema.partial().shape),
   'GET /v1/runs/:id/events': EventsQuerySchema,
   'GET /v1/runs/:id/ui-message-stream': StreamQuerySchema,
   'GET /v1/runs/:id/ag-ui': StreamQuerySchema,

@@ -319,6 +319,7 @@ export async function createAgentWorker(options: AgentWorkerOptions = {}): Promi
       stopSweeps = startRetentionSweeps({
         connection,
         namespace: temporal.namespace,
+        taskQueue: temporal.taskQueue,
         payloadCodecs: dataConverter.payloadCodecs ?? [],
         ...(claimCheck.enabled ? { store: new FsBlobStore(claimCheck.blobDir) } : {}),
         ...(config.ledgerFile !== ':memory:' ? { ledger } : {}),
