@@ -97,7 +97,7 @@ test('time travel: every step is queryable, and a run forked from a step carries
 
 test('a malformed snapshot fails the run at once as invalid input, naming the field', async () => {
   const malformed = JSON.parse(readFileSync(path.join(__dirname, 'fixtures/snapshots/malformed-wrong-type.json'), 'utf8'));
-  const handle = await h.start({ prompt: 'carried', resume: { kind: 'fork', snapshot: malformed, origin: { workflowId: 'a-run', step: malformed.step } } });
+  const handle = await h.start({ prompt: 'carried', resume: { kind: 'fork', snapshot: malformed, origin: { workflowId: 'a-run', step: malformed.counters.step } } });
   expect(await failureOf(handle.result())).toEqual({
     type: 'InvalidInput',
     message: 'Invalid agentRun input: resume.snapshot: phase.pending.1.arguments: Invalid input: expected string, received object',
