@@ -184,7 +184,10 @@ test('diff through the client, the CLI and the gateway: the tool step adds a mes
 
   const missing = await api('GET', `/v1/runs/${workflowId}/diff?from=0&to=${last + 1}`);
   expect([missing.status, missing.body.error.code]).toEqual([404, 'step_not_found']);
-  for (const query of ['from=1', 'from=a&to=2', 'from=-1&to=2']) {
+  // Either end may be left out: `from` is then step 0, `to` the run's step now.
+  expect((await api('GET', `/v1/runs/${workflowId}/diff?from=1`)).body).toMatchObject({ from: 1, to: last });
+  expect((await api('GET', `/v1/runs/${workflowId}/diff?to=2`)).body).toMatchObject({ from: 0, to: 2 });
+  for (const query of ['from=a&to=2', 'from=-1&to=2']) {
     const r = await api('GET', `/v1/runs/${workflowId}/diff?${query}`);
     expect([query, r.status, r.body.error.code]).toEqual([query, 400, 'invalid_input']);
   }
