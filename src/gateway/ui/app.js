@@ -350,6 +350,9 @@ function runPage(workflowId) {
     );
   }
 
+  /** Who sent a control, as common/actor.ts `actorLabel` says it: `service`, `user alice (acme)`, `operator bob`. */
+  const actorLabel = (a) => (!a || a.kind === 'service' ? 'service' : a.kind === 'user' ? `user ${a.sub}${a.tenant ? ` (${a.tenant})` : ''}` : `operator ${a.name}`);
+
   /** The worker's tool policy on a call it did not simply allow: denied, held for approval, or rewritten (docs/tool-policy.md). */
   const POLICY_TITLES = { deny: 'denied by the tool policy: never ran', approve: 'held for approval by the tool policy', rewrite: 'arguments rewritten by the tool policy' };
 
@@ -361,6 +364,7 @@ function runPage(workflowId) {
         el('td', { class: 'mono' }, t.arguments, t.edited ? el('span', { class: 'tag' }, 'edited') : null),
         el('td', {}, t.policy ? el('span', { class: `tag policy policy-${t.policy}`, 'data-policy': t.policy, title: POLICY_TITLES[t.policy] }, t.policy) : ''),
         el('td', t.rejected ? { 'data-rejected': 'true' } : {}, t.ok === null ? 'running…' : t.ok ? 'ok' : t.rejected ? 'rejected' : 'failed'),
+        el('td', t.decidedBy ? { 'data-who': actorLabel(t.decidedBy), title: `decided at ${t.decidedAt ?? ''}` } : {}, t.decidedBy ? actorLabel(t.decidedBy) : ''),
         el('td', {}, t.endedAt ? `${Date.parse(t.endedAt) - Date.parse(t.startedAt)} ms` : ''),
         el('td', { class: 'mono' }, t.output ?? ''),
       ),

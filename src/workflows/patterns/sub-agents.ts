@@ -17,7 +17,7 @@ import {
 import { defineSearchAttributeKey } from '@temporalio/common';
 import { AGENT_STATE_SEARCH_ATTRIBUTE } from '../../common/constants';
 import { FailureType } from '../../common/failures';
-import { AbortInputSchema, type AgentRunInput, parseWith } from '../../common/input';
+import { AbortSignalSchema, type AgentRunInput, parseWith } from '../../common/input';
 import { abortSignal, type AgentRunResult } from '../../common/messages';
 import { type ChildStatus, type PatternStateView, patternStateQuery, RUNNING_CHILDREN } from '../../common/pattern-messages';
 import { AgentState } from '../../common/states';
@@ -52,7 +52,8 @@ export function subAgents(pattern: PatternStateView['pattern']) {
   setHandler(patternStateQuery, () => view);
   setHandler(abortSignal, (raw) => {
     if (abortReason !== undefined || view.status !== RUNNING_CHILDREN) return;
-    const parsed = parseWith(AbortInputSchema, raw ?? {}, 'abort input');
+    // A pattern keeps no control log: who aborted it is in its history (the signal's `by`).
+    const parsed = parseWith(AbortSignalSchema, raw ?? {}, 'abort input');
     abortReason = `aborted: ${(parsed.ok && parsed.value.reason) || 'no reason given'}`;
     log.info('pattern aborted', { reason: abortReason, stage: view.stage });
     running?.cancel();
