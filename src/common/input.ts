@@ -162,6 +162,12 @@ export const { LimitsSchema, PriceSchema, BudgetSchema, ApprovalSchema, Compacti
       budget: BudgetSchema.optional(),
       /** Its place in the fleet's provider budget (`LLM_TOKENS_PER_MINUTE` and the like): 0 goes first, 9 last. @default 5 */
       priority: z.number().int().min(0).max(9).optional(),
+      /**
+       * The tenant the run belongs to: the fleet's provider budget shares its room fairly between tenants, so one that
+       * floods it does not starve the others (docs/quota.md, "Fair share"). The gateway sets it from its caller. Absent:
+       * the one default tenant every run without one shares.
+       */
+      tenant: z.string().min(1).max(200).optional(),
       /** After an answer, how long the run stays open for a `sendMessage` that continues the conversation. @default 0 */
       keepOpenMs: z.number().int().min(0).max(30 * 24 * 3600_000).default(0),
       /** Set by the workflow itself when it continues as new, and by `fork`: the snapshot to carry on from. */

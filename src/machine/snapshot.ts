@@ -152,6 +152,8 @@ export const {
     keepOpenMs: int(),
     /** Its place in the fleet's provider budget, 0 first; absent: the budget's default (5). */
     priority: int().optional(),
+    /** The input's `tenant`: its share of the fleet's provider budget; absent: the default tenant. */
+    tenant: z.string().optional(),
     /** 0 to 100, as critics answer (`lastCritique.confidence`). */
     critiqueMinConfidence: z.number(),
     maxOutputTokens: int().optional(),
@@ -313,6 +315,7 @@ export function initialSnapshot(input: ResolvedInput, now: string): RunSnapshot 
       ...(input.budget ? { budget: input.budget } : {}),
       keepOpenMs: input.keepOpenMs,
       ...(input.priority !== undefined ? { priority: input.priority } : {}),
+      ...(input.tenant !== undefined ? { tenant: input.tenant } : {}),
       critiqueMinConfidence: input.critiqueMinConfidence,
       ...(input.maxOutputTokens !== undefined ? { maxOutputTokens: input.maxOutputTokens } : {}),
       ...(input.contextWindowTokens !== undefined ? { contextWindowTokens: input.contextWindowTokens } : {}),
