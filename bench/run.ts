@@ -26,7 +26,7 @@ import { PROFILES, TUNED } from './profiles';
 import { AiSdkSystem, FloorSystem, LangGraphSystem, OursSystem, TemporalFloorSystem, type BenchSystem, type Restart, type RunSpec } from './systems';
 import { meanOfBatches, medianRestart, type BenchResults, type FigureA, type FigureB, type FigureC, type FigureD } from './report';
 import { DEFAULT_SCENARIOS, figureE } from './figure-e';
-import { figureF } from './lib/quota-figure';
+import { figureF, figureG } from './lib/quota-figure';
 
 const SYSTEMS = ['floor', 'ours', 'langgraph', 'temporal-ai-sdk', 'temporal-floor'] as const;
 type SystemName = (typeof SYSTEMS)[number];
@@ -60,6 +60,9 @@ interface Options {
   fRuns: number;
   fTokensPerMinute: number;
   fWorkers: number;
+  gFlood: number;
+  gRuns: number;
+  gTokensPerMinute: number;
   out: string;
 }
 
@@ -67,7 +70,7 @@ function parseOptions(argv: string[]): Options {
   const list = (s: string) => s.split(',').map((x) => x.trim()).filter(Boolean);
   const program = new Command('bench')
     .option('--quick', 'small sizes: a few minutes instead of the full run', false)
-    .option('--figures <list>', 'which figures: a (overhead), b (long run), c (concurrency), d (restart), e (live stream), f (provider quota)', 'a,b,c,d,e,f')
+    .option('--figures <list>', 'which figures: a (overhead), b (long run), c (concurrency), d (restart), e (live stream), f (provider quota), g (fair share of the quota)', 'a,b,c,d,e,f,g')
     .option('--server <list>', 'where the Temporal systems run: dev (a dev server on SQLite per system), stack (npm run stack\'s PostgreSQL cluster), or both', 'dev')
     .option('--systems <list>', `which systems: ${SYSTEMS.join(', ')}`, DEFAULT_SYSTEMS.join(','))
     .option('--profiles <list>', `tuning profiles of this product: ${Object.keys(PROFILES).join(', ')}`, `before,${TUNED}`)
@@ -90,6 +93,9 @@ function parseOptions(argv: string[]): Options {
     .option('--e-idle-ms <ms>', '(e) how long idle watchers are measured', '5000')
     .option('--f-runs <n>', '(f) runs sharing the provider')
     .option('--f-tokens-per-minute <n>', '(f) the provider\'s limit, and the budget\'s')
+    .option('--g-flood <n>', '(g) runs of the tenant that floods the budget', '500')
+    .option('--g-runs <n>', '(g) runs of the other tenant, timed', '10')
+    .option('--g-tokens-per-minute <n>', '(g) the provider\'s limit, and the budget\'s', '200000')
     .option('--f-workers <n>', '(f) worker processes sharing the budget', '2')
     .option('--out <dir>', 'results directory', path.join(BENCH_DIR, 'results'))
     .option('--report <json>', 'only rewrite the markdown tables of a results file (next to it) and exit')
@@ -132,6 +138,9 @@ function parseOptions(argv: string[]): Options {
     fRuns: num(o.fRuns, 1_000, 100),
     fTokensPerMinute: num(o.fTokensPerMinute, 100_000, 15_000),
     fWorkers: Number(o.fWorkers),
+    gFlood: Number(o.gFlood),
+    gRuns: Number(o.gRuns),
+    gTokensPerMinute: Number(o.gTokensPerMinute),
     out: o.out,
   };
 }
@@ -494,6 +503,14 @@ async function main(): Promise<void> {
       } catch (err) {
         results.errors.f = String(err instanceof Error ? (err.stack ?? err.message) : err).slice(0, 2_000);
         log(`f failed: ${String(err).split('\n')[0]}`);
+      }
+    }
+    if (opts.figures.includes('g')) {
+      try {
+        results.g = await figureG({ flood: opts.gFlood, runs: opts.gRuns, tokensPerMinute: opts.gTokensPerMinute, floodPromptChars: 4_000, promptChars: 1_000, log });
+      } catch (err) {
+        results.errors.g = String(err instanceof Error ? (err.stack ?? err.message) : err).slice(0, 2_000);
+        log(`g failed: ${String(err).split('\n')[0]}`);
       }
     }
   } finally {
