@@ -178,7 +178,7 @@ async function stopProcess(p: ChildProcess): Promise<void> {
   clearTimeout(timer);
 }
 
-export interface FigureGOptions {
+export interface FigureIOptions {
   /** Runs of the tenant that floods the budget. */
   flood: number;
   /** Runs of the other tenant, timed alone and during the flood. */
@@ -191,7 +191,7 @@ export interface FigureGOptions {
   log: (line: string) => void;
 }
 
-export interface FigureG {
+export interface FigureI {
   flood: number;
   runs: number;
   tokensPerMinute: number;
@@ -210,13 +210,13 @@ export interface FigureG {
 }
 
 /**
- * Figure (g), issue 52: fair share of the fleet's budget. One worker process (`src/bin/worker.ts`) under the budget in
+ * Figure (i), issue 52: fair share of the fleet's budget. One worker process (`src/bin/worker.ts`) under the budget in
  * Redis; a provider that enforces the same tokens a minute. First `runs` runs of tenant `b` alone; then tenant `a`
  * starts `flood` runs of large prompts, and once they all wait, `runs` of tenant `b` and `runs` more of tenant `a`
  * (the small prompts of `b`) start at once. Reported: how long the timed runs took alone, as their own tenant during
  * the flood, and in the flooding tenant (behind its queue, as one queue served everybody before).
  */
-export async function figureG(o: FigureGOptions): Promise<FigureG> {
+export async function figureI(o: FigureIOptions): Promise<FigureI> {
   const dir = mkdtempSync(path.join(os.tmpdir(), 'bench-g-'));
   const bundles = path.join(dir, 'bundles');
   await buildWorkflowBundles(bundles);

@@ -148,6 +148,11 @@ export interface ModelRequest {
    * share). Absent: not waited yet, the default priority and tenant.
    */
   quota?: { queuedAt?: number; priority?: number; tenant?: string };
+  /**
+   * A what-if fork's recorded answers of the run it was forked from, by the hash of their requests (common/replay.ts):
+   * a request whose hash is here is answered with the recorded answer (`replayed`), not sent to the provider again.
+   */
+  replay?: Record<string, ModelResponse>;
 }
 
 /**
@@ -175,6 +180,10 @@ export interface ModelResponse {
    * answered it. They reach the machine with the response, which keeps those it agrees with (workflows/ran-ahead.ts).
    */
   toolResults?: ToolResult[];
+  /** The hash of the request this answers (common/replay.ts): a what-if fork of the run finds its answer by it. */
+  requestHash?: string;
+  /** Answered from `ModelRequest.replay`, not by the provider: no tokens spent (its usage is zero). */
+  replayed?: true;
 }
 
 /** Input of the `executeTool` activity. */

@@ -316,7 +316,7 @@ export const OPERATIONS: Record<string, Partial<Record<Method, Operation>>> = {
   '/v1/runs/:id/diff': {
     get: {
       operationId: 'diffRunSteps',
-      summary: 'Time travel: what changed in the run between two steps',
+      summary: 'Time travel: what changed in the run between two steps, or against another run (`?against=`, a what-if fork of it)',
       params: RunParamsSchema,
       ok: { status: 200, description: 'Each added, removed or changed value with its path.', schema: SnapshotDiffSchema },
       errors: [400, 401, 404, 503],

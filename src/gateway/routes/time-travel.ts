@@ -3,7 +3,7 @@ import type { FastifyInstance } from 'fastify';
 import type { GatewayContext } from '../context';
 import { RunStateViewSchema } from '../../common/view';
 import { answer, RunForkedSchema, SnapshotDiffSchema, StepListSchema } from '../responses';
-import { DiffQuerySchema, ForkBodySchema, MessagesQuerySchema, parseOr400, RunParamsSchema, StepParamsSchema } from '../schemas';
+import { ForkBodySchema, MessagesQuerySchema, parseOr400, routeQuery, RunParamsSchema, StepParamsSchema } from '../schemas';
 
 export function registerTimeTravelRoutes(app: FastifyInstance, { agents }: GatewayContext): void {
   app.get('/v1/runs/:id/steps', async (request) => {
@@ -19,14 +19,18 @@ export function registerTimeTravelRoutes(app: FastifyInstance, { agents }: Gatew
 
   app.get('/v1/runs/:id/diff', async (request) => {
     const { id } = parseOr400(RunParamsSchema, request.params, 'path');
-    const { from, to } = parseOr400(DiffQuerySchema, request.query, 'query');
-    return answer(SnapshotDiffSchema, await agents.handle(id).diff(from, to));
+    // Two steps of one run (`from` defaults to 0, `to` to the run's step now), or two runs side by side (`against`:
+    // `from` is a step of this run, `to` of the other, each as it is now when not named).
+    const { from, to, against } = parseOr400(routeQuery('GET', '/v1/runs/:id/diff'), request.query, 'query') as { from?: number; to?: number; against?: string };
+    if (against !== undefined) return answer(SnapshotDiffSchema, await agents.diffRuns(id, against, { from, to }));
+    const run = agents.handle(id);
+    return answer(SnapshotDiffSchema, await run.diff(from ?? 0, to ?? (await run.state()).step));
   });
 
   app.post('/v1/runs/:id/fork', async (request, reply) => {
     const { id } = parseOr400(RunParamsSchema, request.params, 'path');
-    const { fromStep, workflowId } = parseOr400(ForkBodySchema, request.body ?? {}, 'fork input');
-    const run = await agents.fork(id, fromStep, { workflowId });
+    const { fromStep, workflowId, edits, replay } = parseOr400(ForkBodySchema, request.body ?? {}, 'fork input');
+    const run = await agents.fork(id, fromStep, { workflowId, edits, replay });
     reply.code(201).header('location', `/v1/runs/${encodeURIComponent(run.workflowId)}`);
     return answer(RunForkedSchema, { workflowId: run.workflowId, runId: run.runId!, forkedFrom: { workflowId: id, step: fromStep } });
   });
