@@ -2,6 +2,7 @@
 import { createHash, timingSafeEqual } from 'node:crypto';
 import type { FastifyInstance } from 'fastify';
 import { HttpError } from './errors';
+import { SERVICE_CALLER } from './identity';
 import { UI_ROUTES } from './routes/ui';
 import type { StreamTokenCheck, StreamTokens } from './stream-token';
 
@@ -28,8 +29,11 @@ const sha256 = (text: string): Buffer => createHash('sha256').update(text, 'utf8
  * event stream also takes a stream token for its own run as `?token=`.
  */
 export function registerAuth(app: FastifyInstance, token: string | null, streamTokens: StreamTokens): void {
-  if (token === null) return;
+  // No initial value: Fastify refuses an object there (it would be shared); the hook sets it on every request.
+  app.decorateRequest('caller');
   app.addHook('onRequest', async (request, reply) => {
+    request.caller = SERVICE_CALLER;
+    if (token === null) return;
     // Unknown routes require the token too, so that probing reveals nothing.
     if (request.routeOptions.url !== undefined && PUBLIC_ROUTES.has(request.routeOptions.url)) return;
     if (bearerMatches(request.headers.authorization, token)) return;
@@ -40,7 +44,10 @@ export function registerAuth(app: FastifyInstance, token: string | null, streamT
         request.routeOptions.url === STREAM_TOKEN_ROUTE
           ? streamTokens.verify(streamToken, (request.params as { id: string }).id)
           : { ok: false, message: 'a stream token (?token=) is accepted only by GET /v1/runs/:id/events' };
-      if (check.ok) return;
+      if (check.ok) {
+        request.caller = { kind: 'stream', workflowId: (request.params as { id: string }).id, tenant: null };
+        return;
+      }
       message = check.message;
     }
     reply.header('www-authenticate', 'Bearer');
