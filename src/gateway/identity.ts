@@ -25,10 +25,17 @@ export const SERVICE_CALLER: Caller = Object.freeze({ kind: 'service' });
 /** The tenant whose runs the caller may see; null: every tenant (the service). */
 export const callerTenant = (caller: Caller): string | null => (caller.kind === 'service' ? null : caller.tenant);
 
-/** Whether the caller holds `role` or a stronger one; the service holds every role, a stream token none. */
+/** The owner a run this caller starts gets (`AgentClient.start`'s `owner`); undefined for the service: no tenant. */
+export const ownerOf = (caller: Caller): { tenant: string; startedBy: string } | undefined =>
+  caller.kind === 'user' ? { tenant: caller.tenant, startedBy: caller.sub } : undefined;
+
+/**
+ * Whether the caller holds `role` or a stronger one. The service holds every role; a stream token only `viewer`, and
+ * only on the stream of its run (the auth hook takes it nowhere else).
+ */
 export function hasRole(caller: Caller, role: Role): boolean {
   if (caller.kind === 'service') return true;
-  if (caller.kind === 'stream') return false;
+  if (caller.kind === 'stream') return role === 'viewer';
   return caller.roles.some((held) => ROLES.indexOf(held) >= ROLES.indexOf(role));
 }
 
