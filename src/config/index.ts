@@ -306,6 +306,11 @@ export interface JwtSettings {
   tenantClaim: string;
   /** `GATEWAY_JWT_ROLES_CLAIM`: the claim holding the caller's roles (an array, or a space-separated string). @default roles */
   rolesClaim: string;
+  /**
+   * Least time between two fetches of the key set: a token naming an unknown `kid` fetches it again only this long
+   * after the last fetch (not from the environment). @default 30000
+   */
+  jwksCooldownMs?: number;
 }
 
 /** HTTP gateway settings; refuses to run without a token unless GATEWAY_INSECURE=1 says so. */

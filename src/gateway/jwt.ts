@@ -25,7 +25,7 @@ export type JwtVerifier = (token: string) => Promise<Extract<Caller, { kind: 'us
 
 /** Checks JWTs against `settings`; rejects with `InvalidTokenError` (a 401) or an `HttpError` 503 when the keys cannot be fetched. */
 export function jwtVerifier(settings: JwtSettings): JwtVerifier {
-  const keys = createRemoteJWKSet(new URL(settings.jwksUrl));
+  const keys = createRemoteJWKSet(new URL(settings.jwksUrl), settings.jwksCooldownMs !== undefined ? { cooldownDuration: settings.jwksCooldownMs } : {});
   return async (token) => {
     let payload: JWTPayload;
     try {
