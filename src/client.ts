@@ -32,6 +32,8 @@ export type { RunFailure } from './client/index';
 
 /** Time travel's answers: `AgentRunHandle.steps()` and `diff(from, to)`. */
 export type { DiffEntry, SnapshotDiff, StepRecord } from './client/time-travel';
+/** What-if forks: `AgentClient.fork`'s `edits` and `replay`. */
+export type { ForkEdits, WhatIfOptions } from './client/fork';
 
 /** A run's input, its result and the view its `state` query answers (fields are added, never removed, in a major version). */
 export type { AgentRunInput, ApproveInput } from './common/input';

@@ -12,6 +12,7 @@ test('a worker with nothing set: local Temporal, the scripted model, files under
     workspace: path.resolve('workspace'),
     ledgerFile: path.resolve('.agent/tool-ledger.sqlite'),
     codecs: { claimCheck: { enabled: true, blobDir: path.resolve('.agent/blobs') } },
+    retention: { enabled: true, intervalMs: 6 * 3_600_000, graceMs: 24 * 3_600_000 },
     observability: { tracing: 'off', logFormat: 'text', logLevel: 'INFO', serviceName: 'durable-agent-worker' },
   });
 });
@@ -39,6 +40,9 @@ test('a worker reads each of its variables', () => {
     AGENT_METRICS_PORT: '9464',
     AGENT_LOG_FORMAT: 'JSON',
     AGENT_LOG_LEVEL: 'warn',
+    AGENT_RETENTION: '7d',
+    AGENT_RETENTION_INTERVAL: '90m',
+    AGENT_RETENTION_GRACE: '2h',
   });
   expect(config).toEqual({
     temporal: { address: 'temporal:7233', namespace: 'agents', taskQueue: 'q', apiKey: 'k', tls: true },
@@ -47,15 +51,21 @@ test('a worker reads each of its variables', () => {
     ledgerFile: '/data/ledger.sqlite',
     workflowBundleDir: '/bundles',
     codecs: { claimCheck: { enabled: false, blobDir: '/data/blobs' }, encryption: { keys: { k1: Buffer.from(key, 'base64') }, currentKeyId: 'k1' } },
+    retention: { enabled: true, retentionMs: 7 * 24 * 3_600_000, intervalMs: 90 * 60_000, graceMs: 2 * 3_600_000 },
     mcpServers: { source: 'AGENT_MCP_SERVERS', value: [{ name: 'x', url: 'http://mcp' }] },
     observability: { tracing: 'otlp', metricsBindAddress: '0.0.0.0:9464', logFormat: 'json', logLevel: 'WARN', serviceName: 'agents-prod' },
   });
+});
+
+test('AGENT_RETENTION=off stops the worker\'s sweep', () => {
+  expect(workerConfig({ AGENT_RETENTION: 'off' }).retention).toEqual({ enabled: false, intervalMs: 6 * 3_600_000, graceMs: 24 * 3_600_000 });
 });
 
 test.each([
   [{ LLM_CONTEXT_WINDOW_TOKENS: '8k' }, /^LLM_CONTEXT_WINDOW_TOKENS must be a positive whole number/],
   [{ SCRIPTED_MODEL_PACE_MS: 'slow' }, /^SCRIPTED_MODEL_PACE_MS must be a whole number of milliseconds/],
   [{ AGENT_CLAIM_CHECK: 'maybe' }, /^AGENT_CLAIM_CHECK must be on or off/],
+  [{ AGENT_RETENTION: 'a week' }, /^AGENT_RETENTION must be a duration such as 30m, 36h or 7d/],
   [{ AGENT_CLAIM_CHECK_THRESHOLD: '32k' }, /^AGENT_CLAIM_CHECK_THRESHOLD must be a number of bytes/],
   [{ AGENT_ENCRYPTION_KEY_ID: 'k1' }, /^AGENT_ENCRYPTION_KEY_ID is set but AGENT_ENCRYPTION_KEYS is empty/],
   [{ AGENT_ENCRYPTION_KEYS: 'k1:short' }, /^AGENT_ENCRYPTION_KEYS key "k1" must be 32 bytes/],

@@ -152,6 +152,10 @@ test('another tenant gets 404 on every run route of the OpenAPI document, the bo
     expect([method, path, res.body]).toEqual([method, path, JSON.parse(JSON.stringify(unknown.body).replaceAll('agent-never-was', idA))]);
     expect(res.body).toEqual({ error: { code: 'run_not_found', message: `no agent run with id ${idA}` } });
   }
+  // A run of its own compared against the other tenant's (`/diff?against=`) reveals nothing either.
+  const idB = await runOf('tenant-b');
+  const against = await call(intruder, 'GET', `/v1/runs/${idB}/diff?against=${idA}`);
+  expect([against.status, against.body]).toEqual([404, { error: { code: 'run_not_found', message: `no agent run with id ${idA}` } }]);
   // The run's own tenant reads it; nothing of the probes reached it (no abort, no fork, no message).
   const owner = await jwt({ tenant: 'tenant-a', roles: ['viewer'] });
   const state = await call(owner, 'GET', `/v1/runs/${idA}`);

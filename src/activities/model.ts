@@ -27,6 +27,7 @@ import { toOpenAI } from '../common/conversation';
 import { streamDeltaSignal } from '../common/messages';
 import { followText, type CallText } from '../common/stream';
 import { knownContextWindow } from '../common/models';
+import { requestHash as hashRequest } from '../common/replay';
 import type { LiveStream } from '../stream/publisher';
 import { FailureType, ModelErrorType } from '../common/failures';
 import type { ProviderBudget } from '../quota';
@@ -141,6 +142,9 @@ export function createCallModel(deps: ModelDeps) {
     // Before any request: a run started with tools this worker lacks would only fail later, and the same on every retry.
     checkTools(request.checkTools, deps.tools);
     const { messages, base } = await conversationOf(request, deps.conversations);
+    const requestHash = hashOf(request, messages, deps.defaultModel);
+    const recorded = replayedAnswer(request, requestHash);
+    if (recorded) return recorded;
     const route = await routeOf(deps, request.model ?? deps.defaultModel);
     const { model } = route;
     const secrets = secretsOf(deps);
@@ -240,6 +244,7 @@ export function createCallModel(deps: ModelDeps) {
         ...(conversation ? { conversation } : {}),
         ...(contextWindowTokens !== undefined ? { contextWindowTokens } : {}),
         ...(toolResults?.length ? { toolResults } : {}),
+        requestHash,
       };
     } catch (err) {
       if (stop.stoppedHere) await stop.ended();
@@ -450,4 +455,20 @@ async function runLocalTools(calls: ToolCall[], request: ModelRequest, deps: Mod
     if (result) results.push(recordToolCall(result));
   }
   return results;
+}
+
+/** The hash of the request this call would send (common/replay.ts): the conversation whole, as the provider gets it. */
+function hashOf(request: ModelRequest, messages: readonly ChatMessage[], defaultModel: string | undefined): string {
+  return hashRequest({ model: request.model ?? defaultModel ?? '', messages, tools: request.tools ?? null, maxOutputTokens: request.maxOutputTokens ?? null });
+}
+
+/**
+ * A what-if fork's recorded answer to this very request, if it has one: answered again without a provider call, and
+ * marked `replayed`, with no tokens spent and no stored conversation (the fork's chain is its own).
+ */
+function replayedAnswer(request: ModelRequest, requestHash: string): ModelResponse | undefined {
+  const recorded = request.replay?.[requestHash];
+  if (!recorded) return undefined;
+  const { conversation: _conversation, ...answer } = recorded;
+  return { ...answer, usage: { promptTokens: 0, completionTokens: 0, totalTokens: 0 }, requestHash, replayed: true };
 }

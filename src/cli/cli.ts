@@ -3,7 +3,7 @@
  * other embedder; every command takes `--json`. Errors print one line to stderr and exit 1. The process is
  * `src/bin/agent.ts` (`npm run agent -- <command>`).
  */
-import { readFileSync } from 'node:fs';
+import { existsSync, readFileSync } from 'node:fs';
 import path from 'node:path';
 import { Command, CommanderError, InvalidArgumentError } from 'commander';
 import {
@@ -23,7 +23,9 @@ type Limits = NonNullable<AgentRunInput['limits']>;
 type ApprovalInput = NonNullable<AgentRunInput['approval']>;
 type Budget = NonNullable<AgentRunInput['budget']>;
 import type { AgentRunResult, ControlResult, RunStateView } from '../common/messages';
+import { claimCheckSettings, ledgerFile, parseDuration, retentionSettings } from '../config';
 import { registerSearchAttributes, REQUIRED_SEARCH_ATTRIBUTES } from '../config/search-attributes';
+import type { ForkEdits } from '../client';
 import { formatDiff } from './format-diff';
 import { AgentState, isTerminal } from '../common/states';
 import type { PendingApproval } from '../common/view';
@@ -225,10 +227,12 @@ function buildProgram(deps: CliDeps, state: { exitCode: number }): Command {
       }
     });
 
-  command('diff <workflowId> <stepA> <stepB>', 'show what changed in a run between two steps: each added (+), removed (-) or changed value with its path')
-    .action(async (workflowId: string, a: string, b: string, o: JsonOption) => {
-      const [from, to] = [stepNumber('stepA', a), stepNumber('stepB', b)];
-      const diff = await withClient((client) => client.handle(workflowId).diff(from, to));
+  command('diff <workflowId> <stepA> [stepB]', 'show what changed in a run between two steps (or, with --runs A B, between two runs, e.g. a run and a what-if fork of it): each added (+), removed (-) or changed value with its path')
+    .option('--runs', 'compare two runs as they are now: agent diff --runs <workflowIdA> <workflowIdB>')
+    .action(async (workflowId: string, a: string, b: string | undefined, o: JsonOption & { runs?: boolean }) => {
+      if (!o.runs && b === undefined) throw new InvalidAgentInputError('diff needs two steps: agent diff <workflowId> <stepA> <stepB> (or two runs: agent diff --runs <A> <B>)');
+      if (o.runs && b !== undefined) throw new InvalidAgentInputError('diff --runs takes two workflow ids: agent diff --runs <A> <B>');
+      const diff = await withClient((client) => (o.runs ? client.diffRuns(workflowId, a) : client.handle(workflowId).diff(stepNumber('stepA', a), stepNumber('stepB', b!))));
       if (o.json) printJson(diff);
       else print(formatDiff(diff));
     });
@@ -260,6 +264,48 @@ function buildProgram(deps: CliDeps, state: { exitCode: number }): Command {
       if (result.failures.length > 0) state.exitCode = 1;
     });
 
+  command('gc', 'delete the blobs and tool-ledger rows no open run, and no run closed within retention, can read (--dry-run: list them)')
+    .option('--dry-run', 'list what would be deleted; delete nothing')
+    .option('--retention <duration>', 'runs closed longer ago than this are no longer read, e.g. 7d (default: AGENT_RETENTION, else the namespace\'s retention)')
+    .option('--grace <duration>', 'keep what was written within this long though no run names it yet (default: AGENT_RETENTION_GRACE, else 24h)')
+    .option('--blob-dir <path>', 'the blob store (default: AGENT_BLOB_DIR, else ./.agent/blobs)')
+    .option('--ledger <path>', 'the tool ledger (default: AGENT_LEDGER, else ./.agent/tool-ledger.sqlite)')
+    .action(async (o: JsonOption & { dryRun?: boolean; retention?: string; grace?: string; blobDir?: string; ledger?: string }) => {
+      // Loaded here only: the ledger's SQLite is native code the other commands do without.
+      const [{ SqliteToolLedger }, { FsBlobStore, pruneStore }] = await Promise.all([import('../activities/tools/ledger'), import('../codec')]);
+      const settings = retentionSettings();
+      const claimCheck = claimCheckSettings();
+      const blobDir = o.blobDir ?? (claimCheck.enabled ? claimCheck.blobDir : undefined);
+      const file = o.ledger ?? ledgerFile();
+      const ledger = existsSync(file) ? new SqliteToolLedger(file) : undefined;
+      try {
+        const report = await withClient(async ({ client }) =>
+          pruneStore({
+            connection: client,
+            namespace: client.options.namespace,
+            payloadCodecs: client.options.loadedDataConverter.payloadCodecs,
+            ...(blobDir ? { store: new FsBlobStore(blobDir) } : {}),
+            ...(ledger ? { ledger } : {}),
+            retentionMs: o.retention !== undefined ? parseDuration('--retention', o.retention) : settings.retentionMs,
+            graceMs: o.grace !== undefined ? parseDuration('--grace', o.grace) : settings.graceMs,
+            dryRun: o.dryRun ?? false,
+          }),
+        );
+        if (o.json) printJson(report);
+        else {
+          const verb = report.dryRun ? 'would delete' : 'deleted';
+          for (const name of report.blobs.deleted) print(`${verb} blob ${name}`);
+          for (const key of report.ledgerRows) print(`${verb} ledger row ${key}`);
+          print(
+            `${report.dryRun ? 'dry run: ' : ''}${report.runsRead} run(s) readable (retention ${Math.round(report.retentionMs / 3_600_000)}h); ` +
+              `${verb} ${report.blobs.deleted.length} blob(s) (${report.blobs.deletedBytes} bytes) and ${report.ledgerRows.length} ledger row(s); kept ${report.blobs.kept} blob(s)`,
+          );
+        }
+      } finally {
+        ledger?.close();
+      }
+    });
+
   command('setup-cluster', 'register the search attributes agent runs need on this namespace (self-hosted clusters; idempotent)')
     .action(async (o: JsonOption) => {
       const result = await withClient((client) => registerSearchAttributes(client.client.connection.operatorService, client.client.options.namespace));
@@ -271,13 +317,20 @@ function buildProgram(deps: CliDeps, state: { exitCode: number }): Command {
       }
     });
 
-  command('fork <workflowId>', 'start a new run from the snapshot a run had right after a step')
+  command('fork <workflowId>', 'start a new run from the snapshot a run had right after a step; with an edit, a what-if fork')
     .requiredOption('--from-step <n>', 'the step to carry on from (0: a fresh run of the same input; not the last, where the run ended)', integer)
     .option('--id <workflowId>', 'workflow id of the new run')
     .option('--watch', 'follow the new run until it ends')
-    .action(async (workflowId: string, o: JsonOption & { fromStep: number; id?: string; watch?: boolean }) => {
+    .option('--tool-result <toolCallId=text>', 'what-if: this tool call\'s result instead (repeatable)', (v: string, prev: string[] = []) => [...prev, v])
+    .option('--message <text>', 'what-if: a user message for the next model call')
+    .option('--model <model>', 'what-if: this model from the fork on')
+    .option('--system-prompt <text>', 'what-if: this system prompt from the fork on')
+    .option('--replay', 'reuse the original\'s recorded model answers while the requests are the same (the default with an edit)')
+    .option('--no-replay', 'send every model call again, even with an edit')
+    .action(async (workflowId: string, o: JsonOption & { fromStep: number; id?: string; watch?: boolean; toolResult?: string[]; message?: string; model?: string; systemPrompt?: string; replay?: boolean }) => {
+      const edits = forkEdits(o);
       await withClient(async (client) => {
-        const handle = await client.fork(workflowId, o.fromStep, { workflowId: o.id });
+        const handle = await client.fork(workflowId, o.fromStep, { workflowId: o.id, edits, replay: o.replay });
         if (o.json) printJson({ type: 'started', workflowId: handle.workflowId, runId: handle.runId, forkedFrom: { workflowId, step: o.fromStep } });
         else print(`started ${handle.workflowId} from step ${o.fromStep} of ${workflowId}`);
         if (o.watch) state.exitCode = await watch(handle, o.json);
@@ -668,8 +721,9 @@ function formatState(workflowId: string, v: RunStateView): string {
   if (rejected) lines.push(`  refused events: ${v.rejectedEvents.length} (last: ${rejected.event} in ${rejected.state}: ${rejected.error})`);
   if (v.transitions.length) {
     const shown = v.transitions.slice(-RECENT_TRANSITIONS);
-    const earlier = v.transitions.length - shown.length;
-    lines.push(`transitions${earlier ? ` (last ${shown.length} of ${v.transitions.length})` : ''}:`);
+    // The view's last transitions end at `step`; those before are paged by `agent history`.
+    const earlier = shown.length > 0 ? v.step - shown.length : 0;
+    lines.push(`transitions${earlier ? ` (last ${shown.length} of ${v.step}; ${earlier} earlier: agent history)` : ''}:`);
     for (const t of shown) lines.push(`  ${clock(t.at)}  ${t.from} -> ${t.to} (${t.event})`);
   }
   if (v.messages) {
@@ -720,4 +774,21 @@ function formatList(runs: Array<Pick<AgentRunSummary, 'workflowId' | 'agentState
   ];
   const widths = rows[0].map((_, i) => Math.max(...rows.map((row) => row[i].length)));
   return rows.map((row) => row.map((cell, i) => (i === row.length - 1 ? cell : cell.padEnd(widths[i]))).join('  ')).join('\n');
+}
+
+/** `agent fork`'s what-if options as `ForkEdits`; undefined with none. */
+function forkEdits(o: { toolResult?: string[]; message?: string; model?: string; systemPrompt?: string }): ForkEdits | undefined {
+  const toolResults: Record<string, string> = {};
+  for (const pair of o.toolResult ?? []) {
+    const at = pair.indexOf('=');
+    if (at <= 0) throw new InvalidAgentInputError(`--tool-result must be <toolCallId>=<text>, got ${JSON.stringify(pair)}`);
+    toolResults[pair.slice(0, at)] = pair.slice(at + 1);
+  }
+  const edits: ForkEdits = {
+    ...(Object.keys(toolResults).length > 0 ? { toolResults } : {}),
+    ...(o.message !== undefined ? { message: o.message } : {}),
+    ...(o.model !== undefined ? { model: o.model } : {}),
+    ...(o.systemPrompt !== undefined ? { systemPrompt: o.systemPrompt } : {}),
+  };
+  return Object.keys(edits).length > 0 ? edits : undefined;
 }

@@ -22,7 +22,7 @@ function firstDifference(x: unknown, y: unknown): number {
 
 /** One line a change: `path: before -> after`, `+ path: value` (added), `- path: value` (removed). */
 export function formatDiff(diff: SnapshotDiff): string {
-  const lines = [`step ${diff.from} -> step ${diff.to}`];
+  const lines = [diff.runs ? `${diff.runs.from} (step ${diff.from}) -> ${diff.runs.to} (step ${diff.to})` : `step ${diff.from} -> step ${diff.to}`];
   for (const c of diff.changes) {
     if (c.kind === 'added') lines.push(`  + ${c.path}: ${excerpt(c.after)}`);
     else if (c.kind === 'removed') lines.push(`  - ${c.path}: ${excerpt(c.before)}`);

@@ -10,11 +10,12 @@ import { AGENT_RUN_MEMO, AGENT_STATE_SEARCH_ATTRIBUTE, WORKFLOW_TYPE } from '../
 import { parseAgentRunInput, type AgentRunInput } from '../common/input';
 import { AgentState } from '../common/states';
 import { InvalidAgentInputError } from './errors';
-import { forkInput } from './fork';
+import { forkInput, type WhatIfOptions } from './fork';
 import { AgentRunHandle } from './handle';
 import { listRuns, type AgentRunSummary, type ListOptions } from './listing';
 import { ownerStartOptions, runTenant, type RunOwner } from './owner';
 import { searchRuns, type RunListEntry, type RunListFilter } from './run-list';
+import { diffSnapshots, type SnapshotDiff } from './time-travel';
 
 const agentStateKey = defineSearchAttributeKey(AGENT_STATE_SEARCH_ATTRIBUTE, 'KEYWORD');
 const SUMMARY_CHARS = 80;
@@ -106,9 +107,11 @@ export class AgentClient {
    * step (conversation included). The original is untouched; the fork's `state().origin` names it. Step 0 is the
    * run before its start: a fork from it starts at once, a fresh run of the same input. A step the run does not hold
    * rejects with `AgentStepNotFoundError`, its last (ended) step and a negative one with `InvalidAgentInputError`.
+   * A what-if fork (`edits`) starts from the step edited, and reuses the original's recorded model answers until its
+   * requests differ from the original's (`replay`; the fork's `usage.replayedCalls` counts them).
    */
-  async fork(workflowId: string, fromStep: number, opts: StartOptions = {}): Promise<AgentRunHandle> {
-    const fork = await forkInput(this.handle(workflowId), workflowId, fromStep);
+  async fork(workflowId: string, fromStep: number, opts: StartOptions & WhatIfOptions = {}): Promise<AgentRunHandle> {
+    const fork = await forkInput(this.handle(workflowId), workflowId, fromStep, { edits: opts.edits, replay: opts.replay });
     // A fork stays with the tenant of the run it forks, whoever asks for it.
     const tenant = await runTenant(this.client, workflowId);
     const owner = tenant ? { tenant, startedBy: opts.owner?.startedBy ?? null } : opts.owner;
@@ -118,6 +121,18 @@ export class AgentClient {
   /** The tenant of the run with this id (`AgentTenant`), null for none; rejects with `AgentRunNotFoundError` for no such run. */
   async tenantOf(workflowId: string): Promise<string | null> {
     return runTenant(this.client, workflowId);
+  }
+
+  /**
+   * What-if forks side by side: what differs between two runs' states now (conversation included), e.g. a run and a
+   * fork of it, each change with its path as `AgentRunHandle.diff` has it.
+   */
+  async diffRuns(from: string, to: string, steps: { from?: number; to?: number } = {}): Promise<SnapshotDiff> {
+    // One after the other, as `diff` asks its two steps; each run as it is now unless a step of it is named.
+    const at = (id: string, step: number | undefined) => (step === undefined ? this.handle(id).state({ includeMessages: true }) : this.handle(id).snapshotAt(step, { includeMessages: true }));
+    const a = await at(from, steps.from);
+    const b = await at(to, steps.to);
+    return { ...diffSnapshots(a, b), runs: { from, to } };
   }
 
   /** A handle to the latest run with this workflow id. Nothing is checked until a method is called. */

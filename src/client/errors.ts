@@ -194,6 +194,14 @@ const STEP_NOT_IN_RUN = /step -?\d+ is not in this run[^\n]*/;
 /** Whether an update was refused because the run has no handler for it (`reason` is the workflow's message). */
 export const isNoUpdateHandler = (reason: string): boolean => NO_UPDATE_HANDLER.test(reason);
 
+/** The first step a run holds, from its refusal of a step it does not (`it holds steps 12 to 40`); undefined for any other error. */
+export function firstStepHeld(err: unknown): number | undefined {
+  if (!(err instanceof Error)) return undefined;
+  const match = STEP_NOT_IN_RUN.exec(`${err.message}\n${(err.cause as Error | undefined)?.message ?? ''}`);
+  const held = match && /it holds steps (\d+) to \d+/.exec(match[0]);
+  return held ? Number(held[1]) : undefined;
+}
+
 /** The workflow's refusal of a step it does not hold, as `AgentStepNotFoundError`; `undefined` for any other error. */
 export function stepNotFound(workflowId: string, step: number, err: unknown): AgentStepNotFoundError | undefined {
   if (!(err instanceof Error)) return undefined;

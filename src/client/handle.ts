@@ -14,6 +14,7 @@ import {
 } from '@temporalio/client';
 import type { UpdateDefinition } from '@temporalio/common';
 import { temporal } from '@temporalio/proto';
+import type { ModelResponse } from '../common/chat';
 import { AGENT_STATE_MEMO } from '../common/constants';
 import { AbortInputSchema, ApproveInputSchema, SendMessageInputSchema, type ApproveInput } from '../common/input';
 import {
@@ -28,7 +29,10 @@ import {
   stateAtQuery,
   stateSnapshotAtQuery,
   stateQuery,
+  stepsQuery,
   type AgentRunResult,
+  type StepsPage,
+  type StepsQueryOptions,
   type ApproveResult,
   type ControlResult,
   type RunStateView,
@@ -56,6 +60,8 @@ import {
   validate,
 } from './errors';
 import { decodeOptionalFailureToOptionalError, optionalTsToDate } from './sdk-internals';
+import { askRunHolding, chainSteps } from './chain';
+import { recordedAnswers } from './recorded';
 import { diffSnapshots, stepsOf, type SnapshotDiff, type StepRecord } from './time-travel';
 import { watchRun, type WatchOptions } from './watch';
 
@@ -200,7 +206,7 @@ export class AgentRunHandle {
   async snapshotAt(step: number, opts: { includeMessages?: boolean; timeoutMs?: number } = {}): Promise<RunStateView> {
     const args = { step, includeMessages: opts.includeMessages ?? false };
     return this.timeTravelQuery('stateAt', opts.timeoutMs, () =>
-      this.guard(() => this.workflow.query(stateAtQuery, args)),
+      this.guard(() => askRunHolding(this.workflow, step, (run) => run.query(stateAtQuery, args))),
     ).catch((err: unknown) => {
       throw stepNotFound(this.workflowId, step, err) ?? err;
     });
@@ -208,7 +214,9 @@ export class AgentRunHandle {
 
   /** The internal snapshot of a step, which `AgentClient.fork` carries into a new run; bounded like `snapshotAt`. */
   stateSnapshotAt(step: number, timeoutMs?: number): Promise<unknown> {
-    return this.timeTravelQuery('stateSnapshotAt', timeoutMs, () => this.guard(() => this.workflow.query(stateSnapshotAtQuery, { step })));
+    return this.timeTravelQuery('stateSnapshotAt', timeoutMs, () =>
+      this.guard(() => askRunHolding(this.workflow, step, (run) => run.query(stateSnapshotAtQuery, { step }))),
+    );
   }
 
   /** A query answered by replaying the run: one deadline, and no worker within it is `AgentQueryTimeoutError`. */
@@ -221,9 +229,42 @@ export class AgentRunHandle {
     }
   }
 
-  /** Time travel: the run's steps as far as its state still lists them (a continued run keeps the recent end). */
+  /** What-if forks: the answers of the run's model calls numbered `fromCall` or later, by their requests' hashes, from every run of its chain. */
+  recordedAnswers(fromCall: number): Promise<Record<string, ModelResponse>> {
+    return this.guard(() => recordedAnswers(this.workflow, fromCall));
+  }
+
+  /**
+   * Time travel: every step since the run started, across continue-as-new (numbered on from run to run), each run's
+   * paged from its `steps` query (the state view carries only the last ones). The runs it continued from are read only
+   * when its own log does not begin at step 1, each by a query a worker answers by replay. With no worker answering,
+   * the steps of the copy the run stored (its last 10).
+   */
   async steps(): Promise<StepRecord[]> {
-    return stepsOf(await this.state());
+    const own = await this.stepsOfRun(this.workflow, QUERY_TIMEOUT_MS);
+    return chainSteps(this.workflow, own ?? stepsOf(await this.state()), async (run) => (await this.stepsOfRun(run)) ?? stepsOf(await this.timeTravelQuery('state', undefined, () => run.query(stateQuery))));
+  }
+
+  /** One run's whole step log, page by page; undefined when no worker answers its `steps` query (or one from before it). */
+  private async stepsOfRun(run: WorkflowHandle, timeoutMs?: number): Promise<StepRecord[] | undefined> {
+    const steps: StepRecord[] = [];
+    for (let from: number | null | undefined = undefined; from !== null; ) {
+      const query: StepsQueryOptions = from !== undefined ? { from } : {};
+      const page: StepsPage | undefined = await this.timeTravelQuery('steps', timeoutMs, (): Promise<StepsPage> => this.guard(() => run.query(stepsQuery, query))).catch((err: unknown) => {
+        if (steps.length > 0 || !(err instanceof AgentQueryTimeoutError || err instanceof QueryNotRegisteredError)) throw err;
+        return undefined;
+      });
+      if (!page) return undefined;
+      steps.push(...page.steps);
+      from = page.next;
+    }
+    return steps;
+  }
+
+  /** Time travel: one page of the run's steps, from step `from` (default: the first it holds), at most `limit` (1000) of them. */
+  stepsPage(opts: StepsQueryOptions & { timeoutMs?: number } = {}): Promise<StepsPage> {
+    const { timeoutMs, ...page } = opts;
+    return this.timeTravelQuery('steps', timeoutMs, () => this.guard(() => this.workflow.query(stepsQuery, page)));
   }
 
   /** Time travel: what changed between two steps, each change with its path (see `diffSnapshots`). */

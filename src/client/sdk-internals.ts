@@ -3,5 +3,5 @@
  * `describeWorkflowExecution` (the SDK's `describe()` leaves `raw` undecoded) or turns a proto timestamp into a Date;
  * these are the SDK's own helpers, pinned with the SDK's exact version in package.json. An upgrade checks them here.
  */
-export { decodeOptionalFailureToOptionalError } from '@temporalio/common/lib/internal-non-workflow';
+export { decodeArrayFromPayloads, decodeOptionalFailureToOptionalError } from '@temporalio/common/lib/internal-non-workflow';
 export { optionalTsToDate } from '@temporalio/common/lib/time';

@@ -31,6 +31,8 @@ export interface SnapshotDiff {
   changed: Array<{ field: string; before: unknown; after: unknown }>;
   /** Messages present at `to` and not at `from`, when both carry the conversation and it only grew. */
   addedMessages?: unknown[];
+  /** A diff of two runs (`AgentClient.diffRuns`): their workflow ids; `from` and `to` are then their last steps. */
+  runs?: { from: string; to: string };
 }
 
 /** Fields that describe how the snapshot is kept rather than what the run did. */

@@ -7,13 +7,13 @@
  * - PostgreSQL: a table `blobs (key text primary key, bytes bytea)`; `put` = `INSERT ... ON CONFLICT (key) DO NOTHING`,
  *   `get` = `SELECT bytes`, no row = `BlobNotFoundError`.
  * Every worker and every client that reads results must reach the same store; pass it to
- * `claimCheckDataConverter({ store })` (src/codec/index.ts). Blobs are immutable and never deleted here: a sweep that
- * drops blobs older than the namespace's retention period is the store's concern (for `FsBlobStore`, files by their
- * modification time, pack files included).
+ * `claimCheckDataConverter({ store })` (src/codec/index.ts). Blobs are immutable; `FsBlobStore.sweep` deletes those no
+ * readable run names (retention.ts decides which those are), and a put of a blob already there touches it, so a run
+ * that names an old blob anew keeps it from the sweep.
  */
 import { randomBytes } from 'node:crypto';
 import * as fs from 'node:fs';
-import { mkdir, open, readFile, rename, rm, stat, writeFile } from 'node:fs/promises';
+import { mkdir, open, readdir, readFile, rename, rm, stat, utimes, writeFile } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
 
@@ -106,6 +106,14 @@ export class FsBlobStore implements BlobStore {
     return path.join(this.dir, key.slice(0, 2), key);
   }
 
+  /**
+   * Deletes the blobs (by key) and pack files (by name) `live` does not hold and that were last written or touched
+   * before `before` (epoch ms), and temporary files a crash left; `dryRun` only lists them (retention.ts).
+   */
+  sweep(live: { keys: ReadonlySet<string>; packs: ReadonlySet<string> }, options: { before: number; dryRun?: boolean }): Promise<SweepResult> {
+    return sweepFolder(this.dir, live, options);
+  }
+
   /** Where the layout before 2026-11-26 (`ab/cd/<hash>`) kept `key`: read, never written. */
   private legacyPathOf(key: string): string {
     return path.join(this.dir, key.slice(0, 2), key.slice(2, 4), key);
@@ -118,7 +126,8 @@ export class FsBlobStore implements BlobStore {
     const sync = this.fsync && options.durable !== false;
     // A fresh key written again is replaced by the same bytes (atomically, but for `durable: false`): harmless, so no
     // stat first.
-    if (!options.fresh && ((await exists(file)) || (await exists(this.legacyPathOf(key))))) return;
+    // One already there is touched: the sweep keeps what was named lately, this new reference among it.
+    if (!options.fresh && ((await touch(file)) || (await touch(this.legacyPathOf(key))))) return;
     const folder = path.dirname(file);
     if (!this.folders.has(folder)) await this.makeFolder(folder);
     // A blob its caller can rebuild is written under its final name at once: no temporary file, no rename (two file
@@ -226,6 +235,57 @@ export class FsBlobStore implements BlobStore {
   }
 }
 
+/** What `FsBlobStore.sweep` deleted (or, dry, would delete) and kept. */
+export interface SweepResult {
+  /** Blob keys, pack files (`packs/<name>`) and left-over temporary files deleted. */
+  deleted: string[];
+  deletedBytes: number;
+  /** Blobs and packs kept: named by a readable run, or written within the grace period. */
+  kept: number;
+}
+
+/** `FsBlobStore.sweep` over the folder `dir`. */
+async function sweepFolder(dir: string, live: { keys: ReadonlySet<string>; packs: ReadonlySet<string> }, { before, dryRun = false }: { before: number; dryRun?: boolean }): Promise<SweepResult> {
+  const result: SweepResult = { deleted: [], deletedBytes: 0, kept: 0 };
+  const consider = async (file: string, name: string, isLive: boolean, counts: boolean): Promise<void> => {
+    if (isLive) {
+      if (counts) result.kept++;
+      return;
+    }
+    // Looked at again just before it goes: a put that touched it since the listing keeps it.
+    const st = await stat(file).catch(() => undefined);
+    if (!st?.isFile()) return;
+    if (st.mtimeMs >= before) {
+      if (counts) result.kept++;
+      return;
+    }
+    if (!dryRun) await rm(file, { force: true });
+    result.deleted.push(name);
+    result.deletedBytes += st.size;
+  };
+  for (const shard of await entries(dir)) {
+    if (!shard.isDirectory()) continue;
+    const folder = path.join(dir, shard.name);
+    if (shard.name === 'packs') {
+      for (const f of await entries(folder)) if (f.isFile() && f.name.endsWith('.pack')) await consider(path.join(folder, f.name), `packs/${f.name}`, live.packs.has(f.name), true);
+      continue;
+    }
+    if (!/^[0-9a-f]{2}$/.test(shard.name)) continue;
+    for (const f of await entries(folder)) {
+      const file = path.join(folder, f.name);
+      if (f.isFile() && SHA256_HEX.test(f.name)) await consider(file, f.name, live.keys.has(f.name), true);
+      else if (f.isFile() && f.name.startsWith('.') && f.name.endsWith('.tmp')) await consider(file, `${shard.name}/${f.name}`, false, false);
+      // The layout before 2026-11-26: `ab/cd/<hash>`.
+      else if (f.isDirectory() && /^[0-9a-f]{2}$/.test(f.name)) {
+        for (const g of await entries(file)) if (g.isFile() && SHA256_HEX.test(g.name)) await consider(path.join(file, g.name), g.name, live.keys.has(g.name), true);
+      }
+    }
+  }
+  return result;
+}
+
+const entries = (dir: string) => readdir(dir, { withFileTypes: true }).catch(() => []);
+
 /**
  * One pack file of this process. Each blob gets its offset when it is appended, so concurrent writes go to their own
  * ranges (positional writes) and need no lock. Opened on the first write; closed once retired and written out.
@@ -284,7 +344,11 @@ const openNew = (file: string) => new Promise<number>((resolve, reject) => fs.op
 const pwrite = (fd: number, bytes: Uint8Array, position: number) =>
   new Promise<number>((resolve, reject) => fs.write(fd, bytes, 0, bytes.length, position, (err, written) => (err ? reject(err) : resolve(written))));
 
-const exists = (file: string) => stat(file).then((s) => s.isFile(), () => false);
+/** Whether `file` is there; when it is, its modification time is now. */
+const touch = (file: string) => {
+  const now = new Date();
+  return utimes(file, now, now).then(() => true, () => false);
+};
 
 const readIfThere = (file: string): Promise<Uint8Array | undefined> =>
   readFile(file).catch((err: NodeJS.ErrnoException) => {

@@ -29,6 +29,18 @@ export {
   type EncryptionCodecOptions,
 } from './encryption';
 
+export {
+  DEFAULT_RETENTION_GRACE_MS,
+  markLive,
+  namespaceRetentionMs,
+  pruneStore,
+  startRetentionSweeps,
+  type PrunableLedger,
+  type PruneOptions,
+  type PruneReport,
+  type RetentionService,
+} from './retention';
+export type { SweepResult } from './blob-store';
 export { ConversationStore, ConversationUnavailableError, type ConversationStoreOptions } from './conversation-store';
 
 /** The claim check's settings; `claimCheckSettings()` in src/config reads them from the environment. */

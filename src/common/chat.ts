@@ -147,6 +147,11 @@ export interface ModelRequest {
    * that asking again after a wait in the run keeps it; and the run's priority (0 first, 9 last). Absent: not waited yet.
    */
   quota?: { queuedAt?: number; priority?: number };
+  /**
+   * A what-if fork's recorded answers of the run it was forked from, by the hash of their requests (common/replay.ts):
+   * a request whose hash is here is answered with the recorded answer (`replayed`), not sent to the provider again.
+   */
+  replay?: Record<string, ModelResponse>;
 }
 
 /**
@@ -174,6 +179,10 @@ export interface ModelResponse {
    * answered it. They reach the machine with the response, which keeps those it agrees with (workflows/ran-ahead.ts).
    */
   toolResults?: ToolResult[];
+  /** The hash of the request this answers (common/replay.ts): a what-if fork of the run finds its answer by it. */
+  requestHash?: string;
+  /** Answered from `ModelRequest.replay`, not by the provider: no tokens spent (its usage is zero). */
+  replayed?: true;
 }
 
 /** Input of the `executeTool` activity. */

@@ -170,6 +170,26 @@ export const { LimitsSchema, PriceSchema, BudgetSchema, ApprovalSchema, Compacti
           /** A run snapshot of version `SNAPSHOT_VERSION`; checked for its version, state and step, the rest is the workflow's own output. */
           snapshot: z.looseObject({ schemaVersion: snapshotVersion(), phase: z.looseObject({ type: z.string() }), counters: z.looseObject({ step: z.number().int().min(0) }) }),
           origin: z.object({ workflowId: z.string(), step: z.number().int().min(0) }).strict().optional(),
+          /**
+           * A what-if fork's edits, applied to the carried snapshot when the fork starts: `model`, `systemPrompt`, a
+           * `message` queued for the next model call, and `toolResults` (by tool call id) replacing a result already in
+           * the conversation or, for a call made later, the result when it comes. A continued run carries `toolResults` on.
+           */
+          edits: z
+            .object({
+              toolResults: z.record(z.string(), z.string()).optional(),
+              message: z.string().min(1).optional(),
+              model: z.string().min(1).optional(),
+              systemPrompt: z.string().min(1).optional(),
+            })
+            .strict()
+            .optional(),
+          /**
+           * A what-if fork's recorded answers of the run it was forked from (those after the fork step), by the hash of
+           * their requests: the model activity answers a request found here with its recorded answer until the first
+           * request that is not (common/replay.ts). A continued run carries on those still unused.
+           */
+          replay: z.record(z.string(), z.looseObject({ text: z.string(), toolCalls: z.array(z.looseObject({})) })).optional(),
         })
         .strict()
         .optional(),

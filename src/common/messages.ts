@@ -6,7 +6,7 @@ import { defineQuery, defineSignal, defineUpdate } from '@temporalio/workflow';
 import type { z } from 'zod';
 import type { AbortInput, AbortUpdateInput, ApproveUpdateInput, ControlUpdateInput, ResolvedInput, SendMessageUpdateInput, StreamDeltaSchema } from './input';
 import type { AgentState } from './states';
-import type { RunStateView, RunUsage } from './view';
+import type { RunStateView, RunUsage, TransitionRecord } from './view';
 import type { OpenAIChatMessage } from './conversation';
 
 export type { RunStateView } from './view';
@@ -16,6 +16,28 @@ export type CarriedSnapshot = NonNullable<ResolvedInput['resume']>['snapshot'];
 export interface StateQueryOptions {
   includeMessages?: boolean;
 }
+
+/** One step of a run: the state change that made it, numbered as `step` counts (step 1 is the run's START). */
+export interface StepRecord extends TransitionRecord {
+  step: number;
+}
+
+/** Which steps the `steps` query answers: from step `from` (default: the first the run holds), at most `limit` of them. */
+export interface StepsQueryOptions {
+  from?: number;
+  /** @default 500, at most 1000 (`MAX_STEPS_PAGE`) */
+  limit?: number;
+}
+
+/** A page of the run's steps; `next` is the `from` of the next page, null after the last. */
+export interface StepsPage {
+  steps: StepRecord[];
+  next: number | null;
+}
+
+/** The longest page the `steps` query answers (a query's answer must stay well under the server's 2 MB). */
+export const MAX_STEPS_PAGE = 1000;
+export const DEFAULT_STEPS_PAGE = 500;
 
 /** Text streamed so far by the model call in flight, sent by the model activity in batches. */
 export type StreamDelta = z.infer<typeof StreamDeltaSchema>;
@@ -74,6 +96,11 @@ export const stateQuery = defineQuery<RunStateView, [StateQueryOptions?]>('state
  * `state`, which the Temporal UI's Queries tab, listing queries by name, then preselects.
  */
 export const stateAtQuery = defineQuery<RunStateView, [{ step: number; includeMessages?: boolean }]>('stateAt');
+/**
+ * Time travel: a page of the run's steps, from its step log (the `state` view carries only its last transitions). A
+ * continued run holds the last 100 steps of the runs before it and its own.
+ */
+export const stepsQuery = defineQuery<StepsPage, [StepsQueryOptions?]>('steps');
 /** A run's internal snapshot right after a step, as a new run carries on from it (`AgentClient.fork`); its shape is the worker's own. */
 export const stateSnapshotAtQuery = defineQuery<CarriedSnapshot, [{ step: number }]>('stateSnapshotAt');
 /**

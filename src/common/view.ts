@@ -10,6 +10,11 @@ import { LimitsSchema } from './input';
 import { oncePerWorker } from './once-per-worker';
 import { AgentState, CritiqueAction } from './states';
 
+/** Transitions the view carries: the view of a run of 10,000 model calls is as small as one of 10. */
+export const VIEW_TRANSITIONS = 50;
+/** Child runs the view lists beside those still running. */
+export const VIEW_CHILDREN = 20;
+
 // Built once per worker: the workflow loads these to check a carried snapshot (once-per-worker.ts).
 export const {
   AgentStateSchema,
@@ -71,6 +76,7 @@ export const {
   const RunUsageSchema = UsageSchema.extend({
     modelCalls: int().describe('Model calls for planning and answering that answered (the critic\'s and compaction\'s are not counted).'),
     costUsd: z.number(),
+    replayedCalls: int().optional().describe('Of `modelCalls`, those a what-if fork answered with the recorded answer of the run it was forked from, not paid for again; absent: none.'),
   });
 
   /** What a critic decides after a step; the action picks the next state. */
@@ -110,7 +116,15 @@ export const {
       toolCalls: int(),
       usage: RunUsageSchema,
       limits: LimitsSchema.describe('A run refused for bad input (its one transition is INVALID_INPUT) applied none: its limits are placeholders.'),
-      transitions: z.array(TransitionRecordSchema).describe('Every state change of this run (a continued run keeps the last 100 of the runs before).'),
+      transitions: z
+        .array(TransitionRecordSchema)
+        .describe(
+          `The last state changes, at most ${VIEW_TRANSITIONS}: the first is step \`transitionsFrom\`, the last step \`step\`. The whole list is paged from the run's steps (\`AgentRunHandle.steps()\`, \`agent history\`, \`GET /v1/runs/{id}/steps\`), so the view of a long run is as small as a short one's.`,
+        ),
+      transitionCount: int().describe(
+        "State changes this run's step log holds (`steps()` pages them): a continued run's counts the 100 it carried from the runs before, so it can be below `step`. `transitions` is the last of them.",
+      ),
+      transitionsFrom: int().describe('The step of the first entry of `transitions` (`step` + 1 when it is empty): the steps before it are paged from `steps()`.'),
       partialText: z.string().describe('Text of the latest model call: as far as it has streamed while the call runs, complete once it has answered.'),
       stream: z
         .object({ callNumber: int(), attempt: int() })
@@ -165,8 +179,9 @@ export const {
       children: z
         .array(ChildOutcomeSchema)
         .describe(
-          "The child runs of named agents this run called as tools, in the order they started: `state` is RUNNING until the child ends (its own `state` query has more), then how it ended; `usage` counts against this run's (and its budget).",
+          `The child runs of named agents this run called as tools, in the order they started: the last ${VIEW_CHILDREN}, and any still running (\`childCount\` counts them all). \`state\` is RUNNING until the child ends (its own \`state\` query has more), then how it ended; \`usage\` counts against this run's (and its budget).`,
         ),
+      childCount: int().describe('The child runs this run started (`children` lists the last of them).'),
       lastError: z.string().nullable(),
       reason: z.string().nullable().describe('Why the run ended, or why it is where it is.'),
       answer: z.string().nullable(),

@@ -169,6 +169,40 @@ export function claimCheckSettings(env: NodeJS.ProcessEnv = process.env): ClaimC
   };
 }
 
+/** Retention of the blob store and the tool ledger (src/codec/retention.ts); `AGENT_RETENTION=off` turns the worker's sweep off. */
+export interface RetentionSettings {
+  /** `AGENT_RETENTION`: runs closed longer ago than this are no longer read; unset or `namespace`: the namespace's retention. */
+  retentionMs?: number;
+  /** Whether the worker sweeps in the background (`AGENT_RETENTION=off`: it does not; `agent gc` still can). */
+  enabled: boolean;
+  /** `AGENT_RETENTION_INTERVAL`: how often a worker sweeps. @default 6h */
+  intervalMs: number;
+  /** `AGENT_RETENTION_GRACE`: what was written or touched within this long is kept though no history names it yet. @default 24h */
+  graceMs: number;
+}
+
+const UNITS: Record<string, number> = { ms: 1, s: 1_000, m: 60_000, h: 3_600_000, d: 86_400_000 };
+
+/** `90m`, `36h`, `7d`, `1500ms`, or a number of milliseconds. */
+export function parseDuration(name: string, raw: string): number {
+  const m = /^(\d+)(ms|s|m|h|d)?$/.exec(raw.trim());
+  if (!m) throw new Error(`${name} must be a duration such as 30m, 36h or 7d, got ${JSON.stringify(raw)}`);
+  return Number(m[1]) * UNITS[m[2] ?? 'ms'];
+}
+
+export function retentionSettings(env: NodeJS.ProcessEnv = process.env): RetentionSettings {
+  const raw = env.AGENT_RETENTION?.trim().toLowerCase() || 'namespace';
+  const off = raw === 'off';
+  const interval = env.AGENT_RETENTION_INTERVAL?.trim();
+  const grace = env.AGENT_RETENTION_GRACE?.trim();
+  return {
+    enabled: !off,
+    ...(off || raw === 'namespace' ? {} : { retentionMs: parseDuration('AGENT_RETENTION', raw) }),
+    intervalMs: interval ? parseDuration('AGENT_RETENTION_INTERVAL', interval) : 6 * 3_600_000,
+    graceMs: grace ? parseDuration('AGENT_RETENTION_GRACE', grace) : 24 * 3_600_000,
+  };
+}
+
 const BASE64 = /^[A-Za-z0-9+/_-]+={0,2}$/;
 
 /**
@@ -485,6 +519,8 @@ export interface WorkerConfig {
   /** `AGENT_WORKFLOW_BUNDLE_DIR`: prebuilt workflow bundles (`npm run build:workflows`); unset, the worker bundles at boot. */
   workflowBundleDir?: string;
   codecs: CodecSettings;
+  /** `AGENT_RETENTION`, `AGENT_RETENTION_INTERVAL`, `AGENT_RETENTION_GRACE`: the background sweep of the blob store and the ledger. */
+  retention?: RetentionSettings;
   /** `AGENT_MCP_SERVERS` or `AGENT_MCP_CONFIG`; unset, no MCP servers. */
   mcpServers?: McpServersSource;
   observability: ObservabilitySettings;
@@ -521,6 +557,7 @@ export function workerConfig(env: NodeJS.ProcessEnv = process.env): WorkerConfig
     ledgerFile: ledgerFile(env),
     ...(bundleDir ? { workflowBundleDir: bundleDir } : {}),
     codecs: codecSettings(env),
+    retention: retentionSettings(env),
     ...(mcpServers ? { mcpServers } : {}),
     observability: observabilitySettings(env),
     ...(quota ? { quota } : {}),

@@ -70,6 +70,9 @@ export function registerAuth(app: FastifyInstance, opts: AuthOptions): void {
     const parsed = RunParamsSchema.safeParse({ id: (request.params as { id?: unknown }).id });
     if (!parsed.success) return;
     if ((await opts.tenantOf(parsed.data.id)) !== tenant) throw new AgentRunNotFoundError(parsed.data.id);
+    // A second run named in the query (`/diff?against=`) is held to the same rule.
+    const against = (request.query as { against?: unknown } | undefined)?.against;
+    if (typeof against === 'string' && (await opts.tenantOf(against)) !== tenant) throw new AgentRunNotFoundError(against);
   });
 }
 

@@ -334,7 +334,7 @@ export const OPERATIONS: Record<string, Partial<Record<Method, Operation>>> = {
     get: {
       operationId: 'diffRunSteps',
       role: 'viewer',
-      summary: 'Time travel: what changed in the run between two steps',
+      summary: 'Time travel: what changed in the run between two steps, or against another run (`?against=`, a what-if fork of it)',
       params: RunParamsSchema,
       ok: { status: 200, description: 'Each added, removed or changed value with its path.', schema: SnapshotDiffSchema },
       errors: [400, 401, 404, 503],

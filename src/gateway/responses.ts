@@ -84,6 +84,7 @@ export const SnapshotDiffSchema = z.object({
     .array(z.object({ field: z.string(), before: z.unknown(), after: z.unknown() }))
     .describe('Top-level fields that differ, with both values whole (`messages` left out).'),
   addedMessages: z.array(z.unknown()).optional().describe('Messages at `to` and not at `from`, when the conversation only grew.'),
+  runs: z.object({ from: z.string(), to: z.string() }).optional().describe('With `?against=`: the two runs compared, each as it is now (`from` and `to` are then their last steps).'),
 });
 
 export const RunForkedSchema = RunStartedSchema.extend({ forkedFrom: z.object({ workflowId: z.string(), step: int() }) });

@@ -56,6 +56,8 @@ export const ListQuerySchema = query({
 export const RunParamsSchema = z.object({ id: RunIdSchema.describe("The run's workflow id; URL-encode it (sub-agent ids contain `/`).") });
 export const StepParamsSchema = RunParamsSchema.extend({ step: stepNumber });
 export const DiffQuerySchema = query({ from: stepNumber.describe('The earlier step.'), to: stepNumber.describe('The later step.') });
+/** `GET /v1/runs/:id/diff?against=<id>`: two runs side by side (a run and a what-if fork of it) instead of two steps. */
+export const RunsDiffQuerySchema = query({ against: workflowIdSchema.describe('The run to compare this one with, as it is now.') });
 /** The query of the three stream routes. A new EventSource cannot set `Last-Event-ID`, so a page that reopens one passes it here. */
 export const StreamQuerySchema = query({
   lastEventId: z.string().optional().describe('Resume after this event id, as `Last-Event-ID` does, for a new EventSource (which cannot set the header); the header wins.'),
@@ -79,7 +81,8 @@ export const ROUTE_QUERIES: Readonly<Record<string, z.ZodObject>> = {
   'GET /v1/runs': ListQuerySchema,
   'GET /v1/runs/:id': MessagesQuerySchema,
   'GET /v1/runs/:id/steps/:step': MessagesQuerySchema,
-  'GET /v1/runs/:id/diff': DiffQuerySchema,
+  // Two steps of the run (`from`, `to`), or with `against` a step of each of two runs; each defaults (routes/time-travel.ts).
+  'GET /v1/runs/:id/diff': DiffQuerySchema.partial().extend(RunsDiffQuerySchema.shape),
   'GET /v1/runs/:id/events': EventsQuerySchema,
   'GET /v1/runs/:id/ui-message-stream': StreamQuerySchema,
   'GET /v1/runs/:id/ag-ui': StreamQuerySchema,
@@ -106,6 +109,18 @@ export const ForkBodySchema = z
     fromStep: z.number().int().min(0),
     /** The new run's workflow id. @default `<id>-fork-<step>-<6 hex chars>` */
     workflowId: workflowIdSchema.optional(),
+    /** A what-if fork's edits of the step it starts from (`AgentClient.fork`'s `edits`). */
+    edits: z
+      .object({
+        toolResults: z.record(z.string().min(1), z.string()).optional().describe('Tool results by tool call id: one in the conversation is replaced, one made later is replaced when it comes.'),
+        message: z.string().min(1).optional().describe('A user message for the next model call.'),
+        model: z.string().min(1).optional().describe('The model from the fork on.'),
+        systemPrompt: z.string().min(1).optional().describe('The system prompt from the fork on.'),
+      })
+      .strict()
+      .optional(),
+    /** Reuse the original's recorded model answers while the fork's requests are the same. @default true with `edits` */
+    replay: z.boolean().optional(),
   })
   .strict();
 

@@ -25,7 +25,12 @@ export function withSideUsage(s: RunSnapshot, u: Usage | undefined): RunSnapshot
 }
 
 export function withResponseUsage(s: RunSnapshot, r: ModelResponse): RunSnapshot {
-  const usage = { ...addUsage(s.usage, r.usage), modelCalls: s.usage.modelCalls + 1, costUsd: addCost(s.usage.costUsd, responseCost(s, r)) };
+  const usage = {
+    ...addUsage(s.usage, r.usage),
+    modelCalls: s.usage.modelCalls + 1,
+    costUsd: addCost(s.usage.costUsd, responseCost(s, r)),
+    ...(r.replayed || s.usage.replayedCalls ? { replayedCalls: (s.usage.replayedCalls ?? 0) + (r.replayed ? 1 : 0) } : {}),
+  };
   return { ...s, usage, lastModel: r.model || s.lastModel };
 }
 

@@ -3,6 +3,7 @@
  * Configured by one options object over the environment (src/config). With no LLM_API_KEY and no LLM_BASE_URL it serves
  * the project's scripted model in-process. The process is `src/bin/worker.ts` (`npm run worker`).
  */
+import path from 'node:path';
 import { NativeConnection, Runtime, Worker, type WorkerOptions } from '@temporalio/worker';
 import OpenAI from 'openai';
 import { Providers, type ProviderConfig } from '../activities/providers';
@@ -10,7 +11,7 @@ import { createActivities, ModelCallsInFlight, readableErrorBodies, withoutRedir
 import { InflightActivities, type RecoveryReport } from '../activities/inflight';
 import { heartbeatThrottleMs } from '../activities/model';
 import type { McpServerInfo, McpTools } from '../activities/tools/mcp';
-import { createConversationStore, createDataConverter } from '../codec';
+import { createConversationStore, createDataConverter, FsBlobStore, startRetentionSweeps } from '../codec';
 import { streamSettings, usesScriptedModel, workerConfig, type CodecSettings, type McpServersSource, type TemporalSettings, type VersioningSettings, type WorkerConfig } from '../config';
 import { nativeConnectionOptions, tlsFailureReason } from '../config/connection';
 import { configuredTracing, tracingWorkerOptions, type Tracing } from '../observability/tracing';
@@ -240,7 +241,9 @@ export async function createAgentWorker(options: AgentWorkerOptions = {}): Promi
   let channel: RedisChannel | undefined;
   let ownBudget: RedisBudget | undefined;
   let ownCooldowns: RedisKeyCooldowns | undefined;
+  let stopSweeps: (() => void) | undefined;
   const release = async () => {
+    stopSweeps?.();
     await channel?.close();
     await ownBudget?.close();
     await ownCooldowns?.close();
@@ -310,6 +313,22 @@ export async function createAgentWorker(options: AgentWorkerOptions = {}): Promi
       ...workerOptions,
       sinks: { ...traced?.sinks, ...workerOptions.sinks },
     });
+    const retention = config.retention;
+    if (retention?.enabled) {
+      const { claimCheck } = config.codecs;
+      stopSweeps = startRetentionSweeps({
+        connection,
+        namespace: temporal.namespace,
+        payloadCodecs: dataConverter.payloadCodecs ?? [],
+        ...(claimCheck.enabled ? { store: new FsBlobStore(claimCheck.blobDir) } : {}),
+        ...(config.ledgerFile !== ':memory:' ? { ledger } : {}),
+        ...(retention.retentionMs !== undefined ? { retentionMs: retention.retentionMs } : {}),
+        graceMs: retention.graceMs,
+        intervalMs: retention.intervalMs,
+        markerFile: path.join(claimCheck.enabled ? claimCheck.blobDir : path.dirname(config.ledgerFile), '.retention-last'),
+        log: { info: (m, meta) => Runtime.instance().logger.info(m, meta), warn: (m, meta) => Runtime.instance().logger.warn(m, meta) },
+      });
+    }
     return {
       worker,
       model,

@@ -16,6 +16,7 @@ import {
 } from '@temporalio/workflow';
 import { FailureType } from '../common/failures';
 import { parseAgentRunInput } from '../common/input';
+import type { ModelResponse } from '../common/chat';
 import type { AgentRunResult } from '../common/messages';
 import { isTerminal } from '../common/states';
 import { CANCELLED } from './effects';
@@ -45,7 +46,9 @@ export async function agentRun(rawInput: unknown): Promise<AgentRunResult> {
   if (input !== parsed) snapshot = base = input.ok ? initialSnapshot(input.value, now()) : blankSnapshot(now());
   // The ids of the children its calls of named agents start begin with it.
   snapshot = { ...snapshot, workflowId: workflowInfo().workflowId };
-  const effects = createEffects();
+  const resumeInput = input.ok ? input.value.resume : undefined;
+  // A what-if fork's recorded answers and edited tool results (a continued run's, those still unused).
+  const effects = createEffects({ replay: resumeInput?.replay as Record<string, ModelResponse> | undefined, toolResults: resumeInput?.edits?.toolResults });
   const publisher = createPublisher();
   let live = createStreamPublisher();
   const timer = createRunTimer(() => dispatch({ type: 'TIMEOUT' }, true));
@@ -128,7 +131,9 @@ export async function agentRun(rawInput: unknown): Promise<AgentRunResult> {
       if (command.type === 'callModel' && historyIsLong()) {
         // A model step is a safe boundary: nothing is in flight, and the new run starts this very call.
         await condition(allHandlersFinished);
-        await continueAsNew<typeof agentRun>({ ...input.value, resume: { kind: 'continue', snapshot: carryOver(snapshot) } });
+        const whatIf = effects.whatIfLeft();
+        const carried = { ...(whatIf?.replay ? { replay: whatIf.replay } : {}), ...(whatIf?.toolResults ? { edits: { toolResults: whatIf.toolResults } } : {}) };
+        await continueAsNew<typeof agentRun>({ ...input.value, resume: { kind: 'continue', snapshot: carryOver(snapshot), ...carried } });
       }
       const step = snapshot.counters.step;
       if (effects.waits(command)) publisher.beforeWait(snapshot);

@@ -6,7 +6,7 @@
  */
 import { resumeAt, transition } from '../machine/machine';
 import { blankSnapshot, initialSnapshot } from '../machine/snapshot';
-import { createEffects, type Effects } from './effects';
+import { createEffects, type Effects, type WhatIf } from './effects';
 import { createPublisher, type Publisher } from './publisher';
 import { createRunTimer, type RunTimer } from './run-timer';
 
@@ -20,7 +20,7 @@ export interface RunDefinition {
   /** The work a carried snapshot (continue-as-new, fork) starts with (`commandsFor`, and the timer on its clocks). */
   resumeAt: typeof resumeAt;
   /** How commands run as activities, timers and child runs. */
-  createEffects: () => Effects;
+  createEffects: (whatIf?: WhatIf) => Effects;
   /** Where the run shows its state: search attribute, current details, memo. */
   createPublisher: () => Publisher;
   createRunTimer: (fire: () => void) => RunTimer;

@@ -24,7 +24,17 @@ import {
 } from '@temporalio/workflow';
 import { RetryState } from '@temporalio/common';
 import type { AgentActivities } from '../activities';
-import { emptyUsage, isQuotaWait, type ChildOutcome, type ChildRequest, type CritiqueOutcome, type ModelRequest, type ToolRequest, type ToolResult } from '../common/chat';
+import {
+  emptyUsage,
+  isQuotaWait,
+  type ChildOutcome,
+  type ChildRequest,
+  type CritiqueOutcome,
+  type ModelRequest,
+  type ModelResponse,
+  type ToolRequest,
+  type ToolResult,
+} from '../common/chat';
 import { pauseSignal, resumeSignal, type AgentRunResult } from '../common/messages';
 import { AgentState } from '../common/states';
 import { ModelErrorType } from '../common/failures';
@@ -83,6 +93,18 @@ export interface Effects {
   interruptTools(): void;
   /** Pause (or resume) the child runs now running, as their parent was paused (or resumed). */
   pauseChildren(paused: boolean): void;
+  /** What a what-if fork still has to apply, for the run it continues as new into; undefined: nothing. */
+  whatIfLeft(): WhatIf | undefined;
+}
+
+/**
+ * A what-if fork's part that the interpreter applies (the input's `resume.edits.toolResults` and `resume.replay`): the
+ * recorded answers go with each model call while the run's requests are the original's (the activity decides, by the
+ * request's hash); the first answer not replayed drops them. The named tool results replace the results when they come.
+ */
+export interface WhatIf {
+  replay?: Record<string, ModelResponse>;
+  toolResults?: Record<string, string>;
 }
 
 /**
@@ -90,7 +112,21 @@ export interface Effects {
  * model call's outcome is one `then` on the activity, not three nested awaits, and tool calls the model call ran
  * already are an outcome at once (`ready`), with no await.
  */
-export function createEffects(): Effects {
+export function createEffects(whatIf: WhatIf = {}): Effects {
+  let replay = whatIf.replay && Object.keys(whatIf.replay).length > 0 ? { ...whatIf.replay } : undefined;
+  const editedResults = whatIf.toolResults ?? {};
+  /** The run's requests went their own way (an answer not replayed): the recorded answers are of no more use. */
+  function answered(outcome: ModelOutcome): void {
+    if (!replay || isQuotaWait(outcome)) return;
+    if (!outcome.replayed || !outcome.requestHash) replay = undefined;
+    else {
+      const { [outcome.requestHash]: _used, ...rest } = replay;
+      replay = Object.keys(rest).length > 0 ? rest : undefined;
+    }
+  }
+  const edited = (results: ToolResult[]): ToolResult[] =>
+    results.map((r) => (editedResults[r.toolCallId] === undefined ? r : { ...r, ok: true, content: editedResults[r.toolCallId] }));
+
   /**
    * One scope for all the run's work until `cancel` cancels it. A scope costs three promises, each of which the SDK's
    * promise hook captures a stack for; one a step was a tenth of a step's workflow CPU (BENCHMARKS.md, issue 26).
@@ -184,7 +220,7 @@ export function createEffects(): Effects {
   }
 
   const ranAhead = (r: ToolRequest) => r.call.ranAhead !== undefined;
-  const toolsRanAlready = (requests: ToolRequest[]): AgentEvent => ({ type: 'TOOLS_DONE', results: requests.map((r) => r.call.ranAhead!) });
+  const toolsRanAlready = (requests: ToolRequest[]): AgentEvent => ({ type: 'TOOLS_DONE', results: edited(requests.map((r) => r.call.ranAhead!)) });
 
   /** The model's answer as the machine's event; the results of the local tools it ran travel with it (the machine keeps or drops them). */
   function modelResponded(request: ModelRequest, outcome: ModelOutcome): AgentEvent {
@@ -193,7 +229,7 @@ export function createEffects(): Effects {
   }
 
   function modelCall(command: Extract<WorkCommand, { type: 'callModel' }>): { request: ModelRequest; call: () => Promise<ModelOutcome> } {
-    const request = { ...command.request, runLocalTools: true };
+    const request = { ...command.request, runLocalTools: true, ...(replay ? { replay } : {}) };
     const summary = modelCallSummary(request.purpose, request.callNumber);
     return { request, call: () => activities.callModel.executeWithOptions({ ...modelCallOptions, summary }, [request]) };
   }
@@ -209,6 +245,7 @@ export function createEffects(): Effects {
       (outcome) => {
         working = false;
         calling = undefined;
+        answered(outcome);
         return modelResponded(request, outcome);
       },
       (err: unknown) => {
@@ -221,6 +258,7 @@ export function createEffects(): Effects {
   }
 
   const effects: Effects = {
+    whatIfLeft: () => (replay || Object.keys(editedResults).length > 0 ? { ...(replay ? { replay } : {}), ...(Object.keys(editedResults).length > 0 ? { toolResults: editedResults } : {}) } : undefined),
     pauseChildren: (paused) => {
       // A child that has just ended refuses the signal; nothing to do then.
       for (const handle of children) handle.signal(paused ? pauseSignal : resumeSignal).catch(() => undefined);
@@ -248,7 +286,7 @@ export function createEffects(): Effects {
       case 'runTools': {
         const one = (r: ToolRequest) => r.call.ranAhead ?? (r.child ? runChild(r, r.child) : runStoppable(r));
         const results = await cancellable(() => inTurnOrder(command.requests, one, command.concurrent));
-        return results === CANCELLED ? CANCELLED : { type: 'TOOLS_DONE', results };
+        return results === CANCELLED ? CANCELLED : { type: 'TOOLS_DONE', results: edited(results) };
       }
       case 'critique': {
         const { request } = command;

@@ -27,7 +27,11 @@ import {
   sendMessageUpdate,
   stateAtQuery,
   stateQuery,
+  stepsQuery,
   streamDeltaSignal,
+  DEFAULT_STEPS_PAGE,
+  MAX_STEPS_PAGE,
+  type StepsPage,
   type CarriedSnapshot,
   type ControlResult,
 } from '../common/messages';
@@ -73,9 +77,23 @@ export function setRunQueries(run: ViewedRun): void {
   setHandler(stateAtQuery, ({ step, includeMessages }) => publicView(run.at(step), includeMessages ?? false), {
     description: 'The state view right after a step (time travel). Argument: { "step": <number> }.',
   });
+  setHandler(stepsQuery, (options) => stepsPage(run.current(), options?.from, options?.limit), {
+    description: 'A page of the run\'s steps (its state changes), which the state view carries only the last of. Optional argument: { "from": <step>, "limit": <at most 1000> }.',
+  });
   setHandler(stateSnapshotAtQuery, ({ step }) => run.at(step) as RunSnapshot & CarriedSnapshot, {
     description: "Internal: the run's versioned snapshot after a step, which fork carries into a new run. Argument: { \"step\": <number> }.",
   });
+}
+
+/** Steps `from` on, at most `limit` of them, from the snapshot's step log (its last entry is step `counters.step`). */
+export function stepsPage(s: RunSnapshot, from?: number, limit?: number): StepsPage {
+  const log = s.logs.transitions;
+  const first = s.counters.step - log.length + 1;
+  const size = Math.min(Math.max(1, Math.floor(limit ?? DEFAULT_STEPS_PAGE)), MAX_STEPS_PAGE);
+  const start = Math.max(0, Math.floor(from ?? first) - first);
+  const steps = log.slice(start, start + size).map((t, i) => ({ step: first + start + i, ...t }));
+  const end = start + steps.length;
+  return { steps, next: end < log.length ? first + end : null };
 }
 
 /** The signals and updates, registered once the run has its snapshot: the SDK holds those sent earlier until then. */

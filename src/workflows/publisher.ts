@@ -37,8 +37,7 @@ export function createPublisher(): Publisher {
     const key = `${s.counters.step}/${undecided(s).length}/${s.phase.type === AgentState.COMPLETED && s.phase.conversationOpen}`;
     if (!storesState(s) || key === stored) return;
     stored = key;
-    const view = publicView(s, false);
-    upsertMemo({ [AGENT_STATE_MEMO]: { ...view, transitions: view.transitions.slice(-STORED_TRANSITIONS), storedAt: new Date().toISOString() } });
+    upsertMemo({ [AGENT_STATE_MEMO]: { ...publicView(s, false, STORED_TRANSITIONS), storedAt: new Date().toISOString() } });
   };
   const write = (s: RunSnapshot): void => {
     setCurrentDetails(currentDetails(s)); // workflow metadata, not a history event

@@ -33,7 +33,7 @@ export function carriedSnapshot(resume: Resume): RunSnapshot {
 export function carryOn(resume: Resume, carried: RunSnapshot, workflowId: string, now: string): RunSnapshot {
   if (resume.kind === 'continue') return { ...carried, chain: null, origin: carried.origin ?? { kind: 'continue', workflowId, step: carried.counters.step } };
   const origin = resume.origin ?? { workflowId: 'unknown', step: carried.counters.step };
-  const forked = forkPoint(carried, origin.step, now);
+  const forked = forkPoint(withEdits(carried, resume.edits), origin.step, now);
   return {
     ...forked,
     chain: null,
@@ -43,6 +43,26 @@ export function carryOn(resume: Resume, carried: RunSnapshot, workflowId: string
     clocks: { ...carried.clocks, ...freshClocks(carried, now) },
     pauseRequested: false,
     logs: { ...forked.logs, rejectedEvents: [] },
+  };
+}
+
+/**
+ * A what-if fork's edits on the snapshot it starts from: the model, the system prompt, a message queued for the next
+ * model call, and the results already in the conversation of the tool calls named (later ones the effects replace).
+ */
+function withEdits(s: RunSnapshot, edits: Resume['edits']): RunSnapshot {
+  if (!edits) return s;
+  const { toolResults = {}, message, model, systemPrompt } = edits;
+  const messages = s.messages.map((m) => {
+    if (m.role === 'tool' && toolResults[m.toolCallId] !== undefined) return { ...m, content: toolResults[m.toolCallId] };
+    if (m.role === 'system' && systemPrompt !== undefined) return { ...m, content: systemPrompt };
+    return m;
+  });
+  return {
+    ...s,
+    messages,
+    options: model ? { ...s.options, model } : s.options,
+    queuedMessages: message ? [...s.queuedMessages, message] : s.queuedMessages,
   };
 }
 

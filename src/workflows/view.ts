@@ -4,14 +4,22 @@ import { toOpenAI } from '../common/conversation';
 import { FailureType } from '../common/failures';
 import type { AgentRunResult } from '../common/messages';
 import { AgentState } from '../common/states';
-import type { RunStateView } from '../common/view';
+import { VIEW_CHILDREN, VIEW_TRANSITIONS, type RunStateView } from '../common/view';
+import { CHILD_RUNNING } from '../machine/children';
 import { lastAssistantText } from '../machine/responses';
 import type { RunSnapshot } from '../machine/snapshot';
 import { totalDeadline, waitDeadline, workDeadline } from '../machine/clocks';
 
-/** The curated view: the phase's data under its documented names, and none of the machine's bookkeeping. */
-export function publicView(s: RunSnapshot, includeMessages: boolean): RunStateView {
+/**
+ * The curated view: the phase's data under its documented names, and none of the machine's bookkeeping. Its lists are
+ * bounded, so its size does not grow with the run: the last `tail` transitions (the rest are paged from the steps
+ * query), the last children beside the running ones; the tool calls and refused events the snapshot keeps are its
+ * last 20 already.
+ */
+export function publicView(s: RunSnapshot, includeMessages: boolean, tail = VIEW_TRANSITIONS): RunStateView {
   const { phase } = s;
+  const transitions = s.logs.transitions.slice(-tail);
+  const children = s.children ?? [];
   return {
     state: phase.type,
     stateSince: s.stateSince,
@@ -20,7 +28,9 @@ export function publicView(s: RunSnapshot, includeMessages: boolean): RunStateVi
     toolCalls: s.counters.toolCalls,
     usage: s.usage,
     limits: s.limits,
-    transitions: s.logs.transitions,
+    transitions,
+    transitionCount: s.logs.transitions.length,
+    transitionsFrom: s.counters.step - transitions.length + 1,
     partialText: s.partialText,
     stream: s.stream,
     pendingApproval: phase.type === AgentState.AWAITING_APPROVAL ? phase.pending : [],
@@ -45,7 +55,8 @@ export function publicView(s: RunSnapshot, includeMessages: boolean): RunStateVi
     lastModel: s.lastModel,
     model: s.options.model ?? null,
     modelSwitches: s.logs.modelSwitches ?? [],
-    children: s.children ?? [],
+    children: children.filter((c, i) => i >= children.length - VIEW_CHILDREN || c.state === CHILD_RUNNING),
+    childCount: children.length,
     lastError: s.lastError,
     reason: s.reason?.text ?? null,
     answer: s.answer,

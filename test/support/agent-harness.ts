@@ -10,7 +10,7 @@ import type { WorkflowHandle } from '@temporalio/client';
 import { TestWorkflowEnvironment } from '@temporalio/testing';
 import { bundleWorkflowCode, Runtime, Worker, type WorkflowBundle } from '@temporalio/worker';
 import type { DataConverter } from '@temporalio/common';
-import type { AgentDefinition, ModelCallsInFlight, Tool, ToolPolicy } from '../../src/activities';
+import type { AgentDefinition, ModelCallsInFlight, Tool, ToolLedger, ToolPolicy } from '../../src/activities';
 import { claimCheckDataConverter, ConversationStore, FsBlobStore } from '../../src/codec';
 import { WORKFLOW_TYPE } from '../../src/common/constants';
 import type { AgentRunInput } from '../../src/common/input';
@@ -113,6 +113,8 @@ export interface AgentHarnessOptions {
   workflowInterceptorModules?: string[];
   /** The worker's streaming model calls, which a run's workflow task stops at once; absent: a fresh one per worker. */
   callsInFlight?: ModelCallsInFlight;
+  /** The ledger of side-effecting tool calls. @default none */
+  ledger?: ToolLedger;
 }
 
 export async function startAgentHarness(
@@ -153,6 +155,7 @@ export async function startAgentHarness(
         agents: options.agents,
         ...(options.toolPolicy ? { toolPolicy: options.toolPolicy } : {}),
         ...(options.callsInFlight ? { callsInFlight: options.callsInFlight } : {}),
+        ...(options.ledger ? { ledger: options.ledger } : {}),
         conversations: options.conversations === false ? undefined : new ConversationStore(blobStore, { dataConverter, maxCached: options.conversationCache }),
       }),
     });

@@ -88,6 +88,25 @@ export class SqliteToolLedger implements ToolLedger {
     this.db.prepare(`DELETE FROM tool_calls WHERE key = ? AND state = 'started'`).run(key);
   }
 
+  /**
+   * Retention (codec/retention.ts): the rows started before `before` (epoch ms) whose key `keep` does not keep, deleted
+   * unless `dryRun`; their keys.
+   */
+  prune(before: number, keep: (key: string) => boolean, dryRun: boolean): string[] {
+    const old = (this.db.prepare(`SELECT key FROM tool_calls WHERE started_at < ?`).all(before) as Array<{ key: string }>).map((r) => r.key);
+    const gone = old.filter((key) => !keep(key));
+    if (!dryRun && gone.length > 0) {
+      const remove = this.db.prepare(`DELETE FROM tool_calls WHERE key = ? AND started_at < ?`);
+      this.db.transaction(() => gone.forEach((key) => remove.run(key, before)))();
+    }
+    return gone;
+  }
+
+  /** Rows held: what retention keeps bounded. */
+  count(): number {
+    return (this.db.prepare(`SELECT count(*) AS n FROM tool_calls`).get() as { n: number }).n;
+  }
+
   close(): void {
     this.db.close();
   }

@@ -382,8 +382,6 @@ function runPage(workflowId) {
   }
 
   function renderTimeline() {
-    const first = view.step - view.transitions.length + 1;
-    $('timeline').setAttribute('start', String(first));
     details.timeline(view);
   }
 

@@ -359,11 +359,28 @@ const RunViews = (() => {
       );
     }
 
+    /** Steps before those the run's state lists (it continued as new): read once from `/steps`, which walks the chain. */
+    let earlier = null;
+    let readingEarlier = false;
+
     function timeline(v) {
       view = v;
       const first = v.step - v.transitions.length + 1;
+      if (first > 1 && earlier === null && !readingEarlier) {
+        readingEarlier = true;
+        api('GET', `${runPath}/steps`).then(
+          (r) => {
+            earlier = r.steps.filter((s) => s.step < first);
+            timeline(view);
+          },
+          () => (earlier = []),
+        );
+      }
+      const own = v.transitions.map((t, i) => ({ ...t, step: first + i }));
+      const steps = [...(earlier ?? []).filter((s) => s.step < first), ...own];
       const checked = ['diff-from', 'diff-to'].map((name) => document.querySelector(`input[name=${name}]:checked`)?.value);
-      const items = v.transitions.map((t, i) => timelineItem(t, first + i, v.transitions[i + 1]));
+      const items = steps.map((t, i) => timelineItem(t, t.step, steps[i + 1]));
+      document.getElementById('timeline').setAttribute('start', String(steps[0]?.step ?? first));
       document.getElementById('timeline').replaceChildren(...items);
       ['diff-from', 'diff-to'].forEach((name, i) => {
         if (checked[i]) document.querySelector(`input[name=${name}][value="${checked[i]}"]`)?.setAttribute('checked', '');
