@@ -72,6 +72,19 @@ async function api(method, path, body) {
 
 let started = false;
 
+/**
+ * A sign-in link (`/ui?token=<JWT>`, from the page that signed the user in) hands the page its token: kept for the
+ * tab, then taken out of the address, so that it stays in no history entry or bookmark.
+ */
+function takeTokenFromUrl() {
+  const url = new URL(location.href);
+  const token = url.searchParams.get('token');
+  if (token === null) return;
+  if (token.trim()) sessionStorage.setItem(TOKEN_KEY, token.trim());
+  url.searchParams.delete('token');
+  history.replaceState(null, '', url.pathname + url.search + url.hash);
+}
+
 function askForToken(message) {
   clearConnection();
   $('login').hidden = false;
@@ -542,6 +555,7 @@ function setConnection(kind, title) {
 
 function start() {
   started = true;
+  takeTokenFromUrl();
   const match = /^\/ui\/runs\/([^/]+)\/?$/.exec(location.pathname);
   if (match) runPage(decodeURIComponent(match[1]));
   else listPage();

@@ -22,6 +22,7 @@ import { abortSignal, type AgentRunResult } from '../../common/messages';
 import { type ChildStatus, type PatternStateView, patternStateQuery, RUNNING_CHILDREN } from '../../common/pattern-messages';
 import { AgentState } from '../../common/states';
 import { agentRun } from '../agent-run';
+import { inheritedOwner } from '../owner';
 
 const agentStateKey = defineSearchAttributeKey(AGENT_STATE_SEARCH_ATTRIBUTE, 'KEYWORD');
 
@@ -83,6 +84,7 @@ export function subAgents(pattern: PatternStateView['pattern']) {
           // Wait for the child to wind down, so it ends ABORTED (and closes its model stream) before the pattern ends.
           cancellationType: ChildWorkflowCancellationType.WAIT_CANCELLATION_COMPLETED,
           staticSummary: `${pattern} ${name}`,
+          ...inheritedOwner(),
         }),
       );
       child.status = result.status === AgentState.ABORTED ? AgentState.ABORTED : AgentState.COMPLETED;
