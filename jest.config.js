@@ -28,7 +28,10 @@ const shared = {
   transform: {
     // Transpile only: `npm test` runs `tsc --noEmit` first, so jest need not type-check again.
     '^.+\\.tsx?$': ['ts-jest', { tsconfig: { isolatedModules: true } }],
+    // jose ships ES modules only, which Node requires as they are and jest's module system does not: turned into CommonJS here.
+    '/node_modules/jose/.+\\.js$': ['ts-jest', { tsconfig: { isolatedModules: true, allowJs: true } }],
   },
+  transformIgnorePatterns: ['/node_modules/(?!jose/)'],
 };
 const devServer = { globalTeardown: '<rootDir>/test/global-teardown.ts' };
 

@@ -1,6 +1,6 @@
 /** The results file's shape, and the markdown tables made from it. */
 import type { FigureE } from './figure-e';
-import type { FigureF } from './lib/quota-figure';
+import type { FigureF, FigureI } from './lib/quota-figure';
 import type { Restart } from './systems';
 import type { LoadSummary, MachineInfo } from './lib/machine';
 import { STEP_WINDOW_HALF } from './lib/stats';
@@ -114,6 +114,7 @@ export interface BenchResults {
   d: Record<string, FigureD>;
   e?: FigureE;
   f?: FigureF;
+  i?: FigureI;
 }
 
 const ms = (x: number | null | undefined, digits = 1) => (x == null || Number.isNaN(x) ? 'n/a' : `${x.toFixed(digits)}`);
@@ -159,10 +160,10 @@ export function markdownReport(r: BenchResults): string {
 
   if (Object.keys(r.b).length) {
     const at = Object.values(r.b)[0]?.at.map((x) => x.step) ?? [];
-    const longRuns = Number(o.longRuns ?? 1);
-    out.push(`### (b) ${longRuns > 1 ? `${longRuns} long runs` : 'One long run'} of ${o.longSteps} steps at zero model latency, after a warm-up run`, '');
+    const loniRuns = Number(o.loniRuns ?? 1);
+    out.push(`### (b) ${loniRuns > 1 ? `${loniRuns} long runs` : 'One long run'} of ${o.longSteps} steps at zero model latency, after a warm-up run`, '');
     out.push(
-      `Step time is the median of the steps within ${STEP_WINDOW_HALF} of step k (fewer at the end of the run)${longRuns > 1 ? ', and the median of the runs\' (each run\'s ratio is in the goals below)' : ''}. Bytes: history events of step k for Temporal systems (as the server stores them), checkpoint and write blobs of step k for LangGraph (first run).`,
+      `Step time is the median of the steps within ${STEP_WINDOW_HALF} of step k (fewer at the end of the run)${loniRuns > 1 ? ', and the median of the runs\' (each run\'s ratio is in the goals below)' : ''}. Bytes: history events of step k for Temporal systems (as the server stores them), checkpoint and write blobs of step k for LangGraph (first run).`,
       '',
     );
     out.push(
@@ -289,6 +290,7 @@ export function markdownReport(r: BenchResults): string {
 
   if (r.e && Object.keys(r.e).length) out.push(...figureEReport(r.e, o), '');
   if (r.f) out.push(...figureFReport(r.f), '');
+  if (r.i) out.push(...figureIReport(r.i), '');
 
   const ours = Object.keys({ ...r.a, ...r.c }).filter((l) => l.startsWith('ours:'));
   const peers = Object.keys({ ...r.a, ...r.c }).filter((l) => !l.startsWith('ours:') && l !== 'floor');
@@ -476,4 +478,23 @@ export function figureEReport(e: FigureE, o: Record<string, any>): string[] {
     );
   }
   return out;
+}
+
+/** The goal of issue 52 for figure (i): a tenant's runs during another's flood take at most 1.2x their time alone. */
+export const I_GOAL = 1.2;
+
+export function figureIReport(g: FigureI): string[] {
+  const s = (ms: number) => `${(ms / 1000).toFixed(2)} s`;
+  return [
+    `### (i) fair share: ${g.runs} runs of one tenant while another floods the budget with ${g.flood} runs (${g.tokensPerMinute.toLocaleString('en')} tokens a minute)`,
+    '',
+    '| the timed runs | time | against alone |',
+    '| --- | --- | --- |',
+    `| alone, on the idle budget | ${s(g.aloneMs)} | 1.00x |`,
+    `| their own tenant, during the flood | ${s(g.ownTenantMs)} | ${(g.ownTenantMs / g.aloneMs).toFixed(2)}x |`,
+    `| in the flooding tenant (one queue, as before issue 52) | ${s(g.sameTenantMs)} | ${(g.sameTenantMs / g.aloneMs).toFixed(1)}x |`,
+    '',
+    `Flood prompts ${g.floodPromptChars.toLocaleString('en')} characters, timed runs ${g.promptChars.toLocaleString('en')}; the flood took ${s(g.floodMs)}; ${g.completed} of ${g.total} runs completed.`,
+    `Goal: at most ${I_GOAL}x alone as their own tenant: ${g.ownTenantMs / g.aloneMs <= I_GOAL ? 'met' : 'not met'}.`,
+  ];
 }

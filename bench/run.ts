@@ -26,7 +26,7 @@ import { PROFILES, TUNED } from './profiles';
 import { AiSdkSystem, FloorSystem, LangGraphSystem, OursSystem, TemporalFloorSystem, type BenchSystem, type Restart, type RunSpec } from './systems';
 import { meanOfBatches, medianRestart, type BenchResults, type FigureA, type FigureB, type FigureC, type FigureD } from './report';
 import { DEFAULT_SCENARIOS, figureE } from './figure-e';
-import { figureF } from './lib/quota-figure';
+import { figureF, figureI } from './lib/quota-figure';
 
 const SYSTEMS = ['floor', 'ours', 'langgraph', 'temporal-ai-sdk', 'temporal-floor'] as const;
 type SystemName = (typeof SYSTEMS)[number];
@@ -43,7 +43,7 @@ interface Options {
   overheadRuns: number;
   overheadSteps: number;
   longSteps: number;
-  longRuns: number;
+  loniRuns: number;
   longAt: number[];
   concRuns: number;
   concPasses: number;
@@ -60,6 +60,9 @@ interface Options {
   fRuns: number;
   fTokensPerMinute: number;
   fWorkers: number;
+  iFlood: number;
+  iRuns: number;
+  iTokensPerMinute: number;
   out: string;
 }
 
@@ -67,7 +70,7 @@ function parseOptions(argv: string[]): Options {
   const list = (s: string) => s.split(',').map((x) => x.trim()).filter(Boolean);
   const program = new Command('bench')
     .option('--quick', 'small sizes: a few minutes instead of the full run', false)
-    .option('--figures <list>', 'which figures: a (overhead), b (long run), c (concurrency), d (restart), e (live stream), f (provider quota)', 'a,b,c,d,e,f')
+    .option('--figures <list>', 'which figures: a (overhead), b (long run), c (concurrency), d (restart), e (live stream), f (provider quota), i (fair share of the quota among tenants)', 'a,b,c,d,e,f,i')
     .option('--server <list>', 'where the Temporal systems run: dev (a dev server on SQLite per system), stack (npm run stack\'s PostgreSQL cluster), or both', 'dev')
     .option('--systems <list>', `which systems: ${SYSTEMS.join(', ')}`, DEFAULT_SYSTEMS.join(','))
     .option('--profiles <list>', `tuning profiles of this product: ${Object.keys(PROFILES).join(', ')}`, `before,${TUNED}`)
@@ -90,6 +93,9 @@ function parseOptions(argv: string[]): Options {
     .option('--e-idle-ms <ms>', '(e) how long idle watchers are measured', '5000')
     .option('--f-runs <n>', '(f) runs sharing the provider')
     .option('--f-tokens-per-minute <n>', '(f) the provider\'s limit, and the budget\'s')
+    .option('--i-flood <n>', '(i) runs of the tenant that floods the budget', '500')
+    .option('--i-runs <n>', '(i) runs of the other tenant, timed', '10')
+    .option('--i-tokens-per-minute <n>', '(i) the provider\'s limit, and the budget\'s', '200000')
     .option('--f-workers <n>', '(f) worker processes sharing the budget', '2')
     .option('--out <dir>', 'results directory', path.join(BENCH_DIR, 'results'))
     .option('--report <json>', 'only rewrite the markdown tables of a results file (next to it) and exit')
@@ -114,7 +120,7 @@ function parseOptions(argv: string[]): Options {
     overheadRuns: num(o.overheadRuns, 5, 2),
     overheadSteps: num(o.overheadSteps, 50, 20),
     longSteps,
-    longRuns: num(o.longRuns, 3, 1),
+    loniRuns: num(o.loniRuns, 3, 1),
     longAt: [10, Math.round(longSteps / 5), longSteps],
     concRuns: num(o.concRuns, 1_000, 100),
     concPasses: Number(o.concPasses),
@@ -132,6 +138,9 @@ function parseOptions(argv: string[]): Options {
     fRuns: num(o.fRuns, 1_000, 100),
     fTokensPerMinute: num(o.fTokensPerMinute, 100_000, 15_000),
     fWorkers: Number(o.fWorkers),
+    iFlood: Number(o.iFlood),
+    iRuns: Number(o.iRuns),
+    iTokensPerMinute: Number(o.iTokensPerMinute),
     out: o.out,
   };
 }
@@ -348,7 +357,7 @@ async function main(): Promise<void> {
         let fig: FigureB | undefined;
         const stepMsByRun: number[][] = [];
         const phasesByRun: Array<Array<{ providerReadMs: number; roundTripMs?: number; restMs: number }>> = [];
-        for (let i = 0; i < opts.longRuns; i++) {
+        for (let i = 0; i < opts.loniRuns; i++) {
           const run: RunSpec = { runId: runId('b'), steps: opts.longSteps };
           const batch = await sys.runBatch([run], { timeoutMs: 60 * 60_000 });
           // A run that fails part way (a peer hitting a server limit) still reports the steps it made, and why it stopped.
@@ -388,7 +397,7 @@ async function main(): Promise<void> {
             };
           }
           stepMsByRun.push(opts.longAt.map((k) => windowMedian(times, k, STEP_WINDOW_HALF)));
-          log(`b: ${label} run ${i + 1}/${opts.longRuns}: ${opts.longAt.map((k, j) => `step ${k}: ${stepMsByRun[i][j].toFixed(1)} ms`).join(', ')}`);
+          log(`b: ${label} run ${i + 1}/${opts.loniRuns}: ${opts.longAt.map((k, j) => `step ${k}: ${stepMsByRun[i][j].toFixed(1)} ms`).join(', ')}`);
           if (batch.failures.length || times.length < run.steps) {
             fig.completedSteps = Math.min(fig.completedSteps, times.length);
             fig.failure = batch.failures.join('; ').slice(0, 500) || `run ${i + 1} made ${times.length} of ${run.steps} steps`;
@@ -494,6 +503,14 @@ async function main(): Promise<void> {
       } catch (err) {
         results.errors.f = String(err instanceof Error ? (err.stack ?? err.message) : err).slice(0, 2_000);
         log(`f failed: ${String(err).split('\n')[0]}`);
+      }
+    }
+    if (opts.figures.includes('i')) {
+      try {
+        results.i = await figureI({ flood: opts.iFlood, runs: opts.iRuns, tokensPerMinute: opts.iTokensPerMinute, floodPromptChars: 4_000, promptChars: 1_000, log });
+      } catch (err) {
+        results.errors.i = String(err instanceof Error ? (err.stack ?? err.message) : err).slice(0, 2_000);
+        log(`i failed: ${String(err).split('\n')[0]}`);
       }
     }
   } finally {

@@ -38,7 +38,8 @@ export type { ForkEdits, WhatIfOptions } from './client/fork';
 /** A run's input, its result and the view its `state` query answers (fields are added, never removed, in a major version). */
 export type { AgentRunInput, ApproveInput } from './common/input';
 export type { AgentRunResult, ApproveResult, ControlResult, SendMessageResult } from './common/messages';
-export type { PendingApproval, RunStateView, RunUsage, TransitionRecord } from './common/view';
+export type { ControlRecord, PendingApproval, RunStateView, RunUsage, TransitionRecord } from './common/view';
+export { ActorSchema, SERVICE_ACTOR, type Actor } from './common/actor';
 export { AgentState, isTerminal } from './common/states';
 
 /** Where Temporal is, for `AgentClient.connect(settings)`; unset fields come from the environment. */

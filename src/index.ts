@@ -92,5 +92,6 @@ export type { CodecSettings, LlmSettings, TemporalSettings, WorkerConfig } from 
 /** A run's input, its result and the view its `state` query answers; what a backend needs beside the client. */
 export type { AgentRunInput, ApproveInput } from './common/input';
 export type { AgentRunResult, ApproveResult, SendMessageResult } from './common/messages';
-export type { PendingApproval, RunStateView, RunUsage, TransitionRecord } from './common/view';
+export type { ControlRecord, PendingApproval, RunStateView, RunUsage, TransitionRecord } from './common/view';
+export { ActorSchema, SERVICE_ACTOR, type Actor } from './common/actor';
 export { AgentState, isTerminal } from './common/states';

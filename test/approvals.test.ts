@@ -233,11 +233,13 @@ test("CLI: agent state shows the approval deadline and what it does, a pause's w
   expect(out).toMatch(/\n {2}approval deadline \d\d:\d\d:\d\d\.\d{3}: then the run rejects the undecided calls and goes on\n/);
   expect(out).toMatch(/\n {2}working time left \d+ ms \(the clock stops while a person decides\)\n/);
 
-  await run.approve({ toolCallId: 'w1', approved: true, arguments: { path: 'state-lines-edited.txt', content: 'edited' } });
+  await run.approve({ toolCallId: 'w1', approved: true, arguments: { path: 'state-lines-edited.txt', content: 'edited' } }, { by: { kind: 'user', sub: 'alice', tenant: 'acme' } });
   await h.waitForState(h.env.client.workflow.getHandle(run.workflowId), (s) => s.state === 'COMPLETED');
   expect(await cli('state', run.workflowId)).toBe(0);
   expect(out).toContain('\n  conversation open: `agent send` continues it with a follow-up turn (keepOpenMs)\n');
-  expect(out).toMatch(/\ntool calls \(last 1\):\n {2}step \d+ {2}w1 {2}writeFile \{"path":"state-lines-edited\.txt","content":"edited"\} \[edited\] {2}ok: /);
+  expect(out).toMatch(
+    /\ntool calls \(last 1\):\n {2}step \d+ {2}w1 {2}writeFile \{"path":"state-lines-edited\.txt","content":"edited"\} \[edited\] \[approved by user alice \(acme\) at \d\d:\d\d:\d\d\.\d{3}\] {2}ok: /,
+  );
 
   h.model.register('state-paused', ({ callIndex }) => (callIndex === 0 ? { toolCalls: [{ name: 'listFiles', arguments: {} }], firstChunkDelayMs: 500 } : { text: 'listed' }));
   const paused = await agents.start({ prompt: 'List', model: 'state-paused', limits: { maxPausedMs: 60_000 } });
@@ -247,4 +249,67 @@ test("CLI: agent state shows the approval deadline and what it does, a pause's w
   expect(await cli('state', paused.workflowId)).toBe(0);
   expect(out).toMatch(/\n {2}paused: resume goes on in TOOL_EXECUTING, working time left \d+ ms\n {2}aborted at \d\d:\d\d:\d\d\.\d{3} unless resumed \(limits\.maxPausedMs\)\n/);
   await paused.abort('test over');
+}, 40_000);
+
+test('who decided: the client\'s by, the gateway\'s caller and the CLI\'s operator are recorded with the time, in the view and in agent state', async () => {
+  h.model.register('who-decided', ({ callIndex }) =>
+    callIndex === 0
+      ? { toolCalls: [{ id: 'w1', name: 'writeFile', arguments: { path: 'who-1.txt', content: 'a' } }, { id: 'w2', name: 'writeFile', arguments: { path: 'who-2.txt', content: 'b' } }, { id: 'w3', name: 'writeFile', arguments: { path: 'who-3.txt', content: 'c' } }] }
+      : { text: 'done' },
+  );
+  const alice = { kind: 'user' as const, sub: 'alice', tenant: 'acme' };
+  const run = await agents.start({ prompt: 'Write them', model: 'who-decided', approval: { tools: ['writeFile'] } });
+  const wf = h.env.client.workflow.getHandle(run.workflowId);
+  await h.waitForState(wf, (s) => s.state === 'AWAITING_APPROVAL');
+  const sent = Date.now();
+  // The client, naming its caller.
+  await run.approve({ toolCallId: 'w1', approved: true }, { by: alice });
+  let waiting = await run.state();
+  expect(waiting.pendingApproval.find((p) => p.toolCallId === 'w1')?.decision).toEqual({ approved: true, by: alice, at: expect.any(String) });
+  const at = Date.parse(waiting.pendingApproval[0].decision!.at!);
+  expect(at).toBeGreaterThanOrEqual(sent - 1_000);
+  expect(at).toBeLessThanOrEqual(Date.now() + 1_000);
+  // The gateway, for its caller (the service until the gateway authenticates people).
+  const res = await fetch(`${baseUrl}/v1/runs/${run.workflowId}/approvals`, {
+    method: 'POST',
+    headers: { authorization: `Bearer ${TOKEN}`, 'content-type': 'application/json' },
+    body: JSON.stringify({ toolCallId: 'w2', approved: false, feedback: 'not that one' }),
+  });
+  expect(res.status).toBe(200);
+  waiting = await run.state();
+  expect(waiting.pendingApproval.find((p) => p.toolCallId === 'w2')?.decision).toMatchObject({ approved: false, by: { kind: 'service' } });
+  // A body that names someone else is refused: who decides is the caller, never the body's say.
+  const forged = await fetch(`${baseUrl}/v1/runs/${run.workflowId}/approvals`, {
+    method: 'POST',
+    headers: { authorization: `Bearer ${TOKEN}`, 'content-type': 'application/json' },
+    body: JSON.stringify({ toolCallId: 'w3', approved: true, by: alice }),
+  });
+  expect(forged.status).toBe(400);
+  // The CLI, as the operator at it.
+  let out = '';
+  const cli = async (...argv: string[]) => {
+    out = '';
+    return runCli(argv, { connect: async () => agents, out: (t) => (out += t), err: (t) => (out += t) });
+  };
+  expect(await cli('approve', run.workflowId, 'w3')).toBe(0);
+  const final = await run.watch(() => undefined);
+  expect(final.state).toBe('COMPLETED');
+  const operator = { kind: 'operator', name: expect.any(String) };
+  const who = Object.fromEntries(final.recentToolCalls.map((t) => [t.toolCallId, [t.decidedBy, typeof t.decidedAt]]));
+  expect(who).toEqual({ w1: [alice, 'string'], w2: [{ kind: 'service' }, 'string'], w3: [operator, 'string'] });
+  expect(final.controls.map((c) => [c.event, c.toolCallId, c.approved, c.by])).toEqual([
+    ['APPROVAL', 'w1', true, alice],
+    ['APPROVAL', 'w2', false, { kind: 'service' }],
+    ['APPROVAL', 'w3', true, operator],
+  ]);
+  // History holds it too: the update's payload.
+  const history = await wf.fetchHistory();
+  const payloads = (history.events ?? []).flatMap((e) => e.workflowExecutionUpdateAcceptedEventAttributes?.acceptedRequest?.input?.args?.payloads ?? []);
+  expect(payloads.map((p) => JSON.parse(Buffer.from(p.data!).toString()).by)).toEqual([alice, undefined, operator]);
+
+  expect(await cli('state', run.workflowId)).toBe(0);
+  expect(out).toMatch(/ w1 {2}writeFile .* \[approved by user alice \(acme\) at \d\d:\d\d:\d\d\.\d{3}\] {2}ok/);
+  expect(out).toMatch(/ w2 {2}writeFile .* \[rejected by service at \d\d:\d\d:\d\d\.\d{3}\] {2}rejected/);
+  expect(out).toMatch(/\ncontrols:\n {2}\d\d:\d\d:\d\d\.\d{3} {2}APPROVAL w1 approved {2}by user alice \(acme\) \(step \d+\)\n/);
+  expect(out).toMatch(/APPROVAL w3 approved {2}by operator \S+ \(step \d+\)/);
 }, 40_000);

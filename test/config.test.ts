@@ -81,17 +81,35 @@ test.each([
 });
 
 test('the gateway needs a token unless GATEWAY_INSECURE=1, and a port number', () => {
-  expect(gatewaySettings({ GATEWAY_TOKEN: ' t ' })).toEqual({ port: 8080, host: '127.0.0.1', token: 't', controlTimeoutMs: 10_000, corsOrigins: [] });
+  expect(gatewaySettings({ GATEWAY_TOKEN: ' t ' })).toEqual({ port: 8080, host: '127.0.0.1', token: 't', controlTimeoutMs: 10_000, corsOrigins: [], jwt: null });
   expect(gatewaySettings({ GATEWAY_INSECURE: '1', GATEWAY_PORT: '9000', GATEWAY_HOST: '0.0.0.0', GATEWAY_CONTROL_TIMEOUT_MS: '2500' })).toEqual({
     port: 9000,
     host: '0.0.0.0',
     token: null,
     controlTimeoutMs: 2_500,
     corsOrigins: [],
+    jwt: null,
   });
   expect(() => gatewaySettings({})).toThrow(/^GATEWAY_TOKEN is required/);
   expect(() => gatewaySettings({ GATEWAY_TOKEN: 't', GATEWAY_PORT: '70000' })).toThrow(/^GATEWAY_PORT must be a port number, got "70000"/);
   expect(() => gatewaySettings({ GATEWAY_TOKEN: 't', GATEWAY_CONTROL_TIMEOUT_MS: '0' })).toThrow(/^GATEWAY_CONTROL_TIMEOUT_MS must be a positive number of milliseconds, got "0"/);
+});
+
+test('settings: signed identities need the issuer and the audience; the claims default to tenant and roles', () => {
+  const base = { GATEWAY_TOKEN: 't' };
+  expect(() => gatewaySettings({ ...base, GATEWAY_JWKS_URL: 'https://id.example/jwks' })).toThrow(/GATEWAY_JWKS_URL is set without GATEWAY_JWT_ISSUER/);
+  expect(() => gatewaySettings({ ...base, GATEWAY_JWKS_URL: 'https://id.example/jwks', GATEWAY_JWT_ISSUER: 'i' })).toThrow(/without GATEWAY_JWT_AUDIENCE/);
+  expect(() => gatewaySettings({ ...base, GATEWAY_JWT_ISSUER: 'i' })).toThrow(/GATEWAY_JWT_ISSUER is set without GATEWAY_JWKS_URL/);
+  expect(() => gatewaySettings({ ...base, GATEWAY_JWKS_URL: 'ftp://id.example/jwks', GATEWAY_JWT_ISSUER: 'i', GATEWAY_JWT_AUDIENCE: 'a' })).toThrow(/http\(s\) URL/);
+  expect(() => gatewaySettings({ GATEWAY_INSECURE: '1', GATEWAY_JWKS_URL: 'https://id.example/jwks', GATEWAY_JWT_ISSUER: 'i', GATEWAY_JWT_AUDIENCE: 'a' })).toThrow(/set one of them/);
+  expect(gatewaySettings({ ...base, GATEWAY_JWKS_URL: 'https://id.example/jwks', GATEWAY_JWT_ISSUER: 'i', GATEWAY_JWT_AUDIENCE: 'a,b', GATEWAY_JWT_ROLES_CLAIM: 'groups' }).jwt).toEqual({
+    jwksUrl: 'https://id.example/jwks',
+    issuer: 'i',
+    audience: ['a', 'b'],
+    tenantClaim: 'tenant',
+    rolesClaim: 'groups',
+  });
+  expect(gatewaySettings(base).jwt).toBeNull();
 });
 
 test('gateway CORS is off by default; GATEWAY_CORS_ORIGINS lists origins (trailing slashes dropped) or *, and refuses what is not an origin', () => {

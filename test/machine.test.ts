@@ -1136,13 +1136,77 @@ describe('tool calls for watchers', () => {
     s = step(s, { type: 'MODEL_RESPONDED', response: response('', [call('r1'), call('w1', 'writeFile')]) }, at(5)).snapshot;
     s = step(s, { type: 'APPROVAL', toolCallId: 'w1', approved: false }, at(6)).snapshot; // rejected: never runs, ends at once
     expect(s.logs.toolCalls).toEqual([
-      { toolCallId: 'w1', name: 'writeFile', arguments: '{"path":"a.txt"}', rejected: true, startStep: s.counters.step, startedAt: at(6), endStep: s.counters.step, endedAt: at(6), ok: false, output: 'The user rejected this call.' },
+      { toolCallId: 'w1', name: 'writeFile', arguments: '{"path":"a.txt"}', rejected: true, decidedBy: { kind: 'service' }, decidedAt: at(6), startStep: s.counters.step, startedAt: at(6), endStep: s.counters.step, endedAt: at(6), ok: false, output: 'The user rejected this call.' },
       { toolCallId: 'r1', name: 'readFile', arguments: '{"path":"a.txt"}', startStep: s.counters.step, startedAt: at(6), endStep: null, endedAt: null, ok: null, output: null },
     ]);
     const done = step(s, { type: 'TOOLS_DONE', results: [{ toolCallId: 'r1', name: 'readFile', ok: true, content: 'y'.repeat(500) }] }, at(8)).snapshot;
     expect(done.logs.toolCalls[1]).toMatchObject({ endStep: s.counters.step + 1, endedAt: at(8), ok: true, output: `${'y'.repeat(199)}…` });
     expect(done.logs.transitions[s.counters.step]).toMatchObject({ from: 'TOOL_EXECUTING', to: 'CRITIQUE' }); // the step that ended it
     expect(view(done).recentToolCalls).toEqual(done.logs.toolCalls);
+  });
+});
+
+describe('who decided (issue 52)', () => {
+  const alice = { kind: 'user' as const, sub: 'alice', tenant: 'acme' };
+  const bob = { kind: 'operator' as const, name: 'bob' };
+
+  test('each decision records who made it and when, while the wait goes on and in the tool log once the calls run', () => {
+    let s = run(snapshot({ approval: { tools: ['writeFile'] } }), { type: 'START' });
+    s = step(s, { type: 'MODEL_RESPONDED', response: response('', [call('w1', 'writeFile'), call('w2', 'writeFile')]) }, at(5)).snapshot;
+    s = step(s, { type: 'APPROVAL', toolCallId: 'w1', approved: true, by: alice }, at(6)).snapshot;
+    expect(view(s).pendingApproval.map((p) => p.decision)).toEqual([{ approved: true, by: alice, at: at(6) }, undefined]);
+    s = step(s, { type: 'APPROVAL', toolCallId: 'w2', approved: false }, at(7)).snapshot;
+    expect(s.phase.type).toBe('TOOL_EXECUTING');
+    expect(view(s).recentToolCalls.map((t) => [t.toolCallId, t.decidedBy, t.decidedAt, t.rejected ?? false])).toEqual([
+      ['w2', { kind: 'service' }, at(7), true],
+      ['w1', alice, at(6), false],
+    ]);
+    expect(view(s).controls).toEqual([
+      // Each at the step the run was at once it took it: the wait's; the move DECIDED made follows.
+      { event: 'APPROVAL', by: alice, at: at(6), step: 3, toolCallId: 'w1', approved: true },
+      { event: 'APPROVAL', by: { kind: 'service' }, at: at(7), step: 3, toolCallId: 'w2', approved: false },
+    ]);
+  });
+
+  test('a pause taken before the tools run keeps who decided for the tool log after resume', () => {
+    let s = run(snapshot({ approval: { tools: ['writeFile'] } }), { type: 'START' });
+    const guarded = { ...call('w1', 'writeFile'), parameters: { type: 'object', properties: { path: { type: 'string' } } } };
+    s = step(s, { type: 'MODEL_RESPONDED', response: response('', [guarded]) }, at(5)).snapshot;
+    s = step(s, { type: 'PAUSE', by: bob }, at(6)).snapshot;
+    s = step(s, { type: 'APPROVAL', toolCallId: 'w1', approved: true, arguments: { path: 'b.txt' }, by: alice }, at(7)).snapshot;
+    expect(s.phase.type).toBe('PAUSED');
+    s = step(s, { type: 'RESUME', by: bob }, at(8)).snapshot;
+    expect(view(s).recentToolCalls).toEqual([expect.objectContaining({ toolCallId: 'w1', edited: true, decidedBy: alice, decidedAt: at(7) })]);
+    expect(view(s).controls.map((c) => [c.event, c.by, c.at, c.edited])).toEqual([
+      ['PAUSE', bob, at(6), undefined],
+      ['APPROVAL', alice, at(7), true],
+      ['RESUME', bob, at(8), undefined],
+    ]);
+  });
+
+  test('messages, interrupts and aborts are logged with who sent them; refused controls are not; the log keeps the last 50', () => {
+    let s = run(snapshot({}), { type: 'START' });
+    s = step(s, { type: 'MESSAGE', text: 'also this', by: alice }, at(2)).snapshot;
+    s = step(s, { type: 'INTERRUPT', text: 'stop', by: bob }, at(3)).snapshot;
+    expect(transition(s, { type: 'RESUME', by: bob }, at(4)).ok).toBe(false);
+    for (let i = 0; i < 60; i++) s = step(s, { type: 'MESSAGE', text: `m${i}` }, at(5)).snapshot;
+    s = step(s, { type: 'ABORT', reason: 'enough', by: bob }, at(9)).snapshot;
+    const controls = view(s).controls;
+    expect(controls).toHaveLength(50);
+    expect(controls.at(-1)).toEqual({ event: 'ABORT', by: bob, at: at(9), step: s.counters.step });
+    expect(controls.at(-2)).toEqual({ event: 'MESSAGE', by: { kind: 'service' }, at: at(5), step: expect.any(Number) });
+    expect(controls.some((c) => c.event === 'RESUME')).toBe(false);
+  });
+
+  test('a run that decides itself names nobody: an interrupting message and approval.onTimeout reject', () => {
+    let s = run(snapshot({ approval: { tools: ['writeFile'], onTimeout: 'reject' }, limits: { approvalTimeoutMs: 1000 } }), { type: 'START' });
+    s = step(s, { type: 'MODEL_RESPONDED', response: response('', [call('w1', 'writeFile')]) }, at(5)).snapshot;
+    const timedOut = step(s, { type: 'TIMEOUT' }, at(20)).snapshot;
+    expect(timedOut.logs.toolCalls[0]).toMatchObject({ toolCallId: 'w1', rejected: true });
+    expect(timedOut.logs.toolCalls[0].decidedBy).toBeUndefined();
+    const interrupted = step(s, { type: 'INTERRUPT', text: 'never mind', by: alice }, at(6)).snapshot;
+    expect(interrupted.logs.toolCalls[0].decidedBy).toBeUndefined();
+    expect(view(interrupted).controls).toEqual([{ event: 'INTERRUPT', by: alice, at: at(6), step: 3 }]);
   });
 });
 

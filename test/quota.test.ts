@@ -138,6 +138,71 @@ describe('RedisBudget', () => {
     expect(await a.tryAcquire('long', 10_000, { arrivedMs })).toMatchObject({ granted: false, position: 0 });
   });
 
+  /**
+   * One slot (`maxConcurrent: 1`) served in turn: every waiter asks, in its queue's order, until one is granted, which
+   * settles at once. Returns the tenants of the calls granted, in order.
+   */
+  async function serve(budget: RedisBudget, waiters: Array<{ id: string; tenant?: string; arrivedMs: number; tokens?: number }>, grants: number): Promise<string[]> {
+    // Every waiter in its queue first, while the slot is taken.
+    const fill = await budget.tryAcquire(`fill-${randomUUID()}`, 1, { arrivedMs: 0, priority: 0 });
+    for (const w of waiters) expect((await budget.tryAcquire(w.id, w.tokens ?? 10, { tenant: w.tenant, arrivedMs: w.arrivedMs })).granted).toBe(false);
+    if (fill.granted) await budget.settle(fill.lease, fill.tokens, fill.tokens);
+    const served: string[] = [];
+    while (served.length < grants && waiters.length > 0) {
+      for (const w of waiters) {
+        const g = await budget.tryAcquire(w.id, w.tokens ?? 10, { tenant: w.tenant, arrivedMs: w.arrivedMs });
+        if (!g.granted) continue;
+        served.push(w.tenant ?? 'default');
+        waiters.splice(waiters.indexOf(w), 1);
+        await budget.settle(g.lease, g.tokens, g.tokens);
+        break;
+      }
+    }
+    return served;
+  }
+  const calls = (tenant: string | undefined, n: number, t0: number) => Array.from({ length: n }, (_, i) => ({ id: `${tenant ?? 'none'}-${i}`, tenant, arrivedMs: t0 + i }));
+
+  test('fair share: with tenant A flooding the queue, tenant B, come later, is served every other call', async () => {
+    const [a, b] = await fleet(2, { maxConcurrent: 1 });
+    const flood = calls('A', 40, now());
+    // A is served alone a while: B then starts from where the budget is, with no credit for the time it was away.
+    expect(await serve(a, flood, 6)).toEqual(Array(6).fill('A'));
+    const late = calls('B', 5, now());
+    const served = await serve(b, [...flood, ...late], 12);
+    expect(served.slice(0, 10).filter((t) => t === 'B')).toHaveLength(5);
+    expect(served.slice(0, 10).join(' ')).toMatch(/^(B A|A B)( (B A|A B)){4}$/);
+    expect(served.slice(10)).toEqual(['A', 'A']);
+  });
+
+  test("runs without a tenant share one default tenant; a tenant's weight is its share", async () => {
+    const [a] = await fleet(1, { maxConcurrent: 1, tenantWeights: { heavy: 3 } });
+    const t0 = now();
+    const served = await serve(a, [...calls(undefined, 20, t0), ...calls('heavy', 20, t0 + 100)], 16);
+    // The default tenant (every run without one) against a tenant of weight 3: one call in four.
+    expect(served.filter((t) => t === 'default').length).toBeGreaterThanOrEqual(3);
+    expect(served.filter((t) => t === 'default').length).toBeLessThanOrEqual(5);
+    expect(served.slice(0, 8).filter((t) => t === 'heavy').length).toBeGreaterThanOrEqual(5);
+  });
+
+  test('fair share counts tokens: a tenant of small calls is not held behind a flood of large ones', async () => {
+    const [a, b] = await fleet(2, { tokensPerMinute: 60_000 }); // 1,000 a second
+    expect((await a.tryAcquire('fill', 60_000, { tenant: 'batch', arrivedMs: now() })).granted).toBe(true);
+    // The batch tenant queues calls of 2,000 tokens; the interactive one asks for 100 after them.
+    const t0 = now();
+    const stop = new AbortController();
+    const batch = Array.from({ length: 5 }, (_, i) => a.acquire(`batch-${i}`, 2_000, { tenant: 'batch', arrivedMs: t0 + i, signal: stop.signal }).catch(() => undefined));
+    await new Promise((r) => setTimeout(r, 50));
+    const small = await b.acquire('small', 100, { tenant: 'interactive' }).then(() => now() - t0);
+    // One queue would grant it after the batch's 10,000 tokens (10 s); its share gets it after the batch's first.
+    expect(small).toBeLessThan(3_000);
+    stop.abort(new Error('test over'));
+    await Promise.all(batch);
+  });
+
+  test('tenantWeights must be positive', async () => {
+    await expect(RedisBudget.connect({ url: redis.url, name: 'w', maxConcurrent: 1, tenantWeights: { a: 0 } })).rejects.toThrow('tenantWeights.a must be a number > 0');
+  });
+
   test('bad limits are refused with the setting named', async () => {
     await expect(fleet(1, { tokensPerMinute: -5 })).rejects.toThrow(/tokensPerMinute must be a number ≥ 0, got -5/);
   });

@@ -36,21 +36,22 @@ const agentCli = (...argv: string[]) =>
     env: { ...process.env, TEMPORAL_ADDRESS: testServerAddress(), TEMPORAL_NAMESPACE: namespace },
   });
 
-test('a worker on a namespace without AgentState fails at start, naming it and the commands that add it', async () => {
+test('a worker on a namespace without AgentState and AgentTenant fails at start, naming them and the commands that add them', async () => {
   const started = createAgentWorker({ connection: { address: testServerAddress() }, namespace, ledgerFile: ':memory:' });
   await expect(started).rejects.toThrow(MissingSearchAttributesError);
-  await expect(started).rejects.toThrow(`namespace ${namespace} lacks the search attributes agent runs need: ${AGENT_STATE_SEARCH_ATTRIBUTE} (Keyword)`);
+  await expect(started).rejects.toThrow(`namespace ${namespace} lacks the search attributes agent runs need: ${AGENT_STATE_SEARCH_ATTRIBUTE} (Keyword), AgentTenant (Keyword)`);
   await expect(started).rejects.toThrow('agent setup-cluster');
   await expect(started).rejects.toThrow(`tcld namespace search-attributes add --namespace ${namespace}.<account-id> --search-attribute "AgentState=Keyword"`);
+  await expect(started).rejects.toThrow(`tcld namespace search-attributes add --namespace ${namespace}.<account-id> --search-attribute "AgentTenant=Keyword"`);
 });
 
 test('agent setup-cluster registers the search attributes once, then reports nothing to do', async () => {
   const first = await agentCli('setup-cluster');
-  expect(first.stdout).toBe(`namespace ${namespace}: added AgentState (Keyword)\n`);
+  expect(first.stdout).toBe(`namespace ${namespace}: added AgentState (Keyword), AgentTenant (Keyword)\n`);
   expect(await assertSearchAttributes(connection.operatorService, namespace)).toBe(true);
 
   const again = await agentCli('setup-cluster', '--json');
-  expect(JSON.parse(again.stdout)).toEqual({ namespace, added: [], present: ['AgentState'] });
+  expect(JSON.parse(again.stdout)).toEqual({ namespace, added: [], present: ['AgentState', 'AgentTenant'] });
   const { customAttributes } = await connection.operatorService.listSearchAttributes({ namespace });
   expect(customAttributes?.[AGENT_STATE_SEARCH_ATTRIBUTE]).toBe(2); // INDEXED_VALUE_TYPE_KEYWORD
 }, 60_000);

@@ -177,3 +177,113 @@ async function stopProcess(p: ChildProcess): Promise<void> {
   await exited;
   clearTimeout(timer);
 }
+
+export interface FigureIOptions {
+  /** Runs of the tenant that floods the budget. */
+  flood: number;
+  /** Runs of the other tenant, timed alone and during the flood. */
+  runs: number;
+  /** The provider's limit, and the budget's. */
+  tokensPerMinute: number;
+  /** Characters of a flood run's prompt, and of a timed run's. */
+  floodPromptChars: number;
+  promptChars: number;
+  log: (line: string) => void;
+}
+
+export interface FigureI {
+  flood: number;
+  runs: number;
+  tokensPerMinute: number;
+  floodPromptChars: number;
+  promptChars: number;
+  /** The timed runs alone on the idle budget, from the first start to the last result. */
+  aloneMs: number;
+  /** The same runs started during the flood, as their own tenant (fair share). */
+  ownTenantMs: number;
+  /** The same runs started at the same moment in the flooding tenant: one queue, as every run had before issue 52. */
+  sameTenantMs: number;
+  /** The flood's runs, from its first start to its last close. */
+  floodMs: number;
+  completed: number;
+  total: number;
+}
+
+/**
+ * Figure (i), issue 52: fair share of the fleet's budget. One worker process (`src/bin/worker.ts`) under the budget in
+ * Redis; a provider that enforces the same tokens a minute. First `runs` runs of tenant `b` alone; then tenant `a`
+ * starts `flood` runs of large prompts, and once they all wait, `runs` of tenant `b` and `runs` more of tenant `a`
+ * (the small prompts of `b`) start at once. Reported: how long the timed runs took alone, as their own tenant during
+ * the flood, and in the flooding tenant (behind its queue, as one queue served everybody before).
+ */
+export async function figureI(o: FigureIOptions): Promise<FigureI> {
+  const dir = mkdtempSync(path.join(os.tmpdir(), 'bench-g-'));
+  const bundles = path.join(dir, 'bundles');
+  await buildWorkflowBundles(bundles);
+  const redisPort = await freePort();
+  const redis = await startRedis(redisPort);
+  const server = await startBenchServer();
+  const model = await spawnChild(path.join(BENCH_DIR, 'lib/quota-model-process.ts'), { runtime: 'tsx', env: { BENCH_QUOTA_TPM: String(o.tokensPerMinute) } });
+  const taskQueue = `bench-g-${process.pid}`;
+  let worker: ChildProcess | undefined;
+  try {
+    const env: NodeJS.ProcessEnv = {
+      ...process.env,
+      TEMPORAL_ADDRESS: server.address,
+      TEMPORAL_TASK_QUEUE: taskQueue,
+      LLM_BASE_URL: await model.call<string>('url'),
+      LLM_API_KEY: 'bench',
+      LLM_MODEL: QUOTA_MODEL,
+      AGENT_WORKFLOW_BUNDLE_DIR: bundles,
+      AGENT_BLOB_DIR: path.join(dir, 'blobs'),
+      AGENT_WORKSPACE: path.join(dir, 'workspace'),
+      AGENT_STREAM_URL: 'off',
+      AGENT_LEDGER: path.join(dir, 'ledger.sqlite'),
+      LLM_TOKENS_PER_MINUTE: String(o.tokensPerMinute),
+      AGENT_QUOTA_REDIS_URL: `redis://127.0.0.1:${redisPort}`,
+      LLM_QUOTA_NAME: `bench-g-${process.pid}`,
+    };
+    mkdirSync(env.AGENT_WORKSPACE!, { recursive: true });
+    const log = openSync(path.join(dir, 'worker.log'), 'a');
+    worker = spawn(process.execPath, ['--import', 'tsx', 'src/bin/worker.ts'], { cwd: PROJECT_ROOT, env, stdio: ['ignore', log, log] });
+    closeSync(log);
+    await waitForPollers(server.client, taskQueue, 1);
+    const agents = new AgentClient(server.client, taskQueue);
+    const text = (tag: string, chars: number) => `${tag}. ${'Summarise this line of text. '.repeat(Math.ceil(chars / 29))}`.slice(0, chars);
+    let completed = 0;
+    let total = 0;
+    /** Starts `n` runs of `tenant` and resolves with the time from the first start to the last result. */
+    const timed = async (label: string, tenant: string, n: number, chars: number): Promise<number> => {
+      const t0 = Date.now();
+      const handles = await Promise.all(Array.from({ length: n }, (_, i) => agents.start({ prompt: text(`${label} ${i}`, chars), maxOutputTokens: 16, tenant }, { workflowId: `g-${label}-${process.pid}-${i}` })));
+      total += n;
+      const ends = await Promise.all(handles.map((h) => h.result().then((r) => ((completed += r.status === 'COMPLETED' ? 1 : 0), Date.now()), () => Date.now())));
+      return Math.max(...ends) - t0;
+    };
+    o.log(`g: ${o.runs} runs of tenant b alone, the budget at ${o.tokensPerMinute} tokens a minute`);
+    const aloneMs = await timed('alone', 'b', o.runs, o.promptChars);
+    o.log(`g: alone ${(aloneMs / 1000).toFixed(2)} s; tenant a floods with ${o.flood} runs of ${o.floodPromptChars} characters`);
+    const f0 = Date.now();
+    const flood: Array<Promise<unknown>> = [];
+    for (let i = 0; i < o.flood; i += 50) {
+      const batch = Array.from({ length: Math.min(50, o.flood - i) }, (_, k) => i + k);
+      const handles = await Promise.all(batch.map((n) => agents.start({ prompt: text(`flood ${n}`, o.floodPromptChars), maxOutputTokens: 16, tenant: 'a' }, { workflowId: `g-flood-${process.pid}-${n}` })));
+      for (const h of handles) flood.push(h.result().then((r) => void (completed += r.status === 'COMPLETED' ? 1 : 0), () => undefined));
+    }
+    total += o.flood;
+    // Until the flood's calls wait in the budget's queue (each first waits 2 s in its activity).
+    await sleep(5_000);
+    o.log(`g: ${o.runs} runs of tenant b and ${o.runs} of tenant a start during the flood`);
+    const [ownTenantMs, sameTenantMs] = await Promise.all([timed('own', 'b', o.runs, o.promptChars), timed('same', 'a', o.runs, o.promptChars)]);
+    await Promise.all(flood);
+    const floodMs = Date.now() - f0;
+    o.log(`g: own tenant ${(ownTenantMs / 1000).toFixed(2)} s (${(ownTenantMs / aloneMs).toFixed(2)}x alone), in the flooding tenant ${(sameTenantMs / 1000).toFixed(1)} s; the flood took ${(floodMs / 1000).toFixed(1)} s`);
+    return { flood: o.flood, runs: o.runs, tokensPerMinute: o.tokensPerMinute, floodPromptChars: o.floodPromptChars, promptChars: o.promptChars, aloneMs, ownTenantMs, sameTenantMs, floodMs, completed, total };
+  } finally {
+    if (worker) await stopProcess(worker);
+    await stopChild(model as Child);
+    await server.stop();
+    redis.kill('SIGKILL');
+    rmSync(dir, { recursive: true, force: true });
+  }
+}

@@ -1,6 +1,6 @@
 #!/bin/sh
 # One-shot (temporalio/admin-tools), once the server answers: creates the namespace the worker uses and registers the
-# AgentState Keyword search attribute that every agent run upserts (the server rejects upserts of unknown attributes).
+# AgentState and AgentTenant Keyword search attributes agent runs set (the server rejects upserts of unknown attributes).
 # Safe on every `docker compose up`: what exists is left alone.
 set -eu
 address="${TEMPORAL_ADDRESS:-temporal:7233}"
@@ -20,8 +20,8 @@ retry() {
   done
 }
 
-has_agent_state() {
-  temporal operator search-attribute list --address "${address}" --namespace "${namespace}" | grep -qw AgentState
+has_attribute() {
+  temporal operator search-attribute list --address "${address}" --namespace "${namespace}" | grep -qw "$1"
 }
 
 retry temporal operator cluster health --address "${address}"
@@ -30,8 +30,10 @@ if ! temporal operator namespace describe --address "${address}" --namespace "${
 fi
 # Listing works once the namespace is known to the whole server, not just where it was created.
 retry temporal operator search-attribute list --address "${address}" --namespace "${namespace}" >/dev/null
-if ! has_agent_state; then
-  retry temporal operator search-attribute create --address "${address}" --namespace "${namespace}" --name AgentState --type Keyword
-fi
-retry has_agent_state
-echo "namespace ${namespace} is ready, with the AgentState search attribute"
+for attribute in AgentState AgentTenant; do
+  if ! has_attribute "${attribute}"; then
+    retry temporal operator search-attribute create --address "${address}" --namespace "${namespace}" --name "${attribute}" --type Keyword
+  fi
+  retry has_attribute "${attribute}"
+done
+echo "namespace ${namespace} is ready, with the AgentState and AgentTenant search attributes"

@@ -4,8 +4,7 @@ import net from 'node:net';
 import path from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { Connection, type ConnectionOptions } from '@temporalio/client';
-import { AGENT_STATE_SEARCH_ATTRIBUTE } from '../../src/common/constants';
-import { registerSearchAttributes } from '../../src/config/search-attributes';
+import { registerSearchAttributes, REQUIRED_SEARCH_ATTRIBUTES } from '../../src/config/search-attributes';
 import { ensureTemporalCli, PROJECT_ROOT } from './temporal-cli';
 import { closeSafeConnectionPlugin } from '../../src/config/connection';
 
@@ -106,7 +105,7 @@ async function startDevServerOnce(opts: DevServerOptions): Promise<DevServerHand
     '--sqlite-pragma', 'journal_mode=wal',
     '--sqlite-pragma', 'synchronous=normal',
     // Only applied when the db file is new; ensureSearchAttributes covers an existing db.
-    '--search-attribute', `${AGENT_STATE_SEARCH_ATTRIBUTE}=Keyword`,
+    ...Object.entries(REQUIRED_SEARCH_ATTRIBUTES).flatMap(([name, type]) => ['--search-attribute', `${name}=${type}`]),
     ...(namespace === 'default' ? [] : ['--namespace', namespace]),
     '--log-level', 'warn',
     // The dev server has one history shard, and each of its task queues reads new tasks at most 20 times a second by

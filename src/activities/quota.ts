@@ -47,7 +47,7 @@ export async function reserve(
   const tokens = estimateTokens(messages, request.maxOutputTokens);
   const queuedAt = request.quota?.queuedAt ?? Date.now();
   const waitMs = request.quota?.queuedAt === undefined ? FIRST_WAIT_MS : LATER_WAIT_MS;
-  const g = await budget.acquire(id, tokens, { priority: request.quota?.priority, arrivedMs: queuedAt, signal, untilMs: Date.now() + waitMs, keepPlaceMs: KEEP_PLACE_MS });
+  const g = await budget.acquire(id, tokens, { priority: request.quota?.priority, tenant: request.quota?.tenant, arrivedMs: queuedAt, signal, untilMs: Date.now() + waitMs, keepPlaceMs: KEEP_PLACE_MS });
   if (!g.granted) return { quotaWait: { waitMs: g.waitMs, position: g.position, queuedAt } };
   let settled = false;
   return {

@@ -1,7 +1,8 @@
 #!/usr/bin/env node
 /**
  * The HTTP gateway process: `npm run gateway`. GATEWAY_PORT (8080), GATEWAY_HOST (127.0.0.1), GATEWAY_TOKEN
- * (required unless GATEWAY_INSECURE=1), GATEWAY_CONTROL_TIMEOUT_MS (10000), GATEWAY_CORS_ORIGINS (none), and the TEMPORAL_* settings of
+ * (required unless GATEWAY_INSECURE=1), GATEWAY_CONTROL_TIMEOUT_MS (10000), GATEWAY_CORS_ORIGINS (none), GATEWAY_JWKS_URL,
+ * GATEWAY_JWT_ISSUER, GATEWAY_JWT_AUDIENCE, GATEWAY_JWT_TENANT_CLAIM, GATEWAY_JWT_ROLES_CLAIM (signed identities), and the TEMPORAL_* settings of
  * `AgentClient.connect`; AGENT_STREAM_REDIS_URL (the stream channel; unset: the in-memory hub, which workers on this
  * host publish to by default, others with AGENT_STREAM_URL).
  */
@@ -22,7 +23,7 @@ async function main(): Promise<void> {
   // Redis when configured; else the embedded hub, which workers on this host publish to by default.
   const stream: StreamChannel = redisUrl ? RedisChannel.open({ url: redisUrl, onError }) : new MemoryHub();
   const agents = await AgentClient.connect();
-  const app = buildGateway({ agents, token: settings.token, controlTimeoutMs: settings.controlTimeoutMs, corsOrigins: settings.corsOrigins, logger: true, stream });
+  const app = buildGateway({ agents, token: settings.token, controlTimeoutMs: settings.controlTimeoutMs, corsOrigins: settings.corsOrigins, jwt: settings.jwt, logger: true, stream });
   const stop = async () => {
     await app.close();
     await stream.close();

@@ -4,6 +4,7 @@
  * `src/bin/agent.ts` (`npm run agent -- <command>`).
  */
 import { existsSync, readFileSync } from 'node:fs';
+import { userInfo } from 'node:os';
 import path from 'node:path';
 import { Command, CommanderError, InvalidArgumentError } from 'commander';
 import {
@@ -28,7 +29,8 @@ import { registerSearchAttributes, REQUIRED_SEARCH_ATTRIBUTES } from '../config/
 import type { ForkEdits } from '../client';
 import { formatDiff } from './format-diff';
 import { AgentState, isTerminal } from '../common/states';
-import type { PendingApproval } from '../common/view';
+import type { ControlRecord, PendingApproval } from '../common/view';
+import { actorLabel, type Actor } from '../common/actor';
 import { TABLE_EDGES } from '../machine/machine';
 import { GRAPH_FORMATS, machineGraph, type GraphFormat } from '../machine/graph';
 
@@ -169,7 +171,7 @@ function buildProgram(deps: CliDeps, state: { exitCode: number }): Command {
   control('abort <workflowId>', 'abort a run (exit 1 if it refuses, e.g. it has ended)')
     .option('--reason <reason>', 'why (kept as the run\'s reason)')
     .action(async (workflowId: string, o: ControlFlags & { reason?: string }) => {
-      const result = await withClient((client) => client.handle(workflowId).abort(o.reason, { timeoutMs: o.waitMs }));
+      const result = await withClient((client) => client.handle(workflowId).abort(o.reason, { timeoutMs: o.waitMs, by: operator() }));
       printControl(workflowId, 'abort', result, o.json);
     });
 
@@ -178,7 +180,7 @@ function buildProgram(deps: CliDeps, state: { exitCode: number }): Command {
     ['resume', 'resume a paused run, or cancel a requested pause (exit 1 if there is neither)'],
   ] as const) {
     control(`${name} <workflowId>`, verb).action(async (workflowId: string, o: ControlFlags) => {
-      const result = await withClient((client) => client.handle(workflowId)[name]({ timeoutMs: o.waitMs }));
+      const result = await withClient((client) => client.handle(workflowId)[name]({ timeoutMs: o.waitMs, by: operator() }));
       printControl(workflowId, name, result, o.json);
     });
   }
@@ -191,7 +193,7 @@ function buildProgram(deps: CliDeps, state: { exitCode: number }): Command {
       const result = await withClient((client) =>
         client
           .handle(workflowId)
-          .approve({ toolCallId, approved: !o.reject, feedback: o.feedback, ...(o.arguments ? { arguments: o.arguments } : {}) }, { timeoutMs: o.waitMs }),
+          .approve({ toolCallId, approved: !o.reject, feedback: o.feedback, ...(o.arguments ? { arguments: o.arguments } : {}) }, { timeoutMs: o.waitMs, by: operator() }),
       );
       if (o.json) printJson(result);
       else print(`${result.approved ? 'approved' : 'rejected'} ${result.toolCallId} (${result.remaining} still waiting)`);
@@ -200,7 +202,7 @@ function buildProgram(deps: CliDeps, state: { exitCode: number }): Command {
   control('send <workflowId> <text>', 'send a message to the model, handed over before its next call')
     .option('--interrupt', 'stop the work in flight for it: cancel the model call (its text so far kept, marked interrupted), stop tools that may be stopped, reject undecided approvals')
     .action(async (workflowId: string, text: string, o: ControlFlags & { interrupt?: boolean }) => {
-      const result = await withClient((client) => client.handle(workflowId).sendMessage(text, { timeoutMs: o.waitMs, interrupt: o.interrupt }));
+      const result = await withClient((client) => client.handle(workflowId).sendMessage(text, { timeoutMs: o.waitMs, interrupt: o.interrupt, by: operator() }));
       if (o.json) printJson(result);
       else if (result.interrupted) print('interrupted: the message goes with the next model call');
       // None waiting: the run took it at once (an open conversation goes on with it).
@@ -603,9 +605,29 @@ const indent = (text: string, by = '  '): string =>
     .map((l) => by + l)
     .join('\n');
 
+/** Who sends the CLI's controls: the operator at it, by their login name (`USER` when the system has none). */
+export function operator(): Actor {
+  let name: string | undefined;
+  try {
+    name = userInfo().username;
+  } catch {
+    name = process.env.USER ?? process.env.USERNAME;
+  }
+  return { kind: 'operator', name: (name || 'unknown').slice(0, 200) };
+}
+
+/** ` by user alice (acme) at 14:00:00.000`: who decided, and when. */
+const byAt = (by: Actor | undefined, at: string | undefined): string => (by ? ` by ${actorLabel(by)}${at ? ` at ${clock(at)}` : ''}` : '');
+
 const approvalLine = (p: PendingApproval): string =>
   `${p.toolCallId}  ${p.name} ${oneLine(p.arguments, 100)}` +
-  (p.decision ? `  [${p.decision.approved ? 'approved' : 'rejected'}]` : '');
+  (p.decision ? `  [${p.decision.approved ? 'approved' : 'rejected'}${byAt(p.decision.by, p.decision.at)}]` : '');
+
+/** One control the run took: `14:00:00.000  APPROVAL w1 approved  by operator bob (step 5)`. */
+const controlLine = (c: ControlRecord): string => {
+  const what = c.event === 'APPROVAL' ? ` ${c.toolCallId} ${c.approved ? (c.edited ? 'approved, edited' : 'approved') : 'rejected'}` : '';
+  return `  ${clock(c.at)}  ${c.event}${what}  by ${actorLabel(c.by)} (step ${c.step})`;
+};
 
 /** Model calls are those answered (`usage.modelCalls`); loops are the model steps begun, the `limits.maxLoops` counter. */
 const counters = (r: Pick<AgentRunResult, 'loops' | 'toolCalls' | 'usage'>): string =>
@@ -719,6 +741,12 @@ function formatState(workflowId: string, v: RunStateView): string {
   if (v.reason) lines.push(`  reason: ${oneLine(v.reason, 300)}`);
   if (v.answer) lines.push('  answer:', indent(v.answer, '    '));
   lines.push(...toolLines(v));
+  // Views of workers from before issue 52 have no controls.
+  const controls = v.controls ?? [];
+  if (controls.length) {
+    const shown = controls.slice(-RECENT_TRANSITIONS);
+    lines.push(`controls${shown.length < controls.length ? ` (last ${shown.length} of ${controls.length})` : ''}:`, ...shown.map(controlLine));
+  }
   const rejected = v.rejectedEvents.at(-1);
   if (rejected) lines.push(`  refused events: ${v.rejectedEvents.length} (last: ${rejected.event} in ${rejected.state}: ${rejected.error})`);
   if (v.transitions.length) {
@@ -761,7 +789,8 @@ function waitLines(v: RunStateView): string[] {
 function toolLines(v: RunStateView): string[] {
   if (!v.recentToolCalls.length) return [];
   const outcome = (t: RunStateView['recentToolCalls'][number]) => (t.ok === null ? 'running' : t.ok ? 'ok' : t.rejected ? 'rejected' : 'failed');
-  const marks = (t: RunStateView['recentToolCalls'][number]) => [t.edited ? 'edited' : '', t.policy ? `policy ${t.policy}` : ''].filter(Boolean).map((m) => ` [${m}]`).join('');
+  const marks = (t: RunStateView['recentToolCalls'][number]) =>
+    [t.edited ? 'edited' : '', t.policy ? `policy ${t.policy}` : '', t.decidedBy ? `${t.rejected ? 'rejected' : 'approved'}${byAt(t.decidedBy, t.decidedAt)}` : ''].filter(Boolean).map((m) => ` [${m}]`).join('');
   return [
     `tool calls (last ${v.recentToolCalls.length}):`,
     ...v.recentToolCalls.map((t) => `  step ${t.startStep}  ${t.toolCallId}  ${t.name} ${oneLine(t.arguments, 100)}${marks(t)}  ${outcome(t)}${t.output ? `: ${oneLine(t.output, 100)}` : ''}`),

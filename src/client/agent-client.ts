@@ -13,6 +13,7 @@ import { InvalidAgentInputError } from './errors';
 import { forkInput, type WhatIfOptions } from './fork';
 import { AgentRunHandle } from './handle';
 import { listRuns, type AgentRunSummary, type ListOptions } from './listing';
+import { ownerStartOptions, runTenant, type RunOwner } from './owner';
 import { searchRuns, type RunListEntry, type RunListFilter } from './run-list';
 import { diffSnapshots, type SnapshotDiff } from './time-travel';
 
@@ -23,6 +24,11 @@ const SUMMARY_CHARS = 80;
 export interface StartOptions {
   /** @default `agent-<12 hex chars>` */
   workflowId?: string;
+  /**
+   * The tenant the run belongs to and who started it (`AgentTenant` search attribute, `agentOwner` memo); its children
+   * inherit it. A fork without one inherits the forked run's. @default none: a run of no tenant, which only the service sees
+   */
+  owner?: RunOwner;
 }
 
 /**
@@ -82,15 +88,18 @@ export class AgentClient {
     const parsed = parseAgentRunInput(input);
     if (!parsed.ok) throw new InvalidAgentInputError(parsed.error);
     const workflowId = opts.workflowId ?? `agent-${randomUUID().replace(/-/g, '').slice(0, 12)}`;
+    const owner = ownerStartOptions(opts.owner);
+    // A run that belongs to a tenant draws on the fleet's quota as that tenant, whatever its input said.
+    if (opts.owner?.tenant) input = { ...input, tenant: opts.owner.tenant };
     // The input goes as given, not resolved: defaults stay the worker's concern, and a strict schema that later drops
     // a defaulted field still accepts old histories on replay. The resolved limits are in the `state` query.
     const handle = await this.client.workflow.start(WORKFLOW_TYPE, {
       taskQueue: this.taskQueue,
       workflowId,
       args: [input],
-      typedSearchAttributes: [{ key: agentStateKey, value: AgentState.IDLE }],
+      typedSearchAttributes: [{ key: agentStateKey, value: AgentState.IDLE }, ...owner.typedSearchAttributes],
       staticSummary: summarize(parsed.value.prompt),
-      memo: { [AGENT_RUN_MEMO]: runMemo(input) },
+      memo: { [AGENT_RUN_MEMO]: runMemo(input), ...owner.memo },
     });
     return new AgentRunHandle(handle, handle.firstExecutionRunId, this.taskQueue);
   }
@@ -105,7 +114,15 @@ export class AgentClient {
    */
   async fork(workflowId: string, fromStep: number, opts: StartOptions & WhatIfOptions = {}): Promise<AgentRunHandle> {
     const fork = await forkInput(this.handle(workflowId), workflowId, fromStep, { edits: opts.edits, replay: opts.replay });
-    return this.start(fork.input, { workflowId: opts.workflowId ?? fork.workflowId });
+    // A fork stays with the tenant of the run it forks, whoever asks for it.
+    const tenant = await runTenant(this.client, workflowId);
+    const owner = tenant ? { tenant, startedBy: opts.owner?.startedBy ?? null } : opts.owner;
+    return this.start(fork.input, { workflowId: opts.workflowId ?? fork.workflowId, ...(owner ? { owner } : {}) });
+  }
+
+  /** The tenant of the run with this id (`AgentTenant`), null for none; rejects with `AgentRunNotFoundError` for no such run. */
+  async tenantOf(workflowId: string): Promise<string | null> {
+    return runTenant(this.client, workflowId);
   }
 
   /**

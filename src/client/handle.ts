@@ -16,6 +16,7 @@ import type { UpdateDefinition } from '@temporalio/common';
 import { temporal } from '@temporalio/proto';
 import type { ModelResponse } from '../common/chat';
 import { AGENT_STATE_MEMO } from '../common/constants';
+import { ActorSchema, type Actor } from '../common/actor';
 import { AbortInputSchema, ApproveInputSchema, SendMessageInputSchema, type ApproveInput } from '../common/input';
 import {
   abortSignal,
@@ -86,6 +87,21 @@ export interface ControlOptions {
    * control that waited for a worker never takes effect later. @default 10000 (`DEFAULT_CONTROL_TIMEOUT_MS`)
    */
   timeoutMs?: number;
+  /**
+   * Who sends it, recorded by the run beside the decision and in its `controls` log (docs/approvals.md, "Who decided").
+   * A backend passes its caller. @default the service (`{ kind: 'service' }`)
+   */
+  by?: Actor;
+}
+
+/**
+ * The control's `by`, checked, and sent only when it names someone: workers from before `by` refuse the field, and
+ * the run records a control without one as the service's anyway.
+ */
+function byOf(opts: ControlOptions): { by?: Actor } {
+  if (opts.by === undefined) return {};
+  const by = validate(ActorSchema, opts.by, 'control options: by');
+  return by.kind === 'service' ? {} : { by };
 }
 
 /** Options of `sendMessage`. */
@@ -285,17 +301,17 @@ export class AgentRunHandle {
   /** Asks the run to stop: work in flight is cancelled and the run ends ABORTED. */
   async abort(reason?: string, opts: ControlOptions = {}): Promise<ControlResult> {
     const input = validate(AbortInputSchema, reason === undefined ? {} : { reason }, 'abort input');
-    return this.withSignalFallback(this.control(abortUpdate, input, opts), () => this.workflow.signal(abortSignal, input));
+    return this.withSignalFallback(this.control(abortUpdate, input, opts), () => this.workflow.signal(abortSignal, { ...input, ...byOf(opts) }));
   }
 
   /** Asks the run to pause before its next piece of work (`pauseRequested` while work is in flight). */
   async pause(opts: ControlOptions = {}): Promise<ControlResult> {
-    return this.withSignalFallback(this.control(pauseUpdate, {}, opts), () => this.workflow.signal(pauseSignal));
+    return this.withSignalFallback(this.control(pauseUpdate, {}, opts), () => this.workflow.signal(pauseSignal, byOf(opts)));
   }
 
   /** Resumes a paused run (or cancels a pending pause). */
   async resume(opts: ControlOptions = {}): Promise<ControlResult> {
-    return this.withSignalFallback(this.control(resumeUpdate, {}, opts), () => this.workflow.signal(resumeSignal));
+    return this.withSignalFallback(this.control(resumeUpdate, {}, opts), () => this.workflow.signal(resumeSignal, byOf(opts)));
   }
 
   /** Decides one tool call that waits for approval. */
@@ -374,7 +390,7 @@ export class AgentRunHandle {
     const timeoutMs = opts.timeoutMs ?? DEFAULT_CONTROL_TIMEOUT_MS;
     if (!Number.isInteger(timeoutMs) || timeoutMs < 1) throw new InvalidAgentInputError(`Invalid control options: timeoutMs: must be a positive integer, got ${timeoutMs}`);
     const sentAt = Date.now();
-    const args = { ...input, deadline: new Date(sentAt + timeoutMs).toISOString() } as A;
+    const args = { ...input, ...byOf(opts), deadline: new Date(sentAt + timeoutMs).toISOString() } as A;
     const connection = this.workflow.client.connection;
     for (let attempt = 0; ; attempt++) {
       try {

@@ -11,7 +11,7 @@ import { defaultPayloadConverter } from '@temporalio/common';
 import { decodeMapFromPayloads } from '@temporalio/common/lib/internal-non-workflow';
 import { optionalTsToDate } from '@temporalio/common/lib/time';
 import { CURRENT_EXECUTIONS, executionStatus, rawExecutions } from './listing';
-import { AGENT_RUN_MEMO, AGENT_STATE_MEMO, AGENT_STATE_SEARCH_ATTRIBUTE, WORKFLOW_TYPE } from '../common/constants';
+import { AGENT_RUN_MEMO, AGENT_STATE_MEMO, AGENT_STATE_SEARCH_ATTRIBUTE, AGENT_TENANT_SEARCH_ATTRIBUTE, WORKFLOW_TYPE } from '../common/constants';
 import type { RunStateView } from '../common/view';
 
 /** Most runs read to answer a search filtered here (text, agent, forkOf). */
@@ -27,6 +27,8 @@ export interface RunListFilter {
   until?: string;
   parent?: string;
   forkOf?: string;
+  /** Only the runs of this tenant (`AgentTenant`): the gateway sets it for a signed identity, never from the query. */
+  tenant?: string;
 }
 
 /** One row of the list: `AgentRunSummary`'s fields and what the memo holds (null when the run has none, e.g. one started elsewhere). */
@@ -53,6 +55,7 @@ export interface RunListEntry {
 export function visibilityQuery(f: RunListFilter): string {
   const quote = (v: string) => `"${v.replace(/\\/g, '\\\\').replace(/"/g, '\\"')}"`;
   const parts = [`WorkflowType=${quote(WORKFLOW_TYPE)}`, CURRENT_EXECUTIONS];
+  if (f.tenant !== undefined) parts.push(`${AGENT_TENANT_SEARCH_ATTRIBUTE}=${quote(f.tenant)}`);
   if (f.state) parts.push(`${AGENT_STATE_SEARCH_ATTRIBUTE}=${quote(f.state)}`);
   if (f.since) parts.push(`StartTime >= ${quote(new Date(f.since).toISOString())}`);
   if (f.until) parts.push(`StartTime <= ${quote(new Date(f.until).toISOString())}`);

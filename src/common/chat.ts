@@ -144,9 +144,10 @@ export interface ModelRequest {
   runLocalTools?: boolean;
   /**
    * The fleet's provider budget (src/quota): this call's place in its queue, from when it first waited (epoch ms), so
-   * that asking again after a wait in the run keeps it; and the run's priority (0 first, 9 last). Absent: not waited yet.
+   * that asking again after a wait in the run keeps it; the run's priority (0 first, 9 last) and its tenant (its fair
+   * share). Absent: not waited yet, the default priority and tenant.
    */
-  quota?: { queuedAt?: number; priority?: number };
+  quota?: { queuedAt?: number; priority?: number; tenant?: string };
   /**
    * A what-if fork's recorded answers of the run it was forked from, by the hash of their requests (common/replay.ts):
    * a request whose hash is here is answered with the recorded answer (`replayed`), not sent to the provider again.

@@ -1,4 +1,5 @@
 import { z } from 'zod';
+import { ActorSchema } from './actor';
 import { ConversationSchema } from './conversation';
 import { oncePerWorker } from './once-per-worker';
 
@@ -161,6 +162,12 @@ export const { LimitsSchema, PriceSchema, BudgetSchema, ApprovalSchema, Compacti
       budget: BudgetSchema.optional(),
       /** Its place in the fleet's provider budget (`LLM_TOKENS_PER_MINUTE` and the like): 0 goes first, 9 last. @default 5 */
       priority: z.number().int().min(0).max(9).optional(),
+      /**
+       * The tenant the run belongs to: the fleet's provider budget shares its room fairly between tenants, so one that
+       * floods it does not starve the others (docs/quota.md, "Fair share"). The gateway sets it from its caller. Absent:
+       * the one default tenant every run without one shares.
+       */
+      tenant: z.string().min(1).max(200).optional(),
       /** After an answer, how long the run stays open for a `sendMessage` that continues the conversation. @default 0 */
       keepOpenMs: z.number().int().min(0).max(30 * 24 * 3600_000).default(0),
       /** Set by the workflow itself when it continues as new, and by `fork`: the snapshot to carry on from. */
@@ -282,17 +289,27 @@ export type SendMessageInput = z.input<typeof SendMessageInputSchema>;
  * clients send none.
  */
 const deadline = () => z.iso.datetime({ offset: true }).optional();
-/** The arguments of the control updates: each input as clients give it, plus the deadline. */
-export const AbortUpdateSchema = oncePerWorker('common/input:abortUpdate', () => AbortInputSchema.extend({ deadline: deadline() }));
-export const ApproveUpdateSchema = oncePerWorker('common/input:approveUpdate', () => ApproveInputSchema.extend({ deadline: deadline() }));
-export const SendMessageUpdateSchema = oncePerWorker('common/input:sendMessageUpdate', () => SendMessageInputSchema.extend({ deadline: deadline() }));
+/**
+ * Who sent the control (common/actor.ts): the run records it. Set by the client from its caller, never taken from an
+ * HTTP body (the gateway's bodies are the inputs above, without it). Absent: the service.
+ */
+const by = () => ActorSchema.optional();
+/** The arguments of the control updates: each input as clients give it, plus the deadline and who sent it. */
+export const AbortUpdateSchema = oncePerWorker('common/input:abortUpdate', () => AbortInputSchema.extend({ deadline: deadline(), by: by() }));
+export const ApproveUpdateSchema = oncePerWorker('common/input:approveUpdate', () => ApproveInputSchema.extend({ deadline: deadline(), by: by() }));
+export const SendMessageUpdateSchema = oncePerWorker('common/input:sendMessageUpdate', () => SendMessageInputSchema.extend({ deadline: deadline(), by: by() }));
 /** The argument of the pause and resume updates. */
-export const ControlUpdateSchema = oncePerWorker('common/input:controlUpdate', () => z.object({ deadline: deadline() }).strict());
+export const ControlUpdateSchema = oncePerWorker('common/input:controlUpdate', () => z.object({ deadline: deadline(), by: by() }).strict());
+/** The payloads of the abort, pause and resume signals (the fallback to runs without the updates): who sent it. */
+export const AbortSignalSchema = oncePerWorker('common/input:abortSignal', () => AbortInputSchema.extend({ by: by() }));
+export const ControlSignalSchema = oncePerWorker('common/input:controlSignal', () => z.object({ by: by() }).strict());
 
 export type AbortUpdateInput = z.input<typeof AbortUpdateSchema>;
 export type ApproveUpdateInput = z.input<typeof ApproveUpdateSchema>;
 export type SendMessageUpdateInput = z.input<typeof SendMessageUpdateSchema>;
 export type ControlUpdateInput = z.input<typeof ControlUpdateSchema>;
+export type AbortSignalInput = z.input<typeof AbortSignalSchema>;
+export type ControlSignalInput = z.input<typeof ControlSignalSchema>;
 
 /** The model activity's batches of streamed text (an internal signal, validated all the same). */
 export const StreamDeltaSchema = oncePerWorker('common/input:streamDelta', () =>

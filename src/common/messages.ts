@@ -4,7 +4,7 @@
  */
 import { defineQuery, defineSignal, defineUpdate } from '@temporalio/workflow';
 import type { z } from 'zod';
-import type { AbortInput, AbortUpdateInput, ApproveUpdateInput, ControlUpdateInput, ResolvedInput, SendMessageUpdateInput, StreamDeltaSchema } from './input';
+import type { AbortSignalInput, AbortUpdateInput, ControlSignalInput, ApproveUpdateInput, ControlUpdateInput, ResolvedInput, SendMessageUpdateInput, StreamDeltaSchema } from './input';
 import type { AgentState } from './states';
 import type { RunStateView, RunUsage, TransitionRecord } from './view';
 import type { OpenAIChatMessage } from './conversation';
@@ -107,9 +107,9 @@ export const stateSnapshotAtQuery = defineQuery<CarriedSnapshot, [{ step: number
  * The signals of clients before 0.2, still handled: a signal is recorded at once and applied whenever a worker takes
  * it, and a refusal shows only in `rejectedEvents`. Clients send the updates below instead.
  */
-export const abortSignal = defineSignal<[AbortInput?]>('abort');
-export const pauseSignal = defineSignal('pause');
-export const resumeSignal = defineSignal('resume');
+export const abortSignal = defineSignal<[AbortSignalInput?]>('abort');
+export const pauseSignal = defineSignal<[ControlSignalInput?]>('pause');
+export const resumeSignal = defineSignal<[ControlSignalInput?]>('resume');
 export const streamDeltaSignal = defineSignal<[StreamDelta]>('streamDelta');
 // Control updates: refused (never recorded) when the machine refuses the event or when delivered after `deadline`.
 export const approveUpdate = defineUpdate<ApproveResult, [ApproveUpdateInput]>('approve');

@@ -5,6 +5,7 @@
  * the gateway's OpenAPI document is generated from them (gateway/openapi.ts), so the three cannot drift apart.
  */
 import { z } from 'zod';
+import { ActorSchema } from './actor';
 import { ChatMessageSchema, ChildOutcomeSchema, UsageSchema } from './chat';
 import { LimitsSchema } from './input';
 import { oncePerWorker } from './once-per-worker';
@@ -25,6 +26,7 @@ export const {
   CritiqueDecisionSchema,
   ApprovalReminderViewSchema,
   RetryInfoSchema,
+  ControlRecordSchema,
   RunStateViewSchema,
 } = oncePerWorker('common/view', () => {
   const int = () => z.number().int();
@@ -49,8 +51,21 @@ export const {
         approved: z.boolean(),
         feedback: z.string().optional(),
         arguments: z.string().optional().describe('The edited arguments a person approved the call with, as JSON.'),
+        by: ActorSchema.optional().describe('Who decided (the `by` of their approve; the service when it named no one). Absent: the run decided itself (an interrupting message, `approval.onTimeout: reject`).'),
+        at: timestamp().optional().describe('When the run took the decision.'),
       })
       .optional(),
+  });
+
+  /** One control the run took: who sent it and when (the last 50, `controls`). */
+  const ControlRecordSchema = z.object({
+    event: z.enum(['APPROVAL', 'MESSAGE', 'INTERRUPT', 'PAUSE', 'RESUME', 'ABORT']).describe('The control as the machine took it: approve (a tool call\'s or the budget\'s), sendMessage (INTERRUPT with `interrupt`), pause, resume, abort.'),
+    by: ActorSchema.describe('Who sent it; the service when the control named no one.'),
+    at: timestamp(),
+    step: int().describe('The run\'s step once it was taken (`transitions`).'),
+    toolCallId: z.string().optional().describe('APPROVAL: the call decided, `budget` for the budget.'),
+    approved: z.boolean().optional().describe('APPROVAL: approved or rejected.'),
+    edited: z.literal(true).optional().describe('APPROVAL: approved with edited arguments.'),
   });
 
   /** One tool call, as watchers see it: started when the run entered TOOL_EXECUTING, ended with TOOLS_DONE. */
@@ -60,6 +75,8 @@ export const {
     arguments: z.string().describe('The arguments as JSON, cut at 200 characters.'),
     edited: z.literal(true).optional().describe('A person approved it with edited arguments (those above).'),
     rejected: z.literal(true).optional().describe('A person rejected it, or nobody decided in time (`approval.onTimeout: reject`): it never ran; `output` is what the model was told.'),
+    decidedBy: ActorSchema.optional().describe('A call that waited for approval: who approved or rejected it (absent: nobody did, the run decided).'),
+    decidedAt: timestamp().optional().describe('With `decidedBy`: when.'),
     policy: z
       .enum(['deny', 'approve', 'rewrite'])
       .optional()
@@ -169,6 +186,9 @@ export const {
         .array(ToolCallRecordSchema)
         .describe('The last 20 tool calls, running (endedAt null) or ended (`watch` and the SSE stream report them as toolStart and toolEnd).'),
       queuedMessages: z.array(z.string()).describe('Messages sent during the run, handed to the model before its next call.'),
+      controls: z
+        .array(ControlRecordSchema)
+        .describe('The last 50 controls the run took (approvals, messages, pause, resume, abort): who sent each, and when. Refused ones are in `rejectedEvents`.'),
       plan: z.string().nullable(),
       lastCritique: CritiqueDecisionSchema.nullable(),
       lastModel: z.string().nullable().describe('The model that answered the last call, as the provider named it.'),
@@ -217,6 +237,7 @@ export const {
     CritiqueDecisionSchema,
     ApprovalReminderViewSchema,
     RetryInfoSchema,
+    ControlRecordSchema,
     RunStateViewSchema,
   };
 });
@@ -227,4 +248,5 @@ export type ToolCallRecord = z.infer<typeof ToolCallRecordSchema>;
 export type RunUsage = z.infer<typeof RunUsageSchema>;
 export type CritiqueDecision = z.infer<typeof CritiqueDecisionSchema>;
 export type RetryInfo = z.infer<typeof RetryInfoSchema>;
+export type ControlRecord = z.infer<typeof ControlRecordSchema>;
 export type RunStateView = z.infer<typeof RunStateViewSchema>;

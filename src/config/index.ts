@@ -324,6 +324,27 @@ export interface GatewaySettings {
   controlTimeoutMs: number;
   /** `GATEWAY_CORS_ORIGINS`: comma-separated origins whose pages may call the gateway, or `*`. @default none (no CORS) */
   corsOrigins: string[];
+  /** Signed identities (JWTs) the gateway accepts besides its token; null: none (`GATEWAY_JWKS_URL` unset). */
+  jwt: JwtSettings | null;
+}
+
+/** How the gateway checks a JWT: against the issuer's keys, for this issuer and audience; which claims hold the tenant and the roles. */
+export interface JwtSettings {
+  /** `GATEWAY_JWKS_URL`: the issuer's JSON Web Key Set (http or https). */
+  jwksUrl: string;
+  /** `GATEWAY_JWT_ISSUER`: the `iss` a token must carry. */
+  issuer: string;
+  /** `GATEWAY_JWT_AUDIENCE`: the `aud` a token must carry (one of several, comma-separated). */
+  audience: string[];
+  /** `GATEWAY_JWT_TENANT_CLAIM`: the claim holding the caller's tenant. @default tenant */
+  tenantClaim: string;
+  /** `GATEWAY_JWT_ROLES_CLAIM`: the claim holding the caller's roles (an array, or a space-separated string). @default roles */
+  rolesClaim: string;
+  /**
+   * Least time between two fetches of the key set: a token naming an unknown `kid` fetches it again only this long
+   * after the last fetch (not from the environment). @default 30000
+   */
+  jwksCooldownMs?: number;
 }
 
 /** HTTP gateway settings; refuses to run without a token unless GATEWAY_INSECURE=1 says so. */
@@ -342,7 +363,29 @@ export function gatewaySettings(env: NodeJS.ProcessEnv = process.env): GatewaySe
       throw new Error(`GATEWAY_CORS_ORIGINS: ${JSON.stringify(origin)} is not an origin (scheme://host[:port], e.g. https://app.example.com, or *)`);
     }
   }
-  return { port: Number(port), host: env.GATEWAY_HOST || '127.0.0.1', token, controlTimeoutMs: Number(controlTimeout), corsOrigins };
+  const jwt = jwtSettings(env);
+  if (jwt && env.GATEWAY_INSECURE === '1') throw new Error('GATEWAY_INSECURE=1 turns authentication off, and GATEWAY_JWKS_URL turns signed identities on: set one of them');
+  return { port: Number(port), host: env.GATEWAY_HOST || '127.0.0.1', token, controlTimeoutMs: Number(controlTimeout), corsOrigins, jwt };
+}
+
+/** The JWT settings; all three of URL, issuer and audience, or none (the others' defaults apply only with them). */
+function jwtSettings(env: NodeJS.ProcessEnv): JwtSettings | null {
+  const jwksUrl = env.GATEWAY_JWKS_URL?.trim();
+  const issuer = env.GATEWAY_JWT_ISSUER?.trim();
+  const audience = (env.GATEWAY_JWT_AUDIENCE ?? '').split(',').map((a) => a.trim()).filter(Boolean);
+  const claims = { tenantClaim: env.GATEWAY_JWT_TENANT_CLAIM?.trim(), rolesClaim: env.GATEWAY_JWT_ROLES_CLAIM?.trim() };
+  if (!jwksUrl) {
+    const stray = ['GATEWAY_JWT_ISSUER', 'GATEWAY_JWT_AUDIENCE', 'GATEWAY_JWT_TENANT_CLAIM', 'GATEWAY_JWT_ROLES_CLAIM'].filter((name) => env[name]?.trim());
+    if (stray.length) throw new Error(`${stray.join(', ')} ${stray.length > 1 ? 'are' : 'is'} set without GATEWAY_JWKS_URL: set the issuer's JWKS URL too, or unset ${stray.length > 1 ? 'them' : 'it'}`);
+    return null;
+  }
+  if (!URL.canParse(jwksUrl) || !/^https?:$/.test(new URL(jwksUrl).protocol)) throw new Error(`GATEWAY_JWKS_URL must be an http(s) URL of the issuer's JSON Web Key Set, got ${JSON.stringify(env.GATEWAY_JWKS_URL)}`);
+  if (!issuer) throw new Error('GATEWAY_JWKS_URL is set without GATEWAY_JWT_ISSUER: set the issuer (the `iss` its tokens carry), so that tokens of another issuer using the same keys are refused');
+  if (!audience.length) throw new Error('GATEWAY_JWKS_URL is set without GATEWAY_JWT_AUDIENCE: set the audience (the `aud` tokens for this gateway carry), so that tokens meant for another service are refused');
+  for (const [name, value] of [['GATEWAY_JWT_TENANT_CLAIM', claims.tenantClaim], ['GATEWAY_JWT_ROLES_CLAIM', claims.rolesClaim]] as const) {
+    if (value !== undefined && value !== '' && !/^[\x21-\x7e]+$/.test(value)) throw new Error(`${name} must be a claim name (printable, no spaces), got ${JSON.stringify(value)}`);
+  }
+  return { jwksUrl, issuer, audience, tenantClaim: claims.tenantClaim || 'tenant', rolesClaim: claims.rolesClaim || 'roles' };
 }
 
 export const DEFAULT_CODEC_SERVER_PORT = 8081;

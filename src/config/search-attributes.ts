@@ -5,12 +5,12 @@
  * refuses registration through the API: there they are added with `tcld` or the Cloud UI (docs/deployment.md).
  */
 import type { temporal } from '@temporalio/proto';
-import { AGENT_STATE_SEARCH_ATTRIBUTE } from '../common/constants';
+import { AGENT_STATE_SEARCH_ATTRIBUTE, AGENT_TENANT_SEARCH_ATTRIBUTE } from '../common/constants';
 
 type OperatorService = temporal.api.operatorservice.v1.OperatorService;
 
 /** The attributes and their types, as the `temporal` CLI and `tcld` name the types. */
-export const REQUIRED_SEARCH_ATTRIBUTES = { [AGENT_STATE_SEARCH_ATTRIBUTE]: 'Keyword' } as const;
+export const REQUIRED_SEARCH_ATTRIBUTES = { [AGENT_STATE_SEARCH_ATTRIBUTE]: 'Keyword', [AGENT_TENANT_SEARCH_ATTRIBUTE]: 'Keyword' } as const;
 
 // Wire values of temporal.api.enums.v1.IndexedValueType (the enum is not re-exported by the SDK).
 const INDEXED_VALUE_TYPE: Record<string, number> = { Text: 1, Keyword: 2, Int: 3, Double: 4, Bool: 5, Datetime: 6, KeywordList: 7 };

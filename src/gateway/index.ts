@@ -9,6 +9,7 @@ import type { Socket } from 'node:net';
 import Fastify, { type FastifyInstance, type FastifyReply, type FastifyRequest } from 'fastify';
 import { DEFAULT_CONTROL_TIMEOUT_MS, type AgentClient } from '../client';
 import { registerAuth } from './auth';
+import { jwtVerifier, type JwtSettings } from './jwt';
 import type { GatewayContext } from './context';
 import { HttpError, toHttpError } from './errors';
 import { registerRoutes } from './routes';
@@ -23,8 +24,16 @@ export { openApiDocument } from './openapi';
 /** Options of `buildGateway`. */
 export interface GatewayOptions {
   agents: AgentClient;
-  /** The bearer token every route but `/healthz` and `/openapi.json` requires; `null` turns authentication off. */
+  /**
+   * The service token (`GATEWAY_TOKEN`): every route but the public ones takes it, and it sees every tenant. `null`,
+   * without `jwt`, turns authentication off.
+   */
   token: string | null;
+  /**
+   * Signed identities besides the token: JWTs checked against the issuer's key set, each caller confined to its
+   * tenant's runs and to what its roles allow (docs/security.md). @default none
+   */
+  jwt?: JwtSettings | null;
   /** Fastify's logger. @default false */
   logger?: boolean;
   /** Time between heartbeat comments on an SSE stream. @default 15000 */
@@ -106,7 +115,12 @@ export function buildGateway(opts: GatewayOptions): FastifyInstance {
   };
   app.setNotFoundHandler(notFound);
   if (opts.corsOrigins?.length) registerCors(app, opts.corsOrigins);
-  registerAuth(app, opts.token, ctx.streamTokens);
+  registerAuth(app, {
+    token: opts.token,
+    ...(opts.jwt ? { jwt: jwtVerifier(opts.jwt) } : {}),
+    streamTokens: ctx.streamTokens,
+    tenantOf: (id) => opts.agents.tenantOf(id),
+  });
   registerJsonOnly(app);
   registerRoutes(app, ctx);
   if (opts.stream) registerStreamPublishRoute(app, opts.stream);

@@ -28,6 +28,7 @@ import {
 import { PendingApprovalSchema, RunStateViewSchema, RunUsageSchema, TransitionRecordSchema } from '../common/view';
 import { AbortBodySchema, ApproveBodySchema, ForkBodySchema, routeQuery, RunParamsSchema, SendMessageBodySchema, StartRunBodySchema, StepParamsSchema } from './schemas';
 import { ChunkSchema } from './ui-message-stream';
+import type { Role } from './identity';
 
 type Json = Record<string, unknown>;
 
@@ -50,8 +51,9 @@ const ERROR_RESPONSES: Record<number, string> = {
   400: 'Invalid input: the message names each bad field, path parameter (a run id that is none) or query parameter the route does not take; on an event stream, also a `Last-Event-ID` past the end of the run\'s stream (`head` is its last id).',
   413: 'The body is larger than the gateway\'s limit, 1 MiB (1,048,576 bytes) unless the gateway was built with another `bodyLimit`; `limitBytes` says it.',
   415: 'The body is not JSON: `Content-Type` must be `application/json`.',
-  401: 'Missing or wrong bearer token (or, on the event stream, a stream token that expired, is for another run or was altered: the message says which).',
-  404: 'No run with this id (`run_not_found`), or no such step (`step_not_found`).',
+  401: 'Missing or wrong bearer token, or a JWT refused (`WWW-Authenticate: Bearer error="invalid_token", error_description` says why: expired, not yet valid, another issuer or audience, a signature that does not verify), or, on the event stream, a stream token that expired, is for another run or was altered: the message says which.',
+  403: 'The caller\'s role does not allow this operation (`forbidden`): `requiredRole` names the role it needs (`x-required-role` of the operation).',
+  404: 'No run with this id (`run_not_found`), which is also the answer for a run of another tenant, or no such step (`step_not_found`).',
   409: 'The run has ended (`run_ended`: `state` is how it ended, e.g. `ABORTED`, when the server still has its result, `executionStatus` Temporal\'s status of its workflow execution, e.g. `COMPLETED`), refused the control (`update_rejected`: `message` is the run\'s reason, `update` the control), or is already running (`already_started`).',
   422: 'The run failed (`run_failed`): `message` is the workflow\'s reason, `failureType` its failure type, `result` its counters when known.',
   503: 'The Temporal server is unavailable.',
@@ -177,6 +179,11 @@ interface Operation {
   /** The success status, what it means, and the schema the route answers through (or the stream's events). */
   ok: { status: number; description: string; schema: z.ZodType } | { status: 200; description: string; stream: keyof typeof STREAMS };
   errors: number[];
+  /**
+   * The weakest role a signed identity needs for it (`x-required-role`); the service token may do everything. The
+   * auth hook enforces it from here (auth.ts). Absent only on public operations (`security: []`).
+   */
+  role?: Role;
   security?: Json[];
   lastEventId?: boolean;
   /** OpenAPI links from the answer to the operations a client follows next (`runId`: the new run's id in the answer). */
@@ -198,6 +205,7 @@ const SSE_DESCRIPTION = [
 const control = (name: 'abort' | 'pause' | 'resume', summary: string, body?: z.ZodType): Operation => ({
   operationId: `${name}Run`,
   summary,
+  role: 'operator',
   params: RunParamsSchema,
   ...(body ? { body: { schema: body, required: false } } : {}),
   ok: { status: 202, description: 'The run took the control (a pause takes effect before its next piece of work).', schema: SignalSentSchema },
@@ -213,6 +221,7 @@ export const OPERATIONS: Record<string, Partial<Record<Method, Operation>>> = {
   '/v1/runs': {
     post: {
       operationId: 'startRun',
+      role: 'operator',
       summary: 'Start a run',
       body: { schema: StartRunBodySchema, required: true },
       ok: { status: 201, description: 'Started; `Location` is the run\'s URL.', schema: RunStartedSchema },
@@ -221,17 +230,19 @@ export const OPERATIONS: Record<string, Partial<Record<Method, Operation>>> = {
     },
     get: {
       operationId: 'listRuns',
+      role: 'viewer',
       summary: 'List runs: open runs first (newest first), then closed runs (most recently closed first)',
       ok: { status: 200, description: 'Runs.', schema: RunListSchema },
       errors: [400, 401, 503],
     },
   },
   '/v1/runs/:id': {
-    get: { operationId: 'getRunState', summary: 'The run\'s state view', params: RunParamsSchema, ok: { status: 200, description: 'State view.', schema: RunStateViewSchema }, errors: [400, 401, 404, 503, 504] },
+    get: { operationId: 'getRunState', role: 'viewer', summary: 'The run\'s state view', params: RunParamsSchema, ok: { status: 200, description: 'State view.', schema: RunStateViewSchema }, errors: [400, 401, 404, 503, 504] },
   },
   '/v1/runs/:id/result': {
     get: {
       operationId: 'getRunResult',
+      role: 'viewer',
       summary: 'Wait for the run to end',
       description: 'Holds the request until the run ends. 200 for COMPLETED and ABORTED, 422 `run_failed` for a failed run.',
       params: RunParamsSchema,
@@ -242,6 +253,7 @@ export const OPERATIONS: Record<string, Partial<Record<Method, Operation>>> = {
   '/v1/runs/:id/events': {
     get: {
       operationId: 'streamRunEvents',
+      role: 'viewer',
       summary: 'Follow the run (Server-Sent Events)',
       description: SSE_DESCRIPTION,
       security: [{ bearer: [] }, { streamToken: [] }],
@@ -254,6 +266,7 @@ export const OPERATIONS: Record<string, Partial<Record<Method, Operation>>> = {
   '/v1/runs/:id/ui-message-stream': {
     get: {
       operationId: 'streamRunUiMessages',
+      role: 'viewer',
       summary: 'Follow the run as the Vercel AI SDK\'s UI message stream (protocol v1), for useChat',
       description: [
         'The events of `GET /v1/runs/{id}/events` mapped to UI message chunks (`x-vercel-ai-ui-message-stream: v1`): `start` (messageId: the run id),',
@@ -270,6 +283,7 @@ export const OPERATIONS: Record<string, Partial<Record<Method, Operation>>> = {
   '/v1/runs/:id/ag-ui': {
     get: {
       operationId: 'streamRunAgUi',
+      role: 'viewer',
       summary: 'Follow the run as AG-UI events, for @ag-ui/client',
       description: [
         'The events of `GET /v1/runs/{id}/events` mapped to AG-UI events, one per `data:` line (threadId and runId: the run id): `RUN_STARTED` and a `STATE_SNAPSHOT`',
@@ -287,6 +301,7 @@ export const OPERATIONS: Record<string, Partial<Record<Method, Operation>>> = {
   '/v1/runs/:id/stream-token': {
     post: {
       operationId: 'createStreamToken',
+      role: 'viewer',
       summary: 'A short-lived token for this run\'s event stream, for browsers',
       description:
         'The token is accepted as `?token=` by `GET /v1/runs/{id}/events` of this run only, until `expiresAt` (5 minutes by default). It is signed with a key derived from the gateway token, so any gateway with that token accepts it.',
@@ -298,6 +313,7 @@ export const OPERATIONS: Record<string, Partial<Record<Method, Operation>>> = {
   '/v1/runs/:id/steps/:step': {
     get: {
       operationId: 'getRunStep',
+      role: 'viewer',
       summary: 'Time travel: the run\'s state right after a step',
       params: StepParamsSchema,
       ok: { status: 200, description: 'State view at the step.', schema: RunStateViewSchema },
@@ -307,6 +323,7 @@ export const OPERATIONS: Record<string, Partial<Record<Method, Operation>>> = {
   '/v1/runs/:id/steps': {
     get: {
       operationId: 'listRunSteps',
+      role: 'viewer',
       summary: 'Time travel: the run\'s steps (its state changes), for diff and fork',
       params: RunParamsSchema,
       ok: { status: 200, description: 'Steps, oldest first.', schema: StepListSchema },
@@ -316,6 +333,7 @@ export const OPERATIONS: Record<string, Partial<Record<Method, Operation>>> = {
   '/v1/runs/:id/diff': {
     get: {
       operationId: 'diffRunSteps',
+      role: 'viewer',
       summary: 'Time travel: what changed in the run between two steps, or against another run (`?against=`, a what-if fork of it)',
       params: RunParamsSchema,
       ok: { status: 200, description: 'Each added, removed or changed value with its path.', schema: SnapshotDiffSchema },
@@ -325,6 +343,7 @@ export const OPERATIONS: Record<string, Partial<Record<Method, Operation>>> = {
   '/v1/runs/:id/fork': {
     post: {
       operationId: 'forkRun',
+      role: 'operator',
       summary: 'Time travel: start a new run from the run\'s state right after a step',
       description:
         'The new run carries the snapshot of that step (conversation included) and its `origin` names the run and step. Step 0 is the ' +
@@ -340,6 +359,7 @@ export const OPERATIONS: Record<string, Partial<Record<Method, Operation>>> = {
   '/v1/machine': {
     get: {
       operationId: 'getMachine',
+      role: 'viewer',
       summary: 'The state machine\'s table: its rows (event, guard, target) and, for each state, the events it accepts and the states each may lead to',
       ok: { status: 200, description: 'The table.', schema: MachineSchema },
       errors: [401],
@@ -348,6 +368,7 @@ export const OPERATIONS: Record<string, Partial<Record<Method, Operation>>> = {
   '/v1/runs/:id/activities': {
     get: {
       operationId: 'listRunActivities',
+      role: 'viewer',
       summary: 'The run\'s activities from its history: each model call\'s latency, tokens and model; each tool\'s and compaction\'s time',
       params: RunParamsSchema,
       ok: { status: 200, description: 'Activities, oldest first.', schema: ActivityListSchema },
@@ -360,6 +381,7 @@ export const OPERATIONS: Record<string, Partial<Record<Method, Operation>>> = {
   '/v1/runs/:id/approvals': {
     post: {
       operationId: 'approveToolCall',
+      role: 'approver',
       summary: 'Approve or reject a tool call waiting for approval',
       params: RunParamsSchema,
       body: { schema: ApproveBodySchema, required: true },
@@ -370,6 +392,7 @@ export const OPERATIONS: Record<string, Partial<Record<Method, Operation>>> = {
   '/v1/runs/:id/messages': {
     post: {
       operationId: 'sendMessage',
+      role: 'operator',
       summary: 'Queue a user message for the model\'s next call, or with `interrupt` stop the work in flight for it',
       params: RunParamsSchema,
       body: { schema: SendMessageBodySchema, required: true },
@@ -410,6 +433,7 @@ function operationObject(method: Method, path: string, op: Operation): Json {
     summary: op.summary,
     ...(op.description ? { description: op.description } : {}),
     ...(op.security ? { security: op.security } : {}),
+    ...(op.role ? { 'x-required-role': op.role } : {}),
     parameters: [
       ...(op.params ? parameters(op.params, 'path') : []),
       ...(op.lastEventId ? [lastEventIdHeader] : []),
@@ -456,10 +480,19 @@ function buildDocument(): Json {
  */
 function withCommonErrors(doc: Json): Json {
   for (const [route, path] of Object.entries(doc.paths as Record<string, Record<string, Json>>)) {
-    for (const operation of Object.values(path)) if (route.startsWith('/v1/')) Object.assign(operation.responses as Json, errors(400));
+    for (const operation of Object.values(path)) if (route.startsWith('/v1/')) Object.assign(operation.responses as Json, errors(400, 403));
     if (path.post) Object.assign(path.post.responses as Json, errors(413, 415));
   }
   return doc;
+}
+
+/**
+ * The role an operation needs (`method` as Fastify gives it, `url` its route): from OPERATIONS; `service` for a route
+ * that is in no operation (the workers' internal routes), which only the gateway's own token may call.
+ */
+export function requiredRole(method: string, url: string): Role | 'service' {
+  const m = (method === 'HEAD' ? 'get' : method.toLowerCase()) as Method;
+  return OPERATIONS[url]?.[m]?.role ?? 'service';
 }
 
 let cached: Json | undefined;

@@ -6,6 +6,7 @@ import type { ToolCall, ToolRequest, ToolResult } from '../common/chat';
 import { isLoopLimitReached, nearLimit } from './guards';
 import { budgetExceeded, contextWouldOverflow } from './budget';
 import { childRequest, childrenStarted } from './children';
+import { decidedFields, withDeciders } from './controls';
 import { chained } from './chain';
 import { movedClocks } from './clocks';
 import { ruleCritique } from './critic';
@@ -292,7 +293,7 @@ export function toolsStarted(s: RunSnapshot, now: string): ToolCallRecord[] {
   const preset = new Set(s.toolRound.presetResults.map((r) => r.toolCallId));
   const started = s.toolRound.pending
     .filter((c) => !preset.has(c.id))
-    .map((c): ToolCallRecord => ({ toolCallId: c.id, name: c.name, arguments: clip200(c.arguments), ...(c.edited ? { edited: true as const } : {}), ...(c.policy ? { policy: c.policy.action } : {}), startStep: s.counters.step, startedAt: now, endStep: null, endedAt: null, ok: null, output: null }));
+    .map((c): ToolCallRecord => ({ toolCallId: c.id, name: c.name, arguments: clip200(c.arguments), ...(c.edited ? { edited: true as const } : {}), ...decidedFields(s, c.id), ...(c.policy ? { policy: c.policy.action } : {}), startStep: s.counters.step, startedAt: now, endStep: null, endedAt: null, ok: null, output: null }));
   return [...s.logs.toolCalls, ...started].slice(-TOOL_LOG_SIZE);
 }
 
@@ -307,7 +308,7 @@ export function withRejected(s: RunSnapshot, rejected: ToolResult[], now: string
   const logged = rejected.map((r): ToolCallRecord => {
     const call = callOf.get(r.toolCallId);
     const policy = call?.policy ? { policy: call.policy.action } : {};
-    return { toolCallId: r.toolCallId, name: r.name, arguments: clip200(call?.arguments ?? ''), rejected: true, ...policy, startStep: step, startedAt: now, endStep: step, endedAt: now, ok: false, output: clip200(r.content) };
+    return { toolCallId: r.toolCallId, name: r.name, arguments: clip200(call?.arguments ?? ''), rejected: true, ...decidedFields(s, r.toolCallId), ...policy, startStep: step, startedAt: now, endStep: step, endedAt: now, ok: false, output: clip200(r.content) };
   });
   return {
     ...s,
@@ -354,7 +355,7 @@ export function rejectUndecided(s: RunSnapshot, phase: Extract<Phase, { type: ty
   const content = (p: PendingApproval) => (timedOut.includes(phase.pending[decided.indexOf(p)]) ? approvalTimedOut(s.limits.approvalTimeoutMs) : REJECTED_CALL);
   const answered = rejected.map((p) => ({ toolCallId: p.toolCallId, name: p.name, ok: false, content: content(p) }));
   const next: RunSnapshot = withRejected(
-    { ...s, reason: { kind: 'approvalTimeout', text: `${why}: rejected (approval.onTimeout is reject)` }, approvalNote: approvalNote(decided), toolRound: { ...s.toolRound, pending } },
+    withDeciders({ ...s, reason: { kind: 'approvalTimeout', text: `${why}: rejected (approval.onTimeout is reject)` }, approvalNote: approvalNote(decided), toolRound: { ...s.toolRound, pending } }, decided),
     answered,
     now,
   );

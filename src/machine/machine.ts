@@ -12,6 +12,7 @@ import { AgentState as S, isTerminal } from '../common/states';
 import { oncePerWorker } from '../common/once-per-worker';
 import { timerDue } from './clocks';
 import type { RunSnapshot } from './snapshot';
+import { withControl } from './controls';
 import { ALWAYS, commandsFor, internalEvent, ok, reject, tracer } from './core';
 import { CRITIQUE_ROWS } from './critique';
 import { IDLE_ROWS, PLANNING_ROWS, STREAMING_ROWS } from './model-steps';
@@ -156,7 +157,7 @@ export const allowedTargets = (state: AgentState, event: AgentEventType): readon
 export function transition(s: RunSnapshot, event: AgentEvent, now: string, stopAtStep = Infinity): TransitionResult {
   const first = microstep(s, event, now);
   if (!first.ok) return first;
-  let next = first.snapshot;
+  let next = withControl(first.snapshot, event, now);
   const commands = [...first.commands];
   for (let internal = internalEvent(next, event.type); internal && next.counters.step < stopAtStep; internal = internalEvent(next, event.type)) {
     const result = microstep(next, internal, now);

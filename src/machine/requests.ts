@@ -22,10 +22,11 @@ export function modelRequest(s: RunSnapshot, purpose: 'plan' | 'respond', callNu
   return { purpose, callNumber, model: s.options.model, messages: s.messages, tools: s.options.tools, ...extra };
 }
 
-/** The call's place in the fleet's provider budget: where it waits already, and the run's priority. */
+/** The call's place in the fleet's provider budget: where it waits already, the run's priority and its tenant. */
 function quotaPlace(s: RunSnapshot): Pick<ModelRequest, 'quota'> {
-  if (!s.quotaWait && s.options.priority === undefined) return {};
-  return { quota: { ...(s.quotaWait ? { queuedAt: s.quotaWait.queuedAt } : {}), ...(s.options.priority !== undefined ? { priority: s.options.priority } : {}) } };
+  const { priority, tenant } = s.options;
+  if (!s.quotaWait && priority === undefined && tenant === undefined) return {};
+  return { quota: { ...(s.quotaWait ? { queuedAt: s.quotaWait.queuedAt } : {}), ...(priority !== undefined ? { priority } : {}), ...(tenant !== undefined ? { tenant } : {}) } };
 }
 
 /** The output limit, and the tool names the worker must have (it refuses the call before any request when one is missing). */

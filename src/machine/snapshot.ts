@@ -10,7 +10,8 @@ import { fromOpenAI } from '../common/conversation';
 import { BudgetSchema, CompactionSchema, LimitsSchema, parseWith, snapshotVersion, SNAPSHOT_VERSION, type ParseResult, type ResolvedInput } from '../common/input';
 import { oncePerWorker } from '../common/once-per-worker';
 import { AgentState } from '../common/states';
-import { AgentStateSchema, ApprovalReminderViewSchema, CritiqueDecisionSchema, PendingApprovalSchema, RunUsageSchema, ToolCallRecordSchema, TransitionRecordSchema } from '../common/view';
+import { ActorSchema } from '../common/actor';
+import { AgentStateSchema, ApprovalReminderViewSchema, ControlRecordSchema, CritiqueDecisionSchema, PendingApprovalSchema, RunUsageSchema, ToolCallRecordSchema, TransitionRecordSchema } from '../common/view';
 
 /** The snapshot's one schema version, the 1.0 baseline; a stored snapshot of any other is refused (`readSnapshot`). */
 export { SNAPSHOT_VERSION };
@@ -81,6 +82,8 @@ export const {
     presetResults: z.array(ToolResultSchema),
     /** The results of the last calls that ran, until the next model response. */
     lastResults: z.array(ToolResultSchema),
+    /** Who decided each call a person decided, and when: the tool log's `decidedBy`; absent until the first. */
+    deciders: z.array(z.object({ toolCallId: z.string(), by: ActorSchema, at: timestamp() })).optional(),
   });
 
   const CountersSchema = z.object({
@@ -113,6 +116,8 @@ export const {
     rejectedEvents: z.array(z.object({ event: z.string(), state: AgentStateSchema, at: timestamp(), error: z.string() })),
     /** Each move to a fallback model: from which, to which, why, at which step; absent until the first. */
     modelSwitches: z.array(ModelSwitchSchema).optional(),
+    /** The last 50 controls the run took, with who sent each and when; absent until the first. */
+    controls: z.array(ControlRecordSchema).optional(),
   });
 
   const QuotaWaitSchema = z.object({
@@ -147,6 +152,8 @@ export const {
     keepOpenMs: int(),
     /** Its place in the fleet's provider budget, 0 first; absent: the budget's default (5). */
     priority: int().optional(),
+    /** The input's `tenant`: its share of the fleet's provider budget; absent: the default tenant. */
+    tenant: z.string().optional(),
     /** 0 to 100, as critics answer (`lastCritique.confidence`). */
     critiqueMinConfidence: z.number(),
     maxOutputTokens: int().optional(),
@@ -308,6 +315,7 @@ export function initialSnapshot(input: ResolvedInput, now: string): RunSnapshot 
       ...(input.budget ? { budget: input.budget } : {}),
       keepOpenMs: input.keepOpenMs,
       ...(input.priority !== undefined ? { priority: input.priority } : {}),
+      ...(input.tenant !== undefined ? { tenant: input.tenant } : {}),
       critiqueMinConfidence: input.critiqueMinConfidence,
       ...(input.maxOutputTokens !== undefined ? { maxOutputTokens: input.maxOutputTokens } : {}),
       ...(input.contextWindowTokens !== undefined ? { contextWindowTokens: input.contextWindowTokens } : {}),

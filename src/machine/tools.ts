@@ -1,6 +1,8 @@
 /** Rows of TOOL_EXECUTING and AWAITING_APPROVAL: a tool step's results, and a person's decisions on its calls. */
 import type { ToolResult } from '../common/chat';
+import { SERVICE_ACTOR } from '../common/actor';
 import { childrenEnded } from './children';
+import { withDeciders } from './controls';
 import type { PendingApproval, RunSnapshot } from './snapshot';
 import { approvalNote, editProblem, enter, fail, failed, INTERRUPTED_APPROVAL, ok, plain, reject, REJECTED_CALL, S, toolsEnded, withRejected } from './core';
 import {
@@ -51,9 +53,9 @@ const thenOf = (s: RunSnapshot) => (s.phase.type === S.AWAITING_APPROVAL ? s.pha
 /** The move DECIDED makes is recorded under the event that decided the last call. */
 const decidedBy = (e: EventOf<'DECIDED'>): AgentEvent => (e.after ? ({ type: e.after } as AgentEvent) : e);
 /** The wait's calls with this decision recorded. */
-function decidedWith(s: RunSnapshot, e: Approval): PendingApproval[] {
+function decidedWith(s: RunSnapshot, e: Approval, now: string): PendingApproval[] {
   const edited = e.arguments !== undefined ? { arguments: JSON.stringify(e.arguments) } : {};
-  const decision = { approved: e.approved, ...(e.feedback !== undefined ? { feedback: e.feedback } : {}), ...edited };
+  const decision = { approved: e.approved, ...(e.feedback !== undefined ? { feedback: e.feedback } : {}), ...edited, by: e.by ?? SERVICE_ACTOR, at: now };
   return waitsFor(s).map((p) => (p.toolCallId === e.toolCallId ? { ...p, decision } : p));
 }
 
@@ -68,7 +70,7 @@ const editProblemOf = (s: RunSnapshot, e: Approval) => (e.arguments !== undefine
 const invalidEdit = guard<'APPROVAL'>('invalidEdit', (s, e) => editProblemOf(s, e) !== null);
 const refuseEdit = action<'APPROVAL'>('refuse', (s, e) => reject(editProblemOf(s, e)!));
 
-const recordDecision = action<'APPROVAL'>('recordDecision', (s, e) => (s.phase.type === S.AWAITING_APPROVAL ? ok({ ...s, phase: { ...s.phase, pending: decidedWith(s, e) } }) : reject('nothing waits for approval')));
+const recordDecision = action<'APPROVAL'>('recordDecision', (s, e, now) => (s.phase.type === S.AWAITING_APPROVAL ? ok({ ...s, phase: { ...s.phase, pending: decidedWith(s, e, now) } }) : reject('nothing waits for approval')));
 
 /** Every call is decided (the internal DECIDED): a budget's extension, or the tool step with the decisions applied. */
 const budgetOf = (s: RunSnapshot) => waitsFor(s).find((p) => p.kind === 'budget');
@@ -92,7 +94,7 @@ const runDecided = action<'DECIDED'>('runDecided', (s, e, now) => {
   const editedArgs = new Map(decided.filter((p) => p.decision?.arguments !== undefined).map((p) => [p.toolCallId, p.decision!.arguments!]));
   const pending = s.toolRound.pending.map((c) => (editedArgs.has(c.id) ? { ...c, arguments: editedArgs.get(c.id)!, edited: true as const } : c));
   const answered = rejected.map((p) => ({ toolCallId: p.toolCallId, name: p.name, ok: false, content: REJECTED_CALL }));
-  const next = withRejected({ ...s, toolRound: { ...s.toolRound, pending }, approvalNote: approvalNote(decided) }, answered, now);
+  const next = withRejected(withDeciders({ ...s, toolRound: { ...s.toolRound, pending }, approvalNote: approvalNote(decided) }, decided), answered, now);
   return enter(next, thenOf(s), decidedBy(e), now);
 });
 

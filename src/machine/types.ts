@@ -1,5 +1,6 @@
 /** The machine's events, commands and result: tagged unions the workflow and the machine share. */
 import type { CompactionRequest, CompactionResult, CritiqueRequest, ModelRequest, ModelResponse, ToolRequest, ToolResult, Usage } from '../common/chat';
+import type { Actor } from '../common/actor';
 import type { CritiqueDecision } from '../common/view';
 import type { RunSnapshot } from './snapshot';
 
@@ -26,15 +27,18 @@ export type AgentEvent =
   | { type: 'CRITIC_FAILED'; error: string }
   | { type: 'COMPACTED'; result: CompactionResult }
   | { type: 'COMPACTION_FAILED'; error: string }
-  /** `arguments`: approve with these instead of the model's (they must pass the tool's schema). */
-  | { type: 'APPROVAL'; toolCallId: string; approved: boolean; feedback?: string; arguments?: Record<string, unknown> }
-  | { type: 'PAUSE' }
-  | { type: 'RESUME' }
-  | { type: 'ABORT'; reason?: string }
+  /**
+   * The controls (`by`: who sent it, absent: the service; the run records it, `controls`).
+   * `arguments`: approve with these instead of the model's (they must pass the tool's schema).
+   */
+  | { type: 'APPROVAL'; toolCallId: string; approved: boolean; feedback?: string; arguments?: Record<string, unknown>; by?: Actor }
+  | { type: 'PAUSE'; by?: Actor }
+  | { type: 'RESUME'; by?: Actor }
+  | { type: 'ABORT'; reason?: string; by?: Actor }
   | { type: 'TIMEOUT' }
-  | { type: 'MESSAGE'; text: string }
+  | { type: 'MESSAGE'; text: string; by?: Actor }
   /** A message that stops the work in flight for it (sendMessage with `interrupt`; see `interrupt`). */
-  | { type: 'INTERRUPT'; text: string }
+  | { type: 'INTERRUPT'; text: string; by?: Actor }
   | { type: 'CLOSE' }
   | { type: 'STREAM_DELTA'; callNumber: number; attempt: number; text: string }
   /** The fleet's provider budget had no room for the model call yet: it is asked again (no retry is spent). */

@@ -6,9 +6,11 @@
  *   windows that allow twice the rate across a boundary). A call reserves its estimated tokens before it starts and
  *   settles with the provider's reported usage; the difference goes back to, or is taken from, the bucket.
  * - Concurrent requests are leases that expire, so a worker that dies mid-call frees its slot after `leaseMs`.
- * - Waiting calls form one queue across the fleet, ordered by priority and then arrival: a call is granted only at the
- *   head, so a run with a huge context waits its turn and cannot be overtaken forever, nor starve the others (its
- *   estimate is capped at the bucket's size). A waiter that stops asking drops out of the queue after `waiterTtlMs`.
+ * - Waiting calls queue across the fleet, one queue per tenant, each ordered by priority and then arrival; the tenants
+ *   share the budget fairly (start-time fair queueing, weighted): one that floods it waits behind its own calls, not
+ *   the others'. Only the one call served next is granted, so a run with a huge context waits its turn and cannot be
+ *   overtaken forever, nor starve the others (its estimate is capped at the bucket's size). A waiter that stops asking
+ *   drops out of the queue after `waiterTtlMs`.
  * - A 429 that still happens empties the token bucket and blocks the budget until its `retry-after`.
  * All of it runs in Lua on the Redis server's clock, so hosts' clocks do not matter.
  */
@@ -35,14 +37,24 @@ export interface RedisBudgetOptions extends BudgetLimits {
   waiterTtlMs?: number;
   /** @default `agent:quota:` */
   keyPrefix?: string;
+  /** Each tenant's weight in the fair share (a tenant of weight 2 gets twice the share of one of 1). @default 1 each */
+  tenantWeights?: Readonly<Record<string, number>>;
 }
 
 export type Grant = { granted: true; lease: string; tokens: number } | { granted: false; waitMs: number; position: number };
 
 /**
- * KEYS: state hash, leases zset, queue zset, waiter-expiry zset.
- * ARGV: request id, tokens, score (priority and arrival), tokens/min, requests/min, max concurrent, lease ms, waiter ttl ms.
+ * KEYS: state hash, leases zset, active-tenants set, waiter-expiry zset, owners hash (request id -> tenant), virtual
+ * times hash (tenant -> its virtual time). Each tenant's queue is the zset `ARGV[11] .. tenant` (one Redis, not a cluster).
+ * ARGV: request id, tokens, score (priority and arrival), tokens/min, requests/min, max concurrent, lease ms, waiter ttl
+ * ms, tenant, the tenant's weight, queue key prefix.
  * Returns {1, tokens} when granted (the lease is the request id), else {0, waitMs, position}.
+ *
+ * Fair share is start-time fair queueing over the tenants: each tenant has a virtual time that grows, at each grant,
+ * by the call's share of the budget (the largest of its tokens over tokens/min, one over requests/min, one over max
+ * concurrent) over the tenant's weight. Only one call is served next: the head of the tenant whose head has the best
+ * priority, then the least virtual time, then the earliest arrival. A tenant that comes back from idle starts at the
+ * virtual time of the last call served, so it banks no credit while away.
  */
 const ACQUIRE = `
 local t = redis.call('TIME')
@@ -50,11 +62,31 @@ local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
 local id, want, score = ARGV[1], tonumber(ARGV[2]), tonumber(ARGV[3])
 local tpm, rpm, maxc = tonumber(ARGV[4]), tonumber(ARGV[5]), tonumber(ARGV[6])
 local leaseMs, waiterTtl = tonumber(ARGV[7]), tonumber(ARGV[8])
+local tenant, weight, qprefix = ARGV[9], tonumber(ARGV[10]), ARGV[11]
+local function dequeue(who, owner)
+  local q = qprefix .. owner
+  redis.call('ZREM', q, who)
+  if redis.call('ZCARD', q) == 0 then redis.call('SREM', KEYS[3], owner) end
+  redis.call('HDEL', KEYS[5], who)
+end
 redis.call('ZREMRANGEBYSCORE', KEYS[2], '-inf', now)
 local dead = redis.call('ZRANGEBYSCORE', KEYS[4], '-inf', now)
-for _, w in ipairs(dead) do redis.call('ZREM', KEYS[3], w) end
+for _, w in ipairs(dead) do
+  local owner = redis.call('HGET', KEYS[5], w)
+  if owner then dequeue(w, owner) end
+end
 redis.call('ZREMRANGEBYSCORE', KEYS[4], '-inf', now)
-redis.call('ZADD', KEYS[3], 'NX', score, id)
+local vnow = tonumber(redis.call('HGET', KEYS[1], 'vnow')) or 0
+local q = qprefix .. tenant
+if not redis.call('ZSCORE', q, id) then
+  if redis.call('ZCARD', q) == 0 then
+    local v = tonumber(redis.call('HGET', KEYS[6], tenant)) or 0
+    if v < vnow then redis.call('HSET', KEYS[6], tenant, vnow) end
+  end
+  redis.call('ZADD', q, score, id)
+  redis.call('SADD', KEYS[3], tenant)
+  redis.call('HSET', KEYS[5], id, tenant)
+end
 redis.call('ZADD', KEYS[4], now + waiterTtl, id)
 local s = redis.call('HMGET', KEYS[1], 'tokens', 'requests', 'at', 'blocked')
 local at = tonumber(s[3]) or now
@@ -68,17 +100,51 @@ if blocked > now then wait = blocked - now end
 if tpm > 0 and tokens < want then wait = math.max(wait, math.ceil((want - tokens) * 60000 / tpm)) end
 if rpm > 0 and requests < 1 then wait = math.max(wait, math.ceil((1 - requests) * 60000 / rpm)) end
 if maxc > 0 and redis.call('ZCARD', KEYS[2]) >= maxc then wait = math.max(wait, 50) end
-local rank = redis.call('ZRANK', KEYS[3], id)
 redis.call('HSET', KEYS[1], 'tokens', tokens, 'requests', requests, 'at', now)
-if wait == 0 and rank == 0 then
+-- The one call served next, and how many tenants' heads come before this call's tenant.
+local best, bestP, bestV, bestA, bestT = nil, 0, 0, 0, ''
+local heads = {}
+for _, tn in ipairs(redis.call('SMEMBERS', KEYS[3])) do
+  local h = redis.call('ZRANGE', qprefix .. tn, 0, 0, 'WITHSCORES')
+  if #h == 0 then
+    redis.call('SREM', KEYS[3], tn)
+  else
+    local sc = tonumber(h[2])
+    local p = math.floor(sc / 1e13)
+    local v = tonumber(redis.call('HGET', KEYS[6], tn)) or 0
+    local a = sc - p * 1e13
+    heads[#heads + 1] = {p, v, a, tn}
+    if best == nil or p < bestP or (p == bestP and (v < bestV or (v == bestV and (a < bestA or (a == bestA and tn < bestT))))) then
+      best, bestP, bestV, bestA, bestT = h[1], p, v, a, tn
+    end
+  end
+end
+if wait == 0 and best == id then
+  local cost = 0
+  if tpm > 0 then cost = math.max(cost, want / tpm) end
+  if rpm > 0 then cost = math.max(cost, 1 / rpm) end
+  if maxc > 0 then cost = math.max(cost, 1 / maxc) end
+  if cost == 0 then cost = 1 end
   if tpm > 0 then redis.call('HSET', KEYS[1], 'tokens', tokens - want) end
   if rpm > 0 then redis.call('HSET', KEYS[1], 'requests', requests - 1) end
+  local v = tonumber(redis.call('HGET', KEYS[6], tenant)) or 0
+  if v > vnow then redis.call('HSET', KEYS[1], 'vnow', tostring(v)) end
+  redis.call('HSET', KEYS[6], tenant, tostring(v + cost / weight))
   redis.call('ZADD', KEYS[2], now + leaseMs, id)
-  redis.call('ZREM', KEYS[3], id)
+  dequeue(id, tenant)
   redis.call('ZREM', KEYS[4], id)
   return {1, want}
 end
-return {0, math.max(wait, 1), rank}
+-- Its place: 0 only for the call served next; else the calls ahead of it in its tenant's queue, times the tenants
+-- served in turn, plus the tenants whose heads come first.
+if best == id then return {0, math.max(wait, 1), 0} end
+local rank = redis.call('ZRANK', q, id)
+local mine = tonumber(redis.call('HGET', KEYS[6], tenant)) or 0
+local before = 0
+for _, h in ipairs(heads) do
+  if h[4] ~= tenant and (h[1] < math.floor(score / 1e13) or (h[1] == math.floor(score / 1e13) and h[2] <= mine)) then before = before + 1 end
+end
+return {0, math.max(wait, 1), rank * #heads + before}
 `;
 
 /**
@@ -115,12 +181,28 @@ local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
 return redis.call('ZADD', KEYS[1], 'XX', now + tonumber(ARGV[2]), ARGV[1])
 `;
 
+/** KEYS: active-tenants set, waiter-expiry zset, owners hash. ARGV: request id, queue key prefix. Leaves the queue without a grant. */
+const LEAVE = `
+local owner = redis.call('HGET', KEYS[3], ARGV[1])
+if owner then
+  local q = ARGV[2] .. owner
+  redis.call('ZREM', q, ARGV[1])
+  if redis.call('ZCARD', q) == 0 then redis.call('SREM', KEYS[1], owner) end
+  redis.call('HDEL', KEYS[3], ARGV[1])
+end
+return redis.call('ZREM', KEYS[2], ARGV[1])
+`;
+
+/** The tenant of calls that name none: every run without a `tenant` shares it. */
+export const DEFAULT_TENANT = 'default';
+
 /** Priorities run from 0 (first) to 9; arrival orders calls of one priority. */
 const scoreOf = (priority: number, arrivedMs: number) => Math.min(9, Math.max(0, Math.round(priority))) * 1e13 + arrivedMs;
 
 function limitsOf(opts: RedisBudgetOptions): Required<BudgetLimits> {
   const limits = { tokensPerMinute: opts.tokensPerMinute ?? 0, requestsPerMinute: opts.requestsPerMinute ?? 0, maxConcurrent: opts.maxConcurrent ?? 0 };
   for (const [k, v] of Object.entries(limits)) if (!Number.isFinite(v) || v < 0) throw new Error(`budget ${opts.name}: ${k} must be a number ≥ 0, got ${v}`);
+  for (const [tenant, w] of Object.entries(opts.tenantWeights ?? {})) if (!Number.isFinite(w) || w <= 0) throw new Error(`budget ${opts.name}: tenantWeights.${tenant} must be a number > 0, got ${w}`);
   if (!/^[\w.:-]{1,200}$/.test(opts.name)) throw new Error(`budget name must be letters, digits and . : _ - (the provider, not the key), got ${JSON.stringify(opts.name)}`);
   return limits;
 }
@@ -128,7 +210,8 @@ function limitsOf(opts: RedisBudgetOptions): Required<BudgetLimits> {
 const newClient = (url: string) => createClient({ url, RESP: 2, socket: { connectTimeout: 2_000 } });
 
 export class RedisBudget {
-  private readonly keys: { state: string; leases: string; queue: string; waiters: string };
+  private readonly keys: { state: string; leases: string; tenants: string; waiters: string; owners: string; virtual: string; queuePrefix: string };
+  private readonly weights: Readonly<Record<string, number>>;
   private readonly limits: Required<BudgetLimits>;
   private readonly leaseMs: number;
   private readonly waiterTtlMs: number;
@@ -138,7 +221,8 @@ export class RedisBudget {
     opts: RedisBudgetOptions,
   ) {
     const base = `${opts.keyPrefix ?? 'agent:quota:'}${opts.name}`;
-    this.keys = { state: `${base}:state`, leases: `${base}:leases`, queue: `${base}:queue`, waiters: `${base}:waiters` };
+    this.keys = { state: `${base}:state`, leases: `${base}:leases`, tenants: `${base}:tenants`, waiters: `${base}:waiters`, owners: `${base}:owners`, virtual: `${base}:vt`, queuePrefix: `${base}:queue:` };
+    this.weights = opts.tenantWeights ?? {};
     this.limits = limitsOf(opts);
     this.leaseMs = opts.leaseMs ?? 600_000;
     this.waiterTtlMs = opts.waiterTtlMs ?? 15_000;
@@ -152,12 +236,29 @@ export class RedisBudget {
     return new RedisBudget(client, opts);
   }
 
-  /** One attempt to take `tokens` for request `id` (stable across attempts: it keeps the request's place in the queue). */
-  async tryAcquire(id: string, tokens: number, opts: { priority?: number; arrivedMs: number }): Promise<Grant> {
+  /**
+   * One attempt to take `tokens` for request `id` (stable across attempts: it keeps the request's place in the queue),
+   * of `tenant` (absent: the default tenant; keep it the same across attempts).
+   */
+  async tryAcquire(id: string, tokens: number, opts: { priority?: number; tenant?: string; arrivedMs: number }): Promise<Grant> {
     const { tokensPerMinute: tpm, requestsPerMinute: rpm, maxConcurrent } = this.limits;
+    const tenant = opts.tenant ?? DEFAULT_TENANT;
+    const weight = this.weights[tenant] ?? 1;
     const reply = await this.client.eval(ACQUIRE, {
-      keys: [this.keys.state, this.keys.leases, this.keys.queue, this.keys.waiters],
-      arguments: [id, String(Math.max(0, Math.ceil(tokens))), String(scoreOf(opts.priority ?? 5, opts.arrivedMs)), String(tpm), String(rpm), String(maxConcurrent), String(this.leaseMs), String(this.waiterTtlMs)],
+      keys: [this.keys.state, this.keys.leases, this.keys.tenants, this.keys.waiters, this.keys.owners, this.keys.virtual],
+      arguments: [
+        id,
+        String(Math.max(0, Math.ceil(tokens))),
+        String(scoreOf(opts.priority ?? 5, opts.arrivedMs)),
+        String(tpm),
+        String(rpm),
+        String(maxConcurrent),
+        String(this.leaseMs),
+        String(this.waiterTtlMs),
+        tenant,
+        String(weight),
+        this.keys.queuePrefix,
+      ],
     });
     const [ok, a, b] = reply as number[];
     return ok === 1 ? { granted: true, lease: id, tokens: a } : { granted: false, waitMs: a, position: b };
@@ -182,12 +283,12 @@ export class RedisBudget {
   async acquire(
     id: string,
     tokens: number,
-    opts: { priority?: number; arrivedMs?: number; signal?: AbortSignal; onWait?: (waitMs: number, position: number) => void; untilMs?: number; keepPlaceMs?: number } = {},
+    opts: { priority?: number; tenant?: string; arrivedMs?: number; signal?: AbortSignal; onWait?: (waitMs: number, position: number) => void; untilMs?: number; keepPlaceMs?: number } = {},
   ): Promise<Grant> {
     const arrivedMs = opts.arrivedMs ?? Date.now();
     for (;;) {
       opts.signal?.throwIfAborted();
-      const g = await this.tryAcquire(id, tokens, { priority: opts.priority, arrivedMs });
+      const g = await this.tryAcquire(id, tokens, { priority: opts.priority, tenant: opts.tenant, arrivedMs });
       if (g.granted) return g;
       opts.onWait?.(g.waitMs, g.position);
       // The head waits for what it needs; the others ask again often enough to keep their place.
@@ -207,8 +308,7 @@ export class RedisBudget {
 
   /** Leaves the queue without a grant. */
   async leave(id: string): Promise<void> {
-    await this.client.sendCommand(['ZREM', this.keys.queue, id]);
-    await this.client.sendCommand(['ZREM', this.keys.waiters, id]);
+    await this.client.eval(LEAVE, { keys: [this.keys.tenants, this.keys.waiters, this.keys.owners], arguments: [id, this.keys.queuePrefix] });
   }
 
   async close(): Promise<void> {

@@ -2,9 +2,9 @@
  * The agent as a Temporal plugin (`@temporalio/plugin`, experimental in the SDK): a team that already runs a worker
  * adds `plugins: [agentPlugin({ tools, agents })]` and that worker serves `agentRun` runs too. On a worker it adds the
  * workflow code (unless the worker has its own), the activities, the data converter and the worker options the agent
- * needs; on a client (`new Client({ plugins })`) the same data converter. The `AgentState` search attribute is the
- * namespace's, not a client's: register it once (`temporal operator search-attribute create --name AgentState --type
- * Keyword`), or `start` and the run's upserts fail.
+ * needs; on a client (`new Client({ plugins })`) the same data converter. The `AgentState` and `AgentTenant` search
+ * attributes are the namespace's, not a client's: register them once (`temporal operator search-attribute create --name
+ * AgentState --type Keyword`, the same for AgentTenant), or `start` and the run's upserts fail.
  */
 import type { DataConverter } from '@temporalio/common';
 import { SimplePlugin } from '@temporalio/plugin';

@@ -265,7 +265,7 @@ export async function createAgentWorker(options: AgentWorkerOptions = {}): Promi
     const recovered = (await inflight?.recover(connection, temporal.namespace)) ?? { handedBack: [], alreadyEnded: 0, failed: [] };
     // A missing attribute would fail every run's first workflow task, over and over, with a terse server error.
     if (!(await assertSearchAttributes(connection.operatorService, temporal.namespace))) {
-      console.warn(`worker: could not list the search attributes of namespace ${temporal.namespace} (no permission); make sure AgentState (Keyword) is registered`);
+      console.warn(`worker: could not list the search attributes of namespace ${temporal.namespace} (no permission); make sure AgentState and AgentTenant (Keyword) are registered`);
     }
     const servers = config.mcpServers;
     mcp = servers ? await connectConfiguredMcp(servers) : NO_MCP;

@@ -42,6 +42,7 @@ import { COMPACTION_CALL, criticCall, type ModelCallKey, type ModelCallSinks } f
 import { inModelOrder } from '../common/tool-order';
 import { INTERRUPTED_TOOL, modelFailure, type AgentEvent, type WorkCommand } from '../machine/machine';
 import { modelCallSummary, toolCallSummary } from '../machine/requests';
+import { inheritedOwner } from './owner';
 
 /**
  * Model calls stream for a while; compaction and the critic wait for a non-streamed answer. All heartbeat (model calls
@@ -185,6 +186,7 @@ export function createEffects(whatIf: WhatIf = {}): Effects {
     const handle = await startChild<() => Promise<AgentRunResult>>('agentRun', {
       workflowId: child.workflowId,
       args: [{ agent: child.agent, prompt, ...(child.budget ? { budget: child.budget } : {}) }] as never,
+      ...inheritedOwner(),
     });
     children.add(handle);
     const outcome = (r: AgentRunResult): ChildOutcome => ({ workflowId: child.workflowId, agent: child.agent, state: r.status, usage: r.usage });

@@ -6,9 +6,10 @@
  */
 import { setHandler } from '@temporalio/workflow';
 import {
-  AbortInputSchema,
+  AbortSignalSchema,
   AbortUpdateSchema,
   ApproveUpdateSchema,
+  ControlSignalSchema,
   ControlUpdateSchema,
   parseOrThrow,
   parseWith,
@@ -35,6 +36,7 @@ import {
   type CarriedSnapshot,
   type ControlResult,
 } from '../common/messages';
+import type { Actor } from '../common/actor';
 import { AgentState } from '../common/states';
 import { undecided, type AgentEvent, type TransitionResult } from '../machine/machine';
 import type { RunSnapshot } from '../machine/snapshot';
@@ -62,6 +64,9 @@ export interface HandledRun {
  * Whether an update comes after the deadline its client gave it. Workflow time is the time of the workflow task that
  * delivers the update, the same on every replay (and validators do not run on replay).
  */
+/** The event's `by`, only when the payload has one: an event without it is the service's (machine/controls.ts). */
+const byOf = ({ by }: { by?: Actor }): { by?: Actor } => (by ? { by } : {});
+
 const isPastDeadline = (deadline: string | undefined, now: number): boolean => deadline !== undefined && now > Date.parse(deadline);
 
 /**
@@ -106,11 +111,16 @@ export function setRunHandlers(run: HandledRun): void {
   };
   const controlResult = (): ControlResult => ({ state: run.current().phase.type, pauseRequested: run.current().pauseRequested });
   setHandler(abortSignal, (raw) => {
-    const parsed = parseWith(AbortInputSchema, raw ?? {}, 'abort input');
-    run.dispatch({ type: 'ABORT', reason: parsed.ok ? parsed.value.reason : undefined });
+    const parsed = parseWith(AbortSignalSchema, raw ?? {}, 'abort input');
+    run.dispatch({ type: 'ABORT', ...(parsed.ok ? byOf(parsed.value) : {}), reason: parsed.ok ? parsed.value.reason : undefined });
   });
-  setHandler(pauseSignal, () => run.dispatch({ type: 'PAUSE' }));
-  setHandler(resumeSignal, () => run.dispatch({ type: 'RESUME' }));
+  // A signal is applied whatever its payload: one who cannot be read is recorded as the service.
+  const signalBy = (raw: unknown) => {
+    const parsed = parseWith(ControlSignalSchema, raw ?? {}, 'control input');
+    return parsed.ok ? byOf(parsed.value) : {};
+  };
+  setHandler(pauseSignal, (raw) => run.dispatch({ type: 'PAUSE', ...signalBy(raw) }));
+  setHandler(resumeSignal, (raw) => run.dispatch({ type: 'RESUME', ...signalBy(raw) }));
   setHandler(streamDeltaSignal, (raw) => {
     // Built field by field: a payload must never choose the event it becomes.
     const parsed = parseWith(StreamDeltaSchema, raw, 'streamDelta');
@@ -120,8 +130,8 @@ export function setRunHandlers(run: HandledRun): void {
   setHandler(
     approveUpdate,
     (raw) => {
-      const { toolCallId, approved, feedback, arguments: edited } = ApproveUpdateSchema.parse(raw);
-      run.dispatch({ type: 'APPROVAL', toolCallId, approved, feedback, ...(edited !== undefined ? { arguments: edited } : {}) });
+      const { toolCallId, approved, feedback, arguments: edited, by } = ApproveUpdateSchema.parse(raw);
+      run.dispatch({ type: 'APPROVAL', toolCallId, approved, feedback, ...(edited !== undefined ? { arguments: edited } : {}), ...byOf({ by }) });
       return { toolCallId, approved, remaining: undecided(run.current()).length };
     },
     {
@@ -134,9 +144,9 @@ export function setRunHandlers(run: HandledRun): void {
   setHandler(
     sendMessageUpdate,
     (raw) => {
-      const { text, interrupt } = SendMessageUpdateSchema.parse(raw);
+      const { text, interrupt, by } = SendMessageUpdateSchema.parse(raw);
       const before = run.current();
-      run.dispatch({ type: interrupt ? 'INTERRUPT' : 'MESSAGE', text });
+      run.dispatch({ type: interrupt ? 'INTERRUPT' : 'MESSAGE', text, ...byOf({ by }) });
       // The model step started again with it, the approvals it ended, the tools being stopped; false: only queued (or a
       // follow-up turn of a completed run, which had nothing to cut short).
       const moved = run.current().counters.step !== before.counters.step || run.current().phase.type === AgentState.TOOL_EXECUTING;
@@ -154,7 +164,8 @@ export function setRunHandlers(run: HandledRun): void {
   setHandler(
     abortUpdate,
     (raw) => {
-      run.dispatch({ type: 'ABORT', reason: AbortUpdateSchema.parse(raw ?? {}).reason });
+      const { reason, by } = AbortUpdateSchema.parse(raw ?? {});
+      run.dispatch({ type: 'ABORT', reason, ...byOf({ by }) });
       return controlResult();
     },
     {
@@ -170,8 +181,8 @@ export function setRunHandlers(run: HandledRun): void {
   ] as const) {
     setHandler(
       update,
-      () => {
-        run.dispatch({ type });
+      (raw) => {
+        run.dispatch({ type, ...byOf(ControlUpdateSchema.parse(raw ?? {})) });
         return controlResult();
       },
       { validator: (raw) => refuseUnlessAccepted(update.name, { type }, parseOrThrow(ControlUpdateSchema, raw ?? {}, `${update.name} input`).deadline) },

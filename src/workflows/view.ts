@@ -50,6 +50,7 @@ export function publicView(s: RunSnapshot, includeMessages: boolean, tail = VIEW
     quotaWait: s.quotaWait ? { since: s.quotaWait.since, expectedAt: s.quotaWait.expectedAt, position: s.quotaWait.position } : null,
     recentToolCalls: s.logs.toolCalls,
     queuedMessages: s.queuedMessages,
+    controls: s.logs.controls ?? [],
     plan: s.plan,
     lastCritique: s.lastCritique,
     lastModel: s.lastModel,

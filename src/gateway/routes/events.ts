@@ -17,6 +17,7 @@ import type { RunStateView } from '../../common/view';
 import { WorkflowNotFoundError } from '@temporalio/client';
 import { AgentRunNotFoundError } from '../../client';
 import { abortOnClose, type GatewayContext } from '../context';
+import { callerTenant } from '../identity';
 import { HttpError, toHttpError } from '../errors';
 import { answer, RunEventSchemas, StreamTokenSchema, type RunEventName } from '../responses';
 import { EventsQuerySchema, parseOr400, RunParamsSchema } from '../schemas';
@@ -47,7 +48,8 @@ export function registerEventRoutes(app: FastifyInstance, ctx: GatewayContext): 
     await ctx.agents.client.workflow.getHandle(id).describe().catch((err: unknown) => {
       throw err instanceof WorkflowNotFoundError ? new AgentRunNotFoundError(id) : err;
     });
-    return reply.code(201).send(answer(StreamTokenSchema, { workflowId: id, ...ctx.streamTokens.issue(id) }));
+    // The stream it opens checks the run's tenant again, as this request's did (auth.ts).
+    return reply.code(201).send(answer(StreamTokenSchema, { workflowId: id, ...ctx.streamTokens.issue(id, callerTenant(request.caller)) }));
   });
 
   app.get('/v1/runs/:id/events', (request, reply) => serveRunEvents(ctx, request, reply, watchFormat));

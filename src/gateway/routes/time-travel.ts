@@ -1,11 +1,14 @@
 /** Time travel over a run's steps, as `agent history`, `diff` and `fork` do: `/steps`, `/steps/:step`, `/diff`, `/fork`. */
 import type { FastifyInstance } from 'fastify';
 import type { GatewayContext } from '../context';
+import { ownerOf } from '../identity';
+import { refuseOthersId } from './runs';
 import { RunStateViewSchema } from '../../common/view';
 import { answer, RunForkedSchema, SnapshotDiffSchema, StepListSchema } from '../responses';
 import { ForkBodySchema, MessagesQuerySchema, parseOr400, routeQuery, RunParamsSchema, StepParamsSchema } from '../schemas';
 
-export function registerTimeTravelRoutes(app: FastifyInstance, { agents }: GatewayContext): void {
+export function registerTimeTravelRoutes(app: FastifyInstance, ctx: GatewayContext): void {
+  const { agents } = ctx;
   app.get('/v1/runs/:id/steps', async (request) => {
     const { id } = parseOr400(RunParamsSchema, request.params, 'path');
     return answer(StepListSchema, { steps: await agents.handle(id).steps() });
@@ -30,7 +33,9 @@ export function registerTimeTravelRoutes(app: FastifyInstance, { agents }: Gatew
   app.post('/v1/runs/:id/fork', async (request, reply) => {
     const { id } = parseOr400(RunParamsSchema, request.params, 'path');
     const { fromStep, workflowId, edits, replay } = parseOr400(ForkBodySchema, request.body ?? {}, 'fork input');
-    const run = await agents.fork(id, fromStep, { workflowId, edits, replay });
+    if (workflowId !== undefined) await refuseOthersId(ctx, request.caller, workflowId);
+    const owner = ownerOf(request.caller);
+    const run = await agents.fork(id, fromStep, { workflowId, edits, replay, ...(owner ? { owner } : {}) });
     reply.code(201).header('location', `/v1/runs/${encodeURIComponent(run.workflowId)}`);
     return answer(RunForkedSchema, { workflowId: run.workflowId, runId: run.runId!, forkedFrom: { workflowId: id, step: fromStep } });
   });

@@ -72,6 +72,19 @@ async function api(method, path, body) {
 
 let started = false;
 
+/**
+ * A sign-in link (`/ui?token=<JWT>`, from the page that signed the user in) hands the page its token: kept for the
+ * tab, then taken out of the address, so that it stays in no history entry or bookmark.
+ */
+function takeTokenFromUrl() {
+  const url = new URL(location.href);
+  const token = url.searchParams.get('token');
+  if (token === null) return;
+  if (token.trim()) sessionStorage.setItem(TOKEN_KEY, token.trim());
+  url.searchParams.delete('token');
+  history.replaceState(null, '', url.pathname + url.search + url.hash);
+}
+
 function askForToken(message) {
   clearConnection();
   $('login').hidden = false;
@@ -350,6 +363,9 @@ function runPage(workflowId) {
     );
   }
 
+  /** Who sent a control, as common/actor.ts `actorLabel` says it: `service`, `user alice (acme)`, `operator bob`. */
+  const actorLabel = (a) => (!a || a.kind === 'service' ? 'service' : a.kind === 'user' ? `user ${a.sub}${a.tenant ? ` (${a.tenant})` : ''}` : `operator ${a.name}`);
+
   /** The worker's tool policy on a call it did not simply allow: denied, held for approval, or rewritten (docs/tool-policy.md). */
   const POLICY_TITLES = { deny: 'denied by the tool policy: never ran', approve: 'held for approval by the tool policy', rewrite: 'arguments rewritten by the tool policy' };
 
@@ -361,6 +377,7 @@ function runPage(workflowId) {
         el('td', { class: 'mono' }, t.arguments, t.edited ? el('span', { class: 'tag' }, 'edited') : null),
         el('td', {}, t.policy ? el('span', { class: `tag policy policy-${t.policy}`, 'data-policy': t.policy, title: POLICY_TITLES[t.policy] }, t.policy) : ''),
         el('td', t.rejected ? { 'data-rejected': 'true' } : {}, t.ok === null ? 'running…' : t.ok ? 'ok' : t.rejected ? 'rejected' : 'failed'),
+        el('td', t.decidedBy ? { 'data-who': actorLabel(t.decidedBy), title: `decided at ${t.decidedAt ?? ''}` } : {}, t.decidedBy ? actorLabel(t.decidedBy) : ''),
         el('td', {}, t.endedAt ? `${Date.parse(t.endedAt) - Date.parse(t.startedAt)} ms` : ''),
         el('td', { class: 'mono' }, t.output ?? ''),
       ),
@@ -538,6 +555,7 @@ function setConnection(kind, title) {
 
 function start() {
   started = true;
+  takeTokenFromUrl();
   const match = /^\/ui\/runs\/([^/]+)\/?$/.exec(location.pathname);
   if (match) runPage(decodeURIComponent(match[1]));
   else listPage();

@@ -17,11 +17,12 @@ import {
 import { defineSearchAttributeKey } from '@temporalio/common';
 import { AGENT_STATE_SEARCH_ATTRIBUTE } from '../../common/constants';
 import { FailureType } from '../../common/failures';
-import { AbortInputSchema, type AgentRunInput, parseWith } from '../../common/input';
+import { AbortSignalSchema, type AgentRunInput, parseWith } from '../../common/input';
 import { abortSignal, type AgentRunResult } from '../../common/messages';
 import { type ChildStatus, type PatternStateView, patternStateQuery, RUNNING_CHILDREN } from '../../common/pattern-messages';
 import { AgentState } from '../../common/states';
 import { agentRun } from '../agent-run';
+import { inheritedOwner } from '../owner';
 
 const agentStateKey = defineSearchAttributeKey(AGENT_STATE_SEARCH_ATTRIBUTE, 'KEYWORD');
 
@@ -52,7 +53,8 @@ export function subAgents(pattern: PatternStateView['pattern']) {
   setHandler(patternStateQuery, () => view);
   setHandler(abortSignal, (raw) => {
     if (abortReason !== undefined || view.status !== RUNNING_CHILDREN) return;
-    const parsed = parseWith(AbortInputSchema, raw ?? {}, 'abort input');
+    // A pattern keeps no control log: who aborted it is in its history (the signal's `by`).
+    const parsed = parseWith(AbortSignalSchema, raw ?? {}, 'abort input');
     abortReason = `aborted: ${(parsed.ok && parsed.value.reason) || 'no reason given'}`;
     log.info('pattern aborted', { reason: abortReason, stage: view.stage });
     running?.cancel();
@@ -82,6 +84,7 @@ export function subAgents(pattern: PatternStateView['pattern']) {
           // Wait for the child to wind down, so it ends ABORTED (and closes its model stream) before the pattern ends.
           cancellationType: ChildWorkflowCancellationType.WAIT_CANCELLATION_COMPLETED,
           staticSummary: `${pattern} ${name}`,
+          ...inheritedOwner(),
         }),
       );
       child.status = result.status === AgentState.ABORTED ? AgentState.ABORTED : AgentState.COMPLETED;
