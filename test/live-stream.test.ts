@@ -8,6 +8,10 @@ import type { FastifyInstance } from 'fastify';
 import { AgentClient } from '../src/client';
 import { buildGateway } from '../src/gateway/index';
 import { createServer as createHttpServer } from 'node:http';
+import { parseAgentRunInput } from '../src/common/input';
+import type { RunStateView } from '../src/common/messages';
+import { initialSnapshot } from '../src/machine/snapshot';
+import { publicView } from '../src/workflows/view';
 import { compareOffsets, httpTarget, liveStream, MemoryHub, RedisChannel, type LiveStream, type PublishTarget, type StreamChannel } from '../src/stream';
 import { configuredStream } from '../src/worker/worker';
 import { sleep, startAgentHarness, type AgentHarness } from './support/agent-harness';
@@ -54,6 +58,13 @@ const textOf = (ms: SseMessage[]) =>
     .map((m) => m.data.text)
     .join('');
 const isOffsetId = (id: string | undefined) => /^\d+-\d+$/.test(id ?? '');
+
+/** A whole view of a completed run, as a worker's `end` carries it: the gateway sends each event through its schema. */
+function completedView(): RunStateView {
+  const input = parseAgentRunInput({ prompt: 'x' });
+  if (!input.ok) throw new Error(input.error);
+  return { ...publicView(initialSnapshot(input.value, '2026-01-01T10:00:00.000Z'), false), state: 'COMPLETED' };
+}
 
 /** The behaviours both channels must have. */
 function channelContract(name: string, env: () => Env) {
@@ -208,7 +219,7 @@ describe('attaching a watcher', () => {
     try {
       await hub.publish(id, [
         { type: 'text', callNumber: 1, attempt: 1, text: 'from the channel' },
-        { type: 'end', state: { state: 'COMPLETED' } } as never,
+        { type: 'end', state: completedView() },
       ]);
       const env = { h, app, baseUrl: `http://127.0.0.1:${(app.server.address() as AddressInfo).port}`, stream: undefined as never, channel: hub };
       const ms = await readSse(await events(env, id));
@@ -233,7 +244,7 @@ describe('attaching a watcher', () => {
       await sleep(1_500); // several attach waits: the worker that takes the run is late
       await hub.publish(id, [
         { type: 'text', callNumber: 1, attempt: 1, text: 'late but streamed' },
-        { type: 'end', state: { state: 'COMPLETED' } } as never,
+        { type: 'end', state: completedView() },
       ]);
       const ms = await reading;
       expect(ms.map((m) => m.event)).toEqual(['text', 'end']);

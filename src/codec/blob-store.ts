@@ -345,7 +345,10 @@ const pwrite = (fd: number, bytes: Uint8Array, position: number) =>
   new Promise<number>((resolve, reject) => fs.write(fd, bytes, 0, bytes.length, position, (err, written) => (err ? reject(err) : resolve(written))));
 
 /** Whether `file` is there; when it is, its modification time is now. */
-const touch = (file: string) => {
+/** A blob already there (a file: anything else under its name is no blob, and the put must fail writing it) is touched. */
+const touch = async (file: string): Promise<boolean> => {
+  const found = await stat(file).catch(() => undefined);
+  if (!found?.isFile()) return false;
   const now = new Date();
   return utimes(file, now, now).then(() => true, () => false);
 };
