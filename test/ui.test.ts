@@ -104,7 +104,7 @@ test("the Queries tab leads with the state query, runs it without an argument, a
     // The UI lists queries by name and preselects the first: `state`, which needs no argument, so Run Query as it is.
     await waitFor(async () => (await page.getByTestId('query-select').inputValue()) === 'state' || undefined, UI_TIMEOUT_MS, 'the preselected query');
     const names = await page.locator('#query-select-select [role=option] .menu-item-wrapper > span').allTextContents();
-    expect(names.filter((name) => !name.startsWith('__'))).toEqual(['state', 'stateAt', 'stateSnapshotAt']);
+    expect(names.filter((name) => !name.startsWith('__'))).toEqual(['state', 'stateAt', 'stateSnapshotAt', 'steps']);
     await page.getByRole('button', { name: 'Run Query' }).click();
     const result = page.getByRole('textbox', { name: 'Query Result' });
     await result.locator('.cm-line', { hasText: '"state": "AWAITING_APPROVAL"' }).waitFor();
