@@ -14,16 +14,18 @@ const ABOVE = {
   client: ['worker', 'cli', 'gateway'],
   worker: ['client', 'cli', 'gateway'],
   observability: ['workflows', 'activities', 'worker', 'client', 'cli', 'gateway'],
-  workflows: ['config', 'codec', 'stream', 'quota', 'observability', 'worker', 'client', 'cli', 'gateway'],
+  workflows: ['config', 'codec', 'stream', 'quota', 'observability', 'worker', 'client', 'cli', 'gateway', 'memory'],
   activities: ['workflows', 'config', 'observability', 'worker', 'client', 'cli', 'gateway', 'machine'],
-  config: ['activities', 'workflows', 'stream', 'quota', 'observability', 'worker', 'client', 'cli', 'gateway', 'machine'],
-  codec: ['config', 'activities', 'workflows', 'observability', 'worker', 'client', 'cli', 'gateway', 'machine'],
-  stream: ['config', 'codec', 'activities', 'workflows', 'observability', 'worker', 'client', 'cli', 'gateway', 'machine'],
-  quota: ['config', 'codec', 'stream', 'activities', 'workflows', 'observability', 'worker', 'client', 'cli', 'gateway', 'machine'],
-  'scripted-model': ['config', 'codec', 'stream', 'quota', 'activities', 'workflows', 'observability', 'worker', 'client', 'cli', 'gateway', 'machine'],
+  config: ['activities', 'workflows', 'stream', 'quota', 'observability', 'worker', 'client', 'cli', 'gateway', 'machine', 'memory'],
+  codec: ['config', 'activities', 'workflows', 'observability', 'worker', 'client', 'cli', 'gateway', 'machine', 'memory'],
+  stream: ['config', 'codec', 'activities', 'workflows', 'observability', 'worker', 'client', 'cli', 'gateway', 'machine', 'memory'],
+  quota: ['config', 'codec', 'stream', 'activities', 'workflows', 'observability', 'worker', 'client', 'cli', 'gateway', 'machine', 'memory'],
+  // Memory across runs: the store and its backends, on common/ alone; activities, the client, the CLI and the gateway use it.
+  memory: ['config', 'codec', 'stream', 'quota', 'scripted-model', 'activities', 'workflows', 'observability', 'worker', 'client', 'cli', 'gateway', 'machine'],
+  'scripted-model': ['config', 'codec', 'stream', 'quota', 'memory', 'activities', 'workflows', 'observability', 'worker', 'client', 'cli', 'gateway', 'machine'],
   // The pure machine: transition(snapshot, event, now) and what it reads; it stands on common/ alone.
-  machine: ['config', 'codec', 'stream', 'quota', 'scripted-model', 'activities', 'workflows', 'observability', 'worker', 'client', 'cli', 'gateway'],
-  common: ['machine', 'config', 'codec', 'stream', 'quota', 'scripted-model', 'activities', 'workflows', 'observability', 'worker', 'client', 'cli', 'gateway'],
+  machine: ['config', 'codec', 'stream', 'quota', 'scripted-model', 'activities', 'workflows', 'observability', 'worker', 'client', 'cli', 'gateway', 'memory'],
+  common: ['machine', 'config', 'codec', 'stream', 'quota', 'scripted-model', 'activities', 'workflows', 'observability', 'worker', 'client', 'cli', 'gateway', 'memory'],
 };
 const above = (room) => [
   {
@@ -67,6 +69,12 @@ export default tseslint.config(
           selector:
             "Literal[value=/^(IDLE|PLANNING|STREAMING|PROCESSING|TOOL_EXECUTING|AWAITING_APPROVAL|CRITIQUE|COMPACTING|PAUSED|COMPLETED|FAILED|ABORTED|retry|replan|complete|InvalidInput|AgentRunFailed|UnknownTool|UnknownAgent|ConversationUnavailable|CompactionImpossible|CritiqueUnparsable|ModelInvocationError[.].*)$/]",
           message: 'Use the constant from src/common (AgentState, CritiqueAction, FailureType, ModelErrorType).',
+        },
+        {
+          // The bundler may rename a function it concatenates (agentRun became agent_run_agentRun): a child's type
+          // is named by its string, never taken from a function.
+          selector: "CallExpression[callee.name=/^(executeChild|startChild)$/] > Identifier.arguments:first-child[name!=/^[A-Z][A-Z0-9_]*$/]",
+          message: 'Start a child workflow by its type name (WORKFLOW_TYPE), with the function as a type argument: a bundled function may be renamed.',
         },
       ],
     },

@@ -87,7 +87,7 @@ process.on('exit', () => {
     }
   }
 });
-const track = (pid: number | undefined): number => (pid !== undefined && started.add(pid), pid!);
+export const track = (pid: number | undefined): number => (pid !== undefined && started.add(pid), pid!);
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
 const freePort = () =>
@@ -99,7 +99,7 @@ const freePort = () =>
   });
 
 /** An OpenAI-compatible provider that stamps each chunk with its send time; a prompt with "idle" waits `idleMs` first. */
-function provider(opts: FigureEOptions): Promise<Server> {
+export function provider(opts: Pick<FigureEOptions, 'chunks' | 'gapMs' | 'thinkMs' | 'idleMs'>): Promise<Server> {
   const server = createServer((req, res) => {
     let body = '';
     req.on('data', (c: Buffer) => (body += c.toString()));
@@ -164,7 +164,7 @@ const reachable = (port: number) =>
   });
 
 /** What one SSE watcher read. */
-interface Watch {
+export interface Watch {
   /** [sent, read] of each token. */
   tokens: Array<[number, number]>;
   ended: boolean;
@@ -217,7 +217,7 @@ async function watchSse(
 }
 
 /** How a system under test starts a run and is watched. */
-interface Target {
+export interface Target {
   start(prompt: string): Promise<string>;
   watch(runId: string, signal: AbortSignal, onOpen?: () => void): Promise<Watch>;
   procs(): Proc[];
@@ -327,7 +327,7 @@ async function idleCost(target: Target, watchers: number, ms: number): Promise<F
 }
 
 /** The product: the worker and gateway processes of `npm run worker` and `npm run gateway`, with `redisUrl` or the embedded default. */
-async function productTarget(server: BenchServer, modelUrl: string, dir: string, redis?: { url: string; pid: number }): Promise<Target & { stop(): Promise<void> }> {
+export async function productTarget(server: BenchServer, modelUrl: string, dir: string, redis?: { url: string; pid: number }): Promise<Target & { taskQueue: string; stop(): Promise<void> }> {
   const port = await freePort();
   const taskQueue = `figure-e-${Date.now()}`;
   const common = { TEMPORAL_ADDRESS: server.address, TEMPORAL_TASK_QUEUE: taskQueue, GATEWAY_PORT: String(port), GATEWAY_TOKEN: TOKEN, ...(redis ? { AGENT_STREAM_REDIS_URL: redis.url } : {}) };
@@ -351,6 +351,7 @@ async function productTarget(server: BenchServer, modelUrl: string, dir: string,
   const base = `http://127.0.0.1:${port}`;
   const auth = { authorization: `Bearer ${TOKEN}` };
   const target = {
+    taskQueue,
     async start(prompt: string) {
       const res = await fetch(`${base}/v1/runs`, { method: 'POST', headers: { ...auth, 'content-type': 'application/json' }, body: JSON.stringify({ prompt }) });
       if (res.status !== 201) throw new Error(`POST /v1/runs answered ${res.status}: ${await res.text()}`);
@@ -375,7 +376,7 @@ async function productTarget(server: BenchServer, modelUrl: string, dir: string,
 }
 
 /** LangGraph.js in its `custom` stream mode, served over SSE by its own process (bench/peers/langgraph-stream.mjs). */
-async function langgraphTarget(modelUrl: string, dir: string): Promise<Target & { stop(): Promise<void> }> {
+export async function langgraphTarget(modelUrl: string, dir: string): Promise<Target & { stop(): Promise<void> }> {
   const port = await freePort();
   const out = openSync(path.join(dir, 'langgraph.log'), 'a');
   const proc = spawn(process.execPath, [path.join(BENCH_DIR, 'peers/langgraph-stream.mjs')], {

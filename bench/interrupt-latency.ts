@@ -1,5 +1,5 @@
 /**
- * Interrupt latency and its heartbeat cost (issue 27), by hand: `tsx bench/interrupt-latency.ts [heartbeatMs] [streams] [interrupts] [split]`.
+ * Interrupt latency and its heartbeat cost (issue 27), by hand: `tsx bench/interrupt-latency.ts [heartbeatMs] [streams] [interrupts] [split] [hub|hub-no-relay]`.
  * Starts its own dev server (with a metrics port) and a worker whose model calls heartbeat every `heartbeatMs`.
  * Cost: `streams` runs stream at once for 10 s; the frontend's count of RecordActivityTaskHeartbeat requests over that
  * window, per second (the history service counts each again). Figures: docs/steering.md. Latency: `interrupts` runs, each interrupted at a random moment of its stream; the time from
@@ -19,6 +19,11 @@ import { streamSinks } from '../src/stream/sinks';
 import { startDevServer } from '../scripts/lib/dev-server';
 import { freePort } from '../scripts/lib/free-port';
 import { closeSafeConnectionPlugin } from '../src/config/connection';
+import { ModelCallsInFlight } from '../src/activities';
+import { buildGateway } from '../src/gateway';
+import { httpStopRelay, httpTarget, liveStream, MemoryHub } from '../src/stream';
+
+const TOKEN = 'bench-interrupt';
 
 const LONG = 'A long answer goes on. '.repeat(2_000);
 const summary = (xs: number[]) => ({ min: Math.min(...xs), p50: pct(xs, 50), p90: pct(xs, 90), max: Math.max(...xs) });
@@ -38,6 +43,11 @@ async function main(): Promise<void> {
   // `split`: the workflows on one worker, the activities on another, so that no run's workflow task finds its model
   // call on its own worker and every interrupt reaches the call at its next heartbeat (the bound for several workers).
   const split = process.argv[5] === 'split';
+  // `hub`: the workers publish to a gateway's hub and relay stops through it (stream/stops.ts), as a fleet with the
+  // embedded channel does; without it, no channel (the call heartbeats at the degraded pace).
+  const hubbed = process.argv[6] === 'hub' || process.argv[6] === 'hub-no-relay';
+  // `hub-no-relay`: the hub without the stop relay (a call on another worker hears of its stop at its next heartbeat).
+  const relayed = process.argv[6] === 'hub';
   Runtime.install({ logger: new DefaultLogger('WARN') });
   const dir = mkdtempSync(path.join(os.tmpdir(), 'bench-interrupt-'));
   const metricsPort = await freePort();
@@ -48,22 +58,28 @@ async function main(): Promise<void> {
   model.register('slow', ({ request }) => (request.messages.at(-1)?.content === 'stop' ? { text: 'short' } : { text: LONG, chunkSize: 5, chunkDelayMs: 50 }));
   const taskQueue = 'bench-interrupt';
   const connection = await NativeConnection.connect({ address: server.address, plugins: [closeSafeConnectionPlugin] });
-  const options = agentWorkerOptions({
+  const activityDeps = {
     openai: openAIClient({ baseURL: model.url, apiKey: 'scripted' }),
     defaultModel: 'slow',
     workspace: mkdtempSync(path.join(dir, 'ws-')),
     modelHeartbeatMs: heartbeatMs,
-  });
+  };
   const workflowBundle = await bundleAgentWorkflows();
+  const temporal = new Client({ connection: await Connection.connect({ address: server.address, plugins: [closeSafeConnectionPlugin] }) });
+  const client = new AgentClient(temporal, taskQueue);
+  const gateway = hubbed ? buildGateway({ agents: client, token: TOKEN, stream: new MemoryHub() }) : undefined;
+  const gatewayUrl = gateway ? await gateway.listen({ port: 0, host: '127.0.0.1' }) : undefined;
+  const quiet = { warn: () => undefined, info: () => undefined };
+  const stream = gatewayUrl ? liveStream(httpTarget(gatewayUrl, TOKEN), quiet) : undefined;
+  const relays = gatewayUrl && relayed ? [httpStopRelay(gatewayUrl, TOKEN), httpStopRelay(gatewayUrl, TOKEN)] : [];
+  const options = agentWorkerOptions({ ...activityDeps, ...(stream ? { stream, callsInFlight: new ModelCallsInFlight(undefined, relays[1]) } : {}) });
   const workers = split
     ? [
-        await Worker.create({ connection, taskQueue, workflowBundle, sinks: streamSinks(undefined) }),
+        await Worker.create({ connection, taskQueue, workflowBundle, sinks: streamSinks(stream, new ModelCallsInFlight(undefined, relays[0])) }),
         await Worker.create({ connection, taskQueue, ...options }),
       ]
     : [await Worker.create({ connection, taskQueue, workflowBundle, ...options })];
   const running = Promise.all(workers.map((w) => w.run()));
-  const temporal = new Client({ connection: await Connection.connect({ address: server.address, plugins: [closeSafeConnectionPlugin] }) });
-  const client = new AgentClient(temporal, taskQueue);
   const streaming = async (handle: AgentRunHandle) => {
     for (;;) {
       const s = await handle.state();
@@ -108,6 +124,8 @@ async function main(): Promise<void> {
       JSON.stringify({
         heartbeatMs,
         split,
+        channel: hubbed ? 'hub' : 'none',
+        relay: relayed,
         streams,
         heartbeatRpcsPerSecond: perSecond,
         perStream: perSecond / streams,
@@ -120,6 +138,8 @@ async function main(): Promise<void> {
   } finally {
     for (const w of workers) w.shutdown();
     await running;
+    for (const relay of relays) await relay.close();
+    await gateway?.close();
     await connection.close();
     await model.close();
     await server.stop();

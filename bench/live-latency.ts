@@ -1,7 +1,10 @@
 /**
- * Token delay from a provider to SSE clients (issue 24), by hand: `tsx bench/live-latency.ts <poll|hub|redis> <watchers>`
+ * Token delay from a provider to SSE clients (issue 24), by hand: `tsx bench/live-latency.ts <mode> <watchers>`
  * with TEMPORAL_ADDRESS (a dev server) and, for redis, AGENT_STREAM_REDIS_URL. A local OpenAI-compatible server
  * streams 60 chunks 100 ms apart, each the time it was sent; every watcher records when each arrived.
+ * Modes: `poll` (a gateway with no channel), `hub`, `redis`; and the degraded ones of issue 49, a gateway with its hub
+ * and a worker that cannot publish to it: `off` (AGENT_STREAM_URL=off), `wrong-port` (it publishes where nothing
+ * listens, as a worker at its defaults does when it finds no gateway of its runs on its host), `wrong-token`.
  */
 import { randomUUID } from 'node:crypto';
 import { createServer, type Server } from 'node:http';
@@ -10,7 +13,7 @@ import { Client, Connection } from '@temporalio/client';
 import { NativeConnection, Worker } from '@temporalio/worker';
 import { AgentClient } from '../src/client';
 import { buildGateway } from '../src/gateway';
-import { httpTarget, liveStream, MemoryHub, RedisChannel, type StreamChannel } from '../src/stream';
+import { httpTarget, liveStream, MemoryHub, RedisChannel, type PublishTarget, type StreamChannel } from '../src/stream';
 import { agentWorkerOptions, openAIClient } from '../src/worker';
 import { bundleAgentWorkflows } from '../src/worker/workflow-bundle';
 import { closeSafeConnectionPlugin } from '../src/config/connection';
@@ -35,6 +38,15 @@ function provider(): Promise<Server> {
   return new Promise((resolve) => server.listen(0, '127.0.0.1', () => resolve(server)));
 }
 
+/** A port nothing listens on (one just given up). */
+function closedPort(): Promise<number> {
+  const server = createServer();
+  return new Promise((resolve) => server.listen(0, '127.0.0.1', () => {
+    const { port } = server.address() as AddressInfo;
+    server.close(() => resolve(port));
+  }));
+}
+
 const pct = (xs: number[], p: number) => [...xs].sort((a, b) => a - b)[Math.min(xs.length - 1, Math.floor((p / 100) * xs.length))];
 
 async function main(): Promise<void> {
@@ -44,11 +56,18 @@ async function main(): Promise<void> {
   const model = await provider();
   const modelUrl = `http://127.0.0.1:${(model.address() as AddressInfo).port}/v1`;
   const redisUrl = process.env.AGENT_STREAM_REDIS_URL ?? 'redis://127.0.0.1:6379';
-  const channel: StreamChannel | undefined = mode === 'hub' ? new MemoryHub() : mode === 'redis' ? RedisChannel.open({ url: redisUrl }) : undefined;
+  const degraded = ['off', 'wrong-port', 'wrong-token'].includes(mode);
+  const channel: StreamChannel | undefined = mode === 'hub' || degraded ? new MemoryHub() : mode === 'redis' ? RedisChannel.open({ url: redisUrl }) : undefined;
   const workerChannel = mode === 'redis' ? RedisChannel.open({ url: redisUrl }) : undefined;
   let gatewayUrl = '';
+  const quiet = { warn: () => undefined, info: () => undefined };
+  const hello = { identity: `bench-${process.pid}` };
+  const nowhere = `http://127.0.0.1:${await closedPort()}`;
+  // Set once the gateway listens (the worker's first hello goes out then).
+  let target: PublishTarget | undefined;
+  const late: PublishTarget = { publish: (id, events) => target!.publish(id, events), hello: (h) => (target ? target.hello!(h) : Promise.reject(new Error('not yet'))) };
   const stream =
-    mode === 'poll' ? undefined : liveStream(workerChannel ?? { publish: (id, events) => httpTarget(gatewayUrl, 'bench').publish(id, events) });
+    mode === 'poll' || mode === 'off' ? undefined : liveStream(workerChannel ?? late, quiet, { hello });
   const taskQueue = `bench-${randomUUID()}`;
   const connection = await NativeConnection.connect({ address, plugins: [closeSafeConnectionPlugin] });
   const worker = await Worker.create({
@@ -63,6 +82,10 @@ async function main(): Promise<void> {
   const app = buildGateway({ agents, token: 'bench', ...(channel ? { stream: channel } : {}) });
   await app.listen({ port: 0, host: '127.0.0.1' });
   gatewayUrl = `http://127.0.0.1:${(app.server.address() as AddressInfo).port}`;
+  target = httpTarget(mode === 'wrong-port' ? nowhere : gatewayUrl, mode === 'wrong-token' ? 'not-the-gateways' : 'bench');
+  // The worker finds out with its first hello, as a worker does at start.
+  await new Promise((resolve) => setTimeout(resolve, 500));
+  if (degraded && stream?.healthy) throw new Error(`${mode}: the worker can publish, so this is no degraded case`);
   const cpu0 = process.cpuUsage();
 
   const { workflowId } = await agents.start({ prompt: 'go' });
@@ -104,6 +127,7 @@ async function main(): Promise<void> {
   console.log(
     JSON.stringify({ mode, watchers, tokens: delays.length, complete, p50: pct(delays, 50), p95: pct(delays, 95), max: Math.max(...delays), steady: { tokens: steady.length, p50: pct(steady, 50), p95: pct(steady, 95), max: Math.max(...steady) }, cpuSeconds: (cpu.user + cpu.system) / 1e6 }),
   );
+  stream?.close();
   await app.close();
   await channel?.close();
   await workerChannel?.close();

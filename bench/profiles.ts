@@ -181,6 +181,11 @@ const heartbeat1s: OursProfile = { ...prebundled, name: 'heartbeat-1s', modelHea
 /** `prebundled` on the code before the 1.0 baseline (ca2ec2b): nine machine versions and nineteen patches, read per run (issue 48). */
 const before10: OursProfile = { ...prebundled, name: 'before-1.0', srcRef: 'ca2ec2b' };
 
+/** The product before its worker went back to the SDK's public API (issue 49): `AgentSdkWorker`, the early thread, the promise-stack hook. */
+const beforePublicApi: OursProfile = { ...prebundled, name: 'before-public-api', srcRef: '3b86d6b' };
+/** `prebundled` with the input schemas shared across runs (`oncePerWorker`, preloaded), before issue 49 removed it (f08b22c). */
+const oncePerWorker: OursProfile = { ...prebundled, name: 'once-per-worker', srcRef: 'f08b22c' };
+
 export const PROFILES: Record<string, OursProfile> = {
   before,
   baseline,
@@ -230,6 +235,8 @@ export const PROFILES: Record<string, OursProfile> = {
   'heartbeat-500': heartbeat500,
   'heartbeat-1s': heartbeat1s,
   'before-1.0': before10,
+  'before-public-api': beforePublicApi,
+  'once-per-worker': oncePerWorker,
 };
 
 /** The profile the bench reports as "ours": the product as its Docker image runs it, on a dev server as it comes. */

@@ -1,9 +1,12 @@
 /** The results file's shape, and the markdown tables made from it. */
 import type { FigureE } from './figure-e';
-import type { FigureF, FigureI } from './lib/quota-figure';
+import type { FigureG } from './first-token';
+import type { FigureH } from './parked-runs';
+import type { FigureF, FigureI, TimeBreakdown } from './lib/quota-figure';
 import type { Restart } from './systems';
 import type { LoadSummary, MachineInfo } from './lib/machine';
 import { STEP_WINDOW_HALF } from './lib/stats';
+import type { LongSample, Stretch } from './lib/long-run';
 
 export interface FigureA {
   steps: number;
@@ -36,7 +39,45 @@ export interface FigureB {
   /** Runs in the chain (continue-as-new), or 1. */
   runs: number;
   largestRecordBytes: number;
+  /** (b) at scale (`--long-10k`, or `--context-window`): what the first run's samples, view, history and server log say. */
+  long?: FigureBLong;
 }
+
+/** (b) at scale, issue 51's goals: the run's end against its start, from samples taken while it ran. */
+export interface FigureBLong {
+  toolBytes: number;
+  /** The provider's context window, which the run declared; absent: none. */
+  contextWindowTokens?: number;
+  /** The product's compactions across the chain (compactContext activities), and the summaries the provider wrote for them. */
+  compactions?: number;
+  summaryCalls: number;
+  /** CPU ms a step by role and the worker's RSS over a stretch of steps near the start and near the end (`stretch`). */
+  early?: Stretch;
+  late?: Stretch;
+  /** The same around `at`'s middle step: the worker's RSS once its heap has grown to its working set. */
+  middle?: Stretch;
+  /** The most the worker's RSS was in any sample, and its VmHWM at the end. */
+  peakSampledRssBytes?: number;
+  peakRssBytes?: number;
+  /** History bytes a step, the median of the steps within STEP_WINDOW_HALF of each of `at`'s steps. */
+  bytesMedianAt: Array<{ step: number; bytes: number }>;
+  /** The most events and bytes of one run of the chain (the server warns at 10,240 events or 10 MB a run). */
+  largestRunEvents?: number;
+  largestRunBytes?: number;
+  /** The server's log lines about this run's history size; null: the log could not be read. */
+  historySizeWarnings: string[] | null;
+  /** Bytes of the state view (the `state` query, JSON) early in the run and at its end. */
+  viewBytesEarly?: number;
+  viewBytesEarlyAtCall?: number;
+  viewBytesEnd?: number;
+  /** `agent history --json` of the run: how many steps, the first and the last, and how long it took. */
+  history?: { steps: number; first: number; last: number; ms: number };
+  /** Samples every `--long-sample-ms`: the run's call, CPU by role, the worker's RSS. */
+  samples: LongSample[];
+}
+
+/** Issue 51: the view of a run of 10,000 calls under 64 KB. */
+export const VIEW_BYTES_GOAL = 64 * 1024;
 
 export interface FigureC {
   runs: number;
@@ -114,6 +155,10 @@ export interface BenchResults {
   d: Record<string, FigureD>;
   e?: FigureE;
   f?: FigureF;
+  /** By server kind. */
+  g?: Partial<Record<'dev' | 'stack', FigureG>>;
+  /** By server kind. */
+  h?: Partial<Record<'dev' | 'stack', FigureH>>;
   i?: FigureI;
 }
 
@@ -188,6 +233,7 @@ export function markdownReport(r: BenchResults): string {
     }
     for (const [label, b] of Object.entries(r.b)) if (b.failure) out.push('', `${label} stopped after ${b.completedSteps} of ${b.steps} steps: ${b.failure}`);
     out.push('');
+    out.push(...longRunReport(r.b));
     const floor = r.b.floor;
     if (floor) {
       out.push(
@@ -290,6 +336,8 @@ export function markdownReport(r: BenchResults): string {
 
   if (r.e && Object.keys(r.e).length) out.push(...figureEReport(r.e, o), '');
   if (r.f) out.push(...figureFReport(r.f), '');
+  for (const g of Object.values(r.g ?? {})) if (g) out.push(...figureGReport(g), '');
+  for (const h of Object.values(r.h ?? {})) if (h) out.push(...figureHReport(h), '');
   if (r.i) out.push(...figureIReport(r.i), '');
 
   const ours = Object.keys({ ...r.a, ...r.c }).filter((l) => l.startsWith('ours:'));
@@ -323,7 +371,60 @@ export function markdownReport(r: BenchResults): string {
 }
 
 /** The goals of issue 26 for figures (a) to (d), each against `temporal-floor` (an empty Temporal agent) where it has one. */
-export const STEP_GOALS = { overheadRatio: 1.2, cpuRatio: 1.2, longRatio: 1.2, throughputShare: 0.85, peakRssBytes: 1024 ** 3, restartMs: 1_000 };
+/** (b) at scale: the run's start against its end, and issue 51's goals, for each system that has `long`. */
+function longRunReport(figures: Record<string, FigureB>): string[] {
+  const out: string[] = [];
+  const mib = (bytes: number | undefined) => (bytes === undefined ? 'n/a' : `${(bytes / 2 ** 20).toFixed(0)} MiB`);
+  const ratio = (a: number | undefined, b: number | undefined) => (a !== undefined && b !== undefined && b > 0 && Number.isFinite(a) ? a / b : NaN);
+  const x = (v: number) => (Number.isFinite(v) ? `${v.toFixed(2)}x` : 'n/a');
+  const mark = (ok: boolean | undefined) => (ok === undefined ? 'not measured' : ok ? '**met**' : '**not met**');
+  const roles = (c: Record<string, number> | undefined) => (c ? Object.entries(c).map(([role, v]) => `${role} ${v.toFixed(2)}`).join(', ') : 'n/a');
+  for (const [label, b] of Object.entries(figures)) {
+    const l = b.long;
+    if (!l) continue;
+    const first = b.at[0];
+    const last = b.at.at(-1)!;
+    const stepRatio = ratio(last.stepMs, first.stepMs);
+    const cpu = (s: Stretch | undefined) => (s ? Object.values(s.cpuPerStepMs).reduce((t, v) => t + v, 0) : undefined);
+    const cpuRatio = ratio(cpu(l.late), cpu(l.early));
+    const bytesRatio = ratio(l.bytesMedianAt.at(-1)?.bytes, l.bytesMedianAt[0]?.bytes);
+    // The heap grows to its working set over the first steps: RSS is flat if the end holds what the middle did.
+    const rssRatio = ratio(l.late?.rssBytes, l.middle?.rssBytes);
+    out.push(
+      `#### ${label}: ${b.steps + 1} model calls, ${l.toolBytes}-character tool outputs, ${l.contextWindowTokens ? `a ${l.contextWindowTokens}-token context window the provider enforces` : 'no context window'}`,
+      '',
+      `${b.completedSteps} of ${b.steps} steps in ${(b.wallMs / 1000).toFixed(0)} s; ${b.runs} runs in the chain; ${l.compactions ?? 'n/a'} compactions (${l.summaryCalls} summaries written); the largest run of the chain ${l.largestRunEvents ?? 'n/a'} events, ${l.largestRunBytes === undefined ? 'n/a' : kb(l.largestRunBytes)}.`,
+      '',
+      row(['goal', 'start', 'end', 'end / start', 'goal met']),
+      row(['---', '---:', '---:', '---:', '---']),
+      row([`step time within 1.2x (ms, steps ${first.step} and ${last.step})`, ms(first.stepMs), ms(last.stepMs), x(stepRatio), mark(Number.isFinite(stepRatio) ? stepRatio <= STEP_GOALS.longRatio : undefined)]),
+      row([
+        `CPU a step within 1.2x (ms, all processes; steps ${l.early ? `${l.early.fromCall}-${l.early.toCall}` : '?'} and ${l.late ? `${l.late.fromCall}-${l.late.toCall}` : '?'})`,
+        `${ms(cpu(l.early), 2)} (${roles(l.early?.cpuPerStepMs)})`,
+        `${ms(cpu(l.late), 2)} (${roles(l.late?.cpuPerStepMs)})`,
+        x(cpuRatio),
+        mark(Number.isFinite(cpuRatio) ? cpuRatio <= STEP_GOALS.longRatio : undefined),
+      ]),
+      row([`history bytes a step flat (median of ${2 * STEP_WINDOW_HALF + 1} steps; within 1.2x)`, kb(l.bytesMedianAt[0]?.bytes ?? 0), kb(l.bytesMedianAt.at(-1)?.bytes ?? 0), x(bytesRatio), mark(Number.isFinite(bytesRatio) ? bytesRatio <= STEP_GOALS.longRatio : undefined)]),
+      row([
+        `worker RSS flat (within 1.2x; start: steps ${l.middle ? `${l.middle.fromCall}-${l.middle.toCall}` : '?'}, after ${mib(l.early?.rssBytes)} at steps ${l.early ? `${l.early.fromCall}-${l.early.toCall}` : '?'})`,
+        mib(l.middle?.rssBytes),
+        mib(l.late?.rssBytes),
+        x(rssRatio),
+        mark(Number.isFinite(rssRatio) ? rssRatio <= STEP_GOALS.longRatio : undefined),
+      ]),
+      row(['no history-size warning from the server', '', l.historySizeWarnings === null ? 'log not read' : `${l.historySizeWarnings.length} lines`, '', mark(l.historySizeWarnings === null ? undefined : l.historySizeWarnings.length === 0)]),
+      row([`state view under ${VIEW_BYTES_GOAL / 1024} KB (bytes; early at call ${l.viewBytesEarlyAtCall ?? '?'})`, l.viewBytesEarly ?? 'n/a', l.viewBytesEnd ?? 'n/a', x(ratio(l.viewBytesEnd, l.viewBytesEarly)), mark(l.viewBytesEnd === undefined ? undefined : l.viewBytesEnd < VIEW_BYTES_GOAL)]),
+      row(['`agent history` lists step 1', '', l.history ? `steps ${l.history.first} to ${l.history.last} (${l.history.steps}) in ${(l.history.ms / 1000).toFixed(1)} s` : 'n/a', '', mark(l.history ? l.history.first === 1 : undefined)]),
+      '',
+      `Worker RSS: peak sampled ${mib(l.peakSampledRssBytes)}, VmHWM ${mib(l.peakRssBytes)}; ${l.samples.length} samples.`,
+      '',
+    );
+  }
+  return out;
+}
+
+export const STEP_GOALS = { overheadRatio: 1.2, cpuRatio: 1.2, longRatio: 1.2, throughputShare: 0.85, peakRssBytes: 1024 ** 3, restartMs: 1_500 };
 
 const median = (xs: number[]) => {
   const s = [...xs].sort((a, b) => a - b);
@@ -396,7 +497,7 @@ export function issue26Goals(r: BenchResults): string[] {
       }),
     ]),
     row([
-      '(d) restart within 1 s: graceful / crash, to the next step',
+      '(d) restart within 1.5 s: graceful / crash, to the next step',
       ...cells((l) => {
         const d = r.d[l];
         const g = d?.graceful?.spawnToNextStepMs;
@@ -485,16 +586,95 @@ export const I_GOAL = 1.2;
 
 export function figureIReport(g: FigureI): string[] {
   const s = (ms: number) => `${(ms / 1000).toFixed(2)} s`;
+  // Older results have no second measure alone.
+  const alone = g.aloneAfterMs === undefined ? g.aloneMs : (g.aloneMs + g.aloneAfterMs) / 2;
+  const x = (ms: number, digits = 2) => `${(ms / alone).toFixed(digits)}x`;
+  const b = g.breakdown;
+  const ms = (v: number) => `${Math.round(v).toLocaleString('en')} ms`;
+  // Older results have no sticky part.
+  const row = (label: string, t: TimeBreakdown) => `| ${label} | ${ms(t.workflowQueueMs)} | ${t.stickyQueueMs === undefined ? 'n/a' : ms(t.stickyQueueMs)} | ${ms(t.activityQueueMs)} | ${ms(t.workflowTaskMs)} | ${ms(t.activityMs)} |`;
   return [
     `### (i) fair share: ${g.runs} runs of one tenant while another floods the budget with ${g.flood} runs (${g.tokensPerMinute.toLocaleString('en')} tokens a minute)`,
     '',
-    '| the timed runs | time | against alone |',
+    '| the timed runs | time | against alone (the mean of before and after) |',
     '| --- | --- | --- |',
-    `| alone, on the idle budget | ${s(g.aloneMs)} | 1.00x |`,
-    `| their own tenant, during the flood | ${s(g.ownTenantMs)} | ${(g.ownTenantMs / g.aloneMs).toFixed(2)}x |`,
-    `| in the flooding tenant (one queue, as before issue 52) | ${s(g.sameTenantMs)} | ${(g.sameTenantMs / g.aloneMs).toFixed(1)}x |`,
+    `| alone, on the idle budget, before the flood | ${s(g.aloneMs)} | ${x(g.aloneMs)} |`,
+    ...(g.aloneAfterMs === undefined ? [] : [`| alone again, after the flood | ${s(g.aloneAfterMs)} | ${x(g.aloneAfterMs)} |`]),
+    `| their own tenant, during the flood | ${s(g.ownTenantMs)} | ${x(g.ownTenantMs)} |`,
+    `| in the flooding tenant (behind its own 500) | ${s(g.sameTenantMs)} | ${x(g.sameTenantMs, 1)} |`,
     '',
+    ...(b
+      ? [
+          'Where a timed run\'s time went (a run\'s mean, from its history; summed over its steps):',
+          '',
+          '| the timed runs | workflow tasks on the task queue | of which on the sticky queue | activity tasks on the task queue | workflow tasks in the worker | activities (the budget\'s wait, the call) |',
+          '| --- | ---: | ---: | ---: | ---: | ---: |',
+          row('alone, before', b.alone),
+          row('their own tenant, during the flood', b.ownTenant),
+          row('alone, after', b.aloneAfter),
+          '',
+        ]
+      : []),
     `Flood prompts ${g.floodPromptChars.toLocaleString('en')} characters, timed runs ${g.promptChars.toLocaleString('en')}; the flood took ${s(g.floodMs)}; ${g.completed} of ${g.total} runs completed.`,
-    `Goal: at most ${I_GOAL}x alone as their own tenant: ${g.ownTenantMs / g.aloneMs <= I_GOAL ? 'met' : 'not met'}.`,
+    `Goal: at most ${I_GOAL}x alone as their own tenant: ${g.ownTenantMs / alone <= I_GOAL ? 'met' : 'not met'}.`,
   ];
+}
+
+/** The goal of issue 54 for figure (g) on the dev server: what the product adds to the provider's first token, in ms. */
+export const G_GOAL = { p50: 25, p95: 50 };
+
+export function figureGReport(g: FigureG): string[] {
+  const out = [`### (g) Time to the first token, ${g.server === 'dev' ? 'dev server' : 'the stack'}: from the send to the first token at a watcher`, ''];
+  out.push('| provider | path | p50 | p95 | max | adds p50 | adds p95 | to the provider p50 | back p50 | starts |', '| --- | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |');
+  for (const [kind, p] of Object.entries(g.providers)) {
+    if (p.error) out.push(`| ${kind} | failed: ${p.error.split('\n')[0]} | | | | | | | | |`);
+    for (const [name, x] of Object.entries(p.paths)) {
+      const added = p.added[name];
+      out.push(`| ${kind} | ${name} | ${x.p50} | ${x.p95} | ${x.max} | ${added ? added.p50 : ''} | ${added ? added.p95 : ''} | ${x.toProvider?.p50 ?? ''} | ${x.toWatcher?.p50 ?? ''} | ${x.n}${x.errors.length ? ` (${x.errors.length} errors: ${x.errors[0]})` : ''} |`);
+    }
+  }
+  const stub = g.providers.stub;
+  const phased = Object.entries(stub?.paths ?? {}).filter(([, x]) => x.phases);
+  if (phased.length) {
+    out.push('', 'The product\'s way to the stub provider, p50 of each part, from the run\'s history:', '');
+    out.push('| path | start recorded | first workflow task queued | first workflow task run | model activity queued | activity to the request |', '| --- | ---: | ---: | ---: | ---: | ---: |');
+    for (const [name, x] of phased) {
+      const p = x.phases!;
+      out.push(`| ${name} | ${p.start.toFixed(0)} | ${p.firstTaskQueued.toFixed(0)} | ${p.firstTaskRun.toFixed(0)} | ${p.activityQueued.toFixed(0)} | ${p.request.toFixed(0)} |`);
+    }
+  }
+  out.push('', `The stub answers its first chunk ${g.firstTokenMs} ms after a request. Times in ms.`);
+  if (g.server === 'dev' && stub?.added.gateway) {
+    const met = Object.entries(stub.added).filter(([k]) => k !== 'langgraph').every(([, a]) => a.p50 <= G_GOAL.p50 && a.p95 <= G_GOAL.p95);
+    out.push(`Goal (dev server): the product adds at most ${G_GOAL.p50} ms at p50 and ${G_GOAL.p95} ms at p95: ${met ? 'met' : 'not met'}.`);
+  }
+  return out;
+}
+
+/** The goals of issue 54 for figure (h): the worker under 1 GB with every run parked; approval to the next request p95 (dev server). */
+export const H_GOAL = { workerRssMb: 1_024, approvalP95Ms: 250 };
+
+export function figureHReport(h: FigureH): string[] {
+  const a = h.approvals;
+  const rss = (x: FigureH['workerRssMb']) => `${x.idle} / ${x.parked} / ${x.peak} / ${x.afterApprovals}`;
+  const out = [
+    `### (h) Parked runs, ${h.server === 'dev' ? 'dev server' : 'the stack'}: ${h.runs.toLocaleString('en')} runs waiting for approval on one worker, then ${a.n.toLocaleString('en')} approved at random`,
+    '',
+    '| measure | value |',
+    '| --- | --- |',
+    `| parking them all | ${(h.parkedInMs / 1000).toFixed(0)} s (${h.endedWhileParking} ended instead) |`,
+    `| worker RSS MB: idle / parked / peak / after the approvals | ${rss(h.workerRssMb)} |`,
+    `| server RSS MB: idle / parked / peak / after the approvals | ${rss(h.serverRssMb)} |`,
+    `| sticky cache: its bound, and the runs it held once all were parked | ${h.cacheSize} / ${h.cachedWhenParked} |`,
+    `| approval to the next model request, ms: p50 / p95 / max | ${a.p50} / ${a.p95} / ${a.max} |`,
+    `| the approve update alone, ms: p50 / p95 | ${a.updateP50} / ${a.updateP95} |`,
+    `| workflow tasks out of the cache / in it, during the approvals | ${a.cacheMisses} / ${a.cacheHits}${a.fromEvicted ? ' (approvals among the runs parked before the cache\'s last)' : ' (the cache held every run)'} |`,
+    `| approved runs completed | ${h.completed} of ${a.n}${a.failed ? ` (${a.failed} approvals failed: ${a.errors[0] ?? ''})` : ''} |`,
+    '',
+    `Load average when parked ${h.load.parked.map((x) => x.toFixed(1)).join(', ')}; at the end ${h.load.end.map((x) => x.toFixed(1)).join(', ')}.`,
+  ];
+  const workerMet = h.workerRssMb.peak < H_GOAL.workerRssMb;
+  const approvalMet = a.p95 < H_GOAL.approvalP95Ms;
+  out.push(`Goals: worker under ${H_GOAL.workerRssMb} MB: ${workerMet ? 'met' : 'not met'}; approval to the next request p95 under ${H_GOAL.approvalP95Ms} ms${h.server === 'dev' ? '' : ' (set for the dev server)'}: ${approvalMet ? 'met' : 'not met'}.`);
+  return out;
 }

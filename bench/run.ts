@@ -1,7 +1,9 @@
 /**
  * `npm run bench`: the same agent workload on the floor (a plain loop), this product, LangGraph.js and Temporal's
- * `@temporalio/ai-sdk`, and five figures: (a) durable overhead per step, (b) a long run, (c) 1,000 concurrent runs,
- * (d) a worker restart, (e) the live stream to 1-100 watchers (bench/figure-e.ts). Writes bench/results/<timestamp>.json, bench/results/latest.json and bench/results/latest.md.
+ * `@temporalio/ai-sdk`, and its figures: (a) durable overhead per step, (b) a long run, (c) 1,000 concurrent runs,
+ * (d) a worker restart, (e) the live stream to 1-100 watchers (bench/figure-e.ts), (f) and (i) the provider's quota
+ * (bench/lib/quota-figure.ts), (g) time to the first token (bench/first-token.ts), (h) runs parked for approval
+ * (bench/parked-runs.ts). Writes bench/results/<timestamp>.json, bench/results/latest.json and bench/results/latest.md.
  *
  *   npm run bench                      # everything, full size (long; needs a quiet machine)
  *   npm run bench -- --quick           # small sizes, a few minutes
@@ -18,15 +20,18 @@ import { Command } from 'commander';
 import { BENCH_DIR, cpuTimeMs, spawnChild, stopChild, type Child } from './lib/ipc';
 import { LoadMonitor, machineInfo } from './lib/machine';
 import { markdownReport } from './report';
-import { stopBenchStack, type ServerKind } from './lib/temporal';
+import { stopBenchStack, type HistoryBytes, type ServerKind } from './lib/temporal';
 import { percentile, STEP_WINDOW_HALF, windowMedian } from './lib/stats';
 import { readTimes, stepTimes, writeWorkspace, type Arrival } from './lib/workload';
 import { PEER_WORKER_OPTIONS } from './lib/peer-worker';
 import { PROFILES, TUNED } from './profiles';
 import { AiSdkSystem, FloorSystem, LangGraphSystem, OursSystem, TemporalFloorSystem, type BenchSystem, type Restart, type RunSpec } from './systems';
-import { meanOfBatches, medianRestart, type BenchResults, type FigureA, type FigureB, type FigureC, type FigureD } from './report';
+import { meanOfBatches, medianRestart, VIEW_BYTES_GOAL, type BenchResults, type FigureA, type FigureB, type FigureBLong, type FigureC, type FigureD } from './report';
+import { startSampler, stretch, type LongSample } from './lib/long-run';
 import { DEFAULT_SCENARIOS, figureE } from './figure-e';
 import { figureF, figureI } from './lib/quota-figure';
+import { figureG } from './first-token';
+import { figureH } from './parked-runs';
 
 const SYSTEMS = ['floor', 'ours', 'langgraph', 'temporal-ai-sdk', 'temporal-floor'] as const;
 type SystemName = (typeof SYSTEMS)[number];
@@ -45,6 +50,9 @@ interface Options {
   longSteps: number;
   loniRuns: number;
   longAt: number[];
+  /** (b): the provider's context window in tokens, which the product's runs declare; absent: none. */
+  contextWindow?: number;
+  longSampleMs: number;
   concRuns: number;
   concPasses: number;
   concSteps: number;
@@ -58,6 +66,11 @@ interface Options {
   eGapMs: number;
   eIdleMs: number;
   fRuns: number;
+  gStarts: number;
+  gFirstTokenMs: number;
+  gProviders: Array<'stub' | 'real'>;
+  hRuns: number;
+  hApprove: number;
   fTokensPerMinute: number;
   fWorkers: number;
   iFlood: number;
@@ -79,6 +92,9 @@ function parseOptions(argv: string[]): Options {
     .option('--overhead-steps <n>', '(a) steps per run')
     .option('--long-steps <n>', '(b) steps of the long run')
     .option('--long-runs <n>', '(b) long runs a system; each step\'s time is their median')
+    .option('--context-window <tokens>', '(b) the provider refuses a request over this many tokens (about 4 characters each), and the product\'s runs declare it, so they compact')
+    .option('--long-sample-ms <ms>', '(b) how often the long run\'s progress, CPU and worker RSS are sampled', '2000')
+    .option('--long-10k', '(b) issue 51\'s run: 10,000 model calls (--long-steps 9999, --long-runs 1), --tool-bytes 5000 and --context-window 32768 unless given; use with --figures b --systems ours', false)
     .option('--conc-runs <n>', '(c) concurrent runs')
     .option('--conc-passes <n>', '(c) batches a system, the systems in the default order, then reversed, and so on (A B B A); the figure is their mean', '2')
     .option('--conc-steps <n>', '(c) steps per run')
@@ -96,6 +112,11 @@ function parseOptions(argv: string[]): Options {
     .option('--i-flood <n>', '(i) runs of the tenant that floods the budget', '500')
     .option('--i-runs <n>', '(i) runs of the other tenant, timed', '10')
     .option('--i-tokens-per-minute <n>', '(i) the provider\'s limit, and the budget\'s', '200000')
+    .option('--g-starts <n>', '(g) starts of each path, one after another')
+    .option('--g-first-token-ms <ms>', '(g) the stub provider\'s delay to its first chunk', '100')
+    .option('--g-providers <list>', '(g) stub (a fixed first-token delay), real (llama.cpp with SmolLM2-135M), or both', 'stub,real')
+    .option('--h-runs <n>', '(h) runs parked waiting for approval on one worker')
+    .option('--h-approve <n>', '(h) of them approved at random once parked')
     .option('--f-workers <n>', '(f) worker processes sharing the budget', '2')
     .option('--out <dir>', 'results directory', path.join(BENCH_DIR, 'results'))
     .option('--report <json>', 'only rewrite the markdown tables of a results file (next to it) and exit')
@@ -103,7 +124,10 @@ function parseOptions(argv: string[]): Options {
   const o = program.opts();
   const quick = Boolean(o.quick);
   const num = (v: string | undefined, full: number, small: number) => (v === undefined ? (quick ? small : full) : Number(v));
-  const longSteps = num(o.longSteps, 500, 100);
+  // 10,000 model calls: 9,999 tool steps and the answer, the most a run's `maxLoops` allows.
+  const tenK = Boolean(o.long10k);
+  const longSteps = tenK && o.longSteps === undefined ? 9_999 : num(o.longSteps, 500, 100);
+  const contextWindow = o.contextWindow !== undefined ? Number(o.contextWindow) : tenK ? 32_768 : undefined;
   const systems = list(o.systems) as SystemName[];
   for (const s of systems) if (!SYSTEMS.includes(s)) throw new Error(`unknown system ${s}`);
   const servers = list(o.server) as ServerKind[];
@@ -116,12 +140,14 @@ function parseOptions(argv: string[]): Options {
     systems,
     servers,
     profiles,
-    toolBytes: Number(o.toolBytes),
+    toolBytes: tenK && program.getOptionValueSource('toolBytes') === 'default' ? 5_000 : Number(o.toolBytes),
     overheadRuns: num(o.overheadRuns, 5, 2),
     overheadSteps: num(o.overheadSteps, 50, 20),
     longSteps,
-    loniRuns: num(o.loniRuns, 3, 1),
+    loniRuns: tenK && o.longRuns === undefined ? 1 : num(o.longRuns, 3, 1),
     longAt: [10, Math.round(longSteps / 5), longSteps],
+    ...(contextWindow ? { contextWindow } : {}),
+    longSampleMs: Number(o.longSampleMs),
     concRuns: num(o.concRuns, 1_000, 100),
     concPasses: Number(o.concPasses),
     concSteps: num(o.concSteps, 5, 3),
@@ -136,6 +162,11 @@ function parseOptions(argv: string[]): Options {
     eIdleMs: Number(o.eIdleMs),
     // (f): the quota's ideal is (runs x ~300 tokens - a minute's tokens) / tokens a minute: 2 minutes full, 1 quick.
     fRuns: num(o.fRuns, 1_000, 100),
+    gStarts: num(o.gStarts, 200, 20),
+    gFirstTokenMs: Number(o.gFirstTokenMs),
+    gProviders: list(o.gProviders) as Options['gProviders'],
+    hRuns: num(o.hRuns, 10_000, 500),
+    hApprove: num(o.hApprove, 1_000, 100),
     fTokensPerMinute: num(o.fTokensPerMinute, 100_000, 15_000),
     fWorkers: Number(o.fWorkers),
     iFlood: Number(o.iFlood),
@@ -275,6 +306,77 @@ async function main(): Promise<void> {
   };
 
   /**
+   * (b) at scale: what a long run's samples say at its start and its end, the size of its view early and at the end
+   * (asserted under 64 KB here), `agent history` of the whole chain, and the server's log about its history size.
+   */
+  const longFigure = async (
+    sys: BenchSystem,
+    label: string,
+    run: RunSpec,
+    samples: LongSample[],
+    bytes: HistoryBytes | undefined,
+    viewEarly: { bytes: number; call: number } | undefined,
+    summariesBefore: number,
+  ): Promise<FigureBLong> => {
+    const width = Math.max(50, Math.round(run.steps / 20));
+    const [first, last] = [opts.longAt[0], run.steps];
+    const early = stretch(samples, first, first + width);
+    const late = stretch(samples, last - width, last);
+    const middle = stretch(samples, opts.longAt[1] - width / 2, opts.longAt[1] + width / 2);
+    const perStep = opts.longAt.map((k) => {
+      const values: number[] = [];
+      for (let j = Math.max(1, k - STEP_WINDOW_HALF); j <= Math.min(run.steps, k + STEP_WINDOW_HALF); j++) if (bytes?.perStep.has(j)) values.push(bytes.perStep.get(j)!);
+      return { step: k, bytes: percentile(values, 50) };
+    });
+    const viewBytesEnd = sys.viewBytes ? await sys.viewBytes(run.runId).catch((err: unknown) => failed('b', label, err, 'view query failed')) : undefined;
+    if (typeof viewBytesEnd === 'number') {
+      const ok = viewBytesEnd < VIEW_BYTES_GOAL;
+      log(`b: ${label} ASSERT the state view at the end is under ${VIEW_BYTES_GOAL} bytes: ${viewBytesEnd} bytes, ${ok ? 'ok' : 'FAILED'}`);
+      if (!ok) results.errors[`b:${label}:view`] = `the state view at the end of the run is ${viewBytesEnd} bytes, over ${VIEW_BYTES_GOAL}`;
+    }
+    let history: FigureBLong['history'];
+    if (sys.historySteps) {
+      const t0 = performance.now();
+      try {
+        const steps = await sys.historySteps(run.runId);
+        history = { steps: steps.length, first: steps[0]?.step ?? NaN, last: steps.at(-1)?.step ?? NaN, ms: performance.now() - t0 };
+        log(`b: ${label} agent history: steps ${history.first} to ${history.last} (${history.steps}) in ${(history.ms / 1000).toFixed(1)} s`);
+      } catch (err) {
+        failed('b', label, err, 'agent history failed');
+      }
+    }
+    const warnings = sys.historySizeWarnings?.(run.runId);
+    const rss = samples.map((s) => s.rssBytes).filter((v): v is number => v !== undefined);
+    const summaries = (await model.call<{ summaries: number }>('progress', { runId: run.runId })).summaries - summariesBefore;
+    const long: FigureBLong = {
+      toolBytes: opts.toolBytes,
+      ...(opts.contextWindow ? { contextWindowTokens: opts.contextWindow } : {}),
+      ...(bytes?.counted !== undefined ? { compactions: bytes.counted } : {}),
+      summaryCalls: summaries,
+      ...(early ? { early } : {}),
+      ...(late ? { late } : {}),
+      ...(middle ? { middle } : {}),
+      ...(rss.length ? { peakSampledRssBytes: Math.max(...rss) } : {}),
+      peakRssBytes: sys.peakRss(),
+      bytesMedianAt: perStep,
+      ...(bytes ? { largestRunEvents: bytes.largestRunEvents, largestRunBytes: bytes.largestRunBytes } : {}),
+      historySizeWarnings: warnings === undefined ? null : warnings.slice(0, 20),
+      ...(viewEarly ? { viewBytesEarly: viewEarly.bytes, viewBytesEarlyAtCall: viewEarly.call } : {}),
+      ...(typeof viewBytesEnd === 'number' ? { viewBytesEnd } : {}),
+      ...(history ? { history } : {}),
+      samples,
+    };
+    const cpu = (x: typeof early) => (x ? Object.values(x.cpuPerStepMs).reduce((t, v) => t + v, 0).toFixed(2) : 'n/a');
+    const mib = (v: number | undefined) => (v === undefined ? 'n/a' : (v / 2 ** 20).toFixed(0));
+    log(
+      `b: ${label} long run: CPU a step ${cpu(early)} ms (steps ${early?.fromCall}-${early?.toCall}) -> ${cpu(late)} ms (steps ${late?.fromCall}-${late?.toCall}); ` +
+        `worker RSS ${mib(early?.rssBytes)} -> ${mib(middle?.rssBytes)} (step ${opts.longAt[1]}) -> ${mib(late?.rssBytes)} MiB; bytes a step ${perStep.map((p) => p.bytes).join(' -> ')}; ` +
+        `${long.compactions ?? '?'} compactions; history-size warnings: ${warnings === undefined ? 'log not read' : warnings.length}`,
+    );
+    return long;
+  };
+
+  /**
    * Figure (a) in rounds: every system is started (and warmed) at once, and each round runs one run on each system in
    * turn, the order rotated every round. Systems measured one after another saw different minutes of the machine (their
    * CPU a step moved by 20-50% between invocations of the same code); in rounds, a slow minute falls on all of them.
@@ -347,7 +449,7 @@ async function main(): Promise<void> {
     }
 
     if (opts.figures.includes('b')) {
-      await model.call('configure', { latencyMs: 0 });
+      await model.call('configure', { latencyMs: 0, contextWindowTokens: opts.contextWindow });
       await each('b', async (sys, label) => {
         // As in (a): the first run pays for caches, connections and JIT, which would otherwise land on the early steps.
         await sys.runBatch([{ runId: runId('warm'), steps: 3 }]);
@@ -358,8 +460,31 @@ async function main(): Promise<void> {
         const stepMsByRun: number[][] = [];
         const phasesByRun: Array<Array<{ providerReadMs: number; roundTripMs?: number; restMs: number }>> = [];
         for (let i = 0; i < opts.loniRuns; i++) {
-          const run: RunSpec = { runId: runId('b'), steps: opts.longSteps };
-          const batch = await sys.runBatch([run], { timeoutMs: 60 * 60_000 });
+          const run: RunSpec = { runId: runId('b'), steps: opts.longSteps, ...(opts.contextWindow ? { contextWindowTokens: opts.contextWindow } : {}) };
+          // The first run is sampled as it goes (progress, CPU, RSS) when it is a long one, and its view read early on.
+          const sampled = i === 0 && (opts.longSteps >= 1_000 || opts.contextWindow !== undefined);
+          const summariesBefore = sampled ? (await model.call<{ summaries: number }>('progress', { runId: run.runId })).summaries : 0;
+          let viewEarly: { bytes: number; call: number } | undefined;
+          const sampler = sampled
+            ? startSampler({
+                everyMs: opts.longSampleMs,
+                pids: sys.pids(),
+                rssOf: 'worker' in sys.pids() ? 'worker' : 'runner',
+                progress: async () => (await model.call<{ call: number }>('progress', { runId: run.runId })).call,
+                at: sys.viewBytes
+                  ? {
+                      call: 10,
+                      run: async () => {
+                        const call = (await model.call<{ call: number }>('progress', { runId: run.runId })).call;
+                        const bytes = await sys.viewBytes!(run.runId).catch(() => undefined);
+                        if (bytes !== undefined) viewEarly = { bytes, call };
+                      },
+                    }
+                  : undefined,
+              })
+            : undefined;
+          const batch = await sys.runBatch([run], { timeoutMs: 60 * 60_000 }).finally(() => sampler?.stop());
+          const samples = await sampler?.stop();
           // A run that fails part way (a peer hitting a server limit) still reports the steps it made, and why it stopped.
           const arrivals = await drain();
           const times = stepTimes(arrivals).get(run.runId) ?? [];
@@ -395,6 +520,7 @@ async function main(): Promise<void> {
               runs: bytes?.runs ?? 1,
               largestRecordBytes: bytes?.largestEventBytes ?? 0,
             };
+            if (samples) fig.long = await longFigure(sys, label, run, samples, bytes, viewEarly, summariesBefore);
           }
           stepMsByRun.push(opts.longAt.map((k) => windowMedian(times, k, STEP_WINDOW_HALF)));
           log(`b: ${label} run ${i + 1}/${opts.loniRuns}: ${opts.longAt.map((k, j) => `step ${k}: ${stepMsByRun[i][j].toFixed(1)} ms`).join(', ')}`);
@@ -505,6 +631,24 @@ async function main(): Promise<void> {
         log(`f failed: ${String(err).split('\n')[0]}`);
       }
     }
+    /** A figure measured on each server, its failure on one recorded and the others still measured. */
+    async function perServer<T>(figure: 'g' | 'h', measure: (server: ServerKind) => Promise<T>): Promise<Partial<Record<ServerKind, T>>> {
+      const out: Partial<Record<ServerKind, T>> = {};
+      for (const server of opts.servers) {
+        try {
+          out[server] = await measure(server);
+        } catch (err) {
+          results.errors[`${figure}:${server}`] = String(err instanceof Error ? (err.stack ?? err.message) : err).slice(0, 2_000);
+          log(`${figure} ${server} failed: ${String(err).split('\n')[0]}`);
+        }
+      }
+      return out;
+    }
+    if (opts.figures.includes('g')) {
+      const langgraph = opts.systems.includes('langgraph') && !ensurePeer('langgraph');
+      results.g = await perServer('g', (server) => figureG({ starts: opts.gStarts, firstTokenMs: opts.gFirstTokenMs, providers: opts.gProviders, server, langgraph, scratch, log }));
+    }
+    if (opts.figures.includes('h')) results.h = await perServer('h', (server) => figureH({ runs: opts.hRuns, approve: opts.hApprove, server, log }));
     if (opts.figures.includes('i')) {
       try {
         results.i = await figureI({ flood: opts.iFlood, runs: opts.iRuns, tokensPerMinute: opts.iTokensPerMinute, floodPromptChars: 4_000, promptChars: 1_000, log });

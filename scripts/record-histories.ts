@@ -47,6 +47,19 @@ const SCENARIOS: Scenario[] = [
     input: { prompt: 'What does the workspace say?', plan: true, critique: 'model' },
   },
   {
+    // plan: 'steps': a malformed plan asked for again, 3 steps, each ended by the critique, then the answer.
+    name: 'plan-steps',
+    script: ({ callIndex }) =>
+      [
+        { text: 'I will list the files, read one and answer.' },
+        { text: JSON.stringify({ steps: ['List the files in the workspace.', 'Read hello.txt.', 'Answer with what it says.'] }) },
+        { toolCalls: [{ name: 'listFiles', arguments: { path: '.' } }] },
+        { toolCalls: [{ name: 'readFile', arguments: { path: 'hello.txt' } }] },
+        { text: 'hello.txt says "Hello from the workspace".' },
+      ][callIndex] ?? { text: 'done' },
+    input: { prompt: 'What does the workspace say?', plan: 'steps' },
+  },
+  {
     name: 'loop-guard',
     script: () => ({ toolCalls: [{ name: 'readFile', arguments: { path: 'hello.txt' } }] }),
     input: { prompt: 'Read hello.txt' },

@@ -21,6 +21,8 @@ export {
   AgentRunEndedError,
   AgentRunFailedError,
   AgentRunNotFoundError,
+  AgentScheduleExistsError,
+  AgentScheduleNotFoundError,
   AgentStepNotFoundError,
   AgentUpdateRejectedError,
   InvalidAgentInputError,
@@ -30,16 +32,41 @@ export {
 } from './client/index';
 export type { RunFailure } from './client/index';
 
+/** Memories across runs: `AgentClient.memory` (put, get, list, delete, search), its shapes as zod schemas, and the stores (docs/memory.md). */
+export { AgentMemory, type MemoryCallOptions } from './client/index';
+export {
+  DEFAULT_MEMORY_NAMESPACE,
+  MemoryDeletedSchema,
+  MemoryListQuerySchema,
+  MemoryListSchema,
+  MemorySchema,
+  MemorySearchHitSchema,
+  MemorySearchQuerySchema,
+  MemorySearchResultSchema,
+  MemoryWriteSchema,
+} from './common/memory';
+export type { Memory, MemoryList, MemoryListQuery, MemorySearchHit, MemorySearchQuery, MemoryWrite } from './common/memory';
+export { openMemoryStore, type MemoryScope, type MemoryStore, type MemoryStoreSettings } from './memory';
+export { memorySettings, type MemorySettings } from './config';
+/** Schedules (`AgentClient.schedules`): agent runs on a cron expression or an interval, over Temporal Schedules. */
+export { AgentSchedules } from './client/index';
+export type { CreateScheduleOptions, ListSchedulesOptions } from './client/index';
+export { CreateScheduleInputSchema, OVERLAP_POLICIES, ScheduleListEntrySchema, ScheduleViewSchema } from './common/schedule';
+export type { CreateScheduleInput, OverlapPolicy, ScheduleListEntry, ScheduleView } from './common/schedule';
+
 /** Time travel's answers: `AgentRunHandle.steps()` and `diff(from, to)`. */
 export type { DiffEntry, SnapshotDiff, StepRecord } from './client/time-travel';
 /** What-if forks: `AgentClient.fork`'s `edits` and `replay`. */
 export type { ForkEdits, WhatIfOptions } from './client/fork';
 
 /** A run's input, its result and the view its `state` query answers (fields are added, never removed, in a major version). */
-export type { AgentRunInput, ApproveInput } from './common/input';
+export type { AgentRunInput, ApproveInput, Critique, RunTimeouts, RunTimeoutsInput } from './common/input';
+export { DEFAULT_TIMEOUTS } from './common/input';
 export type { AgentRunResult, ApproveResult, ControlResult, SendMessageResult } from './common/messages';
-export type { ControlRecord, PendingApproval, RunStateView, RunUsage, TransitionRecord } from './common/view';
+export type { ControlRecord, PendingApproval, PlanStep, PlanStepStatus, RunStateView, RunUsage, TransitionRecord } from './common/view';
 export { ActorSchema, SERVICE_ACTOR, type Actor } from './common/actor';
+/** A tenant's fairness key on Temporal's task queues, as `AgentClient.start` sets it: for weights set on the task queue. */
+export { fairnessKeyOf } from './common/fairness';
 export { AgentState, isTerminal } from './common/states';
 
 /** Where Temporal is, for `AgentClient.connect(settings)`; unset fields come from the environment. */

@@ -33,6 +33,21 @@ export { defineTool, RetryableToolError, MAX_TOOL_OUTPUT_CHARS } from './activit
 export type { Tool, ToolContext } from './activities/tools/registry';
 export type { ToolPolicy, ToolPolicyCall, ToolPolicyContext, ToolPolicyDecision } from './activities/tool-policy';
 
+/**
+ * Your critic: `createAgentWorker({ critics: { name: (request, context) => decision } })`, chosen per run with
+ * `critique: { custom: 'name' }`; it gets the model critic's request and answers the same decision.
+ */
+export { InvalidCriticError } from './activities/custom-critic';
+export type { Critic, CriticContext, CriticDecision } from './activities/custom-critic';
+export type { CritiqueRequest } from './common/chat';
+
+/**
+ * Lifecycle hooks: `createAgentWorker({ hooks: { onTransition, onRunEnd } })`, run on the worker outside the workflow's
+ * determinism (a sink); a hook that throws or hangs is logged, never fails or holds a run.
+ */
+export { HOOK_HANG_WARNING_MS } from './stream/hooks';
+export type { RunEnd, RunHooks, RunTransition } from './stream/hooks';
+
 /** Named agents: `defineAgent({ name, instructions, tools, model, limits, ... })`; a run names one with `agent`. */
 export { defineAgent, InvalidAgentDefinitionError } from './activities/agents';
 export type { AgentDefinition } from './activities/agents';
@@ -48,6 +63,14 @@ export { InflightActivities } from './activities/inflight';
 export type { Orphan, RecoveryReport } from './activities/inflight';
 export { SqliteToolLedger } from './activities/tools/ledger';
 export type { ToolLedger } from './activities/tools/ledger';
+
+/**
+ * Memory across runs (docs/memory.md): the stores (`createAgentWorker({ memory })`, `agentPlugin({ memory })`), and the
+ * `remember` and `recall` tools a run opts into by naming them in `tools`.
+ */
+export { SqliteMemoryStore } from './memory/sqlite';
+export { PostgresMemoryStore } from './memory/postgres';
+export { memoryTools, RECALL_TOOL, REMEMBER_TOOL } from './activities/tools/memory';
 
 /**
  * The worker's end of the workflow's sinks (`stream`, and `modelCalls`, which stops a cancelled model call on the
@@ -90,8 +113,13 @@ export { workerConfig, codecSettings, temporalSettings } from './config';
 export type { CodecSettings, LlmSettings, TemporalSettings, WorkerConfig } from './config';
 
 /** A run's input, its result and the view its `state` query answers; what a backend needs beside the client. */
-export type { AgentRunInput, ApproveInput } from './common/input';
+export type { AgentRunInput, ApproveInput, Critique, RunTimeouts, RunTimeoutsInput } from './common/input';
+export { DEFAULT_TIMEOUTS } from './common/input';
 export type { AgentRunResult, ApproveResult, SendMessageResult } from './common/messages';
-export type { ControlRecord, PendingApproval, RunStateView, RunUsage, TransitionRecord } from './common/view';
+export type { ControlRecord, PendingApproval, PlanStep, PlanStepStatus, RunStateView, RunUsage, TransitionRecord } from './common/view';
+export type { CreateScheduleInput, OverlapPolicy, ScheduleListEntry, ScheduleView } from './common/schedule';
+export { GenAiAttribute, GenAiOperation } from './common/genai';
 export { ActorSchema, SERVICE_ACTOR, type Actor } from './common/actor';
+/** A tenant's fairness key on Temporal's task queues, as `AgentClient.start` sets it: for weights set on the task queue. */
+export { fairnessKeyOf } from './common/fairness';
 export { AgentState, isTerminal } from './common/states';

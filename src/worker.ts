@@ -5,3 +5,6 @@
  */
 export { createAgentWorker, resolveWorkerConfig, agentWorkerOptions, openAIClient, DEFAULT_MODEL, SHUTDOWN_GRACE_TIME } from './worker/worker';
 export type { AgentWorker, AgentWorkerOptions, ConnectionSettings, ModelOptions } from './worker/worker';
+/** What `AgentWorkerOptions` takes for its `critics` and `hooks`. */
+export type { Critic, CriticContext, CriticDecision } from './activities/custom-critic';
+export type { RunEnd, RunHooks, RunTransition } from './stream/hooks';

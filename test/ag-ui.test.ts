@@ -155,7 +155,7 @@ test('a reconnect with Last-Event-ID continues the text message with nothing rep
     if (m.id) [lastId, textBeforeId] = [m.id, seen];
     return seen.length >= 30;
   });
-  expect(lastId).toMatch(/^\d+-\d+$/);
+  expect(lastId).toMatch(/^\d+-\d+_\d+\.\d+\.\d+\.\d+$/);
 
   const resumed = await readWithAgUi(id, { 'last-event-id': lastId! });
   expect(resumed.error).toBeUndefined();

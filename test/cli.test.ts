@@ -181,6 +181,7 @@ describe('diffState: tool events', () => {
 describe('startInput', () => {
   it.each<[string, Parameters<typeof startInput>[1], object]>([
     ['no flags: only the prompt, so defaults apply', {}, { prompt: 'p' }],
+    ['--plan text: the free-text plan', { plan: 'text' }, { prompt: 'p', plan: 'text' }],
     [
       'every flag',
       {
@@ -198,7 +199,7 @@ describe('startInput', () => {
         prompt: 'p',
         model: 'm',
         systemPrompt: 's',
-        plan: true,
+        plan: 'steps',
         critique: 'model',
         approval: { tools: ['writeFile', 'readFile'] },
         limits: { maxLoops: 3, maxToolCalls: 4, timeoutMs: 5000 },
@@ -206,6 +207,8 @@ describe('startInput', () => {
       },
     ],
     ['one limit only', { maxToolCalls: 9 }, { prompt: 'p', limits: { maxToolCalls: 9 } }],
+    ['a custom critic and its timeout', { critique: 'custom:judge', criticTimeoutMs: 30_000 }, { prompt: 'p', critique: { custom: 'judge' }, timeouts: { criticMs: 30_000 } }],
+    ['the model call timeouts', { modelCallTimeoutMs: 60_000, modelAttemptTimeoutMs: 20_000, compactionTimeoutMs: 90_000 }, { prompt: 'p', timeouts: { modelCallMs: 60_000, modelAttemptMs: 20_000, compactionMs: 90_000 } }],
     ['a named agent with a flag over it', { agent: 'researcher', maxLoops: 2 }, { prompt: 'p', agent: 'researcher', limits: { maxLoops: 2 } }],
   ])('%s', (_name, flags, expected) => {
     expect(startInput('p', flags)).toEqual(expected);
@@ -243,6 +246,8 @@ describe('cli input validation: exit 1, one line naming the field, nothing start
     ['fractional --max-tool-calls', ['start', 'p', '--max-tool-calls', '1.5'], '--max-tool-calls'],
     ['too small --timeout-ms', ['start', 'p', '--timeout-ms', '10'], 'limits.timeoutMs'],
     ['unknown --critique', ['start', 'p', '--critique', 'vibes'], 'critique'],
+    ['a custom critic with no name', ['start', 'p', '--critique', 'custom:'], '--critique (critique.custom)'],
+    ['too small --model-call-timeout-ms', ['start', 'p', '--model-call-timeout-ms', '5'], '--model-call-timeout-ms (timeouts.modelCallMs): must be at least 1000 ms'],
     ['empty --approve-tools', ['start', 'p', '--approve-tools', ','], 'approval.tools'],
     ['--approve-tools a tool --tools leaves out', ['start', 'x', '--tools', 'listFiles', '--approve-tools', 'readFile'], "--approve-tools (approval.tools): readFile is not among the run's tools (listFiles)"],
     ['missing prompt', ['start'], 'prompt'],

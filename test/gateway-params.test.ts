@@ -39,7 +39,7 @@ describe('query parameters: what the document lists is what the gateway takes', 
     const res = await api('GET', '/v1/runs?statee=PAUSED');
     expect(res).toEqual({
       status: 400,
-      body: { error: { code: 'invalid_input', message: 'Invalid query: unknown parameter "statee" for GET /v1/runs (it takes state, limit, q, agent, since, until, parent, forkOf)' } },
+      body: { error: { code: 'invalid_input', message: 'Invalid query: unknown parameter "statee" for GET /v1/runs (it takes state, limit, q, agent, since, until, parent, forkOf, schedule)' } },
     });
     // Every route, those that take no query too (before they look the run up), and each documents the 400.
     for (const { method, path, url, op } of operations) {
@@ -63,7 +63,7 @@ describe('query parameters: what the document lists is what the gateway takes', 
     const events = queryOf(doc.paths['/v1/runs/{id}/events'].get);
     expect(events.map((p) => p.name).sort()).toEqual(['from', 'lastEventId', 'token']);
     expect(events.find((p) => p.name === 'from')?.schema).toEqual({ type: 'string', enum: ['start', 'now'] });
-    expect(queryOf(doc.paths['/v1/runs'].get).map((p) => p.name)).toEqual(['state', 'limit', 'q', 'agent', 'since', 'until', 'parent', 'forkOf']);
+    expect(queryOf(doc.paths['/v1/runs'].get).map((p) => p.name)).toEqual(['state', 'limit', 'q', 'agent', 'since', 'until', 'parent', 'forkOf', 'schedule']);
   });
 });
 

@@ -10,7 +10,8 @@ import { buildGateway, openApiDocument } from '../src/gateway/index';
 import { bodySchema, viewSchemas } from '../src/gateway/openapi';
 import { undocumented } from './support/documented-state';
 import { registerRoutes } from '../src/gateway/routes';
-import { EventCursor, parseCursor } from '../src/gateway/sse-cursor';
+import { EventCursor, parseCursor, parseStreamId } from '../src/gateway/sse-cursor';
+import { sharedStates } from '../src/gateway/shared-state';
 import { streamTokens } from '../src/gateway/stream-token';
 import { sleep, startAgentHarness, waitFor, type AgentHarness } from './support/agent-harness';
 import { readSse } from './support/sse';
@@ -80,7 +81,7 @@ test('OpenAPI: every documented route exists, every route is documented, the sta
   bare.addHook('onRoute', (r) => {
     for (const m of [r.method].flat()) if (m !== 'HEAD') registered.push(`${m} ${r.url}`);
   });
-  registerRoutes(bare, { agents: {} as AgentClient, heartbeatMs: 1, pollIntervalMs: 1, controlTimeoutMs: 1, inflight: new Map(), streamTokens: streamTokens(null, 1) });
+  registerRoutes(bare, { agents: {} as AgentClient, heartbeatMs: 1, pollIntervalMs: 1, controlTimeoutMs: 1, inflight: new Map(), streamTokens: streamTokens(null, 1), states: sharedStates(1) });
   await bare.ready();
   expect(registered.sort()).toEqual([...documented].sort());
   await bare.close();
@@ -208,7 +209,7 @@ test('SSE: transitions and streamed text before the call ends, then end; Last-Ev
   const messages = all.filter((m) => m.event);
 
   expect(messages.at(-1)).toMatchObject({ event: 'end', data: { type: 'end', state: { state: 'COMPLETED', answer: text } } });
-  expect(messages.every((m) => parseCursor(m.id) !== undefined)).toBe(true);
+  expect(messages.every((m) => parseStreamId(m.id) !== undefined)).toBe(true);
   const kinds = messages.map((m) => (m.event === 'transition' ? `to:${m.data.transition.to}` : m.event));
   const firstText = kinds.indexOf('text');
   expect(firstText).toBeGreaterThan(kinds.indexOf('to:STREAMING'));
@@ -223,7 +224,7 @@ test('SSE: transitions and streamed text before the call ends, then end; Last-Ev
   // Reconnecting after the first text event: the rest of the text, the later transitions, then end.
   const resumeAt = texts[0];
   const again = (await readSse(await events(id, { 'last-event-id': resumeAt.id! }))).filter((m) => m.event);
-  expect(again.filter((m) => m.event === 'transition').map((m) => m.data.step)).toEqual(steps.filter((s) => s > parseCursor(resumeAt.id)!.step));
+  expect(again.filter((m) => m.event === 'transition').map((m) => m.data.step)).toEqual(steps.filter((s) => s > parseStreamId(resumeAt.id)!.cursor.step));
   expect(resumeAt.data.text + again.filter((m) => m.event === 'text').map((m) => m.data.text).join('')).toBe(text);
   expect(again.at(-1)?.event).toBe('end');
   // From the last id: nothing new but the end.
@@ -276,15 +277,17 @@ test('the SSE cursor drops what a reconnecting client saw and tells it about a r
   const transition: WatchEvent = { type: 'transition', transition: view.transitions[0] };
 
   expect(run(new EventCursor(), [transition, text('Hello'), text(' you')])).toEqual([
-    ['transition', '1.0.0.0', undefined],
-    ['text', '1.1.1.5', 'Hello'],
-    ['text', '1.1.1.9', ' you'],
+    ['transition', '0-0_1.0.0.0', undefined],
+    ['text', '0-0_1.1.1.5', 'Hello'],
+    ['text', '0-0_1.1.1.9', ' you'],
   ]);
-  expect(run(new EventCursor(parseCursor('1.1.1.3')), [transition, text('Hello you')])).toEqual([['text', '1.1.1.9', 'lo you']]);
+  expect(run(new EventCursor(parseCursor('1.1.1.3'), '5-7'), [transition, text('Hello you')])).toEqual([['text', '5-7_1.1.1.9', 'lo you']]);
   expect(run(new EventCursor(parseCursor('1.1.1.3')), [transition, text('Hi', 2)])).toEqual([
-    ['restart', '1.1.2.0', undefined],
-    ['text', '1.1.2.2', 'Hi'],
+    ['restart', '0-0_1.1.2.0', undefined],
+    ['text', '0-0_1.1.2.2', 'Hi'],
   ]);
+  expect(parseStreamId('5-7_1.1.1.3')).toEqual({ offset: '5-7', cursor: { step: 1, callNumber: 1, attempt: 1, chars: 3 } });
+  expect(parseStreamId('5-7')).toBeUndefined();
   expect(parseCursor('garbage')).toBeUndefined();
 });
 

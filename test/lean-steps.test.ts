@@ -124,7 +124,7 @@ test('a worker told to use a prebuilt bundle directory that lacks one fails at o
   expect(() => workflowCode(empty, true)).toThrow(/has no workflows-tracing\.js/);
   expect(workflowCode(undefined, false)).toEqual({
     workflowsPath: require.resolve('../src/workflows'),
-    bundlerOptions: { preloadModules: ['zod', require.resolve('../src/common/once-per-worker')], webpackConfigHook: sandboxWebpackConfig },
+    bundlerOptions: { preloadModules: ['zod', require.resolve('../src/common/zod-preload')], webpackConfigHook: sandboxWebpackConfig },
   });
 });
 

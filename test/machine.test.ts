@@ -3,6 +3,8 @@ import path from 'node:path';
 import type { ModelResponse, ToolCall } from '../src/common/chat';
 import { parseAgentRunInput, type AgentRunInput } from '../src/common/input';
 import { ruleCritique } from '../src/machine/critic';
+import { ALL_STEPS_DONE } from '../src/machine/critique';
+import { planRetryInstruction } from '../src/machine/plan';
 import { currentDetails, modelRequest } from '../src/machine/requests';
 import { findRepetition, toolSignature } from '../src/machine/guards';
 import {
@@ -25,7 +27,8 @@ import {
   TOOL_RETRY_NOTE,
   timerDue,
   transition,
-  TRANSITIONS,
+  allowedTargets,
+  transitionTable,
   wrapUpNote,
   type AgentCommand,
   type AgentEvent,
@@ -33,7 +36,8 @@ import {
 } from '../src/machine/machine';
 import { carriedSnapshot, carryOn } from '../src/workflows/resume';
 import { workDeadline } from '../src/machine/clocks';
-import { initialSnapshot, loadSnapshot, readSnapshot, RunSnapshotSchema, type Phase, type RunSnapshot } from '../src/machine/snapshot';
+import { initialSnapshot, loadSnapshot, readSnapshot, type Phase, type RunSnapshot } from '../src/machine/snapshot';
+import { RunSnapshotSchema } from '../src/machine/snapshot-schema';
 import { RunStateViewSchema } from '../src/common/view';
 import { undocumented } from './support/documented-state';
 import { publicView, runResult } from '../src/workflows/view';
@@ -113,7 +117,7 @@ function work(commands: AgentCommand[]): unknown[] {
 
 const STATES = Object.values(AgentState);
 /** Every event the table names for any state: derived from the code, so a new event is in the table tests at once. */
-const EVENT_TYPES = [...new Set(Object.values(TRANSITIONS).flatMap((targets) => Object.keys(targets)))] as AgentEventType[];
+const EVENT_TYPES = [...new Set(Object.values(transitionTable()).flatMap((targets) => Object.keys(targets)))] as AgentEventType[];
 
 /** A snapshot sitting in `state` with the context that state implies. */
 function snapshotIn(state: AgentState): RunSnapshot {
@@ -170,8 +174,6 @@ function sampleEvent(type: AgentEventType): AgentEvent {
     case 'MESSAGE':
     case 'INTERRUPT':
       return { type, text: 'hi' };
-    case 'STREAM_DELTA':
-      return { type, callNumber: 1, attempt: 1, text: 'x' };
     case 'QUOTA_WAIT':
       return { type, waitMs: 1_000, position: 2, queuedAt: 1 };
     default:
@@ -180,7 +182,13 @@ function sampleEvent(type: AgentEventType): AgentEvent {
 }
 
 describe('transition table', () => {
-  const cases = STATES.flatMap((state) => EVENT_TYPES.map((type) => ({ state, type, targets: TRANSITIONS[state][type] ?? [] })));
+  const cases = STATES.flatMap((state) => EVENT_TYPES.map((type) => ({ state, type, targets: transitionTable()[state][type] ?? [] })));
+
+  test('the targets a run checks, worked out per state and event, are the table\'s; an Object.prototype name has none', () => {
+    for (const { state, type, targets } of cases) expect([...allowedTargets(state, type)].sort()).toEqual([...targets].sort());
+    expect(allowedTargets(AgentState.IDLE, 'constructor' as AgentEventType)).toEqual([]);
+    expect(allowedTargets('constructor' as AgentState, 'START')).toEqual([]);
+  });
 
   test.each(cases.filter((c) => c.targets.length > 0))('$state accepts $type', ({ state, type, targets }) => {
     // PAUSED takes TIMEOUT when it has paused too long (limits.maxPausedMs).
@@ -211,9 +219,9 @@ describe('transition table', () => {
   });
 
   test('failed and aborted runs accept nothing; a completed one only a follow-up message or the close of its window', () => {
-    expect(Object.keys(TRANSITIONS.FAILED)).toEqual([]);
-    expect(Object.keys(TRANSITIONS.ABORTED)).toEqual([]);
-    expect(Object.keys(TRANSITIONS.COMPLETED).sort()).toEqual(['CLOSE', 'INTERRUPT', 'MESSAGE']);
+    expect(Object.keys(transitionTable().FAILED)).toEqual([]);
+    expect(Object.keys(transitionTable().ABORTED)).toEqual([]);
+    expect(Object.keys(transitionTable().COMPLETED).sort()).toEqual(['CLOSE', 'INTERRUPT', 'MESSAGE']);
     expect(isTerminal(AgentState.COMPLETED)).toBe(true);
   });
 });
@@ -233,6 +241,82 @@ describe('a run through the machine', () => {
     expect(planned.snapshot.plan).toBe('1. look\n2. answer');
     expect(planned.snapshot.phase.type).toBe('STREAMING');
     expect(work(planned.commands)).toEqual([{ type: 'callModel', purpose: 'respond', callNumber: 2 }]);
+  });
+
+  describe("a structured plan (plan: 'steps')", () => {
+    const stepsJson = (...steps: string[]) => JSON.stringify({ steps });
+    const ok = (id: string): AgentEvent => ({ type: 'TOOLS_DONE', results: [{ toolCallId: id, name: 'readFile', ok: true, content: 'x' }] });
+    const failed = (id: string): AgentEvent => ({ type: 'TOOLS_DONE', results: [{ toolCallId: id, name: 'readFile', ok: false, content: 'no such file' }] });
+    const statuses = (s: RunSnapshot) => s.planSteps?.map((p) => `${p.title}:${p.status}${p.attempts ? `+${p.attempts}` : ''}`);
+
+    test('the planner is asked for JSON steps; a plan of 3 steps moves to all done as the critique lets each go on', () => {
+      const p = step(snapshot({ plan: 'steps' }), { type: 'START' });
+      expect(p.snapshot.options).toMatchObject({ plan: true, planSteps: true });
+      const [ask] = p.commands.filter((c) => c.type === 'callModel');
+      expect(ask.type === 'callModel' && ask.request.messages.at(-1)?.content).toContain('Reply with JSON only');
+      const planned = step(p.snapshot, { type: 'PLAN_READY', response: response('```json\n' + stepsJson('list', 'read', 'answer') + '\n```') });
+      let s = planned.snapshot;
+      expect(s.phase.type).toBe('STREAMING');
+      expect(s.plan).toBe('1. list\n2. read\n3. answer');
+      expect(statuses(s)).toEqual(['list:active', 'read:pending', 'answer:pending']);
+      expect(view(s)).toMatchObject({ planProgress: { done: 0, total: 3, allDone: false } });
+      s = run(s, { type: 'MODEL_RESPONDED', response: response('', [call('c1')]) }, ok('c1'));
+      expect(statuses(s)).toEqual(['list:done', 'read:active', 'answer:pending']);
+      s = run(s, { type: 'MODEL_RESPONDED', response: response('', [call('c2')]) }, ok('c2'));
+      expect(statuses(s)).toEqual(['list:done', 'read:done', 'answer:active']);
+      const end = run(s, { type: 'MODEL_RESPONDED', response: response('the answer') });
+      expect(end.phase.type).toBe('COMPLETED');
+      expect(statuses(end)).toEqual(['list:done', 'read:done', 'answer:done']);
+      expect(view(end)).toMatchObject({ planProgress: { done: 3, total: 3, allDone: true } });
+    });
+
+    test('the run tells the model once the critique has ended the last step', () => {
+      let s = run(snapshot({ plan: 'steps' }), { type: 'START' }, { type: 'PLAN_READY', response: response(stepsJson('read the file')) });
+      s = run(s, { type: 'MODEL_RESPONDED', response: response('', [call('c1')]) }, ok('c1'));
+      expect(view(s).planProgress).toEqual({ done: 1, total: 1, allDone: true });
+      expect(s.messages.at(-1)).toEqual({ role: 'user', content: ALL_STEPS_DONE });
+    });
+
+    test('a malformed plan is asked for again once, with what was wrong; a second malformed answer is taken as text', () => {
+      const p = run(snapshot({ plan: 'steps' }), { type: 'START' });
+      const again = step(p, { type: 'PLAN_READY', response: response('First I will look around, then answer.') });
+      expect(again.snapshot.phase.type).toBe('PLANNING');
+      expect(again.snapshot.planRetry).toEqual({ answer: 'First I will look around, then answer.', error: 'the answer is not JSON' });
+      const [ask] = again.commands.filter((c) => c.type === 'callModel');
+      expect(ask.type === 'callModel' && [ask.request.callNumber, ...ask.request.messages.slice(-2).map((m) => m.content)]).toEqual([
+        2,
+        'First I will look around, then answer.',
+        planRetryInstruction('the answer is not JSON'),
+      ]);
+      // Well-formed the second time: steps, and the re-ask is forgotten.
+      const fixed = step(again.snapshot, { type: 'PLAN_READY', response: response(stepsJson('look', 'answer')) }).snapshot;
+      expect([fixed.phase.type, statuses(fixed), fixed.planRetry]).toEqual(['STREAMING', ['look:active', 'answer:pending'], undefined]);
+      // Schema-checked, not only JSON: an empty list fails it too; malformed again, the text is the plan.
+      const empty = step(p, { type: 'PLAN_READY', response: response('{"steps": []}') }).snapshot;
+      expect(empty.planRetry?.error).toBe('a plan needs at least one step at steps');
+      const text = step(empty, { type: 'PLAN_READY', response: response('just do it') }).snapshot;
+      expect([text.phase.type, text.plan, text.planSteps, text.planRetry]).toEqual(['STREAMING', 'just do it', undefined, undefined]);
+    });
+
+    test('a rejected step is retried, then replanned: the new plan replaces the steps not begun', () => {
+      let s = run(snapshot({ plan: 'steps' }), { type: 'START' }, { type: 'PLAN_READY', response: response(stepsJson('read a', 'read b', 'answer')) });
+      s = run(s, { type: 'MODEL_RESPONDED', response: response('', [call('c1')]) }, failed('c1'));
+      expect(s.lastCritique?.action).toBe('retry');
+      expect(statuses(s)).toEqual(['read a:retried+1', 'read b:pending', 'answer:pending']);
+      s = run(s, { type: 'MODEL_RESPONDED', response: response('', [call('c2')]) }, failed('c2'));
+      expect(s.lastCritique?.action).toBe('replan');
+      expect(s.phase.type).toBe('PLANNING');
+      expect(statuses(s)).toEqual(['read a:replanned+1', 'read b:pending', 'answer:pending']);
+      s = run(s, { type: 'PLAN_READY', response: response(stepsJson('read c', 'answer')) });
+      expect(statuses(s)).toEqual(['read a:replanned+1', 'read c:active', 'answer:pending']);
+      expect(view(s).planProgress).toEqual({ done: 0, total: 2, allDone: false });
+    });
+
+    test('a free-text plan (plan: true) keeps no steps, whatever its answer looks like', () => {
+      const s = run(snapshot({ plan: true }), { type: 'START' }, { type: 'PLAN_READY', response: response('not json at all') });
+      expect([s.phase.type, s.plan, s.planSteps, s.options.planSteps]).toEqual(['STREAMING', 'not json at all', undefined, undefined]);
+      expect(view(s)).toMatchObject({ planSteps: null, planProgress: null });
+    });
   });
 
   test('tool calls are processed, executed, critiqued and fed back to the model; pure steps inside one transition', () => {
@@ -441,18 +525,14 @@ describe('a run through the machine', () => {
     }
   });
 
-  test('streamed text accumulates for the call in flight and restarts with a new attempt', () => {
-    let s = run(judged(), { type: 'START' }, { type: 'STREAM_DELTA', callNumber: 1, attempt: 1, text: 'Hel' }, { type: 'STREAM_DELTA', callNumber: 1, attempt: 1, text: 'lo' });
-    expect(s.partialText).toBe('Hello');
-    s = run(s, { type: 'STREAM_DELTA', callNumber: 0, attempt: 1, text: 'stale' });
-    expect(s.partialText).toBe('Hello');
-    s = run(s, { type: 'STREAM_DELTA', callNumber: 1, attempt: 2, text: 'Hi' });
-    expect(s.partialText).toBe('Hi');
-    expect(s.stream).toEqual({ callNumber: 1, attempt: 2 });
+  test('the streamed text reaches the snapshot once: with the answer, or with the abort that cut its call short', () => {
+    let s = run(judged(), { type: 'START' });
+    expect([s.partialText, s.stream]).toEqual(['', { callNumber: 1, attempt: 1 }]);
+    // A cut of another call than the one in flight describes nothing.
+    expect(run(s, { type: 'ABORT', cut: { callNumber: 0, text: 'stale' } }).partialText).toBe('');
+    expect(run(s, { type: 'ABORT', cut: { callNumber: 1, text: 'Hel' } }).partialText).toBe('Hel');
     s = run(s, { type: 'MODEL_RESPONDED', response: response('Hi there') });
     expect(s.partialText).toBe('Hi there'); // the whole text stays until the next call, so watchers see its tail
-    s = run(s, { type: 'STREAM_DELTA', callNumber: 1, attempt: 2, text: ' late' });
-    expect(s.partialText).toBe('Hi there');
     s = run(s, { type: 'CRITIQUE_DONE', decision: { action: 'retry', reason: 'r', confidence: 100 } });
     expect([s.phase.type, s.partialText, s.stream]).toEqual(['STREAMING', '', { callNumber: 2, attempt: 1 }]);
   });
@@ -576,8 +656,9 @@ describe('an interrupting message', () => {
   });
 
   test('the text streamed so far stays, marked interrupted, and the next call carries it and the message', () => {
-    const s = streaming('Half an ans');
-    const r = step(s, { type: 'INTERRUPT', text: 'stop: do Y instead' });
+    const s = streaming('');
+    // The interpreter hands over what the stopped call streamed (its cancellation's details).
+    const r = step(s, { type: 'INTERRUPT', text: 'stop: do Y instead', cut: { callNumber: 1, text: 'Half an ans' } });
     const request = r.commands.find((c) => c.type === 'callModel');
     expect(request?.type === 'callModel' && request.request.messages.slice(-2)).toEqual([
       { role: 'assistant', content: `Half an ans${INTERRUPTED_MARK}`, interrupted: true },
@@ -585,10 +666,11 @@ describe('an interrupting message', () => {
     ]);
     expect(r.snapshot).toMatchObject({ partialText: '', counters: { loops: 2 }, stream: { callNumber: 2, attempt: 1 } });
     expect(r.snapshot.logs.transitions.at(-1)).toMatchObject({ from: 'STREAMING', to: 'STREAMING', event: 'INTERRUPT' });
-    // A late delta of the cancelled call changes nothing.
-    expect(step(r.snapshot, { type: 'STREAM_DELTA', callNumber: 1, attempt: 1, text: 'wer' }).snapshot.partialText).toBe('');
+    // The text of another call is not this one's.
+    const other = step(s, { type: 'INTERRUPT', text: 'stop', cut: { callNumber: 7, text: 'Other' } });
+    expect(other.snapshot.messages.filter((m) => m.role === 'assistant')).toEqual([]);
     // Nothing streamed yet: no empty assistant turn.
-    const early = step(streaming('  '), { type: 'INTERRUPT', text: 'stop' });
+    const early = step(streaming(''), { type: 'INTERRUPT', text: 'stop', cut: { callNumber: 1, text: '  ' } });
     expect(early.snapshot.messages.at(-1)).toEqual({ role: 'user', content: 'stop' });
     expect(early.snapshot.messages.filter((m) => m.role === 'assistant')).toEqual([]);
   });
@@ -654,7 +736,7 @@ describe('carrying on from a snapshot', () => {
     const s = run(snapshot(), { type: 'START' }, { type: 'MODEL_RESPONDED', response: response('', [call('c1')]) });
     expect(resumeAt(s, at(50)).commands).toEqual([{ type: 'timer', due: workDeadline(s) }, ...commandsFor(s)]);
     expect(work(commandsFor(s))).toEqual([{ type: 'runTools', calls: [call('c1')] }]);
-    const streaming = run(snapshot(), { type: 'START' }, { type: 'STREAM_DELTA', callNumber: 1, attempt: 1, text: 'par' });
+    const streaming = { ...run(snapshot(), { type: 'START' }), partialText: 'par' };
     const resumed = resumeAt(streaming, at(50));
     expect(work(resumed.commands)).toEqual([{ type: 'callModel', purpose: 'respond', callNumber: 1 }]);
     expect(resumed.snapshot).toMatchObject({ counters: { loops: 1 }, partialText: '', stream: { callNumber: 1, attempt: 1 } });
@@ -1068,8 +1150,9 @@ describe('the public view', () => {
     const s = run(snapshot({ approval: { tools: ['writeFile'] } }), { type: 'START' }, { type: 'MODEL_RESPONDED', response: response('', [call('w', 'writeFile')]) });
     const v = publicView(s, true);
     const documented = (openApiDocument() as { components: { schemas: { RunState: { properties: object; required: string[] } } } }).components.schemas.RunState;
-    // `stored` and `retrying` are added by the client (the run's stored copy, the server's pending activities).
-    expect(Object.keys(v).sort()).toEqual(Object.keys(documented.properties).filter((k) => k !== 'stored' && k !== 'retrying').sort());
+    // `stored`, `retrying` and `degraded` are added by the client (the run's stored copy, the server's pending activities).
+    const byClient = ['stored', 'retrying', 'degraded'];
+    expect(Object.keys(v).sort()).toEqual(Object.keys(documented.properties).filter((k) => !byClient.includes(k)).sort());
     expect(Object.keys(publicView(s, false)).sort()).toEqual([...documented.required].sort());
     expect(v).toMatchObject({ state: 'AWAITING_APPROVAL', pendingApproval: [{ toolCallId: 'w', kind: 'tool' }], resumeTo: null, conversationOpen: false });
     for (const internal of ['phase', 'features', 'chain', 'loopWarned', 'overflowsInARow', 'toolSignatures', 'presetResults', 'promptCalibration']) expect(v).not.toHaveProperty(internal);
@@ -1089,8 +1172,8 @@ describe('the public view', () => {
 describe('what a run produced', () => {
   test('an aborted run keeps the last message and the text of the call it cut short; a completed one has its answer', () => {
     let s = run(snapshot(), { type: 'START' }, { type: 'MODEL_RESPONDED', response: response('Looking at a.txt first.', [call('c1')]) });
-    s = run(s, { type: 'TOOLS_DONE', results: [{ toolCallId: 'c1', name: 'readFile', ok: true, content: 'x' }] }, { type: 'STREAM_DELTA', callNumber: 2, attempt: 1, text: 'The file sa' });
-    const aborted = run(s, { type: 'ABORT', reason: 'stop' });
+    s = run(s, { type: 'TOOLS_DONE', results: [{ toolCallId: 'c1', name: 'readFile', ok: true, content: 'x' }] });
+    const aborted = run(s, { type: 'ABORT', reason: 'stop', cut: { callNumber: 2, text: 'The file sa' } });
     expect(runResult(aborted)).toMatchObject({ status: 'ABORTED', answer: null, lastText: 'Looking at a.txt first.', partialText: 'The file sa' });
     expect(view(aborted).lastText).toBe('Looking at a.txt first.');
     // Aborted between calls (tools running): nothing was cut short.

@@ -162,7 +162,9 @@ test('1,000 reconnects at random points across a kill -9 mid-stream: no characte
 
   // kill -9 once a third of the answer is in the channel; the second worker hands the call back and retries it.
   const streamed = async () => (await channel.read(id, START, 1_000)).entries.filter((e) => e.event.type === 'text').length;
-  await waitFor(async () => ((await streamed()) >= 200 ? true : undefined), 60_000, 'a third of the answer streamed');
+  await waitFor(async () => ((await streamed()) >= 200 ? true : undefined), 60_000, 'a third of the answer streamed').catch(async (err: unknown) => {
+    throw new Error(`${String(err)} (${await streamed()} text events)\n--- worker output ---\n${output.join('').slice(-4_000)}`);
+  });
   const tKill = Date.now() - t0;
   const cKill = connections;
   first.kill('SIGKILL');

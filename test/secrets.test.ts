@@ -109,7 +109,7 @@ beforeAll(async () => {
     connection: env.nativeConnection,
     taskQueue,
     workflowBundle: await workflowBundle(),
-    ...agentWorkerOptions({ openai: openAIClient({ baseURL: proxy.url, apiKey: API_KEY }), defaultModel: 'unset', workspace, deltaFlushMs: 100 }),
+    ...agentWorkerOptions({ openai: openAIClient({ baseURL: proxy.url, apiKey: API_KEY }), defaultModel: 'unset', workspace, degradedHeartbeatMs: 100 }),
   });
   running = worker.run();
   cli = await ensureTemporalCli({ quiet: true });

@@ -41,9 +41,12 @@ async function completedRun(model: string) {
 }
 
 /** An offset of the hub's epoch that it has not given yet: `<epoch>-<n + 100>`. */
-const past = (offset: string) => {
+/** The channel offset in an SSE id (`<offset>_<cursor>`), and an id 100 events past it. */
+const offsetOf = (id: string) => id.split('_')[0];
+const past = (id: string) => {
+  const [offset, cursor] = id.split('_');
   const [epoch, n] = offset.split('-');
-  return `${epoch}-${Number(n) + 100}`;
+  return `${epoch}-${Number(n) + 100}${cursor === undefined ? '' : `_${cursor}`}`;
 };
 
 describe('client: offsets need a stream channel', () => {
@@ -51,15 +54,17 @@ describe('client: offsets need a stream channel', () => {
     const { id, all, last } = await completedRun('offsets-client');
     const handle = new AgentClient(h.env.client, h.taskQueue).handle(id);
     const events: string[] = [];
-    await expect(handle.watch((e) => void events.push(e.type), { after: last })).rejects.toThrow(/after needs stream: offsets are positions in a stream channel/);
+    await expect(handle.watch((e) => void events.push(e.type), { after: offsetOf(last) })).rejects.toThrow(/after needs stream: offsets are positions in a stream channel/);
     await expect(handle.watch((e) => void events.push(e.type), { onOffset: () => undefined })).rejects.toThrow(/onOffset needs stream/);
     await expect(handle.watch((e) => void events.push(e.type), { stream: hub, after: 'yesterday' })).rejects.toThrow(/after: expected an offset/);
     expect(events).toEqual([]);
     // With the channel: the offset is honoured, and one past the end is refused rather than replayed to.
     const rest: string[] = [];
-    await handle.watch((e) => void rest.push(e.type), { stream: hub, after: all[2].id });
+    await handle.watch((e) => void rest.push(e.type), { stream: hub, after: offsetOf(all[2].id!) });
     expect(rest).toEqual(all.slice(3).map((m) => m.event));
-    await expect(handle.watch(() => undefined, { stream: hub, after: past(last) })).rejects.toThrow(`after: ${past(last)} is past the end of run ${id}'s stream (its last event is ${last})`);
+    await expect(handle.watch(() => undefined, { stream: hub, after: past(offsetOf(last)) })).rejects.toThrow(
+      `after: ${past(offsetOf(last))} is past the end of run ${id}'s stream (its last event is ${offsetOf(last)})`,
+    );
   }, 60_000);
 });
 
@@ -73,8 +78,8 @@ describe('gateway: a Last-Event-ID past the end of the stream', () => {
       expect(await res.json()).toEqual({
         error: {
           code: 'invalid_input',
-          message: `Last-Event-ID ${past(last)} is past the end of this run's stream (its last event is ${last}): not an id this stream sent; reconnect without it to read the run from the start`,
-          head: last,
+          message: `Last-Event-ID ${past(last)} is past the end of this run's stream (its last event is ${offsetOf(last)}): not an id this stream sent; reconnect without it to read the run from the start`,
+          head: offsetOf(last),
         },
       });
     }

@@ -15,6 +15,10 @@ import { buildGateway } from '../src/gateway/index';
 import { ROLES, type Role } from '../src/gateway/identity';
 import { requiredRole } from '../src/gateway/openapi';
 import { sleep, startAgentHarness, waitFor, type AgentHarness } from './support/agent-harness';
+import { mkdtempSync } from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { SqliteMemoryStore } from '../src/memory/sqlite';
 
 const TOKEN = 'tenancy-service-token';
 const ISSUER = 'https://id.example.test/';
@@ -24,6 +28,8 @@ const JWKS_COOLDOWN_MS = 1_000;
 
 let h: AgentHarness;
 let app: FastifyInstance;
+/** The memory store the worker's tools and the gateway share. */
+const memory = new SqliteMemoryStore(path.join(mkdtempSync(path.join(os.tmpdir(), 'tenancy-memory-')), 'memory.sqlite'));
 let jwks: http.Server;
 let jwksRequests = 0;
 const keys: Record<'rsa' | 'ec' | 'rogue' | 'rotated', { privateKey: CryptoKey; jwk: JWK }> = {} as never;
@@ -76,13 +82,13 @@ beforeAll(async () => {
   const jwksUrl = `http://127.0.0.1:${(jwks.address() as AddressInfo).port}/.well-known/jwks.json`;
 
   const helper = defineAgent({ name: 'helper', description: 'Looks one thing up.', instructions: 'You look one thing up.', model: 'tenancy-helper', tools: [] });
-  h = await startAgentHarness(undefined, { agents: [helper] });
+  h = await startAgentHarness(undefined, { agents: [helper], memory });
   h.model.register('tenancy-helper', () => ({ text: 'looked it up' }));
   h.model.register('tenancy-answer', () => ({ text: 'the answer' }));
   // The settings as the gateway process reads them.
   const settings = gatewaySettings({ GATEWAY_TOKEN: TOKEN, GATEWAY_JWKS_URL: jwksUrl, GATEWAY_JWT_ISSUER: ISSUER, GATEWAY_JWT_AUDIENCE: AUDIENCE });
   app = buildGateway({
-    agents: new AgentClient(h.env.client, h.taskQueue),
+    agents: new AgentClient(h.env.client, h.taskQueue, undefined, memory),
     token: settings.token,
     jwt: { ...settings.jwt!, jwksCooldownMs: JWKS_COOLDOWN_MS },
     pollIntervalMs: 100,
@@ -94,6 +100,7 @@ beforeAll(async () => {
 afterAll(async () => {
   await app?.close();
   await h?.close();
+  await memory.close();
   jwks?.close();
 });
 
@@ -123,18 +130,20 @@ function runOf(tenant: string): Promise<string> {
 type Operation = { 'x-required-role'?: Role; requestBody?: unknown };
 const documentOps = async () => {
   const doc = (await app.inject({ method: 'GET', url: '/openapi.json' })).json() as { paths: Record<string, Record<string, Operation>> };
-  return Object.entries(doc.paths).flatMap(([path, ops]) => Object.entries(ops).map(([method, op]) => ({ path, method: method.toUpperCase() as 'GET' | 'POST', op })));
+  return Object.entries(doc.paths).flatMap(([path, ops]) => Object.entries(ops).map(([method, op]) => ({ path, method: method.toUpperCase() as 'GET' | 'POST' | 'PUT' | 'DELETE', op })));
 };
 
 /** A request each operation takes (a body it accepts, the query it needs), on run `id`. */
 function request(path: string, id: string): { url: string; payload?: object } {
-  const url = path.replace('{id}', encodeURIComponent(id)).replace('{step}', '1');
+  const url = path.replace('{id}', encodeURIComponent(id)).replace('{step}', '1').replace('{namespace}', 'probe').replace('{key}', 'k');
   const payloads: Record<string, object> = {
     '/v1/runs': { prompt: 'x', model: 'tenancy-answer' },
     '/v1/runs/{id}/approvals': { toolCallId: 'c0', approved: true },
     '/v1/runs/{id}/messages': { text: 'hello' },
     '/v1/runs/{id}/fork': { fromStep: 1 },
     '/v1/runs/{id}/abort': { reason: 'probe' },
+    '/v1/memory/{namespace}/search': { query: 'probe' },
+    '/v1/memory/{namespace}/keys/{key}': { text: 'probe' },
   };
   return { url: path === '/v1/runs/{id}/diff' ? `${url}?from=1&to=2` : url, ...(payloads[path] ? { payload: payloads[path] } : {}) };
 }
@@ -179,6 +188,11 @@ test('each role boundary is 403 naming the role the operation needs, from the do
     'POST /v1/runs/{id}/abort': 'operator',
     'POST /v1/runs/{id}/fork': 'operator',
     'POST /v1/runs/{id}/approvals': 'approver',
+    'GET /v1/memory/{namespace}': 'viewer',
+    'POST /v1/memory/{namespace}/search': 'viewer',
+    'GET /v1/memory/{namespace}/keys/{key}': 'viewer',
+    'PUT /v1/memory/{namespace}/keys/{key}': 'operator',
+    'DELETE /v1/memory/{namespace}/keys/{key}': 'operator',
   });
   for (const { path, method, op } of ops) {
     const needed = op['x-required-role'];
@@ -340,4 +354,43 @@ test("an approval through the gateway records its approver, the JWT's sub and te
   const alice = { kind: 'user', sub: 'alice', tenant: 'tenant-a' };
   expect(view.recentToolCalls).toEqual([expect.objectContaining({ name: 'readFile', decidedBy: alice, decidedAt: expect.any(String) })]);
   expect(view.controls).toEqual([expect.objectContaining({ by: alice })]);
+});
+
+test("memory through the gateway is the caller's tenant's: another tenant finds nothing, as if nothing were there; a run's memories are its tenant's", async () => {
+  const a = await jwt({ tenant: 'tenant-a', roles: ['operator'] });
+  const b = await jwt({ tenant: 'tenant-b', roles: ['operator'] });
+  const put = await call(a, 'PUT', '/v1/memory/team/keys/roadmap', { text: 'Ship the billing page in March', metadata: { by: 'alice' } });
+  expect([put.status, put.body]).toEqual([200, expect.objectContaining({ namespace: 'team', key: 'roadmap', version: 1, metadata: { by: 'alice' } })]);
+  expect((await call(a, 'GET', '/v1/memory/team/keys/roadmap')).body).toMatchObject({ text: 'Ship the billing page in March' });
+  expect((await call(a, 'POST', '/v1/memory/team/search', { query: 'billing' })).body.hits.map((m: { key: string }) => m.key)).toEqual(['roadmap']);
+  // Tenant b: the key is not found, with the body of a key that never was; lists and searches are empty; a delete finds nothing.
+  const probe = await call(b, 'GET', '/v1/memory/team/keys/roadmap');
+  const never = await call(b, 'GET', '/v1/memory/team/keys/never-was');
+  expect([probe.status, probe.body]).toEqual([404, { error: { code: 'memory_not_found', message: 'no memory roadmap in namespace team' } }]);
+  expect(JSON.stringify(never.body).replace('never-was', 'roadmap')).toBe(JSON.stringify(probe.body));
+  expect((await call(b, 'GET', '/v1/memory/team')).body).toEqual({ memories: [], next: null });
+  expect((await call(b, 'POST', '/v1/memory/team/search', { query: 'billing page march' })).body).toEqual({ hits: [] });
+  expect((await call(b, 'DELETE', '/v1/memory/team/keys/roadmap')).status).toBe(404);
+  // Its own write under the same name is its own memory; tenant a's is untouched.
+  expect((await call(b, 'PUT', '/v1/memory/team/keys/roadmap', { text: 'b plan' })).body).toMatchObject({ text: 'b plan', version: 1 });
+  expect((await call(a, 'GET', '/v1/memory/team/keys/roadmap')).body).toMatchObject({ text: 'Ship the billing page in March', version: 1 });
+  // The service writes the default tenant's memories, where runs without a tenant keep theirs: not tenant a's.
+  expect((await call(TOKEN, 'GET', '/v1/memory/team/keys/roadmap')).status).toBe(404);
+  // A viewer reads but cannot write.
+  const viewer = await jwt({ tenant: 'tenant-a', roles: ['viewer'] });
+  expect((await call(viewer, 'GET', '/v1/memory/team')).body.memories).toHaveLength(1);
+  expect((await call(viewer, 'PUT', '/v1/memory/team/keys/x', { text: 'y' })).status).toBe(403);
+
+  // A run tenant a starts through the gateway remembers in tenant a, where tenant a's reads find it and tenant b's do not.
+  h.model.register('tenancy-remember', [{ toolCalls: [{ name: 'remember', arguments: { key: 'deadline', text: 'The billing page is due March 31' } }] }, { text: 'noted' }]);
+  const started = await call(a, 'POST', '/v1/runs', { prompt: 'remember the deadline', model: 'tenancy-remember', tools: ['remember'], memory: { namespace: 'team' } });
+  expect((await call(a, 'GET', `/v1/runs/${started.body.workflowId}/result`)).body).toMatchObject({ status: 'COMPLETED', answer: 'noted' });
+  expect((await call(a, 'GET', '/v1/memory/team/keys/deadline')).body).toMatchObject({ text: 'The billing page is due March 31' });
+  expect((await call(b, 'GET', '/v1/memory/team/keys/deadline')).status).toBe(404);
+  // A run's input cannot name another tenant: the gateway sets it from the caller.
+  h.model.register('tenancy-remember', [{ toolCalls: [{ name: 'remember', arguments: { key: 'deadline', text: 'The billing page is due March 31' } }] }, { text: 'noted' }]);
+  const forged = await call(b, 'POST', '/v1/runs', { prompt: 'x', model: 'tenancy-remember', tools: ['remember'], memory: { namespace: 'team' }, tenant: 'tenant-a' });
+  expect((await call(b, 'GET', `/v1/runs/${forged.body.workflowId}/result`)).body).toMatchObject({ status: 'COMPLETED' });
+  expect(await memory.list({ namespace: 'team', tenant: 'tenant-a' })).toMatchObject({ memories: [expect.objectContaining({ key: 'deadline' }), expect.objectContaining({ key: 'roadmap' })] });
+  expect((await call(b, 'GET', '/v1/memory/team/keys/deadline')).body).toMatchObject({ text: 'The billing page is due March 31' });
 });

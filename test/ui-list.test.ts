@@ -96,3 +96,25 @@ test("an unknown run's page says so, and shows neither an \"ended\" pill nor emp
   });
   await page.close();
 }, 60_000);
+
+test('a run a schedule started is tagged "scheduled" in the list, and its page names the schedule', async () => {
+  h.model.register('list-scheduled', () => ({ text: 'on schedule' }));
+  const scheduleId = `ui-list-schedule-${Date.now()}`;
+  await agents.schedules.create({ scheduleId, intervalMs: 24 * 3_600_000, input: { prompt: 'scheduled from the list test', model: 'list-scheduled' } });
+  try {
+    await agents.schedules.trigger(scheduleId);
+    const run = await waitFor(async () => (await agents.schedules.describe(scheduleId)).recentRuns[0], 20_000, 'the schedule\'s run');
+    await agents.handle(run.workflowId).result();
+    const page = await openList(1_400);
+    await withScreenshot(page, 'list-scheduled.png', async () => {
+      const tag = page.locator(`tr[data-workflow-id="${run.workflowId}"] .tag[data-schedule="${scheduleId}"]`);
+      await tag.waitFor();
+      expect(await tag.textContent()).toBe('scheduled');
+      expect(await page.locator('tr .tag[data-schedule]').count()).toBe(1);
+      await page.goto(`${base}/ui/runs/${encodeURIComponent(run.workflowId)}`);
+      await page.locator('#links li[data-link="schedule"]').filter({ hasText: `started by schedule ${scheduleId}` }).waitFor();
+    });
+  } finally {
+    await agents.schedules.delete(scheduleId);
+  }
+}, 90_000);

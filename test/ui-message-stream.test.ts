@@ -120,7 +120,7 @@ test('a reconnect with Last-Event-ID (an offset) continues the text with nothing
     }
   }
   await reader.cancel();
-  expect(lastId).toMatch(/^\d+-\d+$/);
+  expect(lastId).toMatch(/^\d+-\d+_\d+\.\d+\.\d+\.\d+$/);
 
   const resumed = await readWithAiSdk(id, { 'last-event-id': lastId! });
   expect(resumed.error).toBeUndefined();

@@ -411,8 +411,19 @@ test('a page follows a run by push: the text grows while it streams, no state po
   await withScreenshot(page, 'page-pushed-streaming.png', async () => {
     await page.getByTestId('connection').filter({ hasText: 'live' }).waitFor();
     const first = await waitFor(async () => ((await liveText()).length > 40 ? await liveText() : undefined), PAGE_TIMEOUT_MS, 'streamed text');
-    // While one model call streams and nothing else happens, the page reads the run's state not once.
-    const reads = stateReads();
+    // The events the stream replays on attach (the run's transitions) each ask for the state once, and a read asked
+    // for while one is in flight follows it: under load the last of them can still be under way. Once reads have
+    // been quiet for a second, while one model call streams and nothing else happens, the page reads the state not
+    // once (a page that polled, every second or more often, never gets that quiet second).
+    const reads = await waitFor(
+      async () => {
+        const before = stateReads();
+        await new Promise((resolve) => setTimeout(resolve, 1_000));
+        return stateReads() === before ? before : undefined;
+      },
+      PAGE_TIMEOUT_MS,
+      'the state reads of the attach to settle',
+    );
     await new Promise((resolve) => setTimeout(resolve, 2_500));
     const later = await liveText();
     expect(later.length).toBeGreaterThan(first.length);

@@ -16,7 +16,7 @@ import { AgentClient } from '../src/client';
 import type { RunStateView } from '../src/common/view';
 import { buildGateway } from '../src/gateway';
 import type { ActivityRecord } from '../src/gateway/run-activities';
-import { TRANSITIONS } from '../src/machine/machine';
+import { transitionTable } from '../src/machine/machine';
 import { startAgentHarness, waitFor, type AgentHarness } from './support/agent-harness';
 import { launchChromium, withScreenshot } from './support/browser';
 
@@ -76,7 +76,7 @@ async function openPage(url: string): Promise<Page> {
 /** Every edge of the picture is a pair the table has, and every pair the table has (bar self-loops) is drawn. */
 function tableEdges(): string[] {
   const edges = new Set<string>();
-  for (const [from, events] of Object.entries(TRANSITIONS)) for (const targets of Object.values(events)) for (const to of targets as string[]) if (to !== from) edges.add(`${from}>${to}`);
+  for (const [from, events] of Object.entries(transitionTable())) for (const targets of Object.values(events)) for (const to of targets as string[]) if (to !== from) edges.add(`${from}>${to}`);
   return [...edges].sort();
 }
 

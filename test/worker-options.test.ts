@@ -2,6 +2,9 @@
 import { execFileSync } from 'node:child_process';
 import path from 'node:path';
 import { workerConfig } from '../src/config';
+import type { WorkflowInfo } from '@temporalio/workflow';
+import { checkCritics, createCustomCritics, InvalidCriticError } from '../src/activities/custom-critic';
+import { runHookSinks } from '../src/stream/hooks';
 import { agentPlugin } from '../src/worker/plugin';
 import { deploymentOptions, resolveWorkerConfig } from '../src/worker/worker';
 import { tuneWorkerHeap } from '../src/worker/heap';
@@ -62,14 +65,76 @@ test('a whole config replaces the environment as the base', () => {
   expect(config.ledgerFile).toBe(path.resolve('./.agent/tool-ledger.sqlite'));
 });
 
-test("the plugin registers the workflow's sinks (the stream, the model calls it stops) on workers and replay workers, beside sinks of their own", () => {
+test("the plugin registers the workflow's sinks (the stream, the model calls it stops, the run hooks) on workers and replay workers, beside sinks of their own", () => {
   const own = { audit: { record: { fn: () => undefined } } };
   const plugin = agentPlugin({ llm: { baseURL: 'http://127.0.0.1:1/v1', apiKey: 'none', model: 'm' } });
   const replay = plugin.configureReplayWorker({ sinks: own });
-  expect(Object.keys(replay.sinks ?? {}).sort()).toEqual(['audit', 'modelCalls', 'stream']);
-  expect([replay.sinks?.stream?.publish?.callDuringReplay, replay.sinks?.modelCalls?.stop?.callDuringReplay]).toEqual([false, false]);
+  expect(Object.keys(replay.sinks ?? {}).sort()).toEqual(['audit', 'modelCalls', 'runHooks', 'stream']);
+  expect([replay.sinks?.stream?.publish?.callDuringReplay, replay.sinks?.modelCalls?.stop?.callDuringReplay, replay.sinks?.runHooks?.ended?.callDuringReplay]).toEqual([false, false, false]);
   const worker = plugin.configureWorker({ taskQueue: 'q', sinks: own });
-  expect(Object.keys(worker.sinks ?? {}).sort()).toEqual(['audit', 'modelCalls', 'stream']);
+  expect(Object.keys(worker.sinks ?? {}).sort()).toEqual(['audit', 'modelCalls', 'runHooks', 'stream']);
+});
+
+describe('lifecycle hooks (stream/hooks.ts)', () => {
+  const info = { workflowId: 'wf-1', runId: 'run-1' } as WorkflowInfo;
+  const result = { status: 'COMPLETED' as const, answer: 'yes', reason: null, lastText: 'yes', partialText: null, usage: { promptTokens: 1, completionTokens: 1, totalTokens: 2, modelCalls: 1, costUsd: 0 }, loops: 1, toolCalls: 0 };
+  const change = { step: 1, from: 'IDLE', to: 'STREAMING', event: 'START', at: '2026-01-01T00:00:00.000Z' };
+  const logged = () => {
+    const lines: Array<{ message: string; meta?: Record<string, unknown> }> = [];
+    return { lines, log: () => ({ warn: (message: string, meta?: Record<string, unknown>) => void lines.push({ message, meta }) }) };
+  };
+
+  test("the plugin's workers call the hooks given to it, each change with its run's ids", () => {
+    const seen: unknown[] = [];
+    const plugin = agentPlugin({ llm: { baseURL: 'http://127.0.0.1:1/v1', apiKey: 'none', model: 'm' }, hooks: { onTransition: (t) => void seen.push(t), onRunEnd: (e) => void seen.push(e) } });
+    const sinks = plugin.configureWorker({ taskQueue: 'q' }).sinks!;
+    void sinks.runHooks.transitioned.fn(info, [change, { ...change, step: 2, from: 'STREAMING', to: 'CRITIQUE', event: 'MODEL_RESPONDED' }]);
+    void sinks.runHooks.ended.fn(info, result);
+    expect(seen).toEqual([{ workflowId: 'wf-1', runId: 'run-1', ...change }, expect.objectContaining({ step: 2, to: 'CRITIQUE' }), { workflowId: 'wf-1', runId: 'run-1', result }]);
+  });
+
+  test('a hook that throws or rejects is logged, naming the hook and the run; the sink returns at once', async () => {
+    const { lines, log } = logged();
+    const sinks = runHookSinks({ onTransition: () => { throw new Error('boom'); }, onRunEnd: () => Promise.reject(new Error('later')) }, log);
+    expect(sinks.runHooks.transitioned.fn(info, [change])).toBeUndefined();
+    expect(sinks.runHooks.ended.fn(info, result)).toBeUndefined();
+    await new Promise((resolve) => setImmediate(resolve));
+    expect(lines).toEqual([
+      { message: 'hook onTransition failed: boom', meta: { workflowId: 'wf-1', runId: 'run-1', step: 1, hook: 'onTransition' } },
+      { message: 'hook onRunEnd failed: later', meta: { workflowId: 'wf-1', runId: 'run-1', hook: 'onRunEnd' } },
+    ]);
+  });
+
+  test('a hook that never settles is logged as hanging, and holds nothing', async () => {
+    const { lines, log } = logged();
+    const sinks = runHookSinks({ onRunEnd: () => new Promise<void>(() => undefined) }, log, 20);
+    expect(sinks.runHooks.ended.fn(info, result)).toBeUndefined();
+    await new Promise((resolve) => setTimeout(resolve, 100));
+    expect(lines).toEqual([{ message: 'hook onRunEnd has not settled after 20 ms', meta: { workflowId: 'wf-1', runId: 'run-1', hook: 'onRunEnd' } }]);
+  });
+
+  test('no hooks: the sink does nothing', () => {
+    const { lines, log } = logged();
+    const sinks = runHookSinks(undefined, log);
+    void sinks.runHooks.transitioned.fn(info, [change]);
+    void sinks.runHooks.ended.fn(info, result);
+    expect(lines).toEqual([]);
+  });
+});
+
+describe('custom critics (activities/custom-critic.ts)', () => {
+  test('a bad name or a value that is not a function is refused when the worker is built, naming the critic', () => {
+    expect(() => checkCritics({ 'a b': () => ({ action: 'complete', reason: 'ok' }) })).toThrow(new InvalidCriticError('critic "a b": the name must be 1-64 characters of [A-Za-z0-9_.-], starting with a letter or digit'));
+    expect(() => checkCritics({ judge: 'yes' as never })).toThrow(new InvalidCriticError('critic "judge": must be a function (request, context) => decision, not string'));
+    expect([...checkCritics({ judge: () => ({ action: 'complete', reason: 'ok' }) }).keys()]).toEqual(['judge']);
+  });
+
+  test('checkCritic refuses a name the worker lacks, non-retryably, naming the critics it has', async () => {
+    const { checkCritic } = createCustomCritics({ judge: () => ({ action: 'complete', reason: 'ok' }), auditor: () => ({ action: 'retry', reason: 'no' }) });
+    await expect(checkCritic('judge')).resolves.toBeUndefined();
+    await expect(checkCritic('nobody')).rejects.toMatchObject({ type: 'UnknownCritic', nonRetryable: true, message: 'unknown critic "nobody"; the worker\'s critics: auditor, judge' });
+    await expect(createCustomCritics(undefined).checkCritic('x')).rejects.toMatchObject({ message: 'unknown critic "x"; the worker has no critics registered (createAgentWorker({ critics }))' });
+  });
 });
 
 test('versioning: the option over AGENT_DEPLOYMENT_NAME/AGENT_BUILD_ID, PINNED unless told; false turns it off; unversioned gives the SDK no deployment options', () => {

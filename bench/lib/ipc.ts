@@ -113,6 +113,16 @@ export function peakRss(pid: number): number | undefined {
 }
 
 /** CPU time (user + system) a live process and its descendants have used so far, in ms; 0 once it is gone. */
+/** Resident set size (VmRSS) of a process now, in bytes; undefined once it is gone. */
+export function currentRss(pid: number): number | undefined {
+  try {
+    const kb = /^VmRSS:\s+(\d+) kB/m.exec(readFileSync(`/proc/${pid}/status`, 'utf8'))?.[1];
+    return kb ? Number(kb) * 1024 : undefined;
+  } catch {
+    return undefined;
+  }
+}
+
 export function cpuTimeMs(pid: number): number {
   try {
     // Fields after the command name, which is in parentheses and may hold spaces: utime, stime, cutime and cstime are

@@ -10,9 +10,13 @@ import { benchScript, BENCH_MODEL, type Arrival, type ModelSettings } from './wo
 async function main(): Promise<void> {
   const settings: ModelSettings = { latencyMs: 0 };
   let arrivals: Arrival[] = [];
+  /** The latest call of each run, and the summaries written (compactions' calls), for (b)'s samples. */
+  const latest = new Map<string, number>();
+  let summaries = 0;
   let waiters: Array<{ runId: string; call: number; after: number; resolve: (t: number) => void }> = [];
   const onArrival = (a: Arrival) => {
     arrivals.push(a);
+    latest.set(a.runId, Math.max(latest.get(a.runId) ?? 0, a.call));
     waiters = waiters.filter((w) => {
       const hit = w.runId === a.runId && w.call === a.call && a.t > w.after;
       if (hit) w.resolve(a.t);
@@ -22,17 +26,22 @@ async function main(): Promise<void> {
   // Wall-clock milliseconds with sub-millisecond resolution, comparable with Date.now() in other processes.
   const now = () => performance.timeOrigin + performance.now();
   const model = await startScriptedModel({ port: Number(process.env.BENCH_MODEL_PORT ?? 0), recordBodies: false, maxRecordedRequests: 0 });
-  const register = () => model.register(BENCH_MODEL, benchScript(() => settings, onArrival, now));
+  const register = () => model.register(BENCH_MODEL, benchScript(() => settings, onArrival, now, () => summaries++));
   register();
   serve({
     url: () => model.url,
-    configure: (msg: { latencyMs: number }) => {
+    /** A figure's provider: its latency, and its context window (none unless given). */
+    configure: (msg: { latencyMs: number; contextWindowTokens?: number }) => {
       settings.latencyMs = msg.latencyMs;
+      settings.contextWindowTokens = msg.contextWindowTokens;
     },
+    /** How far a run is (its latest call, 0 before its first), and the summaries written so far by every run. */
+    progress: (msg: { runId: string }) => ({ call: latest.get(msg.runId) ?? 0, summaries }),
     /** Returns and forgets the arrivals so far. */
     drain: () => {
       const out = arrivals;
       arrivals = [];
+      latest.clear();
       register();
       return out;
     },

@@ -11,6 +11,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import type { Client } from '@temporalio/client';
+import { temporal } from '@temporalio/proto';
 import { freePort } from '../../scripts/lib/free-port';
 import { MAX_PROVIDER_FAILURES } from '../../src/activities/model';
 import { AgentClient } from '../../src/client';
@@ -197,8 +198,9 @@ export interface FigureI {
   tokensPerMinute: number;
   floodPromptChars: number;
   promptChars: number;
-  /** The timed runs alone on the idle budget, from the first start to the last result. */
+  /** The timed runs alone on the idle budget, from the first start to the last result: before the flood, and after it. */
   aloneMs: number;
+  aloneAfterMs: number;
   /** The same runs started during the flood, as their own tenant (fair share). */
   ownTenantMs: number;
   /** The same runs started at the same moment in the flooding tenant: one queue, as every run had before issue 52. */
@@ -207,14 +209,59 @@ export interface FigureI {
   floodMs: number;
   completed: number;
   total: number;
+  /** Where the timed runs' time went, a run's mean: alone before the flood, as their own tenant during it, alone after. */
+  breakdown: { alone: TimeBreakdown; ownTenant: TimeBreakdown; aloneAfter: TimeBreakdown };
 }
 
 /**
- * Figure (i), issue 52: fair share of the fleet's budget. One worker process (`src/bin/worker.ts`) under the budget in
- * Redis; a provider that enforces the same tokens a minute. First `runs` runs of tenant `b` alone; then tenant `a`
- * starts `flood` runs of large prompts, and once they all wait, `runs` of tenant `b` and `runs` more of tenant `a`
- * (the small prompts of `b`) start at once. Reported: how long the timed runs took alone, as their own tenant during
- * the flood, and in the flooding tenant (behind its queue, as one queue served everybody before).
+ * Where a run's time went, from its history, summed over the run: its workflow tasks and activity tasks waiting on the
+ * task queue (scheduled to started), its workflow tasks in the worker (started to completed), and its activities
+ * (started to closed: the budget's wait and the model call or the tool).
+ */
+export interface TimeBreakdown {
+  workflowQueueMs: number;
+  /** The part of `workflowQueueMs` on the worker's sticky queue, which Temporal Server 1.32 never dispatches fairly. */
+  stickyQueueMs: number;
+  workflowTaskMs: number;
+  activityQueueMs: number;
+  activityMs: number;
+}
+
+const msOf = (t: { seconds?: unknown; nanos?: number | null } | null | undefined): number => (t ? Number(t.seconds ?? 0) * 1000 + (t.nanos ?? 0) / 1e6 : 0);
+
+/** The mean of `TimeBreakdown` over these runs. */
+async function breakdownOf(client: Client, ids: string[]): Promise<TimeBreakdown> {
+  const sum: TimeBreakdown = { workflowQueueMs: 0, stickyQueueMs: 0, workflowTaskMs: 0, activityQueueMs: 0, activityMs: 0 };
+  for (const id of ids) {
+    const events = (await client.workflow.getHandle(id).fetchHistory()).events ?? [];
+    const at = new Map(events.map((e) => [Number(e.eventId), msOf(e.eventTime)]));
+    const since = (eventId: unknown, now: number) => now - (at.get(Number(eventId)) ?? now);
+    const sticky = new Set(events.filter((e) => e.workflowTaskScheduledEventAttributes?.taskQueue?.kind === temporal.api.enums.v1.TaskQueueKind.TASK_QUEUE_KIND_STICKY).map((e) => Number(e.eventId)));
+    for (const e of events) {
+      const now = msOf(e.eventTime);
+      if (e.workflowTaskStartedEventAttributes) {
+        const { scheduledEventId } = e.workflowTaskStartedEventAttributes;
+        sum.workflowQueueMs += since(scheduledEventId, now);
+        if (sticky.has(Number(scheduledEventId))) sum.stickyQueueMs += since(scheduledEventId, now);
+      }
+      else if (e.workflowTaskCompletedEventAttributes) sum.workflowTaskMs += since(e.workflowTaskCompletedEventAttributes.startedEventId, now);
+      else if (e.activityTaskStartedEventAttributes) sum.activityQueueMs += since(e.activityTaskStartedEventAttributes.scheduledEventId, now);
+      else if (e.activityTaskCompletedEventAttributes) sum.activityMs += since(e.activityTaskCompletedEventAttributes.startedEventId, now);
+      else if (e.activityTaskFailedEventAttributes) sum.activityMs += since(e.activityTaskFailedEventAttributes.startedEventId, now);
+    }
+  }
+  const n = Math.max(1, ids.length);
+  return { workflowQueueMs: sum.workflowQueueMs / n, stickyQueueMs: sum.stickyQueueMs / n, workflowTaskMs: sum.workflowTaskMs / n, activityQueueMs: sum.activityQueueMs / n, activityMs: sum.activityMs / n };
+}
+
+/**
+ * Figure (i), issue 52: fair share of the fleet's budget and of the task queue. One worker process
+ * (`src/bin/worker.ts`) under the budget in Redis; a provider that enforces the same tokens a minute. After `runs`
+ * runs that warm the worker, `runs` runs of tenant `b` alone; then tenant `a` starts `flood` runs of large prompts, and
+ * once they all wait, `runs` of tenant `b` and `runs` more of tenant `a` (the small prompts of `b`) start at once; once
+ * the flood is over, `runs` of `b` alone again. Reported: how long the timed runs took alone (before and after: on a
+ * machine others load, the two bracket the flood's load), as their own tenant during the flood, and in the flooding
+ * tenant (behind its own queue); and where the time of `b`'s runs went (`TimeBreakdown`).
  */
 export async function figureI(o: FigureIOptions): Promise<FigureI> {
   const dir = mkdtempSync(path.join(os.tmpdir(), 'bench-g-'));
@@ -252,14 +299,18 @@ export async function figureI(o: FigureIOptions): Promise<FigureI> {
     const text = (tag: string, chars: number) => `${tag}. ${'Summarise this line of text. '.repeat(Math.ceil(chars / 29))}`.slice(0, chars);
     let completed = 0;
     let total = 0;
+    const ids = (label: string, n: number) => Array.from({ length: n }, (_, i) => `g-${label}-${process.pid}-${i}`);
     /** Starts `n` runs of `tenant` and resolves with the time from the first start to the last result. */
     const timed = async (label: string, tenant: string, n: number, chars: number): Promise<number> => {
       const t0 = Date.now();
-      const handles = await Promise.all(Array.from({ length: n }, (_, i) => agents.start({ prompt: text(`${label} ${i}`, chars), maxOutputTokens: 16, tenant }, { workflowId: `g-${label}-${process.pid}-${i}` })));
+      const handles = await Promise.all(ids(label, n).map((workflowId, i) => agents.start({ prompt: text(`${label} ${i}`, chars), maxOutputTokens: 16, tenant }, { workflowId })));
       total += n;
       const ends = await Promise.all(handles.map((h) => h.result().then((r) => ((completed += r.status === 'COMPLETED' ? 1 : 0), Date.now()), () => Date.now())));
       return Math.max(...ends) - t0;
     };
+    // A fresh worker's first runs load the workflow bundle and warm its code: not the time alone of a fleet.
+    await timed('warm', 'w', o.runs, o.promptChars);
+    await sleep(5_000);
     o.log(`g: ${o.runs} runs of tenant b alone, the budget at ${o.tokensPerMinute} tokens a minute`);
     const aloneMs = await timed('alone', 'b', o.runs, o.promptChars);
     o.log(`g: alone ${(aloneMs / 1000).toFixed(2)} s; tenant a floods with ${o.flood} runs of ${o.floodPromptChars} characters`);
@@ -278,7 +329,16 @@ export async function figureI(o: FigureIOptions): Promise<FigureI> {
     await Promise.all(flood);
     const floodMs = Date.now() - f0;
     o.log(`g: own tenant ${(ownTenantMs / 1000).toFixed(2)} s (${(ownTenantMs / aloneMs).toFixed(2)}x alone), in the flooding tenant ${(sameTenantMs / 1000).toFixed(1)} s; the flood took ${(floodMs / 1000).toFixed(1)} s`);
-    return { flood: o.flood, runs: o.runs, tokensPerMinute: o.tokensPerMinute, floodPromptChars: o.floodPromptChars, promptChars: o.promptChars, aloneMs, ownTenantMs, sameTenantMs, floodMs, completed, total };
+    // The budget's minute refills from the flood's last calls before the second measure alone.
+    await sleep(60_000);
+    const aloneAfterMs = await timed('after', 'b', o.runs, o.promptChars);
+    o.log(`g: alone again after the flood ${(aloneAfterMs / 1000).toFixed(2)} s`);
+    const breakdown = {
+      alone: await breakdownOf(server.client, ids('alone', o.runs)),
+      ownTenant: await breakdownOf(server.client, ids('own', o.runs)),
+      aloneAfter: await breakdownOf(server.client, ids('after', o.runs)),
+    };
+    return { flood: o.flood, runs: o.runs, tokensPerMinute: o.tokensPerMinute, floodPromptChars: o.floodPromptChars, promptChars: o.promptChars, aloneMs, aloneAfterMs, ownTenantMs, sameTenantMs, floodMs, completed, total, breakdown };
   } finally {
     if (worker) await stopProcess(worker);
     await stopChild(model as Child);

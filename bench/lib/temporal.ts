@@ -34,6 +34,8 @@ export interface BenchServer {
   pids: { server: number; database?: number };
   client: Client;
   connection: Connection;
+  /** The Temporal Server's log (warnings and errors on the dev server; the cluster's is shared by the bench's systems). */
+  logFile?: string;
   stop(): Promise<void>;
 }
 
@@ -49,7 +51,8 @@ export async function startBenchServer(tuning: ServerTuning = {}, dataConverter?
     ...(tuning.pragmas ?? []).flatMap((p) => ['--sqlite-pragma', p]),
     ...(tuning.dynamicConfig ?? []).flatMap((d) => ['--dynamic-config-value', d]),
   ];
-  const handle = await startDevServer({ port: await freePort(), headless: true, dbFile, extraArgs, env: tuning.env, logFile: path.join(dir, 'server.log') });
+  const logFile = path.join(dir, 'server.log');
+  const handle = await startDevServer({ port: await freePort(), headless: true, dbFile, extraArgs, env: tuning.env, logFile });
   const stopPerf = process.env.BENCH_SERVER_PERF ? recordServerCpu(handle.pid, process.env.BENCH_SERVER_PERF) : undefined;
   const connection = await Connection.connect({ address: handle.address, plugins: [closeSafeConnectionPlugin] });
   const client = new Client({ connection, dataConverter });
@@ -58,6 +61,7 @@ export async function startBenchServer(tuning: ServerTuning = {}, dataConverter?
     pids: { server: handle.pid },
     client,
     connection,
+    logFile,
     async stop() {
       await connection.close().catch(() => undefined);
       await stopPerf?.();
@@ -73,7 +77,7 @@ export async function startBenchServer(tuning: ServerTuning = {}, dataConverter?
  * brings its worker, as on the dev server), in the bench's scratch directory, on the stack's ports moved by 2000 so a
  * stack the user runs is left alone. Started on first use; `stopBenchStack` ends it with the bench.
  */
-let benchStack: Promise<{ address: string; pids: BenchServer['pids'] }> | undefined;
+let benchStack: Promise<{ address: string; pids: BenchServer['pids']; logFile: string }> | undefined;
 let benchStackDir: string | undefined;
 export const BENCH_STACK_PORT_SHIFT = 2_000;
 
@@ -95,9 +99,10 @@ async function connectBenchStack(dataConverter?: DataConverter): Promise<BenchSe
       services: false,
       log: () => undefined,
     });
-    return { address: up.address, pids: { server: up.state.processes.temporal.pid, database: up.state.processes.postgres.pid } };
+    const { temporal: server, postgres } = up.state.processes;
+    return { address: up.address, pids: { server: server.pid, database: postgres.pid }, logFile: server.log };
   })();
-  const { address, pids } = await benchStack;
+  const { address, pids, logFile } = await benchStack;
   const connection = await Connection.connect({ address, plugins: [closeSafeConnectionPlugin] });
   const client = new Client({ connection, dataConverter });
   return {
@@ -105,6 +110,7 @@ async function connectBenchStack(dataConverter?: DataConverter): Promise<BenchSe
     pids,
     client,
     connection,
+    logFile,
     async stop() {
       await connection.close().catch(() => undefined);
     },
@@ -242,29 +248,43 @@ export interface HistoryBytes {
   totalEvents: number;
   runs: number;
   largestEventBytes: number;
+  /** The most events and bytes of one run of the chain: what the server's history limits (warn at 10,240 events or 10 MB) apply to. */
+  largestRunEvents: number;
+  largestRunBytes: number;
+  /** Activities of `countActivity` scheduled across the chain (the product's compactions), when asked. */
+  counted?: number;
 }
 
 /**
  * History bytes per step, as test/long-run-500.test.ts counts them: every event from the k-th scheduling of the model
  * activity up to the next one belongs to step k. Encoded as the server stores them (claim-check references, not blobs).
  */
-export function historyBytesPerStep(histories: temporal.api.history.v1.IHistory[], modelActivity: string): HistoryBytes {
+export function historyBytesPerStep(histories: temporal.api.history.v1.IHistory[], modelActivity: string, countActivity?: string): HistoryBytes {
   const perStep = new Map<number, number>();
   let call = 0;
   let totalBytes = 0;
   let totalEvents = 0;
   let largestEventBytes = 0;
+  let largestRunEvents = 0;
+  let largestRunBytes = 0;
+  let counted = 0;
   for (const history of histories) {
+    let runBytes = 0;
     for (const event of history.events ?? []) {
-      if (event.activityTaskScheduledEventAttributes?.activityType?.name === modelActivity) call++;
+      const activity = event.activityTaskScheduledEventAttributes?.activityType?.name;
+      if (activity === modelActivity) call++;
+      if (countActivity && activity === countActivity) counted++;
       const bytes = temporal.api.history.v1.HistoryEvent.encode(event).finish().length;
       totalBytes += bytes;
+      runBytes += bytes;
       totalEvents++;
       largestEventBytes = Math.max(largestEventBytes, bytes);
       if (call > 0) perStep.set(call, (perStep.get(call) ?? 0) + bytes);
     }
+    largestRunEvents = Math.max(largestRunEvents, history.events?.length ?? 0);
+    largestRunBytes = Math.max(largestRunBytes, runBytes);
   }
-  return { perStep, totalBytes, totalEvents, runs: histories.length, largestEventBytes };
+  return { perStep, totalBytes, totalEvents, runs: histories.length, largestEventBytes, largestRunEvents, largestRunBytes, ...(countActivity ? { counted } : {}) };
 }
 
 /** An event's time (the server's clock) in ms since the epoch, to the microsecond the server gives. */

@@ -33,7 +33,33 @@ export const READ_FILE_TOOL = {
 export interface ModelSettings {
   /** Delay before the first streamed chunk (or the whole body), per model call. */
   latencyMs: number;
+  /**
+   * A provider's context window in tokens (about 4 characters a token, as `tokensOf` counts them): a request over it
+   * is refused with `context_length_exceeded`, as OpenAI does, and every answer reports its prompt's tokens so that a
+   * run can compact before it gets there. Absent: no window, and a rough usage.
+   */
+  contextWindowTokens?: number;
 }
+
+/** What a summary of the bench's transcript says, so that the count of files read survives compaction. */
+const SUMMARY_RE = /bench summary: read (\d+) files/g;
+const TOOL_RESULT_RE = /^tool result: /gm;
+
+/** Files read that summaries in `text` stand for. */
+const summarised = (text: string) => [...text.matchAll(SUMMARY_RE)].reduce((n, m) => n + Number(m[1]), 0);
+
+/** A request's tokens as the bench's provider counts them: 4 characters a token, and 4 for each message's framing. */
+export function tokensOf(messages: Array<{ role: string; content?: unknown; tool_calls?: Array<{ function?: { name?: string; arguments?: string } }> }>): number {
+  let chars = 0;
+  for (const m of messages) {
+    chars += textOf(m.content).length;
+    for (const c of m.tool_calls ?? []) chars += (c.function?.name ?? '').length + (c.function?.arguments ?? '').length;
+  }
+  return Math.ceil(chars / 4) + 4 * messages.length;
+}
+
+const textOf = (content: unknown): string =>
+  typeof content === 'string' ? content : Array.isArray(content) ? content.map((p: any) => (typeof p?.text === 'string' ? p.text : '')).join('') : '';
 
 /** The prompt names the run so the scripted model can tell runs apart, and the step count so it knows when to answer. */
 export const promptOf = (runId: string, steps: number) => `bench run ${runId} steps ${steps}: read the files, one per step, then say done.`;
@@ -59,21 +85,37 @@ export interface Arrival {
 }
 
 /**
- * The policy: call k (k = tool results so far + 1) asks for `readFile` of a cycling file while k <= steps, then answers.
- * `onArrival` sees every call as it arrives.
+ * The policy: call k (k = files read so far + 1) asks for `readFile` of a cycling file while k <= steps, then answers.
+ * Files read are the tool results in the request, and those that the run's summaries stand for: with a context window,
+ * a request that is not a bench run's (a run's compaction, summarising its transcript) is answered with
+ * `bench summary: read N files`, N counted in the text it summarises. `onArrival` sees every run's call as it arrives.
  */
-export function benchScript(settings: () => ModelSettings, onArrival: (a: Arrival) => void, now: () => number): Script {
+export function benchScript(settings: () => ModelSettings, onArrival: (a: Arrival) => void, now: () => number, onSummary?: () => void): Script {
   return ({ request, receivedAt }): ScriptStep => {
     const t = now();
     const messages = (request?.messages ?? []) as Array<{ role: string; content?: unknown }>;
     const run = parsePrompt(messages);
-    const done = messages.filter((m) => m.role === 'tool').length;
+    const window = settings().contextWindowTokens;
+    const tokens = window ? tokensOf(messages) : 0;
+    const firstChunkDelayMs = settings().latencyMs;
+    if (window && tokens > window) {
+      if (request) request.messages = [];
+      return { error: { status: 400, message: `This model's maximum context length is ${window} tokens; the request has ${tokens}`, code: 'context_length_exceeded' } };
+    }
+    if (window && !run) {
+      const text = messages.map((m) => textOf(m.content)).join('\n');
+      const read = (text.match(TOOL_RESULT_RE)?.length ?? 0) + summarised(text);
+      onSummary?.();
+      if (request) request.messages = [];
+      return { text: `bench summary: read ${read} files`, usage: { prompt_tokens: tokens, completion_tokens: 8 } };
+    }
+    const userText = window ? messages.filter((m) => m.role === 'user').map((m) => textOf(m.content)).join('\n') : '';
+    const done = messages.filter((m) => m.role === 'tool').length + summarised(userText);
     const call = done + 1;
     if (run) onArrival({ runId: run.runId, call, t, readMs: t - receivedAt });
-    const firstChunkDelayMs = settings().latencyMs;
     // The scripted model keeps every request body it served; drop the conversation so a 500-step run does not hold
     // hundreds of megabytes there (usage is given, a rough constant per message, so nothing reads them after this).
-    const usage = { prompt_tokens: 50 * messages.length, completion_tokens: 12 };
+    const usage = { prompt_tokens: window ? tokens : 50 * messages.length, completion_tokens: 12 };
     if (request) request.messages = [];
     if (!run || call > run.steps) return { text: `done: read ${done} files`, firstChunkDelayMs, chunkSize: 64, usage };
     return { toolCalls: [{ id: `call_${call}`, name: TOOL_NAME, arguments: { path: FILES[(call - 1) % FILES.length] } }], firstChunkDelayMs, usage };

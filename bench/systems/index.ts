@@ -2,7 +2,7 @@
  * The four systems as the driver sees them. Each one runs its agents in a child process of its own (a runner for the
  * in-process systems, a worker for the Temporal ones), so its peak RSS is measurable and its event loop is its own.
  */
-import { mkdirSync, mkdtempSync, rmSync } from 'node:fs';
+import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { WorkflowFailedError, type Client } from '@temporalio/client';
@@ -11,6 +11,9 @@ import { tsToMs } from '@temporalio/common/lib/time';
 import { claimCheckDataConverter, FsBlobStore } from '../../src/codec';
 import { WORKFLOW_TYPE } from '../../src/common/constants';
 import type { AgentRunInput } from '../../src/common/input';
+import { stateQuery } from '../../src/common/messages';
+import { AgentClient } from '../../src/client';
+import { runCli } from '../../src/cli/cli';
 import { BENCH_DIR, peakRss, spawnChild, stopChild, type Child } from '../lib/ipc';
 import { compiledNodeArgs, compiledOursWorker, hasEarlyThread, hasHeapTuning, hasSourceMapsEntry } from '../lib/compiled';
 import { buildOursBundle, historyBytesPerStep, roundTripsPerStep, srcAt, historyChain, startBenchServer, waitForTaskQueue, type BenchServer, type HistoryBytes, type ServerKind, type ServerTuning } from '../lib/temporal';
@@ -22,6 +25,8 @@ export interface RunSpec {
   runId: string;
   /** Tool steps; the run makes steps + 1 model calls. */
   steps: number;
+  /** The provider's context window, which the run declares (`contextWindowTokens`) so that it compacts in time; this product only. */
+  contextWindowTokens?: number;
 }
 
 export interface BatchResult {
@@ -62,6 +67,12 @@ export interface BenchSystem {
   roundTrips?(runId: string): Promise<number[]>;
   /** Kills (or gracefully stops) the worker while `call` of a run is at the model, starts a new one, and times the resume. */
   restartDuring?(run: RunSpec, call: number, mode: 'crash' | 'graceful'): Promise<Restart>;
+  /** (b): bytes of the run's state view (the `state` query, as JSON), as a watcher reads it; this product only. */
+  viewBytes?(runId: string): Promise<number>;
+  /** (b): the steps `agent history` lists for the run (the CLI, `--json`); this product only. */
+  historySteps?(runId: string): Promise<Array<{ step: number }>>;
+  /** (b): the server's log lines about the run's history size (over its warn or error limit); undefined when the log cannot be read. */
+  historySizeWarnings?(runId: string): string[] | undefined;
   /** Peak RSS (VmHWM) of the process that runs the agents, read while it lives. */
   peakRss(): number | undefined;
   /** The system's own processes, by role, for CPU accounting (the worker or runner, and the Temporal server). */
@@ -160,7 +171,7 @@ export class LangGraphSystem extends RunnerSystem {
       const step = Math.ceil(superstep / 2);
       perStep.set(step, (perStep.get(step) ?? 0) + bytes);
     }
-    return { perStep, totalBytes: answer.totalBytes, totalEvents: answer.rows, runs: 1, largestEventBytes: answer.largest };
+    return { perStep, totalBytes: answer.totalBytes, totalEvents: answer.rows, runs: 1, largestEventBytes: answer.largest, largestRunEvents: answer.rows, largestRunBytes: answer.totalBytes };
   }
 
   async restartDuring(run: RunSpec, call: number): Promise<Restart> {
@@ -234,7 +245,19 @@ abstract class TemporalSystem implements BenchSystem {
   }
 
   async persistedBytes(runId: string): Promise<HistoryBytes> {
-    return historyBytesPerStep(await historyChain(this.client, runId), this.modelActivity);
+    return historyBytesPerStep(await historyChain(this.client, runId), this.modelActivity, this.countedActivity);
+  }
+
+  /** An activity whose schedulings `persistedBytes` counts (the product's compactions). */
+  protected readonly countedActivity?: string;
+
+  historySizeWarnings(runId: string): string[] | undefined {
+    const file = this.server.logFile;
+    if (!file || !existsSync(file)) return undefined;
+    // The server logs "history size exceeds warn limit." (events or bytes) with the workflow's id, at most once a minute a run.
+    return readFileSync(file, 'utf8')
+      .split('\n')
+      .filter((line) => /exceeds (warn|error) limit/.test(line) && line.includes(runId));
   }
 
   async roundTrips(runId: string): Promise<number[]> {
@@ -330,6 +353,7 @@ const bundles = new Map<string, Promise<string>>();
 export class OursSystem extends TemporalSystem {
   readonly name = 'ours';
   protected readonly modelActivity = 'callModel';
+  protected override readonly countedActivity = 'compactContext';
   private bundlePath?: string;
   private srcDir?: string;
   private readonly blobDir = mkdtempSync(path.join(os.tmpdir(), 'bench-blobs-'));
@@ -392,13 +416,32 @@ export class OursSystem extends TemporalSystem {
     });
   }
 
+  async viewBytes(runId: string): Promise<number> {
+    const view = await this.client.workflow.getHandle(runId).query(stateQuery);
+    return Buffer.byteLength(JSON.stringify(view));
+  }
+
+  async historySteps(runId: string): Promise<Array<{ step: number }>> {
+    let out = '';
+    let err = '';
+    const code = await runCli(['history', runId, '--json'], {
+      connect: async () => new AgentClient(this.client, this.taskQueue),
+      out: (text) => (out += text),
+      err: (text) => (err += text),
+    });
+    if (code !== 0) throw new Error(`agent history ${runId} exited ${code}: ${err.slice(0, 500)}`);
+    return JSON.parse(out) as Array<{ step: number }>;
+  }
+
   protected async startRun(run: RunSpec): Promise<void> {
     const input: AgentRunInput = {
       prompt: promptOf(run.runId, run.steps),
       model: BENCH_MODEL,
       systemPrompt: SYSTEM_PROMPT,
       tools: [TOOL_NAME],
-      limits: { maxLoops: run.steps + 10, maxToolCalls: run.steps + 10, timeoutMs: 60 * 60_000 },
+      // A run's model calls are at most 10,000 (the input's bound); a long run's working time grows with it.
+      limits: { maxLoops: Math.min(10_000, run.steps + 10), maxToolCalls: run.steps + 10, timeoutMs: Math.max(60 * 60_000, run.steps * 1_000) },
+      ...(run.contextWindowTokens ? { contextWindowTokens: run.contextWindowTokens } : {}),
     };
     await this.client.workflow.start(WORKFLOW_TYPE, { taskQueue: this.taskQueue, workflowId: run.runId, args: [input] });
   }

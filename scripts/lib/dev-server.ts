@@ -22,6 +22,15 @@ export const LOCAL_QUEUE_POLL_RATES = [
  * waited about a second after the crash whatever the worker did (BENCHMARKS.md, issue 26's sixth round).
  */
 export const LOCAL_TIMER_SHIFT = 'history.timerProcessorMaxTimeShift="100ms"';
+/**
+ * Fair dispatch on the task queues: each fairness key (a run's tenant, set on its start) gets its share of the tasks,
+ * instead of one queue in arrival order where a tenant's batch of 500 runs holds another's behind it (docs/quota.md,
+ * "Fair share"). Off by default in Temporal Server 1.32; it implies the priority-aware matcher (on by default). One
+ * partition per task queue (the default is 4): each partition keeps its own fair order, so with 4 a run of one tenant
+ * started behind 80 of another's was polled after 60 of them in 2 tries of 6, with one after at most 1 (the polls of
+ * test/fairness.test.ts); one partition was within the bench's noise (BENCHMARKS.md).
+ */
+export const LOCAL_FAIRNESS = ['matching.enableFairness=true', 'matching.numTaskqueueReadPartitions=1', 'matching.numTaskqueueWritePartitions=1'];
 const POLL_INTERVAL_MS = 250;
 const STOP_GRACE_MS = 10_000;
 const LOG_TAIL_CHARS = 4_000;
@@ -111,7 +120,7 @@ async function startDevServerOnce(opts: DevServerOptions): Promise<DevServerHand
     // The dev server has one history shard, and each of its task queues reads new tasks at most 20 times a second by
     // default: a run whose steps follow one another then waits up to 50 ms a step for its workflow task to be
     // dispatched, from about its 40th step on (BENCHMARKS.md). A production cluster spreads runs over many shards.
-    ...[...LOCAL_QUEUE_POLL_RATES, LOCAL_TIMER_SHIFT].flatMap((setting) => ['--dynamic-config-value', setting]),
+    ...[...LOCAL_QUEUE_POLL_RATES, LOCAL_TIMER_SHIFT, ...LOCAL_FAIRNESS].flatMap((setting) => ['--dynamic-config-value', setting]),
     ...(opts.extraArgs ?? []),
   ];
 

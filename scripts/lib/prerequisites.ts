@@ -38,6 +38,7 @@ const REDIS = (why: string): Prerequisite => ({ name: 'redis-server', why, prese
 /** `npm test`'s needs (unit, integration and slow tiers). */
 export const TEST_PREREQUISITES: Prerequisite[] = [
   REDIS('the stream, reconnect and quota tests run a real Redis'),
+  { name: 'PostgreSQL', why: 'the memory tests run the PostgreSQL memory store on a real server', present: postgresPresent, apt: ['postgresql-15'] },
   // test/support/browser.ts launches this path; Debian's package puts it there.
   { name: 'Chromium', why: 'the Web UI tests drive a real browser', present: () => existsSync('/usr/bin/chromium'), apt: ['chromium'] },
   {

@@ -5,42 +5,88 @@
  * on the worker that runs the call (one worker, or the server's eager dispatch of the call to the worker that
  * scheduled it, which on the production stack was every time: RELIABILITY.md), the workflow's `modelCalls.stop` sink
  * reaches the call here first: its provider request closes before the workflow task even completes. The call then
- * waits for its cancellation as before, so it still ends as cancelled, not failed (docs/steering.md).
+ * waits for its cancellation as before, so it still ends as cancelled, not failed (docs/steering.md). When the call
+ * runs on another worker, the stop goes there over the stream channel's stop relay (stream/stops.ts), so it closes
+ * within a round trip instead of at the call's next heartbeat.
  */
 import { ApplicationFailure, CancelledFailure } from '@temporalio/common';
 import type { Context } from '@temporalio/activity';
 import type { ModelCallKey, StopsModelCalls } from '../common/sinks';
+import type { StopRelay } from '../stream/stops';
 
 /** How long a call stopped here waits for Temporal's cancellation before it gives up and fails, retryable. */
 export const STOPPED_CALL_GRACE_MS = 30_000;
 
 export class ModelCallsInFlight implements StopsModelCalls {
   private readonly calls = new Map<string, () => void>();
+  private unlisten: (() => void) | undefined;
+  private linger: NodeJS.Timeout | undefined;
 
-  /** @param graceMs how long a call stopped here waits for its cancellation (STOPPED_CALL_GRACE_MS) */
-  constructor(readonly graceMs = STOPPED_CALL_GRACE_MS) {}
+  /**
+   * @param graceMs how long a call stopped here waits for its cancellation (STOPPED_CALL_GRACE_MS)
+   * @param relay where stops of calls held by other workers go, and theirs come from (stream/stops.ts); absent: a
+   *   call on another worker hears of its stop at its next heartbeat
+   */
+  constructor(
+    readonly graceMs = STOPPED_CALL_GRACE_MS,
+    private readonly relay?: StopRelay,
+  ) {}
 
   /** A call runs: `stop` stops it. Returns the function that forgets it, once it no longer may be stopped. */
   add(workflowId: string, runId: string, call: ModelCallKey, stop: () => void): () => void {
     const key = keyOf(workflowId, runId, call);
     this.calls.set(key, stop);
+    this.listening(true);
     return () => {
       if (this.calls.get(key) === stop) this.calls.delete(key);
+      if (this.calls.size === 0) this.listening(false);
     };
   }
 
-  /** Stops the call if it runs on this worker; false when it does not (it hears at its next heartbeat). */
+  /**
+   * Stops the call if it runs on this worker; when it does not, tells the other workers through the relay and returns
+   * false (without a relay, the call hears at its next heartbeat).
+   */
   stop(workflowId: string, runId: string, call: ModelCallKey): boolean {
-    const stop = this.calls.get(keyOf(workflowId, runId, call));
-    stop?.();
-    return stop !== undefined;
+    if (this.stopHere(workflowId, runId, call)) return true;
+    this.relay?.announce({ workflowId, runId, call });
+    return false;
   }
 
   /** Calls running now. */
   get size(): number {
     return this.calls.size;
   }
+
+  /** Stops the call if it runs on this worker (a stop the relay brought is never announced again). */
+  private stopHere(workflowId: string, runId: string, call: ModelCallKey): boolean {
+    const stop = this.calls.get(keyOf(workflowId, runId, call));
+    stop?.();
+    return stop !== undefined;
+  }
+
+  /**
+   * The relay is listened to while calls run here, and a minute after the last: a worker that calls all the time
+   * keeps one connection, not one per call (a stop sent while a new connection opens would be missed).
+   */
+  private listening(on: boolean): void {
+    if (!this.relay) return;
+    clearTimeout(this.linger);
+    this.linger = undefined;
+    if (on) {
+      this.unlisten ??= this.relay.listen((s) => void this.stopHere(s.workflowId, s.runId, s.call));
+      return;
+    }
+    this.linger = setTimeout(() => {
+      this.unlisten?.();
+      this.unlisten = undefined;
+    }, RELAY_LINGER_MS);
+    this.linger.unref();
+  }
 }
+
+/** How long a worker keeps listening for stops after its last call ended. */
+const RELAY_LINGER_MS = 60_000;
 
 const keyOf = (workflowId: string, runId: string, call: ModelCallKey) => `${workflowId}\n${runId}\n${call}`;
 

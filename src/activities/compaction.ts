@@ -19,6 +19,7 @@ import { withKeyRotation } from './key-rotation';
 import { heartbeating } from './heartbeat';
 import { stoppableCall, type ModelCallsInFlight } from './calls-in-flight';
 import { usageOf } from './usage';
+import { recordProvider } from './genai-spans';
 
 export interface CompactionDeps {
   openai: OpenAI;
@@ -94,6 +95,8 @@ export function createCompactContext(deps: CompactionDeps) {
     const progress = { round: 0, done: 0 };
 
     const route = await routeOf(deps, model);
+
+    recordProvider(route);
     /** One summary of `chunk`; a cancellation aborts the request and ends the activity as cancelled. */
     const summarise = async (chunk: string, signal: AbortSignal): Promise<string> => {
       try {

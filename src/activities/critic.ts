@@ -20,6 +20,7 @@ import { withKeyRotation } from './key-rotation';
 import { heartbeating } from './heartbeat';
 import { stoppableCall, type ModelCallsInFlight } from './calls-in-flight';
 import { usageOf } from './usage';
+import { recordProvider } from './genai-spans';
 
 const ACTIONS = ['continue', 'retry', 'replan', 'complete'] as const;
 
@@ -95,6 +96,7 @@ export function createCritiqueAnswer(deps: { openai: OpenAI; defaultModel: strin
     const model = request.model ?? deps.defaultModel;
     let format = formats.get(model) ?? CRITIC_RESPONSE_FORMATS[0];
     const route = await routeOf(deps, model);
+    recordProvider(route);
 
     const ask = async (signal: AbortSignal): Promise<ChatCompletion> => {
       for (;;) {

@@ -12,10 +12,10 @@
  */
 import { readFileSync } from 'node:fs';
 import os from 'node:os';
-import { msToTs } from '@temporalio/common/lib/time';
 import type { ActivityInterceptorsFactory, NativeConnection, WorkerInterceptors } from '@temporalio/worker';
 import type Database from 'better-sqlite3';
 import { FailureType } from '../common/failures';
+import { msToDuration } from '../common/proto-time';
 import { openLedgerFile } from './tools/ledger';
 
 /** A process as the journal names it: `host/pid/start`. */
@@ -151,7 +151,7 @@ export class InflightActivities {
           failure: {
             message: `the worker process running this attempt (${orphan.owner}) stopped before it finished; a new worker on its host handed it back for a retry`,
             source: 'TypeScriptSDK',
-            applicationFailureInfo: { type: FailureType.WorkerCrashed, nonRetryable: false, nextRetryDelay: msToTs(1) },
+            applicationFailureInfo: { type: FailureType.WorkerCrashed, nonRetryable: false, nextRetryDelay: msToDuration(1) },
           },
         });
         report.handedBack.push(orphan);

@@ -1,10 +1,12 @@
 /**
  * The model call: Chat Completions with streaming and tool calling through the `openai` client.
- * It heartbeats while the stream runs (cancellation reaches it and aborts the HTTP request), publishes text
- * deltas to the run in batches, and classifies every provider error once (errors.ts).
+ * Its text reaches watchers one way only: published to the live stream as it arrives (src/stream). It heartbeats
+ * while the stream runs, each beat carrying the text so far (cancellation reaches it in a beat's reply and aborts the
+ * HTTP request; a retried attempt goes on from the last beat's text; a watcher with no channel reads it with
+ * DescribeWorkflowExecution), and beats faster while it cannot publish. A cancelled call hands its text to the run in
+ * its cancellation's details. Every provider error is classified once (errors.ts).
  */
 import { CancelledFailure, Context } from '@temporalio/activity';
-import { WorkflowNotFoundError } from '@temporalio/client';
 import { AzureOpenAI } from 'openai';
 import type OpenAI from 'openai';
 import type { ChatCompletionChunk, ChatCompletionCreateParamsStreaming } from 'openai/resources/chat/completions';
@@ -24,20 +26,19 @@ import {
   type ToolResult,
 } from '../common/chat';
 import { toOpenAI } from '../common/conversation';
-import { streamDeltaSignal } from '../common/messages';
-import { followText, type CallText } from '../common/stream';
 import { knownContextWindow } from '../common/models';
 import { requestHash as hashRequest } from '../common/replay';
 import type { LiveStream } from '../stream/publisher';
+import { followText, type CallText } from '../common/stream';
 import { FailureType, ModelErrorType } from '../common/failures';
 import type { ProviderBudget } from '../quota';
 import { classifyModelError, retryAfterMs, streamStalled, streamTruncated } from './errors';
 import { headersOf, reserve, type Reservation } from './quota';
 import { routeOf, secretsOf, type Providers } from './providers';
 import { withKeyRotation } from './key-rotation';
-import { startHeartbeat } from './heartbeat';
 import { recordToolCall } from './metrics';
 import { usageOf } from './usage';
+import { inToolSpan, recordProvider } from './genai-spans';
 import type { ToolRegistry } from './tools/registry';
 import { applyToolPolicy, type ToolPolicy } from './tool-policy';
 import { chatRequestBody, encodeMessages } from './wire';
@@ -50,15 +51,13 @@ export interface ModelDeps {
   tools: ToolRegistry;
   /** A stream silent for this long is cut and retried. @default 60000 */
   streamIdleTimeoutMs?: number;
-  /** How often streamed text is sent to the run. @default 250 */
-  deltaFlushMs?: number;
   /**
-   * The live stream (src/stream): text goes there as it arrives, and while it is healthy the run gets only the first
-   * delta of a call and then one every `streamedDeltaFlushMs` (its `partialText` for state readers).
+   * The live stream (src/stream): text goes there as it arrives. Absent, or while it cannot publish, watchers read the
+   * text from the call's heartbeat details, which it then sends every `degradedHeartbeatMs`.
    */
   stream?: LiveStream;
-  /** How often streamed text is sent to the run while the live stream carries it. @default 3000 */
-  streamedDeltaFlushMs?: number;
+  /** How often a call that cannot publish heartbeats its text (watchers poll it: docs/streaming.md). @default 200 */
+  degradedHeartbeatMs?: number;
   /** Where chained conversations live (a request with `chain`); without one, runs send the whole conversation. */
   conversations?: ConversationStore;
   /** The context window of every model this worker calls (`LLM_CONTEXT_WINDOW_TOKENS`); absent: the table of known models. */
@@ -84,8 +83,38 @@ export interface ModelDeps {
  */
 export const MODEL_HEARTBEAT_MS = 800;
 
-/** The worker's heartbeat throttle for a model-call cadence: a little under it, so that every beat goes to the server. */
-export const heartbeatThrottleMs = (cadenceMs: number = MODEL_HEARTBEAT_MS): number => Math.floor(cadenceMs * 0.8);
+/**
+ * How often a model call that cannot publish (no channel, or one it cannot reach) heartbeats its text: watchers that
+ * poll the call's heartbeat details then see text within about this plus their poll interval (docs/streaming.md).
+ */
+export const DEGRADED_HEARTBEAT_MS = 200;
+
+/** How often a call its run stopped on this worker beats while it waits to hear of its cancellation. */
+const STOPPED_BEAT_MS = 50;
+
+/**
+ * The worker's heartbeat throttle for a model-call cadence: a little under the fastest one, so that every beat goes to
+ * the server. A throttle is a ceiling: calls that beat every 800 ms still send one beat per 800 ms.
+ */
+export const heartbeatThrottleMs = (cadenceMs: number = MODEL_HEARTBEAT_MS, degradedMs: number = DEGRADED_HEARTBEAT_MS): number =>
+  Math.floor(Math.min(cadenceMs, degradedMs) * 0.8);
+
+/** What a model call's heartbeat carries: its text so far (capped), and what a retried attempt needs. */
+export interface ModelCallBeat {
+  callNumber: number;
+  attempt: number;
+  /** The text streamed so far; absent when longer than MAX_BEAT_TEXT (a retry then starts over). */
+  text?: string;
+  chars: number;
+  providerFailures: number;
+  /** Tool-call deltas had begun: a cut call cannot be continued as text. */
+  toolCalls?: true;
+  /** The call cannot publish (no channel, or one it cannot reach): watchers read its text from these beats. */
+  degraded?: true;
+}
+
+/** Text a heartbeat carries at most: the server keeps a call's last details in its mutable state. */
+export const MAX_BEAT_TEXT = 256 * 1024;
 
 /**
  * Retryable provider failures (429, 5xx, dropped streams) one model call may have before it gives up. Counted across
@@ -135,7 +164,6 @@ export function createCallModel(deps: ModelDeps & { budget?: undefined }): (requ
 export function createCallModel(deps: ModelDeps): (request: ModelRequest) => Promise<ModelResponse | QuotaWait>;
 export function createCallModel(deps: ModelDeps) {
   const idleTimeoutMs = deps.streamIdleTimeoutMs ?? 60_000;
-  const flushMs = deps.deltaFlushMs ?? 250;
 
   return async function callModel(request: ModelRequest): Promise<ModelResponse | QuotaWait> {
     const ctx = Context.current();
@@ -146,33 +174,42 @@ export function createCallModel(deps: ModelDeps) {
     const recorded = replayedAnswer(request, requestHash);
     if (recorded) return recorded;
     const route = await routeOf(deps, request.model ?? deps.defaultModel);
+    recordProvider(route);
     const { model } = route;
     const secrets = secretsOf(deps);
     const tools = request.tools?.length === 0 ? [] : deps.tools.definitions(request.tools);
 
     const assembler = new CompletionAssembler();
-    // A local activity runs inside its workflow's task: a signal to that workflow would fail the task, which then
-    // waits for the next one (seen with bench's local-model profile). Its text is not streamed, only returned.
+    // A local activity runs inside its workflow's task: its text is not streamed, only returned.
     const live = ctx.info.isLocal ? undefined : deps.stream;
     const runId = ctx.info.workflowExecution?.workflowId ?? '';
     const { callNumber } = request;
     const { attempt } = ctx.info;
-    const interval = () => (live?.healthy ? (deps.streamedDeltaFlushMs ?? 3_000) : flushMs);
-    const publisher = ctx.info.isLocal ? undefined : new DeltaPublisher(ctx, callNumber, interval, !!live);
-    // A retry goes on with the text the stream already has of this call, where it can; else it starts over.
+    // A retry with a channel goes on with the text the earlier attempt's last heartbeat carried (and what the channel
+    // has after it), where it can (watchers get `resume`); else it starts over (`restart`).
     const resumed = attempt > 1 && live ? await resumePoint(live, runId, callNumber, attempt, ctx) : undefined;
-    if (resumed) live?.publish(runId, [{ type: 'resume', callNumber, attempt, chars: resumed.text.length, after: resumed.after }]);
+    if (resumed !== undefined) live?.publish(runId, [{ type: 'resume', callNumber, attempt, chars: resumed.length }]);
     else if (attempt > 1) live?.publish(runId, [{ type: 'restart', callNumber, attempt }]);
-    assembler.text = resumed?.text ?? '';
-    // The run's partialText of this attempt gets the text it goes on with, with the first new delta (not before:
-    // a provider that refuses to continue leaves this attempt starting over).
-    let unsent = assembler.text;
+    assembler.text = resumed ?? '';
     const providerFailures = providerFailuresSoFar(ctx);
-    const beat = () => ({ callNumber: request.callNumber, chars: assembler.text.length, providerFailures, ...(assembler.hasToolCalls ? { toolCalls: true } : {}) });
+    const beat = (): ModelCallBeat => {
+      const { text } = assembler;
+      return {
+        callNumber,
+        attempt,
+        ...(text.length <= MAX_BEAT_TEXT ? { text } : {}),
+        chars: text.length,
+        providerFailures,
+        ...(assembler.hasToolCalls ? { toolCalls: true as const } : {}),
+        ...(live?.healthy ? {} : { degraded: true as const }),
+      };
+    };
     // Stopped by its run's workflow task on this worker: the stream closes now, and the call waits for its cancellation.
     const stop = new StoppableRequest(ctx, deps.callsInFlight, request.callNumber);
     const cancelled = () => stop.cancelled;
-    const stopHeartbeat = startHeartbeat(beat, deps.modelHeartbeatMs ?? MODEL_HEARTBEAT_MS);
+    // Beats carry the text: faster while no channel takes it, so that watchers polling the details keep up.
+    const cadence = () => (live?.healthy ? (deps.modelHeartbeatMs ?? MODEL_HEARTBEAT_MS) : (deps.degradedHeartbeatMs ?? DEGRADED_HEARTBEAT_MS));
+    const stopHeartbeat = ctx.info.isLocal ? () => undefined : startModelHeartbeat(ctx, beat, cadence);
     let idle: NodeJS.Timeout | undefined;
     let stalled = false;
     const armIdle = () => {
@@ -201,13 +238,14 @@ export function createCallModel(deps: ModelDeps) {
       };
       const create = (sent: readonly ChatMessage[], base?: readonly ChatMessage[]) =>
         withKeyRotation(route, deps.providers, cancelled, ctx, (client) => streamChat(client, params, sent, base, stop.signal));
-      const stream = resumed
-        ? await create(continuation(messages, resumed.text), messages).catch(async (err: unknown) => {
+      const stream =
+        resumed !== undefined
+        ? await create(continuation(messages, resumed), messages).catch(async (err: unknown) => {
             // A provider that will not continue (a 4xx) gets the call anew, marked as a restart.
             if (cancelled() || !classifyModelError(err, secrets).nonRetryable) throw err;
             ctx.log.warn('the provider refused to continue the streamed text: the call starts over', { error: String(err) });
             live?.publish(runId, [{ type: 'restart', callNumber, attempt }]);
-            assembler.text = unsent = '';
+            assembler.text = '';
             return create(messages, base);
           })
         : await create(messages, base);
@@ -215,18 +253,13 @@ export function createCallModel(deps: ModelDeps) {
         armIdle();
         const text = assembler.add(chunk);
         if (text) live?.publish(runId, [{ type: 'text', text, callNumber, attempt, at: assembler.text.length - text.length }]);
-        if (text) publisher?.push(unsent + text);
-        if (text) unsent = '';
       }
       stop.forget(); // a stop from now on finds the answer whole: it completes, and the run, which moved on, drops it
-      publisher?.push(unsent);
       // An aborted stream ends its iteration without an error: never return a cut-off answer as a result.
       if (stop.signal.aborted) throw new Error('stream aborted');
       // Nor one a proxy ended early: a complete answer always says why it finished.
       if (assembler.finishReason === null) throw streamTruncated(assembler.text.length);
       await reservation?.settle(assembler.usage?.total_tokens);
-      // The result carries the whole text: sending its unsent tail as a signal only cost the run a workflow task.
-      await publisher?.settle();
       const conversation = request.chain && (await storeConversation(request, messages, deps.conversations, ctx));
       const answeredBy = assembler.model || model;
       const contextWindowTokens = deps.contextWindowTokens ?? knownContextWindow(answeredBy);
@@ -245,10 +278,18 @@ export function createCallModel(deps: ModelDeps) {
         ...(contextWindowTokens !== undefined ? { contextWindowTokens } : {}),
         ...(toolResults?.length ? { toolResults } : {}),
         requestHash,
+        ...(attempt > 1 ? { attempt } : {}),
       };
     } catch (err) {
-      if (stop.stoppedHere) await stop.ended();
-      if (ctx.cancellationSignal.aborted) throw new CancelledFailure('model call cancelled');
+      // The text so far goes to the run with the cancellation: an abort keeps it, an interrupt keeps it in the conversation.
+      const withText = (e: unknown) => (e instanceof CancelledFailure ? new CancelledFailure('model call cancelled', [beat()]) : e);
+      if (stop.stoppedHere) {
+        // Temporal says a call is cancelled only in a heartbeat's reply: beat at the throttle's pace until it does, so
+        // the run has the text (and an abort its ABORTED) a throttle after its stop, not a cadence after.
+        const asking = ctx.info.isLocal ? undefined : setInterval(() => ctx.heartbeat(beat()), STOPPED_BEAT_MS);
+        await stop.ended().catch((e: unknown) => Promise.reject(withText(e))).finally(() => clearInterval(asking));
+      }
+      if (ctx.cancellationSignal.aborted) throw withText(new CancelledFailure('model call cancelled'));
       const failure = stalled ? streamStalled(idleTimeoutMs) : classifyModelError(err, secrets);
       // The provider said no after all: the whole fleet holds off, not only this call.
       if (failure.type === ModelErrorType.RateLimit) await deps.budget?.penalize(retryAfterMs(headersOf(err)) ?? 1_000).catch(() => undefined);
@@ -257,7 +298,7 @@ export function createCallModel(deps: ModelDeps) {
       live?.publish(runId, [{ type: 'retry', retry }]);
       // The count goes with the last heartbeat, which the worker flushes with the failure; the next attempt reads it.
       const failures = providerFailures + 1;
-      ctx.heartbeat({ ...beat(), providerFailures: failures });
+      ctx.heartbeat({ ...beat(), providerFailures: failures } satisfies ModelCallBeat);
       if (failures < MAX_PROVIDER_FAILURES) throw failure;
       // A type of its own: the run may move to a fallback model, where a final error of the same class would end it.
       throw ApplicationFailure.create({
@@ -271,43 +312,66 @@ export function createCallModel(deps: ModelDeps) {
       await reservation?.settle(undefined).catch(() => undefined);
       clearTimeout(idle);
       stopHeartbeat();
-      publisher?.stop();
     }
   };
 }
 
-/** The text a retried attempt goes on with, and the offset of the last event it was read from. */
-interface ResumePoint {
-  text: string;
-  after: string;
-}
-
 /**
- * What the run's stream has of call `callNumber` from attempts before `attempt`, read as every watcher reads it
- * (common/stream.ts `followText`); `undefined` where the call must start over: the channel cannot be read or lost
- * events of it, the text has a hole, nothing was streamed, or tool-call deltas had begun (the last heartbeat says so).
+ * The text a retried attempt of call `callNumber` goes on with: what the earlier attempt's last heartbeat carried,
+ * extended by what the channel has of it after that beat (watchers got that too: going on from the beat alone would
+ * send it to them twice). `undefined` where the call must start over: no text, or tool-call deltas had begun.
  */
-async function resumePoint(live: LiveStream, runId: string, callNumber: number, attempt: number, ctx: Context): Promise<ResumePoint | undefined> {
+async function resumePoint(live: LiveStream, runId: string, callNumber: number, attempt: number, ctx: Context): Promise<string | undefined> {
   const why = (reason: string) => {
     ctx.log.info('the retried model call starts over', { callNumber, attempt, reason });
     return undefined;
   };
-  if ((ctx.info.heartbeatDetails as { toolCalls?: unknown } | undefined)?.toolCalls) return why('tool-call deltas had begun');
-  const page = await live.read(runId).catch((err: unknown) => ({ failed: String(err) }));
-  if (!page) return why('the stream channel cannot be read back');
-  if ('failed' in page) return why(`the stream channel failed: ${page.failed}`);
-  if (page.gap) return why('the stream channel no longer has all of it');
+  const details = ctx.info.heartbeatDetails as Partial<ModelCallBeat> | undefined;
+  if (details?.toolCalls) return why('tool-call deltas had begun');
+  const beat = details?.callNumber === callNumber && typeof details.text === 'string' ? details.text : '';
+  const streamed = await streamedText(live, runId, callNumber, attempt);
+  // Only with a channel that answers: without one (a worker at its defaults with no gateway there, say) the call starts
+  // over, as it did before issue 49; watchers polling the state saw the beat's text and get `restart`.
+  if (streamed === undefined) return why('the stream channel cannot be read');
+  // The channel's text counts only where it agrees with the beat's (whole, and the same call's attempts).
+  const text = streamed.startsWith(beat) ? streamed : beat;
+  if (!text) return why('no text of it was streamed');
+  return text;
+}
+
+/** What the run's channel holds of call `callNumber` from attempts before `attempt`, read as watchers read it; `undefined` when it cannot be read whole. */
+async function streamedText(live: LiveStream, runId: string, callNumber: number, attempt: number): Promise<string | undefined> {
+  const page = await live.read(runId).catch(() => undefined);
+  if (!page || page.gap) return undefined;
   const calls = new Map<number, CallText>();
-  let after = '';
-  for (const { offset, event } of page.entries) {
-    if ((event.type === 'text' || event.type === 'restart' || event.type === 'resume') && event.callNumber === callNumber && event.attempt < attempt) {
-      if (followText(calls, event) !== 'stale') after = offset;
-    }
+  for (const { event } of page.entries) {
+    if ((event.type === 'text' || event.type === 'restart' || event.type === 'resume') && event.callNumber === callNumber && event.attempt < attempt) followText(calls, event);
   }
   const call = calls.get(callNumber);
-  if (!call?.text) return why('no text of it was streamed');
-  if (call.hole) return why('its streamed text has a hole');
-  return { text: call.text, after };
+  return call && !call.hole ? call.text : undefined;
+}
+
+/**
+ * The model call's heartbeat: every `cadence()` (read at each beat, so a call whose channel fails speeds up at once),
+ * never longer than a third of the heartbeat timeout. The first beat comes after the first interval.
+ */
+function startModelHeartbeat(ctx: Context, details: () => ModelCallBeat, cadence: () => number): () => void {
+  const timeoutMs = ctx.info.heartbeatTimeoutMs;
+  let timer: NodeJS.Timeout | undefined;
+  let stopped = false;
+  const tick = () => {
+    const everyMs = cadence();
+    timer = setTimeout(() => {
+      if (stopped) return;
+      ctx.heartbeat(details());
+      tick();
+    }, timeoutMs ? Math.max(50, Math.min(everyMs, Math.floor(timeoutMs / 3))) : everyMs);
+  };
+  tick();
+  return () => {
+    stopped = true;
+    clearTimeout(timer);
+  };
 }
 
 /**
@@ -383,65 +447,6 @@ async function storeConversation(
 }
 
 /**
- * Sends streamed text to the run as `streamDelta` signals, batched, so the `state` query can show it. With a live
- * stream the batches are seconds apart: each one is a history event, and watchers get the text from the stream.
- * Best effort: the final answer comes back as the activity result, so a lost delta loses nothing.
- */
-class DeltaPublisher {
-  private buffer = '';
-  private timer: NodeJS.Timeout | undefined;
-  private inFlight: Promise<void> = Promise.resolve();
-  private sent = false;
-
-  constructor(
-    private readonly ctx: Context,
-    private readonly callNumber: number,
-    private readonly flushMs: () => number,
-    /** The live stream carries the text: the first delta goes at once (the run shows the call has begun). */
-    private readonly firstAtOnce: boolean,
-  ) {}
-
-  push(text: string): void {
-    if (!text) return;
-    this.buffer += text;
-    if (this.firstAtOnce && !this.sent) void this.flush();
-    else this.timer ??= setTimeout(() => void this.flush(), this.flushMs());
-  }
-
-  flush(): Promise<void> {
-    clearTimeout(this.timer);
-    this.timer = undefined;
-    if (this.buffer) {
-      this.sent = true;
-      const delta = { callNumber: this.callNumber, attempt: this.ctx.info.attempt, text: this.buffer };
-      this.buffer = '';
-      const workflowId = this.ctx.info.workflowExecution?.workflowId;
-      if (!workflowId) return this.inFlight;
-      this.inFlight = this.inFlight
-        .then(() => this.ctx.client.workflow.getHandle(workflowId).signal(streamDeltaSignal, delta))
-        .catch((err: unknown) => {
-          // A run that ended (aborted, timed out) no longer takes deltas: expected, not worth a warning.
-          const ended = err instanceof WorkflowNotFoundError;
-          this.ctx.log[ended ? 'debug' : 'warn']('stream delta not delivered', { error: String(err) });
-        });
-    }
-    return this.inFlight;
-  }
-
-  /** Drops the text not sent yet and resolves once the deltas already sent have reached the run, so none follows the result. */
-  settle(): Promise<void> {
-    this.stop();
-    this.buffer = '';
-    return this.inFlight;
-  }
-
-  stop(): void {
-    clearTimeout(this.timer);
-    this.timer = undefined;
-  }
-}
-
-/**
  * The answer's calls that `runAhead` allows (pure `local` tools before the turn's first call with side effects: running
  * one whose result the run then does not use costs nothing), run one after another in the model's order, as
  * `executeTool` runs them. A call that waits for approval is not run before a person decides; a call that throws (a
@@ -451,7 +456,7 @@ async function runLocalTools(calls: ToolCall[], request: ModelRequest, deps: Mod
   const results: ToolResult[] = [];
   for (const call of runAhead(calls, request.approvalTools)) {
     const idempotencyKey = `${ctx.info.workflowExecution?.workflowId ?? ctx.info.activityId}/${call.id}`;
-    const result = await deps.tools.run(call, { idempotencyKey, signal: ctx.cancellationSignal }, request.tools).catch(() => undefined);
+    const result = await inToolSpan(call, () => deps.tools.run(call, { idempotencyKey, signal: ctx.cancellationSignal }, request.tools)).catch(() => undefined);
     if (result) results.push(recordToolCall(result));
   }
   return results;

@@ -9,6 +9,7 @@ import path from 'node:path';
 import { Command, CommanderError, InvalidArgumentError } from 'commander';
 import {
   AgentClient,
+  AgentMemory,
   DEFAULT_CONTROL_TIMEOUT_MS,
   failureReason,
   InvalidAgentInputError,
@@ -28,10 +29,13 @@ import { claimCheckSettings, ledgerFile, parseDuration, retentionSettings, tempo
 import { registerSearchAttributes, REQUIRED_SEARCH_ATTRIBUTES } from '../config/search-attributes';
 import type { ForkEdits } from '../client';
 import { formatDiff } from './format-diff';
+import { decimal, integer, jsonObject } from './args';
+import { registerMemoryCommands } from './memory';
+import { registerScheduleCommands } from './schedule';
 import { AgentState, isTerminal } from '../common/states';
-import type { ControlRecord, PendingApproval } from '../common/view';
+import type { ControlRecord, PendingApproval, PlanStepStatus } from '../common/view';
 import { actorLabel, type Actor } from '../common/actor';
-import { TABLE_EDGES } from '../machine/machine';
+import { tableEdges } from '../machine/machine';
 import { GRAPH_FORMATS, machineGraph, type GraphFormat } from '../machine/graph';
 
 function graphFormat(value: string): GraphFormat {
@@ -43,6 +47,8 @@ function graphFormat(value: string): GraphFormat {
 export interface CliDeps {
   /** Opens the client for commands that talk to Temporal. @default `AgentClient.connect()`, settings from the environment */
   connect(): Promise<AgentClient>;
+  /** The memory store of `agent memory` (no Temporal needed). @default `new AgentMemory()`: AGENT_MEMORY, else ./.agent/memory.sqlite */
+  memory(): AgentMemory;
   /** Writes to stdout as is (no newline added). */
   out(text: string): void;
   /** Writes to stderr as is (no newline added). */
@@ -51,6 +57,7 @@ export interface CliDeps {
 
 const defaultDeps: CliDeps = {
   connect: () => AgentClient.connect(),
+  memory: () => new AgentMemory(),
   out: (text) => process.stdout.write(text),
   err: (text) => process.stderr.write(text),
 };
@@ -103,29 +110,7 @@ function buildProgram(deps: CliDeps, state: { exitCode: number }): Command {
   const command = (nameAndArgs: string, description: string) =>
     program.command(nameAndArgs).description(description).option('--json', 'machine-readable output');
 
-  command('start <prompt>', 'start a run')
-    .option('--agent <name>', 'a named agent of the worker; the flags below override its settings')
-    .option('--model <model>', 'model name, or provider/model for a provider of the worker\'s LLM_PROVIDERS (default: the worker\'s LLM_MODEL)')
-    .option('--fallback-models <names>', 'comma-separated models to move to, in order, when the model is gone, refuses the keys, or has spent its quota, retries or time')
-    .option('--messages-file <path>', 'a prior conversation: a JSON array of messages in OpenAI\'s chat format; the prompt follows it', conversationFile)
-    .option('--return-messages', 'the result carries the whole conversation (result --json shows it)')
-    .option('--system <prompt>', 'system prompt')
-    .option('--plan', 'ask the model for a plan first')
-    .option('--critique <mode>', 'rules | model')
-    .option('--approve-tools <names>', 'comma-separated tools whose calls wait for approval (* for all)')
-    .option('--max-loops <n>', 'loops (model calls for planning and answering, counted as they start) before the run fails', integer)
-    .option('--max-tool-calls <n>', 'tool calls before the run fails', integer)
-    .option('--timeout-ms <n>', 'working time of the run in ms before it fails (time waiting for an approval or paused does not count)', integer)
-    .option('--approval-timeout-ms <n>', 'longest wait for one approval before --on-approval-timeout applies', integer)
-    .option('--on-approval-timeout <what>', 'fail (default) | reject: reject the calls still waiting, tell the model, go on')
-    .option('--approval-reminder-at <share>', 'share of --approval-timeout-ms (e.g. 0.8) at which an undecided wait raises an approvalReminder event', decimal)
-    .option('--max-paused-ms <n>', 'a run paused this long is aborted', integer)
-    .option('--on-limit <what>', 'fail (default) | complete: at --max-loops or --max-tool-calls end COMPLETED with the last text')
-    .option('--max-tokens <n>', 'budget: total tokens (prompt and completion) the run may use', integer)
-    .option('--max-cost-usd <usd>', 'budget: total cost in US dollars, from the worker\'s price table', decimal)
-    .option('--on-budget-exceed <what>', 'fail (default) | approve: wait for an approval of toolCallId "budget", which extends the budget by its size')
-    .option('--keep-open-ms <n>', 'after the answer, keep the conversation open this long for `agent send` to continue it (default 0)', integer)
-    .option('--tools <names>', 'comma-separated tools the run may use, and named agents it may call as child runs (default: every tool, no agent)')
+  runInputOptions(command('start <prompt>', 'start a run'))
     .option('--id <workflowId>', 'workflow id (default: agent-<random>)')
     .option('--watch', 'follow the run until it ends')
     .action(async (prompt: string, o: StartFlags) => {
@@ -350,18 +335,19 @@ function buildProgram(deps: CliDeps, state: { exitCode: number }): Command {
     .option('--until <time>', 'runs started at or before this ISO 8601 time', isoTime)
     .option('--parent <workflowId>', 'child runs of this workflow')
     .option('--fork-of <workflowId>', 'forks of this run')
-    .action(async (o: JsonOption & { state?: string; limit?: number; q?: string; agent?: string; since?: string; until?: string; parent?: string; forkOf?: string }) => {
+    .option('--schedule <scheduleId>', 'runs this schedule started')
+    .action(async (o: JsonOption & { state?: string; limit?: number; q?: string; agent?: string; since?: string; until?: string; parent?: string; forkOf?: string; schedule?: string }) => {
       // States are upper case (the AgentState search attribute); `--state completed` means the same.
       const state = o.state?.toUpperCase();
-      const { q, agent, since, until, parent, forkOf } = o;
-      if ([q, agent, since, until, parent, forkOf].every((f) => f === undefined)) {
+      const { q, agent, since, until, parent, forkOf, schedule } = o;
+      if ([q, agent, since, until, parent, forkOf, schedule].every((f) => f === undefined)) {
         const runs = await withClient((client) => client.list({ state, limit: o.limit }));
         if (o.json) printJson(runs);
         else print(formatList(runs.map((r) => ({ ...r, executionStatus: r.status })), o.state));
         return;
       }
       // The gateway's search (src/client/run-list.ts), from the same memo and visibility query.
-      const runs = await withClient((client) => client.search({ state, limit: o.limit, q, agent, since, until, parent, forkOf }));
+      const runs = await withClient((client) => client.search({ state, limit: o.limit, q, agent, since, until, parent, forkOf, schedule }));
       if (o.json) printJson(runs);
       else print(formatList(runs, o.state));
     });
@@ -370,9 +356,19 @@ function buildProgram(deps: CliDeps, state: { exitCode: number }): Command {
     .option('--format <format>', `mermaid (a stateDiagram-v2) or dot (Graphviz); --json prints the edges (default mermaid)`, graphFormat, 'mermaid' as GraphFormat)
     .option('--no-self-loops', 'leave out the rows that keep the state (requests recorded, messages queued)')
     .action((o: JsonOption & { format: GraphFormat; selfLoops: boolean }) => {
-      if (o.json) printJson({ initial: AgentState.IDLE, edges: TABLE_EDGES.filter((e) => o.selfLoops || e.from !== e.to) });
+      if (o.json) printJson({ initial: AgentState.IDLE, edges: tableEdges().filter((e) => o.selfLoops || e.from !== e.to) });
       else out(machineGraph(o.format, { selfLoops: o.selfLoops }));
     });
+
+  registerMemoryCommands(program, deps, state);
+  registerScheduleCommands(program, {
+    withClient,
+    print,
+    printJson,
+    runInputOptions,
+    runInput: (prompt, flags) => startInput(prompt, flags as Omit<StartFlags, 'json' | 'id' | 'watch'>),
+    runInputProblem: startInputProblem,
+  });
 
   /** Follows a run to its end; the exit code is 1 when it failed. */
   async function watch(handle: AgentRunHandle, json: boolean | undefined): Promise<number> {
@@ -384,6 +380,38 @@ function buildProgram(deps: CliDeps, state: { exitCode: number }): Command {
   return program;
 }
 
+/** The flags that make a run's input (`startInput`): `agent start`'s and `agent schedule create`'s. */
+function runInputOptions(cmd: Command): Command {
+  return cmd
+    .option('--agent <name>', 'a named agent of the worker; the flags below override its settings')
+    .option('--model <model>', 'model name, or provider/model for a provider of the worker\'s LLM_PROVIDERS (default: the worker\'s LLM_MODEL)')
+    .option('--fallback-models <names>', 'comma-separated models to move to, in order, when the model is gone, refuses the keys, or has spent its quota, retries or time')
+    .option('--messages-file <path>', 'a prior conversation: a JSON array of messages in OpenAI\'s chat format; the prompt follows it', conversationFile)
+    .option('--return-messages', 'the result carries the whole conversation (result --json shows it)')
+    .option('--system <prompt>', 'system prompt')
+    .option('--plan [form]', "ask the model for a plan first: steps (the default: a list of steps with progress) or text")
+    .option('--critique <mode>', 'rules | model | custom:<name> (a critic the worker registers)')
+    .option('--model-call-timeout-ms <n>', 'a model call with its retries, in ms, before it fails or moves to a fallback model (default 1200000)', integer)
+    .option('--model-attempt-timeout-ms <n>', 'one attempt of a model call, the critic or a compaction, in ms (default 300000)', integer)
+    .option('--critic-timeout-ms <n>', 'the critic with its retries, in ms, before the rule critic decides (default 120000)', integer)
+    .option('--compaction-timeout-ms <n>', 'a compaction with its retries, in ms (default 1200000)', integer)
+    .option('--approve-tools <names>', 'comma-separated tools whose calls wait for approval (* for all)')
+    .option('--max-loops <n>', 'loops (model calls for planning and answering, counted as they start) before the run fails', integer)
+    .option('--max-tool-calls <n>', 'tool calls before the run fails', integer)
+    .option('--timeout-ms <n>', 'working time of the run in ms before it fails (time waiting for an approval or paused does not count)', integer)
+    .option('--approval-timeout-ms <n>', 'longest wait for one approval before --on-approval-timeout applies', integer)
+    .option('--on-approval-timeout <what>', 'fail (default) | reject: reject the calls still waiting, tell the model, go on')
+    .option('--approval-reminder-at <share>', 'share of --approval-timeout-ms (e.g. 0.8) at which an undecided wait raises an approvalReminder event', decimal)
+    .option('--max-paused-ms <n>', 'a run paused this long is aborted', integer)
+    .option('--on-limit <what>', 'fail (default) | complete: at --max-loops or --max-tool-calls end COMPLETED with the last text')
+    .option('--max-tokens <n>', 'budget: total tokens (prompt and completion) the run may use', integer)
+    .option('--max-cost-usd <usd>', 'budget: total cost in US dollars, from the worker\'s price table', decimal)
+    .option('--on-budget-exceed <what>', 'fail (default) | approve: wait for an approval of toolCallId "budget", which extends the budget by its size')
+    .option('--keep-open-ms <n>', 'after the answer, keep the conversation open this long for `agent send` to continue it (default 0)', integer)
+    .option('--tools <names>', 'comma-separated tools the run may use, and named agents it may call as child runs (default: every tool, no agent, no remember/recall)')
+    .option('--memory-namespace <namespace>', 'the namespace the run\'s remember and recall tools use (default: default); name them in --tools');
+}
+
 interface StartFlags extends JsonOption {
   agent?: string;
   model?: string;
@@ -391,8 +419,12 @@ interface StartFlags extends JsonOption {
   messagesFile?: unknown[];
   returnMessages?: boolean;
   system?: string;
-  plan?: boolean;
+  plan?: boolean | string;
   critique?: string;
+  modelCallTimeoutMs?: number;
+  modelAttemptTimeoutMs?: number;
+  criticTimeoutMs?: number;
+  compactionTimeoutMs?: number;
   approveTools?: string;
   maxLoops?: number;
   maxToolCalls?: number;
@@ -407,6 +439,7 @@ interface StartFlags extends JsonOption {
   onBudgetExceed?: string;
   keepOpenMs?: number;
   tools?: string;
+  memoryNamespace?: string;
   id?: string;
   watch?: boolean;
 }
@@ -427,19 +460,27 @@ export function startInput(prompt: string, o: Omit<StartFlags, 'json' | 'id' | '
     reminderAt: o.approvalReminderAt,
   });
   const budget = definedOnly({ maxTokens: o.maxTokens, maxCostUsd: o.maxCostUsd, onExceed: o.onBudgetExceed as Budget['onExceed'] });
+  const timeouts = definedOnly({ modelCallMs: o.modelCallTimeoutMs, modelAttemptMs: o.modelAttemptTimeoutMs, criticMs: o.criticTimeoutMs, compactionMs: o.compactionTimeoutMs });
   return {
     prompt,
     ...definedOnly({ agent: o.agent, model: o.model, systemPrompt: o.system, keepOpenMs: o.keepOpenMs }),
     ...(Object.keys(budget).length ? { budget: budget as Budget } : {}),
     ...(Object.keys(limits).length ? { limits } : {}),
     ...(o.tools !== undefined ? { tools: names(o.tools) } : {}),
+    ...(o.memoryNamespace !== undefined ? { memory: { namespace: o.memoryNamespace } } : {}),
     ...(o.fallbackModels !== undefined ? { fallbackModels: names(o.fallbackModels) } : {}),
     ...(o.messagesFile !== undefined ? { messages: o.messagesFile as AgentRunInput['messages'] } : {}),
     ...(o.returnMessages ? { returnMessages: true } : {}),
-    ...(o.plan ? { plan: true } : {}),
-    ...(o.critique !== undefined ? { critique: o.critique as AgentRunInput['critique'] } : {}),
+    ...(o.plan ? { plan: (o.plan === true ? 'steps' : o.plan) as AgentRunInput['plan'] } : {}),
+    ...(o.critique !== undefined ? { critique: critiqueFlag(o.critique) } : {}),
+    ...(Object.keys(timeouts).length ? { timeouts } : {}),
     ...(Object.keys(approval).length ? { approval: approval as ApprovalInput } : {}),
   };
+}
+
+/** `--critique`: `rules`, `model`, or `custom:<name>` for a critic the worker registers; anything else the schema refuses. */
+function critiqueFlag(mode: string): AgentRunInput['critique'] {
+  return (mode.startsWith('custom:') ? { custom: mode.slice('custom:'.length) } : mode) as AgentRunInput['critique'];
 }
 
 /** The flag that sets each input field: a refusal names what the operator typed, with the field beside it. */
@@ -451,7 +492,13 @@ const FLAGS: Record<string, string> = {
   messages: '--messages-file',
   systemPrompt: '--system',
   critique: '--critique',
+  'critique.custom': '--critique',
+  'timeouts.modelCallMs': '--model-call-timeout-ms',
+  'timeouts.modelAttemptMs': '--model-attempt-timeout-ms',
+  'timeouts.criticMs': '--critic-timeout-ms',
+  'timeouts.compactionMs': '--compaction-timeout-ms',
   tools: '--tools',
+  'memory.namespace': '--memory-namespace',
   keepOpenMs: '--keep-open-ms',
   'approval.tools': '--approve-tools',
   'approval.onTimeout': '--on-approval-timeout',
@@ -542,32 +589,13 @@ function stepNumber(name: string, value: string): number {
   return Number(value);
 }
 
-function jsonObject(value: string): Record<string, unknown> {
-  let parsed: unknown;
-  try {
-    parsed = JSON.parse(value);
-  } catch {
-    throw new InvalidArgumentError('expected a JSON object, e.g. \'{"path":"a.txt"}\'');
-  }
-  if (typeof parsed !== 'object' || parsed === null || Array.isArray(parsed)) throw new InvalidArgumentError('expected a JSON object');
-  return parsed as Record<string, unknown>;
-}
 
-/** A number as typed: `Number` would pass `NaN` on for the schema to call "received NaN". */
-function decimal(value: string): number {
-  if (!/^-?(\d+\.?\d*|\.\d+)$/.test(value.trim())) throw new InvalidArgumentError('expected a number, e.g. 0.8');
-  return Number(value);
-}
 
 function isoTime(value: string): string {
   if (!/^\d{4}-\d{2}-\d{2}/.test(value.trim()) || Number.isNaN(Date.parse(value))) throw new InvalidArgumentError('expected an ISO 8601 time, e.g. 2026-12-01T09:00:00Z');
   return value.trim();
 }
 
-function integer(value: string): number {
-  if (!/^-?\d+$/.test(value.trim())) throw new InvalidArgumentError('expected an integer');
-  return Number(value);
-}
 
 const names = (list: string): string[] =>
   list
@@ -618,6 +646,9 @@ export function operator(): Actor {
 
 /** ` by user alice (acme) at 14:00:00.000`: who decided, and when. */
 const byAt = (by: Actor | undefined, at: string | undefined): string => (by ? ` by ${actorLabel(by)}${at ? ` at ${clock(at)}` : ''}` : '');
+
+/** One mark per step status, as `agent state` lists a structured plan. */
+const PLAN_MARK: Record<PlanStepStatus, string> = { pending: '[ ]', active: '[>]', done: '[x]', retried: '[>]', replanned: '[-]' };
 
 const approvalLine = (p: PendingApproval): string =>
   `${p.toolCallId}  ${p.name} ${oneLine(p.arguments, 100)}` +
@@ -736,7 +767,11 @@ function formatState(workflowId: string, v: RunStateView): string {
   const modelStep = v.state === AgentState.STREAMING || v.state === AgentState.PLANNING;
   if (modelStep && v.stream && v.partialText) lines.push(`  streaming (call ${v.stream.callNumber}): ${oneLine(v.partialText)}`);
   if (v.queuedMessages.length) lines.push(`  queued messages: ${v.queuedMessages.length}`);
-  if (v.plan) lines.push(`  plan: ${oneLine(v.plan)}`);
+  // Views of workers from before structured plans have no planSteps.
+  if (v.planSteps && v.planProgress) {
+    lines.push(`  plan: ${v.planProgress.done}/${v.planProgress.total} steps done${v.planProgress.allDone ? ' (all done)' : ''}`);
+    v.planSteps.forEach((p, i) => lines.push(`    ${PLAN_MARK[p.status]} ${i + 1}. ${oneLine(p.title, 120)}${p.attempts ? ` (${p.attempts} more attempt${p.attempts > 1 ? 's' : ''})` : ''}${p.status === 'done' || p.status === 'pending' ? '' : ` [${p.status}]`}`));
+  } else if (v.plan) lines.push(`  plan: ${oneLine(v.plan)}`);
   if (v.lastError) lines.push(`  last error: ${oneLine(v.lastError)}`);
   if (v.reason) lines.push(`  reason: ${oneLine(v.reason, 300)}`);
   if (v.answer) lines.push('  answer:', indent(v.answer, '    '));
@@ -797,11 +832,13 @@ function toolLines(v: RunStateView): string[] {
   ];
 }
 
-function formatList(runs: Array<Pick<AgentRunSummary, 'workflowId' | 'agentState'> & { executionStatus: string; startTime: string | Date }>, state: string | undefined): string {
+function formatList(runs: Array<Pick<AgentRunSummary, 'workflowId' | 'agentState'> & { executionStatus: string; startTime: string | Date; scheduleId?: string | null }>, state: string | undefined): string {
   if (!runs.length) return state ? `no agent runs in state ${state}` : 'no agent runs';
+  // The schedule that started a run, in a column of its own once any run listed has one.
+  const scheduled = runs.some((r) => r.scheduleId);
   const rows = [
-    ['WORKFLOW ID', 'AGENT STATE', 'EXECUTION', 'STARTED'],
-    ...runs.map((r) => [r.workflowId, r.agentState ?? '-', r.executionStatus, dateTime(new Date(r.startTime))]),
+    ['WORKFLOW ID', 'AGENT STATE', 'EXECUTION', ...(scheduled ? ['SCHEDULE'] : []), 'STARTED'],
+    ...runs.map((r) => [r.workflowId, r.agentState ?? '-', r.executionStatus, ...(scheduled ? [r.scheduleId ?? '-'] : []), dateTime(new Date(r.startTime))]),
   ];
   const widths = rows[0].map((_, i) => Math.max(...rows.map((row) => row[i].length)));
   return rows.map((row) => row.map((cell, i) => (i === row.length - 1 ? cell : cell.padEnd(widths[i]))).join('  ')).join('\n');

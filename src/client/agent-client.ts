@@ -1,24 +1,25 @@
 /** `AgentClient`: connects to Temporal, starts runs, forks them, lists them and hands out `AgentRunHandle`s. */
 import { randomUUID } from 'node:crypto';
 import { Client, Connection } from '@temporalio/client';
-import { defineSearchAttributeKey, type DataConverter } from '@temporalio/common';
+import type { DataConverter } from '@temporalio/common';
 import { createDataConverter, type CodecSettings } from '../codec';
-import { codecSettings, observabilitySettings, temporalSettings, type TemporalSettings } from '../config';
+import { codecSettings, observabilitySettings, temporalSettings, type MemorySettings, type TemporalSettings } from '../config';
+import type { MemoryStore } from '../memory';
+import { AgentMemory } from './memory';
 import { clientConnectionOptions, tlsFailureReason } from '../config/connection';
 import { tracingClientInterceptors } from '../observability/client-tracing';
-import { AGENT_RUN_MEMO, AGENT_STATE_SEARCH_ATTRIBUTE, WORKFLOW_TYPE } from '../common/constants';
+import { WORKFLOW_TYPE } from '../common/constants';
 import { parseAgentRunInput, type AgentRunInput } from '../common/input';
-import { AgentState } from '../common/states';
 import { InvalidAgentInputError } from './errors';
 import { forkInput, type WhatIfOptions } from './fork';
 import { AgentRunHandle } from './handle';
 import { listRuns, type AgentRunSummary, type ListOptions } from './listing';
-import { ownerStartOptions, runTenant, type RunOwner } from './owner';
+import { runTenant, type RunOwner } from './owner';
+import { runStartFields } from './run-memo';
+import { AgentSchedules } from './schedules';
 import { searchRuns, type RunListEntry, type RunListFilter } from './run-list';
 import { diffSnapshots, type SnapshotDiff } from './time-travel';
 
-const agentStateKey = defineSearchAttributeKey(AGENT_STATE_SEARCH_ATTRIBUTE, 'KEYWORD');
-const SUMMARY_CHARS = 80;
 
 /** Options of `AgentClient.start`. */
 export interface StartOptions {
@@ -42,6 +43,11 @@ export const agentDataConverter = (settings: CodecSettings = codecSettings()): D
 export interface ConnectOptions {
   /** Must match the workers' (same keys, same blob store), or payloads cannot be read. @default `agentDataConverter()` */
   dataConverter?: DataConverter;
+  /**
+   * Where `AgentClient.memory` reads and writes memories: a store of yours, or the settings of one to open on first use.
+   * Must be the workers' store. @default `memorySettings()` (AGENT_MEMORY, else ./.agent/memory.sqlite)
+   */
+  memory?: MemoryStore | MemorySettings;
   /**
    * Start each run's trace here and pass it to the workflow in headers.
    * @default on when the environment configures tracing (AGENT_TRACING, OTEL_EXPORTER_OTLP_ENDPOINT)
@@ -69,15 +75,31 @@ export class AgentClient {
     const dataConverter = options.dataConverter ?? agentDataConverter();
     const tracing = options.tracing ?? observabilitySettings().tracing !== 'off';
     const interceptors = { workflow: tracingClientInterceptors(tracing) };
-    return new AgentClient(new Client({ connection, namespace: temporal.namespace, dataConverter, interceptors }), temporal.taskQueue, connection);
+    return new AgentClient(new Client({ connection, namespace: temporal.namespace, dataConverter, interceptors }), temporal.taskQueue, connection, options.memory);
   }
 
-  /** Wraps an existing client; `close()` then closes `ownedConnection` only, if given. */
+  /**
+   * Agent runs on a schedule (cron or interval) over Temporal Schedules: `create`, `list`, `describe`, `pause`,
+   * `unpause`, `trigger`, `delete`. Their runs go to this client's task queue.
+   */
+  readonly schedules: AgentSchedules;
+
+  /** Memories across runs (docs/memory.md): put, get, list, delete and search by namespace, in the workers' store. */
+  readonly memory: AgentMemory;
+
+  /**
+   * Wraps an existing client; `close()` then closes `ownedConnection` only, if given, and the memory store if it opened it.
+   * `memory`: as `ConnectOptions.memory`.
+   */
   constructor(
     readonly client: Client,
     readonly taskQueue: string,
     private readonly ownedConnection?: Connection,
-  ) {}
+    memory?: MemoryStore | MemorySettings,
+  ) {
+    this.memory = new AgentMemory(memory);
+    this.schedules = new AgentSchedules(client, taskQueue);
+  }
 
   /**
    * Validates the input and starts a run, with the `AgentState` search attribute set to IDLE so it is filterable at once.
@@ -88,19 +110,11 @@ export class AgentClient {
     const parsed = parseAgentRunInput(input);
     if (!parsed.ok) throw new InvalidAgentInputError(parsed.error);
     const workflowId = opts.workflowId ?? `agent-${randomUUID().replace(/-/g, '').slice(0, 12)}`;
-    const owner = ownerStartOptions(opts.owner);
     // A run that belongs to a tenant draws on the fleet's quota as that tenant, whatever its input said.
     if (opts.owner?.tenant) input = { ...input, tenant: opts.owner.tenant };
     // The input goes as given, not resolved: defaults stay the worker's concern, and a strict schema that later drops
     // a defaulted field still accepts old histories on replay. The resolved limits are in the `state` query.
-    const handle = await this.client.workflow.start(WORKFLOW_TYPE, {
-      taskQueue: this.taskQueue,
-      workflowId,
-      args: [input],
-      typedSearchAttributes: [{ key: agentStateKey, value: AgentState.IDLE }, ...owner.typedSearchAttributes],
-      staticSummary: summarize(parsed.value.prompt),
-      memo: { [AGENT_RUN_MEMO]: runMemo(input), ...owner.memo },
-    });
+    const handle = await this.client.workflow.start(WORKFLOW_TYPE, { taskQueue: this.taskQueue, workflowId, args: [input], ...runStartFields(input, opts.owner) });
     return new AgentRunHandle(handle, handle.firstExecutionRunId, this.taskQueue);
   }
 
@@ -160,20 +174,10 @@ export class AgentClient {
 
   /** Closes the connection if `connect` opened it. */
   async close(): Promise<void> {
+    await this.memory.close();
     await this.ownedConnection?.close();
   }
 }
 
 /** The fields of `o` that are set: `{ address: undefined }` from a caller leaves the default in place. */
 const definedOnly = <T extends object>(o: T): Partial<T> => Object.fromEntries(Object.entries(o).filter(([, v]) => v !== undefined)) as Partial<T>;
-
-/** The memo the run list reads (AGENT_RUN_MEMO): a fork names the run and step it carries on from. */
-function runMemo(input: AgentRunInput): { prompt: string; agent: string | null; origin: { workflowId: string; step: number } | null } {
-  return { prompt: input.prompt.slice(0, 1_000), agent: input.agent ?? null, origin: (input.resume?.kind === 'fork' && input.resume.origin) || null };
-}
-
-/** The UI's one-line summary: the prompt's first characters, whitespace collapsed. */
-function summarize(prompt: string): string {
-  const line = prompt.replace(/\s+/g, ' ').trim();
-  return line.length > SUMMARY_CHARS ? `${line.slice(0, SUMMARY_CHARS - 3)}...` : line;
-}

@@ -33,6 +33,22 @@ export class AgentRunNotFoundError extends Error {
   }
 }
 
+/** No agent schedule with this id (none at all, one whose action starts no agent run, or, through the gateway, another tenant's). */
+export class AgentScheduleNotFoundError extends Error {
+  override readonly name = 'AgentScheduleNotFoundError';
+  constructor(readonly scheduleId: string) {
+    super(`no agent schedule with id ${scheduleId}`);
+  }
+}
+
+/** A schedule with this id exists already (ids are one space for every tenant). */
+export class AgentScheduleExistsError extends Error {
+  override readonly name = 'AgentScheduleExistsError';
+  constructor(readonly scheduleId: string) {
+    super(`a schedule with id ${scheduleId} already exists`);
+  }
+}
+
 /** A signal or update was sent to a run that has already closed. */
 export class AgentRunEndedError extends Error {
   override readonly name = 'AgentRunEndedError';

@@ -4,7 +4,6 @@
  */
 import { setTimeout as sleep } from 'node:timers/promises';
 import {
-  ApplicationFailure,
   isGrpcDeadlineError,
   QueryNotRegisteredError,
   WorkflowNotFoundError,
@@ -39,10 +38,9 @@ import {
   type RunStateView,
   type SendMessageResult,
 } from '../common/messages';
-import { ACTIVITY_STATES } from '../common/states';
-import type { RetryInfo } from '../common/view';
 import type { WatchEvent } from '../common/watch';
 import { pause, perCall } from './abortable';
+import { withActivities } from './activity-view';
 import {
   AgentControlTimeoutError,
   AgentQueryTimeoutError,
@@ -60,7 +58,7 @@ import {
   stepNotFound,
   validate,
 } from './errors';
-import { decodeOptionalFailureToOptionalError, optionalTsToDate } from './sdk-internals';
+import { tsToDate } from '../common/proto-time';
 import { askRunHolding, chainSteps } from './chain';
 import { recordedAnswers } from './recorded';
 import { diffSnapshots, stepsOf, type SnapshotDiff, type StepRecord } from './time-travel';
@@ -153,29 +151,9 @@ export class AgentRunHandle {
     }
   }
 
-  /** The view with the activities being retried, from the server's description of the run, while it works. */
-  private async withRetries(view: RunStateView): Promise<RunStateView> {
-    if (!ACTIVITY_STATES.includes(view.state)) return view;
-    // The raw description: the SDK's would decode the memo too, which this needs not.
-    const { client } = this.workflow;
-    const described = await client.workflowService
-      .describeWorkflowExecution({ namespace: client.options.namespace, execution: { workflowId: this.workflowId, runId: this.runId } })
-      .catch(() => undefined); // best effort: the live state stands on its own
-    if (!described) return view;
-    const converter = client.options.loadedDataConverter;
-    const retrying: RetryInfo[] = [];
-    for (const a of described.pendingActivities ?? []) {
-      if ((a.attempt ?? 1) <= 1 && !a.lastFailure) continue;
-      const error = await decodeOptionalFailureToOptionalError(converter, a.lastFailure);
-      const type = error instanceof ApplicationFailure ? (error.type ?? null) : null;
-      retrying.push({
-        activity: a.activityType?.name ?? '',
-        attempt: a.attempt ?? 1,
-        lastFailure: error ? { type, message: error.message } : null,
-        nextAttemptAt: optionalTsToDate(a.nextAttemptScheduleTime)?.toISOString() ?? null,
-      });
-    }
-    return retrying.length > 0 ? { ...view, retrying } : view;
+  /** The view with the activities being retried and the model call's text so far, from the server's description of the run. */
+  private withRetries(view: RunStateView): Promise<RunStateView> {
+    return withActivities(this.workflow.client, { workflowId: this.workflowId, runId: this.runId }, view);
   }
 
   /** The copy of the view the run stored in its memo (written when it waits for a person and when it ends); served by the server with no worker. */
@@ -426,7 +404,7 @@ export class AgentRunHandle {
       })
       .catch(() => undefined);
     if (!queue) return { taskQueue, polling: undefined };
-    return { taskQueue, polling: (queue.pollers ?? []).some((p) => (optionalTsToDate(p.lastAccessTime)?.getTime() ?? 0) >= since) };
+    return { taskQueue, polling: (queue.pollers ?? []).some((p) => (tsToDate(p.lastAccessTime)?.getTime() ?? 0) >= since) };
   }
 
   private async update<T>(name: string, fn: () => Promise<T>): Promise<T> {

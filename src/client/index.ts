@@ -6,7 +6,9 @@
  */
 export { AgentClient, agentDataConverter, type ConnectOptions, type StartOptions } from './agent-client';
 export { AgentRunHandle, DEFAULT_CONTROL_TIMEOUT_MS, type ControlOptions, type SendMessageOptions, type StateOptions } from './handle';
+export { AgentMemory, type MemoryCallOptions } from './memory';
 export { diffState, type WatchEvent, type WatchOptions } from './watch';
+export { AgentSchedules, type CreateScheduleOptions, type ListSchedulesOptions } from './schedules';
 export { executionStatus, rawExecutions, type AgentRunSummary, type ListOptions } from './listing';
 export {
   AgentControlTimeoutError,
@@ -14,6 +16,8 @@ export {
   AgentRunEndedError,
   AgentRunFailedError,
   AgentRunNotFoundError,
+  AgentScheduleExistsError,
+  AgentScheduleNotFoundError,
   AgentStepNotFoundError,
   AgentUpdateRejectedError,
   failureReason,

@@ -2,10 +2,10 @@
 import type { Client } from '@temporalio/client';
 import { defaultPayloadConverter } from '@temporalio/common';
 import { temporal } from '@temporalio/proto';
-import { AGENT_STATE_SEARCH_ATTRIBUTE, WORKFLOW_TYPE } from '../common/constants';
+import { AGENT_STATE_SEARCH_ATTRIBUTE, SCHEDULED_BY_SEARCH_ATTRIBUTE, WORKFLOW_TYPE } from '../common/constants';
 import { AgentState } from '../common/states';
 import { InvalidAgentInputError } from './errors';
-import { optionalTsToDate } from './sdk-internals';
+import { tsToDate } from '../common/proto-time';
 
 const DEFAULT_LIST_LIMIT = 20;
 
@@ -46,6 +46,8 @@ export interface AgentRunSummary {
   startTime: Date;
   /** When the run closed; `undefined` while it is open. */
   closeTime?: Date;
+  /** The schedule that started the run (Temporal's `TemporalScheduledById`); `undefined` for a run started otherwise. */
+  scheduleId?: string;
 }
 
 /** Options of `AgentClient.list`. */
@@ -73,13 +75,16 @@ export async function listRuns(client: Client, opts: ListOptions = {}): Promise<
   for await (const e of rawExecutions(client, query, Math.min(limit, LIST_PAGE_SIZE))) {
     const state = e.searchAttributes?.indexedFields?.[AGENT_STATE_SEARCH_ATTRIBUTE];
     const value: unknown = state ? defaultPayloadConverter.fromPayload(state) : undefined;
+    const scheduled = e.searchAttributes?.indexedFields?.[SCHEDULED_BY_SEARCH_ATTRIBUTE];
+    const scheduleId: unknown = scheduled ? defaultPayloadConverter.fromPayload(scheduled) : undefined;
     runs.push({
       workflowId: e.execution?.workflowId ?? '',
       runId: e.execution?.runId ?? '',
       status: executionStatus(e),
       agentState: typeof value === 'string' ? value : Array.isArray(value) && typeof value[0] === 'string' ? value[0] : undefined,
-      startTime: optionalTsToDate(e.startTime) ?? new Date(0),
-      ...(e.closeTime ? { closeTime: optionalTsToDate(e.closeTime) } : {}),
+      startTime: tsToDate(e.startTime) ?? new Date(0),
+      ...(e.closeTime ? { closeTime: tsToDate(e.closeTime) } : {}),
+      ...(typeof scheduleId === 'string' ? { scheduleId } : {}),
     });
     if (runs.length >= limit) return runs;
   }

@@ -5,7 +5,7 @@
 import type { WorkflowHandle } from '@temporalio/client';
 import { isQuotaWait, type ModelRequest, type ModelResponse, type QuotaWait } from '../common/chat';
 import { previousRun } from './chain';
-import { decodeArrayFromPayloads } from './sdk-internals';
+import { decodeArray } from '../codec/payloads';
 
 /** The answers of the run's model calls numbered `fromCall` or later (those after a fork step), by their requests' hashes. */
 export async function recordedAnswers(workflow: WorkflowHandle, fromCall: number): Promise<Record<string, ModelResponse>> {
@@ -19,13 +19,13 @@ export async function recordedAnswers(workflow: WorkflowHandle, fromCall: number
     for (const event of history.events ?? []) {
       const scheduled = event.activityTaskScheduledEventAttributes;
       if (scheduled?.activityType?.name === 'callModel') {
-        const [request] = (await decodeArrayFromPayloads(converter, scheduled.input?.payloads)) as [ModelRequest];
+        const [request] = (await decodeArray(converter, scheduled.input?.payloads)) as [ModelRequest];
         calls.set(String(event.eventId), request.callNumber);
       }
       const completed = event.activityTaskCompletedEventAttributes;
       const callNumber = completed ? calls.get(String(completed.scheduledEventId)) : undefined;
       if (!completed || callNumber === undefined || callNumber < fromCall) continue;
-      const [response] = (await decodeArrayFromPayloads(converter, completed.result?.payloads)) as [ModelResponse | QuotaWait];
+      const [response] = (await decodeArray(converter, completed.result?.payloads)) as [ModelResponse | QuotaWait];
       if (isQuotaWait(response) || !response.requestHash) continue;
       const { requestHash, replayed: _replayed, conversation: _conversation, ...answer } = response;
       answers[requestHash] = answer;

@@ -8,10 +8,10 @@
  */
 import type { Client } from '@temporalio/client';
 import { defaultPayloadConverter } from '@temporalio/common';
-import { decodeMapFromPayloads } from '@temporalio/common/lib/internal-non-workflow';
-import { optionalTsToDate } from '@temporalio/common/lib/time';
+import { decodeMap } from '../codec/payloads';
+import { tsToDate } from '../common/proto-time';
 import { CURRENT_EXECUTIONS, executionStatus, rawExecutions } from './listing';
-import { AGENT_RUN_MEMO, AGENT_STATE_MEMO, AGENT_STATE_SEARCH_ATTRIBUTE, AGENT_TENANT_SEARCH_ATTRIBUTE, WORKFLOW_TYPE } from '../common/constants';
+import { AGENT_RUN_MEMO, AGENT_STATE_MEMO, AGENT_STATE_SEARCH_ATTRIBUTE, AGENT_TENANT_SEARCH_ATTRIBUTE, SCHEDULED_BY_SEARCH_ATTRIBUTE, WORKFLOW_TYPE } from '../common/constants';
 import type { RunStateView } from '../common/view';
 
 /** Most runs read to answer a search filtered here (text, agent, forkOf). */
@@ -27,6 +27,8 @@ export interface RunListFilter {
   until?: string;
   parent?: string;
   forkOf?: string;
+  /** Runs this schedule started (Temporal's `TemporalScheduledById`). */
+  schedule?: string;
   /** Only the runs of this tenant (`AgentTenant`): the gateway sets it for a signed identity, never from the query. */
   tenant?: string;
 }
@@ -46,6 +48,8 @@ export interface RunListEntry {
   agent: string | null;
   origin: { workflowId: string; step: number } | null;
   parentWorkflowId: string | null;
+  /** The schedule that started the run (Temporal's `TemporalScheduledById`); null for a run started otherwise. */
+  scheduleId: string | null;
   /** As of the run's last stored copy (waiting for a person, or ended); null before it stored one. */
   costUsd: number | null;
   totalTokens: number | null;
@@ -60,6 +64,7 @@ export function visibilityQuery(f: RunListFilter): string {
   if (f.since) parts.push(`StartTime >= ${quote(new Date(f.since).toISOString())}`);
   if (f.until) parts.push(`StartTime <= ${quote(new Date(f.until).toISOString())}`);
   if (f.parent) parts.push(`ParentWorkflowId = ${quote(f.parent)}`);
+  if (f.schedule) parts.push(`${SCHEDULED_BY_SEARCH_ATTRIBUTE} = ${quote(f.schedule)}`);
   return parts.join(' AND ');
 }
 
@@ -84,11 +89,16 @@ export async function searchRuns(client: Client, f: RunListFilter): Promise<RunL
 
 type Execution = Parameters<typeof executionStatus>[0];
 
+/** A keyword search attribute of a listed execution (never encoded); undefined when unset. */
+function keyword(e: Execution, name: string): string | undefined {
+  const raw = e.searchAttributes?.indexedFields?.[name];
+  const value: unknown = raw ? defaultPayloadConverter.fromPayload(raw) : undefined;
+  return typeof value === 'string' ? value : Array.isArray(value) && typeof value[0] === 'string' ? value[0] : undefined;
+}
+
 async function entry(client: Client, e: Execution): Promise<RunListEntry> {
-  const raw = e.searchAttributes?.indexedFields?.[AGENT_STATE_SEARCH_ATTRIBUTE];
-  const state: unknown = raw ? defaultPayloadConverter.fromPayload(raw) : undefined;
-  const start = optionalTsToDate(e.startTime) ?? new Date(0);
-  const close = optionalTsToDate(e.closeTime);
+  const start = tsToDate(e.startTime) ?? new Date(0);
+  const close = tsToDate(e.closeTime);
   const memo = await decodedMemo(client, e);
   const run = memo[AGENT_RUN_MEMO] as { prompt?: string; agent?: string | null; origin?: RunListEntry['origin'] } | undefined;
   const stored = memo[AGENT_STATE_MEMO] as Partial<RunStateView> | undefined;
@@ -96,7 +106,7 @@ async function entry(client: Client, e: Execution): Promise<RunListEntry> {
     workflowId: e.execution?.workflowId ?? '',
     runId: e.execution?.runId ?? '',
     executionStatus: executionStatus(e),
-    agentState: typeof state === 'string' ? state : Array.isArray(state) && typeof state[0] === 'string' ? state[0] : undefined,
+    agentState: keyword(e, AGENT_STATE_SEARCH_ATTRIBUTE),
     startTime: start.toISOString(),
     ...(close ? { closeTime: close.toISOString() } : {}),
     durationMs: close ? close.getTime() - start.getTime() : null,
@@ -105,6 +115,7 @@ async function entry(client: Client, e: Execution): Promise<RunListEntry> {
     // A run that continued as new keeps its id: only a fork's origin names another run.
     origin: run?.origin ?? (stored?.origin?.kind === 'fork' ? { workflowId: stored.origin.workflowId, step: stored.origin.step } : null),
     parentWorkflowId: e.parentExecution?.workflowId || null,
+    scheduleId: keyword(e, SCHEDULED_BY_SEARCH_ATTRIBUTE) ?? null,
     costUsd: stored?.usage?.costUsd ?? null,
     totalTokens: stored?.usage?.totalTokens ?? null,
   };
@@ -113,7 +124,7 @@ async function entry(client: Client, e: Execution): Promise<RunListEntry> {
 /** The listing's memo, decoded as the gateway's client decodes payloads; one this gateway cannot decode (another key) is left out, not the run. */
 async function decodedMemo(client: Client, e: Execution): Promise<Record<string, unknown>> {
   try {
-    return (await decodeMapFromPayloads(client.options.loadedDataConverter, e.memo?.fields ?? undefined)) ?? {};
+    return (await decodeMap(client.options.loadedDataConverter, e.memo?.fields ?? undefined)) ?? {};
   } catch {
     return {};
   }

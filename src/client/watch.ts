@@ -59,13 +59,25 @@ export async function watchRun(run: WatchedRun, onEvent: (event: WatchEvent) => 
     previous = seenView(next, seen);
   }
   for (;;) {
-    const next = await run.state({ signal: opts.signal });
-    await opts.onView?.(next);
+    const read = await run.state({ signal: opts.signal });
+    await opts.onView?.(read);
+    const next = withoutLag(previous, read);
     for (const event of diffState(previous, next)) await onEvent(event);
     if (isTerminal(next.state)) return next;
     previous = next;
     await pause(intervalMs, opts.signal);
   }
+}
+
+/**
+ * `next` with the text `previous` had, when that extends it within the same call and attempt: a view read just as the
+ * call answered has no heartbeat to read its text from, and the run has not recorded the answer yet. Text of one
+ * attempt never shrinks; taken as is, such a view would read as a restart, and the next one send the text again.
+ */
+function withoutLag(previous: RunStateView | undefined, next: RunStateView): RunStateView {
+  const same = previous?.stream && next.stream && previous.stream.callNumber === next.stream.callNumber && previous.stream.attempt === next.stream.attempt;
+  if (!same || next.partialText.length >= previous.partialText.length || !previous.partialText.startsWith(next.partialText)) return next;
+  return { ...next, partialText: previous.partialText };
 }
 
 /**

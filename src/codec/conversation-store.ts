@@ -11,11 +11,11 @@
  * the shared blob store, node by node, to the nearest conversation it has.
  */
 import { createHash } from 'node:crypto';
-import type { DataConverter, LoadedDataConverter } from '@temporalio/common';
-import { decodeFromPayloadsAtIndex, encodeToPayload, loadDataConverter } from '@temporalio/common/lib/internal-non-workflow';
+import { defaultDataConverter, type DataConverter, type LoadedDataConverter } from '@temporalio/common';
 import { temporal } from '@temporalio/proto';
 import type { ChatMessage, ConversationRef } from '../common/chat';
 import { BlobNotFoundError, type BlobStore } from './blob-store';
+import { decodeAt, encodeOne } from './payloads';
 
 const ProtoPayload = temporal.api.common.v1.Payload;
 
@@ -51,7 +51,8 @@ export class ConversationStore {
     private readonly store: BlobStore,
     options: ConversationStoreOptions = {},
   ) {
-    this.converter = loadDataConverter(options.dataConverter ?? {});
+    // A node is this package's own JSON: the default payload converter writes it, the data converter's codecs encode it.
+    this.converter = { ...defaultDataConverter, payloadCodecs: options.dataConverter?.payloadCodecs ?? [] };
     this.maxCached = options.maxCached ?? 1024;
   }
 
@@ -71,7 +72,7 @@ export class ConversationStore {
   /** Stores `messages` (everything after `base`, or the whole conversation without one) as a node; `full` is the result. */
   async save(base: ConversationRef | undefined, messages: ChatMessage[], full: ChatMessage[]): Promise<ConversationRef> {
     const node: ChainNode = { v: 1, base: base ?? null, messages };
-    const bytes = ProtoPayload.encode(await encodeToPayload(this.converter, node)).finish();
+    const bytes = ProtoPayload.encode(await encodeOne(this.converter, node)).finish();
     const ref = sha256Hex(bytes);
     // A node names its base, so it is new but for a retry (or runs begun alike), which writes the same bytes again.
     // Not flushed to disk: a node a crash of the host loses (or leaves torn) reads back as unavailable, and the run
@@ -122,7 +123,7 @@ export class ConversationStore {
     }
     const actual = sha256Hex(bytes);
     if (actual !== ref) throw new ConversationUnavailableError(`conversation ${ref} is corrupt: its content hashes to ${actual}`);
-    const node = await decodeFromPayloadsAtIndex<ChainNode>(this.converter, 0, [ProtoPayload.decode(bytes)]);
+    const node = await decodeAt<ChainNode>(this.converter, 0, [ProtoPayload.decode(bytes)]);
     if (node?.v !== 1 || !Array.isArray(node.messages)) throw new ConversationUnavailableError(`conversation ${ref} is not a chain node`);
     return node;
   }

@@ -4,20 +4,17 @@
  * `controls` log (docs/approvals.md, "Who decided").
  */
 import { z } from 'zod';
-import { oncePerWorker } from './once-per-worker';
 
-export const ActorSchema = oncePerWorker('common/actor', () =>
-  z
-    .discriminatedUnion('kind', [
-      z.object({ kind: z.literal('service') }).strict().describe('A backend with the service credentials (the gateway\'s token, the library without a `by`).'),
-      z
-        .object({ kind: z.literal('user'), sub: z.string().min(1).max(200), tenant: z.string().min(1).max(200).optional() })
-        .strict()
-        .describe('A person the gateway authenticated: their subject and tenant.'),
-      z.object({ kind: z.literal('operator'), name: z.string().min(1).max(200) }).strict().describe('An operator at the CLI (their login name) or `temporal` directly.'),
-    ])
-    .describe('Who sent a control: absent in a payload means the service.'),
-);
+export const ActorSchema = z
+  .discriminatedUnion('kind', [
+    z.object({ kind: z.literal('service') }).strict().describe('A backend with the service credentials (the gateway\'s token, the library without a `by`).'),
+    z
+      .object({ kind: z.literal('user'), sub: z.string().min(1).max(200), tenant: z.string().min(1).max(200).optional() })
+      .strict()
+      .describe('A person the gateway authenticated: their subject and tenant.'),
+    z.object({ kind: z.literal('operator'), name: z.string().min(1).max(200) }).strict().describe('An operator at the CLI (their login name) or `temporal` directly.'),
+  ])
+  .describe('Who sent a control: absent in a payload means the service.');
 
 export type Actor = z.infer<typeof ActorSchema>;
 

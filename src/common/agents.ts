@@ -4,7 +4,6 @@
  * (`applyAgent`). `defineAgent` (activities/agents.ts) builds specs; the workflow merges them (workflows/start-input.ts).
  */
 import { z } from 'zod';
-import { oncePerWorker } from './once-per-worker';
 import {
   AGENT_NAME_PATTERN,
   AGENT_NAME_RULE,
@@ -12,7 +11,10 @@ import {
   ApprovalSchema,
   BudgetSchema,
   CompactionSchema,
+  CritiqueSchema,
   LimitsSchema,
+  TimeoutsSchema,
+  PlanOptionSchema,
   parseWith,
   type ParseResult,
 } from './input';
@@ -21,7 +23,7 @@ import {
  * An agent as JSON: a name, its instructions (the run's system prompt) and any of the run's settings. Values are
  * kept as given, without the run's defaults, so that a start field overrides only what it names.
  */
-export const AgentSpecSchema = oncePerWorker('common/agents', () => {
+export const AgentSpecSchema = (() => {
   const run = AgentRunInputSchema.shape;
   return z
     .object({
@@ -34,8 +36,9 @@ export const AgentSpecSchema = oncePerWorker('common/agents', () => {
       fallbackModels: z.array(z.string().min(1)).max(20).optional(),
       tools: run.tools,
       limits: LimitsSchema.partial().optional(),
-      plan: z.boolean().optional(),
-      critique: z.enum(['rules', 'model']).optional(),
+      plan: PlanOptionSchema.optional(),
+      critique: CritiqueSchema.optional(),
+      timeouts: TimeoutsSchema.partial().optional(),
       critiqueMinConfidence: z.number().min(0).max(100).optional(),
       maxOutputTokens: run.maxOutputTokens,
       contextWindowTokens: run.contextWindowTokens,
@@ -45,7 +48,7 @@ export const AgentSpecSchema = oncePerWorker('common/agents', () => {
       keepOpenMs: z.number().int().min(0).max(30 * 24 * 3600_000).optional(),
     })
     .strict();
-});
+})();
 
 /** An agent's definition as JSON (what `resolveAgent` returns); `defineAgent` also takes tool objects. */
 export type AgentSpec = z.input<typeof AgentSpecSchema>;
@@ -57,7 +60,7 @@ export function checkAgentSpec(value: unknown): ParseResult<AgentSpec> {
 }
 
 /** Start fields merged key by key into the agent's object of the same name; every other field replaces the agent's. */
-const MERGED_BY_KEY = ['limits', 'compaction'] as const;
+const MERGED_BY_KEY = ['limits', 'compaction', 'timeouts'] as const;
 /** Spec fields that are not run fields: the name, and the note for people. `instructions` becomes `systemPrompt`. */
 const NOT_RUN_FIELDS = new Set(['name', 'description', 'instructions']);
 
@@ -66,7 +69,7 @@ const isPlainObject = (v: unknown): v is Record<string, unknown> => typeof v ===
 /**
  * The run input of a start that names `agent`: the agent's settings under the start's own fields, without `agent`.
  * - `systemPrompt` given at start replaces the agent's `instructions`;
- * - `limits` and `compaction` merge key by key (a start's `limits.timeoutMs` keeps the agent's `maxLoops`);
+ * - `limits`, `compaction` and `timeouts` merge key by key (a start's `limits.timeoutMs` keeps the agent's `maxLoops`);
  * - every other field given at start (`model`, `tools`, `approval`, `budget`, `plan`, ...) replaces the agent's whole:
  *   a start's `tools` is the run's tool list, not an addition to the agent's;
  * - `prompt`, `resume` and any unknown field come from the start alone (the input schema then checks them).

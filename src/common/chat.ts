@@ -3,11 +3,10 @@
  * They mirror the OpenAI Chat Completions wire shapes closely enough to pass straight through.
  */
 import { z } from 'zod';
-import { oncePerWorker } from './once-per-worker';
 
 // The run's conversation as zod schemas, the one description of each shape: the types below are inferred from them,
-// and they load a stored snapshot (machine/snapshot.ts) and describe the state view (common/view.ts). Built once per worker.
-export const { UsageSchema, ToolPolicyVerdictSchema, ToolCallSchema, ChatMessageSchema, ConversationRefSchema, ChildOutcomeSchema, ToolResultSchema } = oncePerWorker('common/chat', () => {
+// and they load a stored snapshot (machine/snapshot.ts) and describe the state view (common/view.ts).
+export const { UsageSchema, ToolPolicyVerdictSchema, ToolCallSchema, ChatMessageSchema, ConversationRefSchema, ChildOutcomeSchema, ToolResultSchema } = (() => {
   const int = () => z.number().int();
   const UsageSchema = z.object({ promptTokens: int(), completionTokens: int(), totalTokens: int() });
   /** How a child run ended (or stands), as its parent records it. */
@@ -90,7 +89,7 @@ export const { UsageSchema, ToolPolicyVerdictSchema, ToolCallSchema, ChatMessage
     at: z.string().optional(),
   });
   return { UsageSchema, ToolPolicyVerdictSchema, ToolCallSchema, ChatMessageSchema, ConversationRefSchema, ChildOutcomeSchema, ToolResultSchema };
-});
+})();
 
 export type ToolCall = z.infer<typeof ToolCallSchema>;
 export type ToolPolicyVerdict = z.infer<typeof ToolPolicyVerdictSchema>;
@@ -180,6 +179,8 @@ export interface ModelResponse {
    * answered it. They reach the machine with the response, which keeps those it agrees with (workflows/ran-ahead.ts).
    */
   toolResults?: ToolResult[];
+  /** The attempt that answered, when a retry did (absent: the first): the run's `stream` names it. */
+  attempt?: number;
   /** The hash of the request this answers (common/replay.ts): a what-if fork of the run finds its answer by it. */
   requestHash?: string;
   /** Answered from `ModelRequest.replay`, not by the provider: no tokens spent (its usage is zero). */
@@ -193,6 +194,11 @@ export interface ToolRequest {
   allowed?: string[];
   /** 1-based number of this tool call within the run; used in summaries. */
   callNumber: number;
+  /**
+   * Where the `remember` and `recall` tools keep this run's memories: the input's `memory.namespace` and the run's
+   * tenant, when it has either (absent: the default namespace of no tenant).
+   */
+  memory?: { namespace?: string; tenant?: string };
   /** A call of a named agent (machine versions with `agentCalls: 'childRun'`): the child run to start, and the most of the budget it may use. */
   child?: ChildRequest;
 }
@@ -231,6 +237,8 @@ export interface CritiqueRequest {
   callNumber: number;
   /** Present when the critic judges a tool step: the calls it made and their (clipped) results; `answer` is the text beside them. */
   toolResults?: Array<{ name: string; arguments: string; ok: boolean; content: string }>;
+  /** The worker's custom critic the run chose (`critique: { custom }`); absent: the model critic judges. */
+  critic?: string;
 }
 
 /** What the model critic answers: its decision, and the tokens judging it took (they count in the run's usage). */

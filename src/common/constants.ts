@@ -23,3 +23,11 @@ export const AGENT_RUN_MEMO = 'agentRun';
 export const AGENT_OWNER_MEMO = 'agentOwner';
 /** Histogram of the time a run spent in each state (workflows/metrics.ts records it, observability/runtime.ts sets its buckets). */
 export const STATE_DURATION_METRIC = 'agent_state_duration_ms';
+/**
+ * Memo field of an agent schedule (a Temporal Schedule whose action starts `agentRun`): its spec as given
+ * (`{ cron, intervalMs, offsetMs }`: the server keeps a cron only compiled into calendars) and the prompt and agent
+ * its list shows.
+ */
+export const AGENT_SCHEDULE_MEMO = 'agentSchedule';
+/** Temporal's own keyword search attribute on a run a schedule started: the schedule's id. */
+export const SCHEDULED_BY_SEARCH_ATTRIBUTE = 'TemporalScheduledById';

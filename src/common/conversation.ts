@@ -5,7 +5,6 @@
  */
 import { z } from 'zod';
 import type { ChatMessage, ToolCall } from './chat';
-import { oncePerWorker } from './once-per-worker';
 
 /** An OpenAI chat message as a run returns it (`returnMessages`): text content only. */
 export type OpenAIChatMessage =
@@ -13,7 +12,7 @@ export type OpenAIChatMessage =
   | { role: 'assistant'; content: string | null; tool_calls?: Array<{ id: string; type: 'function'; function: { name: string; arguments: string } }> }
   | { role: 'tool'; tool_call_id: string; content: string };
 
-export const ConversationSchema = oncePerWorker('common/conversation', () => {
+export const ConversationSchema = (() => {
   const TextPart = z.object({ type: z.literal('text', 'only text parts are supported'), text: z.string() });
   const Text = z.union([z.string(), z.array(TextPart).min(1)], 'must be a string or an array of text parts');
   const ToolCallSchema = z.object({
@@ -58,7 +57,7 @@ export const ConversationSchema = oncePerWorker('common/conversation', () => {
       });
       if (open.size > 0) ctx.addIssue({ code: 'custom', path: [messages.length - 1], message: `tool calls ${[...open].join(', ')} have no tool message answering them` });
     });
-});
+})();
 
 export type InputConversation = z.output<typeof ConversationSchema>;
 

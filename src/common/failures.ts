@@ -31,6 +31,11 @@ export const FailureType = {
   UnknownTool: 'UnknownTool',
   /** A run names an agent the worker has not registered (`resolveAgent`); the run then fails at once as `InvalidInput`. */
   UnknownAgent: 'UnknownAgent',
+  /**
+   * A run names a custom critic the worker has not registered (`critics`): checked at the run's start, where the run
+   * then fails as `InvalidInput`; a critic activity on a worker without it fails with it and the rule critic decides.
+   */
+  UnknownCritic: 'UnknownCritic',
   /** A worker cannot read a chained conversation back; the run then sends the whole conversation. */
   ConversationUnavailable: 'ConversationUnavailable',
   /** Nothing older than the task and the recent turns is left to summarise, or summaries did not converge. */

@@ -1,16 +1,31 @@
 import { z } from 'zod';
 import { ActorSchema } from './actor';
 import { ConversationSchema } from './conversation';
-import { oncePerWorker } from './once-per-worker';
 
 /** What an agent may be called: a word that is safe in a CLI flag, a URL and a log line. */
 export const AGENT_NAME_PATTERN = /^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$/;
 export const AGENT_NAME_RULE = 'must be 1-64 characters of [A-Za-z0-9_.-], starting with a letter or digit';
+/** What a memory namespace or key may be called (common/memory.ts). */
+export const MEMORY_NAME_PATTERN = /^[A-Za-z0-9][A-Za-z0-9_.:@-]{0,127}$/;
+export const MEMORY_NAME_RULE = 'must be 1-128 characters of [A-Za-z0-9_.:@-], starting with a letter or digit';
 
 /** How long a run waits for an approval (a tool call's, a budget's) by default before `approval.onTimeout` applies: a week, weekends and holidays included. */
 export const DEFAULT_APPROVAL_TIMEOUT_MS = 7 * 24 * 3600_000;
 /** How long a run stays PAUSED by default before it is aborted: a week. */
 export const DEFAULT_MAX_PAUSED_MS = 7 * 24 * 3600_000;
+
+/** What a custom critic may be called (a worker's `critics` key): the same words as an agent's name. */
+export const CRITIC_NAME_PATTERN = AGENT_NAME_PATTERN;
+export const CRITIC_NAME_RULE = AGENT_NAME_RULE;
+
+/**
+ * The run's activity timeouts as they were before they became options (workflows/effects.ts applies them): a model
+ * call's attempt 5 minutes and the call with its retries 20, the critic 2, a compaction 20.
+ */
+export const DEFAULT_TIMEOUTS = { modelAttemptMs: 300_000, modelCallMs: 1_200_000, criticMs: 120_000, compactionMs: 1_200_000 } as const;
+/** The bounds of every `timeouts` field: a second, a day. */
+export const MIN_TIMEOUT_MS = 1_000;
+export const MAX_TIMEOUT_MS = 24 * 3600_000;
 
 /** The run snapshot's one schema version, the 1.0 baseline (machine/snapshot-schema.ts). */
 export const SNAPSHOT_VERSION = '1.0';
@@ -22,8 +37,9 @@ export function snapshotVersion() {
   return z.literal(SNAPSHOT_VERSION, { error: (issue) => `unknown snapshot version ${shown(issue.input)}: this worker reads version '${SNAPSHOT_VERSION}' only` });
 }
 
-// Built once per worker, not once per run (once-per-worker.ts).
-export const { LimitsSchema, PriceSchema, BudgetSchema, ApprovalSchema, CompactionSchema, AgentRunInputSchema } = oncePerWorker('common/input', () => {
+export const { LimitsSchema, PriceSchema, BudgetSchema, ApprovalSchema, CompactionSchema, CritiqueSchema, TimeoutsSchema, PlanOptionSchema, AgentRunInputSchema } = (() => {
+  /** `plan`: off, a free-text plan (`true`, `'text'`), or a structured one (`'steps'`). */
+  const PlanOptionSchema = z.union([z.boolean(), z.enum(['steps', 'text'])]);
   /** The three lines of defence every run has, plus the repetition guard. */
   const LimitsSchema = z
     .object({
@@ -110,6 +126,43 @@ export const { LimitsSchema, PriceSchema, BudgetSchema, ApprovalSchema, Compacti
     })
     .strict();
 
+  /**
+   * Who judges each answer and tool step: `rules` (free, deterministic), `model` (the model, asked for a decision), or
+   * `{ custom: name }`, a critic the worker registers (`critics`), run as an activity with the model critic's request.
+   */
+  const CritiqueSchema = z.union([
+    z.enum(['rules', 'model']),
+    z.object({ custom: z.string().regex(CRITIC_NAME_PATTERN, `the critic's name ${CRITIC_NAME_RULE}`) }).strict(),
+  ], { error: "must be 'rules', 'model' or { custom: '<critic name>' }" });
+
+  /** Milliseconds within the bounds; a refusal says which (the path names the field). */
+  const timeout = () =>
+    z
+      .number({ error: 'must be a number of milliseconds' })
+      .int('must be a whole number of milliseconds')
+      .min(MIN_TIMEOUT_MS, `must be at least ${MIN_TIMEOUT_MS} ms (1 second)`)
+      .max(MAX_TIMEOUT_MS, `must be at most ${MAX_TIMEOUT_MS} ms (24 hours)`);
+
+  /**
+   * The run's per-state timeouts: how long its model requests may take. Each attempt of a model request (a model call,
+   * the critic, a compaction) is also cut at `modelAttemptMs`, and then retried within its own bound.
+   */
+  const TimeoutsSchema = z
+    .object({
+      /** One attempt of a model call, the critic or a compaction; a stalled one is retried. @default 300000 (5 minutes) */
+      modelAttemptMs: timeout().default(DEFAULT_TIMEOUTS.modelAttemptMs),
+      /**
+       * A model call (PLANNING, STREAMING), retries included; when it runs out the run moves to its next fallback model,
+       * or fails with `ModelInvocationError.RetriesExhausted`. @default 1200000 (20 minutes)
+       */
+      modelCallMs: timeout().default(DEFAULT_TIMEOUTS.modelCallMs),
+      /** The critic (CRITIQUE), model or custom, retries included; when it runs out the rule critic decides. @default 120000 (2 minutes) */
+      criticMs: timeout().default(DEFAULT_TIMEOUTS.criticMs),
+      /** A compaction (COMPACTING), retries included; when it runs out the run fails as a compaction that failed. @default 1200000 (20 minutes) */
+      compactionMs: timeout().default(DEFAULT_TIMEOUTS.compactionMs),
+    })
+    .strict();
+
   /** The one input object of the `agentRun` workflow. */
   const AgentRunInputSchema = z
     .object({
@@ -144,10 +197,18 @@ export const { LimitsSchema, PriceSchema, BudgetSchema, ApprovalSchema, Compacti
        * fan-out of named agents may want. @default 'model'
        */
       toolOrder: z.enum(['model', 'concurrent']).default('model'),
-      /** Ask the model for a plan before the first answer. @default false */
-      plan: z.boolean().default(false),
-      /** `rules` is free and deterministic; `model` asks the model to judge each final answer and tool step. @default 'rules' */
-      critique: z.enum(['rules', 'model']).default('rules'),
+      /**
+       * Ask the model for a plan before the first answer: `'steps'` for a list of steps, schema-checked (a malformed one
+       * is asked for again, once), each with a status the critique moves and the view shows (docs/plan.md); `true` (or
+       * `'text'`) for a free-text plan, as every run before `'steps'` had. @default false
+       */
+      plan: PlanOptionSchema.default(false),
+      /**
+       * `rules` is free and deterministic; `model` asks the model to judge each final answer and tool step;
+       * `{ custom: 'name' }` asks the worker's critic of that name (`critics`), and a run naming one the worker lacks
+       * fails at its start, naming the critics there are. @default 'rules'
+       */
+      critique: CritiqueSchema.default('rules'),
       /** A critic's `complete` with a lower confidence (0 to 100, the critic's own scale) is taken as `retry`. @default 50 */
       critiqueMinConfidence: z.number().min(0).max(100).default(50),
       /** Longest answer per model call in tokens, sent as the provider's output limit; a text answer cut off by it is continued. */
@@ -158,16 +219,27 @@ export const { LimitsSchema, PriceSchema, BudgetSchema, ApprovalSchema, Compacti
        */
       contextWindowTokens: z.number().int().min(256).max(100_000_000).optional(),
       compaction: CompactionSchema.default(() => CompactionSchema.parse({})),
+      /** How long each state's model requests may take (`TimeoutsSchema`); absent: today's values (`DEFAULT_TIMEOUTS`). */
+      timeouts: TimeoutsSchema.optional(),
       approval: ApprovalSchema.optional(),
       budget: BudgetSchema.optional(),
       /** Its place in the fleet's provider budget (`LLM_TOKENS_PER_MINUTE` and the like): 0 goes first, 9 last. @default 5 */
       priority: z.number().int().min(0).max(9).optional(),
       /**
-       * The tenant the run belongs to: the fleet's provider budget shares its room fairly between tenants, so one that
-       * floods it does not starve the others (docs/quota.md, "Fair share"). The gateway sets it from its caller. Absent:
-       * the one default tenant every run without one shares.
+       * The tenant the run belongs to: the fleet's provider budget shares its room fairly between tenants, and the task
+       * queue its dispatch (the tenant is the run's fairness key), so one that floods them does not starve the others
+       * (docs/quota.md, "Fair share"). The gateway sets it from its caller. Absent: the one default tenant every run
+       * without one shares.
        */
       tenant: z.string().min(1).max(200).optional(),
+      /**
+       * The namespace the run's `remember` and `recall` tools use (a user, an agent), under its tenant: memories
+       * outlive the run (docs/memory.md). The tools are offered only to a run whose `tools` name them. @default 'default'
+       */
+      memory: z
+        .object({ namespace: z.string().regex(MEMORY_NAME_PATTERN, MEMORY_NAME_RULE) })
+        .strict()
+        .optional(),
       /** After an answer, how long the run stays open for a `sendMessage` that continues the conversation. @default 0 */
       keepOpenMs: z.number().int().min(0).max(30 * 24 * 3600_000).default(0),
       /** Set by the workflow itself when it continues as new, and by `fork`: the snapshot to carry on from. */
@@ -202,8 +274,8 @@ export const { LimitsSchema, PriceSchema, BudgetSchema, ApprovalSchema, Compacti
         .optional(),
     })
     .strict();
-  return { LimitsSchema, PriceSchema, BudgetSchema, ApprovalSchema, CompactionSchema, AgentRunInputSchema };
-});
+  return { LimitsSchema, PriceSchema, BudgetSchema, ApprovalSchema, CompactionSchema, CritiqueSchema, TimeoutsSchema, PlanOptionSchema, AgentRunInputSchema };
+})();
 
 export type AgentRunInput = z.input<typeof AgentRunInputSchema>;
 export type ResolvedInput = z.output<typeof AgentRunInputSchema>;
@@ -211,6 +283,21 @@ export type Limits = z.output<typeof LimitsSchema>;
 export type Budget = z.output<typeof BudgetSchema>;
 export type Price = z.output<typeof PriceSchema>;
 export type CompactionOptions = z.output<typeof CompactionSchema>;
+/** `rules`, `model` or `{ custom: name }`. */
+export type Critique = z.output<typeof CritiqueSchema>;
+/** The run's per-state timeouts, every field set (`DEFAULT_TIMEOUTS` where the input gave none). */
+export type RunTimeouts = z.output<typeof TimeoutsSchema>;
+/** The run's per-state timeouts as a start gives them: any field may be left to its default. */
+export type RunTimeoutsInput = z.input<typeof TimeoutsSchema>;
+
+/** The name of the custom critic a run chose, or undefined for `rules` and `model`. */
+export const customCritic = (critique: Critique | undefined): string | undefined => (typeof critique === 'object' ? critique.custom : undefined);
+
+/** The failure of a run that names a critic the worker lacks: the name and the ones it has. */
+export function unknownCriticMessage(name: string, known: readonly string[]): string {
+  const have = known.length ? `the worker's critics: ${[...known].sort().join(', ')}` : 'the worker has no critics registered (createAgentWorker({ critics }))';
+  return `unknown critic "${name}"; ${have}`;
+}
 
 export type ParseResult<T> = { ok: true; value: T } | { ok: false; error: string };
 
@@ -255,19 +342,17 @@ export function approvalProblem(input: Pick<ResolvedInput, 'approval' | 'limits'
   return null;
 }
 
-export const AbortInputSchema = oncePerWorker('common/input:abort', () => z.object({ reason: z.string().max(1_000).optional() }).strict());
-export const ApproveInputSchema = oncePerWorker('common/input:approve', () =>
-  z
-    .object({
-      toolCallId: z.string().min(1),
-      approved: z.boolean(),
-      /** Told to the model with the decision, in one user message after the turn's tool results. */
-      feedback: z.string().max(10_000).optional(),
-      /** Approve with these arguments instead of the model's; they must pass the tool's schema. */
-      arguments: z.record(z.string(), z.unknown()).optional(),
-    })
-    .strict(),
-);
+export const AbortInputSchema = z.object({ reason: z.string().max(1_000).optional() }).strict();
+export const ApproveInputSchema = z
+  .object({
+    toolCallId: z.string().min(1),
+    approved: z.boolean(),
+    /** Told to the model with the decision, in one user message after the turn's tool results. */
+    feedback: z.string().max(10_000).optional(),
+    /** Approve with these arguments instead of the model's; they must pass the tool's schema. */
+    arguments: z.record(z.string(), z.unknown()).optional(),
+  })
+  .strict();
 
 /** Why `args` do not pass a tool's JSON `schema` (each field named), or null when they do. */
 export function argumentsProblem(schema: Record<string, unknown>, args: unknown): string | null {
@@ -275,9 +360,7 @@ export function argumentsProblem(schema: Record<string, unknown>, args: unknown)
   return result.success ? null : describeZodError(result.error);
 }
 /** `interrupt`: stop the work in flight for this message instead of queueing it for the next model call (README, "Steering"). */
-export const SendMessageInputSchema = oncePerWorker('common/input:sendMessage', () =>
-  z.object({ text: z.string().trim().min(1).max(100_000), interrupt: z.boolean().optional().describe('Stop the work in flight for this message (docs/steering.md).') }).strict(),
-);
+export const SendMessageInputSchema = z.object({ text: z.string().trim().min(1).max(100_000), interrupt: z.boolean().optional().describe('Stop the work in flight for this message (docs/steering.md).') }).strict();
 
 export type AbortInput = z.input<typeof AbortInputSchema>;
 export type ApproveInput = z.input<typeof ApproveInputSchema>;
@@ -295,14 +378,14 @@ const deadline = () => z.iso.datetime({ offset: true }).optional();
  */
 const by = () => ActorSchema.optional();
 /** The arguments of the control updates: each input as clients give it, plus the deadline and who sent it. */
-export const AbortUpdateSchema = oncePerWorker('common/input:abortUpdate', () => AbortInputSchema.extend({ deadline: deadline(), by: by() }));
-export const ApproveUpdateSchema = oncePerWorker('common/input:approveUpdate', () => ApproveInputSchema.extend({ deadline: deadline(), by: by() }));
-export const SendMessageUpdateSchema = oncePerWorker('common/input:sendMessageUpdate', () => SendMessageInputSchema.extend({ deadline: deadline(), by: by() }));
+export const AbortUpdateSchema = AbortInputSchema.extend({ deadline: deadline(), by: by() });
+export const ApproveUpdateSchema = ApproveInputSchema.extend({ deadline: deadline(), by: by() });
+export const SendMessageUpdateSchema = SendMessageInputSchema.extend({ deadline: deadline(), by: by() });
 /** The argument of the pause and resume updates. */
-export const ControlUpdateSchema = oncePerWorker('common/input:controlUpdate', () => z.object({ deadline: deadline(), by: by() }).strict());
+export const ControlUpdateSchema = z.object({ deadline: deadline(), by: by() }).strict();
 /** The payloads of the abort, pause and resume signals (the fallback to runs without the updates): who sent it. */
-export const AbortSignalSchema = oncePerWorker('common/input:abortSignal', () => AbortInputSchema.extend({ by: by() }));
-export const ControlSignalSchema = oncePerWorker('common/input:controlSignal', () => z.object({ by: by() }).strict());
+export const AbortSignalSchema = AbortInputSchema.extend({ by: by() });
+export const ControlSignalSchema = z.object({ by: by() }).strict();
 
 export type AbortUpdateInput = z.input<typeof AbortUpdateSchema>;
 export type ApproveUpdateInput = z.input<typeof ApproveUpdateSchema>;
@@ -311,7 +394,3 @@ export type ControlUpdateInput = z.input<typeof ControlUpdateSchema>;
 export type AbortSignalInput = z.input<typeof AbortSignalSchema>;
 export type ControlSignalInput = z.input<typeof ControlSignalSchema>;
 
-/** The model activity's batches of streamed text (an internal signal, validated all the same). */
-export const StreamDeltaSchema = oncePerWorker('common/input:streamDelta', () =>
-  z.object({ callNumber: z.number().int().min(1), attempt: z.number().int().min(1), text: z.string().max(1_000_000) }).strict(),
-);

@@ -3,8 +3,7 @@
  * Wire names equal the constant names without their kind suffix.
  */
 import { defineQuery, defineSignal, defineUpdate } from '@temporalio/workflow';
-import type { z } from 'zod';
-import type { AbortSignalInput, AbortUpdateInput, ControlSignalInput, ApproveUpdateInput, ControlUpdateInput, ResolvedInput, SendMessageUpdateInput, StreamDeltaSchema } from './input';
+import type { AbortSignalInput, AbortUpdateInput, ControlSignalInput, ApproveUpdateInput, ControlUpdateInput, ResolvedInput, SendMessageUpdateInput } from './input';
 import type { AgentState } from './states';
 import type { RunStateView, RunUsage, TransitionRecord } from './view';
 import type { OpenAIChatMessage } from './conversation';
@@ -38,9 +37,6 @@ export interface StepsPage {
 /** The longest page the `steps` query answers (a query's answer must stay well under the server's 2 MB). */
 export const MAX_STEPS_PAGE = 1000;
 export const DEFAULT_STEPS_PAGE = 500;
-
-/** Text streamed so far by the model call in flight, sent by the model activity in batches. */
-export type StreamDelta = z.infer<typeof StreamDeltaSchema>;
 
 export interface ApproveResult {
   toolCallId: string;
@@ -110,7 +106,7 @@ export const stateSnapshotAtQuery = defineQuery<CarriedSnapshot, [{ step: number
 export const abortSignal = defineSignal<[AbortSignalInput?]>('abort');
 export const pauseSignal = defineSignal<[ControlSignalInput?]>('pause');
 export const resumeSignal = defineSignal<[ControlSignalInput?]>('resume');
-export const streamDeltaSignal = defineSignal<[StreamDelta]>('streamDelta');
+
 // Control updates: refused (never recorded) when the machine refuses the event or when delivered after `deadline`.
 export const approveUpdate = defineUpdate<ApproveResult, [ApproveUpdateInput]>('approve');
 export const sendMessageUpdate = defineUpdate<SendMessageResult, [SendMessageUpdateInput]>('sendMessage');

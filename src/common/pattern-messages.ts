@@ -4,7 +4,6 @@
  */
 import { defineQuery } from '@temporalio/workflow';
 import { z } from 'zod';
-import { oncePerWorker } from './once-per-worker';
 import { LimitsSchema, parseWith, type ParseResult } from './input';
 
 export const PLAN_EXECUTE_WORKFLOW_TYPE = 'planExecute';
@@ -27,8 +26,7 @@ export const DEFAULT_STAGES: { name: string; instructions: string; model?: strin
   },
 ];
 
-// Built once per worker, not once per run (once-per-worker.ts).
-export const { PlanExecuteInputSchema, StageSchema, AgentPipelineInputSchema } = oncePerWorker('common/patterns', () => {
+export const { PlanExecuteInputSchema, StageSchema, AgentPipelineInputSchema } = (() => {
   const task = z.string().trim().min(1, 'must be a non-empty string');
   const tools = z.array(z.string().min(1));
 
@@ -77,7 +75,7 @@ export const { PlanExecuteInputSchema, StageSchema, AgentPipelineInputSchema } =
     })
     .strict();
   return { PlanExecuteInputSchema, StageSchema, AgentPipelineInputSchema };
-});
+})();
 
 export type PlanExecuteInput = z.input<typeof PlanExecuteInputSchema>;
 export type AgentPipelineInput = z.input<typeof AgentPipelineInputSchema>;

@@ -2,21 +2,19 @@
  * The run as clients see it: the `state` query's answer, a curated and documented view of the run's snapshot (the
  * snapshot itself is internal and versioned; see machine/snapshot.ts). Shared by the workflow, the client, the
  * CLI and the gateway. The zod schemas below are the one description: the TypeScript types are inferred from them and
- * the gateway's OpenAPI document is generated from them (gateway/openapi.ts), so the three cannot drift apart.
+ * the gateway's OpenAPI document is generated from them (gateway/openapi.ts), so the three cannot drift apart. The
+ * workflow imports only types from here (its constants are in view-bounds.ts): a run builds none of these schemas
+ * unless it loads a stored snapshot (machine/snapshot-schema.ts).
  */
 import { z } from 'zod';
 import { ActorSchema } from './actor';
 import { ChatMessageSchema, ChildOutcomeSchema, UsageSchema } from './chat';
 import { LimitsSchema } from './input';
-import { oncePerWorker } from './once-per-worker';
 import { AgentState, CritiqueAction } from './states';
+import { PLAN_STEP_STATUSES, VIEW_CHILDREN, VIEW_TRANSITIONS } from './view-bounds';
 
-/** Transitions the view carries: the view of a run of 10,000 model calls is as small as one of 10. */
-export const VIEW_TRANSITIONS = 50;
-/** Child runs the view lists beside those still running. */
-export const VIEW_CHILDREN = 20;
+export { PLAN_STEP_STATUSES, VIEW_CHILDREN, VIEW_TRANSITIONS, type PlanStepStatus } from './view-bounds';
 
-// Built once per worker: the workflow loads these to check a carried snapshot (once-per-worker.ts).
 export const {
   AgentStateSchema,
   TransitionRecordSchema,
@@ -24,11 +22,12 @@ export const {
   ToolCallRecordSchema,
   RunUsageSchema,
   CritiqueDecisionSchema,
+  PlanStepSchema,
   ApprovalReminderViewSchema,
   RetryInfoSchema,
   ControlRecordSchema,
   RunStateViewSchema,
-} = oncePerWorker('common/view', () => {
+} = (() => {
   const int = () => z.number().int();
   const timestamp = () => z.string().meta({ format: 'date-time' });
   const AgentStateSchema = z.enum(Object.values(AgentState) as [AgentState, ...AgentState[]]);
@@ -103,6 +102,17 @@ export const {
     confidence: z.number().describe('How sure the critic is, 0 to 100.'),
   });
 
+  /** One step of a structured plan (`plan: 'steps'`), with where the critique has moved it. */
+  const PlanStepSchema = z.object({
+    title: z.string().describe('What the step does, as the planner wrote it.'),
+    status: z
+      .enum(PLAN_STEP_STATUSES)
+      .describe(
+        '`pending` not begun; `active` the step the run works on; `done` the critique let it go on (or the run completed); `retried` the critique asked for another attempt at it, which the run is making; `replanned` the critique asked for a new plan while it was current.',
+      ),
+    attempts: int().describe('Attempts the critique asked for beyond the first.'),
+  });
+
   const ApprovalReminderViewSchema = z.object({
     at: timestamp(),
     deadline: timestamp().describe('When the wait runs out (`limits.approvalTimeoutMs`).'),
@@ -147,6 +157,12 @@ export const {
         .object({ callNumber: int(), attempt: int() })
         .nullable()
         .describe('The model call and attempt `partialText` belongs to; null before the first call.'),
+      degraded: z
+        .literal(true)
+        .optional()
+        .describe(
+          "Set by the client while the model call in flight cannot publish to the stream channel (none configured, or its worker cannot reach it): watchers get its text by polling the state, `partialText` from the call's heartbeats (docs/streaming.md#degraded).",
+        ),
       pendingApproval: z.array(PendingApprovalSchema).describe('AWAITING_APPROVAL: the decisions the run waits for (empty in every other state).'),
       resumeTo: AgentStateSchema.nullable().describe('PAUSED: the state `resume` continues in; null in every other state.'),
       pauseRequested: z.boolean().describe('A pause was requested and takes effect on the way into the next work.'),
@@ -189,7 +205,15 @@ export const {
       controls: z
         .array(ControlRecordSchema)
         .describe('The last 50 controls the run took (approvals, messages, pause, resume, abort): who sent each, and when. Refused ones are in `rejectedEvents`.'),
-      plan: z.string().nullable(),
+      plan: z.string().nullable().describe('The plan as text: the free-text answer of a `plan: true` run, the numbered steps of a `plan: \'steps\'` one.'),
+      planSteps: z
+        .array(PlanStepSchema)
+        .nullable()
+        .describe("`plan: 'steps'`: the plan's steps in order, each with its status (steps a replan dropped are not listed, the step it replaced is, as `replanned`); null for a free-text plan or none."),
+      planProgress: z
+        .object({ done: int(), total: int(), allDone: z.boolean() })
+        .nullable()
+        .describe("`plan: 'steps'`: steps done of the plan's current steps (`replanned` ones not counted), and whether all are."),
       lastCritique: CritiqueDecisionSchema.nullable(),
       lastModel: z.string().nullable().describe('The model that answered the last call, as the provider named it.'),
       model: z.string().nullable().describe("The model the run calls now: its input's, or the fallback it moved to; null: the worker's default."),
@@ -229,6 +253,7 @@ export const {
     .describe("The `state` query of the run: the curated view in src/common/view.ts (see the README's public contract). Fields are added, never changed or removed, within a major version.");
 
   return {
+    PlanStepSchema,
     AgentStateSchema,
     TransitionRecordSchema,
     PendingApprovalSchema,
@@ -240,13 +265,14 @@ export const {
     ControlRecordSchema,
     RunStateViewSchema,
   };
-});
+})();
 
 export type TransitionRecord = z.infer<typeof TransitionRecordSchema>;
 export type PendingApproval = z.infer<typeof PendingApprovalSchema>;
 export type ToolCallRecord = z.infer<typeof ToolCallRecordSchema>;
 export type RunUsage = z.infer<typeof RunUsageSchema>;
 export type CritiqueDecision = z.infer<typeof CritiqueDecisionSchema>;
+export type PlanStep = z.infer<typeof PlanStepSchema>;
 export type RetryInfo = z.infer<typeof RetryInfoSchema>;
 export type ControlRecord = z.infer<typeof ControlRecordSchema>;
 export type RunStateView = z.infer<typeof RunStateViewSchema>;

@@ -19,10 +19,10 @@ export type WatchEvent =
   | { type: 'restart'; callNumber: number; attempt: number }
   /**
    * A retried attempt goes on with the text the earlier one streamed (live stream only): its first `chars`
-   * characters stay, and the text events of `attempt` that follow extend them. `after`: the offset of the last event
-   * it continues from.
+   * characters stay (what the earlier attempt's last heartbeat carried), and the text events of `attempt` that
+   * follow extend them.
    */
-  | { type: 'resume'; callNumber: number; attempt: number; chars: number; after: string }
+  | { type: 'resume'; callNumber: number; attempt: number; chars: number }
   /** A tool call started (at `step`, the way into TOOL_EXECUTING). */
   | { type: 'toolStart'; step: number; toolCallId: string; name: string; arguments: string; at: string }
   /**

@@ -152,6 +152,20 @@ export const workflowBundleDir = (env: NodeJS.ProcessEnv = process.env): string 
 /** The durable ledger of side-effecting tool calls (`AGENT_LEDGER`). */
 export const ledgerFile = (env: NodeJS.ProcessEnv = process.env): string => path.resolve(env.AGENT_LEDGER || './.agent/tool-ledger.sqlite');
 
+/** Where memories across runs are kept (src/memory): the embedded SQLite file, or a PostgreSQL server. */
+export type MemorySettings = { kind: 'sqlite'; file: string } | { kind: 'postgres'; url: string };
+
+/**
+ * `AGENT_MEMORY`: a `postgres://` (or `postgresql://`) URL keeps memories in PostgreSQL; anything else is the path of
+ * the SQLite file. @default ./.agent/memory.sqlite
+ */
+export function memorySettings(env: NodeJS.ProcessEnv = process.env): MemorySettings {
+  const raw = env.AGENT_MEMORY?.trim();
+  if (raw && /^postgres(ql)?:\/\//i.test(raw)) return { kind: 'postgres', url: raw };
+  if (raw && /^[a-z][a-z0-9+.-]*:\/\//i.test(raw)) throw new Error(`AGENT_MEMORY must be a postgres:// URL or the path of a SQLite file, got a ${raw.split(':')[0]}: URL`);
+  return { kind: 'sqlite', file: raw === ':memory:' ? raw : path.resolve(raw || './.agent/memory.sqlite') };
+}
+
 /** Claim-check codec settings; the worker and every client that reads results must point at the same blob store. */
 export function claimCheckSettings(env: NodeJS.ProcessEnv = process.env): ClaimCheckSettings {
   const flag = (env.AGENT_CLAIM_CHECK || 'on').trim().toLowerCase();
@@ -516,6 +530,8 @@ export interface WorkerConfig {
   workspace: string;
   /** `AGENT_LEDGER`: the durable ledger of side-effecting tool calls. @default ./.agent/tool-ledger.sqlite */
   ledgerFile: string;
+  /** `AGENT_MEMORY`: where the `remember` and `recall` tools keep memories. @default ./.agent/memory.sqlite */
+  memory: MemorySettings;
   /** `AGENT_WORKFLOW_BUNDLE_DIR`: prebuilt workflow bundles (`npm run build:workflows`); unset, the worker bundles at boot. */
   workflowBundleDir?: string;
   codecs: CodecSettings;
@@ -555,6 +571,7 @@ export function workerConfig(env: NodeJS.ProcessEnv = process.env): WorkerConfig
     llm: llmSettings(env),
     workspace: workspaceDir(env),
     ledgerFile: ledgerFile(env),
+    memory: memorySettings(env),
     ...(bundleDir ? { workflowBundleDir: bundleDir } : {}),
     codecs: codecSettings(env),
     retention: retentionSettings(env),

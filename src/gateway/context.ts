@@ -2,6 +2,7 @@
 import type { FastifyReply } from 'fastify';
 import type { AgentClient } from '../client';
 import type { StreamChannel } from '../stream/channel';
+import type { SharedReads, SharedStates } from './shared-state';
 import type { StreamTokens } from './stream-token';
 
 export interface GatewayContext {
@@ -25,6 +26,10 @@ export interface GatewayContext {
   attachWaitMs?: number;
   /** Issues and checks the `?token=` of event streams (`POST /v1/runs/:id/stream-token`). */
   streamTokens: StreamTokens;
+  /** The state reads of polling streams, shared by the watchers of a run. */
+  states: SharedStates;
+  /** Whether a run's model call cannot publish (live-events.ts asks while the channel is quiet), shared likewise. */
+  degradedChecks?: SharedReads<boolean>;
 }
 
 /**

@@ -5,6 +5,8 @@ import {
   AgentQueryTimeoutError,
   AgentRunEndedError,
   AgentRunNotFoundError,
+  AgentScheduleExistsError,
+  AgentScheduleNotFoundError,
   AgentStepNotFoundError,
   AgentUpdateRejectedError,
   InvalidAgentInputError,
@@ -43,6 +45,8 @@ export function toHttpError(err: unknown): HttpError | undefined {
   if (err instanceof HttpError) return err;
   if (err instanceof InvalidAgentInputError) return new HttpError(400, 'invalid_input', err.message);
   if (err instanceof AgentRunNotFoundError) return new HttpError(404, 'run_not_found', err.message);
+  if (err instanceof AgentScheduleNotFoundError) return new HttpError(404, 'schedule_not_found', err.message);
+  if (err instanceof AgentScheduleExistsError) return new HttpError(409, 'schedule_exists', err.message);
   if (err instanceof AgentStepNotFoundError) return new HttpError(404, 'step_not_found', err.message);
   if (err instanceof AgentRunEndedError) {
     // Two statuses, each named for what it is: an aborted run's state is ABORTED while its workflow execution COMPLETED.

@@ -14,8 +14,10 @@ import type { GatewayContext } from './context';
 import { HttpError, toHttpError } from './errors';
 import { registerRoutes } from './routes';
 import { registerStreamPublishRoute } from './routes/stream-publish';
+import { registerStopRoutes } from './routes/stops';
 import { registerUiRoutes } from './routes/ui';
 import type { StreamChannel } from '../stream/channel';
+import { sharedReads, sharedStates } from './shared-state';
 import { streamTokens } from './stream-token';
 
 export { HttpError, type ErrorBody } from './errors';
@@ -88,6 +90,9 @@ export function buildGateway(opts: GatewayOptions): FastifyInstance {
     controlTimeoutMs: opts.controlTimeoutMs ?? DEFAULT_CONTROL_TIMEOUT_MS,
     inflight: new Map(),
     streamTokens: streamTokens(opts.token, opts.streamTokenTtlMs ?? 300_000),
+    // Within half a poll: a shared view is at most that much older than one of its own.
+    states: sharedStates(Math.min(100, (opts.pollIntervalMs ?? 250) / 2)),
+    degradedChecks: sharedReads<boolean>(200),
     ...(opts.stream ? { stream: opts.stream } : {}),
     attachWaitMs: opts.attachWaitMs ?? 3_000,
   };
@@ -123,7 +128,10 @@ export function buildGateway(opts: GatewayOptions): FastifyInstance {
   });
   registerJsonOnly(app);
   registerRoutes(app, ctx);
-  if (opts.stream) registerStreamPublishRoute(app, opts.stream);
+  if (opts.stream) {
+    registerStreamPublishRoute(app, opts.stream);
+    registerStopRoutes(app);
+  }
   if (opts.ui ?? true) registerUiRoutes(app);
   app.addHook('preClose', async () => {
     ctx.closing = true;
@@ -195,7 +203,7 @@ function endConnectionsOnClose(app: FastifyInstance): void {
 function registerCors(app: FastifyInstance, origins: string[]): void {
   void app.register(cors, {
     origin: origins.includes('*') ? '*' : origins,
-    methods: ['GET', 'POST'],
+    methods: ['GET', 'POST', 'PUT', 'DELETE'],
     allowedHeaders: ['authorization', 'content-type', 'last-event-id'],
     exposedHeaders: ['location', 'www-authenticate'],
     maxAge: 600,

@@ -5,8 +5,8 @@
  */
 import type { StreamEvent } from '../common/stream';
 import type { RunStateView } from '../common/view';
-import type { StreamChannel } from '../stream/channel';
-import type { StreamCursor } from './sse-cursor';
+import type { StreamChannel, StreamItem } from '../stream/channel';
+import { formatStreamId, type StreamCursor } from './sse-cursor';
 
 export interface LiveIo {
   /** Opens the response (once). */
@@ -16,17 +16,27 @@ export interface LiveIo {
   state(): Promise<RunStateView>;
   /** Whether a worker has taken the run's first workflow task (and so could have published); absent: assume so. */
   taken?(): Promise<boolean>;
+  /** Whether the run's model call says it cannot publish (its heartbeats carry its text instead); absent: never. */
+  degraded?(): Promise<boolean>;
   signal: AbortSignal;
 }
 
 /** How long a watcher waits for a run that no worker has taken yet before polling its state. */
 const MAX_UNTAKEN_WAIT_MS = 30_000;
 
+/**
+ * While nothing comes from the channel, how often a watcher asks whether the run's model call is degraded (it cannot
+ * publish: its text is in its heartbeats only). Then the watcher polls at once, instead of after `attachWaitMs`.
+ */
+const DEGRADED_CHECK_MS = 250;
+
 /** Why the channel did not serve (to the end) a watcher: it then gets the state by polling, marked `degraded`. */
 export interface Fallback {
   reason: string;
   /** What the watcher has seen, as the polling stream's cursor. */
   cursor: StreamCursor | undefined;
+  /** The offset of the last event it has from the channel. */
+  offset: string;
 }
 
 /**
@@ -35,31 +45,55 @@ export interface Fallback {
  * may be on their way); a run no worker publishes for is then polled. `closed`: the run's workflow is closed, so
  * nothing more will be published.
  */
-export async function serveLive(channel: StreamChannel, runId: string, after: string, closed: boolean, attachWaitMs: number, io: LiveIo): Promise<Fallback | undefined> {
+export async function serveLive(
+  channel: StreamChannel,
+  runId: string,
+  after: string,
+  closed: boolean,
+  attachWaitMs: number,
+  io: LiveIo,
+  /** What the watcher had when it left (its id's cursor): events after `after` it got by polling are not sent again. */
+  seen?: StreamCursor,
+): Promise<Fallback | undefined> {
   const head = await channel.head(runId).catch((err: unknown) => ({ down: String(err) }));
-  if (typeof head === 'object' && head !== null) return { reason: `the stream channel is down: ${head.down}`, cursor: undefined };
+  if (typeof head === 'object' && head !== null) return { reason: `the stream channel is down: ${head.down}`, cursor: seen, offset: after };
   const sub = channel.subscribe(runId, after);
   const items = sub[Symbol.asyncIterator]();
   const stop = () => sub.close();
   io.signal.addEventListener('abort', stop, { once: true });
   try {
     let next = items.next();
+    /** The next item, or `undefined` after `ms`, or `degraded` as soon as the run's model call says it cannot publish. */
+    const within = async (ms: number): Promise<IteratorResult<StreamItem> | undefined | 'degraded'> => {
+      if (!io.degraded || ms === 0) return Promise.race([next, delay(ms)]);
+      for (const until = Date.now() + ms; Date.now() < until; ) {
+        const item = await Promise.race([next, delay(Math.min(DEGRADED_CHECK_MS, until - Date.now()))]);
+        if (item) return item;
+        if (await io.degraded()) return 'degraded';
+      }
+      return undefined;
+    };
+    const cannotPublish = { reason: "the run's worker cannot publish to the stream channel", cursor: seen, offset: after };
     if (head === null) {
-      let first = await Promise.race([next, delay(closed ? 0 : attachWaitMs)]);
+      const waited = await within(closed ? 0 : attachWaitMs);
+      if (waited === 'degraded') return cannotPublish;
+      let first = waited;
       // A run no worker has picked up yet (workers busy with many starting runs) has published nothing because it has
       // done nothing: waiting costs nothing, while polling it would add a state query per watcher to the backlog.
       for (const until = Date.now() + MAX_UNTAKEN_WAIT_MS; !first && !closed && Date.now() < until && io.taken && !(await io.taken()); ) {
-        first = await Promise.race([next, delay(attachWaitMs)]);
+        const again = await within(attachWaitMs);
+        if (again === 'degraded') return cannotPublish;
+        first = again;
       }
-      if (!first) return { reason: 'no stream is published for this run', cursor: undefined };
+      if (!first) return { reason: 'no stream is published for this run', cursor: seen, offset: after };
     }
     io.open();
-    let cursor: StreamCursor | undefined;
+    let cursor: StreamCursor | undefined = seen;
     let lastId = after;
     for (;;) {
       const { value: item, done } = await next;
       if (done) return undefined;
-      if (item.kind === 'down') return { reason: `the stream channel is down: ${item.reason}`, cursor };
+      if (item.kind === 'down') return { reason: `the stream channel is down: ${item.reason}`, cursor, offset: lastId };
       if (item.kind === 'gap' || item.event.type === 'lost') {
         // Lost to this watcher (it read too slowly, the channel trimmed them) or never published (the worker could
         // not reach the channel): the state says where the run is.
@@ -67,11 +101,14 @@ export async function serveLive(channel: StreamChannel, runId: string, after: st
         const reason = item.kind === 'gap' ? item.reason : `the worker could not publish ${item.event.type === 'lost' ? item.event.count : 0} events (the stream channel failed)`;
         const state = await io.state();
         cursor = state.stream ? { step: state.step, ...state.stream, chars: state.partialText.length } : { step: state.step, callNumber: 0, attempt: 0, chars: 0 };
-        await io.write('gap', lastId, { reason, state });
+        await io.write('gap', formatStreamId(lastId, cursor), { reason, state });
       } else {
         lastId = item.offset;
-        cursor = advance(cursor, item.event);
-        await io.write(item.event.type, item.offset, item.event);
+        const event = seen ? unseen(item.event, seen) : item.event;
+        if (event) {
+          cursor = advance(cursor, event);
+          await io.write(event.type, formatStreamId(item.offset, cursor), event);
+        }
         if (item.event.type === 'end') return undefined;
       }
       next = items.next();
@@ -79,6 +116,32 @@ export async function serveLive(channel: StreamChannel, runId: string, after: st
   } finally {
     io.signal.removeEventListener('abort', stop);
     stop();
+  }
+}
+
+/**
+ * What of `e` a watcher that has `seen` (by polling, after its last offset) has not had: `undefined` when it has it
+ * all, a text event's tail when it has its start. Events after the offset it has not seen pass unchanged.
+ */
+function unseen(e: StreamEvent, seen: StreamCursor): StreamEvent | undefined {
+  switch (e.type) {
+    case 'transition':
+      return e.step <= seen.step ? undefined : e;
+    case 'toolStart':
+    case 'toolEnd':
+      return e.step < seen.step ? undefined : e;
+    case 'restart':
+    case 'resume':
+      return e.callNumber < seen.callNumber || (e.callNumber === seen.callNumber && e.attempt <= seen.attempt) ? undefined : e;
+    case 'text': {
+      if (e.callNumber < seen.callNumber || (e.callNumber === seen.callNumber && e.attempt < seen.attempt)) return undefined;
+      if (e.callNumber !== seen.callNumber || e.attempt !== seen.attempt || e.at === undefined) return e;
+      const had = seen.chars - e.at;
+      if (had <= 0) return e;
+      return had >= e.text.length ? undefined : { ...e, text: e.text.slice(had), at: e.at + had };
+    }
+    default:
+      return e;
   }
 }
 

@@ -10,6 +10,7 @@ import {
   ActivityListSchema,
   ApproveResultSchema,
   ErrorSchema,
+  GatewayHealthSchema,
   HealthSchema,
   MachineSchema,
   OpenApiDocumentSchema,
@@ -18,6 +19,9 @@ import {
   RunListSchema,
   RunResultSchema,
   RunStartedSchema,
+  ScheduleDeletedSchema,
+  ScheduleListSchema,
+  ScheduleTriggeredSchema,
   SendMessageResultSchema,
   SignalSentSchema,
   SnapshotDiffSchema,
@@ -26,8 +30,25 @@ import {
   StreamTokenSchema,
 } from './responses';
 import { PendingApprovalSchema, RunStateViewSchema, RunUsageSchema, TransitionRecordSchema } from '../common/view';
-import { AbortBodySchema, ApproveBodySchema, ForkBodySchema, routeQuery, RunParamsSchema, SendMessageBodySchema, StartRunBodySchema, StepParamsSchema } from './schemas';
+import { ScheduleViewSchema } from '../common/schedule';
+import {
+  AbortBodySchema,
+  ApproveBodySchema,
+  CreateScheduleBodySchema,
+  ForkBodySchema,
+  MemoryKeyParamsSchema,
+  MemoryNamespaceParamsSchema,
+  routeQuery,
+  RunParamsSchema,
+  ScheduleNoteBodySchema,
+  ScheduleParamsSchema,
+  SendMessageBodySchema,
+  StartRunBodySchema,
+  StepParamsSchema,
+  TriggerScheduleBodySchema,
+} from './schemas';
 import { ChunkSchema } from './ui-message-stream';
+import { MemoryDeletedSchema, MemoryListSchema, MemorySchema, MemorySearchHitSchema, MemorySearchQuerySchema, MemorySearchResultSchema, MemoryWriteSchema } from '../common/memory';
 import type { Role } from './identity';
 
 type Json = Record<string, unknown>;
@@ -53,8 +74,8 @@ const ERROR_RESPONSES: Record<number, string> = {
   415: 'The body is not JSON: `Content-Type` must be `application/json`.',
   401: 'Missing or wrong bearer token, or a JWT refused (`WWW-Authenticate: Bearer error="invalid_token", error_description` says why: expired, not yet valid, another issuer or audience, a signature that does not verify), or, on the event stream, a stream token that expired, is for another run or was altered: the message says which.',
   403: 'The caller\'s role does not allow this operation (`forbidden`): `requiredRole` names the role it needs (`x-required-role` of the operation).',
-  404: 'No run with this id (`run_not_found`), which is also the answer for a run of another tenant, or no such step (`step_not_found`).',
-  409: 'The run has ended (`run_ended`: `state` is how it ended, e.g. `ABORTED`, when the server still has its result, `executionStatus` Temporal\'s status of its workflow execution, e.g. `COMPLETED`), refused the control (`update_rejected`: `message` is the run\'s reason, `update` the control), or is already running (`already_started`).',
+  404: 'No run with this id (`run_not_found`), which is also the answer for a run of another tenant, no such step (`step_not_found`), no memory under this key in the caller\'s tenant (`memory_not_found`), or no agent schedule with this id (`schedule_not_found`), also the answer for a schedule of another tenant.',
+  409: 'The run has ended (`run_ended`: `state` is how it ended, e.g. `ABORTED`, when the server still has its result, `executionStatus` Temporal\'s status of its workflow execution, e.g. `COMPLETED`), refused the control (`update_rejected`: `message` is the run\'s reason, `update` the control), or is already running (`already_started`); or a schedule with this id exists already (`schedule_exists`).',
   422: 'The run failed (`run_failed`): `message` is the workflow\'s reason, `failureType` its failure type, `result` its counters when known.',
   503: 'The Temporal server is unavailable.',
   504:
@@ -69,6 +90,7 @@ const ERROR_RESPONSES: Record<number, string> = {
 const COMPONENTS: Record<string, z.ZodType> = {
   Error: ErrorSchema,
   Health: HealthSchema,
+  GatewayHealth: GatewayHealthSchema,
   OpenApiDocument: OpenApiDocumentSchema,
   Usage: RunUsageSchema,
   PendingApproval: PendingApprovalSchema,
@@ -87,9 +109,18 @@ const COMPONENTS: Record<string, z.ZodType> = {
   SendMessageResult: SendMessageResultSchema,
   Machine: MachineSchema,
   ActivityList: ActivityListSchema,
+  Schedule: ScheduleViewSchema,
+  ScheduleList: ScheduleListSchema,
+  ScheduleTriggered: ScheduleTriggeredSchema,
+  ScheduleDeleted: ScheduleDeletedSchema,
   ...Object.fromEntries(Object.entries(RunEventSchemas).map(([name, schema]) => [runEventComponent(name), schema])),
   AgUiEvent: AgUiEventSchema,
   UiMessageChunk: ChunkSchema,
+  Memory: MemorySchema,
+  MemoryList: MemoryListSchema,
+  MemorySearchHit: MemorySearchHitSchema,
+  MemorySearchResult: MemorySearchResultSchema,
+  MemoryDeleted: MemoryDeletedSchema,
 };
 
 function runEventComponent(name: string): string {
@@ -167,7 +198,7 @@ const STREAMS = {
   },
 };
 
-type Method = 'get' | 'post';
+type Method = 'get' | 'post' | 'put' | 'delete';
 /** One operation: its words, and the zod schemas of what it takes and answers. */
 interface Operation {
   operationId: string;
@@ -193,9 +224,10 @@ interface Operation {
 const lastEventIdHeader = { name: 'Last-Event-ID', in: 'header', description: 'Resume after this event id.', schema: { type: 'string' } };
 
 const SSE_DESCRIPTION = [
-  'Server-Sent Events, each with `event:` its kind, `data:` one JSON object (the component `RunEvent<Kind>`) and `id:` its offset `<n>-<n>` in',
-  'the run\'s stream when the gateway has a stream channel, else (and after a `stream` degraded event) a resume cursor',
-  '`<step>.<callNumber>.<attempt>.<chars>`. `?from=now` starts a channel stream at the next event.',
+  'Server-Sent Events, each with `event:` its kind, `data:` one JSON object (the component `RunEvent<Kind>`) and `id:`',
+  '`<offset>_<step>.<callNumber>.<attempt>.<chars>`, the same on every stream route, from the channel or polled: `<offset>` (`<n>-<n>`) the',
+  'channel offset of the last event the watcher has from the channel (`0-0`: none), the rest what it has by polling.',
+  '`?from=now` starts a channel stream at the next event.',
   `Events: ${Object.keys(RunEventSchemas).map((type) => `\`${type}\``).join(', ')}.`,
   'Reconnecting with `Last-Event-ID` (or `?lastEventId=`) sends only transitions after that step and text after that',
   'many characters. A `: heartbeat` comment comes every 15 s. A browser\'s EventSource, which cannot send the',
@@ -211,6 +243,71 @@ const control = (name: 'abort' | 'pause' | 'resume', summary: string, body?: z.Z
   ok: { status: 202, description: 'The run took the control (a pause takes effect before its next piece of work).', schema: SignalSentSchema },
   errors: [400, 401, 404, 409, 503, 504],
 });
+
+const scheduleControl = (name: 'pause' | 'unpause', summary: string): Operation => ({
+  operationId: `${name}Schedule`,
+  summary,
+  role: 'operator',
+  params: ScheduleParamsSchema,
+  body: { schema: ScheduleNoteBodySchema, required: false },
+  ok: { status: 200, description: 'The schedule as it is now.', schema: ScheduleViewSchema },
+  errors: [400, 401, 404, 503],
+});
+
+/** Agent schedules: runs started on a cron expression or an interval (Temporal Schedules); docs/schedules.md. */
+const SCHEDULE_OPERATIONS: Record<string, Partial<Record<Method, Operation>>> = {
+  '/v1/schedules': {
+    post: {
+      operationId: 'createSchedule',
+      role: 'operator',
+      summary: 'Create a schedule that starts a run of one input on a cron expression or an interval',
+      description:
+        'Exactly one of `cron` and `intervalMs`. The input is checked as `POST /v1/runs` checks it; a cron or time zone the server cannot read is 400 naming the field. ' +
+        'Each run\'s workflow id is `<scheduleId>-<the time it was due>`, and it belongs to the caller\'s tenant as a run it starts does.',
+      body: { schema: CreateScheduleBodySchema, required: true },
+      ok: { status: 201, description: 'Created; `Location` is the schedule\'s URL.', schema: ScheduleViewSchema },
+      errors: [400, 401, 409, 503],
+    },
+    get: {
+      operationId: 'listSchedules',
+      role: 'viewer',
+      summary: 'List agent schedules (from visibility: a schedule just created or deleted can take a moment to appear or leave)',
+      ok: { status: 200, description: 'Schedules.', schema: ScheduleListSchema },
+      errors: [400, 401, 503],
+    },
+  },
+  '/v1/schedules/:scheduleId': {
+    get: {
+      operationId: 'getSchedule',
+      role: 'viewer',
+      summary: 'The schedule: its spec, policies, state, next times and the runs it started',
+      params: ScheduleParamsSchema,
+      ok: { status: 200, description: 'The schedule.', schema: ScheduleViewSchema },
+      errors: [400, 401, 404, 503],
+    },
+    delete: {
+      operationId: 'deleteSchedule',
+      role: 'operator',
+      summary: 'Delete the schedule (runs it started go on)',
+      params: ScheduleParamsSchema,
+      ok: { status: 200, description: 'Deleted.', schema: ScheduleDeletedSchema },
+      errors: [400, 401, 404, 503],
+    },
+  },
+  '/v1/schedules/:scheduleId/pause': { post: scheduleControl('pause', 'Pause the schedule: no run starts on its times until it is unpaused') },
+  '/v1/schedules/:scheduleId/unpause': { post: scheduleControl('unpause', 'Unpause the schedule: runs start on its next times') },
+  '/v1/schedules/:scheduleId/trigger': {
+    post: {
+      operationId: 'triggerSchedule',
+      role: 'operator',
+      summary: 'Start a run of the schedule now, paused or not',
+      params: ScheduleParamsSchema,
+      body: { schema: TriggerScheduleBodySchema, required: false },
+      ok: { status: 202, description: 'The schedule was told to start a run.', schema: ScheduleTriggeredSchema },
+      errors: [400, 401, 404, 503],
+    },
+  },
+};
 
 /** Every operation of the gateway, by path (Fastify's `:param` form) and method. */
 export const OPERATIONS: Record<string, Partial<Record<Method, Operation>>> = {
@@ -356,6 +453,15 @@ export const OPERATIONS: Record<string, Partial<Record<Method, Operation>>> = {
       links: true,
     },
   },
+  '/v1/health': {
+    get: {
+      operationId: 'getGatewayHealth',
+      role: 'operator',
+      summary: "The stream's health: the gateway's channel, the task queue's workers, and which of them it has not heard from",
+      ok: { status: 200, description: 'The workers, and the silent ones.', schema: GatewayHealthSchema },
+      errors: [401, 403, 503],
+    },
+  },
   '/v1/machine': {
     get: {
       operationId: 'getMachine',
@@ -400,6 +506,57 @@ export const OPERATIONS: Record<string, Partial<Record<Method, Operation>>> = {
       errors: [400, 401, 404, 409, 503, 504],
     },
   },
+  '/v1/memory/:namespace': {
+    get: {
+      operationId: 'listMemories',
+      role: 'viewer',
+      summary: 'List a namespace\'s memories by key, a page at a time',
+      description: 'Memories of the caller\'s tenant (the default tenant for the service). See docs/memory.md.',
+      params: MemoryNamespaceParamsSchema,
+      ok: { status: 200, description: 'A page of memories; `next` leads to the next.', schema: MemoryListSchema },
+      errors: [400, 401],
+    },
+  },
+  '/v1/memory/:namespace/search': {
+    post: {
+      operationId: 'searchMemories',
+      role: 'viewer',
+      summary: 'Search a namespace\'s memories: any word of the query in the key or text, stemmed, best first',
+      params: MemoryNamespaceParamsSchema,
+      body: { schema: MemorySearchQuerySchema, required: true },
+      ok: { status: 200, description: 'Matching memories, best first.', schema: MemorySearchResultSchema },
+      errors: [400, 401],
+    },
+  },
+  '/v1/memory/:namespace/keys/:key': {
+    get: {
+      operationId: 'getMemory',
+      role: 'viewer',
+      summary: 'One memory',
+      params: MemoryKeyParamsSchema,
+      ok: { status: 200, description: 'The memory.', schema: MemorySchema },
+      errors: [400, 401, 404],
+    },
+    put: {
+      operationId: 'putMemory',
+      role: 'operator',
+      summary: 'Write a memory (created, or replaced whole with its version one higher)',
+      description: 'With `idempotencyKey`, a retried write writes nothing again and answers the memory as the first left it.',
+      params: MemoryKeyParamsSchema,
+      body: { schema: MemoryWriteSchema, required: true },
+      ok: { status: 200, description: 'The memory as written.', schema: MemorySchema },
+      errors: [400, 401],
+    },
+    delete: {
+      operationId: 'deleteMemory',
+      role: 'operator',
+      summary: 'Delete a memory',
+      params: MemoryKeyParamsSchema,
+      ok: { status: 200, description: 'Deleted.', schema: MemoryDeletedSchema },
+      errors: [400, 401, 404],
+    },
+  },
+  ...SCHEDULE_OPERATIONS,
 };
 
 /** Links from a started run to what a client does with it next; `runId` is the answer's `workflowId`. */
@@ -481,7 +638,8 @@ function buildDocument(): Json {
 function withCommonErrors(doc: Json): Json {
   for (const [route, path] of Object.entries(doc.paths as Record<string, Record<string, Json>>)) {
     for (const operation of Object.values(path)) if (route.startsWith('/v1/')) Object.assign(operation.responses as Json, errors(400, 403));
-    if (path.post) Object.assign(path.post.responses as Json, errors(413, 415));
+    // PUT reads its body as POST does.
+    for (const method of ['post', 'put']) if (path[method]) Object.assign(path[method].responses as Json, errors(413, 415));
   }
   return doc;
 }

@@ -14,6 +14,7 @@ import {
   TransitionRecordSchema,
 } from '../common/view';
 import { UsageSchema } from '../common/chat';
+import { ScheduleListEntrySchema } from '../common/schedule';
 
 const int = () => z.number().int();
 const timestamp = () => z.string().meta({ format: 'date-time' });
@@ -23,6 +24,27 @@ export const ErrorSchema = z.object({
   error: z.looseObject({ code: z.string().describe('`invalid_input`, `run_not_found`, `run_ended`, ...'), message: z.string() }),
 });
 export const HealthSchema = z.object({ status: z.literal('ok') });
+
+export const WorkerHealthSchema = z.object({
+  identity: z.string().describe("The worker's Temporal identity (`<pid>@<host>` unless set)."),
+  lastPolledAt: timestamp().nullable().describe("When it last polled the task queue for activities, as Temporal says; null: it said hello but polls no longer."),
+  lastHelloAt: timestamp().nullable().describe("When it last said hello over the stream channel (every 10 s); null: not within a day."),
+  publishing: z.boolean().describe('It said hello within the last 30 s: its runs\' text reaches this gateway\'s watchers over the channel.'),
+});
+
+export const GatewayHealthSchema = z.object({
+  status: z
+    .enum(['ok', 'degraded'])
+    .describe('`degraded`: some worker of the task queue cannot publish to this gateway\'s channel (`silent` names them), or the gateway has none: their runs\' streams poll the state.'),
+  channel: z.enum(['hub', 'redis', 'none']).describe('Where workers publish: the embedded hub, Redis (or another shared channel), or nowhere (every stream polls the state).'),
+  taskQueue: z.string(),
+  workers: z.array(WorkerHealthSchema).describe('The workers polling the task queue in the last 2 minutes, and those that said hello in the last 30 s.'),
+  silent: z
+    .array(z.string())
+    .describe(
+      "The workers polling the task queue that this gateway has not heard from in 30 s: they cannot publish to its channel (AGENT_STREAM_URL unset, wrong or off, the gateway's token, or AGENT_STREAM_REDIS_URL), so their runs stream degraded.",
+    ),
+});
 /** The document itself: an OpenAPI 3.1 object. */
 export const OpenApiDocumentSchema = z.looseObject({ openapi: z.string() });
 
@@ -57,10 +79,19 @@ export const RunListEntrySchema = z.object({
   agent: z.string().nullable(),
   origin: z.object({ workflowId: z.string(), step: int() }).nullable().describe('A fork: the run and step it carries on from.'),
   parentWorkflowId: z.string().nullable().describe('A child run (sub-agent): its parent.'),
+  scheduleId: z.string().nullable().describe('A run a schedule started: the schedule (Temporal\'s `TemporalScheduledById`).'),
   costUsd: z.number().nullable().describe("As of the run's last stored copy (waiting for a person, or ended)."),
   totalTokens: int().nullable(),
 });
 export const RunListSchema = z.object({ runs: z.array(RunListEntrySchema) });
+
+/** `GET /v1/schedules`; `describe` answers the schedule itself (common/schedule.ts `ScheduleViewSchema`). */
+export const ScheduleListSchema = z.object({ schedules: z.array(ScheduleListEntrySchema) });
+export const ScheduleTriggeredSchema = z.object({
+  scheduleId: z.string(),
+  triggered: z.literal(true).describe('The schedule was told to start a run now; it shows in `recentRuns` once started (with SKIP, none starts while one of its runs is open).'),
+});
+export const ScheduleDeletedSchema = z.object({ scheduleId: z.string(), deleted: z.literal(true).describe('Runs it started go on.') });
 
 export const StepSchema = TransitionRecordSchema.extend({ step: int().describe('Numbered from 1; step 0 is the run before its start.') });
 export const StepListSchema = z.object({
@@ -169,8 +200,8 @@ export const RunEventSchemas = {
     .describe('The text streamed since the previous `text` of that call and attempt.'),
   restart: z.object({ type: z.literal('restart'), callNumber: int(), attempt: int() }).describe('The call was retried: discard its text.'),
   resume: z
-    .object({ type: z.literal('resume'), callNumber: int(), attempt: int(), chars: int(), after: z.string() })
-    .describe('From the channel: the call was retried and goes on with its first `chars` characters, streamed up to offset `after`.'),
+    .object({ type: z.literal('resume'), callNumber: int(), attempt: int(), chars: int() })
+    .describe("From the channel: the call was retried and goes on with its first `chars` characters (what its last heartbeat carried)."),
   approval: z.object({ type: z.literal('approval'), pending: z.array(PendingApprovalSchema) }).describe('Tool calls that started waiting for approval.'),
   approvalReminder: ApprovalReminderViewSchema.extend({ type: z.literal('approvalReminder') }).describe(
     'An approval wait reached `approval.reminderAt` of its window undecided (once per wait).',

@@ -5,8 +5,8 @@
  */
 import type { Client } from '@temporalio/client';
 import { temporal } from '@temporalio/proto';
-import { decodeArrayFromPayloads, decodeOptionalFailureToOptionalError } from '@temporalio/common/lib/internal-non-workflow';
-import { optionalTsToDate } from '@temporalio/common/lib/time';
+import { decodeArray, decodeFailureToError } from '../codec/payloads';
+import { tsToDate } from '../common/proto-time';
 import type { Usage } from '../common/chat';
 
 export interface ActivityRecord {
@@ -46,10 +46,10 @@ export async function runActivities(client: Client, workflowId: string): Promise
     return entry;
   };
   for (const event of history.events ?? []) {
-    const at = optionalTsToDate(event.eventTime);
+    const at = tsToDate(event.eventTime);
     if (event.eventType === E.EVENT_TYPE_ACTIVITY_TASK_SCHEDULED) {
       const a = event.activityTaskScheduledEventAttributes!;
-      const summary = event.userMetadata?.summary ? await decodeArrayFromPayloads(converter, [event.userMetadata.summary]).catch(() => [null]) : [null];
+      const summary = event.userMetadata?.summary ? await decodeArray(converter, [event.userMetadata.summary]).catch(() => [null]) : [null];
       bySchedule.set(String(event.eventId), {
         input: a.input,
         record: {
@@ -80,7 +80,7 @@ export async function runActivities(client: Client, workflowId: string): Promise
     } else if (event.eventType === E.EVENT_TYPE_ACTIVITY_TASK_FAILED) {
       const a = event.activityTaskFailedEventAttributes!;
       const entry = ended(a.scheduledEventId, at, 'failed');
-      if (entry) entry.record.error = (await decodeOptionalFailureToOptionalError(converter, a.failure).catch(() => undefined))?.message ?? null;
+      if (entry) entry.record.error = (await decodeFailureToError(converter, a.failure).catch(() => undefined))?.message ?? null;
     } else if (event.eventType === E.EVENT_TYPE_ACTIVITY_TASK_TIMED_OUT) {
       ended(event.activityTaskTimedOutEventAttributes?.scheduledEventId, at, 'timed out');
     } else if (event.eventType === E.EVENT_TYPE_ACTIVITY_TASK_CANCELED) {
@@ -94,8 +94,8 @@ export async function runActivities(client: Client, workflowId: string): Promise
 /** A model call's request and response, read for what the page shows; a payload this gateway cannot decode leaves nulls. */
 async function modelCall(client: Client, input: temporal.api.common.v1.IPayloads | null | undefined, result: temporal.api.common.v1.IPayloads | null | undefined): Promise<ActivityRecord['model']> {
   const converter = client.options.loadedDataConverter;
-  const [request] = (await decodeArrayFromPayloads(converter, input?.payloads).catch(() => [])) as Array<{ callNumber?: number; purpose?: string } | undefined>;
-  const [response] = (await decodeArrayFromPayloads(converter, result?.payloads).catch(() => [])) as Array<
+  const [request] = (await decodeArray(converter, input?.payloads).catch(() => [])) as Array<{ callNumber?: number; purpose?: string } | undefined>;
+  const [response] = (await decodeArray(converter, result?.payloads).catch(() => [])) as Array<
     { model?: string; usage?: Usage; finishReason?: string | null; toolCalls?: unknown[]; quotaWait?: unknown } | undefined
   >;
   return {
@@ -110,6 +110,6 @@ async function modelCall(client: Client, input: temporal.api.common.v1.IPayloads
 
 /** Compaction's own model calls: their tokens (the run's usage counts them too). */
 async function compaction(client: Client, result: temporal.api.common.v1.IPayloads | null | undefined): Promise<ActivityRecord['model']> {
-  const [response] = (await decodeArrayFromPayloads(client.options.loadedDataConverter, result?.payloads).catch(() => [])) as Array<{ usage?: Usage } | undefined>;
+  const [response] = (await decodeArray(client.options.loadedDataConverter, result?.payloads).catch(() => [])) as Array<{ usage?: Usage } | undefined>;
   return { callNumber: null, purpose: 'compaction', model: null, usage: response?.usage ?? null, finishReason: null, toolCalls: 0 };
 }

@@ -4,7 +4,10 @@
  */
 import { z } from 'zod';
 import { AbortInputSchema, AgentRunInputSchema, ApproveInputSchema, parseWith, SendMessageInputSchema } from '../common/input';
+import { ScheduleIdSchema } from '../common/schedule';
+export { CreateScheduleInputSchema as CreateScheduleBodySchema, ScheduleNoteSchema as ScheduleNoteBodySchema, TriggerScheduleInputSchema as TriggerScheduleBodySchema } from '../common/schedule';
 import { AgentState } from '../common/states';
+import { MemoryKeySchema, MemoryListQuerySchema, MemoryNamespaceSchema } from '../common/memory';
 import { HttpError } from './errors';
 
 /**
@@ -52,7 +55,10 @@ export const ListQuerySchema = query({
   until: z.iso.datetime({ offset: true }).optional().describe('Started at or before this time (ISO 8601).'),
   parent: workflowIdSchema.optional().describe('Children of this workflow (sub-agents), by the server\'s ParentWorkflowId.'),
   forkOf: RunIdSchema.optional().describe('Forks of this run (filtered by the gateway).'),
+  schedule: ScheduleIdSchema.optional().describe("Runs this schedule started, by the server's TemporalScheduledById."),
 });
+export const ScheduleParamsSchema = z.object({ scheduleId: ScheduleIdSchema.describe("The schedule's id.") });
+export const ScheduleListQuerySchema = query({ limit: z.coerce.number().int().min(1).max(1_000).optional().describe('Most schedules returned (default 100).') });
 export const RunParamsSchema = z.object({ id: RunIdSchema.describe("The run's workflow id; URL-encode it (sub-agent ids contain `/`).") });
 export const StepParamsSchema = RunParamsSchema.extend({ step: stepNumber });
 export const DiffQuerySchema = query({ from: stepNumber.describe('The earlier step.'), to: stepNumber.describe('The later step.') });
@@ -71,6 +77,9 @@ export const EventsQuerySchema = StreamQuerySchema.extend({
   token: z.string().optional().describe('A stream token from `POST /v1/runs/{id}/stream-token` for this run, instead of the bearer token (for an EventSource).'),
 }).strict();
 const NoQuerySchema = query({});
+/** `/v1/memory/:namespace` and `/v1/memory/:namespace/keys/:key` (routes/memory.ts). */
+export const MemoryNamespaceParamsSchema = z.object({ namespace: MemoryNamespaceSchema });
+export const MemoryKeyParamsSchema = MemoryNamespaceParamsSchema.extend({ key: MemoryKeySchema });
 
 /**
  * Each route's query parameters, by method and route: the gateway refuses any other with 400 naming it, and the OpenAPI
@@ -86,6 +95,8 @@ export const ROUTE_QUERIES: Readonly<Record<string, z.ZodObject>> = {
   'GET /v1/runs/:id/events': EventsQuerySchema,
   'GET /v1/runs/:id/ui-message-stream': StreamQuerySchema,
   'GET /v1/runs/:id/ag-ui': StreamQuerySchema,
+  'GET /v1/memory/:namespace': MemoryListQuerySchema,
+  'GET /v1/schedules': ScheduleListQuerySchema,
 };
 
 /** The query schema of a route (`GET /v1/runs`): the one in `ROUTE_QUERIES`, else none. */

@@ -1,8 +1,8 @@
 /**
  * Event ids of the SSE stream, and what a reconnecting client has already seen. Pure: no I/O.
  *
- * An id is a cursor `<step>.<callNumber>.<attempt>.<chars>`: the client has every transition up to `step` and the
- * first `chars` characters of the text of model call `callNumber`, attempt `attempt`. A stream opened with
+ * An id is `<offset>_<cursor>` (`formatStreamId`), the cursor `<step>.<callNumber>.<attempt>.<chars>`: the client has
+ * every transition up to `step` and the first `chars` characters of the text of model call `callNumber`, attempt `attempt`. A stream opened with
  * `Last-Event-ID` starts a fresh watch and drops what the cursor covers, so the client gets only what is new.
  */
 import type { WatchEvent } from '../client';
@@ -25,6 +25,28 @@ export interface SseEvent {
 
 export const formatCursor = (c: StreamCursor): string => `${c.step}.${c.callNumber}.${c.attempt}.${c.chars}`;
 
+/**
+ * The one SSE id of every stream route, from the channel or polled: `<offset>_<cursor>`, the channel offset of the
+ * last event the watcher has from the channel (`0-0`: none) and the polling cursor of everything it has. A stream
+ * resumes from the offset where the channel serves it, skipping what the cursor says it had by polling; else it polls
+ * from the cursor. Either way a reconnect gets the same ids, whether the stream was degraded or not.
+ */
+export interface StreamId {
+  offset: string;
+  cursor: StreamCursor;
+}
+
+export const ZERO_CURSOR: StreamCursor = { step: 0, callNumber: 0, attempt: 0, chars: 0 };
+
+export const formatStreamId = (offset: string, cursor: StreamCursor | undefined): string => `${offset}_${formatCursor(cursor ?? ZERO_CURSOR)}`;
+
+/** The id in a `Last-Event-ID`; `undefined` when absent or not one of ours. */
+export function parseStreamId(id: string | undefined): StreamId | undefined {
+  const m = /^(\d{1,20}-\d{1,20})_(\S+)$/.exec(id?.trim() ?? '');
+  const cursor = m ? parseCursor(m[2]) : undefined;
+  return m && cursor ? { offset: m[1], cursor } : undefined;
+}
+
 /** The cursor in a `Last-Event-ID` header; `undefined` (start from the beginning) when absent or not ours. */
 export function parseCursor(id: string | undefined): StreamCursor | undefined {
   const m = /^(\d{1,15})\.(\d{1,15})\.(\d{1,15})\.(\d{1,15})$/.exec(id?.trim() ?? '');
@@ -43,13 +65,17 @@ export class EventCursor {
   /** The watch's own position in the text of the call it reports on: its text events are deltas from here. */
   private watched = { callNumber: 0, attempt: 0, chars: 0 };
 
-  constructor(resumeFrom?: StreamCursor) {
-    this.cursor = resumeFrom ? { ...resumeFrom } : { step: 0, callNumber: 0, attempt: 0, chars: 0 };
+  /** `offset`: the channel offset the watcher had when the stream began polling; it stays in every id. */
+  constructor(
+    resumeFrom?: StreamCursor,
+    private readonly offset = '0-0',
+  ) {
+    this.cursor = resumeFrom ? { ...resumeFrom } : { ...ZERO_CURSOR };
   }
 
   /** The id of the last event sent (or of the resume point). */
   get id(): string {
-    return formatCursor(this.cursor);
+    return formatStreamId(this.offset, this.cursor);
   }
 
   observe(view: RunStateView): void {

@@ -234,7 +234,7 @@ export function commandsFor(s: RunSnapshot): WorkCommand[] {
     case S.TOOL_EXECUTING: {
       const preset = new Set(s.toolRound.presetResults.map((r) => r.toolCallId));
       const calls = s.toolRound.pending.filter((c) => !preset.has(c.id));
-      const requests = calls.map((call, i) => withChild(s, { call, allowed: s.options.tools, callNumber: s.counters.toolCalls + 1 + i }));
+      const requests = calls.map((call, i) => withChild(s, { call, allowed: s.options.tools, callNumber: s.counters.toolCalls + 1 + i, ...memoryScope(s) }));
       return [{ type: 'runTools', requests, ...(s.options.concurrentTools ? { concurrent: true as const } : {}) }];
     }
     case S.CRITIQUE:
@@ -277,6 +277,13 @@ export const APPROVAL_NOTE_HEAD = "The user's decisions on your tool calls in th
 
 /** What the model is told of a call a person rejected; their feedback is in the approval note, beside every other decision's. */
 export const REJECTED_CALL = 'The user rejected this call.';
+
+/** The run's memory scope for its tool calls (the `remember` and `recall` tools): its namespace and tenant, when it has either. */
+function memoryScope(s: RunSnapshot): Pick<ToolRequest, 'memory'> {
+  const { memoryNamespace: namespace, tenant } = s.options;
+  if (namespace === undefined && tenant === undefined) return {};
+  return { memory: { ...(namespace !== undefined ? { namespace } : {}), ...(tenant !== undefined ? { tenant } : {}) } };
+}
 
 /** A request for a call of a named agent carries the child run it starts (children.ts). */
 export function withChild(s: RunSnapshot, request: ToolRequest): ToolRequest {

@@ -1,4 +1,5 @@
-/** Rows of CRITIQUE: the critic's decision (the model's, or the rules' when it is not asked or fails) decides the next step. */
+/** Rows of CRITIQUE: the critic's decision (the model's or a custom critic's, or the rules' when it is not asked or fails) decides the next step. */
+import { customCritic } from '../common/input';
 import { CritiqueAction } from '../common/states';
 import type { CritiqueDecision } from '../common/view';
 import { ruleCritique } from './critic';
@@ -7,6 +8,10 @@ import { confident, lastAssistantText, withSideUsage } from './responses';
 import type { RunSnapshot } from './snapshot';
 import { enter, fail, finish, plain, S, TOOL_RETRY_NOTE } from './core';
 import { action, type EventOf, guard, row, type Row } from './table';
+import { allStepsDone, stepsAfter } from './plan';
+
+/** What the model is told when the critique has ended the plan's last step. */
+export const ALL_STEPS_DONE = 'Every step of the plan is done: give your final answer now.';
 
 type Judged = EventOf<'CRITIQUE_DONE' | 'CRITIC_FAILED'>;
 
@@ -17,15 +22,19 @@ function judgement(s: RunSnapshot, e: Judged): { next: RunSnapshot; decision: Cr
     judged = { ...withSideUsage(s, e.usage), lastCritique: confident(e.decision, s.options.critiqueMinConfidence) };
   } else {
     const fallback = ruleCritique(s);
-    judged = { ...s, lastCritique: { ...fallback, reason: `${fallback.reason} (model critic unavailable: ${e.error})` } };
+    const critic = customCritic(s.options.critique);
+    const who = critic ? `critic "${critic}"` : 'model critic';
+    judged = { ...s, lastCritique: { ...fallback, reason: `${fallback.reason} (${who} unavailable: ${e.error})` } };
   }
   const decision = judged.lastCritique!;
   const afterTools = judged.toolRound.lastResults.length > 0;
   const setback = decision.action === CritiqueAction.RETRY || decision.action === CritiqueAction.REPLAN;
   const next: RunSnapshot = { ...judged, counters: { ...judged.counters, setbacksInARow: setback ? judged.counters.setbacksInARow + 1 : 0 } };
-  // A model critic's word on a tool step: the model has not answered with the results yet, so it cannot be complete.
-  const modelOnTools = afterTools && e.type === 'CRITIQUE_DONE' && judged.options.critique === 'model';
+  // A model (or custom) critic's word on a tool step: the model has not answered with the results yet, so it cannot be complete.
+  const modelOnTools = afterTools && e.type === 'CRITIQUE_DONE' && judged.options.critique !== 'rules';
   const act = modelOnTools && decision.action === CritiqueAction.COMPLETE ? CritiqueAction.CONTINUE : decision.action;
+  // A structured plan's current step moves with the decision (plan.ts).
+  if (next.planSteps) next.planSteps = stepsAfter(next.planSteps, act);
   return { next, decision, act, afterTools, modelOnTools };
 }
 
@@ -36,7 +45,12 @@ const failStuck = action<'CRITIQUE_DONE' | 'CRITIC_FAILED'>('failNoProgress', (s
 });
 
 const decides = (act: CritiqueAction) => guard<'CRITIQUE_DONE' | 'CRITIC_FAILED'>(`decides${act[0].toUpperCase()}${act.slice(1)}`, (s, e) => judgement(s, e).act === act);
-const goOn = action<'CRITIQUE_DONE' | 'CRITIC_FAILED'>('carryOn', (s, e, now) => enter(judgement(s, e).next, plain(S.STREAMING), e, now));
+/** Once the critique ends a plan's last step, the model is told every step is done, and answers. */
+const goOn = action<'CRITIQUE_DONE' | 'CRITIC_FAILED'>('carryOn', (s, e, now) => {
+  const { next } = judgement(s, e);
+  if (!allStepsDone(s.planSteps) && allStepsDone(next.planSteps)) next.messages = [...next.messages, { role: 'user', content: ALL_STEPS_DONE }];
+  return enter(next, plain(S.STREAMING), e, now);
+});
 /** Another attempt: an answer is told why; after tools, the rules' retry follows a failure the model sees, a model critic's is told. */
 const retry = action<'CRITIQUE_DONE' | 'CRITIC_FAILED'>('askAnotherAttempt', (s, e, now) => {
   const { next, decision, afterTools, modelOnTools } = judgement(s, e);

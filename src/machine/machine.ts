@@ -9,7 +9,6 @@
  */
 import type { AgentState } from '../common/states';
 import { AgentState as S, isTerminal } from '../common/states';
-import { oncePerWorker } from '../common/once-per-worker';
 import { timerDue } from './clocks';
 import type { RunSnapshot } from './snapshot';
 import { withControl } from './controls';
@@ -115,37 +114,49 @@ function reaches(from: AgentState, r: Row): ReadonlySet<AgentState> {
 }
 
 /**
- * Every edge of the table, in row order: what `agent graph` and `/v1/machine` draw. Worked out once per worker, not
- * once per run: a worker loads a run's modules for every run, and working the table out took 2-3 ms of each run's CPU
- * (BENCHMARKS.md, issue 26). Plain data (strings), frozen; no run's state is in it.
+ * Every edge of the table, in row order: what `agent graph` and `/v1/machine` draw. Worked out on first use, not when
+ * the module loads: a worker loads a run's modules for every run, and working the whole table out took 2-3 ms of each
+ * run's CPU (BENCHMARKS.md, issue 26), which no run reads. Plain data (strings), frozen.
  */
-export const TABLE_EDGES: readonly TableEdge[] = oncePerWorker('machine-table-edges', () =>
-  Object.freeze((Object.keys(ROWS) as AgentState[]).flatMap((state) => ROWS[state].flatMap((r) => rowEdges(state, r))).map((e) => Object.freeze(e))),
-);
+export function tableEdges(): readonly TableEdge[] {
+  return (edges ??= Object.freeze((Object.keys(ROWS) as AgentState[]).flatMap((state) => ROWS[state].flatMap((r) => rowEdges(state, r))).map((e) => Object.freeze(e))));
+}
+let edges: readonly TableEdge[] | undefined;
 
 type Targets = Partial<Record<AgentEventType, readonly AgentState[]>>;
 
-/** For each state, the events it accepts and the states each may lead to: derived from the rows. */
-export const TRANSITIONS: Readonly<Record<AgentState, Targets>> = oncePerWorker('machine-transitions', () =>
-  Object.freeze(
+/** For each state, the events it accepts and the states each may lead to: derived from the rows (on first use, as `tableEdges`). */
+export function transitionTable(): Readonly<Record<AgentState, Targets>> {
+  return (table ??= Object.freeze(
     Object.fromEntries(
       (Object.keys(ROWS) as AgentState[]).map((state) => {
         const targets: Record<string, AgentState[]> = {};
-        for (const e of TABLE_EDGES.filter((x) => x.from === state)) {
+        for (const e of tableEdges().filter((x) => x.from === state)) {
           const list = (targets[e.event] ??= []);
           if (!list.includes(e.to)) list.push(e.to);
         }
         return [state, Object.freeze(Object.fromEntries(Object.entries(targets).map(([event, to]) => [event, Object.freeze(to)])))];
       }),
     ),
-  ) as unknown as Record<AgentState, Targets>,
-);
+  ) as unknown as Record<AgentState, Targets>);
+}
+let table: Readonly<Record<AgentState, Targets>> | undefined;
 
-/** Own properties only: an event named like an Object.prototype member (`constructor`) has no transition either. */
+/**
+ * The states `event` may lead to from `state` (as `transitionTable()` has them), worked out from that state's rows for
+ * that event alone, once each: a run reaches a few pairs, not the whole table. Own properties only: an event named
+ * like an Object.prototype member (`constructor`) has no transition either.
+ */
 export const allowedTargets = (state: AgentState, event: AgentEventType): readonly AgentState[] => {
-  const targets = Object.hasOwn(TRANSITIONS, state) ? TRANSITIONS[state] : {};
-  return (Object.hasOwn(targets, event) && targets[event]) || [];
+  const key = `${state} ${event}`;
+  let targets = TARGETS.get(key);
+  if (!targets) {
+    const rows = Object.hasOwn(ROWS, state) ? ROWS[state].filter((r) => r.event === event) : [];
+    TARGETS.set(key, (targets = [...new Set(rows.flatMap((r) => rowEdges(state, r).map((e) => e.to)))]));
+  }
+  return targets;
 };
+const TARGETS = new Map<string, readonly AgentState[]>();
 
 /**
  * Apply one event, and then the internal steps it leads to (processing a response, the rule critic, a wait whose

@@ -4,9 +4,11 @@ import { addMs } from './clocks';
 import { chainAfter } from './chain';
 import { calibrated, continued, withResponseUsage } from './responses';
 import type { ModelStep, RunSnapshot } from './snapshot';
+import type { ModelResponse } from '../common/chat';
 import { commandsFor, enter, fail, fallBack, INTERRUPTED_MARK, ok, pausedBeforeCall, plain, S } from './core';
-import { pauseAlreadyRequested, refusePause } from './running';
-import { action, guard, REJECTED, row, SELF, type Row } from './table';
+import { cutText, pauseAlreadyRequested, refusePause } from './running';
+import { action, type EventOf, guard, REJECTED, row, SELF, type Row } from './table';
+import { parsePlan, planText, withNewSteps } from './plan';
 
 const plans = guard<'START'>('plans', (s) => s.options.plan);
 const startRun = action<'START'>('startRun', (s, e, now) =>
@@ -20,18 +22,48 @@ export const IDLE_ROWS: readonly Row[] = [
   row('INVALID_INPUT', null, S.FAILED, refuseInput),
 ];
 
-const recordPlan = action<'PLAN_READY'>('recordPlan', (s, e, now) => {
-  const plan = e.response.text.trim();
-  const next = withResponseUsage({ ...s, ...calibrated(s, e.response), plan, counters: { ...s.counters, overflowsInARow: 0 }, partialText: e.response.text }, e.response);
+/** The run's `stream` once its call answered: the attempt that answered (a retry's, when one did). */
+const answeredBy = (s: RunSnapshot, r: ModelResponse): RunSnapshot['stream'] => (s.stream && r.attempt ? { ...s.stream, attempt: r.attempt } : s.stream);
+
+/** The plan joins the conversation as text, and the run carries it out. */
+function withPlan(s: RunSnapshot, e: EventOf<'PLAN_READY'>, plan: string): RunSnapshot {
+  const { planRetry: _retry, ...rest } = s;
+  const next = withResponseUsage(
+    { ...rest, ...calibrated(s, e.response), plan, counters: { ...s.counters, overflowsInARow: 0 }, partialText: e.response.text, stream: answeredBy(s, e.response) },
+    e.response,
+  );
   next.messages = [...s.messages, { role: 'assistant', content: `Plan:\n${plan}` }, { role: 'user', content: 'Carry out the plan step by step.' }];
-  return enter(next, plain(S.STREAMING), e, now);
+  return next;
+}
+
+/** A free-text plan (`plan: true`), or a steps plan still malformed when asked again: taken as text. */
+const recordPlan = action<'PLAN_READY'>('recordPlan', (s, e, now) => enter(withPlan(s, e, e.response.text.trim()), plain(S.STREAMING), e, now));
+
+/** `plan: 'steps'`: the answer passes the plan's schema. */
+const planInSteps = guard<'PLAN_READY'>('planInSteps', (s, e) => s.options.planSteps === true && parsePlan(e.response.text).ok);
+/** `plan: 'steps'`: the answer fails the plan's schema, and has not been asked for again yet. */
+const planMalformedFirstTime = guard<'PLAN_READY'>('planMalformedFirstTime', (s, e) => s.options.planSteps === true && !s.planRetry && !parsePlan(e.response.text).ok);
+
+/** The steps, the first of them current, after those a replan keeps (done and replanned ones). */
+const recordPlanSteps = action<'PLAN_READY'>('recordPlanSteps', (s, e, now) => {
+  const parsed = parsePlan(e.response.text);
+  const titles = parsed.ok ? parsed.steps : [];
+  return enter({ ...withPlan(s, e, planText(titles)), planSteps: withNewSteps(s.planSteps, titles) }, plain(S.STREAMING), e, now);
+});
+
+/** Asks once more, with the answer and what is wrong with it (requests.ts); the call counts as any other. */
+const askPlanAgain = action<'PLAN_READY'>('askPlanAgain', (s, e, now) => {
+  const parsed = parsePlan(e.response.text);
+  const error = parsed.ok ? '' : parsed.error;
+  const next = withResponseUsage({ ...s, ...calibrated(s, e.response), planRetry: { answer: e.response.text, error }, partialText: e.response.text }, e.response);
+  return enter(next, plain(S.PLANNING), e, now);
 });
 
 /** The answer joins the conversation; its tool calls wait to be processed (PROCESSING resolves at once). */
 const recordResponse = action<'MODEL_RESPONDED'>('recordResponse', (s, e, now) => {
   const { text, toolCalls } = e.response;
   const next = withResponseUsage(
-    { ...s, ...calibrated(s, e.response), chain: chainAfter(s, e.response), toolRound: { ...s.toolRound, pending: withRanAhead(s, toolCalls, e.response.toolResults), lastResults: [] }, counters: { ...s.counters, overflowsInARow: 0 }, partialText: text },
+    { ...s, ...calibrated(s, e.response), chain: chainAfter(s, e.response), toolRound: { ...s.toolRound, pending: withRanAhead(s, toolCalls, e.response.toolResults), lastResults: [] }, counters: { ...s.counters, overflowsInARow: 0 }, partialText: text, stream: answeredBy(s, e.response) },
     e.response,
   );
   next.messages = [...s.messages, { role: 'assistant', content: text || null, ...(toolCalls.length ? { toolCalls } : {}) }];
@@ -81,14 +113,17 @@ const pauseNow = action<'PAUSE'>('pauseBeforeCall', (s, e, now) => ok(pausedBefo
  */
 const restartWithMessage = action<'INTERRUPT'>('restartWithMessage', (s, e, now) => {
   const queued: RunSnapshot = { ...s, queuedMessages: [...s.queuedMessages, e.text] };
-  const kept = s.partialText.trim() ? [{ role: 'assistant' as const, content: `${s.partialText}${INTERRUPTED_MARK}`, interrupted: true as const }] : [];
+  const streamed = cutText(s, e.cut) ?? '';
+  const kept = streamed.trim() ? [{ role: 'assistant' as const, content: `${streamed}${INTERRUPTED_MARK}`, interrupted: true as const }] : [];
   const result = enter({ ...queued, messages: [...s.messages, ...kept] }, plain(s.phase.type as ModelStep), e, now);
   return result.ok ? ok(result.snapshot, [{ type: 'cancelWork' }, ...result.commands]) : result;
 });
 
 function modelStepRows(step: ModelStep): Row[] {
   return [
-    ...(step === S.PLANNING ? [row('PLAN_READY', null, S.STREAMING, recordPlan)] : []),
+    ...(step === S.PLANNING
+      ? [row('PLAN_READY', planInSteps, S.STREAMING, recordPlanSteps), row('PLAN_READY', planMalformedFirstTime, S.PLANNING, askPlanAgain), row('PLAN_READY', null, S.STREAMING, recordPlan)]
+      : []),
     ...(step === S.STREAMING ? [row('MODEL_RESPONDED', null, S.PROCESSING, recordResponse)] : []),
     row('MODEL_FAILED', null, S.FAILED, failModelCall),
     row('MODEL_UNAVAILABLE', hasFallbackModel, step, switchModel),

@@ -1,7 +1,9 @@
 /** Activity inputs built from the snapshot: pure, so the workflow stays a thin interpreter. */
-import type { CompactionRequest, CritiqueRequest, ModelRequest, ToolCall } from '../common/chat';
+import type { ChatMessage, CompactionRequest, CritiqueRequest, ModelRequest, ToolCall } from '../common/chat';
+import { planRetryInstruction, stepsPlanInstruction } from './plan';
 import type { RunSnapshot } from './snapshot';
 import { AgentState } from '../common/states';
+import { customCritic } from '../common/input';
 
 /** The plan request's last message: it names the turn's task, so a continued conversation is planned for the right one. */
 export const planInstruction = (task: string) =>
@@ -10,11 +12,14 @@ export const planInstruction = (task: string) =>
 export function modelRequest(s: RunSnapshot, purpose: 'plan' | 'respond', callNumber: number): ModelRequest {
   const extra = { ...providerLimits(s), ...quotaPlace(s) };
   if (purpose === 'plan') {
+    const ask: ChatMessage[] = s.options.planSteps ? [{ role: 'user', content: stepsPlanInstruction(s.task) }] : [{ role: 'user', content: planInstruction(s.task) }];
+    // The re-ask of a plan that failed its schema: the answer, and what was wrong with it.
+    const retry: ChatMessage[] = s.planRetry ? [{ role: 'assistant', content: s.planRetry.answer }, { role: 'user', content: planRetryInstruction(s.planRetry.error) }] : [];
     return {
       purpose,
       callNumber,
       model: s.options.model,
-      messages: [...s.messages, { role: 'user', content: planInstruction(s.task) }],
+      messages: [...s.messages, ...ask, ...retry],
       tools: [],
       ...extra,
     };
@@ -61,7 +66,8 @@ function taskContext(s: RunSnapshot): string | undefined {
 export function critiqueRequest(s: RunSnapshot): CritiqueRequest {
   const last = [...s.messages].reverse().find((m) => m.role === 'assistant');
   const context = taskContext(s);
-  const base = { model: s.options.model, task: s.task, ...(context ? { context } : {}), answer: (last?.content as string | null) ?? '', callNumber: s.counters.loops + 1 };
+  const critic = customCritic(s.options.critique);
+  const base = { model: s.options.model, task: s.task, ...(context ? { context } : {}), answer: (last?.content as string | null) ?? '', callNumber: s.counters.loops + 1, ...(critic ? { critic } : {}) };
   if (s.toolRound.lastResults.length === 0) return base;
   // A tool step: the critic reads each call with its arguments and (clipped) result.
   const calls = new Map((last?.role === 'assistant' ? (last.toolCalls ?? []) : []).map((c) => [c.id, c.arguments]));

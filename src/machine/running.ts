@@ -1,9 +1,16 @@
-/** The parent group of the running states: abort, the timer, pause and resume requests, messages, stream deltas. */
+/** The parent group of the running states: abort, the timer, pause and resume requests, messages. */
 import type { RunSnapshot } from './snapshot';
+import type { CutText } from './types';
 import { fail, finish, ok, reject, rejectUndecided, remind, S } from './core';
 import { action, guard, REJECTED, row, SELF, type Row } from './table';
 
-export const abort = action<'ABORT'>('abort', (s, e, now) => finish(s, S.ABORTED, e, now, `aborted: ${e.reason ?? 'by request'}`));
+export const abort = action<'ABORT'>('abort', (s, e, now) => finish({ ...s, partialText: cutText(s, e.cut) ?? s.partialText }, S.ABORTED, e, now, `aborted: ${e.reason ?? 'by request'}`));
+
+/** The text of the call a control stopped, when it is the run's call in flight (a cut of an earlier call describes nothing). */
+export function cutText(s: RunSnapshot, cut: CutText | undefined): string | undefined {
+  if (!cut || (s.phase.type !== S.STREAMING && s.phase.type !== S.PLANNING)) return undefined;
+  return s.stream && cut.callNumber === s.stream.callNumber ? cut.text : undefined;
+}
 
 export const pauseAlreadyRequested = guard<'PAUSE'>('pauseAlreadyRequested', (s) => s.pauseRequested);
 export const refusePause = action<'PAUSE'>('refuse', () => reject('a pause is already requested'));
@@ -12,14 +19,6 @@ export const requestPause = action<'PAUSE'>('requestPause', (s) => ok({ ...s, pa
 
 export const queueMessage = action<'MESSAGE' | 'INTERRUPT'>('queueMessage', (s, e) => ok({ ...s, queuedMessages: [...s.queuedMessages, e.text] }));
 
-
-const streamDelta = action<'STREAM_DELTA'>('appendStreamedText', (s, e) => {
-  // Deltas of a finished or earlier call arrive late after a retry or a crash; they no longer describe anything.
-  if (s.phase.type !== S.STREAMING && s.phase.type !== S.PLANNING) return ok(s);
-  if (!s.stream || e.callNumber !== s.stream.callNumber || e.attempt < s.stream.attempt) return ok(s);
-  const restarted = e.attempt > s.stream.attempt;
-  return ok({ ...s, stream: { callNumber: e.callNumber, attempt: e.attempt }, partialText: (restarted ? '' : s.partialText) + e.text });
-});
 
 /** The run's total time (`limits.totalTimeoutMs`) ran out: it ends the run whatever it was doing or waiting for. */
 export const totalTimeRanOut = guard<'TIMEOUT'>('totalTimeRanOut', (s, _e, now) => s.clocks.totalDeadline !== undefined && now >= s.clocks.totalDeadline);
@@ -76,5 +75,4 @@ export const RUNNING_ROWS: readonly Row[] = [
   row('MESSAGE', null, SELF, queueMessage),
   // Where no work can be stopped for it, an interrupting message is queued as any message is.
   row('INTERRUPT', null, SELF, queueMessage),
-  row('STREAM_DELTA', null, SELF, streamDelta),
 ];

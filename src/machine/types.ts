@@ -34,16 +34,25 @@ export type AgentEvent =
   | { type: 'APPROVAL'; toolCallId: string; approved: boolean; feedback?: string; arguments?: Record<string, unknown>; by?: Actor }
   | { type: 'PAUSE'; by?: Actor }
   | { type: 'RESUME'; by?: Actor }
-  | { type: 'ABORT'; reason?: string; by?: Actor }
+  /** `cut`: the text the model call in flight had streamed when the interpreter stopped it (its cancellation's details). */
+  | { type: 'ABORT'; reason?: string; by?: Actor; cut?: CutText }
   | { type: 'TIMEOUT' }
   | { type: 'MESSAGE'; text: string; by?: Actor }
   /** A message that stops the work in flight for it (sendMessage with `interrupt`; see `interrupt`). */
-  | { type: 'INTERRUPT'; text: string; by?: Actor }
+  | { type: 'INTERRUPT'; text: string; by?: Actor; cut?: CutText }
   | { type: 'CLOSE' }
-  | { type: 'STREAM_DELTA'; callNumber: number; attempt: number; text: string }
   /** The fleet's provider budget had no room for the model call yet: it is asked again (no retry is spent). */
   | { type: 'QUOTA_WAIT'; waitMs: number; position: number; queuedAt: number };
 export type AgentEventType = AgentEvent['type'];
+
+/**
+ * What a stopped model call had streamed: the interpreter reads it from the call's cancellation (or its last heartbeat)
+ * and hands it over with the ABORT or INTERRUPT that stopped it, once per call, never as a stream of events.
+ */
+export interface CutText {
+  callNumber: number;
+  text: string;
+}
 
 /**
  * Effects for the interpreter, with their activity requests built. Waiting states (AWAITING_APPROVAL, PAUSED) emit

@@ -3,7 +3,7 @@
  * OpenTelemetry SDK and exporters just to start runs.
  */
 import type { WorkflowClientInterceptor } from '@temporalio/client';
-import { OpenTelemetryWorkflowClientInterceptor } from '@temporalio/interceptors-opentelemetry/lib/client';
+import type * as TemporalOtel from '@temporalio/interceptors-opentelemetry';
 
 /**
  * Interceptors that start a run's trace and pass it to the workflow in headers, when `enabled` (tracing configured by
@@ -11,5 +11,8 @@ import { OpenTelemetryWorkflowClientInterceptor } from '@temporalio/interceptors
  * one a backend service registers; without one they are no-ops.
  */
 export function tracingClientInterceptors(enabled: boolean): WorkflowClientInterceptor[] {
-  return enabled ? [new OpenTelemetryWorkflowClientInterceptor()] : [];
+  if (!enabled) return [];
+  // Loaded only when tracing is on: the package's root loads the OpenTelemetry SDK's trace modules too (~200 ms).
+  const { OpenTelemetryWorkflowClientInterceptor } = require('@temporalio/interceptors-opentelemetry') as typeof TemporalOtel;
+  return [new OpenTelemetryWorkflowClientInterceptor()];
 }

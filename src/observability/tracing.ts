@@ -26,8 +26,8 @@ const temporalOtel = () => require('@temporalio/interceptors-opentelemetry') as 
 import type { WorkerOptions } from '@temporalio/worker';
 import { DEFAULT_SERVICE_NAME, type ObservabilitySettings } from '../config';
 
-/** The package's workflow interceptors; bundled into the workflow code, so they run inside the sandbox. */
-export const WORKFLOW_TRACING_MODULE = require.resolve('@temporalio/interceptors-opentelemetry/lib/workflow-interceptors');
+/** The package's workflow interceptors (workflow-interceptors.ts); bundled into the workflow code, so they run inside the sandbox. */
+export const WORKFLOW_TRACING_MODULE = require.resolve('./workflow-interceptors');
 
 export interface Tracing {
   spanProcessor: SpanProcessor;
@@ -87,7 +87,7 @@ export function tracingWorkerOptions(tracing: Tracing, bundling = true): Require
           outbound: new OpenTelemetryActivityOutboundInterceptor(ctx),
         }),
       ],
-      // The client activities use (stream deltas are signals): their spans join the run's trace too.
+      // The client activities use: their spans join the run's trace too.
       client: { workflow: [new OpenTelemetryWorkflowClientInterceptor(options)] },
     },
     sinks: { exporter: makeWorkflowExporter(tracing.spanProcessor, tracing.resource) },

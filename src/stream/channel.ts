@@ -41,6 +41,19 @@ export interface SubscribeOptions {
   bufferSize?: number;
 }
 
+/** What a worker says of itself every few seconds (the hub's `POST /internal/v1/workers`, or Redis): the gateway's health names the silent ones. */
+export interface WorkerHello {
+  /** The worker's Temporal identity (its pollers'), e.g. `4242@host`. */
+  identity: string;
+  taskQueue?: string;
+}
+
+/** A channel that knows which workers said hello, and when (ms since the epoch). */
+export interface HearsWorkers {
+  hello(hello: WorkerHello): Promise<void>;
+  heard(): Promise<Map<string, number>>;
+}
+
 export interface StreamChannel {
   /** Appends events to a run's stream, in order; resolves with their offsets. */
   publish(runId: string, events: StreamEvent[]): Promise<Offset[]>;

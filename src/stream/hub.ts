@@ -5,7 +5,7 @@
  * What it gives up: one gateway only, and streams lost when it restarts (watchers then get the state).
  */
 import type { StreamEvent } from '../common/stream';
-import { compareOffsets, START, type Offset, type Readable, type ReadPage, type StreamChannel, type SubscribeOptions, type Subscription } from './channel';
+import { compareOffsets, START, type Offset, type Readable, type ReadPage, type StreamChannel, type SubscribeOptions, type Subscription, type HearsWorkers, type WorkerHello } from './channel';
 import { Fanout, type Entry } from './fanout';
 
 export interface HubOptions {
@@ -24,8 +24,12 @@ interface RunLog {
   listeners: Set<(entries: Entry[]) => void>;
 }
 
-export class MemoryHub implements StreamChannel, Readable {
+/** A worker silent this long is forgotten. */
+const FORGET_MS = 86_400_000;
+
+export class MemoryHub implements StreamChannel, Readable, HearsWorkers {
   private readonly epoch = Date.now();
+  private readonly hellos = new Map<string, number>();
   private readonly runs = new Map<string, RunLog>();
   private readonly fanout: Fanout;
   private readonly maxEvents: number;
@@ -72,6 +76,16 @@ export class MemoryHub implements StreamChannel, Readable {
 
   async close(): Promise<void> {
     this.fanout.closeAll('the hub closed');
+  }
+
+  async hello(hello: WorkerHello): Promise<void> {
+    this.hellos.set(hello.identity, Date.now());
+    // A fleet's workers come and go: forget those silent for a day.
+    for (const [identity, at] of this.hellos) if (at < Date.now() - FORGET_MS) this.hellos.delete(identity);
+  }
+
+  async heard(): Promise<Map<string, number>> {
+    return new Map(this.hellos);
   }
 
   private range(runId: string, after: Offset, count: number): { entries: Entry[]; gap: boolean } {

@@ -5,7 +5,7 @@
  */
 import { createClient } from '@redis/client';
 import type { StreamEvent } from '../common/stream';
-import { compareOffsets, START, type Offset, type Readable, type ReadPage, type StreamChannel, type SubscribeOptions, type Subscription } from './channel';
+import { compareOffsets, START, type Offset, type Readable, type ReadPage, type StreamChannel, type SubscribeOptions, type Subscription, type HearsWorkers, type WorkerHello } from './channel';
 import { Fanout, type Entry } from './fanout';
 
 export interface RedisChannelOptions {
@@ -36,7 +36,7 @@ type RawEntry = [string, string[]];
 /** How long one blocking read waits before it asks again (a stopped reader's connection is destroyed at once). */
 const BLOCK_MS = 30_000;
 
-export class RedisChannel implements StreamChannel, Readable {
+export class RedisChannel implements StreamChannel, Readable, HearsWorkers {
   private readonly fanout: Fanout;
   private readonly maxEvents: number;
   private readonly ttl: number;
@@ -65,6 +65,22 @@ export class RedisChannel implements StreamChannel, Readable {
       (err: unknown) => opts.onError?.(err as Error),
     );
     return channel;
+  }
+
+  /** Every worker's last hello, in one hash beside the streams: `agent:stream-workers` by default, never a run's key (`agent:stream:<id>`). */
+  private get workersKey(): string {
+    return `${this.prefix.replace(/:+$/, '')}-workers`;
+  }
+
+  async hello(hello: WorkerHello): Promise<void> {
+    await Promise.all([this.client.sendCommand(['HSET', this.workersKey, hello.identity, String(Date.now())]), this.client.sendCommand(['EXPIRE', this.workersKey, String(this.ttl)])]);
+  }
+
+  async heard(): Promise<Map<string, number>> {
+    const flat = await this.client.sendCommand<string[]>(['HGETALL', this.workersKey]);
+    const heard = new Map<string, number>();
+    for (let i = 0; i + 1 < flat.length; i += 2) heard.set(flat[i]!, Number(flat[i + 1]));
+    return heard;
   }
 
   /** Resolves once the first connection is up (or failed). */

@@ -10,13 +10,15 @@ import type { DataConverter } from '@temporalio/common';
 import { SimplePlugin } from '@temporalio/plugin';
 import type { NativeConnection, ReplayWorkerOptions, Worker, WorkerOptions, WorkflowBundleOption } from '@temporalio/worker';
 import type OpenAI from 'openai';
-import { type ActivityDeps, type AgentDefinition, type Tool, type ToolLedger, type ToolPolicy } from '../activities';
+import { type ActivityDeps, type AgentDefinition, type Critic, type Tool, type ToolLedger, type ToolPolicy } from '../activities';
+import type { RunHooks } from '../stream/hooks';
 import type { InflightActivities } from '../activities/inflight';
 import { createConversationStore, createDataConverter } from '../codec';
 import type { ConversationStore } from '../codec/conversation-store';
 import { codecSettings, llmSettings, workspaceDir } from '../config';
 import { agentWorkerOptions, DEFAULT_MODEL, openAIClient } from './worker';
 import { bundleAtBoot } from './workflow-bundle';
+import type { MemoryStore } from '../memory';
 import type { ProviderBudget } from '../quota';
 import { streamSinks } from '../stream/sinks';
 
@@ -36,10 +38,16 @@ export interface AgentPluginOptions {
   agents?: AgentDefinition[];
   /** Decides on each tool call before it runs: allow, deny, approval, or rewritten arguments (docs/tool-policy.md). */
   toolPolicy?: ToolPolicy;
+  /** Critics by name that a run chooses with `critique: { custom: 'name' }` (`Critic`). */
+  critics?: Record<string, Critic>;
+  /** Lifecycle hooks on every run: `onTransition`, `onRunEnd`; their failures never fail a run. */
+  hooks?: RunHooks;
   /** Root of the built-in file tools. @default `AGENT_WORKSPACE`, else ./workspace */
   workspace?: string;
   /** Durable record of side-effecting tool calls (`SqliteToolLedger`); without one such tools run on every attempt. */
   ledger?: ToolLedger;
+  /** Memories across runs (`SqliteMemoryStore`, `PostgresMemoryStore`), yours to close: runs that name `remember` and `recall` get them. */
+  memory?: MemoryStore;
   /**
    * The journal of this worker's activity attempts in flight (`new InflightActivities(ledgerFile)`): the plugin adds its
    * interceptor, and when the worker starts it hands back the attempts a crashed worker process on this host left, so
@@ -60,7 +68,7 @@ export interface AgentPluginOptions {
   workflowBundle?: WorkflowBundleOption;
   /** Activity settings for tests and tuning (ActivityDeps). */
   streamIdleTimeoutMs?: number;
-  deltaFlushMs?: number;
+  degradedHeartbeatMs?: number;
 }
 
 /** The agent's plugin for `Worker.create({ plugins })` and `new Client({ plugins })`; see the module comment. */
@@ -136,10 +144,13 @@ function activityDeps(o: AgentPluginOptions): ActivityDeps {
     tools: o.tools,
     agents: o.agents,
     ...(o.toolPolicy ? { toolPolicy: o.toolPolicy } : {}),
+    ...(o.critics ? { critics: o.critics } : {}),
+    ...(o.hooks ? { hooks: o.hooks } : {}),
     ledger: o.ledger,
+    ...(o.memory ? { memory: o.memory } : {}),
     conversations: o.conversations,
     budget: o.budget,
     streamIdleTimeoutMs: o.streamIdleTimeoutMs,
-    deltaFlushMs: o.deltaFlushMs,
+    degradedHeartbeatMs: o.degradedHeartbeatMs,
   };
 }

@@ -3,28 +3,34 @@
  * Configured by one options object over the environment (src/config). With no LLM_API_KEY and no LLM_BASE_URL it serves
  * the project's scripted model in-process. The process is `src/bin/worker.ts` (`npm run worker`).
  */
+import os from 'node:os';
 import path from 'node:path';
 import { NativeConnection, Runtime, Worker, type WorkerOptions } from '@temporalio/worker';
 import OpenAI from 'openai';
 import { Providers, type ProviderConfig } from '../activities/providers';
-import { createActivities, ModelCallsInFlight, readableErrorBodies, withoutRedirects, SqliteToolLedger, type ActivityDeps, type AgentDefinition, type Tool, type ToolPolicy } from '../activities';
+import { createActivities, ModelCallsInFlight, readableErrorBodies, withoutRedirects, SqliteToolLedger, type ActivityDeps, type AgentDefinition, type Critic, type Tool, type ToolPolicy } from '../activities';
 import { InflightActivities, type RecoveryReport } from '../activities/inflight';
 import { heartbeatThrottleMs } from '../activities/model';
 import type { McpServerInfo, McpTools } from '../activities/tools/mcp';
 import { createConversationStore, createDataConverter, FsBlobStore, startRetentionSweeps } from '../codec';
-import { streamSettings, usesScriptedModel, workerConfig, type CodecSettings, type McpServersSource, type TemporalSettings, type VersioningSettings, type WorkerConfig } from '../config';
+import { streamSettings, usesScriptedModel, workerConfig, type CodecSettings, type McpServersSource, type MemorySettings, type TemporalSettings, type VersioningSettings, type WorkerConfig } from '../config';
 import { nativeConnectionOptions, tlsFailureReason } from '../config/connection';
 import { configuredTracing, tracingWorkerOptions, type Tracing } from '../observability/tracing';
 import { DEMO_SCRIPT_NAME, startScriptedModel, type ScriptedModel } from '../scripted-model';
 import { assertSearchAttributes } from '../config/search-attributes';
-import { httpTarget, liveStream, type LiveStream } from '../stream/publisher';
+import { discoveredGateway, gatewayRuntimeDir, type GatewayAddress, type ServedRuns } from '../stream/discovery';
+import { helloRefusal, httpTarget, liveStream, type LiveStream, type WorkerHello } from '../stream/publisher';
 import type * as RedisModule from '../stream/redis';
 import type { RedisChannel } from '../stream/redis';
 import { streamSinks } from '../stream/sinks';
+import type { RunHooks } from '../stream/hooks';
+import { httpStopRelay, type StopRelay } from '../stream/stops';
+import type * as RedisStopsModule from '../stream/redis-stops';
 import type { ProviderBudget } from '../quota';
 import type { RedisBudget } from '../quota/redis-budget';
 import type { RedisKeyCooldowns } from '../quota/redis-cooldowns';
 import { workflowCode } from './workflow-bundle';
+import { openMemoryStore, type MemoryStore } from '../memory';
 
 /** Used when neither the run nor `LLM_MODEL` names a model. */
 export const DEFAULT_MODEL = 'gpt-4o-mini';
@@ -46,9 +52,9 @@ export function agentWorkerOptions(
   const callsInFlight = deps.callsInFlight ?? new ModelCallsInFlight();
   return {
     activities: createActivities({ ...deps, callsInFlight }),
-    sinks: streamSinks(deps.stream, callsInFlight),
+    sinks: streamSinks(deps.stream, callsInFlight, deps.hooks),
     // Cancellation reaches an activity only in a heartbeat's reply: every beat of a model call must reach the server.
-    maxHeartbeatThrottleInterval: heartbeatThrottleMs(deps.modelHeartbeatMs),
+    maxHeartbeatThrottleInterval: heartbeatThrottleMs(deps.modelHeartbeatMs, deps.degradedHeartbeatMs),
     // A model call waits on the network, not the CPU: the SDK's 100 slots would cap a worker at 100 calls in flight
     // whatever its CPU. Workflow task slots stay at the SDK's 40: more only queue work in a CPU-bound worker.
     maxConcurrentActivityTaskExecutions: 1_000,
@@ -119,6 +125,13 @@ export interface AgentWorkerOptions {
   agents?: AgentDefinition[];
   /** Decides on each tool call before it runs: allow, deny, approval, or rewritten arguments (docs/tool-policy.md). */
   toolPolicy?: ToolPolicy;
+  /**
+   * Critics by name that a run chooses with `critique: { custom: 'name' }`: each is given the model critic's request
+   * and answers its decision (`Critic`). A run naming one this worker lacks fails at its start, naming those it has.
+   */
+  critics?: Record<string, Critic>;
+  /** Lifecycle hooks on every run: `onTransition` (each state change), `onRunEnd` (once); their failures never fail a run. */
+  hooks?: RunHooks;
   /** The environment settings are read from. @default process.env */
   env?: NodeJS.ProcessEnv;
   /** Every setting at once, as `workerConfig()` reads them; the options below override it. @default workerConfig(env) */
@@ -135,12 +148,22 @@ export interface AgentWorkerOptions {
   workspace?: string;
   /** The durable ledger of side-effecting tool calls (SQLite). @default AGENT_LEDGER, else ./.agent/tool-ledger.sqlite */
   ledgerFile?: string;
+  /**
+   * Where the `remember` and `recall` tools keep memories across runs (docs/memory.md): a store of yours (yours to
+   * close), or the settings of one to open. @default AGENT_MEMORY, else the SQLite file ./.agent/memory.sqlite
+   */
+  memory?: MemoryStore | MemorySettings;
   /** Encryption and claim check; clients must use the same (`agentDataConverter(codecs)`). @default `codecSettings(env)` */
   codecs?: CodecSettings;
   /** Prebuilt workflow bundles (`agent-build-workflows DIR`, `npm run build:workflows`); unset, the worker bundles its workflow code at boot. @default AGENT_WORKFLOW_BUNDLE_DIR */
   workflowBundleDir?: string;
   /** Where runs' live streams go; replaces AGENT_STREAM_REDIS_URL and AGENT_STREAM_URL. */
   stream?: LiveStream;
+  /**
+   * How a stop of a model call reaches the worker that holds it when that is another worker (stream/stops.ts).
+   * @default the configured stream's (Redis pub/sub, or the gateway's hub); none when `stream` is given
+   */
+  stopRelay?: StopRelay;
   /**
    * The fleet's provider budget every model call, critic and compaction reserves from; replaces the one the settings
    * ask for (LLM_TOKENS_PER_MINUTE, LLM_REQUESTS_PER_MINUTE, LLM_MAX_CONCURRENT_REQUESTS with AGENT_QUOTA_REDIS_URL).
@@ -157,6 +180,7 @@ export interface AgentWorkerOptions {
 }
 
 const isNativeConnection = (c: AgentWorkerOptions['connection']): c is NativeConnection => c instanceof NativeConnection;
+const isMemorySettings = (m: MemoryStore | MemorySettings): m is MemorySettings => 'kind' in m && (m.kind === 'sqlite' || m.kind === 'postgres');
 
 /** A worker with no MCP servers: none connected, nothing to close (and the MCP SDK not loaded). */
 const NO_MCP: McpTools = { tools: [], servers: [], close: async () => undefined };
@@ -167,11 +191,40 @@ async function connectConfiguredMcp(servers: McpServersSource): Promise<McpTools
   return connectMcpServers(parseMcpServers(servers.value, servers.source));
 }
 
+/** What a worker's stream warnings tell the operator to set, for a gateway URL given (`AGENT_STREAM_URL`) or the default. */
+const streamAdvice = (url: string, given: boolean) =>
+  given
+    ? `Check that the gateway at ${url} is up (AGENT_STREAM_URL), or set AGENT_STREAM_URL=off to publish nothing.`
+    : `Nothing was configured, and no gateway of this task queue announced itself on this host (${gatewayRuntimeDir()}), so the worker publishes to the default ${url}: start the gateway on this host (npm run gateway), or set AGENT_STREAM_URL to your gateway's URL (http://<host>:<its GATEWAY_PORT>) and AGENT_STREAM_TOKEN to its GATEWAY_TOKEN, AGENT_STREAM_REDIS_URL when it uses Redis, or AGENT_STREAM_URL=off to publish nothing.`;
+
+/** The gateway a worker without Redis publishes to, and whether it was configured (`AGENT_STREAM_URL`) or is the default. */
+export interface StreamGateway {
+  /** Where it is now: the gateway found for the worker's runs, else the configured or default URL. */
+  where: () => GatewayAddress;
+  /** The configured URL, or the default when nothing was configured. */
+  configuredUrl: string;
+  given: boolean;
+}
+
+/**
+ * The gateway a worker without Redis publishes to: the one configured (`AGENT_STREAM_URL`), or, at the defaults, the
+ * gateway that announced itself on this host for the worker's `runs` (stream/discovery.ts), else the default URL.
+ * `undefined` with Redis or `AGENT_STREAM_URL=off`. One per worker: its stream, stop relay and start check share it.
+ */
+export function streamGateway(env: NodeJS.ProcessEnv, runs?: ServedRuns): StreamGateway | undefined {
+  const settings = streamSettings(env);
+  if (settings.redisUrl || !settings.gatewayUrl) return undefined;
+  const fixed = { url: settings.gatewayUrl, ...(settings.token ? { token: settings.token } : {}) };
+  const where = settings.gatewayDefault && runs ? discoveredGateway(runs, fixed, env) : () => fixed;
+  return { where, configuredUrl: settings.gatewayUrl, given: !settings.gatewayDefault };
+}
+
 /**
  * The live stream the environment asks for: Redis (`AGENT_STREAM_REDIS_URL`), the gateway's hub (`AGENT_STREAM_URL`,
- * by default the local gateway's), or none (`AGENT_STREAM_URL=off`).
+ * by default the local gateway's), or none (`AGENT_STREAM_URL=off`). `hello`: who the worker is, which it tells the
+ * gateway's hub every 10 s (its health route names the workers it has not heard from).
  */
-export function configuredStream(env: NodeJS.ProcessEnv, opened: (channel: RedisChannel) => void): LiveStream | undefined {
+export function configuredStream(env: NodeJS.ProcessEnv, opened: (channel: RedisChannel) => void, hello?: WorkerHello, gateway = streamGateway(env)): LiveStream | undefined {
   const settings = streamSettings(env);
   // The runtime's logger, read when a line is written: JSON lines with AGENT_LOG_FORMAT=json, like the worker's own.
   const log = { warn: (m: string, meta?: Record<string, unknown>) => Runtime.instance().logger.warn(m, meta), info: (m: string, meta?: Record<string, unknown>) => Runtime.instance().logger.info(m, meta) };
@@ -187,10 +240,39 @@ export function configuredStream(env: NodeJS.ProcessEnv, opened: (channel: Redis
     opened(channel);
     return liveStream(channel, log);
   }
-  if (!settings.gatewayUrl) return undefined;
-  const name = `stream channel (the gateway at ${settings.gatewayUrl}${settings.gatewayDefault ? ', the default; AGENT_STREAM_URL=off turns it off' : ''})`;
-  return liveStream(httpTarget(settings.gatewayUrl, settings.token), log, { name, optional: settings.gatewayDefault });
+  if (!gateway) return undefined;
+  const url = gateway.where().url;
+  const found = url !== gateway.configuredUrl;
+  const name = `stream channel (the gateway at ${url}${found ? ', found on this host' : gateway.given ? '' : ', the default'})`;
+  const advice = streamAdvice(url, gateway.given || found);
+  return liveStream(httpTarget(gateway.where), log, { name, advice, ...(hello ? { hello } : {}) });
 }
+
+/**
+ * The stop relay of the configured stream (stream/stops.ts): Redis pub/sub beside Redis Streams, the gateway's hub
+ * beside the hub, none without a channel.
+ */
+export function configuredStopRelay(env: NodeJS.ProcessEnv, gateway = streamGateway(env)): StopRelay | undefined {
+  const settings = streamSettings(env);
+  if (settings.redisUrl) {
+    const { redisStopRelay } = require('../stream/redis-stops') as typeof RedisStopsModule;
+    return redisStopRelay(settings.redisUrl);
+  }
+  return gateway ? httpStopRelay(gateway.where) : undefined;
+}
+
+/**
+ * Refuses to start a worker whose gateway answers but refuses it (its token, or a URL that is no gateway's hub): the
+ * error says what to set. A gateway that does not answer is no reason (it may be starting): the worker starts degraded.
+ */
+export async function checkStreamTarget(hello: WorkerHello, gateway: StreamGateway | undefined): Promise<void> {
+  if (!gateway) return;
+  const refusal = await helloRefusal(httpTarget(gateway.where), hello, gateway.where().url);
+  if (refusal) throw new Error(`the worker cannot publish its runs' streams: ${refusal}`);
+}
+
+/** The worker's Temporal identity, as the SDK makes it by default: the gateway's health route names workers by it. */
+export const defaultWorkerIdentity = (): string => `${process.pid}@${os.hostname()}`;
 
 /** The settings a worker runs with: `options` over `options.config`, else over the environment. Pure but for reading `env`. */
 export function resolveWorkerConfig(options: AgentWorkerOptions = {}): WorkerConfig {
@@ -206,6 +288,7 @@ export function resolveWorkerConfig(options: AgentWorkerOptions = {}): WorkerCon
     temporal: { ...base.temporal, ...definedOnly({ ...connection, namespace: options.namespace, taskQueue: options.taskQueue }) },
     llm: { ...base.llm, ...definedOnly({ ...llm, model: name }) },
     ...definedOnly({ workspace: options.workspace, ledgerFile: options.ledgerFile, codecs: options.codecs, workflowBundleDir: options.workflowBundleDir }),
+    ...(options.memory && isMemorySettings(options.memory) ? { memory: options.memory } : {}),
     versioning: options.versioning === false ? undefined : options.versioning ? { defaultBehavior: 'PINNED', ...options.versioning } : base.versioning,
   };
 }
@@ -242,9 +325,14 @@ export async function createAgentWorker(options: AgentWorkerOptions = {}): Promi
   let ownBudget: RedisBudget | undefined;
   let ownCooldowns: RedisKeyCooldowns | undefined;
   let stopSweeps: (() => void) | undefined;
+  let ownMemory: MemoryStore | undefined;
+  let stopRelay: StopRelay | undefined;
+  let live: LiveStream | undefined;
   const release = async () => {
     stopSweeps?.();
+    if (!options.stream) live?.close();
     await channel?.close();
+    if (!options.stopRelay) await stopRelay?.close();
     await ownBudget?.close();
     await ownCooldowns?.close();
     if (!given) await connection?.close();
@@ -253,6 +341,7 @@ export async function createAgentWorker(options: AgentWorkerOptions = {}): Promi
     await ownTracing?.shutdown();
     ledger.close();
     inflight?.close();
+    await ownMemory?.close();
   };
   try {
     // TLS, mTLS and API keys by envconfig's conventions (TEMPORAL_API_KEY, TEMPORAL_TLS_*, temporal.toml profiles).
@@ -274,7 +363,15 @@ export async function createAgentWorker(options: AgentWorkerOptions = {}): Promi
     const dataConverter = createDataConverter(config.codecs);
     const bundleDir = config.workflowBundleDir;
     const traced = tracing ? tracingWorkerOptions(tracing, bundleDir === undefined) : undefined;
-    const live = options.stream ?? configuredStream(options.env ?? process.env, (c) => (channel = c));
+    const identity = defaultWorkerIdentity();
+    const hello = { identity, taskQueue: temporal.taskQueue };
+    // The runs this worker works: a gateway that announced itself on this host for the same is found at the defaults.
+    const runs = { temporalAddress: temporal.address, namespace: temporal.namespace, taskQueue: temporal.taskQueue };
+    const env = options.env ?? process.env;
+    const gateway = options.stream ? undefined : streamGateway(env, runs);
+    if (!options.stream) await checkStreamTarget(hello, gateway);
+    live = options.stream ?? configuredStream(env, (c) => (channel = c), hello, gateway);
+    stopRelay = options.stopRelay ?? (options.stream ? undefined : configuredStopRelay(env, gateway));
     if (!options.budget && config.quota) {
       const { RedisBudget } = await import('../quota/redis-budget');
       ownBudget = await RedisBudget.connect({ ...config.quota, url: config.quota.redisUrl });
@@ -285,6 +382,7 @@ export async function createAgentWorker(options: AgentWorkerOptions = {}): Promi
       ownCooldowns = await RedisKeyCooldowns.connect({ url: config.quota.redisUrl });
     }
     const budget = options.budget ?? ownBudget;
+    const memory = options.memory && !isMemorySettings(options.memory) ? options.memory : (ownMemory = await openMemoryStore(config.memory));
     const workerOptions = agentWorkerOptions({
       openai: openAIClient({ baseURL, apiKey: llm.apiKey }),
       ...(llm.apiKeys || llm.providers ? { providers: Providers.fromConfig(openAIClient, { baseURL, apiKeys: llm.apiKeys }, llm.providers, llm.keyCooldownMs, ownCooldowns) } : {}),
@@ -294,15 +392,20 @@ export async function createAgentWorker(options: AgentWorkerOptions = {}): Promi
       tools: [...(options.tools ?? []), ...mcp.tools],
       agents: options.agents,
       ...(options.toolPolicy ? { toolPolicy: options.toolPolicy } : {}),
+      ...(options.critics ? { critics: options.critics } : {}),
+      ...(options.hooks ? { hooks: options.hooks } : {}),
       ledger,
+      memory,
       conversations: createConversationStore(dataConverter, config.codecs.claimCheck),
       stream: live,
       budget,
+      callsInFlight: new ModelCallsInFlight(undefined, stopRelay),
     });
     const worker = await Worker.create({
       connection,
       namespace: temporal.namespace,
       taskQueue: temporal.taskQueue,
+      identity,
       ...workflowCode(bundleDir, tracing !== undefined),
       ...deploymentOptions(config.versioning),
       shutdownGraceTime: SHUTDOWN_GRACE_TIME,

@@ -15,13 +15,10 @@ export const bundleFile = (dir: string, tracing: boolean): string => path.join(d
 
 /**
  * Modules the worker's shared V8 context loads once, not once per run (`preloadModules`, with the SDK's default
- * `reuseV8Context`): zod, and `oncePerWorker`'s cache, which keeps the run's input schemas built by the first run for
- * every later one. Instantiated for each run, they cost about 0.4 MB and 170 schema objects a run (BENCHMARKS.md).
- * The SDK deep-freezes a preloaded module's exports, so only modules with no per-run state qualify; our schema
- * modules do not (zod defines some of a schema's properties on first use, which a frozen schema refuses), hence
- * the cache, whose schemas are built after the freeze.
+ * `reuseV8Context`): zod alone (common/zod-preload.ts). The product's schemas are built by each run, in its own module
+ * instances: nothing of the product's is shared between runs (docs/embedding.md, "What runs share").
  */
-export const PRELOAD_MODULES: readonly string[] = ['zod', require.resolve('../common/once-per-worker')];
+export const PRELOAD_MODULES: readonly string[] = ['zod', require.resolve('../common/zod-preload')];
 
 /** Webpack's report of every module bundled is noise to whoever runs this: only its warnings and errors are shown. */
 export const quietBundler: BundleOptions['logger'] = { trace() {}, debug() {}, info() {}, warn: console.warn, error: console.error, log() {} };

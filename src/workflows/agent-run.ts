@@ -18,17 +18,18 @@ import { FailureType } from '../common/failures';
 import { parseAgentRunInput } from '../common/input';
 import type { ModelResponse } from '../common/chat';
 import type { AgentRunResult } from '../common/messages';
-import { isTerminal } from '../common/states';
+import { AgentState, isTerminal } from '../common/states';
 import { CANCELLED } from './effects';
 import { setRunHandlers, setRunQueries } from './handlers';
-import { namesAgent, withAgent } from './start-input';
+import { critic, namesAgent, withAgent, withCritic } from './start-input';
 import { awaitsMessage, isRunning, recordRejection, type AgentCommand, type AgentEvent, type WorkCommand } from '../machine/machine';
 import { recordStateDuration } from './metrics';
 import { chooseDefinition } from './definition';
 import { carriedSnapshot, carryOn, carryOver, snapshotAt } from './resume';
 import type { RunSnapshot } from '../machine/snapshot';
 import { createStreamPublisher } from './stream';
-import { runResult } from './view';
+import { resultOf, runResult } from './view';
+import { endRunSpan, markRunSpan } from './genai';
 
 const now = () => new Date().toISOString();
 
@@ -41,14 +42,22 @@ export async function agentRun(rawInput: unknown): Promise<AgentRunResult> {
   const eventLog: Array<{ event: AgentEvent; at: string }> = [];
   // Before the first await: while a named agent resolves, queries see the run as its start's own fields make it.
   setRunQueries({ current: () => snapshot, at: (step) => snapshotAt(transition, base, eventLog, snapshot, step) });
-  // Only a start that names an agent awaits here (its spec, from the worker); other runs keep their history unchanged.
-  const input = namesAgent(rawInput) ? await withAgent(rawInput) : parsed;
+  // Only a start that names an agent (its spec, from the worker) or a custom critic (that the worker has it) awaits
+  // here; other runs keep their history unchanged.
+  const started = namesAgent(rawInput) ? await withAgent(rawInput) : parsed;
+  const judge = critic(started);
+  const input = judge ? await withCritic(started, judge) : started;
   if (input !== parsed) snapshot = base = input.ok ? initialSnapshot(input.value, now()) : blankSnapshot(now());
   // The ids of the children its calls of named agents start begin with it.
   snapshot = { ...snapshot, workflowId: workflowInfo().workflowId };
+  markRunSpan(snapshot, input.ok ? input.value.agent : undefined);
   const resumeInput = input.ok ? input.value.resume : undefined;
   // A what-if fork's recorded answers and edited tool results (a continued run's, those still unused).
-  const effects = createEffects({ replay: resumeInput?.replay as Record<string, ModelResponse> | undefined, toolResults: resumeInput?.edits?.toolResults });
+  const effects = createEffects(
+    { replay: resumeInput?.replay as Record<string, ModelResponse> | undefined, toolResults: resumeInput?.edits?.toolResults },
+    input.ok ? input.value.tenant : undefined,
+    () => snapshot.options.timeouts,
+  );
   const publisher = createPublisher();
   let live = createStreamPublisher();
   const timer = createRunTimer(() => dispatch({ type: 'TIMEOUT' }, true));
@@ -66,11 +75,13 @@ export async function agentRun(rawInput: unknown): Promise<AgentRunResult> {
       return;
     }
     snapshot = result.snapshot;
-    if (event.type !== 'STREAM_DELTA') eventLog.push({ event, at });
+    eventLog.push({ event, at });
     run(result.commands);
     // A parent paused (or resumed) while its children run pauses (or resumes) them.
     if (snapshot.pauseRequested !== before.pauseRequested) effects.pauseChildren(snapshot.pauseRequested);
-    const changes = snapshot.counters.step > before.counters.step ? snapshot.logs.transitions.slice(before.counters.step - snapshot.counters.step).filter((t) => t.from !== t.to) : [];
+    const steps = snapshot.counters.step > before.counters.step ? snapshot.logs.transitions.slice(before.counters.step - snapshot.counters.step) : [];
+    if (steps.length > 0) publisher.stepped(before.counters.step + 1, steps);
+    const changes = steps.filter((t) => t.from !== t.to);
     changes.forEach((t, i) => recordStateDuration(t.from, i === 0 ? before.stateSince : changes[i - 1].at, t.at));
     // A signal or update may move a run that waits on an activity (pause, abort): shown now, not after the call.
     if (changes.length > 0) publisher.transitioned(snapshot, changes, external);
@@ -92,6 +103,7 @@ export async function agentRun(rawInput: unknown): Promise<AgentRunResult> {
   setRunHandlers({
     current: () => snapshot,
     dispatch: (event) => dispatch(event, true),
+    cut: () => effects.cut(),
     refuse: (event, error) => (snapshot = recordRejection(snapshot, event, error, now())),
     transition,
   });
@@ -99,12 +111,15 @@ export async function agentRun(rawInput: unknown): Promise<AgentRunResult> {
   if (!input.ok) {
     dispatch({ type: 'INVALID_INPUT', error: input.error }, false);
     publisher.beforeWait(snapshot);
+    publisher.ended(resultOf(snapshot));
     throw ApplicationFailure.create({ type: FailureType.InvalidInput, message: input.error, nonRetryable: true });
   }
   const resume = input.value.resume;
   const carried = resume && carriedSnapshot(resume);
   if (carried && isTerminal(carried.phase.type)) {
-    throw ApplicationFailure.create({ type: FailureType.InvalidInput, message: `cannot carry on from a ${carried.phase.type} snapshot`, nonRetryable: true });
+    const error = `cannot carry on from a ${carried.phase.type} snapshot`;
+    publisher.ended({ ...resultOf(snapshot), status: AgentState.FAILED, reason: error });
+    throw ApplicationFailure.create({ type: FailureType.InvalidInput, message: error, nonRetryable: true });
   }
   if (resume && carried) {
     const carriedOn = carryOn(resume, carried, workflowInfo().workflowId, now());
@@ -143,12 +158,16 @@ export async function agentRun(rawInput: unknown): Promise<AgentRunResult> {
     }
   } catch (err) {
     if (!(isCancellation(err) && root.consideredCancelled)) throw err;
-    dispatch({ type: 'ABORT', reason: 'the workflow was cancelled' }, true);
+    const cut = effects.lastCut();
+    dispatch({ type: 'ABORT', reason: 'the workflow was cancelled', ...(cut ? { cut } : {}) }, true);
   } finally {
     timer.cancel();
     publisher.beforeWait(snapshot);
+    endRunSpan(snapshot);
   }
-  return runResult(snapshot);
+  const result = resultOf(snapshot);
+  publisher.ended(result);
+  return runResult(snapshot, result);
 
   /** A kept-open conversation waits for a follow-up message, with no timeout running between turns. */
   async function awaitMessage(ms: number): Promise<AgentEvent | typeof CANCELLED> {

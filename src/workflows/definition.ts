@@ -6,6 +6,7 @@
  */
 import { resumeAt, transition } from '../machine/machine';
 import { blankSnapshot, initialSnapshot } from '../machine/snapshot';
+import type { RunTimeouts } from '../common/input';
 import { createEffects, type Effects, type WhatIf } from './effects';
 import { createPublisher, type Publisher } from './publisher';
 import { createRunTimer, type RunTimer } from './run-timer';
@@ -19,8 +20,11 @@ export interface RunDefinition {
   blankSnapshot: typeof blankSnapshot;
   /** The work a carried snapshot (continue-as-new, fork) starts with (`commandsFor`, and the timer on its clocks). */
   resumeAt: typeof resumeAt;
-  /** How commands run as activities, timers and child runs. */
-  createEffects: (whatIf?: WhatIf) => Effects;
+  /**
+   * How commands run as activities, timers and child runs; `tenant`: the run's (its tasks' fairness key); `timeouts`:
+   * the run's (its snapshot's), read as each activity starts.
+   */
+  createEffects: (whatIf?: WhatIf, tenant?: string, timeouts?: () => RunTimeouts | undefined) => Effects;
   /** Where the run shows its state: search attribute, current details, memo. */
   createPublisher: () => Publisher;
   createRunTimer: (fire: () => void) => RunTimer;

@@ -9,9 +9,11 @@
  * activity (BENCHMARKS.md).
  */
 import {
+  ActivityCancellationType,
   ActivityFailure,
   ApplicationFailure,
   CancellationScope,
+  CancelledFailure,
   ChildWorkflowFailure,
   isCancellation,
   proxyActivities,
@@ -35,31 +37,42 @@ import {
   type ToolRequest,
   type ToolResult,
 } from '../common/chat';
+import { WORKFLOW_TYPE } from '../common/constants';
+import { DEFAULT_TIMEOUTS, type RunTimeouts } from '../common/input';
 import { pauseSignal, resumeSignal, type AgentRunResult } from '../common/messages';
 import { AgentState } from '../common/states';
 import { ModelErrorType } from '../common/failures';
 import { COMPACTION_CALL, criticCall, type ModelCallKey, type ModelCallSinks } from '../common/sinks';
 import { inModelOrder } from '../common/tool-order';
 import { INTERRUPTED_TOOL, modelFailure, type AgentEvent, type WorkCommand } from '../machine/machine';
+import type { CutText } from '../machine/types';
 import { modelCallSummary, toolCallSummary } from '../machine/requests';
-import { inheritedOwner } from './owner';
+import { tenantPriority } from '../common/fairness';
+import { inheritedOwner, runTenant } from './owner';
 
 /**
  * Model calls stream for a while; compaction and the critic wait for a non-streamed answer. All heartbeat (model calls
  * every 800 ms, for interrupts that reach them from another worker), so the heartbeat timeout catches a dead worker
  * within 5 s; a stalled stream is cut by the activity's own idle timeout. Retries are bounded by time, not by a count
  * that worker crashes would spend: a kill costs an attempt and 5 s, and a provider that keeps failing ends the call
- * after 20 minutes (then the run may move to a fallback model: modelCallFailure). Final provider errors
- * (authentication, bad request, context overflow) are not retried at all (activities/errors.ts).
+ * after the run's `timeouts.modelCallMs` (20 minutes; then the run may move to a fallback model: modelCallFailure).
+ * Final provider errors (authentication, bad request, context overflow) are not retried at all (activities/errors.ts).
  */
 const modelCallOptions: ActivityOptions = {
-  startToCloseTimeout: '5 minutes',
-  scheduleToCloseTimeout: '20 minutes',
+  startToCloseTimeout: DEFAULT_TIMEOUTS.modelAttemptMs,
+  scheduleToCloseTimeout: DEFAULT_TIMEOUTS.modelCallMs,
   heartbeatTimeout: '5 seconds',
   retry: { initialInterval: '1 second', backoffCoefficient: 2, maximumInterval: '30 seconds' }, // no attempt cap: the time bounds it
 };
-/** A critic that cannot answer within 2 minutes is replaced by the rule critic rather than hold the run. */
-const criticOptions: ActivityOptions = { ...modelCallOptions, scheduleToCloseTimeout: '2 minutes' };
+
+/**
+ * The options of a run's model requests under its timeouts (common/input.ts, `timeouts`): an attempt of each is cut at
+ * `modelAttemptMs`; a critic that cannot answer within `criticMs` is replaced by the rule critic rather than hold the run.
+ */
+function modelRequestOptions(timeouts: RunTimeouts = DEFAULT_TIMEOUTS): { model: ActivityOptions; critic: ActivityOptions; compaction: ActivityOptions } {
+  const model = { ...modelCallOptions, startToCloseTimeout: timeouts.modelAttemptMs, scheduleToCloseTimeout: timeouts.modelCallMs };
+  return { model, critic: { ...model, scheduleToCloseTimeout: timeouts.criticMs }, compaction: { ...model, scheduleToCloseTimeout: timeouts.compactionMs } };
+}
 /** Tools heartbeat every second while they work; one call may take as long as its tool declares (`timeoutMs`). */
 const toolOptions: ActivityOptions = {
   startToCloseTimeout: '2 minutes',
@@ -89,6 +102,13 @@ export interface Effects {
   waits(command: WorkCommand): boolean;
   /** Cancel the work in flight, if any. */
   cancel(): void;
+  /**
+   * Stop the model call in flight, if any, and resolve with the text it had streamed once its cancellation (or its
+   * answer, if it had just finished) reaches the run; `undefined` at once when no model call is in flight.
+   */
+  cut(): Promise<CutText | undefined>;
+  /** The text of the last model call stopped so far (a cancelled workflow stops its call without `cut`). */
+  lastCut(): CutText | undefined;
   /** Stop the running tool calls marked `cancellable`: each answers INTERRUPTED_TOOL; the others run on. */
   interruptTools(): void;
   /** Pause (or resume) the child runs now running, as their parent was paused (or resumed). */
@@ -112,7 +132,17 @@ export interface WhatIf {
  * model call's outcome is one `then` on the activity, not three nested awaits, and tool calls the model call ran
  * already are an outcome at once (`ready`), with no await.
  */
-export function createEffects(whatIf: WhatIf = {}): Effects {
+export function createEffects(whatIf: WhatIf = {}, inputTenant?: string, timeouts: () => RunTimeouts | undefined = () => undefined): Effects {
+  /** The run's tenant; its activities and children queue as its own on the task queue (Temporal's fairness key). */
+  const tenant = runTenant(inputTenant);
+  const fair = tenantPriority(tenant);
+  /** The options under the run's timeouts, built again only when those change (a fork's carried snapshot brings its own). */
+  let built: { timeouts: RunTimeouts | undefined; options: ReturnType<typeof modelRequestOptions> } | undefined;
+  const requestOptions = () => {
+    const now = timeouts();
+    if (built?.timeouts !== now || !built) built = { timeouts: now, options: modelRequestOptions(now) };
+    return built.options;
+  };
   let replay = whatIf.replay && Object.keys(whatIf.replay).length > 0 ? { ...whatIf.replay } : undefined;
   const editedResults = whatIf.toolResults ?? {};
   /** The run's requests went their own way (an answer not replayed): the recorded answers are of no more use. */
@@ -162,7 +192,7 @@ export function createEffects(whatIf: WhatIf = {}): Effects {
     const run = local(request)
       ? localActivities.executeTool.executeWithOptions({ ...localToolOptions, summary: toolCallSummary(call) }, [request]) // the UI names it
       : activities.executeTool.executeWithOptions(
-          { ...toolOptions, ...(call.timeoutMs ? { startToCloseTimeout: call.timeoutMs } : {}), summary: toolCallSummary(call) },
+          { ...toolOptions, ...fair, ...(call.timeoutMs ? { startToCloseTimeout: call.timeoutMs } : {}), summary: toolCallSummary(call) },
           [request],
         );
     return run.catch((err: unknown): ToolResult => {
@@ -183,10 +213,12 @@ export function createEffects(whatIf: WhatIf = {}): Effects {
     const answer = (ok: boolean, content: string, outcome?: ChildOutcome): ToolResult => ({ toolCallId: call.id, name: call.name, ok, content, ...(outcome ? { child: outcome } : {}) });
     const prompt = promptOf(call.arguments);
     if (prompt === null) return answer(false, `Error: invalid arguments for ${call.name}: send {"prompt": "<the task>"}`);
-    const handle = await startChild<() => Promise<AgentRunResult>>('agentRun', {
+    const handle = await startChild<() => Promise<AgentRunResult>>(WORKFLOW_TYPE, {
       workflowId: child.workflowId,
-      args: [{ agent: child.agent, prompt, ...(child.budget ? { budget: child.budget } : {}) }] as never,
+      // The child draws on the fleet's budget as its parent's tenant.
+      args: [{ agent: child.agent, prompt, ...(child.budget ? { budget: child.budget } : {}), ...(tenant ? { tenant } : {}) }] as never,
       ...inheritedOwner(),
+      ...fair,
     });
     children.add(handle);
     const outcome = (r: AgentRunResult): ChildOutcome => ({ workflowId: child.workflowId, agent: child.agent, state: r.status, usage: r.usage });
@@ -231,8 +263,20 @@ export function createEffects(whatIf: WhatIf = {}): Effects {
   function modelCall(command: Extract<WorkCommand, { type: 'callModel' }>): { request: ModelRequest; call: () => Promise<ModelOutcome> } {
     const request = { ...command.request, runLocalTools: true, ...(replay ? { replay } : {}) };
     const summary = modelCallSummary(request.purpose, request.callNumber);
-    return { request, call: () => activities.callModel.executeWithOptions({ ...modelCallOptions, summary }, [request]) };
+    // Waits for the cancellation: its details carry the text streamed so far (the only way it reaches history).
+    const options = { ...requestOptions().model, ...fair, cancellationType: ActivityCancellationType.WAIT_CANCELLATION_COMPLETED, summary };
+    return { request, call: () => activities.callModel.executeWithOptions(options, [request]) };
   }
+
+  /** The model call `cut` is stopping, and who waits for its text. */
+  let cutting: { promise: Promise<CutText | undefined>; resolve: (cut: CutText | undefined) => void } | undefined;
+  let lastCut: CutText | undefined;
+  /** A model call ended after its scope was cancelled: what it streamed is handed to whoever stopped it. */
+  const ended = (cut: CutText | undefined) => {
+    lastCut = cut;
+    cutting?.resolve(cut);
+    cutting = undefined;
+  };
 
   /** `cancellable` and the failure's event in one `then`, with no async function around it: four promises fewer a call. */
   function callModelDirect(command: Extract<WorkCommand, { type: 'callModel' }>): Promise<Outcome> {
@@ -241,18 +285,24 @@ export function createEffects(whatIf: WhatIf = {}): Effects {
     const work = scope;
     working = true;
     calling = request.callNumber;
+    const callNumber = request.callNumber;
     return work.run(call).then(
       (outcome) => {
         working = false;
         calling = undefined;
         answered(outcome);
-        return modelResponded(request, outcome);
+        if (!work.consideredCancelled) return modelResponded(request, outcome);
+        // Answered before the cancellation reached it: what stopped it gets the whole text, as a cut.
+        ended(isQuotaWait(outcome) ? undefined : { callNumber, text: outcome.text });
+        return CANCELLED;
       },
       (err: unknown) => {
         working = false;
         calling = undefined;
-        if (isCancellation(err) && work.consideredCancelled) return CANCELLED;
-        return modelCallFailure(err);
+        if (!work.consideredCancelled) return modelCallFailure(err);
+        // Its cancellation, or a failure (a timeout: its worker died) that came first: it describes nothing any more.
+        ended(cutOf(callNumber, err));
+        return CANCELLED;
       },
     );
   }
@@ -276,6 +326,18 @@ export function createEffects(whatIf: WhatIf = {}): Effects {
       if (calling !== undefined) modelCalls.stop(calling);
       scope?.cancel();
     },
+    cut: () => {
+      if (!working || typeof calling !== 'number') return Promise.resolve(undefined);
+      if (!cutting) {
+        let resolve!: (cut: CutText | undefined) => void;
+        const promise = new Promise<CutText | undefined>((r) => (resolve = r));
+        cutting = { promise, resolve };
+      }
+      const { promise } = cutting;
+      effects.cancel();
+      return promise;
+    },
+    lastCut: () => lastCut,
     // Not async: a model call's outcome is the one promise `callModelDirect` returns.
     run: (command) => (command.type === 'callModel' ? callModelDirect(command) : runWork(command)),
   };
@@ -290,8 +352,9 @@ export function createEffects(whatIf: WhatIf = {}): Effects {
       }
       case 'critique': {
         const { request } = command;
-        const options = { ...criticOptions, summary: `model critique of the answer (call #${request.callNumber})` };
-        const critic = () => activities.critiqueAnswer.executeWithOptions(options, [request]);
+        const summary = `${request.critic ? `critique by ${request.critic}` : 'model critique'} of the answer (call #${request.callNumber})`;
+        const activity = request.critic ? activities.customCritique : activities.critiqueAnswer;
+        const critic = () => activity.executeWithOptions({ ...requestOptions().critic, ...fair, summary }, [request]);
         const outcome = await cancellable(critic, criticCall(request.callNumber)).catch((err: unknown) => ({ failed: err }));
         if (outcome === CANCELLED) return CANCELLED;
         if ('failed' in outcome) return { type: 'CRITIC_FAILED', error: failureMessage(outcome.failed) };
@@ -300,7 +363,7 @@ export function createEffects(whatIf: WhatIf = {}): Effects {
       }
       case 'compact': {
         const summary = `compaction of ${command.request.messages.length} messages`;
-        const compaction = () => activities.compactContext.executeWithOptions({ ...modelCallOptions, summary }, [command.request]);
+        const compaction = () => activities.compactContext.executeWithOptions({ ...requestOptions().compaction, ...fair, summary }, [command.request]);
         const outcome = await cancellable(compaction, COMPACTION_CALL).catch((err: unknown) => ({ failed: err }));
         if (outcome === CANCELLED) return CANCELLED;
         return 'failed' in outcome ? { type: 'COMPACTION_FAILED', error: failureMessage(outcome.failed) } : { type: 'COMPACTED', result: outcome };
@@ -334,6 +397,17 @@ function failedRun(err: unknown): AgentRunResult | undefined {
   return result && typeof result === 'object' && 'usage' in result ? result : undefined;
 }
 
+/**
+ * What a stopped model call had streamed: the details of its cancellation (activities/model.ts), or, when its worker
+ * died before it heard of it, of its last heartbeat (the attempt timed out).
+ */
+function cutOf(callNumber: number, err: unknown): CutText | undefined {
+  const cause = err instanceof ActivityFailure ? err.cause : err;
+  const details = cause instanceof CancelledFailure ? cause.details[0] : cause instanceof TimeoutFailure ? cause.lastHeartbeatDetails : undefined;
+  const text = (details as { text?: unknown } | undefined)?.text;
+  return typeof text === 'string' ? { callNumber, text } : undefined;
+}
+
 /** The innermost application failure's message: what the model or the tool actually said. */
 function failureMessage(err: unknown): string {
   const cause = err instanceof ActivityFailure || err instanceof ChildWorkflowFailure ? err.cause : err;
@@ -341,7 +415,7 @@ function failureMessage(err: unknown): string {
 }
 
 /**
- * A model call that ran out of time (its 20-minute schedule-to-close bound, retries and all) spent its retries as surely
+ * A model call that ran out of time (its `timeouts.modelCallMs` schedule-to-close bound, retries and all) spent its retries as surely
  * as one that failed ten times: the run may move to a fallback model (MODEL_UNAVAILABLE).
  */
 function modelCallFailure(err: unknown): AgentEvent {

@@ -14,7 +14,6 @@ import {
   parseOrThrow,
   parseWith,
   SendMessageUpdateSchema,
-  StreamDeltaSchema,
 } from '../common/input';
 import {
   abortSignal,
@@ -29,7 +28,6 @@ import {
   stateAtQuery,
   stateQuery,
   stepsQuery,
-  streamDeltaSignal,
   DEFAULT_STEPS_PAGE,
   MAX_STEPS_PAGE,
   type StepsPage,
@@ -39,6 +37,7 @@ import {
 import type { Actor } from '../common/actor';
 import { AgentState } from '../common/states';
 import { undecided, type AgentEvent, type TransitionResult } from '../machine/machine';
+import type { CutText } from '../machine/types';
 import type { RunSnapshot } from '../machine/snapshot';
 import { publicView } from './view';
 
@@ -54,6 +53,12 @@ export interface HandledRun {
   current(): RunSnapshot;
   /** Apply an event brought by a signal or an update; the machine may refuse it. */
   dispatch(event: AgentEvent): void;
+  /**
+   * Stop the model call in flight, if any, and resolve with what it had streamed once its cancellation reaches the
+   * run: an abort or an interrupt hands it to the machine with its event (the cancellation's details are the only
+   * place the streamed text reaches history).
+   */
+  cut(): Promise<CutText | undefined>;
   /** Keep a payload that could not become an event, with why, on the snapshot. */
   refuse(event: AgentEvent, error: string): void;
   /** The run's machine (definition.ts), asked for a dry run by update validators. */
@@ -110,9 +115,15 @@ export function setRunHandlers(run: HandledRun): void {
     if (!result.ok) throw new Error(result.error);
   };
   const controlResult = (): ControlResult => ({ state: run.current().phase.type, pauseRequested: run.current().pauseRequested });
-  setHandler(abortSignal, (raw) => {
+  /** Whether the machine would take the event now (a dry run). */
+  const accepts = (event: AgentEvent): boolean => run.transition(run.current(), event, new Date().toISOString()).ok;
+  /** The text of the model call an accepted abort or interrupt stops, taken before the event is applied. */
+  const cutFor = (event: AgentEvent): Promise<CutText | undefined> => (accepts(event) ? run.cut() : Promise.resolve(undefined));
+  setHandler(abortSignal, async (raw) => {
     const parsed = parseWith(AbortSignalSchema, raw ?? {}, 'abort input');
-    run.dispatch({ type: 'ABORT', ...(parsed.ok ? byOf(parsed.value) : {}), reason: parsed.ok ? parsed.value.reason : undefined });
+    const event = { type: 'ABORT' as const, ...(parsed.ok ? byOf(parsed.value) : {}), reason: parsed.ok ? parsed.value.reason : undefined };
+    const cut = await cutFor(event);
+    run.dispatch({ ...event, ...(cut ? { cut } : {}) });
   });
   // A signal is applied whatever its payload: one who cannot be read is recorded as the service.
   const signalBy = (raw: unknown) => {
@@ -121,12 +132,6 @@ export function setRunHandlers(run: HandledRun): void {
   };
   setHandler(pauseSignal, (raw) => run.dispatch({ type: 'PAUSE', ...signalBy(raw) }));
   setHandler(resumeSignal, (raw) => run.dispatch({ type: 'RESUME', ...signalBy(raw) }));
-  setHandler(streamDeltaSignal, (raw) => {
-    // Built field by field: a payload must never choose the event it becomes.
-    const parsed = parseWith(StreamDeltaSchema, raw, 'streamDelta');
-    if (parsed.ok) run.dispatch({ type: 'STREAM_DELTA', ...parsed.value });
-    else run.refuse({ type: 'STREAM_DELTA', callNumber: 0, attempt: 0, text: '' }, parsed.error);
-  });
   setHandler(
     approveUpdate,
     (raw) => {
@@ -143,10 +148,11 @@ export function setRunHandlers(run: HandledRun): void {
   );
   setHandler(
     sendMessageUpdate,
-    (raw) => {
+    async (raw) => {
       const { text, interrupt, by } = SendMessageUpdateSchema.parse(raw);
+      const cut = interrupt ? await cutFor({ type: 'INTERRUPT', text }) : undefined;
       const before = run.current();
-      run.dispatch({ type: interrupt ? 'INTERRUPT' : 'MESSAGE', text, ...byOf({ by }) });
+      run.dispatch(interrupt ? { type: 'INTERRUPT', text, ...byOf({ by }), ...(cut ? { cut } : {}) } : { type: 'MESSAGE', text, ...byOf({ by }) });
       // The model step started again with it, the approvals it ended, the tools being stopped; false: only queued (or a
       // follow-up turn of a completed run, which had nothing to cut short).
       const moved = run.current().counters.step !== before.counters.step || run.current().phase.type === AgentState.TOOL_EXECUTING;
@@ -163,9 +169,10 @@ export function setRunHandlers(run: HandledRun): void {
   // The signals' updates, which say whether the run took the control.
   setHandler(
     abortUpdate,
-    (raw) => {
+    async (raw) => {
       const { reason, by } = AbortUpdateSchema.parse(raw ?? {});
-      run.dispatch({ type: 'ABORT', reason, ...byOf({ by }) });
+      const cut = await run.cut();
+      run.dispatch({ type: 'ABORT', reason, ...byOf({ by }), ...(cut ? { cut } : {}) });
       return controlResult();
     },
     {

@@ -19,3 +19,11 @@ export function inheritedOwner(): { typedSearchAttributes?: SearchAttributePair[
     ...(owner ? { memo: { [AGENT_OWNER_MEMO]: owner } } : {}),
   };
 }
+
+/**
+ * The tenant the work a run schedules belongs to (its model calls in the fleet's budget, its activities and child runs
+ * on the task queue): its input's `tenant`, or else its `AgentTenant`; undefined for none.
+ */
+export function runTenant(inputTenant: string | undefined): string | undefined {
+  return inputTenant ?? workflowInfo().typedSearchAttributes.get(agentTenantKey);
+}

@@ -4,11 +4,13 @@ import { toOpenAI } from '../common/conversation';
 import { FailureType } from '../common/failures';
 import type { AgentRunResult } from '../common/messages';
 import { AgentState } from '../common/states';
-import { VIEW_CHILDREN, VIEW_TRANSITIONS, type RunStateView } from '../common/view';
+import type { RunStateView } from '../common/view';
+import { VIEW_CHILDREN, VIEW_TRANSITIONS } from '../common/view-bounds';
 import { CHILD_RUNNING } from '../machine/children';
 import { lastAssistantText } from '../machine/responses';
 import type { RunSnapshot } from '../machine/snapshot';
 import { totalDeadline, waitDeadline, workDeadline } from '../machine/clocks';
+import { planProgress } from '../machine/plan';
 
 /**
  * The curated view: the phase's data under its documented names, and none of the machine's bookkeeping. Its lists are
@@ -52,6 +54,8 @@ export function publicView(s: RunSnapshot, includeMessages: boolean, tail = VIEW
     queuedMessages: s.queuedMessages,
     controls: s.logs.controls ?? [],
     plan: s.plan,
+    planSteps: s.planSteps ?? null,
+    planProgress: s.planSteps ? planProgress(s.planSteps) : null,
     lastCritique: s.lastCritique,
     lastModel: s.lastModel,
     model: s.options.model ?? null,
@@ -69,11 +73,11 @@ export function publicView(s: RunSnapshot, includeMessages: boolean, tail = VIEW
   };
 }
 
-/** The workflow's result; a FAILED run fails the workflow with the result in the failure's details. */
-export function runResult(s: RunSnapshot): AgentRunResult {
+/** The run's result (FAILED included), as `runResult` returns or fails with it. */
+export function resultOf(s: RunSnapshot): AgentRunResult {
   const last = s.logs.transitions.at(-1);
   const cutShort = s.phase.type !== AgentState.COMPLETED && (last?.from === AgentState.STREAMING || last?.from === AgentState.PLANNING);
-  const result: AgentRunResult = {
+  return {
     status: s.phase.type as AgentRunResult['status'],
     answer: s.answer,
     reason: s.reason?.text ?? null,
@@ -84,6 +88,10 @@ export function runResult(s: RunSnapshot): AgentRunResult {
     toolCalls: s.counters.toolCalls,
     ...(s.options.returnMessages ? { messages: toOpenAI(s.messages) } : {}),
   };
+}
+
+/** The workflow's result; a FAILED run fails the workflow with `AgentRunFailed`, its result in the details. */
+export function runResult(s: RunSnapshot, result = resultOf(s)): AgentRunResult {
   if (s.phase.type === AgentState.FAILED) {
     throw ApplicationFailure.create({ type: FailureType.AgentRunFailed, message: s.reason?.text ?? 'failed', nonRetryable: true, details: [result] });
   }

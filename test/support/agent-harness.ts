@@ -2,6 +2,7 @@
  * A real agent worker for workflow tests: the dev server started by the jest global setup, the real `openai`
  * client talking HTTP to the scripted model, and a workflow bundle built once per test file.
  */
+import { withActivities } from '../../src/client/activity-view';
 import { randomUUID } from 'node:crypto';
 import { mkdtempSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
@@ -10,7 +11,8 @@ import type { WorkflowHandle } from '@temporalio/client';
 import { TestWorkflowEnvironment } from '@temporalio/testing';
 import { bundleWorkflowCode, Runtime, Worker, type WorkflowBundle } from '@temporalio/worker';
 import type { DataConverter } from '@temporalio/common';
-import type { AgentDefinition, ModelCallsInFlight, Tool, ToolLedger, ToolPolicy } from '../../src/activities';
+import type { AgentDefinition, Critic, ModelCallsInFlight, Tool, ToolLedger, ToolPolicy } from '../../src/activities';
+import type { RunHooks } from '../../src/stream/hooks';
 import { claimCheckDataConverter, ConversationStore, FsBlobStore } from '../../src/codec';
 import { WORKFLOW_TYPE } from '../../src/common/constants';
 import type { AgentRunInput } from '../../src/common/input';
@@ -18,6 +20,7 @@ import { stateQuery, type RunStateView } from '../../src/common/messages';
 import { startScriptedModel, type ScriptedModel, type ScriptedModelOptions } from '../../src/scripted-model';
 import { agentWorkerOptions, openAIClient } from '../../src/worker';
 import type { LiveStream } from '../../src/stream';
+import type { MemoryStore } from '../../src/memory';
 import type { ProviderBudget } from '../../src/quota';
 import { Providers, type KeyCooldowns } from '../../src/activities/providers';
 import { bundleAgentWorkflows, PRELOAD_MODULES, sandboxWebpackConfig, WORKFLOWS_PATH } from '../../src/worker/workflow-bundle';
@@ -115,6 +118,12 @@ export interface AgentHarnessOptions {
   callsInFlight?: ModelCallsInFlight;
   /** The ledger of side-effecting tool calls. @default none */
   ledger?: ToolLedger;
+  /** The memory store of the `remember` and `recall` tools (src/memory). @default none: the tools are not registered */
+  memory?: MemoryStore;
+  /** Custom critics the worker registers (`critique: { custom: name }`). @default none */
+  critics?: Record<string, Critic>;
+  /** Lifecycle hooks of the worker (`onTransition`, `onRunEnd`). @default none */
+  hooks?: RunHooks;
 }
 
 export async function startAgentHarness(
@@ -146,7 +155,7 @@ export async function startAgentHarness(
         openai: openAIClient(options.llm ? { baseURL: options.llm.baseURL } : { baseURL: model.url, apiKey: 'scripted' }),
         defaultModel: options.llm?.model ?? 'unset',
         workspace,
-        deltaFlushMs: 100,
+        degradedHeartbeatMs: 100,
         stream: options.stream,
         budget: options.budget,
         ...(providers ? { providers } : {}),
@@ -156,6 +165,9 @@ export async function startAgentHarness(
         ...(options.toolPolicy ? { toolPolicy: options.toolPolicy } : {}),
         ...(options.callsInFlight ? { callsInFlight: options.callsInFlight } : {}),
         ...(options.ledger ? { ledger: options.ledger } : {}),
+        ...(options.memory ? { memory: options.memory } : {}),
+        ...(options.critics ? { critics: options.critics } : {}),
+        ...(options.hooks ? { hooks: options.hooks } : {}),
         conversations: options.conversations === false ? undefined : new ConversationStore(blobStore, { dataConverter, maxCached: options.conversationCache }),
       }),
     });
@@ -173,7 +185,8 @@ export async function startAgentHarness(
     start: (input) => env.client.workflow.start(WORKFLOW_TYPE, { taskQueue, workflowId: `wf-${randomUUID()}`, args: [input] }),
     waitForState: (handle, predicate, timeoutMs = 20_000) =>
       waitFor(async () => {
-        const s = await handle.query(stateQuery);
+        // As a client reads it: the model call's text so far comes from its heartbeat details.
+        const s = await withActivities(handle.client, { workflowId: handle.workflowId }, await handle.query(stateQuery));
         return predicate(s) ? s : undefined;
       }, timeoutMs, 'the run state'),
     async stopWorker() {

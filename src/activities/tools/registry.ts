@@ -13,6 +13,8 @@ export interface ToolContext {
   idempotencyKey: string;
   /** Aborted when the call is cancelled (the run aborted, the activity timed out, the worker stopping): stop work then. */
   signal: AbortSignal;
+  /** The run's memory scope (`ToolRequest.memory`): what the `remember` and `recall` tools read and write. */
+  memory?: { namespace?: string; tenant?: string };
 }
 
 export interface Tool<P extends z.ZodObject = z.ZodObject> {
@@ -38,6 +40,8 @@ export interface Tool<P extends z.ZodObject = z.ZodObject> {
    * message may then stop a call of it, as it stops calls of tools without side effects. @default false
    */
   cancellable?: boolean;
+  /** Offered only to runs whose `tools` name it, not to runs that name none (the memory tools). @default false */
+  optIn?: boolean;
   /** A named agent given as a tool (activities/agents.ts): offered only to runs that name it, run as a child workflow. */
   agent?: string;
   execute(args: z.output<P>, ctx: ToolContext): Promise<string>;
@@ -145,9 +149,14 @@ export class ToolRegistry {
     return [...new Set(names)].filter((n) => !this.tools.has(n));
   }
 
-  /** Definitions for the model; `allowed` absent means every tool but named agents, and unknown names are an error. */
+  /** The tools a run that names none may use: every tool but named agents and opt-in tools. */
+  private byDefault(): string[] {
+    return this.names().filter((n) => !this.tools.get(n)!.agent && !this.tools.get(n)!.optIn);
+  }
+
+  /** Definitions for the model; `allowed` absent means every tool but named agents and opt-in tools, and unknown names are an error. */
   definitions(allowed?: string[]): OpenAIFunctionTool[] {
-    const names = allowed ?? this.names().filter((n) => !this.tools.get(n)!.agent);
+    const names = allowed ?? this.byDefault();
     const unknown = this.missing(names);
     if (unknown.length) throw new Error(`unknown tool(s) ${unknown.join(', ')}; registered: ${this.names().join(', ')}`);
     return names.map((name) => ({ type: 'function', function: { name, description: this.tools.get(name)!.description, parameters: this.schemaOf(name)! } }));
@@ -156,7 +165,7 @@ export class ToolRegistry {
   async run(call: ToolCall, ctx: ToolContext, allowed?: string[]): Promise<ToolResult> {
     const result = (ok: boolean, content: string): ToolResult => ({ toolCallId: call.id, name: call.name, ok, content: bound(content) });
     const tool = this.tools.get(call.name);
-    const available = allowed ?? this.names();
+    const available = allowed ?? this.names().filter((n) => !this.tools.get(n)!.optIn);
     if (!tool || !available.includes(call.name)) {
       return result(false, `Error: unknown tool "${call.name}". Available tools: ${available.join(', ')}.`);
     }

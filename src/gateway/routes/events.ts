@@ -16,17 +16,19 @@ import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import type { RunStateView } from '../../common/view';
 import { WorkflowNotFoundError } from '@temporalio/client';
 import { AgentRunNotFoundError } from '../../client';
+import { watchRun } from '../../client/watch';
+import { modelCallDegraded } from '../../client/activity-view';
 import { abortOnClose, type GatewayContext } from '../context';
 import { callerTenant } from '../identity';
 import { HttpError, toHttpError } from '../errors';
 import { answer, RunEventSchemas, StreamTokenSchema, type RunEventName } from '../responses';
 import { EventsQuerySchema, parseOr400, RunParamsSchema } from '../schemas';
-import { isOffset, isPastHead, START } from '../../stream/channel';
+import { isPastHead, START } from '../../stream/channel';
 import { serveLive } from '../live-events';
 import { uiMessageStreamFormat } from '../ui-message-stream';
 import { agUiFormat } from '../ag-ui';
 import type { EventFormat } from '../event-format';
-import { EventCursor, parseCursor, type SseEvent } from '../sse-cursor';
+import { EventCursor, parseStreamId, type SseEvent } from '../sse-cursor';
 
 /** How long a browser's EventSource waits before reconnecting. */
 const RETRY_MS = 2_000;
@@ -75,7 +77,9 @@ export async function serveRunEvents(ctx: GatewayContext, request: FastifyReques
   const query = parseOr400(EventsQuerySchema, request.query, 'query');
   const header = request.headers['last-event-id'];
   const lastEventId = (Array.isArray(header) ? header[0] : header) ?? query.lastEventId;
-  let cursor = new EventCursor(parseCursor(lastEventId));
+  // One id format whether the stream came from the channel or by polling: `<offset>_<cursor>` (sse-cursor.ts).
+  const resumeFrom = parseStreamId(lastEventId);
+  let cursor = new EventCursor(resumeFrom?.cursor, resumeFrom?.offset);
   const raw = reply.raw;
   const { signal, dispose } = abortOnClose(ctx, reply);
   let heartbeat: NodeJS.Timeout | undefined;
@@ -96,8 +100,8 @@ export async function serveRunEvents(ctx: GatewayContext, request: FastifyReques
   };
 
   try {
-    // A stream with a channel, unless the watcher resumes a polled stream (its id is a cursor, not an offset).
-    if (ctx.stream && (lastEventId === undefined || isOffset(lastEventId))) {
+    // A stream with a channel; a watcher that resumes goes on from its id's offset, skipping what it had by polling.
+    if (ctx.stream) {
       const handle = ctx.agents.handle(id);
       // From the server alone: a state query per attaching watcher costs the worker a workflow task each, and times
       // out when a hundred attach at once.
@@ -110,18 +114,18 @@ export async function serveRunEvents(ctx: GatewayContext, request: FastifyReques
             throw err instanceof WorkflowNotFoundError ? new AgentRunNotFoundError(id) : err;
           },
         );
-      const head = isOffset(lastEventId) || query.from === 'now' ? await ctx.stream.head(id).catch(() => null) : null;
+      const head = resumeFrom || query.from === 'now' ? await ctx.stream.head(id).catch(() => null) : null;
       // No id this stream sent is past its end: replaying to such an id would send lower ids than it, and taking it as
       // caught up would hide events the watcher never had. Refused before anything is sent, as a bad parameter is.
-      if (isOffset(lastEventId) && isPastHead(lastEventId.trim(), head)) {
+      if (resumeFrom && isPastHead(resumeFrom.offset, head)) {
         throw new HttpError(
           400,
           'invalid_input',
-          `Last-Event-ID ${lastEventId.trim()} is past the end of this run's stream (its last event is ${head}): not an id this stream sent; reconnect without it to read the run from the start`,
+          `Last-Event-ID ${lastEventId!.trim()} is past the end of this run's stream (its last event is ${head}): not an id this stream sent; reconnect without it to read the run from the start`,
           { head },
         );
       }
-      const after = isOffset(lastEventId) ? lastEventId.trim() : query.from === 'now' ? (head ?? START) : START;
+      const after = resumeFrom ? resumeFrom.offset : query.from === 'now' ? (head ?? START) : START;
       // Only a format that opens with the state (AG-UI's snapshot) reads it here: a reconnect otherwise costs no query.
       const view = format.startsWithState ? await handle.state({ signal }) : undefined;
       const fallback = await serveLive(ctx.stream, id, after, closed, ctx.attachWaitMs ?? 3_000, {
@@ -130,15 +134,20 @@ export async function serveRunEvents(ctx: GatewayContext, request: FastifyReques
         state: () => handle.state({ signal }),
         // Started, task scheduled, started, then completed (or failed): a worker has run the workflow's first task.
         taken: () => ctx.agents.client.workflow.getHandle(id).describe().then((d) => d.historyLength >= 4),
+        degraded: () => (ctx.degradedChecks ? ctx.degradedChecks.read(id, () => modelCallDegraded(ctx.agents.client.workflow, id), signal) : Promise.resolve(false)),
         signal,
-      });
+      }, resumeFrom?.cursor);
       if (!fallback) return;
       if (!opened) open(view);
       request.log.warn({ run: id, reason: fallback.reason }, 'SSE stream degraded to polling the state');
-      cursor = new EventCursor(fallback.cursor);
+      cursor = new EventCursor(fallback.cursor, fallback.offset);
       await write(format.event('stream', cursor.id, { status: 'degraded', reason: fallback.reason }));
     }
-    await ctx.agents.handle(id).watch(
+    const handle = ctx.agents.handle(id);
+    // Every watcher of the run that polls shares the reads (shared-state.ts): fifty cost the worker what one does.
+    const run = { workflowId: id, state: ({ signal: own }: { signal?: AbortSignal }) => ctx.states.read(id, () => handle.state(), own) };
+    await watchRun(
+      run,
       async (event) => {
         for (const e of cursor.next(event)) await write(format.event(e.type, e.id, e.data));
       },

@@ -4,9 +4,12 @@ import type { GatewayContext } from '../context';
 import { refuseUnknownParameters, routeQuery } from '../schemas';
 import { registerControlRoutes } from './control';
 import { registerEventRoutes } from './events';
+import { registerHealthRoute } from './health';
 import { registerInspectRoutes } from './inspect';
+import { registerMemoryRoutes } from './memory';
 import { registerMetaRoutes } from './meta';
 import { registerRunRoutes } from './runs';
+import { registerScheduleRoutes } from './schedules';
 import { registerTimeTravelRoutes } from './time-travel';
 
 export function registerRoutes(app: FastifyInstance, ctx: GatewayContext): void {
@@ -21,4 +24,7 @@ export function registerRoutes(app: FastifyInstance, ctx: GatewayContext): void 
   registerInspectRoutes(app, ctx);
   registerControlRoutes(app, ctx);
   registerEventRoutes(app, ctx);
+  registerMemoryRoutes(app, ctx);
+  registerScheduleRoutes(app, ctx);
+  registerHealthRoute(app, ctx);
 }

@@ -3,7 +3,7 @@ import type { FastifyInstance } from 'fastify';
 import { isGrpcServiceError, WorkflowNotFoundError } from '@temporalio/client';
 import { AgentRunNotFoundError } from '../../client';
 import { TERMINAL_STATES } from '../../common/states';
-import { TABLE_EDGES, TRANSITIONS } from '../../machine/machine';
+import { tableEdges, transitionTable } from '../../machine/machine';
 import type { GatewayContext } from '../context';
 import { runActivities } from '../run-activities';
 import { parseOr400, RunParamsSchema } from '../schemas';
@@ -12,8 +12,8 @@ import { ActivityListSchema, answer, MachineSchema } from '../responses';
 export function registerInspectRoutes(app: FastifyInstance, { agents }: GatewayContext): void {
   // The machine's own table, so that a picture of it is drawn from what the workflow runs, never from a copy.
   // `rows`: each edge with the event and the guard of the row it comes from (`via`: the entry row it detoured through).
-  const rows = TABLE_EDGES.map(({ from, event, guard, to, via }) => ({ from, event, guard, to, ...(via ? { via } : {}) }));
-  const machine = answer(MachineSchema, { initial: 'IDLE', terminal: [...TERMINAL_STATES], transitions: TRANSITIONS, rows });
+  const rows = tableEdges().map(({ from, event, guard, to, via }) => ({ from, event, guard, to, ...(via ? { via } : {}) }));
+  const machine = answer(MachineSchema, { initial: 'IDLE', terminal: [...TERMINAL_STATES], transitions: transitionTable(), rows });
   app.get('/v1/machine', async () => machine);
 
   app.get('/v1/runs/:id/activities', async (request) => {

@@ -1,12 +1,13 @@
 /**
  * `POST /internal/v1/streams/:id`: where workers publish a run's events to the gateway's channel (the embedded hub,
- * `AGENT_STREAM_URL`); `GET` reads them back (a retried model call re-attaching to the text streamed before). Internal:
- * it takes the gateway's token (never a stream token) and is not in the OpenAPI document.
+ * `AGENT_STREAM_URL`); `GET` reads them back (a retried model call re-attaching to the text streamed before).
+ * `POST /internal/v1/workers`: a worker's hello, every 10 s (`GET /v1/health` names the workers that do not say it).
+ * Internal: they take the gateway's token (never a stream token) and are not in the OpenAPI document.
  */
 import type { FastifyInstance } from 'fastify';
 import { z } from 'zod';
 import type { StreamEvent } from '../../common/stream';
-import { isOffset, START, type Readable, type StreamChannel } from '../../stream/channel';
+import { isOffset, START, type HearsWorkers, type Readable, type StreamChannel } from '../../stream/channel';
 import { parseOr400, RunParamsSchema } from '../schemas';
 
 /** Events are the workers' own: only their shape is checked, as an envelope of typed objects. */
@@ -17,7 +18,15 @@ const ReadQuerySchema = z.strictObject({
   count: z.coerce.number().int().min(1).max(1_000).default(1_000),
 });
 
-export function registerStreamPublishRoute(app: FastifyInstance, channel: StreamChannel & Partial<Readable>): void {
+const HelloSchema = z.strictObject({ identity: z.string().min(1).max(200), taskQueue: z.string().max(1_000).optional() });
+
+export function registerStreamPublishRoute(app: FastifyInstance, channel: StreamChannel & Partial<Readable> & Partial<HearsWorkers>): void {
+  app.post('/internal/v1/workers', async (request, reply) => {
+    const hello = parseOr400(HelloSchema, request.body, 'body');
+    await channel.hello?.(hello);
+    return reply.code(204).send();
+  });
+
   app.get('/internal/v1/streams/:id', async (request) => {
     const { id } = parseOr400(RunParamsSchema, request.params, 'path');
     const { after, count } = parseOr400(ReadQuerySchema, request.query, 'query');

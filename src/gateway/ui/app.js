@@ -206,6 +206,9 @@ function runPage(workflowId) {
     $('retrying').textContent = retrying
       .map((r) => `${r.activity}: attempt ${r.attempt}` + (r.lastFailure ? ` after ${r.lastFailure.type ?? 'an error'}: ${r.lastFailure.message}` : '') + (r.nextAttemptAt ? `, next at ${time(r.nextAttemptAt)}` : ''))
       .join('; ');
+    // The run's own word (its model call's heartbeats): its worker cannot publish, whatever this page's stream says.
+    $('degraded').hidden = !view.degraded;
+    $('degraded').textContent = view.degraded ? 'degraded: the worker of this model call cannot publish to the stream channel; its text arrives by polling, with a delay' : '';
 
     // Model calls are those answered; loops count model steps as they start (limits.maxLoops). A run refused for
     // bad input applied no limits.
@@ -226,6 +229,7 @@ function runPage(workflowId) {
     if (view.state === 'PAUSED' && view.pausedDeadline) counters.push(['aborted at', time(view.pausedDeadline)]);
     $('counters').replaceChildren(...counters.flatMap(([k, v]) => [el('dt', {}, k), el('dd', {}, v)]));
     renderModelSwitches();
+    renderPlan();
     showLine($('reason'), view.reason && `Reason: ${view.reason}`);
     showLine($('last-error'), view.lastError && `Last error: ${view.lastError}`);
 
@@ -352,6 +356,18 @@ function runPage(workflowId) {
     text = data.state.stream ? { key: `${data.state.stream.callNumber}.${data.state.stream.attempt}`, value: data.state.partialText } : { key: '', value: '' };
     showLine($('stream-note'), `Some events were lost to this page (${data.reason}); redrawn from the run's state.`);
     render(data.state);
+  }
+
+  /** A structured plan (`plan: 'steps'`): steps done of all, and each step with its status (views from before have none). */
+  function renderPlan() {
+    const steps = view.planSteps ?? null;
+    $('plan').hidden = !steps;
+    if (!steps) return;
+    const { done, total, allDone } = view.planProgress;
+    $('plan-progress').textContent = `Plan: ${done} of ${total} steps done${allDone ? ' (all done)' : ''}`;
+    $('plan-steps').replaceChildren(
+      ...steps.map((p) => el('li', { class: `plan-step plan-${p.status}`, 'data-status': p.status }, p.title, ' ', el('span', { class: 'tag' }, p.attempts ? `${p.status}, ${p.attempts} more attempt(s)` : p.status))),
+    );
   }
 
   /** Each move to a fallback model: from which, to which, at which step, and the error that made the run move. */

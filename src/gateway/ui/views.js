@@ -50,7 +50,7 @@ const RunViews = (() => {
   function listRow(run) {
     const duration = run.durationMs ?? (run.closeTime ? null : Date.now() - Date.parse(run.startTime));
     return el('tr', { 'data-workflow-id': run.workflowId },
-      el('td', { class: 'id-cell' }, runLink(run.workflowId), run.origin ? el('span', { class: 'tag' }, 'fork') : null, run.parentWorkflowId ? el('span', { class: 'tag' }, 'child') : null),
+      el('td', { class: 'id-cell' }, runLink(run.workflowId), run.origin ? el('span', { class: 'tag' }, 'fork') : null, run.parentWorkflowId ? el('span', { class: 'tag' }, 'child') : null, run.scheduleId ? el('span', { class: 'tag', title: `started by schedule ${run.scheduleId}`, 'data-schedule': run.scheduleId }, 'scheduled') : null),
       el('td', {}, el('span', { class: `state state-${run.agentState ?? 'unknown'}` }, run.agentState ?? '?')),
       executionCell(run),
       el('td', { class: 'date' }, dateTime(run.startTime)),
@@ -232,7 +232,7 @@ const RunViews = (() => {
 
     // -- parent, children, forks --
 
-    let related = { children: [], forks: [], parent: null };
+    let related = { children: [], forks: [], parent: null, schedule: null };
     let relatedRead = false;
 
     async function loadRelated() {
@@ -243,7 +243,8 @@ const RunViews = (() => {
           api('GET', `/v1/runs?forkOf=${encodeURIComponent(workflowId)}&limit=50`),
           api('GET', `/v1/runs?q=${encodeURIComponent(workflowId)}&limit=20`),
         ]);
-        related = { children: children.runs, forks: forks.runs, parent: self.runs.find((r) => r.workflowId === workflowId)?.parentWorkflowId ?? null };
+        const own = self.runs.find((r) => r.workflowId === workflowId);
+        related = { children: children.runs, forks: forks.runs, parent: own?.parentWorkflowId ?? null, schedule: own?.scheduleId ?? null };
         drawLinks();
       } catch {
         relatedRead = false; // read again with the next state view
@@ -254,9 +255,10 @@ const RunViews = (() => {
       const items = [];
       if (view.origin) items.push(el('li', { 'data-link': 'origin' }, view.origin.kind === 'fork' ? 'forked from ' : 'continued from ', runLink(view.origin.workflowId), ` at step ${view.origin.step}`));
       if (related.parent) items.push(el('li', { 'data-link': 'parent' }, 'child of ', runLink(related.parent)));
+      if (related.schedule) items.push(el('li', { 'data-link': 'schedule' }, 'started by schedule ', el('code', {}, related.schedule)));
       for (const c of related.children) items.push(el('li', { 'data-link': 'child' }, 'child ', runLink(c.workflowId), ' ', el('span', { class: `state state-${c.agentState}` }, c.agentState ?? '?')));
       for (const f of related.forks) items.push(el('li', { 'data-link': 'fork' }, 'fork ', runLink(f.workflowId), f.origin ? ` from step ${f.origin.step} ` : ' ', el('span', { class: `state state-${f.agentState}` }, f.agentState ?? '?')));
-      document.getElementById('links').replaceChildren(...(items.length ? items : [el('li', { class: 'muted' }, 'no parent, children or forks')]));
+      document.getElementById('links').replaceChildren(...(items.length ? items : [el('li', { class: 'muted' }, 'no parent, children, forks or schedule')]));
     }
 
     // -- the machine --

@@ -15,14 +15,15 @@ import {
   workflowInfo,
 } from '@temporalio/workflow';
 import { defineSearchAttributeKey } from '@temporalio/common';
-import { AGENT_STATE_SEARCH_ATTRIBUTE } from '../../common/constants';
+import { AGENT_STATE_SEARCH_ATTRIBUTE, WORKFLOW_TYPE } from '../../common/constants';
+import { tenantPriority } from '../../common/fairness';
 import { FailureType } from '../../common/failures';
 import { AbortSignalSchema, type AgentRunInput, parseWith } from '../../common/input';
 import { abortSignal, type AgentRunResult } from '../../common/messages';
 import { type ChildStatus, type PatternStateView, patternStateQuery, RUNNING_CHILDREN } from '../../common/pattern-messages';
 import { AgentState } from '../../common/states';
-import { agentRun } from '../agent-run';
-import { inheritedOwner } from '../owner';
+import type { agentRun } from '../agent-run';
+import { inheritedOwner, runTenant } from '../owner';
 
 const agentStateKey = defineSearchAttributeKey(AGENT_STATE_SEARCH_ATTRIBUTE, 'KEYWORD');
 
@@ -76,15 +77,19 @@ export function subAgents(pattern: PatternStateView['pattern']) {
     publish();
     const scope = new CancellationScope();
     running = scope;
+    // A stage belongs to the pattern's tenant: it draws on the fleet's budget, and queues on the task queue, as that tenant.
+    const tenant = runTenant(input.tenant);
     try {
       const result: AgentRunResult = await scope.run(() =>
-        executeChild(agentRun, {
+        // By its type's name, not the function: a bundler may rename a function it concatenates (`agent_run_agentRun`).
+        executeChild<typeof agentRun>(WORKFLOW_TYPE, {
           workflowId,
-          args: [input],
+          args: [tenant && !input.tenant ? { ...input, tenant } : input],
           // Wait for the child to wind down, so it ends ABORTED (and closes its model stream) before the pattern ends.
           cancellationType: ChildWorkflowCancellationType.WAIT_CANCELLATION_COMPLETED,
           staticSummary: `${pattern} ${name}`,
           ...inheritedOwner(),
+          ...tenantPriority(tenant),
         }),
       );
       child.status = result.status === AgentState.ABORTED ? AgentState.ABORTED : AgentState.COMPLETED;

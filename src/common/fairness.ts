@@ -1,0 +1,39 @@
+/**
+ * A tenant's place on Temporal's task queues: its fairness key. With fairness on in the server
+ * (`matching.enableFairness`), a task queue dispatches the workflow and activity tasks of each key in proportion to
+ * its weight, so one tenant's backlog does not hold another's tasks behind it (docs/quota.md, "Fair share"). Used by
+ * the client (a run's start) and by the workflow (its activities and child runs); pure, for both.
+ */
+
+/** Temporal refuses a fairness key longer than this, in UTF-8 bytes. */
+export const FAIRNESS_KEY_MAX_BYTES = 64;
+/** A longer tenant keeps this many bytes of its name, then `~` and 8 hex digits of a hash of the whole. */
+const KEPT_BYTES = FAIRNESS_KEY_MAX_BYTES - 9;
+
+const utf8Bytes = (codePoint: number) => (codePoint < 0x80 ? 1 : codePoint < 0x800 ? 2 : codePoint < 0x10000 ? 3 : 4);
+
+/** FNV-1a, 32 bits, over the UTF-16 code units: a stable short tag, not a secret. */
+function fnv1a(text: string): string {
+  let h = 0x811c9dc5;
+  for (let i = 0; i < text.length; i++) {
+    h ^= text.charCodeAt(i);
+    h = Math.imul(h, 0x01000193) >>> 0;
+  }
+  return h.toString(16).padStart(8, '0');
+}
+
+/** The fairness key of a tenant: its name, or for a name over 64 bytes its first 55 bytes, `~` and a hash of it all. */
+export function fairnessKeyOf(tenant: string): string {
+  let bytes = 0;
+  let kept = '';
+  for (const ch of tenant) {
+    bytes += utf8Bytes(ch.codePointAt(0)!);
+    if (bytes <= KEPT_BYTES) kept += ch;
+  }
+  return bytes <= FAIRNESS_KEY_MAX_BYTES ? tenant : `${kept}~${fnv1a(tenant)}`;
+}
+
+/** Start or schedule options that put work on the task queue as its tenant's; none for a run of no tenant (the default key). */
+export function tenantPriority(tenant: string | null | undefined): { priority?: { fairnessKey: string } } {
+  return tenant ? { priority: { fairnessKey: fairnessKeyOf(tenant) } } : {};
+}

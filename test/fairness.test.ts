@@ -1,0 +1,124 @@
+/**
+ * Tenants on the task queue, on the real dev server (started with `matching.enableFairness`, as every server of the
+ * project is): a run's start, its model calls and its child runs carry its tenant's fairness key to the server, and
+ * the server dispatches a tenant's task ahead of another tenant's backlog instead of behind it.
+ */
+import { randomUUID } from 'node:crypto';
+import { defaultPayloadConverter } from '@temporalio/common';
+import { defineAgent } from '../src/activities';
+import { AgentClient } from '../src/client';
+import { FAIRNESS_KEY_MAX_BYTES, fairnessKeyOf } from '../src/common/fairness';
+import { startAgentHarness, waitFor, type AgentHarness } from './support/agent-harness';
+
+let h: AgentHarness;
+let agents: AgentClient;
+/** Model calls held until the test lets them answer. */
+const held: Array<() => void> = [];
+const hold = () => new Promise<void>((resolve) => held.push(resolve));
+const releaseAll = () => held.splice(0).forEach((release) => release());
+/** Lets the held model calls answer once `n` of them have reached the model. */
+const release = async (n = 1) => {
+  await waitFor(() => (held.length >= n ? true : undefined), 20_000, `${n} held model calls`);
+  releaseAll();
+};
+
+beforeAll(async () => {
+  const helper = defineAgent({ name: 'helper', description: 'Looks one thing up.', instructions: 'You look one thing up.', model: 'fair-helper', tools: [] });
+  h = await startAgentHarness(undefined, { agents: [helper] });
+  agents = new AgentClient(h.env.client, h.taskQueue);
+  h.model.register('fair-boss', async ({ callIndex }) => {
+    if (callIndex > 0) return { text: 'done' };
+    await hold();
+    return { toolCalls: [{ id: 'c0', name: 'helper', arguments: { prompt: 'look' } }] };
+  });
+  h.model.register('fair-helper', async () => {
+    await hold();
+    return { text: 'looked it up' };
+  });
+  h.model.register('fair-plain', async () => {
+    await hold();
+    return { text: 'plain' };
+  });
+}, 120_000);
+
+afterAll(async () => {
+  releaseAll();
+  await h?.close();
+});
+
+/** What the server holds of a run: its own priority, and its pending activities' and children's. */
+async function described(workflowId: string) {
+  const { raw } = await h.env.client.workflow.getHandle(workflowId).describe();
+  return {
+    key: raw.workflowExecutionInfo?.priority?.fairnessKey ?? '',
+    activities: (raw.pendingActivities ?? []).map((a) => ({ type: a.activityType?.name, key: a.priority?.fairnessKey ?? '' })),
+    children: (raw.pendingChildren ?? []).map((c) => c.workflowId!),
+  };
+}
+
+const pendingActivity = (workflowId: string) =>
+  waitFor(async () => {
+    const d = await described(workflowId);
+    return d.activities.length > 0 ? d : undefined;
+  }, 20_000, `a pending activity of ${workflowId}`);
+
+test("a run's start, its model call and its child run (and the child's model call) carry its tenant's fairness key", async () => {
+  const handle = await agents.start({ prompt: 'delegate', model: 'fair-boss', tools: ['helper'] }, { owner: { tenant: 'acme', startedBy: 'alice' } });
+  const parent = await pendingActivity(handle.workflowId);
+  expect(parent).toMatchObject({ key: 'acme', activities: [{ type: 'callModel', key: 'acme' }] });
+  await release();
+
+  const childId = await waitFor(async () => (await described(handle.workflowId)).children[0], 20_000, 'the child run');
+  const child = await pendingActivity(childId);
+  expect(child).toMatchObject({ key: 'acme', activities: [{ type: 'callModel', key: 'acme' }] });
+  // The child also draws on the fleet's budget as the tenant: its input names it.
+  const history = await h.env.client.workflow.getHandle(childId).fetchHistory();
+  const started = history.events![0]!.workflowExecutionStartedEventAttributes!;
+  expect(defaultPayloadConverter.fromPayload(started.input!.payloads![0]!)).toMatchObject({ agent: 'helper', tenant: 'acme' });
+  await release();
+  expect(await handle.result()).toMatchObject({ status: 'COMPLETED', answer: 'done' });
+}, 60_000);
+
+test('a run started without a priority (another client) still schedules its model call under the tenant of its input', async () => {
+  const handle = await h.start({ prompt: 'hello', model: 'fair-plain', tenant: 'beta' });
+  const d = await pendingActivity(handle.workflowId);
+  expect(d).toMatchObject({ key: '', activities: [{ type: 'callModel', key: 'beta' }] });
+  await release();
+  expect(await handle.result()).toMatchObject({ status: 'COMPLETED' });
+}, 60_000);
+
+test('a tenant longer than a fairness key may be (64 bytes) gets a key of its first bytes and a hash of it all', async () => {
+  const long = (end: string) => `${'ü'.repeat(40)}${end}`;
+  const [a, b] = [fairnessKeyOf(long('a')), fairnessKeyOf(long('b'))];
+  expect(a).not.toBe(b);
+  expect(Buffer.byteLength(a)).toBeLessThanOrEqual(FAIRNESS_KEY_MAX_BYTES);
+  expect(a.startsWith('ü'.repeat(27))).toBe(true);
+  expect(fairnessKeyOf('acme')).toBe('acme');
+  // The server takes the start (it refuses a key over 64 bytes) and holds the key.
+  const handle = await agents.start({ prompt: 'hello', model: 'fair-plain' }, { owner: { tenant: long('a'), startedBy: null } });
+  expect((await pendingActivity(handle.workflowId)).activities).toEqual([{ type: 'callModel', key: a }]);
+  await release();
+  expect(await handle.result()).toMatchObject({ status: 'COMPLETED' });
+}, 60_000);
+
+test("a run of one tenant started behind another's 80 is dispatched among the first workflow tasks, not after them", async () => {
+  // A task queue no worker polls: every start waits in its backlog, which this test then polls one task at a time.
+  const taskQueue = `fair-${randomUUID()}`;
+  const queue = new AgentClient(h.env.client, taskQueue);
+  const flood = await Promise.all(Array.from({ length: 80 }, (_, i) => queue.start({ prompt: `flood ${i}`, tenant: 'flood' })));
+  const late = await queue.start({ prompt: 'late', tenant: 'late' });
+  const { workflowService, connection } = h.env.client;
+  const order: string[] = [];
+  try {
+    while (order.length < 81 && !order.includes(late.workflowId)) {
+      const poll = () => workflowService.pollWorkflowTaskQueue({ namespace: h.env.client.options.namespace, taskQueue: { name: taskQueue }, identity: 'fairness-test' });
+      const task = await connection.withDeadline(Date.now() + 10_000, poll);
+      if (task.workflowExecution?.workflowId) order.push(task.workflowExecution.workflowId);
+    }
+    // In arrival order it comes 81st; in fair order right after the task the queue had at hand (measured: 2nd, six of six).
+    expect(order.indexOf(late.workflowId)).toBeGreaterThanOrEqual(0);
+    expect(order.indexOf(late.workflowId)).toBeLessThan(5);
+  } finally {
+    await Promise.all([...flood, late].map((r) => h.env.client.workflow.getHandle(r.workflowId).terminate('test over').catch(() => undefined)));
+  }
+}, 120_000);
