@@ -2,7 +2,7 @@
  * The page's views of how a run went (src/gateway/ui/views.js), in a real headless Chromium on a real worker, dev
  * server and gateway: a run started from the page's form, its input, conversation, machine picture, activities and
  * timeline while it waits (live) and once it ended; time travel (a step's state, a diff, a fork and the links between
- * the two runs); children of a pattern as links; and the list's search by text, agent and time, with duration and
+ * the two runs), a what-if fork from the page's form and the two runs side by side; children of a pattern as links; and the list's search by text, agent and time, with duration and
  * cost; steering (a message queued and one that interrupts, from the message box), the model in use and its switch,
  * and the tool policy's marks. Screenshots go to test-results/ui/views-*.png.
  */
@@ -200,6 +200,63 @@ test('a run started from the form: input, conversation, machine, activities and 
   await page.getByRole('button', { name: 'Search' }).click();
   await page.locator('#list-empty').waitFor({ state: 'visible' });
   await agents.handle(other.workflowId).abort('test over').catch(() => undefined);
+  await page.close();
+});
+
+test('a what-if fork from the page: an edited tool result, the recorded answers reused until it, then the two runs side by side', async () => {
+  const MODEL = 'views-what-if';
+  // Two reads of hello.txt (ids r1, r2), then an answer quoting what each read said.
+  h.model.register(MODEL, ({ request }) => {
+    const results = (request.messages as Array<{ role: string; content: string }>).filter((m) => m.role === 'tool').map((m) => String(m.content).split('\n')[0]);
+    return results.length < 2 ? { toolCalls: [{ id: `r${results.length + 1}`, name: 'readFile', arguments: { path: 'hello.txt' } }] } : { text: `saw: ${results.join(' | ')}` };
+  });
+  const run = await agents.start({ prompt: 'Read it twice', model: MODEL });
+  expect(await run.result()).toMatchObject({ status: 'COMPLETED', answer: 'saw: Hello from the workspace | Hello from the workspace' });
+  const page = await openPage(`/ui/runs/${encodeURIComponent(run.workflowId)}`);
+  await page.getByTestId('state').filter({ hasText: /^COMPLETED$/ }).waitFor();
+  const form = page.locator('#what-if-form');
+
+  // "what if…" on a step opens the form there; bad input is refused with what is wrong, and nothing is forked.
+  await page.locator('#timeline li').first().getByRole('button', { name: 'what if…' }).click();
+  expect(await form.getByLabel('From step').inputValue()).toBe('1');
+  await form.getByLabel('New tool result').fill('EDITED on the page');
+  await form.getByRole('button', { name: 'Fork with these changes' }).click();
+  await page.getByTestId('what-if-result').filter({ hasText: 'pick the tool call' }).waitFor();
+  await form.getByLabel('From step').fill('9999');
+  await form.getByLabel('Tool result of').selectOption('r2');
+  await form.getByRole('button', { name: 'Fork with these changes' }).click();
+  await page.getByTestId('what-if-result').filter({ hasText: /not forked: .*9999/ }).waitFor();
+  expect((await get<{ runs: unknown[] }>(`/v1/runs?forkOf=${run.workflowId}`)).runs).toEqual([]);
+
+  // From step 0 with r2's result edited: calls 1 and 2 are answered from the record, only the answer is sent.
+  const before = h.model.requests(MODEL).length;
+  await form.getByLabel('From step').fill('0');
+  await form.getByRole('button', { name: 'Fork with these changes' }).click();
+  const forkLink = page.getByTestId('forked').getByRole('link');
+  await forkLink.waitFor();
+  const forkId = (await forkLink.textContent())!;
+  expect(await agents.handle(forkId).result()).toMatchObject({ status: 'COMPLETED', answer: 'saw: Hello from the workspace | EDITED on the page' });
+  expect(h.model.requests(MODEL).length - before).toBe(1);
+  expect((await apiState(forkId)).usage).toMatchObject({ modelCalls: 3, replayedCalls: 2 });
+
+  // Side by side, from this page and from the fork's (the original on the left): the figures of each run, then every
+  // difference by path.
+  const sideBySide = async (p: Page) => {
+    const table = p.locator('#side-by-side');
+    await table.locator('tr[data-field="answer"].differs').filter({ hasText: 'EDITED on the page' }).waitFor();
+    expect(await table.locator('thead th').allTextContents()).toEqual(['', run.workflowId, forkId]);
+    expect(await table.locator('tr[data-field="of them replayed"] td').allTextContents()).toEqual(['0', '2']);
+    await p.locator('#runs-diff tr[data-path="answer"]').waitFor();
+  };
+  await withScreenshot(page, 'views-what-if.png', async () => {
+    await page.getByTestId('forked').getByRole('button', { name: 'compare side by side' }).click();
+    await sideBySide(page);
+  });
+  expect(await page.locator('#compare-origin').isHidden()).toBe(true);
+  await forkLink.click();
+  await page.waitForURL(`${base}/ui/runs/${forkId}`);
+  await page.getByRole('button', { name: 'Compare with the run it forked from' }).click();
+  await sideBySide(page);
   await page.close();
 });
 

@@ -111,12 +111,23 @@ export function findGateway(runs: ServedRuns, env: NodeJS.ProcessEnv = process.e
   return newest ? { url: newest.url, ...(newest.token ? { token: newest.token } : {}) } : undefined;
 }
 
-/** A fixed gateway (its URL and the token given), or one looked up at each request (`discoveredGateway`). */
-export const gatewayLocator = (where: string | (() => GatewayAddress), token?: string): (() => GatewayAddress) => {
-  if (typeof where === 'function') return where;
-  const fixed: GatewayAddress = { url: where, ...(token ? { token } : {}) };
-  return () => fixed;
-};
+/** A gateway's base URL (no trailing slash) and the headers of a request to it, with its token. */
+export interface GatewayRequest {
+  base: string;
+  headers: Record<string, string>;
+}
+
+/**
+ * Where the next request to the gateway goes: a fixed gateway (its URL and the token given), or one looked up at each
+ * request (`discoveredGateway`: it may move). `json` adds the content type of a JSON body.
+ */
+export function gatewayRequests(where: string | (() => GatewayAddress), token?: string): (json: boolean) => GatewayRequest {
+  const locate: () => GatewayAddress = typeof where === 'function' ? where : () => ({ url: where, token });
+  return (json) => {
+    const { url, token: bearer } = locate();
+    return { base: url.replace(/\/+$/, ''), headers: { ...(json ? { 'content-type': 'application/json' } : {}), ...(bearer ? { authorization: `Bearer ${bearer}` } : {}) } };
+  };
+}
 
 /** How often a worker at its defaults looks for its gateway again: a gateway started after it is found this soon. */
 export const LOOK_AGAIN_MS = 2_000;

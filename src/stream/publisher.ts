@@ -6,7 +6,7 @@
  * is not there sends no request per batch.
  */
 import type { StreamEvent } from '../common/stream';
-import { gatewayLocator, type GatewayAddress } from './discovery';
+import { gatewayRequests, type GatewayAddress } from './discovery';
 import { START, type Offset, type Readable, type ReadPage, type StreamChannel, type WorkerHello } from './channel';
 
 export type { WorkerHello } from './channel';
@@ -191,13 +191,7 @@ const READ_PAGE = 1_000;
  * token: a fixed URL and token, or a gateway looked up at each request (`discoveredGateway`).
  */
 export function httpTarget(where: string | (() => GatewayAddress), token?: string, timeoutMs = 2_000): PublishTarget {
-  const locate = gatewayLocator(where, token);
-  /** The gateway's base URL and the headers of a request to it, as of now (a discovered gateway may move). */
-  const at = (json: boolean) => {
-    const { url, token: bearer } = locate();
-    const headers: Record<string, string> = { ...(json ? { 'content-type': 'application/json' } : {}), ...(bearer ? { authorization: `Bearer ${bearer}` } : {}) };
-    return { base: url.replace(/\/+$/, ''), headers };
-  };
+  const at = gatewayRequests(where, token);
   return {
     async hello(hello) {
       const { base, headers } = at(true);

@@ -11,7 +11,7 @@
  * is lost (the channel is down) costs only time: the call still hears at its next heartbeat.
  */
 import { z } from 'zod';
-import { gatewayLocator, type GatewayAddress } from './discovery';
+import { gatewayRequests, type GatewayAddress } from './discovery';
 import type { ModelCallKey } from '../common/sinks';
 
 /** A model call its run stopped: the worker that holds it stops its provider request. */
@@ -60,11 +60,11 @@ export const STOP_POLL_MS = 25_000;
 
 /** The gateway's hub: stops are posted to it and long-polled from it (`routes/stops.ts` is its end). */
 export function httpStopRelay(where: string | (() => GatewayAddress), token?: string, timeoutMs = 2_000): StopRelay {
-  const locate = gatewayLocator(where, token);
+  const gateway = gatewayRequests(where, token);
   /** The hub's stops route and the headers of a request to it, as of now (a discovered gateway may move). */
   const at = () => {
-    const { url, token: bearer } = locate();
-    return { base: `${url.replace(/\/+$/, '')}/internal/v1/stops`, headers: { 'content-type': 'application/json', ...(bearer ? { authorization: `Bearer ${bearer}` } : {}) } };
+    const { base, headers } = gateway(true);
+    return { base: `${base}/internal/v1/stops`, headers };
   };
   let polling: AbortController | undefined;
   const poll = async (controller: AbortController) => {

@@ -139,6 +139,7 @@ const RunViews = (() => {
 
     function update(next) {
       view = next;
+      document.getElementById('compare-origin').hidden = next.origin?.kind !== 'fork';
       drawMachine();
       drawLinks();
       // The links scan the list (forks are found by their memo): read once, again after a fork from this page.
@@ -155,6 +156,7 @@ const RunViews = (() => {
       try {
         const full = await api('GET', `${runPath}?messages=true`);
         drawInput(full.messages ?? []);
+        drawToolCallChoices(full.messages ?? []);
         document.getElementById('conversation').replaceChildren(...conversation(full.messages ?? []));
       } catch {
         /* app.js reports the connection; the conversation stays as last drawn */
@@ -358,6 +360,7 @@ const RunViews = (() => {
         el('label', { class: 'small' }, el('input', { type: 'radio', name: 'diff-from', value: step, 'aria-label': `diff from step ${step}` }), 'from'),
         el('label', { class: 'small' }, el('input', { type: 'radio', name: 'diff-to', value: step, 'aria-label': `diff to step ${step}` }), 'to'),
         isTerminal({ state: t.to, conversationOpen: false }) ? null : el('button', { type: 'button', class: 'small', onclick: () => fork(step) }, 'fork'),
+        isTerminal({ state: t.to, conversationOpen: false }) ? null : el('button', { type: 'button', class: 'small', onclick: () => whatIfFrom(step) }, 'what if…'),
       );
     }
 
@@ -420,14 +423,7 @@ const RunViews = (() => {
       }
       try {
         const d = await api('GET', `${runPath}/diff?from=${from}&to=${to}`);
-        const show = (v) => (v === undefined ? '' : typeof v === 'string' ? v : JSON.stringify(v));
-        out.replaceChildren(
-          el('h3', {}, `Changes from step ${from} to step ${to}`),
-          el('table', { id: 'diff' },
-            el('thead', {}, el('tr', {}, el('th', {}, 'path'), el('th', {}, 'change'), el('th', {}, 'before'), el('th', {}, 'after'))),
-            el('tbody', {}, ...d.changes.map((c) => el('tr', { class: `diff-${c.kind}` }, el('td', { class: 'mono' }, c.path), el('td', {}, c.kind), el('td', { class: 'mono' }, show(c.before)), el('td', { class: 'mono' }, show(c.after))))),
-          ),
-        );
+        out.replaceChildren(el('h3', {}, `Changes from step ${from} to step ${to}`), changesTable('diff', d.changes, 'before', 'after'));
       } catch (err) {
         showError(out, err, 'diff: ');
       }
@@ -444,6 +440,90 @@ const RunViews = (() => {
       }
     }
 
+    /** A diff's changes, one row a path: what changed, and the value on each side (`before`/`after`). */
+    function changesTable(id, changes, left, right) {
+      const show = (v) => (v === undefined ? '' : typeof v === 'string' ? v : JSON.stringify(v));
+      return el('table', { id },
+        el('thead', {}, el('tr', {}, el('th', {}, 'path'), el('th', {}, 'change'), el('th', {}, left), el('th', {}, right))),
+        el('tbody', {}, ...changes.map((c) => el('tr', { class: `diff-${c.kind}`, 'data-path': c.path }, el('td', { class: 'mono' }, c.path), el('td', {}, c.kind), el('td', { class: 'mono' }, show(c.before)), el('td', { class: 'mono' }, show(c.after))))),
+      );
+    }
+
+    // -- what-if forks --
+
+    /** Opens the what-if form at a step of the timeline. */
+    function whatIfFrom(step) {
+      const details = document.getElementById('what-if');
+      details.open = true;
+      document.getElementById('what-if-form').elements.fromStep.value = String(step);
+      details.scrollIntoView({ block: 'nearest' });
+    }
+
+    /** The conversation's tool calls, to pick the one whose result the fork replaces (the choice survives a redraw). */
+    function drawToolCallChoices(messages) {
+      const select = document.getElementById('what-if-form').elements.toolCallId;
+      const chosen = select.value;
+      const calls = messages.filter((m) => m.role === 'assistant').flatMap((m) => m.toolCalls ?? []);
+      select.replaceChildren(el('option', { value: '' }, 'no tool result edited'), ...calls.map((c) => el('option', { value: c.id }, `${c.name} (${c.id})`)));
+      select.value = calls.some((c) => c.id === chosen) ? chosen : '';
+    }
+
+    /** `POST /fork`'s body (ForkBodySchema): each field filled in is an edit; the gateway checks the rest and names what is wrong. */
+    function whatIfBody(f) {
+      const edits = {};
+      if (f.toolCallId.value) edits.toolResults = { [f.toolCallId.value]: f.toolResult.value };
+      for (const name of ['message', 'model', 'systemPrompt']) if (f[name].value.trim()) edits[name] = f[name].value.trim();
+      return { fromStep: Number(f.fromStep.value), ...(Object.keys(edits).length ? { edits } : {}), replay: f.replay.checked };
+    }
+
+    document.getElementById('what-if-form').addEventListener('submit', async (event) => {
+      event.preventDefault();
+      const f = event.target.elements;
+      const result = document.getElementById('what-if-result');
+      result.textContent = '';
+      if (!f.toolCallId.value && f.toolResult.value) {
+        result.textContent = 'not forked: pick the tool call whose result "New tool result" replaces';
+        return;
+      }
+      try {
+        const forked = await api('POST', `${runPath}/fork`, whatIfBody(f));
+        document.getElementById('travel-result').replaceChildren(
+          el('p', { 'data-testid': 'forked' }, `Forked from step ${forked.forkedFrom.step}: `, runLink(forked.workflowId), ' ',
+            el('button', { type: 'button', class: 'small', onclick: () => compare(workflowId, forked.workflowId) }, 'compare side by side')),
+        );
+        loadRelated();
+      } catch (err) {
+        showError(result, err, 'not forked: ');
+      }
+    });
+
+    /** Two runs side by side, each as it is now: a few figures of each, then every difference by path (`/diff?against=`). */
+    async function compare(a, b) {
+      const out = document.getElementById('travel-result');
+      const runPathOf = (id) => `/v1/runs/${encodeURIComponent(id)}`;
+      try {
+        const [d, left, right] = await Promise.all([api('GET', `${runPathOf(a)}/diff?against=${encodeURIComponent(b)}`), api('GET', runPathOf(a)), api('GET', runPathOf(b))]);
+        const figures = (v) => ({
+          state: v.state, answer: v.answer ?? v.lastText ?? '', 'model calls': String(v.usage.modelCalls), 'of them replayed': String(v.usage.replayedCalls ?? 0),
+          'tool calls': String(v.toolCalls), tokens: String(v.usage.totalTokens), cost: cost(v.usage.costUsd),
+        });
+        const [fa, fb] = [figures(left), figures(right)];
+        out.replaceChildren(
+          el('h3', {}, 'Side by side'),
+          el('table', { id: 'side-by-side' },
+            el('thead', {}, el('tr', {}, el('th', {}, ''), el('th', {}, runLink(a)), el('th', {}, runLink(b)))),
+            el('tbody', {}, ...Object.keys(fa).map((name) =>
+              el('tr', { 'data-field': name, class: fa[name] === fb[name] ? undefined : 'differs' }, el('th', {}, name), el('td', { class: 'mono' }, fa[name]), el('td', { class: 'mono' }, fb[name])))),
+          ),
+          el('h3', {}, `${d.changes.length} difference${d.changes.length === 1 ? '' : 's'} by path`),
+          changesTable('runs-diff', d.changes, a, b),
+        );
+      } catch (err) {
+        showError(out, err, 'compare: ');
+      }
+    }
+
+    document.getElementById('compare-origin').addEventListener('click', () => view?.origin && compare(view.origin.workflowId, workflowId));
     document.getElementById('diff-button').addEventListener('click', diff);
     return { update, timeline };
   }
