@@ -14,6 +14,7 @@ import { pipeline } from 'node:stream/promises';
 import type { ReadableStream as WebReadableStream } from 'node:stream/web';
 import { setTimeout as sleep } from 'node:timers/promises';
 import zlib from 'node:zlib';
+import { projectCacheDir } from './cache-dir';
 import { freePort } from './free-port';
 import { acquireLock } from './lock';
 
@@ -70,7 +71,7 @@ export interface RealModelPaths {
 /** `$AGENT_REAL_MODEL_CACHE`, else `${XDG_CACHE_HOME:-~/.cache}/durable-agent-worker/real-model`. */
 export function realModelCacheDir(env: NodeJS.ProcessEnv = process.env): string {
   if (env.AGENT_REAL_MODEL_CACHE) return path.resolve(env.AGENT_REAL_MODEL_CACHE);
-  return path.join(env.XDG_CACHE_HOME || path.join(os.homedir(), '.cache'), 'durable-agent-worker', 'real-model');
+  return projectCacheDir(env, 'real-model');
 }
 
 function layout(cache: string) {

@@ -8,6 +8,7 @@ import { spawnSync } from 'node:child_process';
 import { cpSync, existsSync, mkdirSync, readFileSync, renameSync, rmSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
+import { projectCacheDir } from '../cache-dir';
 import { acquireLock } from '../lock';
 
 /** Keep docker-compose.yml's temporalio/server and temporalio/admin-tools tags at this version. */
@@ -49,7 +50,7 @@ export class TemporalBuildError extends Error {
 /** `$AGENT_TEMPORAL_SERVER_CACHE`, else `${XDG_CACHE_HOME:-~/.cache}/durable-agent-worker/temporal-server/<version>`. */
 export function temporalServerCacheDir(env: NodeJS.ProcessEnv = process.env): string {
   if (env.AGENT_TEMPORAL_SERVER_CACHE) return path.resolve(env.AGENT_TEMPORAL_SERVER_CACHE, TEMPORAL_SERVER_VERSION);
-  return path.join(env.XDG_CACHE_HOME || path.join(os.homedir(), '.cache'), 'durable-agent-worker', 'temporal-server', TEMPORAL_SERVER_VERSION);
+  return projectCacheDir(env, 'temporal-server', TEMPORAL_SERVER_VERSION);
 }
 
 function layout(cache: string) {

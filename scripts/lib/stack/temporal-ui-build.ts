@@ -7,6 +7,7 @@
 import { existsSync, mkdirSync, readFileSync, renameSync, rmSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
+import { projectCacheDir } from '../cache-dir';
 import { acquireLock } from '../lock';
 import { GO_TOOLCHAIN, run, TemporalBuildError } from './temporal-server-build';
 
@@ -27,7 +28,7 @@ export interface TemporalUiPaths {
 /** Beside the server's cache: `.../durable-agent-worker/temporal-ui/<version>` (AGENT_TEMPORAL_SERVER_CACHE moves both). */
 export function temporalUiCacheDir(env: NodeJS.ProcessEnv = process.env): string {
   if (env.AGENT_TEMPORAL_SERVER_CACHE) return path.resolve(env.AGENT_TEMPORAL_SERVER_CACHE, `ui-${TEMPORAL_UI_VERSION}`);
-  return path.join(env.XDG_CACHE_HOME || path.join(os.homedir(), '.cache'), 'durable-agent-worker', 'temporal-ui', TEMPORAL_UI_VERSION);
+  return projectCacheDir(env, 'temporal-ui', TEMPORAL_UI_VERSION);
 }
 
 /** Builds the UI server once per machine (about a minute); later calls return the cached paths. */
