@@ -253,7 +253,8 @@ test('a what-if fork from the page: an edited tool result, the recorded answers 
     await sideBySide(page);
   });
   expect(await page.locator('#compare-origin').isHidden()).toBe(true);
-  await forkLink.click();
+  // Each run's column header links to its page.
+  await page.locator('#side-by-side thead').getByRole('link', { name: forkId }).click();
   await page.waitForURL(`${base}/ui/runs/${forkId}`);
   await page.getByRole('button', { name: 'Compare with the run it forked from' }).click();
   await sideBySide(page);
