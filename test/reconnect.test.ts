@@ -10,6 +10,7 @@ import { mkdtempSync } from 'node:fs';
 import type { AddressInfo } from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
+import { setTimeout as delay } from 'node:timers/promises';
 import { TestWorkflowEnvironment } from '@temporalio/testing';
 import type { FastifyInstance } from 'fastify';
 import { AgentClient } from '../src/client';
@@ -177,14 +178,18 @@ test('1,000 reconnects at random points across a kill -9 mid-stream: no characte
   startWorkerProcess(workspace, ledger);
 
   // Bounded below the test's own timeout, so that a run that does not end says where it stood and what the workers said.
+  // The deadline's timer is cleared once the race is settled, so that it does not outlive the test.
+  const deadline = new AbortController();
   const result = await Promise.race([
     env.client.workflow.getHandle(id).result(),
-    sleep(RESULT_WAIT_MS).then(() => {
+    delay(RESULT_WAIT_MS, undefined, { signal: deadline.signal }).then(() => {
       throw new Error(`the run did not end ${RESULT_WAIT_MS} ms after the kill (${connections} connections)`);
     }),
-  ]).catch(async (err: unknown) => {
-    throw new Error(`${String(err)} (killed at ${tKill} ms; ${await streamed()} text events in the channel)\n--- worker output ---\n${output.join('').slice(-4_000)}`);
-  });
+  ])
+    .catch(async (err: unknown) => {
+      throw new Error(`${String(err)} (killed at ${tKill} ms; ${await streamed()} text events in the channel)\n--- worker output ---\n${output.join('').slice(-4_000)}`);
+    })
+    .finally(() => deadline.abort());
   ended = true;
   const tEnd = Date.now() - t0;
   await Promise.all(readers);
