@@ -135,7 +135,9 @@ function spawnTs(name: string, file: string, env: Record<string, string>, logDir
   const out = openSync(path.join(logDir, `${name}.log`), 'a');
   const clean = { ...process.env };
   for (const k of ['AGENT_STREAM_URL', 'AGENT_STREAM_REDIS_URL', 'AGENT_STREAM_TOKEN', 'GATEWAY_INSECURE', 'TEMPORAL_ADDRESS', 'TEMPORAL_TASK_QUEUE']) delete clean[k];
-  const proc = spawn(process.execPath, ['--import', 'tsx', file], { cwd: PROJECT_ROOT, env: { ...clean, ...env }, stdio: ['ignore', out, out] });
+  // BENCH_CPU_PROF=<dir>: a V8 CPU profile of the process (every thread) when it exits, as bench/lib/ipc.ts's children.
+  const prof = process.env.BENCH_CPU_PROF ? ['--cpu-prof', '--cpu-prof-dir', process.env.BENCH_CPU_PROF] : [];
+  const proc = spawn(process.execPath, [...prof, '--import', 'tsx', file], { cwd: PROJECT_ROOT, env: { ...clean, ...env }, stdio: ['ignore', out, out] });
   return { name, proc, pid: track(proc.pid) };
 }
 

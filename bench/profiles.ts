@@ -186,6 +186,11 @@ const beforePublicApi: OursProfile = { ...prebundled, name: 'before-public-api',
 /** `prebundled` with the input schemas shared across runs (`oncePerWorker`, preloaded), before issue 49 removed it (f08b22c). */
 const oncePerWorker: OursProfile = { ...prebundled, name: 'once-per-worker', srcRef: 'f08b22c' };
 
+/** `prebundled` with 8 workflow task slots instead of the SDK's 40: the backlog waits on the server's fair task queue, not in the worker (issue 52, figure (i)). */
+const taskSlots8: OursProfile = { ...prebundled, name: 'task-slots-8', workerOptions: { maxConcurrentWorkflowTaskExecutions: 8 } };
+/** The same with 40, the SDK's default, named: the build before the product chose 8. */
+const taskSlots40: OursProfile = { ...prebundled, name: 'task-slots-40', workerOptions: { maxConcurrentWorkflowTaskExecutions: 40 } };
+
 export const PROFILES: Record<string, OursProfile> = {
   before,
   baseline,
@@ -237,6 +242,8 @@ export const PROFILES: Record<string, OursProfile> = {
   'before-1.0': before10,
   'before-public-api': beforePublicApi,
   'once-per-worker': oncePerWorker,
+  'task-slots-8': taskSlots8,
+  'task-slots-40': taskSlots40,
 };
 
 /** The profile the bench reports as "ours": the product as its Docker image runs it, on a dev server as it comes. */

@@ -1,12 +1,13 @@
 /** createAgentWorker's options over the environment (resolveWorkerConfig): what each option overrides, and what it leaves. */
 import { execFileSync } from 'node:child_process';
 import path from 'node:path';
+import os from 'node:os';
 import { workerConfig } from '../src/config';
 import type { WorkflowInfo } from '@temporalio/workflow';
 import { checkCritics, createCustomCritics, InvalidCriticError } from '../src/activities/custom-critic';
 import { runHookSinks } from '../src/stream/hooks';
 import { agentPlugin } from '../src/worker/plugin';
-import { deploymentOptions, resolveWorkerConfig } from '../src/worker/worker';
+import { agentWorkerOptions, deploymentOptions, openAIClient, resolveWorkerConfig, WORKFLOW_TASK_SLOTS } from '../src/worker/worker';
 import { tuneWorkerHeap } from '../src/worker/heap';
 
 const env: NodeJS.ProcessEnv = {
@@ -146,6 +147,16 @@ test('versioning: the option over AGENT_DEPLOYMENT_NAME/AGENT_BUILD_ID, PINNED u
   expect(deploymentOptions(resolveWorkerConfig({ env: versioned }).versioning)).toEqual({
     workerDeploymentOptions: { version: { deploymentName: 'agents', buildId: 'env-build' }, useWorkerVersioning: true, defaultVersioningBehavior: 'PINNED' },
   });
+});
+
+test('workflow task slots: the SDK\'s 40 unless AGENT_WORKFLOW_TASK_SLOTS says otherwise; a value out of range is refused, naming the variable', () => {
+  expect(agentWorkerOptions({ openai: openAIClient({ baseURL: 'http://127.0.0.1:9/v1' }), defaultModel: 'unset', workspace: os.tmpdir() }).maxConcurrentWorkflowTaskExecutions).toBe(WORKFLOW_TASK_SLOTS);
+  expect(WORKFLOW_TASK_SLOTS).toBe(40);
+  expect(workerConfig({}).workflowTaskSlots).toBeUndefined();
+  expect(workerConfig({ AGENT_WORKFLOW_TASK_SLOTS: ' 8 ' }).workflowTaskSlots).toBe(8);
+  for (const bad of ['1', '0', '8.5', 'many', '1001']) {
+    expect(() => workerConfig({ AGENT_WORKFLOW_TASK_SLOTS: bad })).toThrow(`AGENT_WORKFLOW_TASK_SLOTS must be a whole number from 2 to 1000, got "${bad}"`);
+  }
 });
 
 describe("the worker process's heap (src/worker/heap.ts)", () => {

@@ -549,6 +549,21 @@ export interface WorkerConfig {
    * (src/worker/heap.ts); 0 leaves V8's own growth. Unset: `WORKER_HEAP_GROWING_PERCENT` (300).
    */
   heapGrowingPercent?: number;
+  /**
+   * `AGENT_WORKFLOW_TASK_SLOTS`: how many workflow tasks the worker holds at once (the SDK's
+   * `maxConcurrentWorkflowTaskExecutions`). Unset: `WORKFLOW_TASK_SLOTS` (40, the SDK's). Fewer keep a backlog on the
+   * server's task queue, in its fair order by tenant (docs/quota.md, "Fair share").
+   */
+  workflowTaskSlots?: number;
+}
+
+function workflowTaskSlots(env: NodeJS.ProcessEnv): number | undefined {
+  const raw = env.AGENT_WORKFLOW_TASK_SLOTS?.trim();
+  if (!raw) return undefined;
+  if (!/^\d+$/.test(raw) || Number(raw) < 2 || Number(raw) > 1_000) {
+    throw new Error(`AGENT_WORKFLOW_TASK_SLOTS must be a whole number from 2 to 1000, got ${JSON.stringify(env.AGENT_WORKFLOW_TASK_SLOTS)}`);
+  }
+  return Number(raw);
 }
 
 function heapGrowingPercent(env: NodeJS.ProcessEnv): number | undefined {
@@ -566,6 +581,7 @@ export function workerConfig(env: NodeJS.ProcessEnv = process.env): WorkerConfig
   const quota = quotaSettings(env);
   const versioning = versioningSettings(env);
   const heap = heapGrowingPercent(env);
+  const slots = workflowTaskSlots(env);
   return {
     temporal: temporalSettings(env),
     llm: llmSettings(env),
@@ -580,5 +596,6 @@ export function workerConfig(env: NodeJS.ProcessEnv = process.env): WorkerConfig
     ...(quota ? { quota } : {}),
     ...(versioning ? { versioning } : {}),
     ...(heap !== undefined ? { heapGrowingPercent: heap } : {}),
+    ...(slots !== undefined ? { workflowTaskSlots: slots } : {}),
   };
 }

@@ -43,6 +43,7 @@ export function agentWorkerOptions(
   | 'activities'
   | 'maxHeartbeatThrottleInterval'
   | 'maxConcurrentActivityTaskExecutions'
+  | 'maxConcurrentWorkflowTaskExecutions'
   | 'maxConcurrentLocalActivityExecutions'
   | 'workflowTaskPollerBehavior'
   | 'activityTaskPollerBehavior'
@@ -56,13 +57,24 @@ export function agentWorkerOptions(
     // Cancellation reaches an activity only in a heartbeat's reply: every beat of a model call must reach the server.
     maxHeartbeatThrottleInterval: heartbeatThrottleMs(deps.modelHeartbeatMs, deps.degradedHeartbeatMs),
     // A model call waits on the network, not the CPU: the SDK's 100 slots would cap a worker at 100 calls in flight
-    // whatever its CPU. Workflow task slots stay at the SDK's 40: more only queue work in a CPU-bound worker.
+    // whatever its CPU.
     maxConcurrentActivityTaskExecutions: 1_000,
+    // Workflow tasks need the worker's one workflow thread: those beyond it queue inside the worker, in arrival order,
+    // where the task queue's fair order by tenant no longer holds (WORKFLOW_TASK_SLOTS).
+    maxConcurrentWorkflowTaskExecutions: WORKFLOW_TASK_SLOTS,
     maxConcurrentLocalActivityExecutions: 1_000,
     workflowTaskPollerBehavior: { type: 'autoscaling', minimum: 2, maximum: 100, initial: 10 },
     activityTaskPollerBehavior: { type: 'autoscaling', minimum: 2, maximum: 100, initial: 10 },
   };
 }
+
+/**
+ * Workflow tasks a worker holds at once: the SDK's 40 (`AGENT_WORKFLOW_TASK_SLOTS` sets another). Fewer keep a
+ * backlog on the server's task queue, in its fair order by tenant, instead of inside a busy worker in arrival order:
+ * with 8, another tenant's runs took 2.4x their time alone during one tenant's flood, against 5.7x with 40; but a
+ * burst of 1,000 runs at once took 1.15x as long (BENCHMARKS.md, figures (i) and (c)). A multi-tenant fleet may choose 8.
+ */
+export const WORKFLOW_TASK_SLOTS = 40;
 
 /** A graceful stop (SIGTERM, a deploy) lets the model calls in flight finish this long before cancelling them. */
 export const SHUTDOWN_GRACE_TIME = '30 seconds';
@@ -414,6 +426,7 @@ export async function createAgentWorker(options: AgentWorkerOptions = {}): Promi
       ...traced,
       ...(inflight ? { interceptors: inflight.addTo(traced?.interceptors) } : {}),
       ...workerOptions,
+      ...(config.workflowTaskSlots ? { maxConcurrentWorkflowTaskExecutions: config.workflowTaskSlots } : {}),
       sinks: { ...traced?.sinks, ...workerOptions.sinks },
     });
     const retention = config.retention;
