@@ -159,6 +159,15 @@ test('workflow task slots: the SDK\'s 40 unless AGENT_WORKFLOW_TASK_SLOTS says o
   }
 });
 
+test('cached runs: the SDK\'s sizing unless AGENT_CACHED_RUNS says otherwise, 0 for none; 1 or a value that is not a count is refused, naming the variable', () => {
+  expect(workerConfig({}).cachedRuns).toBeUndefined();
+  expect(workerConfig({ AGENT_CACHED_RUNS: ' 500 ' }).cachedRuns).toBe(500);
+  expect(workerConfig({ AGENT_CACHED_RUNS: '0' }).cachedRuns).toBe(0);
+  for (const bad of ['1', '-5', '2.5', 'lots', '1000001']) {
+    expect(() => workerConfig({ AGENT_CACHED_RUNS: bad })).toThrow(`AGENT_CACHED_RUNS must be 0 (no run kept in memory) or a whole number from 2 to 1000000, got "${bad}"`);
+  }
+});
+
 describe("the worker process's heap (src/worker/heap.ts)", () => {
   /** The growth factor V8 applies at a full collection in a fresh process that first calls `tuneWorkerHeap(percent)`. */
   const factorAfter = (percent: string): string => {

@@ -555,6 +555,21 @@ export interface WorkerConfig {
    * server's task queue, in its fair order by tenant (docs/quota.md, "Fair share").
    */
   workflowTaskSlots?: number;
+  /**
+   * `AGENT_CACHED_RUNS`: how many runs the worker keeps in memory between their workflow tasks (the SDK's sticky
+   * cache, `maxCachedWorkflows`); 0 keeps none, and every workflow task replays its run. Unset: the SDK's, 600 a GB of
+   * the heap limit. A cached run holds about 1.2 MB of RSS (BENCHMARKS.md, figure (h)).
+   */
+  cachedRuns?: number;
+}
+
+function cachedRuns(env: NodeJS.ProcessEnv): number | undefined {
+  const raw = env.AGENT_CACHED_RUNS?.trim();
+  if (!raw) return undefined;
+  if (!/^\d+$/.test(raw) || Number(raw) === 1 || Number(raw) > 1_000_000) {
+    throw new Error(`AGENT_CACHED_RUNS must be 0 (no run kept in memory) or a whole number from 2 to 1000000, got ${JSON.stringify(env.AGENT_CACHED_RUNS)}`);
+  }
+  return Number(raw);
 }
 
 function workflowTaskSlots(env: NodeJS.ProcessEnv): number | undefined {
@@ -582,6 +597,7 @@ export function workerConfig(env: NodeJS.ProcessEnv = process.env): WorkerConfig
   const versioning = versioningSettings(env);
   const heap = heapGrowingPercent(env);
   const slots = workflowTaskSlots(env);
+  const cached = cachedRuns(env);
   return {
     temporal: temporalSettings(env),
     llm: llmSettings(env),
@@ -597,5 +613,6 @@ export function workerConfig(env: NodeJS.ProcessEnv = process.env): WorkerConfig
     ...(versioning ? { versioning } : {}),
     ...(heap !== undefined ? { heapGrowingPercent: heap } : {}),
     ...(slots !== undefined ? { workflowTaskSlots: slots } : {}),
+    ...(cached !== undefined ? { cachedRuns: cached } : {}),
   };
 }

@@ -427,6 +427,7 @@ export async function createAgentWorker(options: AgentWorkerOptions = {}): Promi
       ...(inflight ? { interceptors: inflight.addTo(traced?.interceptors) } : {}),
       ...workerOptions,
       ...(config.workflowTaskSlots ? { maxConcurrentWorkflowTaskExecutions: config.workflowTaskSlots } : {}),
+      ...(config.cachedRuns !== undefined ? { maxCachedWorkflows: config.cachedRuns } : {}),
       sinks: { ...traced?.sinks, ...workerOptions.sinks },
     });
     const retention = config.retention;
