@@ -188,7 +188,7 @@ const oncePerWorker: OursProfile = { ...prebundled, name: 'once-per-worker', src
 
 /** `prebundled` with 8 workflow task slots instead of the SDK's 40: the backlog waits on the server's fair task queue, not in the worker (issue 52, figure (i)). */
 const taskSlots8: OursProfile = { ...prebundled, name: 'task-slots-8', workerOptions: { maxConcurrentWorkflowTaskExecutions: 8 } };
-/** The same with 40, the SDK's default, named: the build before the product chose 8. */
+/** The same with 40, the SDK's default and the product's, named so that the two sit side by side in one run. */
 const taskSlots40: OursProfile = { ...prebundled, name: 'task-slots-40', workerOptions: { maxConcurrentWorkflowTaskExecutions: 40 } };
 
 export const PROFILES: Record<string, OursProfile> = {

@@ -558,7 +558,7 @@ export interface WorkerConfig {
   /**
    * `AGENT_CACHED_RUNS`: how many runs the worker keeps in memory between their workflow tasks (the SDK's sticky
    * cache, `maxCachedWorkflows`); 0 keeps none, and every workflow task replays its run. Unset: the SDK's, 600 a GB of
-   * the heap limit. A cached run holds about 1.2 MB of RSS (BENCHMARKS.md, figure (h)).
+   * the heap limit. A cached run holds about 1.2 MB; a heap limit bounds the RSS (BENCHMARKS.md, figure (h)).
    */
   cachedRuns?: number;
 }
