@@ -563,32 +563,19 @@ export interface WorkerConfig {
   cachedRuns?: number;
 }
 
-function cachedRuns(env: NodeJS.ProcessEnv): number | undefined {
-  const raw = env.AGENT_CACHED_RUNS?.trim();
+/** A whole-number setting of the worker: unset or blank, undefined; refused, naming the variable and `rule`, unless `ok`. */
+function wholeNumberSetting(env: NodeJS.ProcessEnv, name: string, ok: (n: number) => boolean, rule: string): number | undefined {
+  const raw = env[name]?.trim();
   if (!raw) return undefined;
-  if (!/^\d+$/.test(raw) || Number(raw) === 1 || Number(raw) > 1_000_000) {
-    throw new Error(`AGENT_CACHED_RUNS must be 0 (no run kept in memory) or a whole number from 2 to 1000000, got ${JSON.stringify(env.AGENT_CACHED_RUNS)}`);
-  }
+  if (!/^\d+$/.test(raw) || !ok(Number(raw))) throw new Error(`${name} must be ${rule}, got ${JSON.stringify(env[name])}`);
   return Number(raw);
 }
 
-function workflowTaskSlots(env: NodeJS.ProcessEnv): number | undefined {
-  const raw = env.AGENT_WORKFLOW_TASK_SLOTS?.trim();
-  if (!raw) return undefined;
-  if (!/^\d+$/.test(raw) || Number(raw) < 2 || Number(raw) > 1_000) {
-    throw new Error(`AGENT_WORKFLOW_TASK_SLOTS must be a whole number from 2 to 1000, got ${JSON.stringify(env.AGENT_WORKFLOW_TASK_SLOTS)}`);
-  }
-  return Number(raw);
-}
-
-function heapGrowingPercent(env: NodeJS.ProcessEnv): number | undefined {
-  const raw = env.AGENT_HEAP_GROWING_PERCENT?.trim();
-  if (!raw) return undefined;
-  if (!/^\d+$/.test(raw) || Number(raw) > 1_000) {
-    throw new Error(`AGENT_HEAP_GROWING_PERCENT must be a whole number from 0 to 1000 (0 leaves V8's own growth), got ${JSON.stringify(env.AGENT_HEAP_GROWING_PERCENT)}`);
-  }
-  return Number(raw);
-}
+const cachedRuns = (env: NodeJS.ProcessEnv) =>
+  wholeNumberSetting(env, 'AGENT_CACHED_RUNS', (n) => n !== 1 && n <= 1_000_000, '0 (no run kept in memory) or a whole number from 2 to 1000000');
+const workflowTaskSlots = (env: NodeJS.ProcessEnv) => wholeNumberSetting(env, 'AGENT_WORKFLOW_TASK_SLOTS', (n) => n >= 2 && n <= 1_000, 'a whole number from 2 to 1000');
+const heapGrowingPercent = (env: NodeJS.ProcessEnv) =>
+  wholeNumberSetting(env, 'AGENT_HEAP_GROWING_PERCENT', (n) => n <= 1_000, "a whole number from 0 to 1000 (0 leaves V8's own growth)");
 
 export function workerConfig(env: NodeJS.ProcessEnv = process.env): WorkerConfig {
   const bundleDir = workflowBundleDir(env);

@@ -426,7 +426,7 @@ export async function createAgentWorker(options: AgentWorkerOptions = {}): Promi
       ...traced,
       ...(inflight ? { interceptors: inflight.addTo(traced?.interceptors) } : {}),
       ...workerOptions,
-      ...(config.workflowTaskSlots ? { maxConcurrentWorkflowTaskExecutions: config.workflowTaskSlots } : {}),
+      ...(config.workflowTaskSlots !== undefined ? { maxConcurrentWorkflowTaskExecutions: config.workflowTaskSlots } : {}),
       ...(config.cachedRuns !== undefined ? { maxCachedWorkflows: config.cachedRuns } : {}),
       sinks: { ...traced?.sinks, ...workerOptions.sinks },
     });
