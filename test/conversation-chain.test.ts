@@ -56,6 +56,21 @@ describe('ConversationStore', () => {
     await expect(store.resolve(b0, [])).rejects.toThrow(ConversationUnavailableError);
   });
 
+  test('a run that starts afresh (after a compaction, or its next run of the chain) drops the conversation it had from memory', async () => {
+    const dir = tempDir();
+    const store = new ConversationStore(new FsBlobStore(dir), { maxCached: 10 });
+    const before = await store.save(undefined, [user('long')], [user('long')], 'run-a');
+    const other = await store.save(undefined, [user('b')], [user('b')], 'run-b');
+    const compacted = await store.save(undefined, [user('summary')], [user('summary')], 'run-a');
+    const alike = await store.save(undefined, [user('b')], [user('b')], 'run-c'); // the same node as run-b's
+    for (const file of filesUnder(dir)) rmSync(file); // from here on only memory answers
+    await expect(store.resolve(compacted, [])).resolves.toEqual([user('summary')]);
+    await expect(store.resolve(other, [])).resolves.toEqual([user('b')]);
+    await expect(store.resolve(alike, [])).resolves.toEqual([user('b')]);
+    // Room for ten, but run-a's conversation before its compaction went when it started afresh.
+    await expect(store.resolve(before, [])).rejects.toThrow(ConversationUnavailableError);
+  });
+
   test('nodes are encoded with the data converter: encrypted at rest when encryption is on', async () => {
     const dir = tempDir();
     const codec = new EncryptionCodec({ keys: { k1: randomBytes(32) }, currentKeyId: 'k1' });

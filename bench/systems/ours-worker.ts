@@ -64,7 +64,67 @@ export interface OursWorkerConfig {
   >;
 }
 
+/**
+ * BENCH_MEMLOG=<dir>: the worker appends its memory to <dir>/memory-<pid>.jsonl every 5 s (process.memoryUsage, and
+ * each worker thread's heap, the SDK's workflow thread among them, read through the inspector) and writes heap
+ * snapshots of its main thread and of its worker threads to <dir> when a file named `snapshot` appears there (which it
+ * removes; SIGUSR2 would stop the SDK's worker), for finding what a long run keeps.
+ */
+function logMemory(dir: string): void {
+  const { appendFileSync, existsSync, mkdirSync, rmSync, writeFileSync } = require('node:fs') as typeof import('node:fs');
+  const v8 = require('node:v8') as typeof import('node:v8');
+  const inspector = require('node:inspector') as typeof import('node:inspector');
+  mkdirSync(dir, { recursive: true });
+  const file = path.join(dir, `memory-${process.pid}.jsonl`);
+  const session = new inspector.Session();
+  session.connect();
+  const threads: string[] = [];
+  let nextId = 1;
+  const waiting = new Map<number, (result: any) => void>();
+  const chunks = new Map<string, string[]>();
+  session.on('NodeWorker.attachedToWorker', (m: any) => threads.push(m.params.sessionId));
+  session.on('NodeWorker.receivedMessageFromWorker', (m: any) => {
+    const msg = JSON.parse(m.params.message);
+    if (msg.method === 'HeapProfiler.addHeapSnapshotChunk') chunks.get(m.params.sessionId)?.push(msg.params.chunk);
+    else if (waiting.has(msg.id)) {
+      waiting.get(msg.id)!(msg.result);
+      waiting.delete(msg.id);
+    }
+  });
+  session.post('NodeWorker.enable', { waitForDebuggerOnStart: false });
+  const ask = (sessionId: string, method: string, params: object = {}) =>
+    new Promise<any>((resolve) => {
+      const id = nextId++;
+      waiting.set(id, resolve);
+      session.post('NodeWorker.sendMessageToWorker', { sessionId, message: JSON.stringify({ id, method, params }) });
+    });
+  const write = async () => {
+    const heaps = await Promise.all(threads.map((t) => ask(t, 'Runtime.getHeapUsage')));
+    const line = { atMs: Date.now(), ...process.memoryUsage(), malloced: v8.getHeapStatistics().malloced_memory, threads: heaps.map((h) => ({ used: h?.usedSize, total: h?.totalSize })) };
+    appendFileSync(file, JSON.stringify(line) + '\n');
+  };
+  const snapshot = () => {
+    v8.writeHeapSnapshot(path.join(dir, `heap-${process.pid}-${Date.now()}-main.heapsnapshot`));
+    for (const [i, t] of threads.entries()) {
+      chunks.set(t, []);
+      void ask(t, 'HeapProfiler.takeHeapSnapshot', { reportProgress: false }).then(() => {
+        writeFileSync(path.join(dir, `heap-${process.pid}-${Date.now()}-thread${i}.heapsnapshot`), chunks.get(t)!.join(''));
+        chunks.delete(t);
+      });
+    }
+  };
+  const trigger = path.join(dir, 'snapshot');
+  setInterval(() => {
+    void write();
+    if (existsSync(trigger)) {
+      rmSync(trigger);
+      snapshot();
+    }
+  }, 5_000).unref();
+}
+
 async function main(): Promise<void> {
+  if (process.env.BENCH_MEMLOG) logMemory(process.env.BENCH_MEMLOG);
   const config = JSON.parse(process.env.BENCH_WORKER ?? '{}') as OursWorkerConfig;
   const src = config.srcDir ?? path.resolve(__dirname, '../../src');
   // As the image's entry (src/bin/worker.ts) does first: the workflow thread starts, then the SDK loads and the

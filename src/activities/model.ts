@@ -439,7 +439,7 @@ async function storeConversation(
 ): Promise<ConversationRef | undefined> {
   if (!store) return undefined;
   try {
-    return await store.save(request.chain?.base, request.messages, messages);
+    return await store.save(request.chain?.base, request.messages, messages, ctx.info.workflowExecution?.workflowId);
   } catch (err) {
     ctx.log.warn('conversation not stored; the next call sends it whole', { error: String(err) });
     return undefined;

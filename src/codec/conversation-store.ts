@@ -46,6 +46,8 @@ export class ConversationStore {
   private readonly maxCached: number;
   /** Insertion-ordered: re-inserting on use makes it an LRU. Arrays share their message objects with each other. */
   private readonly cache = new Map<string, ChatMessage[]>();
+  /** The conversation each run stored last, by the `run` given to `save` (swept of those no longer in memory). */
+  private readonly latestOf = new Map<string, string>();
 
   constructor(
     private readonly store: BlobStore,
@@ -69,8 +71,12 @@ export class ConversationStore {
     return this.load(ref);
   }
 
-  /** Stores `messages` (everything after `base`, or the whole conversation without one) as a node; `full` is the result. */
-  async save(base: ConversationRef | undefined, messages: ChatMessage[], full: ChatMessage[]): Promise<ConversationRef> {
+  /**
+   * Stores `messages` (everything after `base`, or the whole conversation without one) as a node; `full` is the result.
+   * `run` names the run that stores it (its workflow ID, the same along a chain of continue-as-new): a run keeps one
+   * conversation in memory, so one that starts afresh (after a compaction, without a base) drops the one it had.
+   */
+  async save(base: ConversationRef | undefined, messages: ChatMessage[], full: ChatMessage[], run?: string): Promise<ConversationRef> {
     const node: ChainNode = { v: 1, base: base ?? null, messages };
     const bytes = ProtoPayload.encode(await encodeOne(this.converter, node)).finish();
     const ref = sha256Hex(bytes);
@@ -81,8 +87,17 @@ export class ConversationStore {
     let at: string | undefined;
     if (this.store.append) at = await this.store.append(ref, bytes);
     else await this.store.put(ref, bytes, { fresh: true, durable: false });
-    // The run has moved on from its base; a retry of this call that needs it again reads it back.
+    // The run has moved on from its base (or from the conversation it had before a compaction); a retry of this call
+    // that needs it again reads it back.
     if (base) this.cache.delete(base.ref);
+    if (run !== undefined) {
+      const previous = this.latestOf.get(run);
+      if (previous !== undefined && previous !== ref) this.cache.delete(previous);
+      this.latestOf.set(run, ref);
+      if (this.latestOf.size > 2 * this.maxCached) {
+        for (const [other, kept] of this.latestOf) if (kept !== ref && !this.cache.has(kept)) this.latestOf.delete(other);
+      }
+    }
     this.remember(ref, full);
     return at === undefined ? { ref, count: full.length } : { ref, count: full.length, at };
   }
