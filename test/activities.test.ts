@@ -10,7 +10,7 @@ import OpenAI from 'openai';
 import { z } from 'zod';
 import { createActivities, ModelCallsInFlight, type ToolPolicy, type ToolPolicyDecision } from '../src/activities';
 import { agentPlugin } from '../src/worker/plugin';
-import { chunkTranscript, recentStart } from '../src/activities/compaction';
+import { chunkTranscript, createCompactContext, recentStart } from '../src/activities/compaction';
 import { classifyModelError, ModelErrorType, retryAfterMs } from '../src/activities/errors';
 import { fileTools, resolveInWorkspace } from '../src/activities/tools/files';
 import { defineTool, MAX_TOOL_OUTPUT_CHARS, RetryableToolError, ToolRegistry } from '../src/activities/tools/registry';
@@ -627,6 +627,29 @@ describe('compaction', () => {
     expect(model.requests('stuck-summariser')).toEqual([expect.objectContaining({ closedByClient: true, completed: false })]);
   });
 
+  test("a what-if fork's recorded summaries answer the same requests without sending them; a changed chunk is sent", async () => {
+    model.register('recorded-summariser', ({ request }) => ({ text: `S(${request.messages[1].content.length})`, usage: { prompt_tokens: 20, completion_tokens: 2 } }));
+    const compactContext = createCompactContext({ openai, defaultModel: 'recorded-summariser', chunkChars: 3_000 });
+    const messages = history(40);
+    const first = await act(compactContext, { messages, keepRecent: 4 });
+    const sent = model.requests('recorded-summariser').length;
+    expect(sent).toBeGreaterThan(2); // several chunks, then their summaries summarised
+    expect(Object.keys(first.summaries ?? {})).toHaveLength(sent);
+    expect(first.replayed).toBeUndefined();
+    const replay = Object.fromEntries(Object.entries(first.summaries!).map(([hash, summary]) => [hash, { summary }]));
+
+    const again = await act(compactContext, { messages, keepRecent: 4, replay });
+    expect(model.requests('recorded-summariser')).toHaveLength(sent);
+    expect(again).toEqual({ ...first, usage: { promptTokens: 0, completionTokens: 0, totalTokens: 0 }, replayed: true });
+
+    // The last older message changed: its chunk, and the summary of the summaries, are new requests; the other chunks are not.
+    const changed = messages.map((m, i) => (i === messages.length - 5 ? { ...m, content: `${m.content} and more` } : m)) as ChatMessage[];
+    const edited = await act(compactContext, { messages: changed, keepRecent: 4, replay });
+    expect(model.requests('recorded-summariser')).toHaveLength(sent + 2);
+    expect(edited.replayed).toBeUndefined();
+    expect(edited.usage.totalTokens).toBe(44);
+  });
+
   test('chunking and the recent window never split a tool call from its results', () => {
     expect(chunkTranscript(['aaaa', 'bbbb', 'cccc'], 9)).toEqual(['aaaa\nbbbb', 'cccc']);
     expect(chunkTranscript(['x'.repeat(50)], 30)[0]).toHaveLength(30);
@@ -652,7 +675,7 @@ describe('model critic', () => {
     const env = modelCallEnv();
     const beats = heartbeatsOf(env);
     const outcome = await runIn(env, activities.critiqueAnswer, critique('slow-critic'));
-    expect(outcome).toEqual({ action: 'complete', reason: 'the sum is right', confidence: 0.9, usage: { promptTokens: 50, completionTokens: 12, totalTokens: 62 } });
+    expect(outcome).toEqual({ action: 'complete', reason: 'the sum is right', confidence: 0.9, usage: { promptTokens: 50, completionTokens: 12, totalTokens: 62 }, requestHash: expect.stringMatching(/^[0-9a-f]{64}$/) });
     expect(beats.length).toBeGreaterThanOrEqual(2);
     expect(beats[0]).toEqual({ callNumber: 2, format: 'json_schema' });
     const [sent] = model.requests('slow-critic');
@@ -694,6 +717,29 @@ describe('model critic', () => {
     await act(critic.critiqueAnswer, critique('json-mode'));
     await act(critic.critiqueAnswer, critique('json-mode'));
     expect(model.requests('json-mode').map(formatOf)).toEqual(['json_schema', 'json_object', 'json_object']);
+  });
+
+  test("a what-if fork's recorded decision answers the same request without sending it; another request is sent", async () => {
+    model.register('recorded-critic', () => verdict({ usage: { prompt_tokens: 30, completion_tokens: 10 } }));
+    const first = await act(activities.critiqueAnswer, critique('recorded-critic'));
+    const { requestHash } = first;
+    expect(requestHash).toMatch(/^[0-9a-f]{64}$/);
+    const replay = { [requestHash!]: { critique: { action: 'retry' as const, reason: 'recorded', confidence: 70 } } };
+    // The recorded decision, not the provider's (which would say complete): nothing sent, no tokens.
+    expect(await act(activities.critiqueAnswer, { ...critique('recorded-critic'), replay })).toEqual({
+      action: 'retry',
+      reason: 'recorded',
+      confidence: 70,
+      usage: { promptTokens: 0, completionTokens: 0, totalTokens: 0 },
+      requestHash,
+      replayed: true,
+    });
+    expect(model.requests('recorded-critic')).toHaveLength(1);
+    const other = await act(activities.critiqueAnswer, { ...critique('recorded-critic'), answer: '5', replay });
+    expect(other).toMatchObject({ action: 'complete', usage: { totalTokens: 40 } });
+    expect(other.replayed).toBeUndefined();
+    expect(other.requestHash).not.toBe(requestHash);
+    expect(model.requests('recorded-critic')).toHaveLength(2);
   });
 
   test('a 400 about something else is not a format refusal: it fails at once, classified', async () => {

@@ -1,9 +1,14 @@
 /**
  * What-if forks on the real server: a fork with an edited tool result reuses the original's recorded model answers
- * until its requests differ (the scripted model's request log shows which calls were sent), then the two runs are
- * compared side by side through the client, the CLI and the gateway.
+ * (model calls, the model critic's decisions, compactions' summaries) until its requests differ (the scripted model's
+ * request log shows which calls were sent), then the two runs are compared side by side through the client, the CLI
+ * and the gateway. A custom critic is the worker's code: it runs again in a fork, and does not end the replay.
  */
+import { mkdirSync, writeFileSync } from 'node:fs';
+import path from 'node:path';
 import type { FastifyInstance } from 'fastify';
+import type { CriticDecision } from '../src/activities';
+import type { RecordedRequest } from '../src/scripted-model';
 import { runCli } from '../src/cli/cli';
 import { AgentClient } from '../src/client';
 import { buildGateway } from '../src/gateway/index';
@@ -23,8 +28,15 @@ const script = ({ request }: { request: { messages: any[] } }) => {
   return { text: `saw: ${results.join(' | ')}` };
 };
 
+/** Each custom critic decision, by the run it judged: the worker's code, called again in a fork. */
+const tallied: string[] = [];
+const tally = (request: { toolResults?: unknown[] }, context: { workflowId: string }): CriticDecision => {
+  tallied.push(context.workflowId);
+  return request.toolResults ? { action: 'continue', reason: 'the tools ran' } : { action: 'complete', reason: 'answered' };
+};
+
 beforeAll(async () => {
-  h = await startAgentHarness();
+  h = await startAgentHarness(undefined, { critics: { tally } });
   agents = new AgentClient(h.env.client, h.taskQueue);
   app = buildGateway({ agents, token: TOKEN, logger: false });
   h.model.register(MODEL, script);
@@ -118,3 +130,76 @@ test('the CLI and the gateway: a what-if fork with a new system prompt sends eve
   const bad = await cli('fork', source.workflowId, '--from-step', '0', '--tool-result', 'no-equals-sign');
   expect([bad.code, bad.err]).toEqual([1, 'error: --tool-result must be <toolCallId>=<text>, got "no-equals-sign"\n']);
 }, 60_000);
+
+/** Which of the worker's requests the scripted model got: a model call (streamed), the model critic's or a compaction's. */
+const kindOf = (r: RecordedRequest): 'model' | 'critic' | 'compaction' =>
+  r.stream ? 'model' : String(r.body.messages[0].content).startsWith('You summarise') ? 'compaction' : 'critic';
+const countKinds = (requests: RecordedRequest[]) => {
+  const counts = { model: 0, critic: 0, compaction: 0 };
+  for (const r of requests) counts[kindOf(r)]++;
+  return counts;
+};
+
+test('the model critic and a compaction before the edit are replayed, not sent; those after it are', async () => {
+  const model = 'what-if-judged';
+  mkdirSync(path.join(h.workspace, 'notes'), { recursive: true });
+  writeFileSync(path.join(h.workspace, 'notes', 'big.txt'), `${'a long file line\n'.repeat(1_250)}`);
+  // Reads the big file (which makes the run compact before call 2), lists, reads hello.txt, then answers with what the
+  // results it still sees said. A compaction's summary stands for the one result it summarised.
+  h.model.register(model, ({ request }) => {
+    const system = String(request.messages[0]?.content ?? '');
+    if (!request.stream) {
+      if (system.startsWith('You summarise')) return { text: 'big.txt was read: a long file' };
+      const toolStep = system.includes("assistant's tool calls");
+      return { text: JSON.stringify(toolStep ? { action: 'continue', reason: 'the tools ran', confidence: 90 } : { action: 'complete', reason: 'done', confidence: 90 }) };
+    }
+    const tools = request.messages.filter((m: any) => m.role === 'tool').map((m: any) => String(m.content).split('\n')[0]);
+    const summarised = request.messages.some((m: any) => m.role === 'user' && String(m.content).startsWith('Summary of the earlier conversation:'));
+    const seen = tools.length + (summarised ? 1 : 0);
+    if (seen === 0) return { toolCalls: [{ name: 'readFile', arguments: { path: 'notes/big.txt' } }] };
+    if (seen === 1) return { toolCalls: [{ name: 'listFiles', arguments: { path: '.' } }] };
+    if (seen === 2) return { toolCalls: [{ name: 'readFile', arguments: { path: 'hello.txt' } }] };
+    return { text: `saw: ${tools.join(' | ')}` };
+  });
+  const run = await agents.start({ prompt: 'read the notes', model, critique: 'model', contextWindowTokens: 4_000 });
+  expect(await run.result()).toMatchObject({ status: 'COMPLETED', answer: 'saw: hello.txt | Hello from the workspace', toolCalls: 3 });
+  const original = h.model.requests(model);
+  expect(original.map(kindOf)).toEqual(['model', 'critic', 'compaction', 'model', 'critic', 'model', 'critic', 'model', 'critic']);
+  const listing = (await run.state()).recentToolCalls[1];
+  expect(listing.name).toBe('listFiles');
+
+  // The listing (after call 2) edited: call 1, the critic's word on the big file's read and the compaction after it are
+  // the original's requests, answered from the record; the critic's word on the edited listing is the first that is not.
+  const fork = await agents.fork(run.workflowId, 0, { edits: { toolResults: { [listing.toolCallId]: 'EDITED listing' } } });
+  expect(await fork.result()).toMatchObject({ status: 'COMPLETED', answer: 'saw: EDITED listing | Hello from the workspace' });
+  const sent = h.model.requests(model).slice(original.length);
+  expect(sent.map(kindOf)).toEqual(['critic', 'model', 'critic', 'model', 'critic']);
+  expect(sent[0].body.messages[1].content).toContain('EDITED listing');
+  expect(countKinds(sent)).toEqual({ model: 2, critic: 3, compaction: 0 });
+  const view = await fork.state();
+  expect(view.transitions.map((t) => t.to)).toContain('COMPACTING');
+  expect(view.usage).toMatchObject({ modelCalls: 4, replayedCalls: 2, replayedCritiques: 1, replayedCompactions: 1 });
+
+  // A fork with nothing edited and replay asked for sends nothing at all: every critique and the compaction too.
+  const again = await agents.fork(run.workflowId, 0, { replay: true });
+  expect(await again.result()).toMatchObject({ status: 'COMPLETED', answer: 'saw: hello.txt | Hello from the workspace' });
+  expect(h.model.requests(model).length).toBe(original.length + sent.length);
+  expect((await again.state()).usage).toMatchObject({ totalTokens: 0, replayedCalls: 4, replayedCritiques: 4, replayedCompactions: 1 });
+}, 60_000);
+
+test('a custom critic runs again in a fork, and its decisions do not end the replay of the model calls', async () => {
+  const run = await agents.start({ prompt: 'look around', model: MODEL, limits: { maxRepeats: 10 }, critique: { custom: 'tally' } });
+  expect(await run.result()).toMatchObject({ status: 'COMPLETED', toolCalls: 3 });
+  const judged = tallied.filter((id) => id === run.workflowId).length;
+  expect(judged).toBe(4); // three tool steps and the answer
+  const second = (await run.state()).recentToolCalls[1].toolCallId;
+  const before = h.model.requests(MODEL).length;
+  const fork = await agents.fork(run.workflowId, 0, { edits: { toolResults: { [second]: 'EDITED listing' } } });
+  expect(await fork.result()).toMatchObject({ status: 'COMPLETED', answer: 'saw: Hello from the workspace | EDITED listing | Hello from the workspace' });
+  // Calls 1 and 2 replayed across the critic's decision on the first tool step; the critic itself judged every step again.
+  expect(sentSince(before)).toHaveLength(2);
+  expect(tallied.filter((id) => id === fork.workflowId)).toHaveLength(judged);
+  const usage = (await fork.state()).usage;
+  expect(usage).toMatchObject({ modelCalls: 4, replayedCalls: 2 });
+  expect(usage.replayedCritiques).toBeUndefined();
+});

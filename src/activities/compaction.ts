@@ -2,14 +2,17 @@
  * Compaction: older messages are summarised by the model; the system prompt, the task and the recent turns
  * stay verbatim. Messages are summarised in chunks that fit one call, and the summaries summarised again,
  * so it works even when the whole history no longer fits in one call. It heartbeats while a (non-streamed)
- * summary is awaited, and a cancellation aborts the request in flight.
+ * summary is awaited, and a cancellation aborts the request in flight. A what-if fork's summarising request that the
+ * original run sent already is answered with the summary it got then (`replay`); the result names every summary by
+ * its request's hash, for forks of this run.
  */
 import { CancelledFailure, Context } from '@temporalio/activity';
 import { ApplicationFailure } from '@temporalio/common';
 import type OpenAI from 'openai';
 import type { ChatMessage, CompactionRequest, CompactionResult, Usage } from '../common/chat';
-import { addUsage, emptyUsage } from '../common/chat';
+import { addUsage, emptyUsage, isRecordedSummary } from '../common/chat';
 import { FailureType, ModelErrorType } from '../common/failures';
+import { requestHash as hashRequest } from '../common/replay';
 import { COMPACTION_CALL } from '../common/sinks';
 import type { ProviderBudget } from '../quota';
 import { classifyModelError } from './errors';
@@ -93,21 +96,29 @@ export function createCompactContext(deps: CompactionDeps) {
     let usage: Usage = emptyUsage();
     let calls = 0;
     const progress = { round: 0, done: 0 };
+    /** The summaries this compaction used, by their requests' hashes, and how many of them the provider wrote. */
+    const summaries: Record<string, string> = {};
+    let written = 0;
 
     const route = await routeOf(deps, model);
 
     recordProvider(route);
     /** One summary of `chunk`; a cancellation aborts the request and ends the activity as cancelled. */
     const summarise = async (chunk: string, signal: AbortSignal): Promise<string> => {
+      const asked = [{ role: 'system' as const, content: SUMMARISE_PROMPT }, { role: 'user' as const, content: chunk }];
+      const hash = hashRequest({ kind: 'compaction', model, messages: asked, tools: null, maxOutputTokens: null });
+      // A what-if fork's recorded summary of this very request: no provider call, no tokens.
+      const recorded = request.replay?.[hash];
+      if (recorded && isRecordedSummary(recorded)) return (summaries[hash] = recorded.summary);
       try {
-        const asked = [{ role: 'system' as const, content: SUMMARISE_PROMPT }, { role: 'user' as const, content: chunk }];
         const id = `${ctx.info.workflowExecution?.workflowId ?? ctx.info.activityId}:compaction:${ctx.info.activityId}:${++calls}`;
         const response = await budgeted(deps.budget, id, asked, signal, () =>
           withKeyRotation(route, deps.providers, () => signal.aborted, ctx, (client) => client.chat.completions.create({ model: route.model, messages: asked }, { signal })),
         );
         const u = response.usage;
         if (u) usage = addUsage(usage, usageOf(u));
-        return response.choices[0]?.message?.content?.trim() ?? '';
+        written++;
+        return (summaries[hash] = response.choices[0]?.message?.content?.trim() ?? '');
       } catch (err) {
         if (signal.aborted) throw new CancelledFailure('compaction cancelled');
         throw classifyModelError(err, secretsOf(deps));
@@ -148,6 +159,12 @@ export function createCompactContext(deps: CompactionDeps) {
       throw ApplicationFailure.create({ type: FailureType.CompactionImpossible, message: 'compaction did not converge to one summary', nonRetryable: true });
     }
     const summaryMessage: ChatMessage = { role: 'user', content: `${SUMMARY_PREFIX}\n${summary}` };
-    return { messages: [...head, ...task, summaryMessage, ...messages.slice(start)], summarizedMessages: older.length, usage };
+    return {
+      messages: [...head, ...task, summaryMessage, ...messages.slice(start)],
+      summarizedMessages: older.length,
+      usage,
+      summaries,
+      ...(written === 0 ? { replayed: true as const } : {}),
+    };
   };
 }

@@ -2,15 +2,17 @@
  * The model critic: asks the model to judge a final answer, or a tool step's results, against the task, as JSON. It asks with the strictest
  * `response_format` the provider accepts (a strict JSON schema, else JSON mode, else the prompt alone) and remembers,
  * per model, which one that was. It heartbeats while the (non-streamed) verdict is awaited, and a cancellation
- * aborts the request in flight.
+ * aborts the request in flight. A what-if fork's request that the original run's critic sent already is answered with
+ * the decision it got then (`replay`); the response format is left out of its hash, since a worker picks it, not the run.
  */
 import { CancelledFailure, Context } from '@temporalio/activity';
 import { ApplicationFailure } from '@temporalio/common';
 import type OpenAI from 'openai';
 import type { ChatCompletion, ChatCompletionCreateParamsNonStreaming } from 'openai/resources/chat/completions';
 import { z } from 'zod';
-import type { CritiqueOutcome, CritiqueRequest } from '../common/chat';
+import { emptyUsage, isRecordedCritique, type CritiqueOutcome, type CritiqueRequest } from '../common/chat';
 import { FailureType } from '../common/failures';
+import { requestHash as hashRequest } from '../common/replay';
 import { criticCall } from '../common/sinks';
 import type { ProviderBudget } from '../quota';
 import { classifyModelError } from './errors';
@@ -94,6 +96,11 @@ export function createCritiqueAnswer(deps: { openai: OpenAI; defaultModel: strin
   return async function critiqueAnswer(request: CritiqueRequest): Promise<CritiqueOutcome> {
     const ctx = Context.current();
     const model = request.model ?? deps.defaultModel;
+    const messages = criticMessages(request);
+    const requestHash = hashRequest({ kind: 'critic', model, messages, tools: null, maxOutputTokens: null });
+    const recorded = request.replay?.[requestHash];
+    // A what-if fork's recorded decision on this very request: no provider call, no tokens.
+    if (recorded && isRecordedCritique(recorded)) return { ...recorded.critique, usage: emptyUsage(), requestHash, replayed: true };
     let format = formats.get(model) ?? CRITIC_RESPONSE_FORMATS[0];
     const route = await routeOf(deps, model);
     recordProvider(route);
@@ -102,7 +109,6 @@ export function createCritiqueAnswer(deps: { openai: OpenAI; defaultModel: strin
       for (;;) {
         try {
           const responseFormat = RESPONSE_FORMAT[format];
-          const messages = criticMessages(request);
           const id = `${ctx.info.workflowExecution?.workflowId ?? ctx.info.activityId}:critic:${request.callNumber}:${format}`;
           return await budgeted(deps.budget, id, messages, signal, () =>
             withKeyRotation(route, deps.providers, () => signal.aborted, ctx, (client) =>
@@ -132,7 +138,7 @@ export function createCritiqueAnswer(deps: { openai: OpenAI; defaultModel: strin
     if (!parsed.success) {
       throw ApplicationFailure.create({ type: FailureType.CritiqueUnparsable, message: `the critic did not answer with a decision: ${content.slice(0, 200)}`, nonRetryable: true });
     }
-    return { ...parsed.data, usage: usageOf(response.usage) };
+    return { ...parsed.data, usage: usageOf(response.usage), requestHash };
   };
 }
 

@@ -17,6 +17,7 @@ import { ConversationUnavailableError, type ConversationStore } from '../codec/c
 import {
   CONTINUE_PROMPT,
   isQuotaWait,
+  isRecordedResponse,
   type ChatMessage,
   type ConversationRef,
   type ModelRequest,
@@ -473,7 +474,7 @@ function hashOf(request: ModelRequest, messages: readonly ChatMessage[], default
  */
 function replayedAnswer(request: ModelRequest, requestHash: string): ModelResponse | undefined {
   const recorded = request.replay?.[requestHash];
-  if (!recorded) return undefined;
+  if (!recorded || !isRecordedResponse(recorded)) return undefined;
   const { conversation: _conversation, ...answer } = recorded;
   return { ...answer, usage: { promptTokens: 0, completionTokens: 0, totalTokens: 0 }, requestHash, replayed: true };
 }

@@ -1,6 +1,6 @@
 /** Time travel's fork: the input of a new run that carries on from a step of another. */
 import { randomUUID } from 'node:crypto';
-import type { ModelResponse } from '../common/chat';
+import type { ReplayedAnswers } from '../common/chat';
 import type { AgentRunInput } from '../common/input';
 import type { RunStateView } from '../common/messages';
 import { AgentState, isTerminal } from '../common/states';
@@ -10,8 +10,8 @@ import { checkStep, InvalidAgentInputError } from './errors';
 export interface ForkSource {
   snapshotAt(step: number, opts: { includeMessages?: boolean }): Promise<RunStateView>;
   stateSnapshotAt(step: number): Promise<unknown>;
-  /** The answers of its model calls numbered `fromCall` or later, by their requests' hashes (recorded.ts). */
-  recordedAnswers(fromCall: number): Promise<Record<string, ModelResponse>>;
+  /** The answers of its model requests from model call `fromCall` on, by their requests' hashes (recorded.ts). */
+  recordedAnswers(fromCall: number): Promise<ReplayedAnswers>;
 }
 
 /** A what-if fork's edits of the step it starts from (the input's `resume.edits`). */
@@ -59,7 +59,7 @@ export async function forkInput(source: ForkSource, workflowId: string, fromStep
     snapshot: snapshot as NonNullable<AgentRunInput['resume']>['snapshot'],
     origin: { workflowId, step: fromStep },
     ...(whatIf.edits ? { edits: whatIf.edits } : {}),
-    ...(Object.keys(replay).length > 0 ? { replay: replay as Record<string, ModelResponse & Record<string, unknown>> } : {}),
+    ...(Object.keys(replay).length > 0 ? { replay: replay as NonNullable<NonNullable<AgentRunInput['resume']>['replay']> } : {}),
   };
   return { input: { prompt: task, resume }, workflowId: `${workflowId}-fork-${fromStep}-${randomUUID().slice(0, 6)}` };
 }

@@ -13,7 +13,7 @@ import {
 } from '@temporalio/client';
 import type { UpdateDefinition } from '@temporalio/common';
 import { temporal } from '@temporalio/proto';
-import type { ModelResponse } from '../common/chat';
+import type { ReplayedAnswers } from '../common/chat';
 import { AGENT_STATE_MEMO } from '../common/constants';
 import { ActorSchema, type Actor } from '../common/actor';
 import { AbortInputSchema, ApproveInputSchema, SendMessageInputSchema, type ApproveInput } from '../common/input';
@@ -223,8 +223,11 @@ export class AgentRunHandle {
     }
   }
 
-  /** What-if forks: the answers of the run's model calls numbered `fromCall` or later, by their requests' hashes, from every run of its chain. */
-  recordedAnswers(fromCall: number): Promise<Record<string, ModelResponse>> {
+  /**
+   * What-if forks: the answers of the run's model requests (model calls, the model critic, compactions) from model call
+   * `fromCall` on, by their requests' hashes, from every run of its chain.
+   */
+  recordedAnswers(fromCall: number): Promise<ReplayedAnswers> {
     return this.guard(() => recordedAnswers(this.workflow, fromCall));
   }
 

@@ -1,36 +1,70 @@
 /**
- * What-if forks: the model answers a run recorded, read from the histories of every run of its chain (each
- * `callModel` activity's result, which carries the hash of its request), for the fork to reuse instead of paying again.
+ * What-if forks: the answers a run's model requests got, read from the histories of every run of its chain, for the
+ * fork to reuse instead of paying again: each `callModel` response, each model critic's decision (`critiqueAnswer`)
+ * and each compaction's summaries (`compactContext`), by the hash of the provider request that got it, which the
+ * activity's result carries. A custom critic's decisions are not among them: it is the worker's code, not a request.
  */
 import type { WorkflowHandle } from '@temporalio/client';
-import { isQuotaWait, type ModelRequest, type ModelResponse, type QuotaWait } from '../common/chat';
+import { isQuotaWait, type CompactionResult, type CritiqueOutcome, type CritiqueRequest, type ModelRequest, type ModelResponse, type QuotaWait, type ReplayedAnswers } from '../common/chat';
 import { previousRun } from './chain';
 import { decodeArray } from '../codec/payloads';
 
-/** The answers of the run's model calls numbered `fromCall` or later (those after a fork step), by their requests' hashes. */
-export async function recordedAnswers(workflow: WorkflowHandle, fromCall: number): Promise<Record<string, ModelResponse>> {
+/** A scheduled activity whose answers are recorded, and the model call it is numbered as. */
+interface Recorded {
+  type: 'callModel' | 'critiqueAnswer' | 'compactContext';
+  callNumber: number;
+}
+
+/**
+ * The answers of the run's model requests from model call `fromCall` on (those after a fork step), by their requests'
+ * hashes. A critique is numbered as the model call after it (its request's `callNumber`), a compaction as the call it
+ * makes room for: the one after the last model call before it (any, at the start of a continued run: included).
+ */
+export async function recordedAnswers(workflow: WorkflowHandle, fromCall: number): Promise<ReplayedAnswers> {
   const converter = workflow.client.options.loadedDataConverter;
-  const answers: Record<string, ModelResponse> = {};
+  const answers: ReplayedAnswers = {};
   let runId: string | undefined;
   do {
     const history = await workflow.client.getHandle(workflow.workflowId, runId).fetchHistory();
-    /** The call number of each scheduled `callModel`, by its event id. */
-    const calls = new Map<string, number>();
+    /** Each scheduled activity whose answer is recorded, by its event id. */
+    const scheduled = new Map<string, Recorded>();
+    /** The number of the last model call scheduled in this run; none yet: a compaction at a continued run's start. */
+    let lastCall: number | undefined;
     for (const event of history.events ?? []) {
-      const scheduled = event.activityTaskScheduledEventAttributes;
-      if (scheduled?.activityType?.name === 'callModel') {
-        const [request] = (await decodeArray(converter, scheduled.input?.payloads)) as [ModelRequest];
-        calls.set(String(event.eventId), request.callNumber);
+      const started = event.activityTaskScheduledEventAttributes;
+      const type = started?.activityType?.name;
+      if (started && (type === 'callModel' || type === 'critiqueAnswer')) {
+        const [request] = (await decodeArray(converter, started.input?.payloads)) as [ModelRequest | CritiqueRequest];
+        scheduled.set(String(event.eventId), { type, callNumber: request.callNumber });
+        if (type === 'callModel') lastCall = request.callNumber;
+      } else if (started && type === 'compactContext') {
+        scheduled.set(String(event.eventId), { type, callNumber: lastCall === undefined ? Number.MAX_SAFE_INTEGER : lastCall + 1 });
       }
       const completed = event.activityTaskCompletedEventAttributes;
-      const callNumber = completed ? calls.get(String(completed.scheduledEventId)) : undefined;
-      if (!completed || callNumber === undefined || callNumber < fromCall) continue;
-      const [response] = (await decodeArray(converter, completed.result?.payloads)) as [ModelResponse | QuotaWait];
-      if (isQuotaWait(response) || !response.requestHash) continue;
-      const { requestHash, replayed: _replayed, conversation: _conversation, ...answer } = response;
-      answers[requestHash] = answer;
+      const request = completed ? scheduled.get(String(completed.scheduledEventId)) : undefined;
+      if (!completed || !request || request.callNumber < fromCall) continue;
+      const [result] = await decodeArray(converter, completed.result?.payloads);
+      Object.assign(answers, answersOf(request, result as ModelResponse | QuotaWait | CritiqueOutcome | CompactionResult));
     }
     runId = await previousRun(workflow, runId);
   } while (runId);
   return answers;
+}
+
+/** What one completed activity recorded, by the hashes of its requests: nothing when it carries no hash (a run recorded before them). */
+function answersOf(request: Recorded, result: ModelResponse | QuotaWait | CritiqueOutcome | CompactionResult): ReplayedAnswers {
+  switch (request.type) {
+    case 'callModel': {
+      const response = result as ModelResponse | QuotaWait;
+      if (isQuotaWait(response) || !response.requestHash) return {};
+      const { requestHash, replayed: _replayed, conversation: _conversation, ...answer } = response;
+      return { [requestHash]: answer };
+    }
+    case 'critiqueAnswer': {
+      const { requestHash, action, reason, confidence } = result as CritiqueOutcome;
+      return requestHash ? { [requestHash]: { critique: { action, reason, confidence } } } : {};
+    }
+    case 'compactContext':
+      return Object.fromEntries(Object.entries((result as CompactionResult).summaries ?? {}).map(([hash, summary]) => [hash, { summary }]));
+  }
 }

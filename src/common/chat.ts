@@ -151,8 +151,31 @@ export interface ModelRequest {
    * A what-if fork's recorded answers of the run it was forked from, by the hash of their requests (common/replay.ts):
    * a request whose hash is here is answered with the recorded answer (`replayed`), not sent to the provider again.
    */
-  replay?: Record<string, ModelResponse>;
+  replay?: ReplayedAnswers;
 }
+
+/** What the critic's provider request got, as a what-if fork reuses it: the decision it was parsed into. */
+export interface RecordedCritique {
+  critique: { action: CritiqueOutcome['action']; reason: string; confidence: number };
+}
+
+/** What one of a compaction's provider requests got, as a what-if fork reuses it: the summary. */
+export interface RecordedSummary {
+  summary: string;
+}
+
+/**
+ * A what-if fork's recorded answers, by the hash of the provider request that got each (common/replay.ts): a model
+ * call's response, the model critic's decision, a compaction's summary. The hash says which kind a request is.
+ */
+export type ReplayedAnswers = Record<string, ModelResponse | RecordedCritique | RecordedSummary>;
+
+/** Whether a recorded answer is the model critic's decision. */
+export const isRecordedCritique = (a: object): a is RecordedCritique => 'critique' in a;
+/** Whether a recorded answer is a compaction's summary. */
+export const isRecordedSummary = (a: object): a is RecordedSummary => 'summary' in a;
+/** Whether a recorded answer is a model call's response. */
+export const isRecordedResponse = (a: object): a is ModelResponse => 'text' in a && 'toolCalls' in a;
 
 /**
  * What the model activity answers instead of a response when the fleet's budget has no room for the call yet: the
@@ -213,6 +236,8 @@ export interface ChildRequest {
 
 export interface CompactionRequest {
   model?: string;
+  /** A what-if fork's recorded answers (`ModelRequest.replay`): a summarising request found here is not sent again. */
+  replay?: ReplayedAnswers;
   messages: ChatMessage[];
   /** How many of the most recent messages are kept verbatim. */
   keepRecent: number;
@@ -224,6 +249,10 @@ export interface CompactionResult {
   messages: ChatMessage[];
   summarizedMessages: number;
   usage: Usage;
+  /** Each summary its provider requests got, by the request's hash (common/replay.ts): a what-if fork of the run reuses them. */
+  summaries?: Record<string, string>;
+  /** Every summary came from the request's `replay`, none from the provider: no tokens spent (its usage is zero). */
+  replayed?: true;
 }
 
 /** Input of the `critiqueAnswer` activity: a model judges a final answer, or a tool step, against the task. */
@@ -239,6 +268,8 @@ export interface CritiqueRequest {
   toolResults?: Array<{ name: string; arguments: string; ok: boolean; content: string }>;
   /** The worker's custom critic the run chose (`critique: { custom }`); absent: the model critic judges. */
   critic?: string;
+  /** A what-if fork's recorded answers (`ModelRequest.replay`), for the model critic: its request found here is not sent again. */
+  replay?: ReplayedAnswers;
 }
 
 /** What the model critic answers: its decision, and the tokens judging it took (they count in the run's usage). */
@@ -248,4 +279,8 @@ export interface CritiqueOutcome {
   /** 0 to 100. */
   confidence: number;
   usage?: Usage;
+  /** The model critic's: the hash of the request it sent (common/replay.ts), by which a what-if fork of the run finds this decision. */
+  requestHash?: string;
+  /** Answered from `CritiqueRequest.replay`, not by the provider: no tokens spent (its usage is zero). */
+  replayed?: true;
 }

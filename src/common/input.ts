@@ -265,10 +265,20 @@ export const { LimitsSchema, PriceSchema, BudgetSchema, ApprovalSchema, Compacti
             .optional(),
           /**
            * A what-if fork's recorded answers of the run it was forked from (those after the fork step), by the hash of
-           * their requests: the model activity answers a request found here with its recorded answer until the first
-           * request that is not (common/replay.ts). A continued run carries on those still unused.
+           * their requests: a model call's response, the model critic's decision (`critique`), a compaction's summary
+           * (`summary`). The activities answer a request found here with its recorded answer until the first request that
+           * is not (common/replay.ts). A continued run carries on those still unused.
            */
-          replay: z.record(z.string(), z.looseObject({ text: z.string(), toolCalls: z.array(z.looseObject({})) })).optional(),
+          replay: z
+            .record(
+              z.string(),
+              z.union([
+                z.looseObject({ text: z.string(), toolCalls: z.array(z.looseObject({})) }),
+                z.looseObject({ critique: z.looseObject({ action: z.enum(['continue', 'retry', 'replan', 'complete']), reason: z.string(), confidence: z.number() }) }),
+                z.looseObject({ summary: z.string() }),
+              ]),
+            )
+            .optional(),
         })
         .strict()
         .optional(),

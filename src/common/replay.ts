@@ -1,12 +1,17 @@
 /**
- * What-if forks: the hash that says two model requests are the same. The model activity stamps it on every answer
- * and looks a request up by it; the client reads it from the answers a run recorded. Not for workflow code (node:crypto).
+ * What-if forks: the hash that says two provider requests are the same. The model call, the model critic and compaction
+ * stamp it on what they answer and look a request up by it; the client reads it from the answers a run recorded. Not
+ * for workflow code (node:crypto).
  */
 import { createHash } from 'node:crypto';
 import type { ChatMessage } from './chat';
 
-/** What a request sends that decides its answer: the model, the whole conversation, the tools offered and the output limit. */
+/**
+ * What a request sends that decides its answer: the model, the whole conversation, the tools offered and the output
+ * limit; and who asks, when it is not a model call (a model call's hash has no `kind`, as runs recorded before had none).
+ */
 export interface HashedRequest {
+  kind?: 'critic' | 'compaction';
   model: string;
   messages: readonly ChatMessage[];
   tools: readonly string[] | null;

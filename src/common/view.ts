@@ -93,6 +93,8 @@ export const {
     modelCalls: int().describe('Model calls for planning and answering that answered (the critic\'s and compaction\'s are not counted).'),
     costUsd: z.number(),
     replayedCalls: int().optional().describe('Of `modelCalls`, those a what-if fork answered with the recorded answer of the run it was forked from, not paid for again; absent: none.'),
+    replayedCritiques: int().optional().describe("The model critic's decisions a what-if fork took from the run it was forked from (the same request), not paid for again; absent: none."),
+    replayedCompactions: int().optional().describe('Compactions whose summaries a what-if fork all took from the run it was forked from (the same requests), not paid for again; absent: none.'),
   });
 
   /** What a critic decides after a step; the action picks the next state. */

@@ -19,7 +19,7 @@ type Judged = EventOf<'CRITIQUE_DONE' | 'CRITIC_FAILED'>;
 function judgement(s: RunSnapshot, e: Judged): { next: RunSnapshot; decision: CritiqueDecision; act: CritiqueAction; afterTools: boolean; modelOnTools: boolean } {
   let judged: RunSnapshot;
   if (e.type === 'CRITIQUE_DONE') {
-    judged = { ...withSideUsage(s, e.usage), lastCritique: confident(e.decision, s.options.critiqueMinConfidence) };
+    judged = { ...withSideUsage(s, e.usage, e.replayed ? 'replayedCritiques' : undefined), lastCritique: confident(e.decision, s.options.critiqueMinConfidence) };
   } else {
     const fallback = ruleCritique(s);
     const critic = customCritic(s.options.critique);

@@ -17,15 +17,23 @@ export function calibrated(s: RunSnapshot, r: ModelResponse): Pick<RunSnapshot, 
   };
 }
 
-/** Tokens (and their cost) of a call beside the model steps, such as the critic's or a compaction's. */
-export function withSideUsage(s: RunSnapshot, u: Usage | undefined): RunSnapshot {
-  if (!u) return s;
-  const cost = responseCost(s, { text: '', toolCalls: [], usage: u, finishReason: null, model: s.lastModel ?? '' });
-  return { ...s, usage: { ...s.usage, ...addUsage(s.usage, u), costUsd: addCost(s.usage.costUsd, cost) } };
+/** The counts of calls beside the model steps that a what-if fork answered with the original's recorded answers. */
+export type ReplayedSideCalls = 'replayedCritiques' | 'replayedCompactions';
+
+/**
+ * Tokens (and their cost) of a call beside the model steps, such as the critic's or a compaction's; `replayed`: the
+ * count it adds to, when a what-if fork answered it from the record.
+ */
+export function withSideUsage(s: RunSnapshot, u: Usage | undefined, replayed?: ReplayedSideCalls): RunSnapshot {
+  const counted = replayed ? { ...s, usage: { ...s.usage, [replayed]: (s.usage[replayed] ?? 0) + 1 } } : s;
+  if (!u) return counted;
+  const cost = responseCost(counted, { text: '', toolCalls: [], usage: u, finishReason: null, model: counted.lastModel ?? '' });
+  return { ...counted, usage: { ...counted.usage, ...addUsage(counted.usage, u), costUsd: addCost(counted.usage.costUsd, cost) } };
 }
 
 export function withResponseUsage(s: RunSnapshot, r: ModelResponse): RunSnapshot {
   const usage = {
+    ...s.usage,
     ...addUsage(s.usage, r.usage),
     modelCalls: s.usage.modelCalls + 1,
     costUsd: addCost(s.usage.costUsd, responseCost(s, r)),

@@ -22,7 +22,8 @@ export type AgentEvent =
   /** Internal: every call an approval wait holds is decided; its move is recorded under `after`, the event that decided the last. */
   | { type: 'DECIDED'; after?: 'APPROVAL' | 'INTERRUPT' }
   | { type: 'TOOLS_DONE'; results: ToolResult[] }
-  | { type: 'CRITIQUE_DONE'; decision: CritiqueDecision; usage?: Usage }
+  /** `replayed`: a what-if fork's model critic answered with the decision the original's got for the same request. */
+  | { type: 'CRITIQUE_DONE'; decision: CritiqueDecision; usage?: Usage; replayed?: true }
   /** The model critic could not judge (its provider failed, its answer was no decision): the rule critic decides. */
   | { type: 'CRITIC_FAILED'; error: string }
   | { type: 'COMPACTED'; result: CompactionResult }

@@ -10,7 +10,7 @@ import { action, guard, REJECTED, row, SELF, type Row } from './table';
 /** The summary replaces the conversation, which no stored chain begins any more; the model step it came from goes on. */
 const useSummary = action<'COMPACTED'>('useSummary', (s, e, now) => {
   // A proactive compaction leaves the calibration as it was: the ratio of tokens to characters still holds.
-  const next: RunSnapshot = { ...s, messages: e.result.messages, usage: withSideUsage(s, e.result.usage).usage, chain: null };
+  const next: RunSnapshot = { ...s, messages: e.result.messages, usage: withSideUsage(s, e.result.usage, e.result.replayed ? 'replayedCompactions' : undefined).usage, chain: null };
   return enter(next, plain(s.phase.type === S.COMPACTING ? s.phase.returnTo : S.STREAMING), e, now);
 });
 const failCompaction = action<'COMPACTION_FAILED'>('failCompaction', (s, e, now) => fail(s, e, now, `compaction failed: ${e.error}`));

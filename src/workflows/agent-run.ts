@@ -16,7 +16,7 @@ import {
 } from '@temporalio/workflow';
 import { FailureType } from '../common/failures';
 import { parseAgentRunInput } from '../common/input';
-import type { ModelResponse } from '../common/chat';
+import type { ReplayedAnswers } from '../common/chat';
 import type { AgentRunResult } from '../common/messages';
 import { AgentState, isTerminal } from '../common/states';
 import { CANCELLED } from './effects';
@@ -54,7 +54,7 @@ export async function agentRun(rawInput: unknown): Promise<AgentRunResult> {
   const resumeInput = input.ok ? input.value.resume : undefined;
   // A what-if fork's recorded answers and edited tool results (a continued run's, those still unused).
   const effects = createEffects(
-    { replay: resumeInput?.replay as Record<string, ModelResponse> | undefined, toolResults: resumeInput?.edits?.toolResults },
+    { replay: resumeInput?.replay as ReplayedAnswers | undefined, toolResults: resumeInput?.edits?.toolResults },
     input.ok ? input.value.tenant : undefined,
     () => snapshot.options.timeouts,
   );

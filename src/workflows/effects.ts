@@ -29,11 +29,14 @@ import type { AgentActivities } from '../activities';
 import {
   emptyUsage,
   isQuotaWait,
+  isRecordedCritique,
+  isRecordedResponse,
+  isRecordedSummary,
   type ChildOutcome,
   type ChildRequest,
   type CritiqueOutcome,
   type ModelRequest,
-  type ModelResponse,
+  type ReplayedAnswers,
   type ToolRequest,
   type ToolResult,
 } from '../common/chat';
@@ -119,11 +122,14 @@ export interface Effects {
 
 /**
  * A what-if fork's part that the interpreter applies (the input's `resume.edits.toolResults` and `resume.replay`): the
- * recorded answers go with each model call while the run's requests are the original's (the activity decides, by the
- * request's hash); the first answer not replayed drops them. The named tool results replace the results when they come.
+ * recorded answers go with each model request (a model call, the model critic, a compaction; each gets those of its
+ * kind) while the run's requests are the original's (the activity decides, by the request's hash); the first answer
+ * of them not replayed drops them. A custom critic is the worker's code, not a provider request: it always runs, and
+ * its decision leaves them be (a different one makes the next request differ, which then ends them). The named tool
+ * results replace the results when they come.
  */
 export interface WhatIf {
-  replay?: Record<string, ModelResponse>;
+  replay?: ReplayedAnswers;
   toolResults?: Record<string, string>;
 }
 
@@ -145,14 +151,28 @@ export function createEffects(whatIf: WhatIf = {}, inputTenant?: string, timeout
   };
   let replay = whatIf.replay && Object.keys(whatIf.replay).length > 0 ? { ...whatIf.replay } : undefined;
   const editedResults = whatIf.toolResults ?? {};
-  /** The run's requests went their own way (an answer not replayed): the recorded answers are of no more use. */
-  function answered(outcome: ModelOutcome): void {
-    if (!replay || isQuotaWait(outcome)) return;
-    if (!outcome.replayed || !outcome.requestHash) replay = undefined;
-    else {
-      const { [outcome.requestHash]: _used, ...rest } = replay;
-      replay = Object.keys(rest).length > 0 ? rest : undefined;
+  /**
+   * A model request answered, with the hashes of the recorded answers it used when all its answers were replayed: the
+   * others are left for the requests to come. An answer not replayed: the run's requests went their own way, and the
+   * recorded answers are of no more use.
+   */
+  function answered(replayed: boolean, used: readonly string[]): void {
+    if (!replay) return;
+    if (!replayed || used.length === 0) {
+      replay = undefined;
+      return;
     }
+    const rest = { ...replay };
+    for (const hash of used) delete rest[hash];
+    replay = Object.keys(rest).length > 0 ? rest : undefined;
+  }
+  /** The recorded answers of one kind, for the request that can use them; none: undefined. */
+  function recorded(kind: (answer: object) => boolean): ReplayedAnswers | undefined {
+    const answers = replay && Object.fromEntries(Object.entries(replay).filter(([, answer]) => kind(answer)));
+    return answers && Object.keys(answers).length > 0 ? answers : undefined;
+  }
+  function modelAnswered(outcome: ModelOutcome): void {
+    if (!isQuotaWait(outcome)) answered(outcome.replayed === true, outcome.requestHash ? [outcome.requestHash] : []);
   }
   const edited = (results: ToolResult[]): ToolResult[] =>
     results.map((r) => (editedResults[r.toolCallId] === undefined ? r : { ...r, ok: true, content: editedResults[r.toolCallId] }));
@@ -261,7 +281,8 @@ export function createEffects(whatIf: WhatIf = {}, inputTenant?: string, timeout
   }
 
   function modelCall(command: Extract<WorkCommand, { type: 'callModel' }>): { request: ModelRequest; call: () => Promise<ModelOutcome> } {
-    const request = { ...command.request, runLocalTools: true, ...(replay ? { replay } : {}) };
+    const responses = recorded(isRecordedResponse);
+    const request = { ...command.request, runLocalTools: true, ...(responses ? { replay: responses } : {}) };
     const summary = modelCallSummary(request.purpose, request.callNumber);
     // Waits for the cancellation: its details carry the text streamed so far (the only way it reaches history).
     const options = { ...requestOptions().model, ...fair, cancellationType: ActivityCancellationType.WAIT_CANCELLATION_COMPLETED, summary };
@@ -290,7 +311,7 @@ export function createEffects(whatIf: WhatIf = {}, inputTenant?: string, timeout
       (outcome) => {
         working = false;
         calling = undefined;
-        answered(outcome);
+        modelAnswered(outcome);
         if (!work.consideredCancelled) return modelResponded(request, outcome);
         // Answered before the cancellation reached it: what stopped it gets the whole text, as a cut.
         ended(isQuotaWait(outcome) ? undefined : { callNumber, text: outcome.text });
@@ -351,22 +372,32 @@ export function createEffects(whatIf: WhatIf = {}, inputTenant?: string, timeout
         return results === CANCELLED ? CANCELLED : { type: 'TOOLS_DONE', results: edited(results) };
       }
       case 'critique': {
-        const { request } = command;
+        const custom = command.request.critic !== undefined;
+        // A custom critic is the worker's code, not a provider request: nothing of it was recorded, nothing is replayed.
+        const decisions = custom ? undefined : recorded(isRecordedCritique);
+        const request = decisions ? { ...command.request, replay: decisions } : command.request;
         const summary = `${request.critic ? `critique by ${request.critic}` : 'model critique'} of the answer (call #${request.callNumber})`;
-        const activity = request.critic ? activities.customCritique : activities.critiqueAnswer;
+        const activity = custom ? activities.customCritique : activities.critiqueAnswer;
         const critic = () => activity.executeWithOptions({ ...requestOptions().critic, ...fair, summary }, [request]);
         const outcome = await cancellable(critic, criticCall(request.callNumber)).catch((err: unknown) => ({ failed: err }));
         if (outcome === CANCELLED) return CANCELLED;
         if ('failed' in outcome) return { type: 'CRITIC_FAILED', error: failureMessage(outcome.failed) };
-        const { usage, ...decision } = outcome as CritiqueOutcome;
-        return { type: 'CRITIQUE_DONE', decision, ...(usage ? { usage } : {}) };
+        const { usage, requestHash, replayed, ...decision } = outcome as CritiqueOutcome;
+        if (!custom) answered(replayed === true, requestHash ? [requestHash] : []);
+        return { type: 'CRITIQUE_DONE', decision, ...(usage ? { usage } : {}), ...(replayed ? { replayed } : {}) };
       }
       case 'compact': {
-        const summary = `compaction of ${command.request.messages.length} messages`;
-        const compaction = () => activities.compactContext.executeWithOptions({ ...requestOptions().compaction, ...fair, summary }, [command.request]);
+        const summaries = recorded(isRecordedSummary);
+        const request = summaries ? { ...command.request, replay: summaries } : command.request;
+        const summary = `compaction of ${request.messages.length} messages`;
+        const compaction = () => activities.compactContext.executeWithOptions({ ...requestOptions().compaction, ...fair, summary }, [request]);
         const outcome = await cancellable(compaction, COMPACTION_CALL).catch((err: unknown) => ({ failed: err }));
         if (outcome === CANCELLED) return CANCELLED;
-        return 'failed' in outcome ? { type: 'COMPACTION_FAILED', error: failureMessage(outcome.failed) } : { type: 'COMPACTED', result: outcome };
+        if ('failed' in outcome) return { type: 'COMPACTION_FAILED', error: failureMessage(outcome.failed) };
+        // The summaries by hash are for forks of this run, which read them from history; the run itself needs only the result.
+        const { summaries: used, ...result } = outcome;
+        answered(result.replayed === true, Object.keys(used ?? {}));
+        return { type: 'COMPACTED', result };
       }
     }
   }
