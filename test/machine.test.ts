@@ -900,6 +900,16 @@ describe('real providers and people', () => {
     expect(s.promptCalibration).toEqual({ chars: s.messages.slice(0, -1).reduce((n, m) => n + (m.content ?? '').length, 0), tokens: 100 });
   });
 
+  test("a what-if fork's replayed answer spends nothing but calibrates the estimate by the original's count", () => {
+    const replayed: ModelResponse = { ...response('', [call('r')]), usage: { promptTokens: 0, completionTokens: 0, totalTokens: 0 }, replayed: true, recordedPromptTokens: 250 };
+    const s = run(snapshot(), { type: 'START' }, { type: 'MODEL_RESPONDED', response: replayed });
+    expect(s.promptCalibration).toEqual({ chars: s.messages.slice(0, -1).reduce((n, m) => n + (m.content ?? '').length, 0), tokens: 250 });
+    expect(s.usage.promptTokens).toBe(0);
+    // Recorded before the count was kept (older forks): the estimate stays where it was.
+    const { recordedPromptTokens: _n, ...older } = replayed;
+    expect(run(snapshot(), { type: 'START' }, { type: 'MODEL_RESPONDED', response: older }).promptCalibration).toBeNull();
+  });
+
   test('a complete the critic is not confident of is another attempt; its tokens count', () => {
     let s = run(judged({ critiqueMinConfidence: 70 }), { type: 'START' }, { type: 'MODEL_RESPONDED', response: response('maybe 5') });
     const usage = { promptTokens: 40, completionTokens: 10, totalTokens: 50 };

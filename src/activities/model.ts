@@ -475,6 +475,7 @@ function hashOf(request: ModelRequest, messages: readonly ChatMessage[], default
 function replayedAnswer(request: ModelRequest, requestHash: string): ModelResponse | undefined {
   const recorded = request.replay?.[requestHash];
   if (!recorded || !isRecordedResponse(recorded)) return undefined;
-  const { conversation: _conversation, ...answer } = recorded;
-  return { ...answer, usage: { promptTokens: 0, completionTokens: 0, totalTokens: 0 }, requestHash, replayed: true };
+  const { conversation: _conversation, recordedPromptTokens: _recorded, ...answer } = recorded;
+  const recordedPromptTokens = recorded.usage?.promptTokens;
+  return { ...answer, usage: { promptTokens: 0, completionTokens: 0, totalTokens: 0 }, requestHash, replayed: true, ...(recordedPromptTokens ? { recordedPromptTokens } : {}) };
 }

@@ -208,6 +208,12 @@ export interface ModelResponse {
   requestHash?: string;
   /** Answered from `ModelRequest.replay`, not by the provider: no tokens spent (its usage is zero). */
   replayed?: true;
+  /**
+   * Replayed: the prompt tokens the provider counted when the original run sent this request. The fork calibrates its
+   * estimate of the next request by them as the original did, so it compacts where the original did and its requests
+   * stay the original's (a zero would leave the estimate where the fork began).
+   */
+  recordedPromptTokens?: number;
 }
 
 /** Input of the `executeTool` activity. */

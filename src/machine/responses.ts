@@ -11,9 +11,11 @@ export { CONTINUE_PROMPT };
 /** The context window and the tokens-per-character the provider reported, for the next request's estimate. */
 export function calibrated(s: RunSnapshot, r: ModelResponse): Pick<RunSnapshot, 'contextWindow' | 'promptCalibration'> {
   const chars = promptChars(s.messages);
+  // A what-if fork's replayed answer spent nothing, but calibrates by what the provider counted for the original.
+  const tokens = r.replayed ? (r.recordedPromptTokens ?? 0) : r.usage.promptTokens;
   return {
     contextWindow: r.contextWindowTokens ?? s.contextWindow,
-    promptCalibration: r.usage.promptTokens > 0 && chars > 0 ? { chars, tokens: r.usage.promptTokens } : s.promptCalibration,
+    promptCalibration: tokens > 0 && chars > 0 ? { chars, tokens } : s.promptCalibration,
   };
 }
 
