@@ -13,6 +13,9 @@ import type * as CodecModule from '../../src/codec';
 import type * as WorkerModule from '../../src/worker';
 import type * as InflightModule from '../../src/activities/inflight';
 import type * as HeapModule from '../../src/worker/heap';
+import type * as FsModule from 'node:fs';
+import type * as InspectorModule from 'node:inspector';
+import type * as V8Module from 'node:v8';
 
 /** What the driver passes; everything under `tuning` is a plain worker option or a harness-only switch. */
 export interface OursWorkerConfig {
@@ -71,9 +74,9 @@ export interface OursWorkerConfig {
  * removes; SIGUSR2 would stop the SDK's worker), for finding what a long run keeps.
  */
 function logMemory(dir: string): void {
-  const { appendFileSync, existsSync, mkdirSync, rmSync, writeFileSync } = require('node:fs') as typeof import('node:fs');
-  const v8 = require('node:v8') as typeof import('node:v8');
-  const inspector = require('node:inspector') as typeof import('node:inspector');
+  const { appendFileSync, existsSync, mkdirSync, rmSync, writeFileSync } = require('node:fs') as typeof FsModule;
+  const v8 = require('node:v8') as typeof V8Module;
+  const inspector = require('node:inspector') as typeof InspectorModule;
   mkdirSync(dir, { recursive: true });
   const file = path.join(dir, `memory-${process.pid}.jsonl`);
   const session = new inspector.Session();
