@@ -497,6 +497,8 @@ async function main(): Promise<void> {
             : undefined;
           // What is neither, step by step: the system's model call and tool, and the request's way to the model server.
           const rest = times.map((t, i) => t - (reads[i] ?? NaN) - (roundTrips ? (roundTrips[i] ?? NaN) : 0));
+          // BENCH_STEPS_DIR=<dir>: every step's time, model-server read and round trip of each long run, for looking closer.
+          if (process.env.BENCH_STEPS_DIR) writeFileSync(path.join(process.env.BENCH_STEPS_DIR, `b-steps-${label.replace(/[^\w@-]/g, '_')}-${run.runId}.json`), JSON.stringify({ times, reads, roundTrips }));
           phasesByRun.push(
             opts.longAt.map((k) => ({
               providerReadMs: windowMedian(reads, k, STEP_WINDOW_HALF),
