@@ -155,6 +155,11 @@ const RunViews = (() => {
     async function loadConversation() {
       try {
         const full = await api('GET', `${runPath}?messages=true`);
+        // The copy the run stored (no worker answered in time) has no messages: keep what is drawn, read again next view.
+        if (!Array.isArray(full.messages)) {
+          lastStep = null;
+          return;
+        }
         drawInput(full.messages ?? []);
         drawToolCallChoices(full.messages ?? []);
         document.getElementById('conversation').replaceChildren(...conversation(full.messages ?? []));
