@@ -145,6 +145,20 @@ describe('callModel', () => {
     ]);
   });
 
+  test("a what-if fork's recorded answer is replayed with no tokens spent and the prompt tokens the first run's provider counted, a fork of a fork too", async () => {
+    model.register('recorded-call', [{ text: 'first' }]);
+    const first = await act(callModel, request('recorded-call'));
+    expect(first.usage.promptTokens).toBeGreaterThan(0);
+    const { requestHash, conversation: _c, ...answer } = first;
+    const replayed = await act(callModel, { ...request('recorded-call'), replay: { [requestHash!]: answer } });
+    expect(replayed).toMatchObject({ text: 'first', usage: { promptTokens: 0, completionTokens: 0, totalTokens: 0 }, replayed: true, recordedPromptTokens: first.usage.promptTokens });
+    // A fork of that fork records the replayed answer as recorded.ts does (without `replayed`): its count stays the first run's.
+    const { requestHash: _h, replayed: _r, conversation: _c2, ...again } = replayed;
+    const twice = await act(callModel, { ...request('recorded-call'), replay: { [requestHash!]: again } });
+    expect(twice).toMatchObject({ replayed: true, recordedPromptTokens: first.usage.promptTokens });
+    expect(model.requests('recorded-call')).toHaveLength(1);
+  });
+
   test('a call to a tool that declares timeoutMs carries it, for the run to use as start-to-close', async () => {
     const slow = defineTool({ name: 'slowLookup', description: 'slow', parameters: z.object({}), sideEffects: false, timeoutMs: 120_000, execute: async () => 'x' });
     const withSlow = createActivities({ openai, defaultModel: 'unset', workspace, tools: [slow] });

@@ -16,6 +16,7 @@ import { runAhead } from '../common/tool-order';
 import { ConversationUnavailableError, type ConversationStore } from '../codec/conversation-store';
 import {
   CONTINUE_PROMPT,
+  emptyUsage,
   isQuotaWait,
   isRecordedResponse,
   type ChatMessage,
@@ -476,6 +477,7 @@ function replayedAnswer(request: ModelRequest, requestHash: string): ModelRespon
   const recorded = request.replay?.[requestHash];
   if (!recorded || !isRecordedResponse(recorded)) return undefined;
   const { conversation: _conversation, recordedPromptTokens: _recorded, ...answer } = recorded;
-  const recordedPromptTokens = recorded.usage?.promptTokens;
-  return { ...answer, usage: { promptTokens: 0, completionTokens: 0, totalTokens: 0 }, requestHash, replayed: true, ...(recordedPromptTokens ? { recordedPromptTokens } : {}) };
+  // A fork of a fork records a replayed answer, whose usage is zero: the count it carries is the first run's.
+  const recordedPromptTokens = recorded.recordedPromptTokens ?? recorded.usage?.promptTokens;
+  return { ...answer, usage: emptyUsage(), requestHash, replayed: true, ...(recordedPromptTokens ? { recordedPromptTokens } : {}) };
 }
