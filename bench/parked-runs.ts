@@ -30,6 +30,8 @@ export interface FigureHOptions {
   startConcurrency?: number;
   /** Approvals in flight at once: a modest rate, as people approve. @default 10 */
   approveConcurrency?: number;
+  /** The worker's V8 heap limit (`--max-old-space-size`, MB), given to the worker alone; the SDK sizes its cache from it. */
+  workerHeapMb?: number;
   log?: (line: string) => void;
 }
 
@@ -156,6 +158,7 @@ export async function figureH(opts: FigureHOptions): Promise<FigureH> {
     mkdirSync(path.join(dir, 'workspace'));
     worker = await spawnChild(path.join(BENCH_DIR, 'lib/parked-worker.ts'), {
       runtime: 'tsx',
+      ...(opts.workerHeapMb ? { nodeArgs: [`--max-old-space-size=${opts.workerHeapMb}`] } : {}),
       stdoutFile: path.join(dir, 'worker.log'),
       env: {
         TEMPORAL_ADDRESS: server.address,
@@ -223,10 +226,13 @@ export async function figureH(opts: FigureHOptions): Promise<FigureH> {
     const errors: string[] = [];
     await pool(chosen, opts.approveConcurrency ?? 10, async (id) => {
       const arrived = nextRequest(id);
-      const sent = Date.now();
+      // The provider stamps a request's arrival with performance's clock (src/scripted-model/server.ts): the same clock
+      // here, never Date.now(), which can step against it (a heap-limited run's latencies came out negative so).
+      const now = () => performance.timeOrigin + performance.now();
+      const sent = now();
       try {
         await agents.handle(id).approve({ toolCallId: TOOL_CALL_ID, approved: true });
-        updates.push(Date.now() - sent);
+        updates.push(now() - sent);
         latencies.push((await arrived) - sent);
       } catch (err) {
         errors.push(`${id}: ${err instanceof Error ? err.message : String(err)}`);
@@ -280,10 +286,13 @@ async function main(): Promise<void> {
     .option('--runs <n>', 'runs parked in AWAITING_APPROVAL on one worker', '10000')
     .option('--approve <n>', 'runs approved, at random among the evicted', '1000')
     .option('--server <kind>', 'dev (a dev server on SQLite) or stack (npm run stack\'s PostgreSQL cluster)', 'dev')
+    .option('--worker-heap-mb <n>', 'the worker\'s V8 heap limit (--max-old-space-size), for the worker alone')
     .parse(process.argv)
-    .opts<{ runs: string; approve: string; server: string }>();
+    .opts<{ runs: string; approve: string; server: string; workerHeapMb?: string }>();
   if (o.server !== 'dev' && o.server !== 'stack') throw new Error(`unknown server ${o.server}: dev or stack`);
-  const result = await figureH({ runs: Number(o.runs), approve: Number(o.approve), server: o.server, log: (line) => console.error(line) });
+  const workerHeapMb = o.workerHeapMb === undefined ? undefined : Number(o.workerHeapMb);
+  if (workerHeapMb !== undefined && !(Number.isInteger(workerHeapMb) && workerHeapMb >= 128)) throw new Error(`--worker-heap-mb ${o.workerHeapMb}: a whole number of MB, at least 128`);
+  const result = await figureH({ runs: Number(o.runs), approve: Number(o.approve), server: o.server, ...(workerHeapMb ? { workerHeapMb } : {}), log: (line) => console.error(line) });
   console.log(JSON.stringify(result, null, 2));
 }
 
