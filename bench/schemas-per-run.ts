@@ -1,35 +1,44 @@
 /**
- * What a run's own schemas cost when each run builds them: the CPU and heap of loading the modules of a run's workflow
- * code that build schemas (input, the snapshot and what it loads, pattern messages, agents, the machine, the view's
- * workflow side) as a run's first workflow task loads them, 40 times after a warm-up, zod
- * already loaded and `once-per-worker` (where a checkout has it) kept, as the worker's shared context keeps it. Give
- * another checkout's root (with src/ under the project, for its node_modules) to compare with it:
+ * What a run's own module instances cost: the CPU and the heap a run keeps of evaluating the workflow code's modules
+ * (`workflows/index`, everything a run's first workflow task loads) and parsing its input, 40 times after a warm-up,
+ * with zod loaded once and set up as the worker's shared context sets it (`common/zod-preload`), as the SDK's reusable
+ * V8 context gives each run its own instances. Give another checkout's root (with src/ under the project, for its
+ * node_modules) to compare with it, one root a process (zod's config is the process's):
  * `node --expose-gc -r tsx/cjs bench/schemas-per-run.ts [ROOT]` (default: this one).
  */
 import path from 'node:path';
 
-require('zod');
 const root = path.resolve(process.argv[2] ?? path.join(__dirname, '..'));
 const SRC = path.join(root, 'src') + path.sep;
-const modules = ['common/input', 'machine/snapshot', 'common/pattern-messages', 'common/agents', 'machine/machine', 'workflows/view'].map((m) => require.resolve(SRC + m));
-const loaded = () => Object.keys(require.cache).filter((k) => k.startsWith(SRC) && !k.includes('once-per-worker'));
-const load = () => modules.forEach((m) => require(m));
+require('zod');
+require(SRC + 'common/zod-preload');
+const runCode = require.resolve(SRC + 'workflows/index');
+const loaded = () => Object.keys(require.cache).filter((k) => k.startsWith(SRC) && !k.includes('zod-preload'));
 const unload = () => loaded().forEach((k) => delete require.cache[k]);
 const gc = (globalThis as { gc?: () => void }).gc ?? (() => undefined);
+const INPUT = { prompt: 'Write the note.', approval: { tools: ['writeFile'] } };
 
-load();
-unload();
+/** One run's first task, as far as its own modules go: evaluate them, parse the input as the workflow does. */
+function firstTask(): unknown[] {
+  require(runCode);
+  const input = require(SRC + 'common/input') as { parseAgentRunInput: (v: unknown, s?: unknown) => { ok: boolean }; buildRunInputSchemas?: () => unknown };
+  // A checkout whose workflow builds the input's schemas for its parse (common/input.ts) does so here too.
+  const parsed = input.parseAgentRunInput(INPUT, input.buildRunInputSchemas?.());
+  if (!parsed.ok) throw new Error(`the input did not parse in ${root}`);
+  return loaded().map((k) => require.cache[k]!.exports);
+}
+
+for (let i = 0; i < 5; i++) (firstTask(), unload());
 const kept: unknown[] = [];
 const N = 40;
 gc();
 const heap0 = process.memoryUsage().heapUsed;
 const cpu0 = process.cpuUsage();
 for (let i = 0; i < N; i++) {
-  load();
-  kept.push(loaded().map((k) => require.cache[k]!.exports));
+  kept.push(firstTask());
   unload();
 }
 const cpu = process.cpuUsage(cpu0);
 gc();
 const heap = (process.memoryUsage().heapUsed - heap0) / N;
-console.log(`${root}: ${((cpu.user + cpu.system) / 1000 / N).toFixed(1)} ms CPU and ${(heap / 1024).toFixed(0)} KiB of heap a run (${kept.length} loads kept)`);
+console.log(`${root}: ${((cpu.user + cpu.system) / 1000 / N).toFixed(1)} ms CPU and ${(heap / 1024).toFixed(0)} KiB of heap kept a run (${kept.length} runs kept)`);

@@ -4,7 +4,7 @@ import { once } from 'node:events';
 import net, { type AddressInfo } from 'node:net';
 import Fastify, { type FastifyInstance, type InjectOptions } from 'fastify';
 import { AgentClient, AgentRunHandle, type WatchEvent } from '../src/client';
-import { AgentRunInputSchema } from '../src/common/input';
+import { runInputSchemas } from '../src/common/input';
 import type { RunStateView } from '../src/common/messages';
 import { buildGateway, openApiDocument } from '../src/gateway/index';
 import { bodySchema, viewSchemas } from '../src/gateway/openapi';
@@ -87,6 +87,7 @@ test('OpenAPI: every documented route exists, every route is documented, the sta
   await bare.close();
 
   // The body is the workflow's own input schema, `resume` (set by the workflow and fork only) left out.
+  const { AgentRunInputSchema } = runInputSchemas();
   const { resume: _resume, ...properties } = (bodySchema(AgentRunInputSchema) as any).properties;
   const start = doc.paths['/v1/runs'].post.requestBody.content['application/json'].schema;
   expect(start).toEqual({ ...bodySchema(AgentRunInputSchema), properties });

@@ -99,16 +99,8 @@ export type ConversationRef = z.infer<typeof ConversationRefSchema>;
 export type ChildOutcome = z.infer<typeof ChildOutcomeSchema>;
 export type ToolResult = z.infer<typeof ToolResultSchema>;
 
-/** The user turn that asks the model to go on with an answer the output limit cut off (the machine sends it, the model activity resends it). */
-export const CONTINUE_PROMPT = 'Your answer was cut off by the output limit. Continue exactly where it stopped, without repeating anything.';
-
-export const emptyUsage = (): Usage => ({ promptTokens: 0, completionTokens: 0, totalTokens: 0 });
-
-export const addUsage = (a: Usage, b: Usage): Usage => ({
-  promptTokens: a.promptTokens + b.promptTokens,
-  completionTokens: a.completionTokens + b.completionTokens,
-  totalTokens: a.totalTokens + b.totalTokens,
-});
+// The workflow's code imports these from chat-helpers.ts, which builds no schema.
+export { addUsage, CONTINUE_PROMPT, emptyUsage, isQuotaWait, isRecordedCritique, isRecordedResponse, isRecordedSummary } from './chat-helpers';
 
 /** Input of the `callModel` activity. No secrets: endpoint and key live in the worker's environment. */
 export interface ModelRequest {
@@ -170,12 +162,6 @@ export interface RecordedSummary {
  */
 export type ReplayedAnswers = Record<string, ModelResponse | RecordedCritique | RecordedSummary>;
 
-/** Whether a recorded answer is the model critic's decision. */
-export const isRecordedCritique = (a: object): a is RecordedCritique => 'critique' in a;
-/** Whether a recorded answer is a compaction's summary. */
-export const isRecordedSummary = (a: object): a is RecordedSummary => 'summary' in a;
-/** Whether a recorded answer is a model call's response. */
-export const isRecordedResponse = (a: object): a is ModelResponse => 'text' in a && 'toolCalls' in a;
 
 /**
  * What the model activity answers instead of a response when the fleet's budget has no room for the call yet: the
@@ -185,7 +171,6 @@ export interface QuotaWait {
   quotaWait: { waitMs: number; position: number; queuedAt: number };
 }
 
-export const isQuotaWait = (r: object): r is QuotaWait => 'quotaWait' in r;
 
 export interface ModelResponse {
   text: string;

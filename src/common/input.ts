@@ -37,7 +37,14 @@ export function snapshotVersion() {
   return z.literal(SNAPSHOT_VERSION, { error: (issue) => `unknown snapshot version ${shown(issue.input)}: this worker reads version '${SNAPSHOT_VERSION}' only` });
 }
 
-export const { LimitsSchema, PriceSchema, BudgetSchema, ApprovalSchema, CompactionSchema, CritiqueSchema, TimeoutsSchema, PlanOptionSchema, AgentRunInputSchema } = (() => {
+/**
+ * The run input's schemas. A process that parses many inputs (the client, the gateway, the CLI, and the schemas made
+ * of these) shares one set, `runInputSchemas()`; a run's workflow code builds a set for its one parse and drops it
+ * (`parseAgentRunInput(raw, buildRunInputSchemas())`): every run evaluates the workflow bundle's modules in its own
+ * instances and keeps them while it is cached, so a parked run would otherwise hold the input's schemas for nothing
+ * (BENCHMARKS.md, figure (h)).
+ */
+export const buildRunInputSchemas = () => {
   /** `plan`: off, a free-text plan (`true`, `'text'`), or a structured one (`'steps'`). */
   const PlanOptionSchema = z.union([z.boolean(), z.enum(['steps', 'text'])]);
   /** The three lines of defence every run has, plus the repetition guard. */
@@ -285,20 +292,24 @@ export const { LimitsSchema, PriceSchema, BudgetSchema, ApprovalSchema, Compacti
     })
     .strict();
   return { LimitsSchema, PriceSchema, BudgetSchema, ApprovalSchema, CompactionSchema, CritiqueSchema, TimeoutsSchema, PlanOptionSchema, AgentRunInputSchema };
-})();
+};
+export type RunInputSchemas = ReturnType<typeof buildRunInputSchemas>;
+let shared: RunInputSchemas | undefined;
+/** The process's one set of the run input's schemas, built on first use. */
+export const runInputSchemas = (): RunInputSchemas => (shared ??= buildRunInputSchemas());
 
-export type AgentRunInput = z.input<typeof AgentRunInputSchema>;
-export type ResolvedInput = z.output<typeof AgentRunInputSchema>;
-export type Limits = z.output<typeof LimitsSchema>;
-export type Budget = z.output<typeof BudgetSchema>;
-export type Price = z.output<typeof PriceSchema>;
-export type CompactionOptions = z.output<typeof CompactionSchema>;
+export type AgentRunInput = z.input<RunInputSchemas['AgentRunInputSchema']>;
+export type ResolvedInput = z.output<RunInputSchemas['AgentRunInputSchema']>;
+export type Limits = z.output<RunInputSchemas['LimitsSchema']>;
+export type Budget = z.output<RunInputSchemas['BudgetSchema']>;
+export type Price = z.output<RunInputSchemas['PriceSchema']>;
+export type CompactionOptions = z.output<RunInputSchemas['CompactionSchema']>;
 /** `rules`, `model` or `{ custom: name }`. */
-export type Critique = z.output<typeof CritiqueSchema>;
+export type Critique = z.output<RunInputSchemas['CritiqueSchema']>;
 /** The run's per-state timeouts, every field set (`DEFAULT_TIMEOUTS` where the input gave none). */
-export type RunTimeouts = z.output<typeof TimeoutsSchema>;
+export type RunTimeouts = z.output<RunInputSchemas['TimeoutsSchema']>;
 /** The run's per-state timeouts as a start gives them: any field may be left to its default. */
-export type RunTimeoutsInput = z.input<typeof TimeoutsSchema>;
+export type RunTimeoutsInput = z.input<RunInputSchemas['TimeoutsSchema']>;
 
 /** The name of the custom critic a run chose, or undefined for `rules` and `model`. */
 export const customCritic = (critique: Critique | undefined): string | undefined => (typeof critique === 'object' ? critique.custom : undefined);
@@ -332,8 +343,9 @@ export function parseOrThrow<T extends z.ZodType>(schema: T, value: unknown, wha
   return parsed.value;
 }
 
-export function parseAgentRunInput(value: unknown): ParseResult<ResolvedInput> {
-  const parsed = parseWith(AgentRunInputSchema, value, 'agentRun input');
+/** A run's input, checked and with its defaults: with the process's schemas unless given a set (the workflow's own). */
+export function parseAgentRunInput(value: unknown, schemas: RunInputSchemas = runInputSchemas()): ParseResult<ResolvedInput> {
+  const parsed = parseWith(schemas.AgentRunInputSchema, value, 'agentRun input');
   const problem = parsed.ok ? approvalProblem(parsed.value) : null;
   return problem ? { ok: false, error: `Invalid agentRun input: ${problem}` } : parsed;
 }

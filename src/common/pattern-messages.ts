@@ -4,7 +4,7 @@
  */
 import { defineQuery } from '@temporalio/workflow';
 import { z } from 'zod';
-import { LimitsSchema, parseWith, type ParseResult } from './input';
+import { parseWith, runInputSchemas, type ParseResult } from './input';
 
 export const PLAN_EXECUTE_WORKFLOW_TYPE = 'planExecute';
 export const AGENT_PIPELINE_WORKFLOW_TYPE = 'agentPipeline';
@@ -26,7 +26,12 @@ export const DEFAULT_STAGES: { name: string; instructions: string; model?: strin
   },
 ];
 
-export const { PlanExecuteInputSchema, StageSchema, AgentPipelineInputSchema } = (() => {
+/**
+ * The patterns' input schemas, built when a pattern parses its input, not when a module imports this one: every
+ * `agentRun` evaluates the workflow bundle's modules in its own instances (BENCHMARKS.md, figures (g) and (h)).
+ */
+const buildInputSchemas = () => {
+  const { LimitsSchema } = runInputSchemas();
   const task = z.string().trim().min(1, 'must be a non-empty string');
   const tools = z.array(z.string().min(1));
 
@@ -75,16 +80,20 @@ export const { PlanExecuteInputSchema, StageSchema, AgentPipelineInputSchema } =
     })
     .strict();
   return { PlanExecuteInputSchema, StageSchema, AgentPipelineInputSchema };
-})();
+};
+type InputSchemas = ReturnType<typeof buildInputSchemas>;
+let built: InputSchemas | undefined;
+/** The patterns' input schemas, built on first use. */
+export const patternInputSchemas = (): InputSchemas => (built ??= buildInputSchemas());
 
-export type PlanExecuteInput = z.input<typeof PlanExecuteInputSchema>;
-export type AgentPipelineInput = z.input<typeof AgentPipelineInputSchema>;
-export type StageInput = z.input<typeof StageSchema>;
+export type PlanExecuteInput = z.input<InputSchemas['PlanExecuteInputSchema']>;
+export type AgentPipelineInput = z.input<InputSchemas['AgentPipelineInputSchema']>;
+export type StageInput = z.input<InputSchemas['StageSchema']>;
 
-export const parsePlanExecuteInput = (value: unknown): ParseResult<z.output<typeof PlanExecuteInputSchema>> =>
-  parseWith(PlanExecuteInputSchema, value, 'planExecute input');
-export const parseAgentPipelineInput = (value: unknown): ParseResult<z.output<typeof AgentPipelineInputSchema>> =>
-  parseWith(AgentPipelineInputSchema, value, 'agentPipeline input');
+export const parsePlanExecuteInput = (value: unknown): ParseResult<z.output<InputSchemas['PlanExecuteInputSchema']>> =>
+  parseWith(patternInputSchemas().PlanExecuteInputSchema, value, 'planExecute input');
+export const parseAgentPipelineInput = (value: unknown): ParseResult<z.output<InputSchemas['AgentPipelineInputSchema']>> =>
+  parseWith(patternInputSchemas().AgentPipelineInputSchema, value, 'agentPipeline input');
 
 export type PatternStatus = typeof RUNNING_CHILDREN | 'COMPLETED' | 'ABORTED' | 'FAILED';
 export type ChildStatus = 'RUNNING' | 'COMPLETED' | 'ABORTED' | 'FAILED';

@@ -4,7 +4,7 @@
  * bodies and answers, and the types of both (docs/schedules.md).
  */
 import { z } from 'zod';
-import { AgentRunInputSchema } from './input';
+import { runInputSchemas } from './input';
 
 /** What Temporal does when a schedule's time comes while a run it started is still open (Temporal's `ScheduleOverlapPolicy`). */
 export const OVERLAP_POLICIES = ['SKIP', 'BUFFER_ONE', 'BUFFER_ALL', 'CANCEL_OTHER', 'TERMINATE_OTHER', 'ALLOW_ALL'] as const;
@@ -20,7 +20,7 @@ export const ScheduleIdSchema = z
   .regex(/^[A-Za-z0-9][A-Za-z0-9._-]{0,99}$/, 'must be 1-100 characters of [A-Za-z0-9._-], starting with a letter or digit');
 
 /** The input of each run the schedule starts: what `POST /v1/runs` takes (no `resume`, which only forks and continuations set). */
-export const ScheduledRunInputSchema = AgentRunInputSchema.omit({ resume: true });
+export const ScheduledRunInputSchema = runInputSchemas().AgentRunInputSchema.omit({ resume: true });
 
 export const OverlapPolicySchema = z
   .enum(OVERLAP_POLICIES)

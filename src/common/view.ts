@@ -9,7 +9,7 @@
 import { z } from 'zod';
 import { ActorSchema } from './actor';
 import { ChatMessageSchema, ChildOutcomeSchema, UsageSchema } from './chat';
-import { LimitsSchema } from './input';
+import { runInputSchemas } from './input';
 import { AgentState, CritiqueAction } from './states';
 import { PLAN_STEP_STATUSES, VIEW_CHILDREN, VIEW_TRANSITIONS } from './view-bounds';
 
@@ -144,7 +144,7 @@ export const {
       ),
       toolCalls: int(),
       usage: RunUsageSchema,
-      limits: LimitsSchema.describe('A run refused for bad input (its one transition is INVALID_INPUT) applied none: its limits are placeholders.'),
+      limits: runInputSchemas().LimitsSchema.describe('A run refused for bad input (its one transition is INVALID_INPUT) applied none: its limits are placeholders.'),
       transitions: z
         .array(TransitionRecordSchema)
         .describe(

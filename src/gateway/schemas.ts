@@ -3,7 +3,7 @@
  * `AgentClient` does; query strings and path parameters are the gateway's. The OpenAPI document is built from these.
  */
 import { z } from 'zod';
-import { AbortInputSchema, AgentRunInputSchema, ApproveInputSchema, parseWith, SendMessageInputSchema } from '../common/input';
+import { AbortInputSchema, ApproveInputSchema, parseWith, runInputSchemas, SendMessageInputSchema } from '../common/input';
 import { ScheduleIdSchema } from '../common/schedule';
 export { CreateScheduleInputSchema as CreateScheduleBodySchema, ScheduleNoteSchema as ScheduleNoteBodySchema, TriggerScheduleInputSchema as TriggerScheduleBodySchema } from '../common/schedule';
 import { AgentState } from '../common/states';
@@ -14,7 +14,7 @@ import { HttpError } from './errors';
  * The body of `POST /v1/runs`: the `agentRun` input without `resume`, which only the workflow (continue-as-new) and
  * `fork` set. A forged snapshot from outside would skip the checks the input schema makes.
  */
-export const StartRunBodySchema = AgentRunInputSchema.omit({ resume: true });
+export const StartRunBodySchema = runInputSchemas().AgentRunInputSchema.omit({ resume: true });
 export { AbortInputSchema as AbortBodySchema, ApproveInputSchema as ApproveBodySchema, SendMessageInputSchema as SendMessageBodySchema };
 
 const flag = z.enum(['1', '0', 'true', 'false']).transform((v) => v === '1' || v === 'true');

@@ -3,7 +3,7 @@
  * children, and their usage counted against the parent's. Pure: the machine calls these, the workflow starts the children.
  */
 import type { ChildOutcome, ChildRequest, ToolCall, ToolResult } from '../common/chat';
-import { emptyUsage } from '../common/chat';
+import { emptyUsage } from '../common/chat-helpers';
 import { addCost } from '../common/prices';
 import { childBudget } from './budget';
 import type { RunSnapshot } from './snapshot';

@@ -21,11 +21,15 @@ export const stepsPlanInstruction = (task: string) =>
 export const planRetryInstruction = (error: string) =>
   `That is not a plan in the form asked for (${error}). Reply again with JSON only: {"steps": ["first step", "second step", ...]}.`;
 
-const StepsSchema = z
-  .array(z.union([z.string(), z.object({ title: z.string() }).transform((s) => s.title)]).pipe(z.string().trim().min(1, 'a step must not be empty').max(500, 'a step is at most 500 characters')))
-  .min(1, 'a plan needs at least one step')
-  .max(MAX_PLAN_STEPS, `a plan has at most ${MAX_PLAN_STEPS} steps`);
-const PlanAnswerSchema = z.union([z.object({ steps: StepsSchema }), StepsSchema.transform((steps) => ({ steps }))]);
+/** The plan answer's schema, built when a run first reads a plan (most runs never plan). */
+const buildPlanAnswerSchema = () => {
+  const StepsSchema = z
+    .array(z.union([z.string(), z.object({ title: z.string() }).transform((s) => s.title)]).pipe(z.string().trim().min(1, 'a step must not be empty').max(500, 'a step is at most 500 characters')))
+    .min(1, 'a plan needs at least one step')
+    .max(MAX_PLAN_STEPS, `a plan has at most ${MAX_PLAN_STEPS} steps`);
+  return z.union([z.object({ steps: StepsSchema }), StepsSchema.transform((steps) => ({ steps }))]);
+};
+let planAnswerSchema: ReturnType<typeof buildPlanAnswerSchema> | undefined;
 
 export type ParsedPlan = { ok: true; steps: string[] } | { ok: false; error: string };
 
@@ -42,7 +46,7 @@ export function parsePlan(text: string): ParsedPlan {
   } catch {
     return { ok: false, error: 'the answer is not JSON' };
   }
-  const parsed = PlanAnswerSchema.safeParse(json);
+  const parsed = (planAnswerSchema ??= buildPlanAnswerSchema()).safeParse(json);
   if (parsed.success) return { ok: true, steps: parsed.data.steps };
   const issue = parsed.error.issues[parsed.error.issues.length - 1];
   const at = issue.path.length ? ` at ${issue.path.join('.')}` : '';

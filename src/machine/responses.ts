@@ -1,5 +1,6 @@
 /** What a model response, or a call beside the model steps, changes in the snapshot: usage, calibration, continuation. Pure. */
-import { addUsage, CONTINUE_PROMPT, type ModelResponse, type Usage } from '../common/chat';
+import type { ModelResponse, Usage } from '../common/chat';
+import { addUsage, CONTINUE_PROMPT } from '../common/chat-helpers';
 import { CritiqueAction } from '../common/states';
 import type { CritiqueDecision } from '../common/view';
 import { addCost } from '../common/prices';

@@ -5,11 +5,12 @@
  */
 import { z } from 'zod';
 import { ChatMessageSchema, ChildOutcomeSchema, ConversationRefSchema, ToolCallSchema, ToolResultSchema } from '../common/chat';
-import { BudgetSchema, CompactionSchema, CritiqueSchema, LimitsSchema, snapshotVersion, TimeoutsSchema } from '../common/input';
+import { runInputSchemas, snapshotVersion } from '../common/input';
 import { AgentState } from '../common/states';
 import { ActorSchema } from '../common/actor';
 import { AgentStateSchema, ApprovalReminderViewSchema, ControlRecordSchema, CritiqueDecisionSchema, PendingApprovalSchema, PlanStepSchema, RunUsageSchema, ToolCallRecordSchema, TransitionRecordSchema } from '../common/view';
 
+const { BudgetSchema, CompactionSchema, CritiqueSchema, LimitsSchema, TimeoutsSchema } = runInputSchemas();
 const int = () => z.number().int();
 const timestamp = () => z.string();
 

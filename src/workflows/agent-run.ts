@@ -15,7 +15,7 @@ import {
   workflowInfo,
 } from '@temporalio/workflow';
 import { FailureType } from '../common/failures';
-import { parseAgentRunInput } from '../common/input';
+import { buildRunInputSchemas, parseAgentRunInput } from '../common/input';
 import type { ReplayedAnswers } from '../common/chat';
 import type { AgentRunResult } from '../common/messages';
 import { AgentState, isTerminal } from '../common/states';
@@ -35,7 +35,8 @@ const now = () => new Date().toISOString();
 
 export async function agentRun(rawInput: unknown): Promise<AgentRunResult> {
   const { transition, initialSnapshot, blankSnapshot, resumeAt, createEffects, createPublisher, createRunTimer } = chooseDefinition();
-  const parsed = parseAgentRunInput(rawInput);
+  // Schemas built for this parse and dropped: a parked run does not keep them (common/input.ts).
+  const parsed = parseAgentRunInput(rawInput, buildRunInputSchemas());
   let snapshot: RunSnapshot = parsed.ok ? initialSnapshot(parsed.value, now()) : blankSnapshot(now());
   // Time travel: the snapshot this run began from and every event applied since; any step is a fold away.
   let base = snapshot;

@@ -26,20 +26,8 @@ import {
 } from '@temporalio/workflow';
 import { RetryState } from '@temporalio/common';
 import type { AgentActivities } from '../activities';
-import {
-  emptyUsage,
-  isQuotaWait,
-  isRecordedCritique,
-  isRecordedResponse,
-  isRecordedSummary,
-  type ChildOutcome,
-  type ChildRequest,
-  type CritiqueOutcome,
-  type ModelRequest,
-  type ReplayedAnswers,
-  type ToolRequest,
-  type ToolResult,
-} from '../common/chat';
+import type { ChildOutcome, ChildRequest, CritiqueOutcome, ModelRequest, ReplayedAnswers, ToolRequest, ToolResult } from '../common/chat';
+import { emptyUsage, isQuotaWait, isRecordedCritique, isRecordedResponse, isRecordedSummary } from '../common/chat-helpers';
 import { WORKFLOW_TYPE } from '../common/constants';
 import { DEFAULT_TIMEOUTS, type RunTimeouts } from '../common/input';
 import { pauseSignal, resumeSignal, type AgentRunResult } from '../common/messages';

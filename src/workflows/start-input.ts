@@ -6,9 +6,9 @@
  */
 import { ActivityFailure, ApplicationFailure, isCancellation, proxyLocalActivities } from '@temporalio/workflow';
 import type { AgentActivities } from '../activities';
-import { applyAgent } from '../common/agents';
+import { applyAgent } from '../common/apply-agent';
 import { FailureType } from '../common/failures';
-import { AGENT_NAME_PATTERN, customCritic, parseAgentRunInput, type ParseResult, type ResolvedInput } from '../common/input';
+import { AGENT_NAME_PATTERN, buildRunInputSchemas, customCritic, parseAgentRunInput, type ParseResult, type ResolvedInput } from '../common/input';
 
 /** A lookup in the worker's memory: a failure other than an unknown name is a worker fault, retried a little. */
 const { resolveAgent, checkCritic } = proxyLocalActivities<AgentActivities>({ startToCloseTimeout: '10 seconds', retry: { maximumAttempts: 3 } });
@@ -23,7 +23,7 @@ export function namesAgent(raw: unknown): raw is Record<string, unknown> & { age
 /** The start's fields over the named agent's; an unknown agent is invalid input, naming the agents the worker has. */
 export async function withAgent(raw: Record<string, unknown> & { agent: string }): Promise<ParseResult<ResolvedInput>> {
   try {
-    return parseAgentRunInput(applyAgent(await resolveAgent(raw.agent), raw));
+    return parseAgentRunInput(applyAgent(await resolveAgent(raw.agent), raw), buildRunInputSchemas());
   } catch (err) {
     if (isCancellation(err)) throw err;
     const cause = err instanceof ActivityFailure ? err.cause : err;
