@@ -34,6 +34,18 @@ const above = (room) => [
   },
 ];
 
+// Schema modules a run would build in its own module instances and keep while cached (BENCHMARKS.md, figure (h)):
+// workflow and machine code import their types as types and their plain helpers from the modules named here.
+const SCHEMA_MODULES = {
+  group: ['**/common/chat', '**/common/agents', '**/common/view'],
+  allowTypeImports: true,
+  message: 'A run would build these schemas and keep them while cached: import types as types, helpers from common/chat-helpers or common/apply-agent (figure (h)).',
+};
+const MACHINE_PATTERNS = [
+  { group: ['node:*', 'fs', 'path', 'os', 'crypto', 'child_process', 'http', 'net'], message: 'Node built-ins are not allowed in the pure machine.' },
+  { group: ['@temporalio/*'], message: 'The pure machine imports nothing from the Temporal SDK: src/workflows interprets it.' },
+];
+
 export default tseslint.config(
   { ignores: ['node_modules/', '.tools/', '.temporal/', 'workspace/', 'coverage/', 'dist/', 'bench/peers/', 'bench/brokers/', 'bench/.scratch/', '**/*.js', '**/*.mjs'] },
   {
@@ -57,6 +69,7 @@ export default tseslint.config(
           patterns: [
             { group: ['node:*', 'fs', 'path', 'os', 'crypto', 'child_process', 'http', 'net'], message: 'Node built-ins are not allowed in workflow code.' },
             { group: ['../activities', '../activities/*', '@temporalio/worker', '@temporalio/activity', 'openai'], allowTypeImports: true, message: 'Workflow code may import activities and worker code only as types.' },
+            SCHEMA_MODULES,
             ...above('workflows'),
           ],
         },
@@ -90,11 +103,7 @@ export default tseslint.config(
       'no-restricted-imports': [
         'error',
         {
-          patterns: [
-            { group: ['node:*', 'fs', 'path', 'os', 'crypto', 'child_process', 'http', 'net'], message: 'Node built-ins are not allowed in the pure machine.' },
-            { group: ['@temporalio/*'], message: 'The pure machine imports nothing from the Temporal SDK: src/workflows interprets it.' },
-            ...above('machine'),
-          ],
+          patterns: [...MACHINE_PATTERNS, SCHEMA_MODULES, ...above('machine')],
         },
       ],
       'no-restricted-syntax': [
@@ -107,6 +116,11 @@ export default tseslint.config(
         { selector: "MemberExpression[object.name='Date'][property.name='now'], NewExpression[callee.name='Date'][arguments.length=0], MemberExpression[object.name='Math'][property.name='random']", message: 'The machine is given the time (`now`); it reads no clock and no randomness.' },
       ],
     },
+  },
+  {
+    // The snapshot's schemas: required only where a stored snapshot is read (machine/snapshot.ts), so they may be built of them.
+    files: ['src/machine/snapshot-schema.ts'],
+    rules: { 'no-restricted-imports': ['error', { patterns: [...MACHINE_PATTERNS, ...above('machine')] }] },
   },
   {
     // The bench's ground floor: lib/ serves the systems, the figures and the report, and imports none of them.
