@@ -51,7 +51,7 @@ export type { RunEnd, RunHooks, RunTransition } from './stream/hooks';
 /** Named agents: `defineAgent({ name, instructions, tools, model, limits, ... })`; a run names one with `agent`. */
 export { defineAgent, InvalidAgentDefinitionError } from './activities/agents';
 export type { AgentDefinition } from './activities/agents';
-export { applyAgent } from './common/agents';
+export { applyAgent } from './common/apply-agent';
 export type { AgentSpec } from './common/agents';
 
 /**

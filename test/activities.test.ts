@@ -14,7 +14,8 @@ import { chunkTranscript, createCompactContext, recentStart } from '../src/activ
 import { classifyModelError, ModelErrorType, retryAfterMs } from '../src/activities/errors';
 import { fileTools, resolveInWorkspace } from '../src/activities/tools/files';
 import { defineTool, MAX_TOOL_OUTPUT_CHARS, RetryableToolError, ToolRegistry } from '../src/activities/tools/registry';
-import { isQuotaWait, type ChatMessage, type CritiqueRequest, type ModelRequest, type ModelResponse, type QuotaWait } from '../src/common/chat';
+import type { ChatMessage, CritiqueRequest, ModelRequest, ModelResponse, QuotaWait } from '../src/common/chat';
+import { isQuotaWait } from '../src/common/chat-helpers';
 import { FailureType } from '../src/common/failures';
 import { COMPACTION_CALL, criticCall } from '../src/common/sinks';
 import { llmSettings } from '../src/config';

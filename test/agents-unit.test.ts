@@ -2,7 +2,8 @@
 import { ApplicationFailure } from '@temporalio/common';
 import { z } from 'zod';
 import { AgentRegistry, defineAgent, defineTool, InvalidAgentDefinitionError, type AgentDefinition } from '../src/activities';
-import { applyAgent, unknownAgentMessage } from '../src/common/agents';
+import { unknownAgentMessage } from '../src/common/agents';
+import { applyAgent } from '../src/common/apply-agent';
 import { FailureType } from '../src/common/failures';
 import { parseAgentRunInput } from '../src/common/input';
 

@@ -10,7 +10,7 @@ import { CancelledFailure, Context } from '@temporalio/activity';
 import { ApplicationFailure } from '@temporalio/common';
 import type OpenAI from 'openai';
 import type { ChatMessage, CompactionRequest, CompactionResult, Usage } from '../common/chat';
-import { addUsage, emptyUsage, isRecordedSummary } from '../common/chat';
+import { addUsage, emptyUsage, isRecordedSummary } from '../common/chat-helpers';
 import { FailureType, ModelErrorType } from '../common/failures';
 import { requestHash as hashRequest } from '../common/replay';
 import { COMPACTION_CALL } from '../common/sinks';

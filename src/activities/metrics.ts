@@ -4,7 +4,8 @@
  * and workflow type. Without a metrics exporter they cost nothing.
  */
 import { Context } from '@temporalio/activity';
-import { isQuotaWait, type ModelRequest, type ModelResponse, type QuotaWait, type ToolResult } from '../common/chat';
+import type { ModelRequest, ModelResponse, QuotaWait, ToolResult } from '../common/chat';
+import { isQuotaWait } from '../common/chat-helpers';
 
 export const METRIC = {
   modelCalls: 'agent_model_calls',

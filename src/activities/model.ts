@@ -14,19 +14,8 @@ import { ApplicationFailure } from '@temporalio/common';
 import { approvalCovers } from '../common/approval';
 import { runAhead } from '../common/tool-order';
 import { ConversationUnavailableError, type ConversationStore } from '../codec/conversation-store';
-import {
-  CONTINUE_PROMPT,
-  emptyUsage,
-  isQuotaWait,
-  isRecordedResponse,
-  type ChatMessage,
-  type ConversationRef,
-  type ModelRequest,
-  type ModelResponse,
-  type QuotaWait,
-  type ToolCall,
-  type ToolResult,
-} from '../common/chat';
+import type { ChatMessage, ConversationRef, ModelRequest, ModelResponse, QuotaWait, ToolCall, ToolResult } from '../common/chat';
+import { CONTINUE_PROMPT, emptyUsage, isQuotaWait, isRecordedResponse } from '../common/chat-helpers';
 import { toOpenAI } from '../common/conversation';
 import { knownContextWindow } from '../common/models';
 import { requestHash as hashRequest } from '../common/replay';

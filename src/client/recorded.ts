@@ -5,7 +5,8 @@
  * activity's result carries. A custom critic's decisions are not among them: it is the worker's code, not a request.
  */
 import type { WorkflowHandle } from '@temporalio/client';
-import { isQuotaWait, type CompactionResult, type CritiqueOutcome, type CritiqueRequest, type ModelRequest, type ModelResponse, type QuotaWait, type ReplayedAnswers } from '../common/chat';
+import type { CompactionResult, CritiqueOutcome, CritiqueRequest, ModelRequest, ModelResponse, QuotaWait, ReplayedAnswers } from '../common/chat';
+import { isQuotaWait } from '../common/chat-helpers';
 import { previousRun } from './chain';
 import { decodeArray } from '../codec/payloads';
 

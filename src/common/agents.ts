@@ -47,8 +47,7 @@ export function checkAgentSpec(value: unknown): ParseResult<AgentSpec> {
   return parsed.ok ? { ok: true, value: value as AgentSpec } : parsed;
 }
 
-// The workflow imports `applyAgent` from apply-agent.ts, which builds no schema.
-export { applyAgent } from './apply-agent';
+// `applyAgent`, the rule that lays a start's fields over a spec, is in apply-agent.ts, which builds no schema.
 
 /** The failure of a start that names an agent the worker lacks: the name and the ones it has. */
 export function unknownAgentMessage(name: string, known: readonly string[]): string {

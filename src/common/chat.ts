@@ -99,8 +99,8 @@ export type ConversationRef = z.infer<typeof ConversationRefSchema>;
 export type ChildOutcome = z.infer<typeof ChildOutcomeSchema>;
 export type ToolResult = z.infer<typeof ToolResultSchema>;
 
-// The workflow's code imports these from chat-helpers.ts, which builds no schema.
-export { addUsage, CONTINUE_PROMPT, emptyUsage, isQuotaWait, isRecordedCritique, isRecordedResponse, isRecordedSummary } from './chat-helpers';
+// The chat's plain values and guards (token counts, the continue prompt, what a recorded answer is) are in
+// chat-helpers.ts, which builds no schema: workflow code imports them from there.
 
 /** Input of the `callModel` activity. No secrets: endpoint and key live in the worker's environment. */
 export interface ModelRequest {
