@@ -224,11 +224,11 @@ export async function figureH(opts: FigureHOptions): Promise<FigureH> {
     const latencies: number[] = [];
     const updates: number[] = [];
     const errors: string[] = [];
+    // The provider stamps a request's arrival with performance's clock (src/scripted-model/server.ts): the same clock
+    // here, never Date.now(), which can step against it (a heap-limited run's latencies came out negative so).
+    const now = () => performance.timeOrigin + performance.now();
     await pool(chosen, opts.approveConcurrency ?? 10, async (id) => {
       const arrived = nextRequest(id);
-      // The provider stamps a request's arrival with performance's clock (src/scripted-model/server.ts): the same clock
-      // here, never Date.now(), which can step against it (a heap-limited run's latencies came out negative so).
-      const now = () => performance.timeOrigin + performance.now();
       const sent = now();
       try {
         await agents.handle(id).approve({ toolCallId: TOOL_CALL_ID, approved: true });

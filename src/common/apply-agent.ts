@@ -1,7 +1,7 @@
 /**
- * The one pure rule that lays a run's start fields over a named agent's spec (agents.ts re-exports it). Apart from
- * the agents' schema so that a run's code does not build it to merge two objects: every run evaluates the workflow
- * bundle's modules in its own instances and keeps them while it is cached (BENCHMARKS.md, figures (g) and (h)).
+ * The one pure rule that lays a run's start fields over a named agent's spec (the package exports it). Apart from
+ * the agents' schema (agents.ts) so that a run's code does not build it to merge two objects: every run evaluates
+ * the workflow bundle's modules in its own instances and keeps them while it is cached (BENCHMARKS.md, (g) and (h)).
  */
 import type { AgentSpec } from './agents';
 

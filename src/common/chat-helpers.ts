@@ -1,6 +1,6 @@
 /**
  * The chat's plain values and guards (token counts, the continue prompt, what a recorded answer or a quota wait is),
- * kept apart from the chat schemas (chat.ts, which re-exports them) so that a run's code does not build those schemas
+ * kept apart from the chat schemas (chat.ts, whose types they use) so that a run's code does not build those schemas
  * to add two counts: every run evaluates the workflow bundle's modules in its own instances and keeps them while it
  * is cached (BENCHMARKS.md, figures (g) and (h)).
  */

@@ -84,7 +84,7 @@ const buildInputSchemas = () => {
 type InputSchemas = ReturnType<typeof buildInputSchemas>;
 let built: InputSchemas | undefined;
 /** The patterns' input schemas, built on first use. */
-export const patternInputSchemas = (): InputSchemas => (built ??= buildInputSchemas());
+const patternInputSchemas = (): InputSchemas => (built ??= buildInputSchemas());
 
 export type PlanExecuteInput = z.input<InputSchemas['PlanExecuteInputSchema']>;
 export type AgentPipelineInput = z.input<InputSchemas['AgentPipelineInputSchema']>;
