@@ -15,7 +15,7 @@
  * one dev server (global-setup-slow.ts starts it through global-setup.ts, which starts nothing when it is already up)
  * and one teardown, which runs after the last test of both.
  */
-const UNIT = ['machine', 'discovery', 'memory', 'machine-docs', 'layout', 'deploy-files', 'docs-links', 'quota', 'model-fallback-unit', 'agents-as-tools-unit', 'stack-options', 'tls-diagnosis', 'real-model-launch', 'agents-unit', 'input-fuzz', 'cli', 'codec-server', 'config', 'connection', 'activities', 'ledger', 'provider-errors', 'scripted-model', 'worker-options', 'wire', 'payloads'];
+const UNIT = ['machine', 'discovery', 'memory', 'machine-docs', 'layout', 'deploy-files', 'docs-links', 'quota', 'model-fallback-unit', 'agents-as-tools-unit', 'stack-options', 'tls-diagnosis', 'real-model-launch', 'agents-unit', 'input-fuzz', 'cli', 'codec-server', 'config', 'connection', 'activities', 'ledger', 'provider-errors', 'scripted-model', 'worker-options', 'wire', 'payloads', 'tenant-burst'];
 const SLOW = ['chaos', 'long-run-500', 'ui', 'ui-page', 'ui-views', 'ui-codec', 'ui-list', 'real-model', 'package'];
 const PRODUCTION = ['production', 'production-tls'];
 const files = (names) => names.map((name) => `<rootDir>/test/${name}.test.ts`);

@@ -1,7 +1,8 @@
 /**
  * Tenants on the task queue, on the real dev server (started with `matching.enableFairness`, as every server of the
  * project is): a run's start, its model calls and its child runs carry its tenant's fairness key to the server, and
- * the server dispatches a tenant's task ahead of another tenant's backlog instead of behind it.
+ * the server dispatches a tenant's task ahead of another tenant's backlog instead of behind it; a run's priority orders
+ * the queue before that, and a tenant past its burst starts its runs in the background.
  */
 import { randomUUID } from 'node:crypto';
 import { defaultPayloadConverter } from '@temporalio/common';
@@ -51,7 +52,8 @@ async function described(workflowId: string) {
   const { raw } = await h.env.client.workflow.getHandle(workflowId).describe();
   return {
     key: raw.workflowExecutionInfo?.priority?.fairnessKey ?? '',
-    activities: (raw.pendingActivities ?? []).map((a) => ({ type: a.activityType?.name, key: a.priority?.fairnessKey ?? '' })),
+    priorityKey: raw.workflowExecutionInfo?.priority?.priorityKey ?? 0,
+    activities: (raw.pendingActivities ?? []).map((a) => ({ type: a.activityType?.name, key: a.priority?.fairnessKey ?? '', priorityKey: a.priority?.priorityKey ?? 0 })),
     children: (raw.pendingChildren ?? []).map((c) => c.workflowId!),
   };
 }
@@ -96,25 +98,65 @@ test('a tenant longer than a fairness key may be (64 bytes) gets a key of its fi
   expect(fairnessKeyOf('acme')).toBe('acme');
   // The server takes the start (it refuses a key over 64 bytes) and holds the key.
   const handle = await agents.start({ prompt: 'hello', model: 'fair-plain' }, { owner: { tenant: long('a'), startedBy: null } });
-  expect((await pendingActivity(handle.workflowId)).activities).toEqual([{ type: 'callModel', key: a }]);
+  expect((await pendingActivity(handle.workflowId)).activities).toEqual([{ type: 'callModel', key: a, priorityKey: 0 }]);
   await release();
   expect(await handle.result()).toMatchObject({ status: 'COMPLETED' });
 }, 60_000);
 
+test("a tenant past its burst starts its further runs in the background: priority 8 in the budget, Temporal's last priority key", async () => {
+  const bursty = new AgentClient(h.env.client, h.taskQueue, undefined, undefined, { tenantBurst: { runs: 1 } });
+  const first = await bursty.start({ prompt: 'first', model: 'fair-plain' }, { owner: { tenant: 'bursty', startedBy: null } });
+  expect(await pendingActivity(first.workflowId)).toMatchObject({ key: 'bursty', priorityKey: 0, activities: [{ type: 'callModel', key: 'bursty', priorityKey: 0 }] });
+  const second = await bursty.start({ prompt: 'second', model: 'fair-plain' }, { owner: { tenant: 'bursty', startedBy: null } });
+  // Its model call sets no priority key of its own: the server dispatches it at the run's (it merges the two when it
+  // queues the task, `priorities.Merge`), and it draws on the budget at the run's priority.
+  expect(await pendingActivity(second.workflowId)).toMatchObject({ key: 'bursty', priorityKey: 5, activities: [{ type: 'callModel', key: 'bursty', priorityKey: 0 }] });
+  const started = (await h.env.client.workflow.getHandle(second.workflowId).fetchHistory()).events![0]!.workflowExecutionStartedEventAttributes!;
+  expect(defaultPayloadConverter.fromPayload(started.input!.payloads![0]!)).toMatchObject({ tenant: 'bursty', priority: 8 });
+  // Another tenant is within its own burst.
+  const other = await bursty.start({ prompt: 'other', model: 'fair-plain' }, { owner: { tenant: 'other', startedBy: null } });
+  expect(await pendingActivity(other.workflowId)).toMatchObject({ priorityKey: 0 });
+  await release(3);
+  expect((await Promise.all([first, second, other].map((r) => r.result()))).map((r) => r.status)).toEqual(['COMPLETED', 'COMPLETED', 'COMPLETED']);
+}, 60_000);
+
+/** Polls `taskQueue`'s workflow tasks one at a time until `until` is among them, or `max` were taken. */
+async function dispatchOrder(taskQueue: string, until: string, max: number): Promise<string[]> {
+  const { workflowService, connection } = h.env.client;
+  const order: string[] = [];
+  while (order.length < max && !order.includes(until)) {
+    const poll = () => workflowService.pollWorkflowTaskQueue({ namespace: h.env.client.options.namespace, taskQueue: { name: taskQueue }, identity: 'fairness-test' });
+    const task = await connection.withDeadline(Date.now() + 10_000, poll);
+    if (task.workflowExecution?.workflowId) order.push(task.workflowExecution.workflowId);
+  }
+  return order;
+}
+
+test("a run's priority orders the task queue before fairness: one of the default priority started behind 40 of the background's goes first", async () => {
+  const taskQueue = `priority-${randomUUID()}`;
+  const queue = new AgentClient(h.env.client, taskQueue, undefined, undefined, { tenantBurst: false });
+  // One tenant for all: fairness alone would keep arrival order within it.
+  const background = await Promise.all(Array.from({ length: 40 }, (_, i) => queue.start({ prompt: `batch ${i}`, tenant: 'one', priority: 9 })));
+  const urgent = await queue.start({ prompt: 'urgent', tenant: 'one' });
+  try {
+    const order = await dispatchOrder(taskQueue, urgent.workflowId, 41);
+    // In arrival order it comes 41st; by priority right after the task the queue had at hand.
+    expect(order.indexOf(urgent.workflowId)).toBeGreaterThanOrEqual(0);
+    expect(order.indexOf(urgent.workflowId)).toBeLessThan(3);
+  } finally {
+    await Promise.all([...background, urgent].map((r) => h.env.client.workflow.getHandle(r.workflowId).terminate('test over').catch(() => undefined)));
+  }
+}, 120_000);
+
 test("a run of one tenant started behind another's 80 is dispatched among the first workflow tasks, not after them", async () => {
   // A task queue no worker polls: every start waits in its backlog, which this test then polls one task at a time.
   const taskQueue = `fair-${randomUUID()}`;
-  const queue = new AgentClient(h.env.client, taskQueue);
+  // No burst: the flood's runs keep the default priority, so only fairness can put the late run ahead.
+  const queue = new AgentClient(h.env.client, taskQueue, undefined, undefined, { tenantBurst: false });
   const flood = await Promise.all(Array.from({ length: 80 }, (_, i) => queue.start({ prompt: `flood ${i}`, tenant: 'flood' })));
   const late = await queue.start({ prompt: 'late', tenant: 'late' });
-  const { workflowService, connection } = h.env.client;
-  const order: string[] = [];
   try {
-    while (order.length < 81 && !order.includes(late.workflowId)) {
-      const poll = () => workflowService.pollWorkflowTaskQueue({ namespace: h.env.client.options.namespace, taskQueue: { name: taskQueue }, identity: 'fairness-test' });
-      const task = await connection.withDeadline(Date.now() + 10_000, poll);
-      if (task.workflowExecution?.workflowId) order.push(task.workflowExecution.workflowId);
-    }
+    const order = await dispatchOrder(taskQueue, late.workflowId, 81);
     // In arrival order it comes 81st; in fair order right after the task the queue had at hand (measured: 2nd, six of six).
     expect(order.indexOf(late.workflowId)).toBeGreaterThanOrEqual(0);
     expect(order.indexOf(late.workflowId)).toBeLessThan(5);

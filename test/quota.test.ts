@@ -79,7 +79,7 @@ describe('RedisBudget', () => {
     const [a] = await fleet(1, { requestsPerMinute: 60 }); // one request a second
     for (let i = 0; i < 60; i++) expect((await a.tryAcquire(`fill-${i}`, 1, { arrivedMs: now() })).granted).toBe(true);
     const order: string[] = [];
-    const low = a.acquire('low', 1, { priority: 9 }).then(() => order.push('low'));
+    const low = a.acquire('low', 1, { priority: 7 }).then(() => order.push('low'));
     await new Promise((r) => setTimeout(r, 20));
     const high = a.acquire('high', 1, { priority: 0 }).then(() => order.push('high'));
     await Promise.all([low, high]);
@@ -197,6 +197,37 @@ describe('RedisBudget', () => {
     expect(small).toBeLessThan(3_000);
     stop.abort(new Error('test over'));
     await Promise.all(batch);
+  });
+
+  test('the background (priority 8 and 9) leaves a fifth of the tokens to better priorities, which start at once', async () => {
+    const [a, b] = await fleet(2, { tokensPerMinute: 60_000 }); // 1,000 a second
+    // A background call cannot draw the bucket below its reserve: the most it is granted is 48,000 of 60,000.
+    expect(await a.tryAcquire('bg-huge', 100_000, { priority: 8, tenant: 'batch', arrivedMs: now() })).toMatchObject({ granted: true, tokens: 48_000 });
+    const t0 = now();
+    // About 12,000 left, all of it the reserve: the next background call waits for the refill above it ...
+    const bg = await a.tryAcquire('bg-next', 2_000, { priority: 9, tenant: 'batch', arrivedMs: now() });
+    expect(bg).toMatchObject({ granted: false });
+    expect(bg.granted === false && bg.waitMs).toBeGreaterThan(1_500);
+    // ... while another tenant's call of the default priority is granted from the reserve at once.
+    expect(await b.tryAcquire('interactive', 5_000, { tenant: 'interactive', arrivedMs: now() })).toMatchObject({ granted: true, tokens: 5_000 });
+    expect(now() - t0).toBeLessThan(1_000);
+    // With nothing better waiting, the refill above the reserve still goes to the background.
+    await a.leave('bg-next');
+    expect((await a.acquire('bg-later', 1_000, { priority: 8, tenant: 'batch' })).granted).toBe(true);
+  });
+
+  test('the background leaves concurrent slots too, and with no reserve it takes them all', async () => {
+    const [reserved] = await fleet(1, { maxConcurrent: 5 });
+    for (let i = 0; i < 4; i++) expect((await reserved.tryAcquire(`bg-${i}`, 1, { priority: 8, arrivedMs: now() })).granted).toBe(true);
+    expect((await reserved.tryAcquire('bg-4', 1, { priority: 8, arrivedMs: now() })).granted).toBe(false);
+    await reserved.leave('bg-4');
+    expect((await reserved.tryAcquire('normal', 1, { arrivedMs: now() })).granted).toBe(true);
+    const [none] = await fleet(1, { maxConcurrent: 5, backgroundReserve: 0 });
+    for (let i = 0; i < 5; i++) expect((await none.tryAcquire(`bg-${i}`, 1, { priority: 9, arrivedMs: now() })).granted).toBe(true);
+  });
+
+  test('backgroundReserve must be a share below 1', async () => {
+    await expect(fleet(1, { maxConcurrent: 1, backgroundReserve: 1 })).rejects.toThrow(/backgroundReserve must be a share ≥ 0 and < 1, got 1/);
   });
 
   test('tenantWeights must be positive', async () => {

@@ -3,7 +3,7 @@ import { randomUUID } from 'node:crypto';
 import { Client, Connection } from '@temporalio/client';
 import type { DataConverter } from '@temporalio/common';
 import { createDataConverter, type CodecSettings } from '../codec';
-import { codecSettings, observabilitySettings, temporalSettings, type MemorySettings, type TemporalSettings } from '../config';
+import { codecSettings, observabilitySettings, temporalSettings, tenantBurstSettings, type MemorySettings, type TemporalSettings } from '../config';
 import type { MemoryStore } from '../memory';
 import { AgentMemory } from './memory';
 import { clientConnectionOptions, tlsFailureReason } from '../config/connection';
@@ -17,6 +17,7 @@ import { listRuns, type AgentRunSummary, type ListOptions } from './listing';
 import { runTenant, type RunOwner } from './owner';
 import { runStartFields } from './run-memo';
 import { AgentSchedules } from './schedules';
+import { TenantBurst, type TenantBurstOptions } from './tenant-burst';
 import { searchRuns, type RunListEntry, type RunListFilter } from './run-list';
 import { diffSnapshots, type SnapshotDiff } from './time-travel';
 
@@ -53,6 +54,12 @@ export interface ConnectOptions {
    * @default on when the environment configures tracing (AGENT_TRACING, OTEL_EXPORTER_OTLP_ENDPOINT)
    */
   tracing?: boolean;
+  /**
+   * Runs a tenant may start per window through this client at the priority it asks for; its further runs start in the
+   * background (priority 8), behind the other tenants' on the task queue and in the provider budget. `false`: never.
+   * @default `AGENT_TENANT_BURST`, else 100 a minute
+   */
+  tenantBurst?: TenantBurstOptions | false;
 }
 
 /** Typed entry point to `agentRun` workflows. Create with `AgentClient.connect()`, or wrap an existing `Client`. */
@@ -75,7 +82,7 @@ export class AgentClient {
     const dataConverter = options.dataConverter ?? agentDataConverter();
     const tracing = options.tracing ?? observabilitySettings().tracing !== 'off';
     const interceptors = { workflow: tracingClientInterceptors(tracing) };
-    return new AgentClient(new Client({ connection, namespace: temporal.namespace, dataConverter, interceptors }), temporal.taskQueue, connection, options.memory);
+    return new AgentClient(new Client({ connection, namespace: temporal.namespace, dataConverter, interceptors }), temporal.taskQueue, connection, options.memory, options);
   }
 
   /**
@@ -87,18 +94,24 @@ export class AgentClient {
   /** Memories across runs (docs/memory.md): put, get, list, delete and search by namespace, in the workers' store. */
   readonly memory: AgentMemory;
 
+  /** Each tenant's burst of starts at its own priority (`ConnectOptions.tenantBurst`); null: none. */
+  readonly tenantBurst: TenantBurst | null;
+
   /**
    * Wraps an existing client; `close()` then closes `ownedConnection` only, if given, and the memory store if it opened it.
-   * `memory`: as `ConnectOptions.memory`.
+   * `memory`: as `ConnectOptions.memory`; `options.tenantBurst`: as `ConnectOptions.tenantBurst`.
    */
   constructor(
     readonly client: Client,
     readonly taskQueue: string,
     private readonly ownedConnection?: Connection,
     memory?: MemoryStore | MemorySettings,
+    options: Pick<ConnectOptions, 'tenantBurst'> = {},
   ) {
     this.memory = new AgentMemory(memory);
     this.schedules = new AgentSchedules(client, taskQueue);
+    const burst = options.tenantBurst ?? tenantBurstSettings();
+    this.tenantBurst = burst ? new TenantBurst(burst) : null;
   }
 
   /**
@@ -112,6 +125,9 @@ export class AgentClient {
     const workflowId = opts.workflowId ?? `agent-${randomUUID().replace(/-/g, '').slice(0, 12)}`;
     // A run that belongs to a tenant draws on the fleet's quota as that tenant, whatever its input said.
     if (opts.owner?.tenant) input = { ...input, tenant: opts.owner.tenant };
+    // A tenant past its burst starts this run in the background, behind the other tenants' runs.
+    const priority = this.tenantBurst ? this.tenantBurst.priorityOf(input.tenant, input.priority) : input.priority;
+    if (priority !== input.priority) input = { ...input, priority };
     // The input goes as given, not resolved: defaults stay the worker's concern, and a strict schema that later drops
     // a defaulted field still accepts old histories on replay. The resolved limits are in the `state` query.
     const handle = await this.client.workflow.start(WORKFLOW_TYPE, { taskQueue: this.taskQueue, workflowId, args: [input], ...runStartFields(input, opts.owner) });

@@ -2,7 +2,7 @@
  * What a run carries from its start for lists, tenancy and the Temporal UI, whoever starts it (`AgentClient.start`, or
  * a schedule's action): the search attributes, the memo and the summary.
  */
-import { tenantPriority } from '../common/fairness';
+import { tenantPriority, type TaskPriority } from '../common/fairness';
 import { defineSearchAttributeKey, type SearchAttributePair } from '@temporalio/common';
 import { AGENT_RUN_MEMO, AGENT_STATE_SEARCH_ATTRIBUTE } from '../common/constants';
 import type { AgentRunInput } from '../common/input';
@@ -19,15 +19,16 @@ const SUMMARY_CHARS = 80;
 export function runStartFields(
   input: AgentRunInput,
   owner: RunOwner | undefined,
-): { typedSearchAttributes: SearchAttributePair[]; memo: Record<string, unknown>; staticSummary: string; priority?: { fairnessKey: string } } {
+): { typedSearchAttributes: SearchAttributePair[]; memo: Record<string, unknown>; staticSummary: string; priority?: TaskPriority } {
   const owned = ownerStartOptions(owner);
   return {
     typedSearchAttributes: [{ key: agentStateKey, value: AgentState.IDLE }, ...owned.typedSearchAttributes],
     memo: { [AGENT_RUN_MEMO]: runMemo(input), ...owned.memo },
     staticSummary: summarize(input.prompt),
-    // Its workflow and activity tasks queue as its tenant's (Temporal's fairness key): one tenant's backlog on the
-    // task queue does not hold another's tasks behind it. Its activities, children and continuations inherit it.
-    ...tenantPriority(input.tenant),
+    // Its workflow and activity tasks queue as its tenant's (Temporal's fairness key), at its priority: one tenant's
+    // backlog on the task queue does not hold another's tasks behind it, and a run's priority orders its tasks as it
+    // orders its model calls. Its activities, children and continuations inherit both.
+    ...tenantPriority(input.tenant, input.priority),
   };
 }
 

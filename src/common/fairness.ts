@@ -33,7 +33,35 @@ export function fairnessKeyOf(tenant: string): string {
   return bytes <= FAIRNESS_KEY_MAX_BYTES ? tenant : `${kept}~${fnv1a(tenant)}`;
 }
 
-/** Start or schedule options that put work on the task queue as its tenant's; none for a run of no tenant (the default key). */
-export function tenantPriority(tenant: string | null | undefined): { priority?: { fairnessKey: string } } {
-  return tenant ? { priority: { fairnessKey: fairnessKeyOf(tenant) } } : {};
+/**
+ * A run's `priority` from which the fleet's provider budget (docs/quota.md) leaves room to runs of better priority:
+ * 8 and 9, the background. A tenant that starts more runs a minute than its burst (`TenantBurst`) gets its further
+ * runs here.
+ */
+export const BACKGROUND_PRIORITY = 8;
+
+/**
+ * A run's `priority` (0 first, 9 last, 5 by default) as Temporal's priority key (1 first, 5 last, 3 by default, the
+ * server's five levels): 0-1 -> 1, 2-3 -> 2, 4-5 -> 3, 6-7 -> 4, 8-9 -> 5. The server dispatches a task queue's tasks by
+ * priority key first, then fairly between fairness keys, on the worker's sticky queue too (where it does not share
+ * fairly); `undefined` for a run that sets none (the server's default).
+ */
+export function temporalPriorityKey(priority: number | undefined): number | undefined {
+  return priority === undefined ? undefined : Math.floor(Math.min(9, Math.max(0, priority)) / 2) + 1;
+}
+
+/** Temporal's priority of a task: its priority key and its tenant's fairness key, each absent when not set. */
+export interface TaskPriority {
+  priorityKey?: number;
+  fairnessKey?: string;
+}
+
+/**
+ * Start or schedule options that put work on the task queue as its tenant's (the fairness key) and at its priority;
+ * none for a run of neither (the server's defaults). A run's activities and children inherit what is not set here.
+ */
+export function tenantPriority(tenant: string | null | undefined, priority?: number): { priority?: TaskPriority } {
+  const priorityKey = temporalPriorityKey(priority);
+  const task: TaskPriority = { ...(priorityKey !== undefined ? { priorityKey } : {}), ...(tenant ? { fairnessKey: fairnessKeyOf(tenant) } : {}) };
+  return Object.keys(task).length ? { priority: task } : {};
 }

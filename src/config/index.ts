@@ -327,6 +327,23 @@ export function quotaSettings(env: NodeJS.ProcessEnv = process.env): QuotaSettin
   return { redisUrl, name, ...Object.fromEntries(Object.entries(limits).filter(([, v]) => v !== undefined)) };
 }
 
+/**
+ * `AGENT_TENANT_BURST`: runs a tenant may start a minute through one client (the gateway, the CLI, `AgentClient`) at
+ * its own priority; its further runs that minute start in the background (docs/quota.md, "A tenant's burst"). `off`
+ * (or 0): never. @default 100
+ */
+export function tenantBurstSettings(env: NodeJS.ProcessEnv = process.env): { runs: number; windowMs: number } | undefined {
+  const raw = env.AGENT_TENANT_BURST?.trim();
+  if (raw === 'off' || raw === '0') return undefined;
+  if (!raw) return { runs: DEFAULT_TENANT_BURST, windowMs: 60_000 };
+  const runs = Number(raw);
+  if (!Number.isInteger(runs) || runs < 1) throw new Error(`AGENT_TENANT_BURST must be a whole number ≥ 1 (runs a tenant may start a minute) or off, got ${JSON.stringify(raw)}`);
+  return { runs, windowMs: 60_000 };
+}
+
+/** Runs a tenant may start a minute before its next go to the background, unless AGENT_TENANT_BURST says otherwise. */
+export const DEFAULT_TENANT_BURST = 100;
+
 export interface GatewaySettings {
   /** `GATEWAY_PORT`. @default 8080 */
   port: number;

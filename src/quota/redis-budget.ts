@@ -11,11 +11,15 @@
  *   the others'. Only the one call served next is granted, so a run with a huge context waits its turn and cannot be
  *   overtaken forever, nor starve the others (its estimate is capped at the bucket's size). A waiter that stops asking
  *   drops out of the queue after `waiterTtlMs`.
+ * - Calls of the background priority (8 and 9: a tenant's runs past its burst, or batch work) leave a share of each
+ *   bucket and of the concurrent requests (`backgroundReserve`) to calls of better priority, which then start without
+ *   waiting for the refill of what a flood drew. The refill still goes to the background when nothing better waits.
  * - A 429 that still happens empties the token bucket and blocks the budget until its `retry-after`.
  * All of it runs in Lua on the Redis server's clock, so hosts' clocks do not matter.
  */
 import { setTimeout as sleep } from 'node:timers/promises';
 import { createClient } from '@redis/client';
+import { BACKGROUND_PRIORITY } from '../common/fairness';
 
 export interface BudgetLimits {
   /** Tokens (prompt + completion) per rolling minute; 0 or unset: no limit. */
@@ -39,7 +43,16 @@ export interface RedisBudgetOptions extends BudgetLimits {
   keyPrefix?: string;
   /** Each tenant's weight in the fair share (a tenant of weight 2 gets twice the share of one of 1). @default 1 each */
   tenantWeights?: Readonly<Record<string, number>>;
+  /**
+   * The share of each limit (tokens and requests a minute, concurrent requests) that calls of the background priority
+   * (8 and 9) leave to calls of better priority: 0.2 leaves a fifth of the buckets and of the slots. 0: none.
+   * @default DEFAULT_BACKGROUND_RESERVE (0.2)
+   */
+  backgroundReserve?: number;
 }
+
+/** The share of the budget background calls leave to the others, unless `backgroundReserve` says otherwise. */
+export const DEFAULT_BACKGROUND_RESERVE = 0.2;
 
 export type Grant = { granted: true; lease: string; tokens: number } | { granted: false; waitMs: number; position: number };
 
@@ -47,14 +60,16 @@ export type Grant = { granted: true; lease: string; tokens: number } | { granted
  * KEYS: state hash, leases zset, active-tenants set, waiter-expiry zset, owners hash (request id -> tenant), virtual
  * times hash (tenant -> its virtual time). Each tenant's queue is the zset `ARGV[11] .. tenant` (one Redis, not a cluster).
  * ARGV: request id, tokens, score (priority and arrival), tokens/min, requests/min, max concurrent, lease ms, waiter ttl
- * ms, tenant, the tenant's weight, queue key prefix.
+ * ms, tenant, the tenant's weight, queue key prefix, the background's reserve (a share of each limit), the background
+ * priority.
  * Returns {1, tokens} when granted (the lease is the request id), else {0, waitMs, position}.
  *
  * Fair share is start-time fair queueing over the tenants: each tenant has a virtual time that grows, at each grant,
  * by the call's share of the budget (the largest of its tokens over tokens/min, one over requests/min, one over max
  * concurrent) over the tenant's weight. Only one call is served next: the head of the tenant whose head has the best
  * priority, then the least virtual time, then the earliest arrival. A tenant that comes back from idle starts at the
- * virtual time of the last call served, so it banks no credit while away.
+ * virtual time of the last call served, so it banks no credit while away. A call of the background priority sees each
+ * limit less the reserve.
  */
 const ACQUIRE = `
 local t = redis.call('TIME')
@@ -63,6 +78,8 @@ local id, want, score = ARGV[1], tonumber(ARGV[2]), tonumber(ARGV[3])
 local tpm, rpm, maxc = tonumber(ARGV[4]), tonumber(ARGV[5]), tonumber(ARGV[6])
 local leaseMs, waiterTtl = tonumber(ARGV[7]), tonumber(ARGV[8])
 local tenant, weight, qprefix = ARGV[9], tonumber(ARGV[10]), ARGV[11]
+local reserve = 0
+if math.floor(tonumber(score) / 1e13) >= tonumber(ARGV[13]) then reserve = tonumber(ARGV[12]) end
 local function dequeue(who, owner)
   local q = qprefix .. owner
   redis.call('ZREM', q, who)
@@ -94,12 +111,13 @@ local elapsed = math.max(0, now - at)
 local tokens = tpm > 0 and math.min(tpm, (tonumber(s[1]) or tpm) + elapsed * tpm / 60000) or 0
 local requests = rpm > 0 and math.min(rpm, (tonumber(s[2]) or rpm) + elapsed * rpm / 60000) or 0
 local blocked = tonumber(s[4]) or 0
-if tpm > 0 and want > tpm then want = tpm end
+local keepT, keepR, slots = reserve * tpm, reserve * rpm, math.max(1, maxc - math.floor(reserve * maxc))
+if tpm > 0 and want > tpm - keepT then want = math.floor(tpm - keepT) end
 local wait = 0
 if blocked > now then wait = blocked - now end
-if tpm > 0 and tokens < want then wait = math.max(wait, math.ceil((want - tokens) * 60000 / tpm)) end
-if rpm > 0 and requests < 1 then wait = math.max(wait, math.ceil((1 - requests) * 60000 / rpm)) end
-if maxc > 0 and redis.call('ZCARD', KEYS[2]) >= maxc then wait = math.max(wait, 50) end
+if tpm > 0 and tokens - keepT < want then wait = math.max(wait, math.ceil((want + keepT - tokens) * 60000 / tpm)) end
+if rpm > 0 and requests - keepR < 1 then wait = math.max(wait, math.ceil((1 + keepR - requests) * 60000 / rpm)) end
+if maxc > 0 and redis.call('ZCARD', KEYS[2]) >= slots then wait = math.max(wait, 50) end
 redis.call('HSET', KEYS[1], 'tokens', tokens, 'requests', requests, 'at', now)
 -- The one call served next, and how many tenants' heads come before this call's tenant.
 local best, bestP, bestV, bestA, bestT = nil, 0, 0, 0, ''
@@ -202,6 +220,8 @@ const scoreOf = (priority: number, arrivedMs: number) => Math.min(9, Math.max(0,
 function limitsOf(opts: RedisBudgetOptions): Required<BudgetLimits> {
   const limits = { tokensPerMinute: opts.tokensPerMinute ?? 0, requestsPerMinute: opts.requestsPerMinute ?? 0, maxConcurrent: opts.maxConcurrent ?? 0 };
   for (const [k, v] of Object.entries(limits)) if (!Number.isFinite(v) || v < 0) throw new Error(`budget ${opts.name}: ${k} must be a number ≥ 0, got ${v}`);
+  const reserve = opts.backgroundReserve ?? DEFAULT_BACKGROUND_RESERVE;
+  if (!Number.isFinite(reserve) || reserve < 0 || reserve >= 1) throw new Error(`budget ${opts.name}: backgroundReserve must be a share ≥ 0 and < 1, got ${reserve}`);
   for (const [tenant, w] of Object.entries(opts.tenantWeights ?? {})) if (!Number.isFinite(w) || w <= 0) throw new Error(`budget ${opts.name}: tenantWeights.${tenant} must be a number > 0, got ${w}`);
   if (!/^[\w.:-]{1,200}$/.test(opts.name)) throw new Error(`budget name must be letters, digits and . : _ - (the provider, not the key), got ${JSON.stringify(opts.name)}`);
   return limits;
@@ -215,6 +235,7 @@ export class RedisBudget {
   private readonly limits: Required<BudgetLimits>;
   private readonly leaseMs: number;
   private readonly waiterTtlMs: number;
+  private readonly backgroundReserve: number;
 
   private constructor(
     private readonly client: ReturnType<typeof newClient>,
@@ -226,6 +247,7 @@ export class RedisBudget {
     this.limits = limitsOf(opts);
     this.leaseMs = opts.leaseMs ?? 600_000;
     this.waiterTtlMs = opts.waiterTtlMs ?? 15_000;
+    this.backgroundReserve = opts.backgroundReserve ?? DEFAULT_BACKGROUND_RESERVE;
   }
 
   static async connect(opts: RedisBudgetOptions): Promise<RedisBudget> {
@@ -258,6 +280,8 @@ export class RedisBudget {
         tenant,
         String(weight),
         this.keys.queuePrefix,
+        String(this.backgroundReserve),
+        String(BACKGROUND_PRIORITY),
       ],
     });
     const [ok, a, b] = reply as number[];
