@@ -84,7 +84,7 @@ export { streamSinks } from './stream/sinks';
  * and pass it as `createAgentWorker({ budget })` or `agentPlugin({ budget })`; workers read LLM_TOKENS_PER_MINUTE and the
  * like themselves (docs/quota.md).
  */
-export { RedisBudget } from './quota';
+export { DEFAULT_BACKGROUND_RESERVE, RedisBudget } from './quota';
 export type { BudgetLimits, Grant, ProviderBudget, RedisBudgetOptions } from './quota';
 export type { QuotaSettings } from './config';
 
@@ -121,5 +121,7 @@ export type { CreateScheduleInput, OverlapPolicy, ScheduleListEntry, ScheduleVie
 export { GenAiAttribute, GenAiOperation } from './common/genai';
 export { ActorSchema, SERVICE_ACTOR, type Actor } from './common/actor';
 /** A tenant's fairness key on Temporal's task queues, as `AgentClient.start` sets it: for weights set on the task queue. */
-export { fairnessKeyOf } from './common/fairness';
+export { BACKGROUND_PRIORITY, fairnessKeyOf, temporalPriorityKey } from './common/fairness';
+/** A tenant's burst of starts at its own priority (`ConnectOptions.tenantBurst`, AGENT_TENANT_BURST; docs/quota.md). */
+export { TenantBurst, type TenantBurstOptions } from './client/tenant-burst';
 export { AgentState, isTerminal } from './common/states';

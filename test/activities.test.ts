@@ -24,6 +24,8 @@ import { agentWorkerOptions, openAIClient } from '../src/worker';
 import { MODEL_HEARTBEAT_MS } from '../src/activities/model';
 import { msToNumber } from '@temporalio/common/lib/time';
 import { QuietLogger } from './support/quiet-logger';
+import { freePort, startRedis } from './support/redis';
+import { RedisBudget } from '../src/quota';
 
 /** Expected failures and undeliverable deltas (a mock environment has no client) stay quiet. */
 const quiet = { logger: new QuietLogger() };
@@ -195,6 +197,33 @@ describe('callModel', () => {
     expect(msToNumber(options.maxHeartbeatThrottleInterval!)).toBeLessThan(MODEL_HEARTBEAT_MS);
     const slower = agentWorkerOptions({ openai, defaultModel: 'unset', workspace, modelHeartbeatMs: 1_000 });
     expect(msToNumber(slower.maxHeartbeatThrottleInterval!)).toBeLessThan(1_000);
+  });
+
+  test('a call waiting in the fleet budget beats only to be seen alive, not at its text pace', async () => {
+    // 400 waiting calls of one tenant beating at the degraded pace (no live stream: 200 ms) were 2,000 heartbeat RPCs a
+    // second on the server, which slowed every other tenant (BENCHMARKS.md (i)).
+    const port = await freePort();
+    const redis = await startRedis(port);
+    const budget = await RedisBudget.connect({ url: `redis://127.0.0.1:${port}`, name: 'waiting-beats', tokensPerMinute: 6_000 });
+    try {
+      expect((await budget.tryAcquire('fill', 6_000, { arrivedMs: Date.now() })).granted).toBe(true);
+      const budgeted = createActivities({ openai, defaultModel: 'unset', workspace, budget });
+      model.register('waits', [{ text: 'never sent' }]);
+      const env = modelCallEnv();
+      const beats = heartbeatsOf(env);
+      // A call that has waited before waits up to 4 minutes inside the activity: here, until the run cancels it.
+      const running = runIn(env, budgeted.callModel, request('waits', { quota: { queuedAt: Date.now() } })).catch((e: unknown) => e);
+      await pause(4_000);
+      env.cancel();
+      expect(await running).toBeInstanceOf(CancelledFailure);
+      // A third of the 5 s heartbeat timeout: two beats in 4 s, where the text's degraded pace (no stream) sends 19.
+      expect(beats.length).toBeGreaterThanOrEqual(1);
+      expect(beats.length).toBeLessThanOrEqual(2);
+      expect(model.requests('waits')).toHaveLength(0);
+    } finally {
+      await budget.close();
+      redis.kill('SIGKILL');
+    }
   });
 
   describe('stopped by its run on this worker (ModelCallsInFlight)', () => {

@@ -80,6 +80,14 @@ export const MODEL_HEARTBEAT_MS = 800;
  */
 export const DEGRADED_HEARTBEAT_MS = 200;
 
+/**
+ * How often a call waiting in the fleet's budget beats: at most a third of its heartbeat timeout, which bounds it
+ * (every 1.67 s for the model call's 5 s). 400 waiting calls of a flooding tenant beat 2,000 times a second at the
+ * degraded pace and loaded the server for every tenant (BENCHMARKS.md (i)). A pause or abort of a waiting call on
+ * its run's own worker stops it at once (calls-in-flight.ts); elsewhere within one such beat.
+ */
+const QUOTA_WAIT_BEAT_MS = 60_000;
+
 /** How often a call its run stopped on this worker beats while it waits to hear of its cancellation. */
 const STOPPED_BEAT_MS = 50;
 
@@ -199,8 +207,12 @@ export function createCallModel(deps: ModelDeps) {
     const stop = new StoppableRequest(ctx, deps.callsInFlight, request.callNumber);
     const cancelled = () => stop.cancelled;
     // Beats carry the text: faster while no channel takes it, so that watchers polling the details keep up.
-    const cadence = () => (live?.healthy ? (deps.modelHeartbeatMs ?? MODEL_HEARTBEAT_MS) : (deps.degradedHeartbeatMs ?? DEGRADED_HEARTBEAT_MS));
-    const stopHeartbeat = ctx.info.isLocal ? () => undefined : startModelHeartbeat(ctx, beat, cadence);
+    // A call waiting in the budget has no text to carry: it beats only to be seen alive, as rarely as its heartbeat
+    // timeout allows (a flood of waiting calls beating at the text's pace loaded the server for every tenant).
+    let waiting = deps.budget !== undefined;
+    const cadence = () => (waiting ? QUOTA_WAIT_BEAT_MS : live?.healthy ? (deps.modelHeartbeatMs ?? MODEL_HEARTBEAT_MS) : (deps.degradedHeartbeatMs ?? DEGRADED_HEARTBEAT_MS));
+    const heartbeat = ctx.info.isLocal ? undefined : startModelHeartbeat(ctx, beat, cadence);
+    const stopHeartbeat = () => heartbeat?.stop();
     let idle: NodeJS.Timeout | undefined;
     let stalled = false;
     const armIdle = () => {
@@ -217,6 +229,9 @@ export function createCallModel(deps: ModelDeps) {
         const reserved = await reserve(deps.budget, `${runId}:${callNumber}`, request, messages, stop.signal);
         if (isQuotaWait(reserved)) return reserved;
         reservation = reserved;
+        // Granted: the text's pace from now, not a wait's beat later.
+        waiting = false;
+        heartbeat?.restart();
       }
       armIdle();
       const params = {
@@ -344,9 +359,10 @@ async function streamedText(live: LiveStream, runId: string, callNumber: number,
 
 /**
  * The model call's heartbeat: every `cadence()` (read at each beat, so a call whose channel fails speeds up at once),
- * never longer than a third of the heartbeat timeout. The first beat comes after the first interval.
+ * never longer than a third of the heartbeat timeout. The first beat comes after the first interval; `restart` sets
+ * the next beat a `cadence()` from now (the cadence changed).
  */
-function startModelHeartbeat(ctx: Context, details: () => ModelCallBeat, cadence: () => number): () => void {
+function startModelHeartbeat(ctx: Context, details: () => ModelCallBeat, cadence: () => number): { stop(): void; restart(): void } {
   const timeoutMs = ctx.info.heartbeatTimeoutMs;
   let timer: NodeJS.Timeout | undefined;
   let stopped = false;
@@ -359,9 +375,16 @@ function startModelHeartbeat(ctx: Context, details: () => ModelCallBeat, cadence
     }, timeoutMs ? Math.max(50, Math.min(everyMs, Math.floor(timeoutMs / 3))) : everyMs);
   };
   tick();
-  return () => {
-    stopped = true;
-    clearTimeout(timer);
+  return {
+    stop() {
+      stopped = true;
+      clearTimeout(timer);
+    },
+    restart() {
+      if (stopped) return;
+      clearTimeout(timer);
+      tick();
+    },
   };
 }
 
