@@ -70,8 +70,8 @@ export function agentWorkerOptions(
 
 /**
  * Workflow tasks a worker holds at once: the SDK's 40 (`AGENT_WORKFLOW_TASK_SLOTS` sets another). Fewer keep a
- * backlog on the server's task queue, in its fair order by tenant, instead of inside a busy worker in arrival order:
- * with 8, another tenant's runs took 2.4x their time alone during one tenant's flood, against 5.7x with 40; but a
+ * backlog on the server's task queue, in its priority and fair order, instead of inside a busy worker in arrival order:
+ * with 8, another tenant's runs took 1.2x to 1.9x their time alone during one tenant's flood, 1.6x to 3.9x with 40; but a
  * burst of 1,000 runs at once took 1.14x as long (BENCHMARKS.md, figures (i) and (c)). A multi-tenant fleet may choose 8.
  */
 export const WORKFLOW_TASK_SLOTS = 40;
