@@ -78,8 +78,9 @@ local id, want, score = ARGV[1], tonumber(ARGV[2]), tonumber(ARGV[3])
 local tpm, rpm, maxc = tonumber(ARGV[4]), tonumber(ARGV[5]), tonumber(ARGV[6])
 local leaseMs, waiterTtl = tonumber(ARGV[7]), tonumber(ARGV[8])
 local tenant, weight, qprefix = ARGV[9], tonumber(ARGV[10]), ARGV[11]
+local myP = math.floor(score / 1e13)
 local reserve = 0
-if math.floor(tonumber(score) / 1e13) >= tonumber(ARGV[13]) then reserve = tonumber(ARGV[12]) end
+if myP >= tonumber(ARGV[13]) then reserve = tonumber(ARGV[12]) end
 local function dequeue(who, owner)
   local q = qprefix .. owner
   redis.call('ZREM', q, who)
@@ -160,7 +161,7 @@ local rank = redis.call('ZRANK', q, id)
 local mine = tonumber(redis.call('HGET', KEYS[6], tenant)) or 0
 local before = 0
 for _, h in ipairs(heads) do
-  if h[4] ~= tenant and (h[1] < math.floor(score / 1e13) or (h[1] == math.floor(score / 1e13) and h[2] <= mine)) then before = before + 1 end
+  if h[4] ~= tenant and (h[1] < myP or (h[1] == myP and h[2] <= mine)) then before = before + 1 end
 end
 return {0, math.max(wait, 1), rank * #heads + before}
 `;
