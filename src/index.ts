@@ -121,7 +121,7 @@ export type { CreateScheduleInput, OverlapPolicy, ScheduleListEntry, ScheduleVie
 export { GenAiAttribute, GenAiOperation } from './common/genai';
 export { ActorSchema, SERVICE_ACTOR, type Actor } from './common/actor';
 /** A tenant's fairness key on Temporal's task queues, as `AgentClient.start` sets it: for weights set on the task queue. */
-export { BACKGROUND_PRIORITY, fairnessKeyOf, temporalPriorityKey } from './common/fairness';
+export { BACKGROUND_PRIORITY, backgroundTaskQueue, fairnessKeyOf, temporalPriorityKey } from './common/fairness';
 /** A tenant's burst of starts at its own priority (`ConnectOptions.tenantBurst`, AGENT_TENANT_BURST; docs/quota.md). */
 export { TenantBurst, type TenantBurstOptions } from './client/tenant-burst';
 export { AgentState, isTerminal } from './common/states';

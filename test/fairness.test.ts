@@ -5,10 +5,13 @@
  * the queue before that, and a tenant past its burst starts its runs in the background.
  */
 import { randomUUID } from 'node:crypto';
+import os from 'node:os';
 import { defaultPayloadConverter } from '@temporalio/common';
+import { Worker } from '@temporalio/worker';
 import { defineAgent } from '../src/activities';
 import { AgentClient, type AgentRunInput } from '../src/client';
-import { FAIRNESS_KEY_MAX_BYTES, fairnessKeyOf } from '../src/common/fairness';
+import { backgroundTaskQueue, FAIRNESS_KEY_MAX_BYTES, fairnessKeyOf } from '../src/common/fairness';
+import { agentWorkerOptions, openAIClient } from '../src/worker';
 import { startAgentHarness, waitFor, type AgentHarness } from './support/agent-harness';
 
 let h: AgentHarness;
@@ -47,10 +50,11 @@ afterAll(async () => {
   await h?.close();
 });
 
-/** What the server holds of a run: its own priority, and its pending activities' and children's. */
+/** What the server holds of a run: its own priority and task queue, and its pending activities' and children's. */
 async function described(workflowId: string) {
-  const { raw } = await h.env.client.workflow.getHandle(workflowId).describe();
+  const { raw, taskQueue } = await h.env.client.workflow.getHandle(workflowId).describe();
   return {
+    taskQueue,
     key: raw.workflowExecutionInfo?.priority?.fairnessKey ?? '',
     priorityKey: raw.workflowExecutionInfo?.priority?.priorityKey ?? 0,
     activities: (raw.pendingActivities ?? []).map((a) => ({ type: a.activityType?.name, key: a.priority?.fairnessKey ?? '', priorityKey: a.priority?.priorityKey ?? 0 })),
@@ -108,6 +112,8 @@ test("a tenant past its burst starts its further runs in the background: priorit
   const first = await bursty.start({ prompt: 'first', model: 'fair-plain' }, { owner: { tenant: 'bursty', startedBy: null } });
   expect(await pendingActivity(first.workflowId)).toMatchObject({ key: 'bursty', priorityKey: 0, activities: [{ type: 'callModel', key: 'bursty', priorityKey: 0 }] });
   const second = await bursty.start({ prompt: 'second', model: 'fair-plain' }, { owner: { tenant: 'bursty', startedBy: null } });
+  // No worker polls the fleet's background queue here (the harness's polls one queue): it stays on the fleet's.
+  expect((await pendingActivity(second.workflowId)).taskQueue).toBe(h.taskQueue);
   // Its model call sets no priority key of its own: the server dispatches it at the run's (it merges the two when it
   // queues the task, `priorities.Merge`), and it draws on the budget at the run's priority.
   expect(await pendingActivity(second.workflowId)).toMatchObject({ key: 'bursty', priorityKey: 5, activities: [{ type: 'callModel', key: 'bursty', priorityKey: 0 }] });
@@ -119,6 +125,44 @@ test("a tenant past its burst starts its further runs in the background: priorit
   await release(3);
   expect((await Promise.all([first, second, other].map((r) => r.result()))).map((r) => r.status)).toEqual(['COMPLETED', 'COMPLETED', 'COMPLETED']);
 }, 60_000);
+
+test("with a worker polling the fleet's background task queue, a run past its burst starts there, and its model call runs there", async () => {
+  // A second worker of the same code, as `createAgentWorker` runs beside its own: few slots, the background queue.
+  const background = await Worker.create({
+    connection: h.env.nativeConnection,
+    taskQueue: backgroundTaskQueue(h.taskQueue),
+    workflowBundle: h.bundle,
+    dataConverter: h.dataConverter,
+    ...agentWorkerOptions({ openai: openAIClient({ baseURL: h.model.url, apiKey: 'scripted' }), defaultModel: 'unset', workspace: os.tmpdir() }),
+    maxConcurrentWorkflowTaskExecutions: 2,
+    identity: 'background-worker',
+  });
+  const polling = background.run();
+  try {
+    // The server lists the worker once it has polled.
+    await waitFor(async () => {
+      const d = await h.env.client.workflowService.describeTaskQueue({ namespace: h.env.client.options.namespace, taskQueue: { name: backgroundTaskQueue(h.taskQueue) }, taskQueueType: 1 });
+      return (d.pollers ?? []).length > 0 || undefined;
+    }, 20_000, 'a poller of the background queue');
+    const bursty = new AgentClient(h.env.client, h.taskQueue, undefined, undefined, { tenantBurst: { runs: 1 } });
+    const first = await bursty.start({ prompt: 'first', model: 'fair-plain' }, { owner: { tenant: 'batch', startedBy: null } });
+    const second = await bursty.start({ prompt: 'second', model: 'fair-plain' }, { owner: { tenant: 'batch', startedBy: null } });
+    // So is a run that asks for the background itself; one of a better priority is not.
+    const asked = await bursty.start({ prompt: 'asked', model: 'fair-plain', priority: 9 });
+    const urgent = await bursty.start({ prompt: 'urgent', model: 'fair-plain', priority: 7 });
+    const queues = await Promise.all([first, second, asked, urgent].map(async (r) => (await pendingActivity(r.workflowId)).taskQueue));
+    expect(queues).toEqual([h.taskQueue, backgroundTaskQueue(h.taskQueue), backgroundTaskQueue(h.taskQueue), h.taskQueue]);
+    // The model call was dispatched to, and is held by, the worker of the background queue.
+    expect(await pendingActivity(second.workflowId)).toMatchObject({ priorityKey: 5, activities: [{ type: 'callModel', key: 'batch' }] });
+    await release(4);
+    expect((await Promise.all([first, second, asked, urgent].map((r) => r.result()))).map((r) => r.status)).toEqual(['COMPLETED', 'COMPLETED', 'COMPLETED', 'COMPLETED']);
+    const ran = await Promise.all([second, asked].map(async (r) => (await h.env.client.workflow.getHandle(r.workflowId).fetchHistory()).events!.find((e) => e.activityTaskStartedEventAttributes)!.activityTaskStartedEventAttributes!.identity));
+    expect(ran).toEqual(['background-worker', 'background-worker']);
+  } finally {
+    background.shutdown();
+    await polling;
+  }
+}, 90_000);
 
 /**
  * Starts `batch`, then `late`, on a task queue no worker polls (every start waits in its backlog) with no tenant burst,

@@ -62,10 +62,13 @@ test('a run on a worker from createAgentWorker produces client, workflow and act
   // The worker also takes an MCP server from the environment, as in production (see docs/mcp.md).
   const mcpServer = { name: 'fixtures', command: process.execPath, args: ['--import', 'tsx', 'test/fixtures/mcp-server.ts'], cwd: ROOT };
   // The worker's sizing from the environment too: its sticky cache and its workflow task slots.
-  const env: NodeJS.ProcessEnv = { ...workerEnv(`obs-trace-${process.pid}-${Date.now()}`), LLM_MODEL: 'traced', AGENT_MCP_SERVERS: JSON.stringify([mcpServer]), AGENT_CACHED_RUNS: '50', AGENT_WORKFLOW_TASK_SLOTS: '8' };
+  const env: NodeJS.ProcessEnv = { ...workerEnv(`obs-trace-${process.pid}-${Date.now()}`), LLM_MODEL: 'traced', AGENT_MCP_SERVERS: JSON.stringify([mcpServer]), AGENT_CACHED_RUNS: '50', AGENT_WORKFLOW_TASK_SLOTS: '8', AGENT_BACKGROUND_WORKFLOW_TASK_SLOTS: '3' };
   const agent = await createAgentWorker({ config: workerConfig(env), tracing });
   expect(agent.worker.options.maxCachedWorkflows).toBe(50);
   expect(agent.worker.options.tuner.workflowTaskSlotSupplier).toMatchObject({ type: 'fixed-size', numSlots: 8 });
+  // Beside it, the worker of the background queue: its own slots, and a cache no larger than the worker's.
+  expect(agent.backgroundWorker?.options).toMatchObject({ taskQueue: `${env.TEMPORAL_TASK_QUEUE}-background`, maxCachedWorkflows: 50 });
+  expect(agent.backgroundWorker?.options.tuner.workflowTaskSlotSupplier).toMatchObject({ type: 'fixed-size', numSlots: 3 });
   expect(agent.mcpServers.map((s) => s.tools)).toEqual([['fixtures_add', 'fixtures_echo', 'fixtures_fail']]);
   const mcpPid = agent.mcpServers[0].pid!;
   const running = agent.run();

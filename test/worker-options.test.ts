@@ -7,7 +7,8 @@ import type { WorkflowInfo } from '@temporalio/workflow';
 import { checkCritics, createCustomCritics, InvalidCriticError } from '../src/activities/custom-critic';
 import { runHookSinks } from '../src/stream/hooks';
 import { agentPlugin } from '../src/worker/plugin';
-import { agentWorkerOptions, deploymentOptions, openAIClient, resolveWorkerConfig, WORKFLOW_TASK_SLOTS } from '../src/worker/worker';
+import { agentWorkerOptions, BACKGROUND_WORKFLOW_TASK_SLOTS, deploymentOptions, openAIClient, resolveWorkerConfig, WORKFLOW_TASK_SLOTS } from '../src/worker/worker';
+import { backgroundTaskQueue } from '../src/common/fairness';
 import { tuneWorkerHeap } from '../src/worker/heap';
 
 const env: NodeJS.ProcessEnv = {
@@ -156,6 +157,18 @@ test('workflow task slots: the SDK\'s 40 unless AGENT_WORKFLOW_TASK_SLOTS says o
   expect(workerConfig({ AGENT_WORKFLOW_TASK_SLOTS: ' 8 ' }).workflowTaskSlots).toBe(8);
   for (const bad of ['1', '0', '8.5', 'many', '1001']) {
     expect(() => workerConfig({ AGENT_WORKFLOW_TASK_SLOTS: bad })).toThrow(`AGENT_WORKFLOW_TASK_SLOTS must be a whole number from 2 to 1000, got "${bad}"`);
+  }
+});
+
+test('background workflow task slots: 2 on their own task queue unless AGENT_BACKGROUND_WORKFLOW_TASK_SLOTS says otherwise, 0 for none; 1 or a value that is not a count is refused', () => {
+  expect(BACKGROUND_WORKFLOW_TASK_SLOTS).toBe(2);
+  expect(backgroundTaskQueue('agent-runs')).toBe('agent-runs-background');
+  expect(workerConfig({}).backgroundTaskSlots).toBeUndefined();
+  expect(workerConfig({ AGENT_BACKGROUND_WORKFLOW_TASK_SLOTS: ' 4 ' }).backgroundTaskSlots).toBe(4);
+  expect(workerConfig({ AGENT_BACKGROUND_WORKFLOW_TASK_SLOTS: '0' }).backgroundTaskSlots).toBe(0);
+  expect(resolveWorkerConfig({ env: { AGENT_BACKGROUND_WORKFLOW_TASK_SLOTS: '4' }, backgroundTaskSlots: 0 }).backgroundTaskSlots).toBe(0);
+  for (const bad of ['1', '-2', '2.5', 'few', '1001']) {
+    expect(() => workerConfig({ AGENT_BACKGROUND_WORKFLOW_TASK_SLOTS: bad })).toThrow(`AGENT_BACKGROUND_WORKFLOW_TASK_SLOTS must be 0 (no background task queue) or a whole number from 2 to 1000, got "${bad}"`);
   }
 });
 

@@ -6,6 +6,7 @@ import { createDataConverter, type CodecSettings } from '../codec';
 import { codecSettings, observabilitySettings, temporalSettings, tenantBurstSettings, type MemorySettings, type TemporalSettings } from '../config';
 import type { MemoryStore } from '../memory';
 import { AgentMemory } from './memory';
+import { BackgroundQueue } from './background-queue';
 import { clientConnectionOptions, tlsFailureReason } from '../config/connection';
 import { tracingClientInterceptors } from '../observability/client-tracing';
 import { WORKFLOW_TYPE } from '../common/constants';
@@ -97,6 +98,9 @@ export class AgentClient {
   /** Each tenant's burst of starts at its own priority (`ConnectOptions.tenantBurst`); null: none. */
   readonly tenantBurst: TenantBurst | null;
 
+  /** Where background runs start: the fleet's background task queue while a worker polls it. */
+  private readonly background: BackgroundQueue;
+
   /**
    * Wraps an existing client; `close()` then closes `ownedConnection` only, if given, and the memory store if it opened it.
    * `memory`: as `ConnectOptions.memory`; `options.tenantBurst`: as `ConnectOptions.tenantBurst`.
@@ -112,6 +116,7 @@ export class AgentClient {
     this.schedules = new AgentSchedules(client, taskQueue);
     const burst = options.tenantBurst ?? tenantBurstSettings();
     this.tenantBurst = burst ? new TenantBurst(burst) : null;
+    this.background = new BackgroundQueue(client, taskQueue);
   }
 
   /**
@@ -130,8 +135,10 @@ export class AgentClient {
     if (priority !== input.priority) input = { ...input, priority };
     // The input goes as given, not resolved: defaults stay the worker's concern, and a strict schema that later drops
     // a defaulted field still accepts old histories on replay. The resolved limits are in the `state` query.
-    const handle = await this.client.workflow.start(WORKFLOW_TYPE, { taskQueue: this.taskQueue, workflowId, args: [input], ...runStartFields(input, opts.owner) });
-    return new AgentRunHandle(handle, handle.firstExecutionRunId, this.taskQueue);
+    // A background run starts on the background task queue while a worker polls it (docs/quota.md).
+    const taskQueue = await this.background.taskQueueOf(priority);
+    const handle = await this.client.workflow.start(WORKFLOW_TYPE, { taskQueue, workflowId, args: [input], ...runStartFields(input, opts.owner) });
+    return new AgentRunHandle(handle, handle.firstExecutionRunId, taskQueue);
   }
 
   /**

@@ -14,6 +14,7 @@ import path from 'node:path';
 import type { Payload, PayloadCodec } from '@temporalio/common';
 import { temporal } from '@temporalio/proto';
 import { BlobNotFoundError, type FsBlobStore, type SweepResult } from './blob-store';
+import { backgroundTaskQueue } from '../common/fairness';
 
 /** The part of a Temporal connection the sweep uses (a `Client`'s, a `Connection`'s, a `NativeConnection`'s). */
 export interface RetentionService {
@@ -33,7 +34,7 @@ export interface PruneOptions {
   connection: RetentionService;
   namespace: string;
   /**
-   * Only runs of this task queue are read: the fleet that writes this store. Runs of other fleets in the namespace (with
+   * Only runs of this task queue and of its background queue (`backgroundTaskQueue`) are read: the fleet that writes this store. Runs of other fleets in the namespace (with
    * keys or stores of their own, which this sweep could not read) neither keep nor block its pruning.
    * @default every run of the namespace
    */
@@ -111,9 +112,9 @@ export async function markLive(options: Pick<PruneOptions, 'connection' | 'names
   const live: LiveSet = { keys: new Set(), packs: new Set(), workflowIds: new Set(), nodes: new Map() };
   const runs = new Map<string, { workflowId: string; runId: string }>();
   // Two lists, not one query with OR: every visibility store answers these.
-  const fleet = options.taskQueue !== undefined ? ` AND TaskQueue = ${JSON.stringify(options.taskQueue)}` : '';
+  const fleet = options.taskQueue !== undefined ? [options.taskQueue, backgroundTaskQueue(options.taskQueue)].map((q) => ` AND TaskQueue = ${JSON.stringify(q)}`) : [''];
   for (const query of ['ExecutionStatus = "Running"', `CloseTime > "${new Date(closedAfter).toISOString()}"`]) {
-    for await (const run of listRuns(options, query + fleet)) runs.set(`${run.workflowId}/${run.runId}`, run);
+    for (const queue of fleet) for await (const run of listRuns(options, query + queue)) runs.set(`${run.workflowId}/${run.runId}`, run);
   }
   for (const run of runs.values()) {
     live.workflowIds.add(run.workflowId);

@@ -41,6 +41,14 @@ export function fairnessKeyOf(tenant: string): string {
 export const BACKGROUND_PRIORITY = 8;
 
 /**
+ * The task queue of a fleet's background runs (`priority` 8 and 9), beside its own: each agent worker polls it through
+ * a second `Worker` of few workflow task slots (`AGENT_BACKGROUND_WORKFLOW_TASK_SLOTS`), so a batch's workflow tasks
+ * never wait inside a worker in front of another tenant's. A client starts a background run there only while a worker
+ * polls it (`AgentClient.start`); else on the fleet's queue, at Temporal's last priority key.
+ */
+export const backgroundTaskQueue = (taskQueue: string): string => `${taskQueue}-background`;
+
+/**
  * A run's `priority` (0 first, 9 last, 5 by default) as Temporal's priority key (1 first, 5 last, 3 by default, the
  * server's five levels): 0-1 -> 1, 2-3 -> 2, 4-5 -> 3, 6-7 -> 4, 8-9 -> 5. The server dispatches a task queue's tasks by
  * priority key first, then fairly between fairness keys, on the worker's sticky queue too (where it does not share

@@ -573,6 +573,12 @@ export interface WorkerConfig {
    */
   workflowTaskSlots?: number;
   /**
+   * `AGENT_BACKGROUND_WORKFLOW_TASK_SLOTS`: how many workflow tasks of background runs (`priority` 8 and 9) the worker
+   * holds at once, polling their own task queue (`backgroundTaskQueue`) through a second `Worker`; 0 polls none, and
+   * clients start such runs on the fleet's queue. Unset: `BACKGROUND_WORKFLOW_TASK_SLOTS` (2). docs/quota.md.
+   */
+  backgroundTaskSlots?: number;
+  /**
    * `AGENT_CACHED_RUNS`: how many runs the worker keeps in memory between their workflow tasks (the SDK's sticky
    * cache, `maxCachedWorkflows`); 0 keeps none, and every workflow task replays its run. Unset: the SDK's, 600 a GB of
    * the heap limit. A cached run holds about 1.2 MB; a heap limit bounds the RSS (BENCHMARKS.md, figure (h)).
@@ -591,6 +597,8 @@ function wholeNumberSetting(env: NodeJS.ProcessEnv, name: string, ok: (n: number
 const cachedRuns = (env: NodeJS.ProcessEnv) =>
   wholeNumberSetting(env, 'AGENT_CACHED_RUNS', (n) => n !== 1 && n <= 1_000_000, '0 (no run kept in memory) or a whole number from 2 to 1000000');
 const workflowTaskSlots = (env: NodeJS.ProcessEnv) => wholeNumberSetting(env, 'AGENT_WORKFLOW_TASK_SLOTS', (n) => n >= 2 && n <= 1_000, 'a whole number from 2 to 1000');
+const backgroundTaskSlots = (env: NodeJS.ProcessEnv) =>
+  wholeNumberSetting(env, 'AGENT_BACKGROUND_WORKFLOW_TASK_SLOTS', (n) => n !== 1 && n <= 1_000, '0 (no background task queue) or a whole number from 2 to 1000');
 const heapGrowingPercent = (env: NodeJS.ProcessEnv) =>
   wholeNumberSetting(env, 'AGENT_HEAP_GROWING_PERCENT', (n) => n <= 1_000, "a whole number from 0 to 1000 (0 leaves V8's own growth)");
 
@@ -601,6 +609,7 @@ export function workerConfig(env: NodeJS.ProcessEnv = process.env): WorkerConfig
   const versioning = versioningSettings(env);
   const heap = heapGrowingPercent(env);
   const slots = workflowTaskSlots(env);
+  const backgroundSlots = backgroundTaskSlots(env);
   const cached = cachedRuns(env);
   return {
     temporal: temporalSettings(env),
@@ -617,6 +626,7 @@ export function workerConfig(env: NodeJS.ProcessEnv = process.env): WorkerConfig
     ...(versioning ? { versioning } : {}),
     ...(heap !== undefined ? { heapGrowingPercent: heap } : {}),
     ...(slots !== undefined ? { workflowTaskSlots: slots } : {}),
+    ...(backgroundSlots !== undefined ? { backgroundTaskSlots: backgroundSlots } : {}),
     ...(cached !== undefined ? { cachedRuns: cached } : {}),
   };
 }

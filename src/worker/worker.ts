@@ -29,7 +29,8 @@ import type * as RedisStopsModule from '../stream/redis-stops';
 import type { ProviderBudget } from '../quota';
 import type { RedisBudget } from '../quota/redis-budget';
 import type { RedisKeyCooldowns } from '../quota/redis-cooldowns';
-import { workflowCode } from './workflow-bundle';
+import { bundleAgentWorkflows, workflowCode } from './workflow-bundle';
+import { backgroundTaskQueue } from '../common/fairness';
 import { openMemoryStore, type MemoryStore } from '../memory';
 
 /** Used when neither the run nor `LLM_MODEL` names a model. */
@@ -76,6 +77,16 @@ export function agentWorkerOptions(
  */
 export const WORKFLOW_TASK_SLOTS = 40;
 
+/**
+ * Workflow tasks of background runs (`priority` 8 and 9, a tenant past its burst) a worker holds at once, on their own
+ * task queue (`backgroundTaskQueue`): a batch's tasks wait on the server instead of in front of another tenant's in
+ * the worker (BENCHMARKS.md, figure (i)). `AGENT_BACKGROUND_WORKFLOW_TASK_SLOTS` sets another; 0 polls none.
+ */
+export const BACKGROUND_WORKFLOW_TASK_SLOTS = 2;
+
+/** Background runs a worker keeps in memory between their workflow tasks at most (about 1.2 MB each): fewer than its own runs. */
+export const BACKGROUND_CACHED_RUNS = 250;
+
 /** A graceful stop (SIGTERM, a deploy) lets the model calls in flight finish this long before cancelling them. */
 export const SHUTDOWN_GRACE_TIME = '30 seconds';
 
@@ -88,6 +99,8 @@ export function openAIClient(llm: { baseURL: string; apiKey?: string }): OpenAI 
 
 export interface AgentWorker {
   worker: Worker;
+  /** The worker of the background task queue (`backgroundTaskQueue`); absent with `backgroundTaskSlots` 0. */
+  backgroundWorker?: Worker;
   /** Set when the worker serves the scripted model because no real endpoint is configured. */
   scriptedModelUrl?: string;
   model: string;
@@ -154,6 +167,11 @@ export interface AgentWorkerOptions {
   namespace?: string;
   /** Clients must start runs on the same task queue. @default TEMPORAL_TASK_QUEUE, else `agent-runs` */
   taskQueue?: string;
+  /**
+   * Workflow tasks of background runs held at once, polled on `backgroundTaskQueue(taskQueue)` by a second `Worker`;
+   * 0 polls none (clients then start those runs on `taskQueue`). @default AGENT_BACKGROUND_WORKFLOW_TASK_SLOTS, else 2
+   */
+  backgroundTaskSlots?: number;
   /** The model endpoint, or just the default model's name. */
   model?: ModelOptions | string;
   /** The directory the built-in file tools are confined to. @default AGENT_WORKSPACE, else ./workspace */
@@ -299,7 +317,7 @@ export function resolveWorkerConfig(options: AgentWorkerOptions = {}): WorkerCon
     ...base,
     temporal: { ...base.temporal, ...definedOnly({ ...connection, namespace: options.namespace, taskQueue: options.taskQueue }) },
     llm: { ...base.llm, ...definedOnly({ ...llm, model: name }) },
-    ...definedOnly({ workspace: options.workspace, ledgerFile: options.ledgerFile, codecs: options.codecs, workflowBundleDir: options.workflowBundleDir }),
+    ...definedOnly({ workspace: options.workspace, ledgerFile: options.ledgerFile, codecs: options.codecs, workflowBundleDir: options.workflowBundleDir, backgroundTaskSlots: options.backgroundTaskSlots }),
     ...(options.memory && isMemorySettings(options.memory) ? { memory: options.memory } : {}),
     versioning: options.versioning === false ? undefined : options.versioning ? { defaultBehavior: 'PINNED', ...options.versioning } : base.versioning,
   };
@@ -374,7 +392,10 @@ export async function createAgentWorker(options: AgentWorkerOptions = {}): Promi
     const tracing = options.tracing ?? ownTracing;
     const dataConverter = createDataConverter(config.codecs);
     const bundleDir = config.workflowBundleDir;
-    const traced = tracing ? tracingWorkerOptions(tracing, bundleDir === undefined) : undefined;
+    const backgroundSlots = config.backgroundTaskSlots ?? BACKGROUND_WORKFLOW_TASK_SLOTS;
+    // Two workers bundle the sources once, here, not once each at their creation.
+    const code = bundleDir === undefined && backgroundSlots > 0 ? { workflowBundle: await bundleAgentWorkflows({ tracing: tracing !== undefined }) } : workflowCode(bundleDir, tracing !== undefined);
+    const traced = tracing ? tracingWorkerOptions(tracing, 'workflowsPath' in code) : undefined;
     const identity = defaultWorkerIdentity();
     const hello = { identity, taskQueue: temporal.taskQueue };
     // The runs this worker works: a gateway that announced itself on this host for the same is found at the defaults.
@@ -413,12 +434,12 @@ export async function createAgentWorker(options: AgentWorkerOptions = {}): Promi
       budget,
       callsInFlight: new ModelCallsInFlight(undefined, stopRelay),
     });
-    const worker = await Worker.create({
+    const shared: WorkerOptions = {
       connection,
       namespace: temporal.namespace,
       taskQueue: temporal.taskQueue,
       identity,
-      ...workflowCode(bundleDir, tracing !== undefined),
+      ...code,
       ...deploymentOptions(config.versioning),
       shutdownGraceTime: SHUTDOWN_GRACE_TIME,
       // Large payloads (the conversation every model call carries) go to the blob store; history keeps references.
@@ -426,10 +447,26 @@ export async function createAgentWorker(options: AgentWorkerOptions = {}): Promi
       ...traced,
       ...(inflight ? { interceptors: inflight.addTo(traced?.interceptors) } : {}),
       ...workerOptions,
-      ...(config.workflowTaskSlots !== undefined ? { maxConcurrentWorkflowTaskExecutions: config.workflowTaskSlots } : {}),
-      ...(config.cachedRuns !== undefined ? { maxCachedWorkflows: config.cachedRuns } : {}),
       sinks: { ...traced?.sinks, ...workerOptions.sinks },
-    });
+    };
+    const cached = config.cachedRuns;
+    const [worker, backgroundWorker] = await Promise.all([
+      Worker.create({
+        ...shared,
+        ...(config.workflowTaskSlots !== undefined ? { maxConcurrentWorkflowTaskExecutions: config.workflowTaskSlots } : {}),
+        ...(cached !== undefined ? { maxCachedWorkflows: cached } : {}),
+      }),
+      // The background's own workflow thread, slots and cache: its tasks never wait in front of the fleet's queue's.
+      backgroundSlots > 0
+        ? Worker.create({
+            ...shared,
+            taskQueue: backgroundTaskQueue(temporal.taskQueue),
+            maxConcurrentWorkflowTaskExecutions: backgroundSlots,
+            maxCachedWorkflows: Math.min(cached ?? BACKGROUND_CACHED_RUNS, BACKGROUND_CACHED_RUNS),
+          })
+        : undefined,
+    ]);
+    const workers = backgroundWorker ? [worker, backgroundWorker] : [worker];
     const retention = config.retention;
     if (retention?.enabled) {
       const { claimCheck } = config.codecs;
@@ -449,22 +486,25 @@ export async function createAgentWorker(options: AgentWorkerOptions = {}): Promi
     }
     return {
       worker,
+      ...(backgroundWorker ? { backgroundWorker } : {}),
       model,
       config,
       recovered,
       scriptedModelUrl: scripted?.url,
       mcpServers: mcp.servers,
       async run() {
+        // One worker that stops (or fails) stops the other; what they share is released once both have stopped.
+        const stopAll = () => workers.forEach((w) => w.getState() === 'RUNNING' && w.shutdown());
         try {
-          await worker.run();
+          const ended = await Promise.allSettled(workers.map((w) => w.run().finally(stopAll)));
+          const failed = ended.find((e) => e.status === 'rejected');
+          if (failed) throw failed.reason;
         } finally {
           await release();
         }
       },
       // The SDK already shuts down on SIGINT and SIGTERM; a second shutdown would throw.
-      shutdown: () => {
-        if (worker.getState() === 'RUNNING') worker.shutdown();
-      },
+      shutdown: () => workers.forEach((w) => w.getState() === 'RUNNING' && w.shutdown()),
     };
   } catch (err) {
     await release();
