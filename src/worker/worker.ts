@@ -71,9 +71,10 @@ export function agentWorkerOptions(
 
 /**
  * Workflow tasks a worker holds at once: the SDK's 40 (`AGENT_WORKFLOW_TASK_SLOTS` sets another). Fewer keep a
- * backlog on the server's task queue, in its priority and fair order, instead of inside a busy worker in arrival order:
- * with 8, another tenant's runs took 1.2x to 1.9x their time alone during one tenant's flood, 1.6x to 3.9x with 40; but a
- * burst of 1,000 runs at once took 1.14x as long (BENCHMARKS.md, figures (i) and (c)). A multi-tenant fleet may choose 8.
+ * backlog on the server's task queue, in its priority and fair order, instead of inside a busy worker in arrival order,
+ * but a burst of 1,000 runs took 1.14x as long with 8; with the background on its own queue (BACKGROUND_WORKFLOW_TASK_SLOTS),
+ * another tenant's runs during one tenant's flood took 1.6x to 2.2x their time alone with 40, 1.6x with 8
+ * (BENCHMARKS.md, figures (i) and (c)).
  */
 export const WORKFLOW_TASK_SLOTS = 40;
 
