@@ -6,7 +6,7 @@
  */
 
 /** The worker: `await (await createAgentWorker({ tools: [myTool] })).run()`; settings not given come from the environment. */
-export { createAgentWorker, resolveWorkerConfig, DEFAULT_MODEL, SHUTDOWN_GRACE_TIME } from './worker';
+export { createAgentWorker, resolveWorkerConfig, BACKGROUND_WORKFLOW_TASK_SLOTS, DEFAULT_MODEL, SHUTDOWN_GRACE_TIME } from './worker';
 export type { AgentWorker, AgentWorkerOptions, ConnectionSettings, ModelOptions } from './worker';
 
 /** For a Temporal worker of your own that bundles `durable-agent-worker/workflows`: the activities and their tuning. */

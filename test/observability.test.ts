@@ -66,9 +66,8 @@ test('a run on a worker from createAgentWorker produces client, workflow and act
   const agent = await createAgentWorker({ config: workerConfig(env), tracing });
   expect(agent.worker.options.maxCachedWorkflows).toBe(50);
   expect(agent.worker.options.tuner.workflowTaskSlotSupplier).toMatchObject({ type: 'fixed-size', numSlots: 8 });
-  // Beside it, the worker of the background queue: its own slots, and a cache no larger than the worker's.
-  expect(agent.backgroundWorker?.options).toMatchObject({ taskQueue: `${env.TEMPORAL_TASK_QUEUE}-background`, maxCachedWorkflows: 50 });
-  expect(agent.backgroundWorker?.options.tuner.workflowTaskSlotSupplier).toMatchObject({ type: 'fixed-size', numSlots: 3 });
+  // The worker of the background queue comes once the worker polls.
+  expect(agent.backgroundWorker).toBeUndefined();
   expect(agent.mcpServers.map((s) => s.tools)).toEqual([['fixtures_add', 'fixtures_echo', 'fixtures_fail']]);
   const mcpPid = agent.mcpServers[0].pid!;
   const running = agent.run();
@@ -80,6 +79,10 @@ test('a run on a worker from createAgentWorker produces client, workflow and act
   try {
     const run = await agents.start({ prompt: 'What is in the workspace?' });
     await expect(run.result()).resolves.toMatchObject({ status: 'COMPLETED', answer: '2 + 3 = 5', toolCalls: 1 });
+    // Beside it by now, the worker of the background queue: its own slots, and a cache no larger than the worker's.
+    await waitFor(() => agent.backgroundWorker?.getState() === 'RUNNING' || undefined, 20_000, 'the background worker');
+    expect(agent.backgroundWorker?.options).toMatchObject({ taskQueue: `${env.TEMPORAL_TASK_QUEUE}-background`, maxCachedWorkflows: 50 });
+    expect(agent.backgroundWorker?.options.tuner.workflowTaskSlotSupplier).toMatchObject({ type: 'fixed-size', numSlots: 3 });
     const id = run.workflowId;
     // Workflow spans leave the sandbox through a sink after the activation that ends them.
     const spans = await waitFor(() => {

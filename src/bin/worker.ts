@@ -7,7 +7,8 @@
 import './source-maps';
 import { workerConfig } from '../config';
 import { installWorkerRuntime } from '../observability/runtime';
-import { createAgentWorker } from '../worker';
+import { BACKGROUND_WORKFLOW_TASK_SLOTS, createAgentWorker } from '../worker';
+import { backgroundTaskQueue } from '../common/fairness';
 import { tuneWorkerHeap } from '../worker/heap';
 
 async function main(): Promise<void> {
@@ -29,6 +30,8 @@ async function main(): Promise<void> {
   if (observability.tracing !== 'off') say(`worker: tracing on (${observability.tracing})`);
   if (observability.metricsBindAddress) say(`worker: Prometheus metrics on http://${observability.metricsBindAddress}/metrics`);
   say(`worker: polling task queue ${temporal.taskQueue} on ${temporal.address} (namespace ${temporal.namespace}), default model ${agent.model}`);
+  const backgroundSlots = agent.config.backgroundTaskSlots ?? BACKGROUND_WORKFLOW_TASK_SLOTS;
+  if (backgroundSlots > 0) say(`worker: background runs (priority 8 and 9) on task queue ${backgroundTaskQueue(temporal.taskQueue)}, ${backgroundSlots} workflow tasks at once (AGENT_BACKGROUND_WORKFLOW_TASK_SLOTS)`);
   if (codecs.claimCheck.enabled) say(`worker: large payloads go to the blob store at ${codecs.claimCheck.blobDir} (AGENT_CLAIM_CHECK=off keeps them inline)`);
   const keys = codecs.encryption;
   if (keys) say(`worker: payloads encrypted with key ${keys.currentKeyId} (${Object.keys(keys.keys).length} keys configured; see docs/security.md)`);
