@@ -398,7 +398,8 @@ export async function createAgentWorker(options: AgentWorkerOptions = {}): Promi
     const bundleDir = config.workflowBundleDir;
     const backgroundSlots = config.backgroundTaskSlots ?? BACKGROUND_WORKFLOW_TASK_SLOTS;
     // Two workers bundle the sources once, here, not once each at their creation.
-    const code = bundleDir === undefined && backgroundSlots > 0 ? { workflowBundle: await bundleAgentWorkflows({ tracing: tracing !== undefined }) } : workflowCode(bundleDir, tracing !== undefined);
+    const converters = { payloadConverterPath: dataConverter.payloadConverterPath, failureConverterPath: dataConverter.failureConverterPath };
+    const code = bundleDir === undefined && backgroundSlots > 0 ? { workflowBundle: await bundleAgentWorkflows({ tracing: tracing !== undefined, converters }) } : workflowCode(bundleDir, tracing !== undefined);
     const traced = tracing ? tracingWorkerOptions(tracing, 'workflowsPath' in code) : undefined;
     const identity = defaultWorkerIdentity();
     const hello = { identity, taskQueue: temporal.taskQueue };

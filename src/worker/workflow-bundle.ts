@@ -68,9 +68,16 @@ export function scopeHoisted(config: WebpackConfiguration): WebpackConfiguration
 /** Every change the product makes to the SDK's webpack configuration. */
 export const sandboxWebpackConfig = (config: WebpackConfiguration): WebpackConfiguration => scopeHoisted(withoutSourcesText(nativeSyntax(config)));
 
-/** The agent workflows bundled as workers run them (with the preloaded modules); `tracing` adds the OpenTelemetry workflow interceptors. */
-export function bundleAgentWorkflows(options: { tracing?: boolean; logger?: BundleOptions['logger'] } = {}): Promise<WorkflowBundle> {
+/**
+ * The agent workflows bundled as workers run them (with the preloaded modules); `tracing` adds the OpenTelemetry
+ * workflow interceptors; `converters`, the worker's data converter's payload and failure converters (the encrypted
+ * failure converter: docs/security.md), as the SDK bundles them at a worker's creation.
+ */
+export function bundleAgentWorkflows(
+  options: { tracing?: boolean; logger?: BundleOptions['logger']; converters?: Pick<BundleOptions, 'payloadConverterPath' | 'failureConverterPath'> } = {},
+): Promise<WorkflowBundle> {
   return bundleWorkflowCode({
+    ...options.converters,
     workflowsPath: WORKFLOWS_PATH,
     workflowInterceptorModules: options.tracing ? [WORKFLOW_TRACING_MODULE] : [],
     preloadModules: [...PRELOAD_MODULES],
