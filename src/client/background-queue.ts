@@ -11,7 +11,7 @@ import { temporal } from '@temporalio/proto';
 import { BACKGROUND_PRIORITY, backgroundTaskQueue } from '../common/fairness';
 
 /** How long an answer of the server (whether a worker polls the background queue) is used before asking again. */
-export const BACKGROUND_POLLERS_RECHECK_MS = 60_000;
+const BACKGROUND_POLLERS_RECHECK_MS = 60_000;
 
 export class BackgroundQueue {
   private known?: { at: number; polled: boolean };

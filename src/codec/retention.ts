@@ -34,8 +34,9 @@ export interface PruneOptions {
   connection: RetentionService;
   namespace: string;
   /**
-   * Only runs of this task queue and of its background queue (`backgroundTaskQueue`) are read: the fleet that writes this store. Runs of other fleets in the namespace (with
-   * keys or stores of their own, which this sweep could not read) neither keep nor block its pruning.
+   * Only runs of this task queue and of its background queue (`backgroundTaskQueue`) are read: the fleet that writes
+   * this store. Runs of other fleets in the namespace (with keys or stores of their own, which this sweep could not
+   * read) neither keep nor block its pruning.
    * @default every run of the namespace
    */
   taskQueue?: string;
