@@ -32,6 +32,7 @@ import { createCodecServer } from '../src/codec/server';
 import { codecSettings, encryptionSettings, workerConfig } from '../src/config';
 import { startScriptedModel, type ScriptedModel } from '../src/scripted-model';
 import { createAgentWorker, type AgentWorker } from '../src/worker';
+import { buildWorkflowBundles } from '../src/worker/workflow-bundle';
 import { quietRuntime } from './support/agent-harness';
 import { testServerAddress } from './support/temporal';
 
@@ -322,6 +323,27 @@ describe('the production worker and client on the real server, encrypted', () =>
     expect(bytes.includes(ERROR_SECRET)).toBe(false);
     expect(bytes.includes('Encoded failure')).toBe(true);
   });
+
+  test('so it is from the prebuilt bundles a deployed worker loads (AGENT_WORKFLOW_BUNDLE_DIR, as the image sets it)', async () => {
+    // The bundle compiles the failure converter in: a worker with the keys loads the one that encrypts failure messages.
+    const bundles = tempDir('agent-enc-bundles-');
+    expect((await buildWorkflowBundles(bundles)).map((f) => path.basename(f))).toEqual(['workflows.js', 'workflows-encrypted.js', 'workflows-tracing.js', 'workflows-tracing-encrypted.js']);
+    const taskQueue = `enc-prebuilt-${randomUUID()}`;
+    const prebuiltEnv = { ...env, TEMPORAL_TASK_QUEUE: taskQueue, AGENT_WORKFLOW_BUNDLE_DIR: bundles, AGENT_LEDGER: path.join(tempDir('agent-enc-ledger-'), 'ledger.sqlite') };
+    const prebuilt = await createAgentWorker({ config: workerConfig(prebuiltEnv) });
+    const going = prebuilt.run();
+    try {
+      const run = await new AgentClient(agents.client, taskQueue).start({ prompt: 'Go.', model: FAIL });
+      const err = await run.result().catch((e: unknown) => e);
+      expect(failureReason(err)).toContain(ERROR_SECRET);
+      const bytes = eventBytes(await rawHistory(run.workflowId));
+      expect(bytes.includes(ERROR_SECRET)).toBe(false);
+      expect(bytes.includes('Encoded failure')).toBe(true);
+    } finally {
+      prebuilt.shutdown();
+      await going;
+    }
+  }, 240_000);
 
   describe('codec server', () => {
     const post = (route: string, body: unknown, headers: Record<string, string> = { authorization: `Bearer ${TOKEN}` }) =>

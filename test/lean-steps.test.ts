@@ -122,6 +122,7 @@ test('a worker told to use a prebuilt bundle directory that lacks one fails at o
   const empty = mkdtempSync(path.join(os.tmpdir(), 'no-bundle-'));
   expect(() => workflowCode(empty, false)).toThrow(`AGENT_WORKFLOW_BUNDLE_DIR is ${empty}, which has no workflows.js: build it with \`npm run build:workflows -- ${empty}\``);
   expect(() => workflowCode(empty, true)).toThrow(/has no workflows-tracing\.js/);
+  expect(() => workflowCode(empty, true, true)).toThrow(/has no workflows-tracing-encrypted\.js/);
   expect(workflowCode(undefined, false)).toEqual({
     workflowsPath: require.resolve('../src/workflows'),
     bundlerOptions: { preloadModules: ['zod', require.resolve('../src/common/zod-preload')], webpackConfigHook: sandboxWebpackConfig },

@@ -9,7 +9,7 @@ async function main(): Promise<void> {
   const dir = process.argv[2] ?? 'dist/workflow-bundles';
   const started = Date.now();
   const files = await buildWorkflowBundles(dir);
-  console.log(`built ${files.join(' and ')} in ${((Date.now() - started) / 1000).toFixed(1)} s; run workers with AGENT_WORKFLOW_BUNDLE_DIR=${dir}`);
+  console.log(`built ${files.join(', ')} in ${((Date.now() - started) / 1000).toFixed(1)} s; run workers with AGENT_WORKFLOW_BUNDLE_DIR=${dir}`);
 }
 
 main().catch((err: unknown) => {

@@ -12,7 +12,7 @@ import { createActivities, ModelCallsInFlight, readableErrorBodies, withoutRedir
 import { InflightActivities, type RecoveryReport } from '../activities/inflight';
 import { heartbeatThrottleMs } from '../activities/model';
 import type { McpServerInfo, McpTools } from '../activities/tools/mcp';
-import { createConversationStore, createDataConverter, FsBlobStore, startRetentionSweeps } from '../codec';
+import { createConversationStore, createDataConverter, ENCRYPTED_FAILURE_CONVERTER_PATH, FsBlobStore, startRetentionSweeps } from '../codec';
 import { streamSettings, usesScriptedModel, workerConfig, type CodecSettings, type McpServersSource, type MemorySettings, type TemporalSettings, type VersioningSettings, type WorkerConfig } from '../config';
 import { nativeConnectionOptions, tlsFailureReason } from '../config/connection';
 import { configuredTracing, tracingWorkerOptions, type Tracing } from '../observability/tracing';
@@ -399,7 +399,7 @@ export async function createAgentWorker(options: AgentWorkerOptions = {}): Promi
     const backgroundSlots = config.backgroundTaskSlots ?? BACKGROUND_WORKFLOW_TASK_SLOTS;
     // Two workers bundle the sources once, here, not once each at their creation.
     const converters = { payloadConverterPath: dataConverter.payloadConverterPath, failureConverterPath: dataConverter.failureConverterPath };
-    const code = bundleDir === undefined && backgroundSlots > 0 ? { workflowBundle: await bundleAgentWorkflows({ tracing: tracing !== undefined, converters }) } : workflowCode(bundleDir, tracing !== undefined);
+    const code = bundleDir === undefined && backgroundSlots > 0 ? { workflowBundle: await bundleAgentWorkflows({ tracing: tracing !== undefined, converters }) } : workflowCode(bundleDir, tracing !== undefined, dataConverter.failureConverterPath === ENCRYPTED_FAILURE_CONVERTER_PATH);
     const traced = tracing ? tracingWorkerOptions(tracing, 'workflowsPath' in code) : undefined;
     const identity = defaultWorkerIdentity();
     const hello = { identity, taskQueue: temporal.taskQueue };

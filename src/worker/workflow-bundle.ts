@@ -1,17 +1,21 @@
 /**
  * Workflow code bundled once, ahead of time (`src/bin/build-workflows.ts`; the Docker image does it at build), so a
  * worker is polling about 2 s after it starts instead of spending 6-8 s in webpack at every boot: a restarted or
- * added worker picks up runs sooner (BENCHMARKS.md, figure (d)). Workflow interceptors are compiled into a bundle,
- * so there are two: one plain and one with the OpenTelemetry workflow interceptors, chosen by AGENT_TRACING.
+ * added worker picks up runs sooner (BENCHMARKS.md, figure (d)). Workflow interceptors and the failure converter are
+ * compiled into a bundle, so there are four: with or without the OpenTelemetry workflow interceptors (AGENT_TRACING),
+ * and with or without the failure converter that encrypts failure messages (AGENT_ENCRYPTION_KEYS, docs/security.md).
  */
 import fs from 'node:fs';
 import path from 'node:path';
 import { bundleWorkflowCode, type BundleOptions, type WorkerOptions, type WorkflowBundle } from '@temporalio/worker';
 import { WORKFLOW_TRACING_MODULE } from '../observability/tracing';
+import { ENCRYPTED_FAILURE_CONVERTER_PATH } from '../codec';
 
 export const WORKFLOWS_PATH = require.resolve('../workflows');
 
-export const bundleFile = (dir: string, tracing: boolean): string => path.join(dir, tracing ? 'workflows-tracing.js' : 'workflows.js');
+/** The prebuilt bundle in `dir` for a worker with tracing or not, and with encryption's failure converter or not. */
+export const bundleFile = (dir: string, tracing: boolean, encryptedFailures = false): string =>
+  path.join(dir, `workflows${tracing ? '-tracing' : ''}${encryptedFailures ? '-encrypted' : ''}.js`);
 
 /**
  * Modules the worker's shared V8 context loads once, not once per run (`preloadModules`, with the SDK's default
@@ -86,15 +90,17 @@ export function bundleAgentWorkflows(
   });
 }
 
-/** Writes both bundles into `dir`; returns their paths. */
+/** Writes the four bundles into `dir` (tracing or not, encrypted failures or not); returns their paths. */
 export async function buildWorkflowBundles(dir: string): Promise<string[]> {
   fs.mkdirSync(dir, { recursive: true });
   const files: string[] = [];
   for (const tracing of [false, true]) {
-    const { code } = await bundleAgentWorkflows({ tracing });
-    const file = bundleFile(dir, tracing);
-    fs.writeFileSync(file, code);
-    files.push(file);
+    for (const encrypted of [false, true]) {
+      const { code } = await bundleAgentWorkflows({ tracing, ...(encrypted ? { converters: { failureConverterPath: ENCRYPTED_FAILURE_CONVERTER_PATH } } : {}) });
+      const file = bundleFile(dir, tracing, encrypted);
+      fs.writeFileSync(file, code);
+      files.push(file);
+    }
   }
   return files;
 }
@@ -107,12 +113,13 @@ export const bundleAtBoot = (): Pick<WorkerOptions, 'workflowsPath' | 'bundlerOp
 
 /**
  * The worker's workflow code: the prebuilt bundle in `bundleDir` (AGENT_WORKFLOW_BUNDLE_DIR) that matches its
- * tracing, or, without one, the sources bundled at boot. A bundle is built from the sources of its day: rebuild it
- * with the code, as the image build does.
+ * tracing and its failure converter (`encryptedFailures`: the data converter's is encryption's), or, without one,
+ * the sources bundled at boot. A bundle is built from the sources of its day: rebuild it with the code, as the image
+ * build does.
  */
-export function workflowCode(bundleDir: string | undefined, tracing: boolean): Pick<WorkerOptions, 'workflowsPath' | 'workflowBundle' | 'bundlerOptions'> {
+export function workflowCode(bundleDir: string | undefined, tracing: boolean, encryptedFailures = false): Pick<WorkerOptions, 'workflowsPath' | 'workflowBundle' | 'bundlerOptions'> {
   if (!bundleDir) return bundleAtBoot();
-  const file = bundleFile(path.resolve(bundleDir), tracing);
+  const file = bundleFile(path.resolve(bundleDir), tracing, encryptedFailures);
   if (!fs.existsSync(file)) {
     throw new Error(`AGENT_WORKFLOW_BUNDLE_DIR is ${bundleDir}, which has no ${path.basename(file)}: build it with \`npm run build:workflows -- ${bundleDir}\``);
   }
