@@ -333,7 +333,8 @@ describe('the production worker and client on the real server, encrypted', () =>
     const prebuilt = await createAgentWorker({ config: workerConfig(prebuiltEnv) });
     const going = prebuilt.run();
     try {
-      const run = await new AgentClient(agents.client, taskQueue).start({ prompt: 'Go.', model: FAIL });
+      model.register(`${FAIL}-prebuilt`, [{ error: { status: 400, message: `cannot process ${ERROR_SECRET}` } }]);
+      const run = await new AgentClient(agents.client, taskQueue).start({ prompt: 'Go.', model: `${FAIL}-prebuilt` });
       const err = await run.result().catch((e: unknown) => e);
       expect(failureReason(err)).toContain(ERROR_SECRET);
       const bytes = eventBytes(await rawHistory(run.workflowId));
