@@ -7,8 +7,8 @@
  * most once a minute.
  */
 import type { Client } from '@temporalio/client';
-import { temporal } from '@temporalio/proto';
 import { BACKGROUND_PRIORITY, backgroundTaskQueue } from '../common/fairness';
+import { taskQueuePollers } from './pollers';
 
 /** How long an answer of the server (whether a worker polls the background queue) is used before asking again. */
 const BACKGROUND_POLLERS_RECHECK_MS = 60_000;
@@ -43,13 +43,7 @@ export class BackgroundQueue {
 
   /** Whether the server lists a worker polling the background queue's workflow tasks; no (the fleet's queue) if it cannot say. */
   private async ask(): Promise<boolean> {
-    const described = await this.client.workflowService
-      .describeTaskQueue({
-        namespace: this.client.options.namespace,
-        taskQueue: { name: backgroundTaskQueue(this.taskQueue), kind: temporal.api.enums.v1.TaskQueueKind.TASK_QUEUE_KIND_NORMAL },
-        taskQueueType: temporal.api.enums.v1.TaskQueueType.TASK_QUEUE_TYPE_WORKFLOW,
-      })
-      .catch(() => undefined);
-    return (described?.pollers ?? []).length > 0;
+    const pollers = await taskQueuePollers(this.client, backgroundTaskQueue(this.taskQueue), 'workflow').catch(() => []);
+    return pollers.length > 0;
   }
 }

@@ -12,7 +12,7 @@ import {
   type WorkflowHandle,
 } from '@temporalio/client';
 import type { UpdateDefinition } from '@temporalio/common';
-import { temporal } from '@temporalio/proto';
+import { taskQueuePollers } from './pollers';
 import type { ReplayedAnswers } from '../common/chat';
 import { AGENT_STATE_MEMO } from '../common/constants';
 import { ActorSchema, type Actor } from '../common/actor';
@@ -399,15 +399,9 @@ export class AgentRunHandle {
       .catch(() => undefined);
     const taskQueue = described?.executionConfig?.taskQueue?.name ?? this.taskQueue;
     if (!taskQueue) return { taskQueue, polling: undefined };
-    const queue = await client.workflowService
-      .describeTaskQueue({
-        namespace,
-        taskQueue: { name: taskQueue, kind: temporal.api.enums.v1.TaskQueueKind.TASK_QUEUE_KIND_NORMAL },
-        taskQueueType: temporal.api.enums.v1.TaskQueueType.TASK_QUEUE_TYPE_WORKFLOW,
-      })
-      .catch(() => undefined);
-    if (!queue) return { taskQueue, polling: undefined };
-    return { taskQueue, polling: (queue.pollers ?? []).some((p) => (tsToDate(p.lastAccessTime)?.getTime() ?? 0) >= since) };
+    const pollers = await taskQueuePollers(client, taskQueue, 'workflow').catch(() => undefined);
+    if (!pollers) return { taskQueue, polling: undefined };
+    return { taskQueue, polling: pollers.some((p) => (tsToDate(p.lastAccessTime)?.getTime() ?? 0) >= since) };
   }
 
   private async update<T>(name: string, fn: () => Promise<T>): Promise<T> {

@@ -4,10 +4,10 @@
  * worker that polls but is silent cannot publish its runs' text here: their streams are degraded.
  */
 import type { FastifyInstance } from 'fastify';
-import { temporal } from '@temporalio/proto';
 import { tsToDate } from '../../common/proto-time';
 import type { HearsWorkers } from '../../stream/channel';
 import { MemoryHub } from '../../stream/hub';
+import { taskQueuePollers } from '../../client/pollers';
 import type { GatewayContext } from '../context';
 import { answer, GatewayHealthSchema } from '../responses';
 
@@ -22,13 +22,8 @@ export function registerHealthRoute(app: FastifyInstance, ctx: GatewayContext): 
   app.get('/v1/health', async () => {
     const { client, taskQueue } = ctx.agents;
     const now = Date.now();
-    const queue = await client.workflowService.describeTaskQueue({
-      namespace: client.options.namespace,
-      taskQueue: { name: taskQueue, kind: temporal.api.enums.v1.TaskQueueKind.TASK_QUEUE_KIND_NORMAL },
-      taskQueueType: temporal.api.enums.v1.TaskQueueType.TASK_QUEUE_TYPE_ACTIVITY,
-    });
     const polled = new Map<string, number>();
-    for (const p of queue.pollers ?? []) {
+    for (const p of await taskQueuePollers(client, taskQueue, 'activity')) {
       const at = tsToDate(p.lastAccessTime)?.getTime() ?? 0;
       if (p.identity && at >= now - POLLED_WITHIN_MS) polled.set(p.identity, Math.max(at, polled.get(p.identity) ?? 0));
     }
