@@ -21,6 +21,9 @@ import { defineAgent, type ToolPolicy } from '../src/activities';
 import type { Script } from '../src/scripted-model';
 import { startAgentHarness, type AgentHarness } from '../test/support/agent-harness';
 import { execFileSync } from 'node:child_process';
+import { randomUUID } from 'node:crypto';
+import { RedisBudget } from '../src/quota';
+import { freePort, startRedis } from '../test/support/redis';
 import { startDevServer } from './lib/dev-server';
 import { ensureTemporalCli } from './lib/temporal-cli';
 
@@ -33,6 +36,11 @@ interface Scenario {
   drive?: (h: AgentHarness, handle: WorkflowHandle) => Promise<void>;
   /** More models the run calls (its input names them), registered before it starts. */
   models?: Record<string, Script>;
+  /**
+   * The run's worker draws on a fleet budget of these limits (a real redis-server), of which another worker's call
+   * has just drawn `drawn` tokens.
+   */
+  budget?: { tokensPerMinute: number; drawn: number };
 }
 
 const SCENARIOS: Scenario[] = [
@@ -291,6 +299,14 @@ const SCENARIOS: Scenario[] = [
     },
     input: { prompt: 'Look up a.txt and b.txt', tools: ['looker'], budget: { maxTokens: 100_000 }, toolOrder: 'concurrent' },
   },
+  {
+    // quota-wait-apart: the budget has no room for about 5 s; the model call waits 2 s, says the run waits apart, the
+    // run's awaitQuota waits the rest and hands its grant to the call (activities/quota.ts).
+    name: 'quota-wait-apart',
+    script: [{ text: 'Room at last.' }],
+    input: { prompt: 'Say something once there is room.' },
+    budget: { tokensPerMinute: 6_000, drawn: 6_000 },
+  },
 ];
 
 /** The recording worker's tool policy: it acts only on the calls of the `tool-policy` scenario. */
@@ -320,23 +336,50 @@ async function main(only = process.argv.slice(2)) {
   mkdirSync(OUT, { recursive: true });
   try {
     for (const scenario of SCENARIOS.filter((s) => only.length === 0 || only.includes(s.name))) {
-      const model = Array.isArray(scenario.script) && scenario.script.length === 0 ? 'scripted-demo' : `record-${scenario.name}`;
-      if (model !== 'scripted-demo') h.model.register(model, scenario.script);
-      for (const [name, script] of Object.entries(scenario.models ?? {})) h.model.register(name, script);
-      const handle = await h.start({ model, ...scenario.input });
-      await scenario.drive?.(h, handle);
-      await handle.result().catch(() => undefined); // failed runs are histories too
-      // The CLI's JSON is the format `historyFromJSON` reads back.
-      const json = execFileSync(cli, ['workflow', 'show', '--workflow-id', handle.workflowId, '--output', 'json', '--address', process.env.TEMPORAL_TEST_ADDRESS!]);
-      // A reference would need this run's temporary blob store to replay: keep recorded payloads inline.
-      if (json.includes('binary/claim-check')) throw new Error(`${scenario.name}: the history holds claim-check references; keep its payloads small`);
-      writeFileSync(path.join(OUT, `${scenario.name}.json`), json);
-      console.log(`recorded ${scenario.name}: ${JSON.parse(json.toString()).events.length} events`);
+      if (scenario.budget) await withBudget(scenario.budget, (budgeted) => record(budgeted, scenario, cli));
+      else await record(h, scenario, cli);
     }
   } finally {
     await h.close();
     await server?.stop();
   }
+}
+
+/** A harness whose worker draws on a fresh budget in a redis-server of its own, of which `drawn` tokens are gone. */
+async function withBudget(limits: { tokensPerMinute: number; drawn: number }, use: (h: AgentHarness) => Promise<void>): Promise<void> {
+  const port = await freePort();
+  const redis = await startRedis(port);
+  const budget = await RedisBudget.connect({ url: `redis://127.0.0.1:${port}`, name: `record-${randomUUID()}`, tokensPerMinute: limits.tokensPerMinute });
+  try {
+    const drawn = await budget.tryAcquire('another-worker', limits.drawn, { arrivedMs: Date.now() });
+    if (!drawn.granted) throw new Error('the fresh budget refused the other worker its tokens');
+    await budget.settle(drawn.lease, drawn.tokens, drawn.tokens);
+    const h = await startAgentHarness(undefined, { budget });
+    try {
+      await use(h);
+    } finally {
+      await h.close();
+    }
+  } finally {
+    await budget.close();
+    redis.kill('SIGKILL');
+  }
+}
+
+/** Runs the scenario on `h` and writes its history. */
+async function record(h: AgentHarness, scenario: Scenario, cli: string): Promise<void> {
+  const model = Array.isArray(scenario.script) && scenario.script.length === 0 ? 'scripted-demo' : `record-${scenario.name}`;
+  if (model !== 'scripted-demo') h.model.register(model, scenario.script);
+  for (const [name, script] of Object.entries(scenario.models ?? {})) h.model.register(name, script);
+  const handle = await h.start({ model, ...scenario.input });
+  await scenario.drive?.(h, handle);
+  await handle.result().catch(() => undefined); // failed runs are histories too
+  // The CLI's JSON is the format `historyFromJSON` reads back.
+  const json = execFileSync(cli, ['workflow', 'show', '--workflow-id', handle.workflowId, '--output', 'json', '--address', process.env.TEMPORAL_TEST_ADDRESS!]);
+  // A reference would need this run's temporary blob store to replay: keep recorded payloads inline.
+  if (json.includes('binary/claim-check')) throw new Error(`${scenario.name}: the history holds claim-check references; keep its payloads small`);
+  writeFileSync(path.join(OUT, `${scenario.name}.json`), json);
+  console.log(`recorded ${scenario.name}: ${JSON.parse(json.toString()).events.length} events`);
 }
 
 main().catch((err) => {

@@ -22,7 +22,7 @@ beforeAll(async () => {
 afterAll(() => redis?.kill('SIGKILL'));
 
 /** A worker under a fresh budget, and a second connection to that budget: another worker of the fleet. */
-async function budgetAndHarness(limits: { tokensPerMinute: number }) {
+async function budgetAndHarness(limits: { tokensPerMinute: number; maxConcurrent?: number }) {
   const name = `test-${randomUUID()}`;
   const budget = await RedisBudget.connect({ url, name, ...limits });
   const h = await startAgentHarness(undefined, { budget });
@@ -69,6 +69,32 @@ describe('a run under the fleet budget', () => {
     expect([result.status, result.answer, result.loops]).toEqual(['COMPLETED', 'finally', 1]);
     expect(run.model.requests('waits')).toHaveLength(1);
   });
+
+  test('a call still waiting after its first wait waits in awaitQuota, of a 30 s heartbeat timeout, and hands its grant to the call', async () => {
+    const setup = await budgetAndHarness({ tokensPerMinute: 6_000, maxConcurrent: 1 });
+    h = setup.h;
+    budgets = [setup.budget, setup.other];
+    // Another worker's call drew the whole minute and ended: its slot is free, 100 tokens a second come back.
+    expect((await setup.other.tryAcquire('someone-else', 6_000, { arrivedMs: Date.now() })).granted).toBe(true);
+    await setup.other.settle('someone-else', 6_000, 6_000);
+    setup.h.model.register('waits-apart', [{ text: 'at last' }]);
+    const handle = await setup.h.start({ prompt: 'hello', model: 'waits-apart' });
+    const result = await handle.result();
+    expect([result.status, result.answer]).toEqual(['COMPLETED', 'at last']);
+    expect(setup.h.model.requests('waits-apart')).toHaveLength(1);
+
+    const scheduled = ((await handle.fetchHistory()).events ?? []).flatMap((e) => (e.activityTaskScheduledEventAttributes ? [e.activityTaskScheduledEventAttributes] : []));
+    expect(scheduled.map((a) => a.activityType?.name)).toEqual(['callModel', 'awaitQuota', 'callModel']);
+    expect(Number(scheduled[1].heartbeatTimeout?.seconds)).toBe(30);
+    expect(Number(scheduled[2].heartbeatTimeout?.seconds)).toBe(5);
+    const input = (a: (typeof scheduled)[number]) => JSON.parse(Buffer.from(a.input!.payloads![0].data!).toString()) as { callNumber: number; quota?: { queuedAt?: number; grant?: { lease: string; tokens: number } } };
+    const [first, wait, call] = scheduled.map(input);
+    expect(first.quota?.grant).toBeUndefined();
+    expect(wait.quota).toMatchObject({ queuedAt: expect.any(Number) });
+    expect(call.quota).toMatchObject({ queuedAt: wait.quota!.queuedAt, grant: { lease: `${handle.workflowId}:${first.callNumber}`, tokens: expect.any(Number) } });
+    // The call settled the grant it took over: the one slot is free again.
+    expect((await setup.other.tryAcquire('after', 1, { arrivedMs: Date.now() })).granted).toBe(true);
+  }, 60_000);
 
   test('runs sharing a provider quota: none answered 429 with the budget, where they are without it', async () => {
     // Each call uses 510 tokens and reserves a little more (its estimate): a 1,500-token minute fits two at once.

@@ -98,6 +98,21 @@ describe('RedisBudget', () => {
     expect(now() - t0).toBeGreaterThanOrEqual(1_000);
   });
 
+  test('a grant handed to another activity holds its slot for its own short lease, and the whole lease once held', async () => {
+    const [a, b] = await fleet(2, { maxConcurrent: 1, leaseMs: 60_000 });
+    // Handed off and never taken over (its run stopped in between): the slot frees after the hand-off's lease.
+    expect((await a.tryAcquire('h1', 10, { arrivedMs: now(), leaseMs: 300 })).granted).toBe(true);
+    expect(await b.tryAcquire('h2', 10, { arrivedMs: now() })).toMatchObject({ granted: false });
+    await new Promise((r) => setTimeout(r, 400));
+    expect((await b.tryAcquire('h2', 10, { arrivedMs: now(), leaseMs: 300 })).granted).toBe(true);
+    // Taken over by the call (`hold`): the budget's whole lease, until it settles.
+    await b.hold('h2');
+    await new Promise((r) => setTimeout(r, 400));
+    expect(await a.tryAcquire('h3', 10, { arrivedMs: now() })).toMatchObject({ granted: false });
+    await b.settle('h2', 10, 10);
+    expect((await a.tryAcquire('h3', 10, { arrivedMs: now() })).granted).toBe(true);
+  });
+
   test('a 429 holds the whole fleet off until its retry-after', async () => {
     const [a, b] = await fleet(2, { tokensPerMinute: 600_000 });
     const blocked = await a.penalize(1_200);

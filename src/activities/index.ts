@@ -15,7 +15,7 @@ import { createCritiqueAnswer } from './critic';
 import { createCustomCritics, type Critic } from './custom-critic';
 import { heartbeating } from './heartbeat';
 import { recordToolCall, withModelMetrics } from './metrics';
-import { createCallModel } from './model';
+import { createAwaitQuota, createCallModel } from './model';
 import { inChatSpan, inToolSpan } from './genai-spans';
 import { GenAiAttribute } from '../common/genai';
 import type { ModelRequest } from '../common/chat';
@@ -123,6 +123,8 @@ export function createActivities(deps: ActivityDeps) {
       (request: ModelRequest) => inChatSpan(modelOf(request), chatAttributes(request.maxOutputTokens), () => callModel(request), (r) => (isQuotaWait(r) ? undefined : r)),
       deps.defaultModel,
     ),
+    /** The wait of a model call the fleet's budget sent back once; its grant goes to the call (model.ts). */
+    awaitQuota: createAwaitQuota(deps),
     executeTool,
     compactContext: (request: Parameters<typeof compactContext>[0]) => inChatSpan(modelOf(request), chatAttributes(), () => compactContext(request), (r) => r),
     critiqueAnswer: (request: Parameters<typeof critiqueAnswer>[0]) => inChatSpan(modelOf(request), chatAttributes(), () => critiqueAnswer(request), (r) => r),

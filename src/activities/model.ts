@@ -14,7 +14,7 @@ import { ApplicationFailure } from '@temporalio/common';
 import { approvalCovers } from '../common/approval';
 import { runAhead } from '../common/tool-order';
 import { ConversationUnavailableError, type ConversationStore } from '../codec/conversation-store';
-import type { ChatMessage, ConversationRef, ModelRequest, ModelResponse, QuotaWait, ToolCall, ToolResult } from '../common/chat';
+import type { ChatMessage, ConversationRef, ModelRequest, ModelResponse, QuotaGrant, QuotaWait, ToolCall, ToolResult } from '../common/chat';
 import { CONTINUE_PROMPT, emptyUsage, isQuotaWait, isRecordedResponse } from '../common/chat-helpers';
 import { toOpenAI } from '../common/conversation';
 import { knownContextWindow } from '../common/models';
@@ -24,7 +24,8 @@ import { followText, type CallText } from '../common/stream';
 import { FailureType, ModelErrorType } from '../common/failures';
 import type { ProviderBudget } from '../quota';
 import { classifyModelError, retryAfterMs, streamStalled, streamTruncated } from './errors';
-import { headersOf, reserve, type Reservation } from './quota';
+import { awaitGrant, headersOf, reserve, type Reservation } from './quota';
+import { startHeartbeat } from './heartbeat';
 import { routeOf, secretsOf, type Providers } from './providers';
 import { withKeyRotation } from './key-rotation';
 import { recordToolCall } from './metrics';
@@ -82,9 +83,10 @@ export const DEGRADED_HEARTBEAT_MS = 200;
 
 /**
  * How often a call waiting in the fleet's budget beats: at most a third of its heartbeat timeout, which bounds it
- * (every 1.67 s for the model call's 5 s). 400 waiting calls of a flooding tenant beat 2,000 times a second at the
- * degraded pace and loaded the server for every tenant (BENCHMARKS.md (i)). A pause or abort of a waiting call on
- * its run's own worker stops it at once (calls-in-flight.ts); elsewhere within one such beat.
+ * (every 1.67 s for the model call's 5 s, in its first wait of 2 s; every 10 s for `awaitQuota`'s 30 s, in the wait
+ * after it). 400 waiting calls of a flooding tenant beat 2,000 times a second at the degraded pace, then 240 at the
+ * model call's, and loaded the server for every tenant (BENCHMARKS.md (i)). A pause or abort of a waiting call on its
+ * run's own worker stops it at once (calls-in-flight.ts); on another worker over the stop relay, or within a beat.
  */
 const QUOTA_WAIT_BEAT_MS = 60_000;
 
@@ -209,7 +211,9 @@ export function createCallModel(deps: ModelDeps) {
     // Beats carry the text: faster while no channel takes it, so that watchers polling the details keep up.
     // A call waiting in the budget has no text to carry: it beats only to be seen alive, as rarely as its heartbeat
     // timeout allows (a flood of waiting calls beating at the text's pace loaded the server for every tenant).
-    let waiting = deps.budget !== undefined;
+    // A retried attempt reserves anew: the first settled the grant its run's `awaitQuota` handed it.
+    const quotaRequest = attempt > 1 && request.quota?.grant ? { ...request, quota: { ...request.quota, grant: undefined } } : request;
+    let waiting = deps.budget !== undefined && !quotaRequest.quota?.grant;
     const cadence = () => (waiting ? QUOTA_WAIT_BEAT_MS : live?.healthy ? (deps.modelHeartbeatMs ?? MODEL_HEARTBEAT_MS) : (deps.degradedHeartbeatMs ?? DEGRADED_HEARTBEAT_MS));
     const heartbeat = ctx.info.isLocal ? undefined : startModelHeartbeat(ctx, beat, cadence);
     const stopHeartbeat = () => heartbeat?.stop();
@@ -226,7 +230,7 @@ export function createCallModel(deps: ModelDeps) {
     let reservation: Reservation | undefined;
     try {
       if (deps.budget) {
-        const reserved = await reserve(deps.budget, `${runId}:${callNumber}`, request, messages, stop.signal);
+        const reserved = await reserve(deps.budget, `${runId}:${callNumber}`, quotaRequest, messages, stop.signal);
         if (isQuotaWait(reserved)) return reserved;
         reservation = reserved;
         // Granted: the text's pace from now, not a wait's beat later.
@@ -317,6 +321,40 @@ export function createCallModel(deps: ModelDeps) {
       // A call that failed is assumed to have used what it reserved.
       await reservation?.settle(undefined).catch(() => undefined);
       clearTimeout(idle);
+      stopHeartbeat();
+    }
+  };
+}
+
+/**
+ * The run's `awaitQuota` activity: the wait of a model call the budget sent back once (its `QuotaWait` said
+ * `waitsApart`). It beats every 10 s of its 30 s heartbeat timeout (workflows/effects.ts), not every 1.67 s of the
+ * model call's 5 s: a flood of waiting calls loads the server that much less (BENCHMARKS.md (i)). Its run stops it
+ * as it stops a model call (calls-in-flight.ts). It answers with the grant, which the run hands to the model call
+ * (`quota.grant`), or with the wait again; on a worker without a budget, with no grant (the call just runs).
+ */
+export function createAwaitQuota(deps: Pick<ModelDeps, 'budget' | 'conversations' | 'callsInFlight'>) {
+  return async function awaitQuota(request: ModelRequest): Promise<QuotaWait | QuotaGrant> {
+    const { budget } = deps;
+    if (!budget) return { quotaGrant: null };
+    const ctx = Context.current();
+    const { messages } = await conversationOf(request, deps.conversations);
+    const runId = ctx.info.workflowExecution?.workflowId ?? '';
+    const { callNumber } = request;
+    const stop = new StoppableRequest(ctx, deps.callsInFlight, callNumber);
+    const stopHeartbeat = startHeartbeat(() => ({ callNumber, waiting: true }), QUOTA_WAIT_BEAT_MS);
+    try {
+      return await awaitGrant(budget, `${runId}:${callNumber}`, request, messages, stop.signal);
+    } catch (err) {
+      if (stop.stoppedHere) {
+        // As a stopped model call: beat until Temporal's cancellation comes, so the run hears of it a throttle later.
+        const asking = ctx.info.isLocal ? undefined : setInterval(() => ctx.heartbeat({ callNumber, waiting: true }), STOPPED_BEAT_MS);
+        await stop.ended().finally(() => clearInterval(asking));
+      }
+      if (ctx.cancellationSignal.aborted) throw new CancelledFailure('quota wait cancelled');
+      throw err;
+    } finally {
+      stop.release();
       stopHeartbeat();
     }
   };

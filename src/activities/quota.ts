@@ -2,7 +2,7 @@
  * The model activity's side of the fleet's provider budget (src/quota): reserve before the request, settle with the
  * provider's reported usage after it, and tell the budget about a 429 that still happens.
  */
-import type { ChatMessage, ModelRequest, QuotaWait } from '../common/chat';
+import type { ChatMessage, ModelRequest, QuotaGrant, QuotaGrantLease, QuotaWait } from '../common/chat';
 import type { ProviderBudget } from '../quota';
 import { retryAfterMs } from './errors';
 
@@ -20,13 +20,19 @@ export function estimateTokens(messages: ChatMessage[], maxOutputTokens: number 
 const DEFAULT_ANSWER_TOKENS = 512;
 
 /**
- * How long one attempt waits in the activity: briefly the first time, so the run shows the wait within seconds, then
- * up to most of the activity's 5-minute start-to-close timeout. A longer wait goes on in the run, call after call.
+ * How long one attempt waits in the activity: briefly the first time, in the model call, so the run shows the wait
+ * within seconds; then, in the run's `awaitQuota` activity (or an earlier release's model call), up to most of its
+ * 5-minute start-to-close timeout. A longer wait goes on in the run, wait after wait.
  */
 const FIRST_WAIT_MS = 2_000;
 const LATER_WAIT_MS = 240_000;
 /** The call's place in the queue outlives the time between two activities of the run. */
 const KEEP_PLACE_MS = 60_000;
+/**
+ * A grant `awaitQuota` hands to the run's model call holds its slot this long; the call takes it over (`hold`). A run
+ * stopped in between frees the slot then, not after the budget's whole lease (10 minutes).
+ */
+export const HANDOFF_LEASE_MS = 60_000;
 
 export interface Reservation {
   /** Settles with the tokens the provider reported (the reservation when it reported none); once. */
@@ -44,17 +50,52 @@ export async function reserve(
   messages: ChatMessage[],
   signal: AbortSignal,
 ): Promise<Reservation | QuotaWait> {
+  const grant = request.quota?.grant;
+  if (grant) return granted(budget, grant);
   const tokens = estimateTokens(messages, request.maxOutputTokens);
   const queuedAt = request.quota?.queuedAt ?? Date.now();
   const waitMs = request.quota?.queuedAt === undefined ? FIRST_WAIT_MS : LATER_WAIT_MS;
   const g = await budget.acquire(id, tokens, { priority: request.quota?.priority, tenant: request.quota?.tenant, arrivedMs: queuedAt, signal, untilMs: Date.now() + waitMs, keepPlaceMs: KEEP_PLACE_MS });
-  if (!g.granted) return { quotaWait: { waitMs: g.waitMs, position: g.position, queuedAt } };
+  if (!g.granted) return { quotaWait: { waitMs: g.waitMs, position: g.position, queuedAt }, waitsApart: true };
+  return settling(budget, g.lease, g.tokens);
+}
+
+/** The model call takes over the grant its run's `awaitQuota` made: it holds the slot, and settles it as its own. */
+async function granted(budget: ProviderBudget, grant: QuotaGrantLease): Promise<Reservation> {
+  await budget.hold?.(grant.lease);
+  return settling(budget, grant.lease, grant.tokens);
+}
+
+/**
+ * The wait of a call the budget sent back once (`waitsApart`), in the run's `awaitQuota` activity: up to LATER_WAIT_MS,
+ * then the wait again. A grant is handed to the run's model call (HANDOFF_LEASE_MS); one that comes as the wait is
+ * stopped goes back to the budget at once, and the stop is thrown.
+ */
+export async function awaitGrant(
+  budget: ProviderBudget,
+  id: string,
+  request: ModelRequest,
+  messages: ChatMessage[],
+  signal: AbortSignal,
+): Promise<QuotaWait | QuotaGrant> {
+  const queuedAt = request.quota?.queuedAt ?? Date.now();
+  const opts = { priority: request.quota?.priority, tenant: request.quota?.tenant, arrivedMs: queuedAt, signal, untilMs: Date.now() + LATER_WAIT_MS, keepPlaceMs: KEEP_PLACE_MS, leaseMs: HANDOFF_LEASE_MS };
+  const g = await budget.acquire(id, estimateTokens(messages, request.maxOutputTokens), opts);
+  if (!g.granted) return { quotaWait: { waitMs: g.waitMs, position: g.position, queuedAt }, waitsApart: true };
+  if (signal.aborted) {
+    await budget.settle(g.lease, g.tokens, 0).catch(() => undefined);
+    throw signal.reason;
+  }
+  return { quotaGrant: { lease: g.lease, tokens: g.tokens } };
+}
+
+function settling(budget: ProviderBudget, lease: string, tokens: number): Reservation {
   let settled = false;
   return {
     async settle(used) {
       if (settled) return;
       settled = true;
-      await budget.settle(g.lease, g.tokens, used ?? g.tokens);
+      await budget.settle(lease, tokens, used ?? tokens);
     },
   };
 }

@@ -138,7 +138,7 @@ export interface ModelRequest {
    * that asking again after a wait in the run keeps it; the run's priority (0 first, 9 last) and its tenant (its fair
    * share). Absent: not waited yet, the default priority and tenant.
    */
-  quota?: { queuedAt?: number; priority?: number; tenant?: string };
+  quota?: { queuedAt?: number; priority?: number; tenant?: string; grant?: QuotaGrantLease };
   /**
    * A what-if fork's recorded answers of the run it was forked from, by the hash of their requests (common/replay.ts):
    * a request whose hash is here is answered with the recorded answer (`replayed`), not sent to the provider again.
@@ -169,6 +169,22 @@ export type ReplayedAnswers = Record<string, ModelResponse | RecordedCritique | 
  */
 export interface QuotaWait {
   quotaWait: { waitMs: number; position: number; queuedAt: number };
+  /**
+   * The run goes on waiting in its `awaitQuota` activity, of a heartbeat timeout of its own, and hands the grant to the
+   * model call (`quota.grant`). Absent (an activity worker of an earlier release): it asks the model call again.
+   */
+  waitsApart?: true;
+}
+
+/** Room in the fleet's budget, granted to call `callNumber` of a run, that its model call takes over and settles. */
+export interface QuotaGrantLease {
+  lease: string;
+  tokens: number;
+}
+
+/** What `awaitQuota` answers once the budget has room: the grant; null on a worker without a budget (the call just runs). */
+export interface QuotaGrant {
+  quotaGrant: QuotaGrantLease | null;
 }
 
 

@@ -200,6 +200,13 @@ local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
 return redis.call('ZADD', KEYS[1], 'XX', now + tonumber(ARGV[2]), ARGV[1])
 `;
 
+/** KEYS: leases zset. ARGV: lease, ms. The lease (granted or expired) runs `ms` from now. */
+const HOLD = `
+local t = redis.call('TIME')
+local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+return redis.call('ZADD', KEYS[1], now + tonumber(ARGV[2]), ARGV[1])
+`;
+
 /** KEYS: active-tenants set, waiter-expiry zset, owners hash. ARGV: request id, queue key prefix. Leaves the queue without a grant. */
 const LEAVE = `
 local owner = redis.call('HGET', KEYS[3], ARGV[1])
@@ -263,7 +270,7 @@ export class RedisBudget {
    * One attempt to take `tokens` for request `id` (stable across attempts: it keeps the request's place in the queue),
    * of `tenant` (absent: the default tenant; keep it the same across attempts).
    */
-  async tryAcquire(id: string, tokens: number, opts: { priority?: number; tenant?: string; arrivedMs: number }): Promise<Grant> {
+  async tryAcquire(id: string, tokens: number, opts: { priority?: number; tenant?: string; arrivedMs: number; leaseMs?: number }): Promise<Grant> {
     const { tokensPerMinute: tpm, requestsPerMinute: rpm, maxConcurrent } = this.limits;
     const tenant = opts.tenant ?? DEFAULT_TENANT;
     const weight = this.weights[tenant] ?? 1;
@@ -276,7 +283,7 @@ export class RedisBudget {
         String(tpm),
         String(rpm),
         String(maxConcurrent),
-        String(this.leaseMs),
+        String(opts.leaseMs ?? this.leaseMs),
         String(this.waiterTtlMs),
         tenant,
         String(weight),
@@ -287,6 +294,14 @@ export class RedisBudget {
     });
     const [ok, a, b] = reply as number[];
     return ok === 1 ? { granted: true, lease: id, tokens: a } : { granted: false, waitMs: a, position: b };
+  }
+
+  /**
+   * Takes over a lease granted for a hand-off (`acquire` with a short `leaseMs`): it runs the budget's whole `leaseMs`
+   * from now. A lease that expired meanwhile is held again.
+   */
+  async hold(lease: string): Promise<void> {
+    await this.client.eval(HOLD, { keys: [this.keys.leases], arguments: [lease, String(this.leaseMs)] });
   }
 
   /** Ends a call: frees its slot and settles its tokens with what the provider reported. */
@@ -303,17 +318,18 @@ export class RedisBudget {
    * Waits until `tokens` are granted, asking again as the budget refills; `onWait` hears each expected wait (the run
    * shows it), and `signal` stops the wait (abort, pause, activity cancellation) and leaves the queue. With
    * `untilMs`, gives up at that time with the last answer instead, keeping the request's place in the queue for
-   * `keepPlaceMs` (the run waits elsewhere and asks again with the same `id` and `arrivedMs`).
+   * `keepPlaceMs` (the run waits elsewhere and asks again with the same `id` and `arrivedMs`). With `leaseMs`, the
+   * grant's slot is freed after that unless `hold` or `settle` comes first (a grant handed to another activity).
    */
   async acquire(
     id: string,
     tokens: number,
-    opts: { priority?: number; tenant?: string; arrivedMs?: number; signal?: AbortSignal; onWait?: (waitMs: number, position: number) => void; untilMs?: number; keepPlaceMs?: number } = {},
+    opts: { priority?: number; tenant?: string; arrivedMs?: number; signal?: AbortSignal; onWait?: (waitMs: number, position: number) => void; untilMs?: number; keepPlaceMs?: number; leaseMs?: number } = {},
   ): Promise<Grant> {
     const arrivedMs = opts.arrivedMs ?? Date.now();
     for (;;) {
       opts.signal?.throwIfAborted();
-      const g = await this.tryAcquire(id, tokens, { priority: opts.priority, tenant: opts.tenant, arrivedMs });
+      const g = await this.tryAcquire(id, tokens, { priority: opts.priority, tenant: opts.tenant, arrivedMs, leaseMs: opts.leaseMs });
       if (g.granted) return g;
       opts.onWait?.(g.waitMs, g.position);
       // The head waits for what it needs; the others ask again often enough to keep their place.

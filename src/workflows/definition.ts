@@ -2,7 +2,8 @@
  * The run's definition: what the interpreter (agent-run.ts) takes from it, and the one place that chooses it. Today
  * there is one, the 1.0 baseline. A change that must reach runs already started on unversioned workers (or under
  * AUTO_UPGRADE) ships as a new frozen definition beside it, chosen here once, at the start of a run, by a single
- * `patched()`; no other file reads a patch (docs/deployment.md, "Versioning").
+ * `patched()`; no other file reads a patch (docs/deployment.md, "Versioning"). A road an activity's answer chooses
+ * (the budget's `waitsApart`: effects.ts) needs none: the answer is in history, and a replay takes the same road.
  */
 import { resumeAt, transition } from '../machine/machine';
 import { blankSnapshot, initialSnapshot } from '../machine/snapshot';

@@ -26,7 +26,7 @@ import {
 } from '@temporalio/workflow';
 import { RetryState } from '@temporalio/common';
 import type { AgentActivities } from '../activities';
-import type { ChildOutcome, ChildRequest, CritiqueOutcome, ModelRequest, ReplayedAnswers, ToolRequest, ToolResult } from '../common/chat';
+import type { ChildOutcome, ChildRequest, CritiqueOutcome, ModelRequest, QuotaGrantLease, ReplayedAnswers, ToolRequest, ToolResult } from '../common/chat';
 import { emptyUsage, isQuotaWait, isRecordedCritique, isRecordedResponse, isRecordedSummary } from '../common/chat-helpers';
 import { WORKFLOW_TYPE } from '../common/constants';
 import { DEFAULT_TIMEOUTS, type RunTimeouts } from '../common/input';
@@ -64,6 +64,21 @@ function modelRequestOptions(timeouts: RunTimeouts = DEFAULT_TIMEOUTS): { model:
   const model = { ...modelCallOptions, startToCloseTimeout: timeouts.modelAttemptMs, scheduleToCloseTimeout: timeouts.modelCallMs };
   return { model, critic: { ...model, scheduleToCloseTimeout: timeouts.criticMs }, compaction: { ...model, scheduleToCloseTimeout: timeouts.compactionMs } };
 }
+/**
+ * A model call the fleet's budget sent back once waits in `awaitQuota`, whose heartbeat timeout lets a flood of
+ * waiting calls beat every 10 s instead of every 1.67 s (activities/model.ts): the call it hands the grant to keeps
+ * the 5 s that catches a dead worker mid-stream. An attempt waits up to 4 minutes (activities/quota.ts), the wait as a
+ * whole no longer than the call's `modelCallMs`; the run waits for its cancellation, as for the call's, so a grant
+ * that comes with the stop goes back to the budget before the run moves on.
+ */
+const quotaWaitOptions = (model: ActivityOptions): ActivityOptions => ({
+  startToCloseTimeout: '5 minutes',
+  scheduleToCloseTimeout: model.scheduleToCloseTimeout,
+  heartbeatTimeout: '30 seconds',
+  retry: modelCallOptions.retry,
+  cancellationType: ActivityCancellationType.WAIT_CANCELLATION_COMPLETED,
+});
+
 /** Tools heartbeat every second while they work; one call may take as long as its tool declares (`timeoutMs`). */
 const toolOptions: ActivityOptions = {
   startToCloseTimeout: '2 minutes',
@@ -159,8 +174,14 @@ export function createEffects(whatIf: WhatIf = {}, inputTenant?: string, timeout
     const answers = replay && Object.fromEntries(Object.entries(replay).filter(([, answer]) => kind(answer)));
     return answers && Object.keys(answers).length > 0 ? answers : undefined;
   }
+  /**
+   * The last model call's budget wait said the run waits apart (`waitsApart`: its activity worker has `awaitQuota`):
+   * the call that asks again waits there first. From the activity's answer in history, so replays take the same road.
+   */
+  let waitsApart = false;
   function modelAnswered(outcome: ModelOutcome): void {
-    if (!isQuotaWait(outcome)) answered(outcome.replayed === true, outcome.requestHash ? [outcome.requestHash] : []);
+    if (isQuotaWait(outcome)) waitsApart = outcome.waitsApart === true;
+    else answered(outcome.replayed === true, outcome.requestHash ? [outcome.requestHash] : []);
   }
   const edited = (results: ToolResult[]): ToolResult[] =>
     results.map((r) => (editedResults[r.toolCallId] === undefined ? r : { ...r, ok: true, content: editedResults[r.toolCallId] }));
@@ -273,8 +294,13 @@ export function createEffects(whatIf: WhatIf = {}, inputTenant?: string, timeout
     const request = { ...command.request, runLocalTools: true, ...(responses ? { replay: responses } : {}) };
     const summary = modelCallSummary(request.purpose, request.callNumber);
     // Waits for the cancellation: its details carry the text streamed so far (the only way it reaches history).
-    const options = { ...requestOptions().model, ...fair, cancellationType: ActivityCancellationType.WAIT_CANCELLATION_COMPLETED, summary };
-    return { request, call: () => activities.callModel.executeWithOptions(options, [request]) };
+    const { model } = requestOptions();
+    const options = { ...model, ...fair, cancellationType: ActivityCancellationType.WAIT_CANCELLATION_COMPLETED, summary };
+    const call = (r: ModelRequest) => activities.callModel.executeWithOptions(options, [r]);
+    if (!waitsApart || request.quota?.queuedAt === undefined) return { request, call: () => call(request) };
+    const wait = { ...quotaWaitOptions(model), ...fair, summary: `quota wait of ${summary}` };
+    const granted = (grant: QuotaGrantLease) => ({ ...request, quota: { ...request.quota, grant } });
+    return { request, call: () => activities.awaitQuota.executeWithOptions(wait, [request]).then((w) => (isQuotaWait(w) ? w : call(w.quotaGrant ? granted(w.quotaGrant) : request))) };
   }
 
   /** The model call `cut` is stopping, and who waits for its text. */
