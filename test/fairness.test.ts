@@ -69,7 +69,7 @@ const pendingActivity = (workflowId: string) =>
   }, 20_000, `a pending activity of ${workflowId}`);
 
 test("a run's start, its model call and its child run (and the child's model call) carry its tenant's fairness key", async () => {
-  const handle = await agents.start({ prompt: 'delegate', model: 'fair-boss', tools: ['helper'] }, { owner: { tenant: 'acme', startedBy: 'alice' } });
+  const handle = await agents.start({ prompt: 'delegate', model: 'fair-boss', tools: ['helper'], priority: 7 }, { owner: { tenant: 'acme', startedBy: 'alice' } });
   const parent = await pendingActivity(handle.workflowId);
   expect(parent).toMatchObject({ key: 'acme', activities: [{ type: 'callModel', key: 'acme' }] });
   await release();
@@ -77,10 +77,10 @@ test("a run's start, its model call and its child run (and the child's model cal
   const childId = await waitFor(async () => (await described(handle.workflowId)).children[0], 20_000, 'the child run');
   const child = await pendingActivity(childId);
   expect(child).toMatchObject({ key: 'acme', activities: [{ type: 'callModel', key: 'acme' }] });
-  // The child also draws on the fleet's budget as the tenant: its input names it.
+  // The child also draws on the fleet's budget as the tenant, at its parent's priority: its input names both.
   const history = await h.env.client.workflow.getHandle(childId).fetchHistory();
   const started = history.events![0]!.workflowExecutionStartedEventAttributes!;
-  expect(defaultPayloadConverter.fromPayload(started.input!.payloads![0]!)).toMatchObject({ agent: 'helper', tenant: 'acme' });
+  expect(defaultPayloadConverter.fromPayload(started.input!.payloads![0]!)).toMatchObject({ agent: 'helper', tenant: 'acme', priority: 7 });
   await release();
   expect(await handle.result()).toMatchObject({ status: 'COMPLETED', answer: 'done' });
 }, 60_000);

@@ -58,6 +58,7 @@ export async function agentRun(rawInput: unknown): Promise<AgentRunResult> {
     { replay: resumeInput?.replay as ReplayedAnswers | undefined, toolResults: resumeInput?.edits?.toolResults },
     input.ok ? input.value.tenant : undefined,
     () => snapshot.options.timeouts,
+    input.ok ? input.value.priority : undefined,
   );
   const publisher = createPublisher();
   let live = createStreamPublisher();

@@ -23,9 +23,9 @@ export interface RunDefinition {
   resumeAt: typeof resumeAt;
   /**
    * How commands run as activities, timers and child runs; `tenant`: the run's (its tasks' fairness key); `timeouts`:
-   * the run's (its snapshot's), read as each activity starts.
+   * the run's (its snapshot's), read as each activity starts; `priority`: the run's, which its child runs inherit.
    */
-  createEffects: (whatIf?: WhatIf, tenant?: string, timeouts?: () => RunTimeouts | undefined) => Effects;
+  createEffects: (whatIf?: WhatIf, tenant?: string, timeouts?: () => RunTimeouts | undefined, priority?: number) => Effects;
   /** Where the run shows its state: search attribute, current details, memo. */
   createPublisher: () => Publisher;
   createRunTimer: (fire: () => void) => RunTimer;

@@ -141,7 +141,7 @@ export interface WhatIf {
  * model call's outcome is one `then` on the activity, not three nested awaits, and tool calls the model call ran
  * already are an outcome at once (`ready`), with no await.
  */
-export function createEffects(whatIf: WhatIf = {}, inputTenant?: string, timeouts: () => RunTimeouts | undefined = () => undefined): Effects {
+export function createEffects(whatIf: WhatIf = {}, inputTenant?: string, timeouts: () => RunTimeouts | undefined = () => undefined, priority?: number): Effects {
   /** The run's tenant; its activities and children queue as its own on the task queue (Temporal's fairness key). */
   const tenant = runTenant(inputTenant);
   const fair = tenantPriority(tenant);
@@ -244,8 +244,8 @@ export function createEffects(whatIf: WhatIf = {}, inputTenant?: string, timeout
     if (prompt === null) return answer(false, `Error: invalid arguments for ${call.name}: send {"prompt": "<the task>"}`);
     const handle = await startChild<() => Promise<AgentRunResult>>(WORKFLOW_TYPE, {
       workflowId: child.workflowId,
-      // The child draws on the fleet's budget as its parent's tenant.
-      args: [{ agent: child.agent, prompt, ...(child.budget ? { budget: child.budget } : {}), ...(tenant ? { tenant } : {}) }] as never,
+      // The child draws on the fleet's budget as its parent's tenant, at its parent's priority (a batch's stays batch).
+      args: [{ agent: child.agent, prompt, ...(child.budget ? { budget: child.budget } : {}), ...(tenant ? { tenant } : {}), ...(priority !== undefined ? { priority } : {}) }] as never,
       ...inheritedOwner(),
       ...fair,
     });
