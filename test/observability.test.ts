@@ -61,11 +61,12 @@ test('a run on a worker from createAgentWorker produces client, workflow and act
   const tracing = startTracing(new SimpleSpanProcessor(memory), 'agent-test');
   // The worker also takes an MCP server from the environment, as in production (see docs/mcp.md).
   const mcpServer = { name: 'fixtures', command: process.execPath, args: ['--import', 'tsx', 'test/fixtures/mcp-server.ts'], cwd: ROOT };
-  // The worker's sizing from the environment too: its sticky cache and its workflow task slots.
-  const env: NodeJS.ProcessEnv = { ...workerEnv(`obs-trace-${process.pid}-${Date.now()}`), LLM_MODEL: 'traced', AGENT_MCP_SERVERS: JSON.stringify([mcpServer]), AGENT_CACHED_RUNS: '50', AGENT_WORKFLOW_TASK_SLOTS: '8', AGENT_BACKGROUND_WORKFLOW_TASK_SLOTS: '3' };
+  // The worker's sizing from the environment too: its sticky cache, its workflow task slots and threads.
+  const env: NodeJS.ProcessEnv = { ...workerEnv(`obs-trace-${process.pid}-${Date.now()}`), LLM_MODEL: 'traced', AGENT_MCP_SERVERS: JSON.stringify([mcpServer]), AGENT_CACHED_RUNS: '50', AGENT_WORKFLOW_TASK_SLOTS: '8', AGENT_BACKGROUND_WORKFLOW_TASK_SLOTS: '3', AGENT_WORKFLOW_THREADS: '2' };
   const agent = await createAgentWorker({ config: workerConfig(env), tracing });
   expect(agent.worker.options.maxCachedWorkflows).toBe(50);
   expect(agent.worker.options.tuner.workflowTaskSlotSupplier).toMatchObject({ type: 'fixed-size', numSlots: 8 });
+  expect(agent.worker.options.workflowThreadPoolSize).toBe(2);
   // The worker of the background queue comes once the worker polls.
   expect(agent.backgroundWorker).toBeUndefined();
   expect(agent.mcpServers.map((s) => s.tools)).toEqual([['fixtures_add', 'fixtures_echo', 'fixtures_fail']]);

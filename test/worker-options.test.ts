@@ -160,6 +160,14 @@ test('workflow task slots: the SDK\'s 40 unless AGENT_WORKFLOW_TASK_SLOTS says o
   }
 });
 
+test('workflow threads: the SDK\'s unless AGENT_WORKFLOW_THREADS says otherwise; a value that is not a count from 1 to 64 is refused, naming the variable', () => {
+  expect(workerConfig({}).workflowThreads).toBeUndefined();
+  expect(workerConfig({ AGENT_WORKFLOW_THREADS: ' 2 ' }).workflowThreads).toBe(2);
+  for (const bad of ['0', '1.5', 'two', '65']) {
+    expect(() => workerConfig({ AGENT_WORKFLOW_THREADS: bad })).toThrow(`AGENT_WORKFLOW_THREADS must be a whole number from 1 to 64, got "${bad}"`);
+  }
+});
+
 test('background workflow task slots: 2 on their own task queue unless AGENT_BACKGROUND_WORKFLOW_TASK_SLOTS says otherwise, 0 for none; 1 or a value that is not a count is refused', () => {
   expect(BACKGROUND_WORKFLOW_TASK_SLOTS).toBe(2);
   expect(backgroundTaskQueue('agent-runs')).toBe('agent-runs-background');

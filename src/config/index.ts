@@ -584,6 +584,13 @@ export interface WorkerConfig {
    * the heap limit. A cached run holds about 1.2 MB; a heap limit bounds the RSS (BENCHMARKS.md, figure (h)).
    */
   cachedRuns?: number;
+  /**
+   * `AGENT_WORKFLOW_THREADS`: the threads that run the worker's workflow code (the SDK's `workflowThreadPoolSize`), each
+   * a V8 isolate of its own with the runs it holds. Unset: the SDK's 1. More let replays (a run out of the cache) and
+   * new runs' first tasks go on side by side on a machine of several cores, at one more copy of the workflow bundle
+   * each (BENCHMARKS.md, figure (h)).
+   */
+  workflowThreads?: number;
 }
 
 /** A whole-number setting of the worker: unset or blank, undefined; refused, naming the variable and `rule`, unless `ok`. */
@@ -599,6 +606,7 @@ const cachedRuns = (env: NodeJS.ProcessEnv) =>
 const workflowTaskSlots = (env: NodeJS.ProcessEnv) => wholeNumberSetting(env, 'AGENT_WORKFLOW_TASK_SLOTS', (n) => n >= 2 && n <= 1_000, 'a whole number from 2 to 1000');
 const backgroundTaskSlots = (env: NodeJS.ProcessEnv) =>
   wholeNumberSetting(env, 'AGENT_BACKGROUND_WORKFLOW_TASK_SLOTS', (n) => n !== 1 && n <= 1_000, '0 (no background task queue) or a whole number from 2 to 1000');
+const workflowThreads = (env: NodeJS.ProcessEnv) => wholeNumberSetting(env, 'AGENT_WORKFLOW_THREADS', (n) => n >= 1 && n <= 64, 'a whole number from 1 to 64');
 const heapGrowingPercent = (env: NodeJS.ProcessEnv) =>
   wholeNumberSetting(env, 'AGENT_HEAP_GROWING_PERCENT', (n) => n <= 1_000, "a whole number from 0 to 1000 (0 leaves V8's own growth)");
 
@@ -611,6 +619,7 @@ export function workerConfig(env: NodeJS.ProcessEnv = process.env): WorkerConfig
   const slots = workflowTaskSlots(env);
   const backgroundSlots = backgroundTaskSlots(env);
   const cached = cachedRuns(env);
+  const threads = workflowThreads(env);
   return {
     temporal: temporalSettings(env),
     llm: llmSettings(env),
@@ -628,5 +637,6 @@ export function workerConfig(env: NodeJS.ProcessEnv = process.env): WorkerConfig
     ...(slots !== undefined ? { workflowTaskSlots: slots } : {}),
     ...(backgroundSlots !== undefined ? { backgroundTaskSlots: backgroundSlots } : {}),
     ...(cached !== undefined ? { cachedRuns: cached } : {}),
+    ...(threads !== undefined ? { workflowThreads: threads } : {}),
   };
 }

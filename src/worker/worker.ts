@@ -459,6 +459,7 @@ export async function createAgentWorker(options: AgentWorkerOptions = {}): Promi
       ...shared,
       ...(config.workflowTaskSlots !== undefined ? { maxConcurrentWorkflowTaskExecutions: config.workflowTaskSlots } : {}),
       ...(cached !== undefined ? { maxCachedWorkflows: cached } : {}),
+      ...(config.workflowThreads !== undefined ? { workflowThreadPoolSize: config.workflowThreads } : {}),
     });
     // The background's own workflow thread, slots and cache: its tasks never wait in front of the fleet's queue's.
     // Created once the fleet's worker polls (`run`): a restarted worker resumes its runs first (0.3 to 0.6 s sooner).
