@@ -124,7 +124,7 @@ export const {
 
   /** An activity being retried. */
   const RetryInfoSchema = z.object({
-    activity: z.string().describe('`callModel`, `executeTool`, `compactContext`, `critiqueAnswer`.'),
+    activity: z.string().describe('`callModel`, `awaitQuota`, `executeTool`, `compactContext`, `critiqueAnswer`.'),
     attempt: int().describe('The attempt running or due next (2 after one failure).'),
     lastFailure: z
       .object({ type: z.string().nullable(), message: z.string() })

@@ -159,7 +159,7 @@ export const MachineSchema = z.object({
 });
 
 export const ActivityRecordSchema = z.object({
-  activity: z.string().describe('`callModel`, `executeTool`, `compactContext`, `critiqueAnswer`, ...'),
+  activity: z.string().describe('`callModel`, `awaitQuota`, `executeTool`, `compactContext`, `critiqueAnswer`, ...'),
   summary: z.string().nullable().describe('The summary the workflow gave it (`model call #2 (respond)`, `tool listFiles {...}`).'),
   scheduledAt: timestamp(),
   startedAt: timestamp().nullable(),
