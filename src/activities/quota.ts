@@ -52,12 +52,28 @@ export async function reserve(
 ): Promise<Reservation | QuotaWait> {
   const grant = request.quota?.grant;
   if (grant) return granted(budget, grant);
-  const tokens = estimateTokens(messages, request.maxOutputTokens);
-  const queuedAt = request.quota?.queuedAt ?? Date.now();
   const waitMs = request.quota?.queuedAt === undefined ? FIRST_WAIT_MS : LATER_WAIT_MS;
-  const g = await budget.acquire(id, tokens, { priority: request.quota?.priority, tenant: request.quota?.tenant, arrivedMs: queuedAt, signal, untilMs: Date.now() + waitMs, keepPlaceMs: KEEP_PLACE_MS });
-  if (!g.granted) return { quotaWait: { waitMs: g.waitMs, position: g.position, queuedAt }, waitsApart: true };
-  return settling(budget, g.lease, g.tokens);
+  const g = await waitInLine(budget, id, request, messages, signal, waitMs);
+  return 'quotaWait' in g ? g : settling(budget, g.lease, g.tokens);
+}
+
+/**
+ * One bounded wait of the call in the budget's line, from its place (`quota.queuedAt`, else now): the grant, or the
+ * wait the run shows; `leaseMs`: the grant's own lease, when it is handed to another activity.
+ */
+async function waitInLine(
+  budget: ProviderBudget,
+  id: string,
+  request: ModelRequest,
+  messages: ChatMessage[],
+  signal: AbortSignal,
+  waitMs: number,
+  leaseMs?: number,
+): Promise<QuotaWait | QuotaGrantLease> {
+  const queuedAt = request.quota?.queuedAt ?? Date.now();
+  const opts = { priority: request.quota?.priority, tenant: request.quota?.tenant, arrivedMs: queuedAt, signal, untilMs: Date.now() + waitMs, keepPlaceMs: KEEP_PLACE_MS, leaseMs };
+  const g = await budget.acquire(id, estimateTokens(messages, request.maxOutputTokens), opts);
+  return g.granted ? { lease: g.lease, tokens: g.tokens } : { quotaWait: { waitMs: g.waitMs, position: g.position, queuedAt }, waitsApart: true };
 }
 
 /** The model call takes over the grant its run's `awaitQuota` made: it holds the slot, and settles it as its own. */
@@ -78,10 +94,8 @@ export async function awaitGrant(
   messages: ChatMessage[],
   signal: AbortSignal,
 ): Promise<QuotaWait | QuotaGrant> {
-  const queuedAt = request.quota?.queuedAt ?? Date.now();
-  const opts = { priority: request.quota?.priority, tenant: request.quota?.tenant, arrivedMs: queuedAt, signal, untilMs: Date.now() + LATER_WAIT_MS, keepPlaceMs: KEEP_PLACE_MS, leaseMs: HANDOFF_LEASE_MS };
-  const g = await budget.acquire(id, estimateTokens(messages, request.maxOutputTokens), opts);
-  if (!g.granted) return { quotaWait: { waitMs: g.waitMs, position: g.position, queuedAt }, waitsApart: true };
+  const g = await waitInLine(budget, id, request, messages, signal, LATER_WAIT_MS, HANDOFF_LEASE_MS);
+  if ('quotaWait' in g) return g;
   if (signal.aborted) {
     await budget.settle(g.lease, g.tokens, 0).catch(() => undefined);
     throw signal.reason;
