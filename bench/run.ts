@@ -43,6 +43,8 @@ interface Options {
   figures: string[];
   systems: SystemName[];
   servers: ServerKind[];
+  /** (g) and (h): where they run; `servers` unless `--gh-server` says otherwise. */
+  ghServers: ServerKind[];
   profiles: string[];
   toolBytes: number;
   overheadRuns: number;
@@ -115,6 +117,7 @@ function parseOptions(argv: string[]): Options {
     .option('--g-starts <n>', '(g) starts of each path, one after another')
     .option('--g-first-token-ms <ms>', '(g) the stub provider\'s delay to its first chunk', '100')
     .option('--g-providers <list>', '(g) stub (a fixed first-token delay), real (llama.cpp with SmolLM2-135M), or both', 'stub,real')
+    .option('--gh-server <list>', '(g) and (h): where they run, if not where --server says (a full run: --server dev --gh-server dev,stack)')
     .option('--h-runs <n>', '(h) runs parked waiting for approval on one worker')
     .option('--h-approve <n>', '(h) of them approved at random once parked')
     .option('--f-workers <n>', '(f) worker processes sharing the budget', '2')
@@ -130,8 +133,13 @@ function parseOptions(argv: string[]): Options {
   const contextWindow = o.contextWindow !== undefined ? Number(o.contextWindow) : tenK ? 32_768 : undefined;
   const systems = list(o.systems) as SystemName[];
   for (const s of systems) if (!SYSTEMS.includes(s)) throw new Error(`unknown system ${s}`);
-  const servers = list(o.server) as ServerKind[];
-  for (const s of servers) if (s !== 'dev' && s !== 'stack') throw new Error(`unknown server ${s}: dev or stack`);
+  const serverList = (value: string, option: string): ServerKind[] => {
+    const kinds = list(value);
+    for (const s of kinds) if (s !== 'dev' && s !== 'stack') throw new Error(`${option}: unknown server ${s}: dev or stack`);
+    return kinds as ServerKind[];
+  };
+  const servers = serverList(o.server, '--server');
+  const ghServers = o.ghServer === undefined ? servers : serverList(o.ghServer, '--gh-server');
   const profiles = list(o.profiles);
   for (const p of profiles) if (!PROFILES[p]) throw new Error(`unknown profile ${p}; known: ${Object.keys(PROFILES).join(', ')}`);
   return {
@@ -139,6 +147,7 @@ function parseOptions(argv: string[]): Options {
     figures: list(o.figures),
     systems,
     servers,
+    ghServers,
     profiles,
     toolBytes: tenK && program.getOptionValueSource('toolBytes') === 'default' ? 5_000 : Number(o.toolBytes),
     overheadRuns: num(o.overheadRuns, 5, 2),
@@ -636,7 +645,7 @@ async function main(): Promise<void> {
     /** A figure measured on each server, its failure on one recorded and the others still measured. */
     async function perServer<T>(figure: 'g' | 'h', measure: (server: ServerKind) => Promise<T>): Promise<Partial<Record<ServerKind, T>>> {
       const out: Partial<Record<ServerKind, T>> = {};
-      for (const server of opts.servers) {
+      for (const server of opts.ghServers) {
         try {
           out[server] = await measure(server);
         } catch (err) {
