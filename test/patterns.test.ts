@@ -1,9 +1,11 @@
 /** Sub-agent patterns on the real dev server: child agentRun workflows, progress, abort and failure. */
 import { randomUUID } from 'node:crypto';
 import type { WorkflowHandle } from '@temporalio/client';
+import { defaultPayloadConverter } from '@temporalio/common';
 import { Worker } from '@temporalio/worker';
 import { runCli } from '../src/cli/cli';
 import { AgentClient } from '../src/client';
+import { temporalPriorityKey } from '../src/common/fairness';
 import { abortSignal, stateQuery, type AgentRunResult } from '../src/common/messages';
 import { buildGateway } from '../src/gateway/index';
 import {
@@ -234,6 +236,31 @@ describe('agentPipeline', () => {
       reason: 'aborted: stop',
     });
     expect(((await child.result()) as AgentRunResult).status).toBe('ABORTED');
+  });
+
+  test("a pattern's priority reaches every child: in its input (the provider budget) and as its Temporal priority key", async () => {
+    h.model.register('pipe-priority', [{ text: 'first' }, { text: 'second' }]);
+    const stages = [{ name: 'one', instructions: 'Do it.' }, { name: 'two', instructions: 'Again.' }];
+    const background = await start<AgentPipelineResult>('agentPipeline', { task: 'Batch work', stages, model: 'pipe-priority', priority: 8 });
+    expect(await background.result()).toMatchObject({ status: 'COMPLETED', answer: 'second' });
+    for (const name of ['one', 'two']) {
+      const child = h.env.client.workflow.getHandle(`${background.workflowId}/${name}`);
+      const started = (await child.fetchHistory()).events![0]!.workflowExecutionStartedEventAttributes!;
+      expect(defaultPayloadConverter.fromPayload(started.input!.payloads![0]!)).toMatchObject({ model: 'pipe-priority', priority: 8 });
+      // 8 (background) is Temporal's last priority key, 5.
+      expect((await child.describe()).raw.workflowExecutionInfo?.priority?.priorityKey).toBe(temporalPriorityKey(8));
+    }
+
+    h.model.register('pe-priority', ({ request }) => ({ text: userPrompt(request).startsWith('You are the planner') ? '1. only' : 'done' }));
+    const planned = await start<PlanExecuteResult>('planExecute', { task: 'Plan it', model: 'pe-priority', priority: 0 });
+    expect(await planned.result()).toMatchObject({ status: 'COMPLETED' });
+    for (const name of ['planner', 'step-1', 'synthesiser']) {
+      const started = (await h.env.client.workflow.getHandle(`${planned.workflowId}/${name}`).fetchHistory()).events![0]!.workflowExecutionStartedEventAttributes!;
+      expect(defaultPayloadConverter.fromPayload(started.input!.payloads![0]!)).toMatchObject({ priority: 0 });
+    }
+
+    const failure = await failureOf(start('agentPipeline', { task: 't', priority: 10 }).then((hd) => hd.result()));
+    expect(failure).toMatchObject({ type: 'InvalidInput', message: expect.stringMatching(/^Invalid agentPipeline input: priority: /) });
   });
 
   test('duplicate stage names are refused', async () => {

@@ -34,6 +34,11 @@ const buildInputSchemas = () => {
   const { LimitsSchema } = runInputSchemas();
   const task = z.string().trim().min(1, 'must be a non-empty string');
   const tools = z.array(z.string().min(1));
+  /**
+   * Each child run's `priority` (0 first, 9 last): its place in the fleet's provider budget and, as Temporal's priority
+   * key, on the task queue. Absent: the children's default (5 in the budget), whatever the pattern was started at.
+   */
+  const priority = z.number().int().min(0).max(9).optional();
 
   const PlanExecuteInputSchema = z
     .object({
@@ -46,6 +51,7 @@ const buildInputSchemas = () => {
       tools: tools.optional(),
       /** Limits of each child run. */
       limits: LimitsSchema.optional(),
+      priority,
     })
     .strict();
 
@@ -77,6 +83,7 @@ const buildInputSchemas = () => {
       tools: tools.optional(),
       /** Limits of each child run. */
       limits: LimitsSchema.optional(),
+      priority,
     })
     .strict();
   return { PlanExecuteInputSchema, StageSchema, AgentPipelineInputSchema };

@@ -26,8 +26,8 @@ export async function planExecute(rawInput: unknown): Promise<PlanExecuteResult>
     agents.end(AgentState.FAILED, parsed.error);
     throw invalidInput(parsed.error);
   }
-  const { task, model, maxSteps, tools, limits } = parsed.value;
-  const common = { model, limits };
+  const { task, model, maxSteps, tools, limits, priority } = parsed.value;
+  const common = { model, limits, ...(priority !== undefined ? { priority } : {}) };
   let plan: string[] = [];
   const steps: StepResult[] = [];
   const finish = (answer: string | null): PlanExecuteResult => {
@@ -59,7 +59,7 @@ export async function agentPipeline(rawInput: unknown): Promise<AgentPipelineRes
     agents.end(AgentState.FAILED, parsed.error);
     throw invalidInput(parsed.error);
   }
-  const { task, stages, model, tools, limits } = parsed.value;
+  const { task, stages, model, tools, limits, priority } = parsed.value;
   const results: StageResult[] = [];
 
   for (const stage of stages) {
@@ -70,6 +70,7 @@ export async function agentPipeline(rawInput: unknown): Promise<AgentPipelineRes
       model: stage.model ?? model,
       tools: stage.tools ?? tools,
       limits,
+      ...(priority !== undefined ? { priority } : {}),
     });
     results.push({ name: stage.name, ...outcome });
     if (outcome.status !== AgentState.COMPLETED) break;

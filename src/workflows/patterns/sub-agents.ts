@@ -77,7 +77,8 @@ export function subAgents(pattern: PatternStateView['pattern']) {
     publish();
     const scope = new CancellationScope();
     running = scope;
-    // A stage belongs to the pattern's tenant: it draws on the fleet's budget, and queues on the task queue, as that tenant.
+    // A stage belongs to the pattern's tenant: it draws on the fleet's budget, and queues on the task queue, as that
+    // tenant, and at the `priority` the pattern's input gives (docs/sub-agents.md).
     const tenant = runTenant(input.tenant);
     try {
       const result: AgentRunResult = await scope.run(() =>
@@ -89,7 +90,7 @@ export function subAgents(pattern: PatternStateView['pattern']) {
           cancellationType: ChildWorkflowCancellationType.WAIT_CANCELLATION_COMPLETED,
           staticSummary: `${pattern} ${name}`,
           ...inheritedOwner(),
-          ...tenantPriority(tenant),
+          ...tenantPriority(tenant, input.priority),
         }),
       );
       child.status = result.status === AgentState.ABORTED ? AgentState.ABORTED : AgentState.COMPLETED;
