@@ -14,6 +14,9 @@ import type { Context } from '@temporalio/activity';
 import type { ModelCallKey, StopsModelCalls } from '../common/sinks';
 import type { StopRelay } from '../stream/stops';
 
+/** How often a request its run stopped on this worker beats while it waits to hear of its cancellation. */
+const STOPPED_BEAT_MS = 50;
+
 /** How long a call stopped here waits for Temporal's cancellation before it gives up and fails, retryable. */
 export const STOPPED_CALL_GRACE_MS = 30_000;
 
@@ -156,6 +159,20 @@ export class StoppableRequest {
     clearTimeout(timer);
     if (this.ctx.cancellationSignal.aborted) throw new CancelledFailure('model call cancelled');
     throw ApplicationFailure.retryable('the model call was stopped by its run, which then did not cancel it', 'StoppedWithoutCancellation');
+  }
+
+  /**
+   * `ended`, heartbeating `details` meanwhile at the throttle's pace: Temporal says an activity is cancelled only in a
+   * heartbeat's reply, so the run hears of the stop (and has the details: a model call's text) a throttle after it,
+   * not a cadence after.
+   */
+  async endedBeating(details: () => unknown): Promise<never> {
+    const asking = this.ctx.info.isLocal ? undefined : setInterval(() => this.ctx.heartbeat(details()), STOPPED_BEAT_MS);
+    try {
+      return await this.ended();
+    } finally {
+      clearInterval(asking);
+    }
   }
 }
 

@@ -90,9 +90,6 @@ export const DEGRADED_HEARTBEAT_MS = 200;
  */
 const QUOTA_WAIT_BEAT_MS = 60_000;
 
-/** How often a call its run stopped on this worker beats while it waits to hear of its cancellation. */
-const STOPPED_BEAT_MS = 50;
-
 /**
  * The worker's heartbeat throttle for a model-call cadence: a little under the fastest one, so that every beat goes to
  * the server. A throttle is a ceiling: calls that beat every 800 ms still send one beat per 800 ms.
@@ -293,12 +290,8 @@ export function createCallModel(deps: ModelDeps) {
     } catch (err) {
       // The text so far goes to the run with the cancellation: an abort keeps it, an interrupt keeps it in the conversation.
       const withText = (e: unknown) => (e instanceof CancelledFailure ? new CancelledFailure('model call cancelled', [beat()]) : e);
-      if (stop.stoppedHere) {
-        // Temporal says a call is cancelled only in a heartbeat's reply: beat at the throttle's pace until it does, so
-        // the run has the text (and an abort its ABORTED) a throttle after its stop, not a cadence after.
-        const asking = ctx.info.isLocal ? undefined : setInterval(() => ctx.heartbeat(beat()), STOPPED_BEAT_MS);
-        await stop.ended().catch((e: unknown) => Promise.reject(withText(e))).finally(() => clearInterval(asking));
-      }
+      // Stopped here: the run has the text (and an abort its ABORTED) a throttle after its stop.
+      if (stop.stoppedHere) await stop.endedBeating(beat).catch((e: unknown) => Promise.reject(withText(e)));
       if (ctx.cancellationSignal.aborted) throw withText(new CancelledFailure('model call cancelled'));
       const failure = stalled ? streamStalled(idleTimeoutMs) : classifyModelError(err, secrets);
       // The provider said no after all: the whole fleet holds off, not only this call.
@@ -346,11 +339,8 @@ export function createAwaitQuota(deps: Pick<ModelDeps, 'budget' | 'conversations
     try {
       return await awaitGrant(budget, `${runId}:${callNumber}`, request, messages, stop.signal);
     } catch (err) {
-      if (stop.stoppedHere) {
-        // As a stopped model call: beat until Temporal's cancellation comes, so the run hears of it a throttle later.
-        const asking = ctx.info.isLocal ? undefined : setInterval(() => ctx.heartbeat({ callNumber, waiting: true }), STOPPED_BEAT_MS);
-        await stop.ended().finally(() => clearInterval(asking));
-      }
+      // As a stopped model call: the run hears of the stop a throttle later.
+      if (stop.stoppedHere) await stop.endedBeating(() => ({ callNumber, waiting: true }));
       if (ctx.cancellationSignal.aborted) throw new CancelledFailure('quota wait cancelled');
       throw err;
     } finally {
