@@ -1,4 +1,5 @@
 /** Activities in a mock activity context, against the scripted model over real HTTP with the real `openai` client. */
+import { createHash } from 'node:crypto';
 import { existsSync, mkdirSync, mkdtempSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
@@ -17,6 +18,7 @@ import { defineTool, MAX_TOOL_OUTPUT_CHARS, RetryableToolError, ToolRegistry } f
 import type { ChatMessage, CritiqueRequest, ModelRequest, ModelResponse, QuotaWait } from '../src/common/chat';
 import { isQuotaWait } from '../src/common/chat-helpers';
 import { FailureType } from '../src/common/failures';
+import { requestHash } from '../src/common/replay';
 import { COMPACTION_CALL, criticCall } from '../src/common/sinks';
 import { llmSettings } from '../src/config';
 import { startScriptedModel, type ScriptedModel } from '../src/scripted-model';
@@ -805,5 +807,39 @@ describe('model critic', () => {
     model.register('rambling-critic', [{ text: 'Looks fine to me!' }]);
     const err = await act(activities.critiqueAnswer, critique('rambling-critic')).catch((e: unknown) => e);
     expect(err).toMatchObject({ type: 'CritiqueUnparsable', nonRetryable: true });
+  });
+});
+
+describe('requestHash', () => {
+  /** The hash's definition, as it was first written (issue 51): runs recorded then must still match. */
+  const reference = (value: unknown): string => {
+    if (Array.isArray(value)) return `[${value.map((v) => (v === undefined ? 'null' : reference(v))).join(',')}]`;
+    if (value !== null && typeof value === 'object') {
+      const entries = Object.entries(value as Record<string, unknown>).filter(([, v]) => v !== undefined);
+      return `{${entries.sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0)).map(([k, v]) => `${JSON.stringify(k)}:${reference(v)}`).join(',')}}`;
+    }
+    return JSON.stringify(value);
+  };
+  const sha256 = (text: string) => createHash('sha256').update(text).digest('hex');
+
+  test('is the SHA-256 of the canonical request, for message objects it has hashed before too', () => {
+    const messages: ChatMessage[] = [
+      { role: 'system', content: 'You help.' },
+      { content: 'quote " and é, \u2028', role: 'user' },
+      { role: 'assistant', content: null, toolCalls: [{ id: 'c1', name: 'readFile', arguments: '{"path":"a.txt"}' }] },
+      { role: 'tool', toolCallId: 'c1', content: 'contents' },
+    ];
+    const first = { model: 'm', messages, tools: ['readFile'], maxOutputTokens: null };
+    expect(requestHash(first)).toBe(sha256(reference(first)));
+    // The next call: the same message objects (a run's conversation in memory), one more, another output limit.
+    const next = { model: 'm', messages: [...messages, { role: 'user' as const, content: 'go on' }], tools: null, maxOutputTokens: 64 };
+    expect(requestHash(next)).toBe(sha256(reference(next)));
+    expect(requestHash(next)).not.toBe(requestHash(first));
+    // A critic's request with the same messages is another request.
+    const critic = { ...first, kind: 'critic' as const };
+    expect(requestHash(critic)).toBe(sha256(reference(critic)));
+    expect(requestHash(critic)).not.toBe(requestHash(first));
+    // Equal messages that are other objects hash alike.
+    expect(requestHash({ ...first, messages: structuredClone(messages) })).toBe(requestHash(first));
   });
 });
