@@ -667,7 +667,7 @@ export function figureHReport(h: FigureH): string[] {
     `| server RSS MB: idle / parked / peak / after the approvals | ${rss(h.serverRssMb)} |`,
     `| sticky cache: its bound, and the runs it held once all were parked | ${h.cacheSize} / ${h.cachedWhenParked} |`,
     `| approval to the next model request, ms: p50 / p95 / max | ${a.p50} / ${a.p95} / ${a.max} |`,
-    `| the approve update alone, ms: p50 / p95 | ${a.updateP50} / ${a.updateP95} |`,
+    `| the approve update alone, ms: p50 / p95 | ${Math.round(a.updateP50)} / ${Math.round(a.updateP95)} |`,
     `| workflow tasks out of the cache / in it, during the approvals | ${a.cacheMisses} / ${a.cacheHits}${a.fromEvicted ? ' (approvals among the runs parked before the cache\'s last)' : ' (the cache held every run)'} |`,
     `| approved runs completed | ${h.completed} of ${a.n}${a.failed ? ` (${a.failed} approvals failed: ${a.errors[0] ?? ''})` : ''} |`,
     '',
