@@ -842,4 +842,30 @@ describe('requestHash', () => {
     // Equal messages that are other objects hash alike.
     expect(requestHash({ ...first, messages: structuredClone(messages) })).toBe(requestHash(first));
   });
+
+  test('going on from a base conversation it hashed gives the hash of the whole', () => {
+    const sha = (request: Parameters<typeof requestHash>[0]) => sha256(reference(request));
+    const base: ChatMessage[] = [{ role: 'system', content: 'You help.' }, { role: 'user', content: 'read a.txt' }];
+    const first = { model: 'm', messages: base, tools: ['readFile'], maxOutputTokens: null };
+    expect(requestHash(first)).toBe(sha(first));
+    // As a model call's chain goes on: its base's messages, then the new ones, a call after another.
+    let conversation = base;
+    for (let call = 0; call < 3; call++) {
+      const next = conversation.concat([{ role: 'assistant', content: `answer ${call}` }, { role: 'user', content: `more ${call}` }]);
+      const request = { ...first, messages: next };
+      expect(requestHash(request, conversation)).toBe(sha(request));
+      conversation = next;
+    }
+    // Another request around the same base (another output limit, a critic's): its own text around the messages.
+    const other = { ...first, kind: 'critic' as const, maxOutputTokens: 32, messages: conversation.concat([{ role: 'user', content: 'judge' }]) };
+    expect(requestHash(other, conversation)).toBe(sha(other));
+    // A base that grew after it was hashed, or is not where the messages begin, is hashed whole.
+    const grown = [...base];
+    requestHash({ ...first, messages: grown });
+    grown.push({ role: 'user', content: 'added later' });
+    const afterGrown = { ...first, messages: grown.concat([{ role: 'user', content: 'then this' }]) };
+    expect(requestHash(afterGrown, grown)).toBe(sha(afterGrown));
+    const elsewhere = { ...first, messages: [{ role: 'user' as const, content: 'unrelated' }] };
+    expect(requestHash(elsewhere, conversation)).toBe(sha(elsewhere));
+  });
 });

@@ -168,7 +168,7 @@ export function createCallModel(deps: ModelDeps) {
     // Before any request: a run started with tools this worker lacks would only fail later, and the same on every retry.
     checkTools(request.checkTools, deps.tools);
     const { messages, base } = await conversationOf(request, deps.conversations);
-    const requestHash = hashOf(request, messages, deps.defaultModel);
+    const requestHash = hashOf(request, messages, deps.defaultModel, base);
     const recorded = replayedAnswer(request, requestHash);
     if (recorded) return recorded;
     const route = await routeOf(deps, request.model ?? deps.defaultModel);
@@ -504,9 +504,12 @@ async function runLocalTools(calls: ToolCall[], request: ModelRequest, deps: Mod
   return results;
 }
 
-/** The hash of the request this call would send (common/replay.ts): the conversation whole, as the provider gets it. */
-function hashOf(request: ModelRequest, messages: readonly ChatMessage[], defaultModel: string | undefined): string {
-  return hashRequest({ model: request.model ?? defaultModel ?? '', messages, tools: request.tools ?? null, maxOutputTokens: request.maxOutputTokens ?? null });
+/**
+ * The hash of the request this call would send (common/replay.ts): the conversation whole, as the provider gets it,
+ * going on from its chain base's hash when this worker made it.
+ */
+function hashOf(request: ModelRequest, messages: readonly ChatMessage[], defaultModel: string | undefined, base?: readonly ChatMessage[]): string {
+  return hashRequest({ model: request.model ?? defaultModel ?? '', messages, tools: request.tools ?? null, maxOutputTokens: request.maxOutputTokens ?? null }, base);
 }
 
 /**

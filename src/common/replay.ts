@@ -3,7 +3,7 @@
  * stamp it on what they answer and look a request up by it; the client reads it from the answers a run recorded. Not
  * for workflow code (node:crypto).
  */
-import { createHash } from 'node:crypto';
+import { createHash, type Hash } from 'node:crypto';
 import type { ChatMessage } from './chat';
 
 /**
@@ -18,16 +18,38 @@ export interface HashedRequest {
   maxOutputTokens: number | null;
 }
 
-/** SHA-256 of the request's canonical JSON (keys sorted, absent values left out). */
-export function requestHash(request: HashedRequest): string {
-  const messages = new Canonical(`[${request.messages.map(canonicalMessage).join(',')}]`);
-  return createHash('sha256').update(canonical({ ...request, messages })).digest('hex');
+/**
+ * SHA-256 of the request's canonical JSON (keys sorted, absent values left out). `base`: a conversation hashed before
+ * whose messages (the same objects) begin `request.messages`, as a model call's chain base does; the hash then goes on
+ * from where that one's messages ended instead of reading the whole conversation again. The hash is the same.
+ */
+export function requestHash(request: HashedRequest, base?: readonly ChatMessage[]): string {
+  const { messages } = request;
+  // The canonical text around the messages: `{...,"messages":` before them, `,"model":...}` after.
+  const [head, tail] = canonical({ ...request, messages: MESSAGES }).split(MESSAGES.text);
+  const prior = base?.length && base.length <= messages.length && messages[0] === base[0] && messages[base.length - 1] === base[base.length - 1] ? absorbed.get(base) : undefined;
+  const from = prior?.head === head && prior.count === base!.length ? prior.count : 0;
+  const hash = from ? prior!.hash.copy() : createHash('sha256').update(`${head}[`);
+  const added = messages.slice(from).map(canonicalMessage).join(',');
+  hash.update(from && added ? `,${added}` : added);
+  absorbed.set(messages, { head, count: messages.length, hash: hash.copy() });
+  return hash.update(`]${tail}`).digest('hex');
 }
 
 /** Text already canonical, taken as it is. */
 class Canonical {
   constructor(readonly text: string) {}
 }
+
+/** Where the messages go in a request's canonical text (a NUL, which canonical JSON never holds unescaped). */
+const MESSAGES = new Canonical('\u0000');
+
+/**
+ * A conversation's hash so far: the text before its messages (`head`), then `[` and its `count` messages, not closed. The
+ * next call of its run goes on from it (`base`). Weakly keyed by the conversation array, which the conversation store
+ * keeps in memory while its run goes on.
+ */
+const absorbed = new WeakMap<readonly ChatMessage[], { head: string; count: number; hash: Hash }>();
 
 /**
  * The canonical text of each message object hashed so far. A run's conversation keeps its message objects from call to
