@@ -312,9 +312,9 @@ export async function figureI(o: FigureIOptions): Promise<FigureI> {
     // A fresh worker's first runs load the workflow bundle and warm its code: not the time alone of a fleet.
     await timed('warm', 'w', o.runs, o.promptChars);
     await sleep(5_000);
-    o.log(`g: ${o.runs} runs of tenant b alone, the budget at ${o.tokensPerMinute} tokens a minute`);
+    o.log(`i: ${o.runs} runs of tenant b alone, the budget at ${o.tokensPerMinute} tokens a minute`);
     const aloneMs = await timed('alone', 'b', o.runs, o.promptChars);
-    o.log(`g: alone ${(aloneMs / 1000).toFixed(2)} s; tenant a floods with ${o.flood} runs of ${o.floodPromptChars} characters`);
+    o.log(`i: alone ${(aloneMs / 1000).toFixed(2)} s; tenant a floods with ${o.flood} runs of ${o.floodPromptChars} characters`);
     const f0 = Date.now();
     const flood: Array<Promise<unknown>> = [];
     for (let i = 0; i < o.flood; i += 50) {
@@ -328,17 +328,17 @@ export async function figureI(o: FigureIOptions): Promise<FigureI> {
     const lastOfFlood = Array.from({ length: Math.min(5, o.flood) }, (_, k) => `g-flood-${process.pid}-${o.flood - 1 - k}`);
     const calling = async (id: string) => ((await server.client.workflow.getHandle(id).fetchHistory()).events ?? []).some((e) => e.activityTaskStartedEventAttributes);
     for (const deadline = Date.now() + 180_000; Date.now() < deadline && !(await Promise.all(lastOfFlood.map(calling))).every(Boolean); ) await sleep(500);
-    o.log(`g: the flood's last runs call the model ${((Date.now() - f0) / 1000).toFixed(1)} s after its first start`);
+    o.log(`i: the flood's last runs call the model ${((Date.now() - f0) / 1000).toFixed(1)} s after its first start`);
     await sleep(5_000);
-    o.log(`g: ${o.runs} runs of tenant b and ${o.runs} of tenant a start during the flood`);
+    o.log(`i: ${o.runs} runs of tenant b and ${o.runs} of tenant a start during the flood`);
     const [ownTenantMs, sameTenantMs] = await Promise.all([timed('own', 'b', o.runs, o.promptChars), timed('same', 'a', o.runs, o.promptChars)]);
     await Promise.all(flood);
     const floodMs = Date.now() - f0;
-    o.log(`g: own tenant ${(ownTenantMs / 1000).toFixed(2)} s (${(ownTenantMs / aloneMs).toFixed(2)}x alone), in the flooding tenant ${(sameTenantMs / 1000).toFixed(1)} s; the flood took ${(floodMs / 1000).toFixed(1)} s`);
+    o.log(`i: own tenant ${(ownTenantMs / 1000).toFixed(2)} s (${(ownTenantMs / aloneMs).toFixed(2)}x the run alone before), in the flooding tenant ${(sameTenantMs / 1000).toFixed(1)} s; the flood took ${(floodMs / 1000).toFixed(1)} s`);
     // The budget's minute refills from the flood's last calls before the second measure alone.
     await sleep(60_000);
     const aloneAfterMs = await timed('after', 'b', o.runs, o.promptChars);
-    o.log(`g: alone again after the flood ${(aloneAfterMs / 1000).toFixed(2)} s`);
+    o.log(`i: alone again after the flood ${(aloneAfterMs / 1000).toFixed(2)} s`);
     const breakdown = {
       alone: await breakdownOf(server.client, ids('alone', o.runs)),
       ownTenant: await breakdownOf(server.client, ids('own', o.runs)),
