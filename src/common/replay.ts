@@ -30,7 +30,7 @@ export function requestHash(request: HashedRequest, base?: readonly ChatMessage[
   const prior = base?.length && base.length <= messages.length && messages[0] === base[0] && messages[base.length - 1] === base[base.length - 1] ? absorbed.get(base) : undefined;
   const from = prior?.head === head && prior.count === base!.length ? prior.count : 0;
   const hash = from ? prior!.hash.copy() : createHash('sha256').update(`${head}[`);
-  const added = messages.slice(from).map(canonicalMessage).join(',');
+  const added = messages.slice(from).map((m) => (m === undefined ? 'null' : canonical(m))).join(',');
   hash.update(from && added ? `,${added}` : added);
   absorbed.set(messages, { head, count: messages.length, hash: hash.copy() });
   return hash.update(`]${tail}`).digest('hex');
@@ -46,26 +46,12 @@ const MESSAGES = new Canonical('\u0000');
 
 /**
  * A conversation's hash so far: the text before its messages (`head`), then `[` and its `count` messages, not closed. The
- * next call of its run goes on from it (`base`). Weakly keyed by the conversation array, which the conversation store
- * keeps in memory while its run goes on.
+ * next call of its run goes on from it (`base`), so a call hashes only the messages added since its last: at step 500
+ * of a run (600 kB) the hash took about 5 ms a call, 0.02 ms so (BENCHMARKS.md (b)). Weakly keyed by the conversation
+ * array, which the conversation store keeps in memory while its run goes on (codec/conversation-store.ts), and never
+ * changes; a base that did change since (another count) is hashed whole.
  */
 const absorbed = new WeakMap<readonly ChatMessage[], { head: string; count: number; hash: Hash }>();
-
-/**
- * The canonical text of each message object hashed so far. A run's conversation keeps its message objects from call to
- * call (codec/conversation-store.ts keeps them in memory and never changes them), so a call canonicalises only the
- * messages added since the last: at step 500 of a run (600 kB) the hash took about 5 ms a call, most of it this
- * (BENCHMARKS.md (b)). The hash is the same text's, so answers recorded before still match.
- */
-const canonicalText = new WeakMap<object, string>();
-
-function canonicalMessage(message: ChatMessage | undefined): string {
-  if (message === undefined) return 'null';
-  if (message === null || typeof message !== 'object') return canonical(message);
-  let text = canonicalText.get(message);
-  if (text === undefined) canonicalText.set(message, (text = canonical(message)));
-  return text;
-}
 
 function canonical(value: unknown): string {
   if (value instanceof Canonical) return value.text;
