@@ -31,14 +31,15 @@ export const DEFAULT_STAGES: { name: string; instructions: string; model?: strin
  * `agentRun` evaluates the workflow bundle's modules in its own instances (BENCHMARKS.md, figures (g) and (h)).
  */
 const buildInputSchemas = () => {
-  const { LimitsSchema } = runInputSchemas();
+  const { LimitsSchema, AgentRunInputSchema } = runInputSchemas();
   const task = z.string().trim().min(1, 'must be a non-empty string');
   const tools = z.array(z.string().min(1));
   /**
-   * Each child run's `priority` (0 first, 9 last): its place in the fleet's provider budget and, as Temporal's priority
-   * key, on the task queue. Absent: the children's default (5 in the budget), whatever the pattern was started at.
+   * Each child run's `priority`, as `agentRun` takes it (0 first, 9 last): its place in the fleet's provider budget and,
+   * as Temporal's priority key, on the task queue. Absent: the children's default (5 in the budget), whatever the
+   * pattern was started at.
    */
-  const priority = z.number().int().min(0).max(9).optional();
+  const priority = AgentRunInputSchema.shape.priority;
 
   const PlanExecuteInputSchema = z
     .object({
